@@ -1,0 +1,60 @@
+"""The ``kvtui`` command line: subcommands are registered from :mod:`kvtui.commands`.
+
+Every :class:`~kvtui.errors.KvtuiError` (and ``KeyboardInterrupt``) becomes one line on stderr and a
+non-zero exit code; no traceback reaches the user for bad input.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import sys
+
+from kvtui import __version__
+from kvtui.commands import COMMANDS
+from kvtui.errors import KvtuiError
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """Return the top-level parser with every available subcommand registered."""
+    parser = argparse.ArgumentParser(
+        prog="kvtui",
+        description=(
+            "Drive shared-prefix LLM workloads through a real Mooncake Store with a prefill and a decode "
+            "worker, and show how KV pages are published and reused (prefix hits, TTFT savings, store health)."
+        ),
+    )
+    parser.add_argument("--version", action="version", version=f"kvtui {__version__}")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+    for name in COMMANDS:
+        try:
+            module = importlib.import_module(f"kvtui.commands.{name}")
+        except ModuleNotFoundError as exc:  # a command not built yet must not break the others
+            if exc.name == f"kvtui.commands.{name}":
+                continue
+            raise
+        module.register(sub)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Entry point of the console script; returns the process exit code."""
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if not getattr(args, "func", None):
+        parser.print_help()
+        return 2
+    try:
+        return int(args.func(args) or 0)
+    except KvtuiError as exc:
+        print(f"kvtui: error: {exc}", file=sys.stderr)
+        return exc.exit_code
+    except KeyboardInterrupt:
+        print("kvtui: interrupted", file=sys.stderr)
+        return 130
+    except BrokenPipeError:  # e.g. `kvtui keys ... | head`
+        return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,252 @@
+"""The Mooncake cluster kvtui runs against: embedded on loopback (default) or attached.
+
+Embedded mode starts, each on a free 127.0.0.1 port and each dying with kvtui (:mod:`kvtui.procs`):
+
+* ``mooncake_master`` (RPC ``--rpc_address=127.0.0.1``, admin/metrics ``--metrics_host=127.0.0.1``, its
+  embedded HTTP metadata server off because it ignores its host flag);
+* the wheel's Python metadata server (``mooncake.http_metadata_server --host 127.0.0.1``);
+* with ``segment_on="store"``, a store node (:mod:`kvtui.engine.store_node`) contributing the segment.
+
+Readiness is probed with bounded waits (the master answers ``/health`` ~1.1 s after start); a process that
+exits early stops start-up with the tail of its log. Native logs go to files in ``log_dir``.
+Attach mode starts nothing and only records the endpoints. Facts: ``shared/reference/mooncake-facts.md``.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import os
+import random
+import socket
+import sys
+import tempfile
+import time
+import urllib.error
+import urllib.request
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from kvtui.procs import ManagedProcess, spawn
+from kvtui.store import probe_tcp, split_hostport
+
+READY_TIMEOUT_S = 20.0
+
+
+class ClusterError(RuntimeError):
+    """The cluster could not be started or reached; the message is one line plus an optional log tail."""
+
+
+@dataclass(frozen=True)
+class ClusterEndpoints:
+    """Where the store lives, as plain data every process can use.
+
+    ``master``: RPC ``HOST:PORT``; ``metadata_url``: ``http://HOST:PORT/metadata``; ``metrics_url``: the
+    master's admin HTTP base (``/metrics``, ``/health``) or ``None`` if unknown; ``client_env``: ``MC_*``
+    variables each store client sets before importing Mooncake (loopback port ranges, bind address).
+    """
+
+    master: str
+    metadata_url: str
+    metrics_url: str | None
+    protocol: str = "tcp"
+    device: str = ""
+    embedded: bool = True
+    client_env: tuple[tuple[str, str], ...] = ()
+    log_dir: str = ""
+
+    def as_dict(self) -> dict:
+        """Plain-data form for worker messages and recorded sessions."""
+        return {"master": self.master, "metadata_url": self.metadata_url, "metrics_url": self.metrics_url,
+                "protocol": self.protocol, "device": self.device, "embedded": self.embedded,
+                "client_env": [list(kv) for kv in self.client_env], "log_dir": self.log_dir}
+
+
+def free_port(host: str = "127.0.0.1") -> int:
+    """A TCP port on ``host`` that was free a moment ago."""
+    with socket.socket() as s:
+        s.bind((host, 0))
+        return s.getsockname()[1]
+
+
+def port_is_free(port: int, host: str = "127.0.0.1") -> bool:
+    """True if ``host:port`` can be bound now."""
+    with socket.socket() as s:
+        try:
+            s.bind((host, port))
+        except OSError:
+            return False
+    return True
+
+
+def loopback_client_env(rng: random.Random | None = None) -> tuple[tuple[str, str], ...]:
+    """``MC_*`` variables that keep a store client's own listeners on loopback and in a private range.
+
+    Mooncake accepts ranges inside 1024–32767 (51xxx is silently replaced by the default 12300–14300), so a
+    random 400-port window in 20000–32000 is used: 200 for segment ids, 200 for transfer-engine RPC/TCP.
+    """
+    rng = rng or random.Random()
+    base = rng.randrange(20000, 31600, 400)
+    return (
+        ("MC_STORE_CLIENT_MIN_PORT", str(base)), ("MC_STORE_CLIENT_MAX_PORT", str(base + 199)),
+        ("MC_MIN_RPC_PORT", str(base + 200)), ("MC_MAX_RPC_PORT", str(base + 399)),
+        ("MC_TCP_BIND_ADDRESS", "127.0.0.1"), ("MC_LOG_LEVEL", "ERROR"),
+        ("MC_TCP_ENABLE_CONNECTION_POOL", "1"),
+    )
+
+
+def http_get(url: str, timeout_s: float = 1.0) -> tuple[int, str]:
+    """GET ``url``: ``(status, body)``; ``(0, reason)`` when nothing answers."""
+    try:
+        with urllib.request.urlopen(url, timeout=timeout_s) as resp:
+            return resp.status, resp.read().decode("utf-8", "replace")
+    except urllib.error.HTTPError as exc:
+        return exc.code, exc.read().decode("utf-8", "replace")
+    except (OSError, ValueError) as exc:
+        return 0, str(exc)
+
+
+def master_binary() -> str:
+    """Path of the ``mooncake_master`` binary shipped in the wheel (``ClusterError`` if absent)."""
+    spec = importlib.util.find_spec("mooncake")
+    if spec is None or not spec.submodule_search_locations:
+        raise ClusterError("the Mooncake wheel is not installed (pip install mooncake-transfer-engine-non-cuda); run `kvtui doctor`")
+    for loc in spec.submodule_search_locations:
+        path = Path(loc) / "mooncake_master"
+        if path.exists():
+            if not os.access(path, os.X_OK):
+                path.chmod(path.stat().st_mode | 0o111)
+            return str(path)
+    raise ClusterError("mooncake_master is missing from the Mooncake wheel; run `kvtui doctor`")
+
+
+@dataclass
+class ClusterOptions:
+    """Embedded-cluster settings. Sizes in bytes, times in seconds. Explicit ports of 0 mean "pick free"."""
+
+    store_bytes: int = 1 << 30
+    segment_on: str = "store"  # store | prefill | decode
+    rpc_port: int = 0
+    metrics_port: int = 0
+    metadata_port: int = 0
+    lease_ttl_ms: int = 10_000
+    client_ttl_s: int = 10
+    eviction_high_watermark: float = 0.9
+    eviction_ratio: float = 0.05
+    log_dir: str | None = None
+
+
+@dataclass
+class EmbeddedCluster:
+    """Starts and owns an embedded cluster (use as a context manager, or ``start()`` / ``stop()``).
+
+    Raises :class:`ClusterError` when a port requested explicitly is busy, a process exits during start-up
+    (message includes its log tail), or readiness is not reached within ``READY_TIMEOUT_S``.
+    """
+
+    options: ClusterOptions = field(default_factory=ClusterOptions)
+    processes: list[ManagedProcess] = field(default_factory=list)
+    endpoints: ClusterEndpoints | None = None
+
+    def __enter__(self) -> "EmbeddedCluster":
+        self.start()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.stop()
+
+    def _port(self, requested: int, what: str) -> int:
+        if requested:
+            if not port_is_free(requested):
+                raise ClusterError(f"{what} port {requested} on 127.0.0.1 is busy; choose another or omit it")
+            return requested
+        return free_port()
+
+    def start(self) -> ClusterEndpoints:
+        """Start master, metadata server and (optionally) the store node; return the endpoints."""
+        o = self.options
+        log_dir = Path(o.log_dir or tempfile.mkdtemp(prefix="kvtui-logs-"))
+        log_dir.mkdir(parents=True, exist_ok=True)
+        rpc = self._port(o.rpc_port, "master RPC")
+        metrics = self._port(o.metrics_port, "master metrics")
+        meta = self._port(o.metadata_port, "metadata")
+        env = dict(os.environ, GLOG_minloglevel="1")
+        try:
+            self.processes.append(spawn("metadata", [
+                sys.executable, "-m", "mooncake.http_metadata_server", "--host", "127.0.0.1",
+                "--port", str(meta), "--log-level", "WARNING"], log_dir / "metadata.log", env))
+            self.processes.append(spawn("master", [
+                master_binary(), f"--rpc_port={rpc}", "--rpc_address=127.0.0.1",
+                f"--metrics_port={metrics}", "--metrics_host=127.0.0.1",
+                "--enable_http_metadata_server=false", "--enable_metric_reporting=false",
+                f"--default_kv_lease_ttl={o.lease_ttl_ms}", f"--client_ttl={o.client_ttl_s}",
+                f"--eviction_high_watermark_ratio={o.eviction_high_watermark}",
+                f"--eviction_ratio={o.eviction_ratio}", "--minloglevel=1", "--logtostderr=1",
+            ], log_dir / "master.log", env))
+            metrics_url = f"http://127.0.0.1:{metrics}"
+            self._wait("master", lambda: http_get(metrics_url + "/health")[0] == 200)
+            self._wait("metadata", lambda: http_get(f"http://127.0.0.1:{meta}/metadata")[0] == 400)
+            self.endpoints = ClusterEndpoints(
+                master=f"127.0.0.1:{rpc}", metadata_url=f"http://127.0.0.1:{meta}/metadata",
+                metrics_url=metrics_url, embedded=True, client_env=loopback_client_env(), log_dir=str(log_dir))
+            if o.segment_on == "store":
+                self.processes.append(spawn("store", [
+                    sys.executable, "-m", "kvtui.engine.store_node",
+                    "--endpoints", json.dumps(self.endpoints.as_dict()), "--segment-bytes", str(o.store_bytes),
+                ], log_dir / "store.log", env))
+                self._wait("store", lambda: self.capacity_bytes() >= o.store_bytes)
+        except BaseException:
+            self.stop()
+            raise
+        return self.endpoints
+
+    def capacity_bytes(self) -> int:
+        """``master_total_capacity_bytes`` from ``/metrics`` (0 if unknown)."""
+        if not self.endpoints or not self.endpoints.metrics_url:
+            return 0
+        status, body = http_get(self.endpoints.metrics_url + "/metrics")
+        if status != 200:
+            return 0
+        for line in body.splitlines():
+            if line.startswith("master_total_capacity_bytes "):
+                return int(float(line.split()[1]))
+        return 0
+
+    def _wait(self, name: str, ready, timeout_s: float = READY_TIMEOUT_S) -> None:
+        deadline = time.monotonic() + timeout_s
+        while time.monotonic() < deadline:
+            for p in self.processes:
+                if not p.alive():
+                    raise ClusterError(f"{p.name} exited during start-up (code {p.popen.returncode}); "
+                                       f"last lines of {p.log_path}:\n{p.log_tail()}")
+            if ready():
+                return
+            time.sleep(0.05)
+        raise ClusterError(f"{name} not ready after {timeout_s:.0f} s; logs in {self.processes[0].log_path.parent}")
+
+    def process(self, name: str) -> ManagedProcess | None:
+        """The managed process called ``name`` (``master``, ``metadata``, ``store``), if any."""
+        return next((p for p in self.processes if p.name == name), None)
+
+    def stop(self) -> None:
+        """Stop every process in reverse start order (store node first, so it closes its client cleanly)."""
+        for p in reversed(self.processes):
+            p.stop(grace_s=4.0 if p.name == "store" else 3.0)
+        self.processes.clear()
+
+
+def attach(master: str, metadata_url: str, protocol: str = "tcp", device: str = "",
+           metrics_url: str | None = None) -> ClusterEndpoints:
+    """Endpoints of an existing cluster. Checks the master's RPC port answers within 2 s (``ClusterError``)."""
+    try:
+        host, port = split_hostport(master)
+    except ValueError as exc:
+        raise ClusterError(f"--master: {exc}") from None
+    if not metadata_url.startswith(("http://", "https://", "etcd://", "P2PHANDSHAKE")):
+        raise ClusterError(f"--metadata must be a URL such as http://HOST:PORT/metadata, got {metadata_url!r}")
+    if not probe_tcp(host, port, timeout_s=2.0):
+        raise ClusterError(f"no Mooncake master answers at {master} (TCP connect failed within 2 s)")
+    if protocol not in ("tcp", "rdma"):
+        raise ClusterError(f"--protocol must be tcp or rdma, got {protocol!r}")
+    return ClusterEndpoints(master=master, metadata_url=metadata_url, metrics_url=metrics_url, protocol=protocol,
+                            device=device, embedded=False, client_env=(("MC_LOG_LEVEL", "ERROR"),))

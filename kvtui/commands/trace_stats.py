@@ -1,0 +1,171 @@
+"""``kvtui trace-stats FILE``: offline summary of a Mooncake FAST'25 trace and its ideal prefix-hit rate.
+
+No store is touched. The ideal hit rate follows the replay rule of the trace README (full blocks only,
+longest leading run of already-published blocks, rows in file order); ``--capacity`` adds the hit rate
+of an LRU cache of that many tokens (the shape of Fig. 9 of the Mooncake FAST'25 paper).
+"""
+
+from __future__ import annotations
+
+import argparse
+import re
+
+from kvtui.errors import KvtuiError
+
+_SUFFIX = {"": 1, "k": 10**3, "m": 10**6, "g": 10**9}
+_SIZE_RE = re.compile(r"^\s*(\d+(?:\.\d*)?|\.\d+)\s*([kmg]?)\s*$", re.IGNORECASE)
+_MAX_PROBLEMS_SHOWN = 5
+
+
+def parse_tokens(text: str, what: str = "capacity") -> int:
+    """Parse a token count such as ``4096``, ``500k``, ``1M``, ``1.5M``, ``2G`` (decimal suffixes).
+
+    Raises :class:`KvtuiError` with a one-line message on anything else.
+    """
+    m = _SIZE_RE.match(text.replace("_", ""))
+    if not m:
+        raise KvtuiError(f"bad {what} {text!r}: expected a token count like 4096, 500k, 1M or 2G")
+    number, suffix = m.groups()
+    mult = _SUFFIX[suffix.lower()]
+    if "." in number:
+        value = round(float(number) * mult)
+    else:
+        value = int(number) * mult
+    return int(value)
+
+
+def _parse_capacities(values: list[str] | None) -> list[int]:
+    caps: list[int] = []
+    for value in values or []:
+        for part in value.split(","):
+            if not part.strip():
+                raise KvtuiError(f"bad --capacity {value!r}: empty item in the comma-separated list")
+            caps.append(parse_tokens(part, "--capacity"))
+    return caps
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    """Add the ``trace-stats`` subcommand."""
+    p = subparsers.add_parser(
+        "trace-stats",
+        help="summarise a Mooncake FAST'25 trace and its ideal prefix-hit rate (no store needed)",
+        description=(
+            "Read a Mooncake FAST'25 JSONL trace (kvcache-ai/Mooncake FAST25-release/traces) and print its "
+            "size, arrival rate, prompt length percentiles and the ideal KV prefix-hit rate: rows replayed in "
+            "file order, only full blocks cacheable, a hit is the longest leading run of blocks already "
+            "published. --capacity adds the hit rate of an LRU cache of that size."
+        ),
+    )
+    p.add_argument("file", metavar="FILE", help="trace file, JSON Lines: {timestamp (ms), input_length, "
+                   "output_length (tokens), hash_ids}")
+    p.add_argument(
+        "--block-tokens",
+        metavar="N",
+        default="512",
+        help="tokens per hash id (trace block size, tokens); default 512 as in the FAST'25 traces",
+    )
+    p.add_argument(
+        "--capacity",
+        metavar="TOKENS",
+        action="append",
+        help="LRU cache capacity in tokens (e.g. 4096, 500k, 1M = 1,000,000 tokens); repeat the flag or "
+        "give a comma-separated list for a hit-rate curve",
+    )
+    p.add_argument("--strict", action="store_true", help="stop at the first bad row (file:line: reason, exit 2) "
+                   "instead of skipping bad rows")
+    p.add_argument("--json", metavar="PATH", help="also write the stats (token counts, seconds, req/s) as JSON "
+                   "to PATH ('-' = stdout, instead of the table)")
+    p.set_defaults(func=run)
+
+
+def _fmt_int(n: int) -> str:
+    return f"{n:,}"
+
+
+def run(args: argparse.Namespace) -> int:
+    """Compute and print the stats; return 0. Bad input raises :class:`KvtuiError`."""
+    import json
+    import os
+
+    from workload.stats import hit_rate_curve, trace_stats
+    from workload.trace import TraceError, read_trace
+
+    block_tokens = parse_tokens(args.block_tokens, "--block-tokens")
+    if block_tokens < 1:
+        raise KvtuiError(f"bad --block-tokens {args.block_tokens!r}: must be at least 1 token")
+    capacities = _parse_capacities(args.capacity)
+
+    try:
+        rows, problems = read_trace(args.file, block_tokens=block_tokens, strict=args.strict)
+        stats = trace_stats(rows, block_tokens)
+        curve = hit_rate_curve(rows, capacities, block_tokens) if capacities else []
+    except (TraceError, ValueError) as exc:
+        raise KvtuiError(str(exc)) from None
+
+    table: list[tuple[str, str]] = [
+        ("trace", os.fspath(args.file)),
+        ("rows", f"{_fmt_int(stats.rows)}" + (f"  ({_fmt_int(len(problems))} bad rows skipped)" if problems else "")),
+        ("duration", f"{stats.duration_s:,.1f} s"),
+        (
+            "arrival rate",
+            f"{stats.arrival_rate_rps:,.2f} req/s" if stats.arrival_rate_rps is not None else "n/a (one instant)",
+        ),
+        (
+            "input length",
+            f"p50 {_fmt_int(stats.input_p50)}  p90 {_fmt_int(stats.input_p90)}  "
+            f"p99 {_fmt_int(stats.input_p99)}  max {_fmt_int(stats.input_max)} tokens",
+        ),
+        ("input tokens", _fmt_int(stats.input_tokens)),
+        ("output tokens", _fmt_int(stats.output_tokens)),
+        ("block size", f"{_fmt_int(block_tokens)} tokens"),
+        (
+            "blocks",
+            f"{_fmt_int(stats.blocks_listed)} listed, {_fmt_int(stats.distinct_blocks)} distinct, "
+            f"{_fmt_int(stats.full_blocks)} full",
+        ),
+        (
+            "ideal hit rate",
+            f"{stats.ideal_token_hit_rate * 100:6.2f} %  unbounded cache "
+            f"({_fmt_int(stats.ideal_block_hits)} block hits, {_fmt_int(stats.ideal_hit_tokens)} tokens)",
+        ),
+    ]
+    for cap, rate in curve:
+        assert cap is not None
+        blocks = cap // block_tokens
+        table.append(
+            (
+                f"hit rate @ {_fmt_int(cap)} tokens",
+                f"{rate * 100:6.2f} %  LRU cache of {_fmt_int(blocks)} blocks",
+            )
+        )
+    width = max(len(k) for k, _ in table)
+    lines = [f"{k:<{width}}  {v}" for k, v in table]
+    if stats.out_of_order_rows:
+        lines.append(f"note: {_fmt_int(stats.out_of_order_rows)} rows have a timestamp below the previous row's")
+    if problems:
+        lines.append(f"skipped {_fmt_int(len(problems))} bad rows:")
+        for pr in problems[:_MAX_PROBLEMS_SHOWN]:
+            lines.append(f"  line {pr.line_no}: {pr.reason}")
+        if len(problems) > _MAX_PROBLEMS_SHOWN:
+            lines.append(f"  ... and {_fmt_int(len(problems) - _MAX_PROBLEMS_SHOWN)} more")
+    if args.json != "-":
+        print("\n".join(lines))
+
+    if args.json:
+        doc = {
+            "file": os.fspath(args.file),
+            **stats.to_dict(),
+            "lru": [{"capacity_tokens": cap, "token_hit_rate": rate} for cap, rate in curve],
+            "bad_rows": len(problems),
+            "problems": [{"line": p.line_no, "reason": p.reason} for p in problems[:100]],
+        }
+        text = json.dumps(doc, indent=2) + "\n"
+        if args.json == "-":
+            print(text, end="")
+        else:
+            try:
+                with open(args.json, "w", encoding="utf-8") as f:
+                    f.write(text)
+            except OSError as exc:
+                raise KvtuiError(f"cannot write --json {args.json}: {exc.strerror or exc}") from None
+    return 0

@@ -1,0 +1,298 @@
+"""The paged-KV connector: the Python twin of the Go connector of Mooncake PR #2800.
+
+* :meth:`PagedKVConnector.load_cached_prefix` (Go ``LoadCachedPrefix``): probe the request's page keys with
+  ``batch_is_exist`` (in growing chunks, stopping at the first absent page, because every probe grants a
+  read lease that blocks eviction), take the longest leading run of present pages, read it with
+  ``batch_get_into`` in bounded batches, and stop at the first read that is not exactly ``page_bytes`` (a
+  page can vanish between probe and read) or whose bytes do not verify.
+* :meth:`PagedKVConnector.store_computed_prefix` (Go ``StoreComputedPrefix``): probe the pages from a start
+  page on and put only the absent ones with ``batch_put_from`` (put-if-absent: a peer's pages are never
+  clobbered). A put of an existing key returns 0 without writing, so "already present" is decided by the
+  probe and by duplicate keys within the batch.
+
+Return codes are never treated as success unless they are (``0`` for puts, ``page_bytes`` for reads) and a
+missing page is never counted as present. Codes are counted by value; :func:`kvtui.store.code_name` names them.
+"""
+
+from __future__ import annotations
+
+import time
+from collections import Counter
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from enum import IntEnum
+from typing import Sequence
+
+import numpy as np
+
+from kvtui.keys import PageKeyer
+from kvtui.layout import PageContent, PageLayout
+from kvtui.store import CONTENT_MISMATCH, SIZE_MISMATCH, StoreClient
+
+OBJECT_NOT_FOUND = -704
+NO_AVAILABLE_HANDLE = -200
+INVALID_PARAMS = -600
+
+
+class PageState(IntEnum):
+    """What happened to one page of a request (one cell of the page grid)."""
+
+    HIT = 0  # loaded from the store and verified: prefill skipped for it
+    PUBLISHED = 1  # miss: computed by prefill and stored
+    PRESENT = 2  # miss: computed, but a peer had already stored it
+    PARTIAL = 3  # trailing partial page (or beyond the cacheable part): never keyed, always computed
+    FAILED = 4  # a store call failed (see the request's codes)
+    EVICTED = 5  # the probe said present, the read said gone: evicted between probe and read
+    MISMATCH = 6  # loaded, but the size or bytes were not what the layout and key say
+    COMPUTED = 7  # miss: computed and not published (decode role, or publish skipped)
+
+
+class RoleError(RuntimeError):
+    """A worker tried something its role forbids (e.g. a decode worker publishing)."""
+
+
+ROLES = ("prefill", "decode", "mixed")
+
+
+@dataclass
+class ReloadResult:
+    """Outcome of :meth:`PagedKVConnector.load_cached_prefix`.
+
+    ``pages_total``: full cacheable pages of the request; ``pages_probed``/``probed_present``: pages probed
+    and the leading run the probe reported present; ``pages_hit``: pages loaded and verified (the usable
+    run; tokens skipped = ``pages_hit · page_tokens``); ``stop_state``: why the run ended early (EVICTED,
+    FAILED, MISMATCH) or ``None``; ``codes``: store return codes other than success, counted by value;
+    times in ms; ``bytes_loaded`` counts only the usable run.
+    """
+
+    pages_total: int
+    pages_probed: int = 0
+    probed_present: int = 0
+    pages_hit: int = 0
+    bytes_loaded: int = 0
+    verified: int = 0
+    mismatches: int = 0
+    stop_state: PageState | None = None
+    stop_code: int | None = None
+    codes: Counter = field(default_factory=Counter)
+    probe_ms: float = 0.0
+    read_ms: float = 0.0
+    verify_ms: float = 0.0
+
+
+@dataclass
+class PublishResult:
+    """Outcome of :meth:`PagedKVConnector.store_computed_prefix` for pages ``start_page .. pages_total-1``.
+
+    ``states``: one :class:`PageState` per page of that range (PUBLISHED, PRESENT or FAILED); ``codes``:
+    failing return codes counted by value; ``bytes_written``: bytes of the pages newly stored; times in ms.
+    """
+
+    start_page: int
+    pages_total: int
+    stored: int = 0
+    already_present: int = 0
+    failed: int = 0
+    bytes_written: int = 0
+    states: list[int] = field(default_factory=list)
+    codes: Counter = field(default_factory=Counter)
+    probe_ms: float = 0.0
+    compute_ms: float = 0.0
+    put_ms: float = 0.0
+
+
+class PagedKVConnector:
+    """Moves one model's KV pages between a worker and the store.
+
+    ``store``: a set-up :class:`~kvtui.store.StoreClient`; ``layout``: page shape; ``keyer``: page keys
+    (its ``page_tokens`` must equal the layout's); ``role``: ``prefill``, ``decode`` (may not publish) or
+    ``mixed``. ``max_batch_bytes`` bounds one store batch (so a batch finishes well inside the read lease);
+    ``read_streams`` splits a reload across that many concurrent ``batch_get_into`` calls.
+    ``first_probe_pages``: size of the first probe chunk; chunks then double.
+    """
+
+    def __init__(self, store: StoreClient, layout: PageLayout, keyer: PageKeyer, role: str = "mixed", *,
+                 max_batch_bytes: int = 256 << 20, read_streams: int = 1, first_probe_pages: int = 8,
+                 verify: bool = True):
+        if role not in ROLES:
+            raise ValueError(f"role must be one of {', '.join(ROLES)}, got {role!r}")
+        if keyer.page_tokens != layout.page_tokens:
+            raise ValueError("key page size and layout page size differ")
+        self.store, self.layout, self.keyer, self.role = store, layout, keyer, role
+        self.page_bytes = layout.page_bytes
+        self.batch_pages = max(1, max_batch_bytes // self.page_bytes)
+        self.read_streams = max(1, int(read_streams))
+        self.first_probe_pages = max(1, int(first_probe_pages))
+        self.verify = verify
+        self.content = PageContent(self.page_bytes)
+        self._buf = np.empty(0, dtype=np.uint8)
+        self._pool = ThreadPoolExecutor(self.read_streams) if self.read_streams > 1 else None
+
+    # ---- buffers -------------------------------------------------------------------------------------
+    def buffer(self, pages: int) -> np.ndarray:
+        """A reusable page buffer of shape ``(pages, page_bytes)`` (uint8); grows, never shrinks."""
+        need = pages * self.page_bytes
+        if self._buf.size < need:
+            self._buf = np.empty(max(need, 2 * self._buf.size), dtype=np.uint8)
+            self._buf[::4096] = 0  # touch pages once so first use is not first-touch
+        return self._buf[:need].reshape(pages, self.page_bytes) if pages else self._buf[:0].reshape(0, self.page_bytes)
+
+    def keys_for(self, tokens: Sequence[int] | np.ndarray, cacheable_tokens: int | None = None) -> list[str]:
+        """Page keys of the cacheable full pages of ``tokens`` (all full pages when ``cacheable_tokens`` is None)."""
+        toks = tokens if cacheable_tokens is None else tokens[: int(cacheable_tokens)]
+        return self.keyer.keys(toks)
+
+    # ---- probe ---------------------------------------------------------------------------------------
+    def probe_leading_run(self, keys: Sequence[str], codes: Counter) -> tuple[int, int]:
+        """``(present_run, pages_probed)``: leading run of present keys, probing in doubling chunks.
+
+        A negative probe code is counted in ``codes`` and ends the run (never taken as present).
+        """
+        run = probed = 0
+        chunk = self.first_probe_pages
+        while probed < len(keys):
+            part = keys[probed : probed + chunk]
+            res = self.store.batch_is_exist(part)
+            probed += len(part)
+            for r in res:
+                if r == 1:
+                    run += 1
+                    continue
+                if r != 0:
+                    codes[int(r)] += 1
+                return run, probed
+            chunk *= 2
+        return run, probed
+
+    # ---- reload --------------------------------------------------------------------------------------
+    def _read(self, keys: Sequence[str], buf: np.ndarray) -> list[int]:
+        """Read ``keys`` into rows of ``buf`` in bounded batches, over ``read_streams`` concurrent calls."""
+        n = len(keys)
+        step = self.batch_pages
+        if self._pool is not None and n > 1:
+            step = min(step, -(-n // self.read_streams))
+        spans = [(i, min(n, i + step)) for i in range(0, n, step)]
+        pb = self.page_bytes
+
+        def one(span):
+            a, b = span
+            return self.store.batch_get_into(list(keys[a:b]), [buf[i].ctypes.data for i in range(a, b)], [pb] * (b - a))
+
+        if self._pool is not None and len(spans) > 1:
+            parts = list(self._pool.map(one, spans))
+        else:
+            parts = [one(s) for s in spans]
+        return [r for part in parts for r in part]
+
+    def load_cached_prefix(self, tokens: Sequence[int] | np.ndarray, cacheable_tokens: int | None = None,
+                           keys: Sequence[str] | None = None) -> tuple[ReloadResult, np.ndarray]:
+        """Reload the longest cached leading run of the request's pages.
+
+        Returns the result and a ``(pages_hit, page_bytes)`` uint8 view of the loaded, verified pages (valid
+        until the next call). Allowed for every role.
+        """
+        keys = list(keys) if keys is not None else self.keys_for(tokens, cacheable_tokens)
+        res = ReloadResult(pages_total=len(keys))
+        t0 = time.perf_counter()
+        run, res.pages_probed = self.probe_leading_run(keys, res.codes)
+        res.probed_present = run
+        t1 = time.perf_counter()
+        res.probe_ms = (t1 - t0) * 1e3
+        buf = self.buffer(run)
+        if run == 0:
+            return res, buf
+        rcs = self._read(keys[:run], buf)
+        t2 = time.perf_counter()
+        res.read_ms = (t2 - t1) * 1e3
+        good = 0
+        for rc in rcs:
+            if rc == self.page_bytes:
+                good += 1
+                continue
+            if rc >= 0:  # a different object size: a writer with another layout under this model name
+                res.stop_state, res.stop_code = PageState.MISMATCH, SIZE_MISMATCH
+                res.mismatches += 1
+            elif rc == INVALID_PARAMS:  # object larger than our page buffer: another layout again
+                res.stop_state, res.stop_code = PageState.MISMATCH, SIZE_MISMATCH
+                res.mismatches += 1
+                res.codes[rc] += 1
+            else:
+                res.stop_state = PageState.EVICTED if rc == OBJECT_NOT_FOUND else PageState.FAILED
+                res.stop_code = rc
+                res.codes[rc] += 1
+            break
+        if self.verify:
+            for i in range(good):
+                if not self.content.matches(keys[i], buf[i]):
+                    res.mismatches += 1
+                    res.stop_state, res.stop_code = PageState.MISMATCH, CONTENT_MISMATCH
+                    good = i
+                    break
+                res.verified += 1
+        res.verify_ms = (time.perf_counter() - t2) * 1e3
+        res.pages_hit = good
+        res.bytes_loaded = good * self.page_bytes
+        return res, buf[:good]
+
+    # ---- publish -------------------------------------------------------------------------------------
+    def store_computed_prefix(self, tokens: Sequence[int] | np.ndarray, start_page: int = 0,
+                              cacheable_tokens: int | None = None,
+                              keys: Sequence[str] | None = None) -> PublishResult:
+        """Compute and publish the absent pages from ``start_page`` on (put-if-absent).
+
+        Raises :class:`RoleError` for a decode worker. Pages present at probe time, and a key repeated
+        within the batch, count as already present; a failed put counts as failed with its code.
+        """
+        if self.role == "decode":
+            raise RoleError("a decode worker may not publish KV pages (role=decode); use prefill or mixed")
+        keys = list(keys) if keys is not None else self.keys_for(tokens, cacheable_tokens)
+        todo = keys[start_page:]
+        res = PublishResult(start_page=start_page, pages_total=len(keys))
+        if not todo:
+            return res
+        t0 = time.perf_counter()
+        states = [int(PageState.FAILED)] * len(todo)
+        probe: list[int] = []
+        for i in range(0, len(todo), self.batch_pages * 4):
+            probe.extend(self.store.batch_is_exist(todo[i : i + self.batch_pages * 4]))
+        t1 = time.perf_counter()
+        res.probe_ms = (t1 - t0) * 1e3
+        seen: set[str] = set()
+        absent: list[int] = []
+        for i, (key, r) in enumerate(zip(todo, probe)):
+            if r == 1 or key in seen:
+                states[i] = int(PageState.PRESENT)
+            elif r == 0:
+                absent.append(i)
+            else:  # probe failed: do not guess, count it
+                res.codes[int(r)] += 1
+            seen.add(key)
+        compute_s = put_s = 0.0
+        for j in range(0, len(absent), self.batch_pages):
+            idx = absent[j : j + self.batch_pages]
+            t2 = time.perf_counter()
+            buf = self.buffer(len(idx))
+            for row, i in enumerate(idx):
+                self.content.fill(todo[i], buf[row])
+            t3 = time.perf_counter()
+            rcs = self.store.batch_put_from([todo[i] for i in idx], [buf[r].ctypes.data for r in range(len(idx))],
+                                            [self.page_bytes] * len(idx))
+            put_s += time.perf_counter() - t3
+            compute_s += t3 - t2
+            for i, rc in zip(idx, rcs):
+                if rc == 0:
+                    states[i] = int(PageState.PUBLISHED)
+                else:
+                    res.codes[int(rc)] += 1
+        res.compute_ms, res.put_ms = compute_s * 1e3, put_s * 1e3
+        res.states = states
+        res.stored = states.count(PageState.PUBLISHED)
+        res.already_present = states.count(PageState.PRESENT)
+        res.failed = states.count(PageState.FAILED)
+        res.bytes_written = res.stored * self.page_bytes
+        return res
+
+    def close(self) -> None:
+        """Stop the read threads (the store client is closed by its owner)."""
+        if self._pool is not None:
+            self._pool.shutdown(wait=True)

@@ -1,0 +1,1 @@
+"""The engine: worker processes (prefill, decode, store node), request dispatch and the control channel."""

@@ -1,0 +1,326 @@
+"""The engine: owns the cluster (embedded or attached) and the prefill/decode workers, and drives requests.
+
+Per request (prefill/decode disaggregation over the store):
+
+1. the **decode** worker reloads the longest cached leading run of the request's pages
+   (``load_cached_prefix``): these are prefix hits, prefill is skipped for them;
+2. the **prefill** worker computes the remaining cacheable pages and publishes the absent ones
+   (``store_computed_prefix`` from the first page not reloaded).
+
+With ``concurrency`` 1 the next request starts only after the previous one published (exact replay);
+with more, a decode thread and a prefill thread pipeline up to ``concurrency`` requests in flight.
+Results leave through ``on_result`` (called from an engine thread) as :class:`~kvtui.events.RequestResult`.
+"""
+
+from __future__ import annotations
+
+import queue
+import threading
+import time
+from dataclasses import dataclass, field
+from typing import Callable, Iterable, Iterator
+
+from kvtui.cluster import ClusterEndpoints, ClusterOptions, EmbeddedCluster
+from kvtui.connector import PageState
+from kvtui.engine.worker import WorkerSpec
+from kvtui.engine.workers import WorkerHandle, start_workers
+from kvtui.events import EngineEvent, RequestResult
+from kvtui.layout import PageLayout
+
+SEGMENT_PLACES = ("store", "prefill", "decode")
+
+
+@dataclass
+class EngineOptions:
+    """How the engine runs. ``segment_on``: where the store segment lives (``store``: a separate store node,
+    so decode reads cross TCP; ``prefill``/``decode``: co-located with that worker). Sizes in bytes."""
+
+    layout: PageLayout
+    model: str = "demo-model"
+    scheme: str = "ollama"
+    namespace: str | None = None
+    segment_on: str = "store"
+    store_bytes: int = 1 << 30
+    concurrency: int = 1
+    read_streams: int = 1
+    cluster: ClusterOptions = field(default_factory=ClusterOptions)
+
+
+def result_from(req, reload: dict, publish: dict | None, layout: PageLayout, t_start: float, t_end: float) -> RequestResult:
+    """Combine the decode worker's reload and the prefill worker's publish into one :class:`RequestResult`.
+
+    Page cells: HIT for the reloaded run; at the run's end the reload's stop state (EVICTED, FAILED,
+    MISMATCH) if the publish did not store that page; the publish states after it; then one PARTIAL cell per
+    started page of tokens beyond the cacheable full pages.
+    """
+    hit = reload["pages_hit"]
+    total = reload["pages_total"]
+    states = bytearray([PageState.HIT]) * hit
+    pub_states = list(publish["states"]) if publish else [int(PageState.COMPUTED)] * (total - hit)
+    stop = reload.get("stop_state")
+    if stop is not None and pub_states and pub_states[0] == PageState.FAILED:
+        pub_states[0] = stop
+    states.extend(pub_states)
+    rest = len(req.tokens) - total * layout.page_tokens
+    if rest > 0:
+        states.extend([PageState.PARTIAL] * (-(-rest // layout.page_tokens)))
+    codes: dict[int, int] = {}
+    for src in (reload, publish or {}):
+        for k, v in src.get("codes", {}).items():
+            codes[int(k)] = codes.get(int(k), 0) + int(v)
+    return RequestResult(
+        req_id=req.req_id, scenario=req.scenario, n_tokens=len(req.tokens), cacheable_tokens=req.cacheable_tokens,
+        page_tokens=layout.page_tokens, page_bytes=layout.page_bytes, pages_total=total, pages_hit=hit,
+        states=bytes(states),
+        pages_published=publish["stored"] if publish else 0,
+        pages_already_present=publish["already_present"] if publish else 0,
+        pages_failed=publish["failed"] if publish else 0,
+        bytes_loaded=reload["bytes_loaded"], bytes_written=publish["bytes_written"] if publish else 0,
+        verified=reload["verified"], mismatches=reload["mismatches"],
+        probe_ms=reload["probe_ms"], read_ms=reload["read_ms"], verify_ms=reload["verify_ms"],
+        publish_probe_ms=publish["probe_ms"] if publish else 0.0, compute_ms=publish["compute_ms"] if publish else 0.0,
+        put_ms=publish["put_ms"] if publish else 0.0, codes=codes, arrival_s=req.arrival_s,
+        t_start=t_start, t_end=t_end, labels=tuple(req.labels),
+    )
+
+
+class Engine:
+    """Cluster + workers. ``start()`` then :meth:`process` / :meth:`drive`; ``stop()`` always (or use ``with``).
+
+    ``endpoints``: attach to this cluster instead of starting one. Raises ``ClusterError`` / ``WorkerError``
+    (one-line messages) when start-up fails, after stopping whatever did start.
+    """
+
+    def __init__(self, options: EngineOptions, endpoints: ClusterEndpoints | None = None):
+        self.options = options
+        self.cluster: EmbeddedCluster | None = None
+        self.endpoints = endpoints
+        self.prefill: WorkerHandle | None = None
+        self.decode: WorkerHandle | None = None
+        self.t0 = time.monotonic()
+
+    def __enter__(self) -> "Engine":
+        self.start()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.stop()
+
+    def start(self) -> None:
+        """Start (or attach to) the cluster and both workers."""
+        o = self.options
+        if o.segment_on not in SEGMENT_PLACES:
+            raise ValueError(f"--segment-on must be one of {', '.join(SEGMENT_PLACES)}")
+        try:
+            if self.endpoints is None:
+                copts = o.cluster
+                copts.store_bytes, copts.segment_on = o.store_bytes, o.segment_on
+                self.cluster = EmbeddedCluster(copts)
+                self.endpoints = self.cluster.start()
+            ep = self.endpoints.as_dict()
+            lay = o.layout.as_dict()
+            common = dict(endpoints=ep, layout=lay, model=o.model, scheme=o.scheme, namespace=o.namespace)
+            seg = {r: (o.store_bytes if o.segment_on == r and self.cluster is not None else 0) for r in ("prefill", "decode")}
+            self.prefill, self.decode = start_workers([
+                WorkerSpec("prefill", segment_bytes=seg["prefill"], **common),
+                WorkerSpec("decode", segment_bytes=seg["decode"], read_streams=o.read_streams, **common),
+            ], log_dir=self.endpoints.log_dir or None)
+        except BaseException:
+            self.stop()
+            raise
+        self.t0 = time.monotonic()
+
+    def now(self) -> float:
+        """Seconds since the engine started."""
+        return time.monotonic() - self.t0
+
+    def process(self, req) -> RequestResult:
+        """Run one request to completion (reload on decode, then publish on prefill)."""
+        t_start = self.now()
+        reload = self.decode.call("reload", req.tokens, req.cacheable_tokens)
+        publish = self.prefill.call("publish", req.tokens, req.cacheable_tokens, reload["pages_hit"])
+        return result_from(req, reload, publish, self.options.layout, t_start, self.now())
+
+    def worker_pids(self) -> dict[str, int]:
+        """``{role: pid}`` of every process kvtui runs (workers and, when embedded, cluster processes)."""
+        pids = {}
+        if self.cluster is not None:
+            pids.update({p.name: p.pid for p in self.cluster.processes})
+        for h in (self.prefill, self.decode):
+            if h is not None:
+                pids[h.spec.role] = h.pid
+        return pids
+
+    def clear_store(self) -> int:
+        """Remove every object in the store (global, also other clients'); returns the count removed."""
+        return int(self.prefill.call("remove_all"))
+
+    def stop(self) -> None:
+        """Stop workers (each closes its client once), then the embedded cluster. Safe to call twice."""
+        for h in (self.decode, self.prefill):
+            if h is not None:
+                h.stop()
+        self.decode = self.prefill = None
+        if self.cluster is not None:
+            self.cluster.stop()
+            self.cluster = None
+
+
+class Driver:
+    """Feeds requests from a workload into an :class:`Engine`, honouring arrival times and concurrency.
+
+    ``requests``: an iterable of ``workload.Request`` (or an object with ``next_request()``);
+    ``on_result`` / ``on_event``: callbacks invoked from the driver's threads. Controls are thread-safe:
+    :meth:`pause`, :meth:`resume`, :meth:`stop`, :meth:`control` (a callable run on the feeder thread before
+    the next request, e.g. a workload knob change). ``max_requests`` / ``duration_s`` bound the run.
+    """
+
+    def __init__(self, engine: Engine, requests: Iterable, on_result: Callable[[RequestResult], None],
+                 on_event: Callable[[EngineEvent], None] | None = None, *, concurrency: int = 1,
+                 max_requests: int | None = None, duration_s: float | None = None):
+        self.engine = engine
+        self._iter: Iterator = iter(requests)
+        self.on_result = on_result
+        self.on_event = on_event or (lambda e: None)
+        self.concurrency = max(1, int(concurrency))
+        self.max_requests = max_requests
+        self.duration_s = duration_s
+        self._slots = threading.Semaphore(self.concurrency)
+        self._decode_q: queue.Queue = queue.Queue()
+        self._prefill_q: queue.Queue = queue.Queue()
+        self._controls: queue.Queue = queue.Queue()
+        self._running = threading.Event()
+        self._running.set()
+        self._stop = threading.Event()
+        self.done = threading.Event()
+        self.issued = 0
+        self.completed = 0
+        self.error: BaseException | None = None
+        self._paused_total = 0.0
+        self._paused_at: float | None = None
+        self._threads: list[threading.Thread] = []
+
+    # -- controls ---------------------------------------------------------------------------------------
+    def pause(self) -> None:
+        """Stop issuing new requests (in-flight ones finish)."""
+        if self._running.is_set():
+            self._paused_at = time.monotonic()
+            self._running.clear()
+
+    def resume(self) -> None:
+        """Resume issuing; time spent paused does not count against arrival times."""
+        if not self._running.is_set():
+            self._paused_total += time.monotonic() - (self._paused_at or time.monotonic())
+            self._paused_at = None
+            self._running.set()
+
+    @property
+    def paused(self) -> bool:
+        """True while paused."""
+        return not self._running.is_set()
+
+    def control(self, fn: Callable[[], None]) -> None:
+        """Run ``fn`` on the feeder thread before the next request is drawn."""
+        self._controls.put(fn)
+
+    def stop(self) -> None:
+        """Stop issuing; in-flight requests finish, then :attr:`done` is set."""
+        self._stop.set()
+        self._running.set()
+
+    # -- threads ----------------------------------------------------------------------------------------
+    def start(self) -> "Driver":
+        """Start the feeder, decode and prefill threads."""
+        self._start_t = time.monotonic()
+        for name, target in (("feeder", self._feed), ("decode", self._decode_loop), ("prefill", self._prefill_loop)):
+            t = threading.Thread(target=target, name=f"kvtui-{name}", daemon=True)
+            t.start()
+            self._threads.append(t)
+        return self
+
+    def run(self) -> None:
+        """Start and block until the workload ends, the bounds are reached, or :meth:`stop`."""
+        self.start()
+        while not self.done.wait(0.2):
+            pass
+        if self.error is not None:
+            raise self.error
+
+    def _elapsed(self) -> float:
+        paused = self._paused_total + ((time.monotonic() - self._paused_at) if self._paused_at else 0.0)
+        return time.monotonic() - self._start_t - paused
+
+    def _drain_controls(self) -> None:
+        while True:
+            try:
+                fn = self._controls.get_nowait()
+            except queue.Empty:
+                return
+            fn()
+
+    def _feed(self) -> None:
+        try:
+            while not self._stop.is_set():
+                self._running.wait()
+                self._drain_controls()
+                if self._stop.is_set():
+                    break
+                if self.max_requests is not None and self.issued >= self.max_requests:
+                    break
+                if self.duration_s is not None and self._elapsed() >= self.duration_s:
+                    break
+                req = next(self._iter, None) if not hasattr(self._iter, "next_request") else self._iter.next_request()
+                if req is None:
+                    break
+                if req.arrival_s is not None:
+                    while not self._stop.is_set():
+                        wait = req.arrival_s - self._elapsed()
+                        if wait <= 0 or self.paused:
+                            break
+                        self._stop.wait(min(wait, 0.1))
+                    self._running.wait()
+                while not self._slots.acquire(timeout=0.1):
+                    if self._stop.is_set():
+                        break
+                else:
+                    self.issued += 1
+                    self._decode_q.put(req)
+                    continue
+                break
+        except BaseException as exc:  # a workload error ends the run; reported by run()
+            self.error = exc
+        finally:
+            self._decode_q.put(None)
+
+    def _decode_loop(self) -> None:
+        try:
+            while True:
+                req = self._decode_q.get()
+                if req is None:
+                    break
+                t_start = self.engine.now()
+                reload = self.engine.decode.call("reload", req.tokens, req.cacheable_tokens)
+                self._prefill_q.put((req, reload, t_start))
+        except BaseException as exc:
+            self.error = self.error or exc
+            self._stop.set()
+        finally:
+            self._prefill_q.put(None)
+
+    def _prefill_loop(self) -> None:
+        try:
+            while True:
+                item = self._prefill_q.get()
+                if item is None:
+                    break
+                req, reload, t_start = item
+                publish = self.engine.prefill.call("publish", req.tokens, req.cacheable_tokens, reload["pages_hit"])
+                result = result_from(req, reload, publish, self.engine.options.layout, t_start, self.engine.now())
+                self.completed += 1
+                self._slots.release()
+                self.on_result(result)
+        except BaseException as exc:
+            self.error = self.error or exc
+            self._stop.set()
+        finally:
+            self.done.set()

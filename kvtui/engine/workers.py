@@ -1,0 +1,95 @@
+"""Parent-side handles of the worker processes (spawned with ``multiprocessing``'s spawn context)."""
+
+from __future__ import annotations
+
+import multiprocessing as mp
+import os
+from dataclasses import replace
+from pathlib import Path
+
+from kvtui.engine.worker import WorkerSpec, worker_main
+
+START_TIMEOUT_S = 30.0
+
+
+class WorkerError(RuntimeError):
+    """A worker failed to start, died, or answered a command with an error (one-line message)."""
+
+
+class WorkerHandle:
+    """One worker process and its pipe. ``call`` sends a command and waits for the answer."""
+
+    def __init__(self, spec: WorkerSpec):
+        self.spec = spec
+        ctx = mp.get_context("spawn")
+        self.conn, child = ctx.Pipe()
+        self.process = ctx.Process(target=worker_main, args=(child, spec), name=f"kvtui-{spec.role}", daemon=True)
+        self.process.start()
+        child.close()
+        self.pid = self.process.pid
+
+    def wait_ready(self, timeout_s: float = START_TIMEOUT_S) -> dict:
+        """Wait for the worker's set-up; ``WorkerError`` with its reason if it fails."""
+        if not self.conn.poll(timeout_s):
+            raise WorkerError(f"{self.spec.role} worker did not start within {timeout_s:.0f} s")
+        try:
+            kind, payload = self.conn.recv()
+        except EOFError:
+            raise WorkerError(f"{self.spec.role} worker exited during set-up (code {self.process.exitcode})") from None
+        if kind != "ready":
+            raise WorkerError(payload)
+        return payload
+
+    def send(self, *msg) -> None:
+        """Send a command without waiting (answers arrive in order; read them with :meth:`recv`)."""
+        self.conn.send(msg)
+
+    def recv(self, timeout_s: float | None = None):
+        """The next answer's payload; ``WorkerError`` on an error answer or a dead worker."""
+        if timeout_s is not None and not self.conn.poll(timeout_s):
+            raise WorkerError(f"{self.spec.role} worker did not answer within {timeout_s:.0f} s")
+        try:
+            kind, payload = self.conn.recv()
+        except (EOFError, OSError):
+            raise WorkerError(f"{self.spec.role} worker died (exit code {self.process.exitcode})") from None
+        if kind != "ok":
+            raise WorkerError(payload)
+        return payload
+
+    def call(self, *msg, timeout_s: float | None = None):
+        """Send ``msg`` and return the answer's payload."""
+        self.send(*msg)
+        return self.recv(timeout_s)
+
+    def stop(self, timeout_s: float = 6.0) -> None:
+        """Ask the worker to close its client and exit; terminate it if it does not."""
+        if self.process.is_alive():
+            try:
+                self.conn.send(("stop",))
+            except (OSError, BrokenPipeError):
+                pass
+            self.process.join(timeout_s)
+        if self.process.is_alive():
+            self.process.terminate()
+            self.process.join(3)
+        if self.process.is_alive():
+            self.process.kill()
+            self.process.join(3)
+        self.conn.close()
+
+
+def start_workers(specs: list[WorkerSpec], log_dir: str | None = None) -> list[WorkerHandle]:
+    """Start the workers in parallel and wait until every one is ready (stopping all on any failure)."""
+    handles: list[WorkerHandle] = []
+    try:
+        for spec in specs:
+            if log_dir and not spec.log_path:
+                spec = replace(spec, log_path=str(Path(log_dir) / f"{spec.role}.log"))
+            handles.append(WorkerHandle(spec))
+        for h in handles:
+            h.wait_ready()
+    except BaseException:
+        for h in handles:
+            h.stop(timeout_s=3)
+        raise
+    return handles

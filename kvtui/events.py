@@ -1,0 +1,81 @@
+"""Plain-data events the engine emits: one :class:`RequestResult` per request, :class:`EngineEvent` for the rest.
+
+These are the only things that flow from the engine to metrics and views (see design notes: workload →
+engine → events → metrics → views). They hold no store objects and pickle/JSON cleanly.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+
+
+@dataclass
+class RequestResult:
+    """What happened to one request. Units: tokens, bytes, milliseconds; ``t_*`` are seconds since the
+    engine started (monotonic). ``states``: one :class:`kvtui.connector.PageState` value per page cell
+    (full cacheable pages, then partial/uncacheable cells). ``codes``: failing store return codes by value.
+
+    ``tokens_hit`` counts only pages reloaded from the store before this request computed anything, so a
+    request never counts pages it published itself (and retries are not hits).
+    """
+
+    req_id: int
+    scenario: str
+    n_tokens: int
+    cacheable_tokens: int
+    page_tokens: int
+    page_bytes: int
+    pages_total: int
+    pages_hit: int
+    states: bytes
+    pages_published: int = 0
+    pages_already_present: int = 0
+    pages_failed: int = 0
+    bytes_loaded: int = 0
+    bytes_written: int = 0
+    verified: int = 0
+    mismatches: int = 0
+    probe_ms: float = 0.0
+    read_ms: float = 0.0
+    verify_ms: float = 0.0
+    publish_probe_ms: float = 0.0
+    compute_ms: float = 0.0
+    put_ms: float = 0.0
+    codes: dict[int, int] = field(default_factory=dict)
+    arrival_s: float | None = None
+    t_start: float = 0.0
+    t_end: float = 0.0
+    labels: tuple = ()
+
+    @property
+    def tokens_hit(self) -> int:
+        """Prompt tokens whose prefill was skipped (reloaded from the store)."""
+        return self.pages_hit * self.page_tokens
+
+    @property
+    def reload_ms(self) -> float:
+        """Prefix reload latency: probe + read (verification excluded, reported separately)."""
+        return self.probe_ms + self.read_ms
+
+    @property
+    def publish_ms(self) -> float:
+        """Publish latency: probe + put of the absent pages (page computation excluded)."""
+        return self.publish_probe_ms + self.put_ms
+
+    def as_dict(self) -> dict:
+        """JSON-ready form (states as a list of ints)."""
+        d = asdict(self)
+        d["states"] = list(self.states)
+        d["labels"] = [list(kv) for kv in self.labels]
+        return d
+
+
+@dataclass
+class EngineEvent:
+    """Something other than a request result: ``kind`` is one of ``control``, ``error``, ``outage``,
+    ``info``; ``t`` seconds since engine start; ``text`` one line for the event log."""
+
+    kind: str
+    t: float
+    text: str
+    data: dict = field(default_factory=dict)

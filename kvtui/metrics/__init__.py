@@ -1,0 +1,1 @@
+"""Metrics: turn engine events into counters, rates, latency histograms and immutable frames."""

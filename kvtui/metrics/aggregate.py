@@ -1,0 +1,208 @@
+"""The aggregator: request results in, immutable :class:`Frame` snapshots and the run summary out.
+
+Every figure a view shows comes from here (views compute nothing of their own), so a test that feeds known
+results can check every number on screen. Thread-safe: the engine's threads call :meth:`Aggregator.add`
+while a view's timer calls :meth:`Aggregator.frame`.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections import Counter, deque
+from dataclasses import dataclass, field
+
+from kvtui.events import EngineEvent, RequestResult
+from kvtui.metrics.latency import LatencyRecorder, LatencySnapshot
+from kvtui.store import code_name
+
+LATENCIES = ("reload", "publish", "probe")
+SERIES = ("reuse_MBps", "publish_MBps", "rps", "tokens_skipped_ps", "hit_rate")
+
+
+@dataclass(frozen=True)
+class PageRow:
+    """One request in the page grid: ``states`` has one :class:`~kvtui.connector.PageState` per cell."""
+
+    req_id: int
+    scenario: str
+    n_tokens: int
+    pages_hit: int
+    states: bytes
+
+
+@dataclass(frozen=True)
+class Frame:
+    """Everything a view shows at one moment (immutable).
+
+    ``t``: seconds since the run started; ``totals``: cumulative counters (see :meth:`Aggregator.totals`);
+    ``rates``: per-second values over the last tick (MB/s are 10^6 bytes/s); ``series``: the recent history
+    of each rate (oldest first, one value per tick); ``latency`` / ``latency_window``: whole-session and
+    last-``window_s`` snapshots per kind (reload, publish, probe); ``rows``: newest request rows (newest
+    last); ``errors``: counts by Mooncake code name; ``events``: the bounded event log (newest last);
+    ``store``, ``procs``, ``workload``, ``status``: panels filled by their samplers (plain dicts).
+    """
+
+    t: float
+    totals: dict
+    rates: dict
+    series: dict
+    latency: dict
+    latency_window: dict
+    rows: tuple
+    errors: dict
+    events: tuple
+    store: dict = field(default_factory=dict)
+    procs: tuple = ()
+    workload: dict = field(default_factory=dict)
+    status: dict = field(default_factory=dict)
+
+
+def _mbps(nbytes: float, seconds: float) -> float:
+    return nbytes / seconds / 1e6 if seconds > 0 else 0.0
+
+
+class Aggregator:
+    """Accumulates :class:`RequestResult` s and :class:`EngineEvent` s.
+
+    ``rows``: page-grid rows kept (newest); ``history``: ticks of rate history kept; ``window_s``: length
+    of the "last N seconds" latency window (tumbling sub-windows of ``window_s/6``); ``events_kept``: size
+    of the event log. All buffers are bounded, so memory stays flat over a long run.
+    """
+
+    def __init__(self, rows: int = 64, history: int = 600, window_s: float = 30.0, events_kept: int = 200,
+                 clock=time.monotonic):
+        self._lock = threading.Lock()
+        self._clock = clock
+        self.t0 = clock()
+        self._rows: deque[PageRow] = deque(maxlen=rows)
+        self._events: deque[EngineEvent] = deque(maxlen=events_kept)
+        self._series = {k: deque(maxlen=history) for k in SERIES}
+        self._lat = {k: LatencyRecorder() for k in LATENCIES}
+        self.window_s = window_s
+        self._sub_s = window_s / 6
+        self._win: deque[tuple[float, dict[str, LatencyRecorder]]] = deque(maxlen=6)
+        self._c = Counter()
+        self._codes = Counter()
+        self._tick_t = self.t0
+        self._tick_c = Counter()
+
+    # -- input ------------------------------------------------------------------------------------------
+    def add(self, r: RequestResult) -> None:
+        """Count one request's outcome."""
+        with self._lock:
+            c = self._c
+            c["requests"] += 1
+            c["pages_total"] += r.pages_total
+            c["pages_hit"] += r.pages_hit
+            c["tokens_input"] += r.n_tokens
+            c["tokens_cacheable"] += r.pages_total * r.page_tokens
+            c["tokens_hit"] += r.tokens_hit
+            c["pages_published"] += r.pages_published
+            c["pages_already_present"] += r.pages_already_present
+            c["pages_failed"] += r.pages_failed
+            c["verified_pages"] += r.verified
+            c["mismatches"] += r.mismatches
+            c["bytes_loaded"] += r.bytes_loaded
+            c["bytes_written"] += r.bytes_written
+            c["read_ms_total"] += r.read_ms
+            c["put_ms_total"] += r.put_ms
+            for code, n in r.codes.items():
+                self._codes[code_name(code)] += n
+            self._rows.append(PageRow(r.req_id, r.scenario, r.n_tokens, r.pages_hit, r.states))
+            now = self._clock()
+            if not self._win or now - self._win[-1][0] >= self._sub_s:
+                self._win.append((now, {k: LatencyRecorder() for k in LATENCIES}))
+            win = self._win[-1][1]
+            values = {"reload": r.reload_ms, "publish": r.publish_ms if r.pages_published else None,
+                      "probe": r.probe_ms}
+            for k, v in values.items():
+                if v is not None:
+                    self._lat[k].record(v)
+                    win[k].record(v)
+
+    def event(self, e: EngineEvent) -> None:
+        """Append to the bounded event log."""
+        with self._lock:
+            self._events.append(e)
+
+    def now(self) -> float:
+        """Seconds since the aggregator was created."""
+        return self._clock() - self.t0
+
+    # -- output -----------------------------------------------------------------------------------------
+    def totals(self) -> dict:
+        """Cumulative counters: requests, pages_total, pages_hit, tokens_input, tokens_hit, pages_published,
+        pages_already_present, pages_failed, verified_pages, mismatches, bytes_loaded, bytes_written,
+        and the derived ``page_hit_rate`` and ``token_hit_rate`` (0..1)."""
+        with self._lock:
+            return self._totals_locked()
+
+    def _totals_locked(self) -> dict:
+        c = self._c
+        keys = ("requests", "pages_total", "pages_hit", "tokens_input", "tokens_cacheable", "tokens_hit",
+                "pages_published", "pages_already_present", "pages_failed", "verified_pages", "mismatches",
+                "bytes_loaded", "bytes_written")
+        t = {k: int(c[k]) for k in keys}
+        t["page_hit_rate"] = c["pages_hit"] / c["pages_total"] if c["pages_total"] else 0.0
+        t["token_hit_rate"] = c["tokens_hit"] / c["tokens_input"] if c["tokens_input"] else 0.0
+        return t
+
+    def latency(self, kind: str) -> LatencySnapshot:
+        """Whole-session latency snapshot of ``kind`` (reload, publish, probe)."""
+        with self._lock:
+            return self._lat[kind].snapshot()
+
+    def frame(self, **panels) -> Frame:
+        """Close the current tick (rates since the previous frame) and return a new :class:`Frame`.
+
+        ``panels``: ``store``, ``procs``, ``workload``, ``status`` dicts from the samplers.
+        """
+        with self._lock:
+            now = self._clock()
+            dt = now - self._tick_t
+            c = self._c
+            d = {k: c[k] - self._tick_c[k] for k in ("requests", "bytes_loaded", "bytes_written", "tokens_hit", "pages_hit", "pages_total")}
+            rates = {
+                "reuse_MBps": _mbps(d["bytes_loaded"], dt), "publish_MBps": _mbps(d["bytes_written"], dt),
+                "rps": d["requests"] / dt if dt > 0 else 0.0,
+                "tokens_skipped_ps": d["tokens_hit"] / dt if dt > 0 else 0.0,
+                "hit_rate": d["pages_hit"] / d["pages_total"] if d["pages_total"] else 0.0,
+            }
+            if dt > 0:
+                for k, v in rates.items():
+                    self._series[k].append(v)
+            self._tick_t, self._tick_c = now, Counter(c)
+            window = {k: LatencyRecorder() for k in LATENCIES}
+            for t_sub, recs in self._win:
+                if now - t_sub <= self.window_s:
+                    for k in LATENCIES:
+                        window[k].merge(recs[k])
+            return Frame(
+                t=now - self.t0, totals=self._totals_locked(), rates=rates,
+                series={k: tuple(v) for k, v in self._series.items()},
+                latency={k: r.snapshot() for k, r in self._lat.items()},
+                latency_window={k: r.snapshot() for k, r in window.items()},
+                rows=tuple(self._rows), errors=dict(self._codes), events=tuple(self._events), **panels)
+
+    def summary(self, elapsed_s: float | None = None) -> dict:
+        """The run summary (``kvtui run --json``): totals, ``errors`` by code name, latency percentiles (ms)
+        for reload/publish/probe, and throughput over ``elapsed_s`` (default: since creation)."""
+        with self._lock:
+            elapsed = elapsed_s if elapsed_s is not None else self._clock() - self.t0
+            t = self._totals_locked()
+            c = self._c
+            t.update({
+                "elapsed_s": elapsed,
+                "errors": dict(sorted(self._codes.items())),
+                "reload_ms": self._lat["reload"].snapshot().as_dict(),
+                "publish_ms": self._lat["publish"].snapshot().as_dict(),
+                "probe_ms": self._lat["probe"].snapshot().as_dict(),
+                "throughput": {
+                    "requests_per_s": c["requests"] / elapsed if elapsed > 0 else 0.0,
+                    "tokens_skipped_per_s": c["tokens_hit"] / elapsed if elapsed > 0 else 0.0,
+                    "reuse_read_MBps": _mbps(c["bytes_loaded"], c["read_ms_total"] / 1e3),
+                    "publish_write_MBps": _mbps(c["bytes_written"], c["put_ms_total"] / 1e3),
+                },
+            })
+            return t

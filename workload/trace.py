@@ -1,0 +1,359 @@
+"""Read and replay Mooncake FAST'25 request traces (``kvcache-ai/Mooncake FAST25-release/traces``).
+
+Format: JSON Lines, one request per line::
+
+    {"timestamp": 27482, "input_length": 6955, "output_length": 52, "hash_ids": [46, 47, ...]}
+
+- ``timestamp``: arrival time in milliseconds (relative; need not start at 0; ties are common);
+- ``input_length`` / ``output_length``: prompt / generated length in tokens;
+- ``hash_ids``: remapped prefix-block hashes, ``block_tokens`` (512) tokens per block; an id stands for a
+  block *and every block before it*, so ``len(hash_ids) == ceil(input_length / block_tokens)`` and the
+  last id usually covers a partial block.
+
+The trace carries no token ids, so :func:`block_tokens_ids` makes up the tokens of a block from its id:
+equal ids give equal tokens, distinct ids never give equal full blocks. :class:`TraceWorkload` turns rows
+into :class:`~workload.request.Request` objects whose prompts share exactly the prefixes the trace says.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from workload.request import _MASK64, Request, _key, _mix_int, _splitmix64
+
+__all__ = [
+    "TraceRow",
+    "TraceProblem",
+    "TraceError",
+    "read_trace",
+    "block_tokens_ids",
+    "TraceWorkload",
+    "check_page_divides_block",
+    "DEFAULT_BLOCK_TOKENS",
+]
+
+DEFAULT_BLOCK_TOKENS = 512
+"""Tokens per hash id in the Mooncake FAST'25 traces."""
+
+_FIELDS = ("timestamp", "input_length", "output_length", "hash_ids")
+_TRACE_TAG = 0x7472616365  # "trace": key domain of block filler tokens
+_LIMB_BITS = 31
+_LIMB_MASK = (1 << _LIMB_BITS) - 1
+
+
+@dataclass(frozen=True, slots=True)
+class TraceRow:
+    """One valid trace row.
+
+    Attributes:
+        line_no: 1-based line number in the file.
+        timestamp_ms: arrival time in milliseconds as written in the file.
+        input_length: prompt length in tokens (>= 1).
+        output_length: generated length in tokens (>= 0).
+        hash_ids: prefix-block ids, one per ``block_tokens`` tokens (the last may cover a partial block);
+            exact Python ints of any size.
+    """
+
+    line_no: int
+    timestamp_ms: int
+    input_length: int
+    output_length: int
+    hash_ids: tuple[int, ...]
+
+
+@dataclass
+class TraceProblem:
+    """A skipped bad row: its 1-based ``line_no`` and a one-line ``reason``."""
+
+    line_no: int
+    reason: str
+
+
+class TraceError(ValueError):
+    """A trace file that cannot be used; one line, starting with ``FILE:LINE: `` when about a row."""
+
+
+def _blocks_needed(input_length: int, block_tokens: int) -> int:
+    return -(-input_length // block_tokens)
+
+
+def _check_row(obj: object, block_tokens: int) -> str | TraceRow:
+    """Return the reason a parsed JSON value is not a valid row, or the row's fields (line_no 0)."""
+    if not isinstance(obj, dict):
+        return f"not a JSON object (got {type(obj).__name__})"
+    for field in _FIELDS:
+        if field not in obj:
+            return f"missing field {field!r}"
+    vals = {}
+    for field in ("timestamp", "input_length", "output_length"):
+        v = obj[field]
+        if isinstance(v, bool) or not isinstance(v, int):
+            return f"{field!r} must be an integer, got {type(v).__name__} {v!r}"
+        if v < 0:
+            return f"{field!r} must be >= 0, got {v}"
+        vals[field] = v
+    if vals["input_length"] == 0:
+        return "'input_length' is 0 (a prompt has at least one token)"
+    ids = obj["hash_ids"]
+    if not isinstance(ids, list):
+        return f"'hash_ids' must be a list of integers, got {type(ids).__name__}"
+    for i, h in enumerate(ids):
+        if isinstance(h, bool) or not isinstance(h, int):
+            return f"hash_ids[{i}] must be an integer, got {type(h).__name__} {h!r}"
+        if h < 0:
+            return f"hash_ids[{i}] must be >= 0, got {h}"
+    need = _blocks_needed(vals["input_length"], block_tokens)
+    if len(ids) != need:
+        return (
+            f"{len(ids)} hash_ids but input_length {vals['input_length']} needs "
+            f"ceil({vals['input_length']}/{block_tokens}) = {need}"
+        )
+    return TraceRow(0, vals["timestamp"], vals["input_length"], vals["output_length"], tuple(ids))
+
+
+def read_trace(
+    path: str | os.PathLike[str], *, block_tokens: int = DEFAULT_BLOCK_TOKENS, strict: bool = False
+) -> tuple[list[TraceRow], list[TraceProblem]]:
+    """Parse a Mooncake FAST'25 JSONL trace file.
+
+    Args:
+        path: the ``.jsonl`` file.
+        block_tokens: tokens per hash id (512 in the FAST'25 release); used to check
+            ``len(hash_ids) == ceil(input_length / block_tokens)``.
+        strict: raise :class:`TraceError` at the first bad row instead of skipping it.
+
+    Returns:
+        ``(rows, problems)``: the valid rows in file order and one :class:`TraceProblem` per skipped bad
+        row. Blank lines and CRLF line ends are fine. A bad row is: bad JSON (including a truncated last
+        line), not an object, a missing field, a wrong type (``bool`` is not an int, floats are not ints),
+        a negative length / timestamp / id, ``input_length`` 0, or a ``hash_ids`` count that does not
+        match. Ids keep their exact value (no float round trip), even above ``2**64``.
+
+    Raises:
+        TraceError: missing, unreadable or binary file, a directory, a file with no rows, a file where
+            every row is bad, or (``strict``) the first bad row as ``FILE:LINE: reason``.
+        ValueError: ``block_tokens < 1``.
+    """
+    if isinstance(block_tokens, bool) or not isinstance(block_tokens, int) or block_tokens < 1:
+        raise ValueError(f"block size must be an integer >= 1 tokens, got {block_tokens!r}")
+    name = os.fspath(path)
+    if os.path.isdir(name):
+        raise TraceError(f"{name}: is a directory, not a trace file")
+    try:
+        with open(name, "rb") as f:
+            data = f.read()
+    except FileNotFoundError:
+        raise TraceError(f"{name}: no such trace file") from None
+    except OSError as exc:
+        raise TraceError(f"{name}: cannot read trace file ({exc.strerror or exc})") from None
+    if b"\x00" in data:
+        raise TraceError(f"{name}: binary file (NUL bytes), not a JSONL trace")
+    try:
+        text = data.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        raise TraceError(f"{name}: binary file (not UTF-8 at byte {exc.start}), not a JSONL trace") from None
+
+    rows: list[TraceRow] = []
+    problems: list[TraceProblem] = []
+    for line_no, line in enumerate(text.split("\n"), start=1):
+        line = line.strip()
+        if not line:
+            continue
+        try:
+            obj = json.loads(line)
+        except json.JSONDecodeError as exc:
+            result: str | TraceRow = f"bad JSON: {exc.msg} (column {exc.colno})"
+        except ValueError as exc:  # e.g. an integer with more digits than Python's int-parsing limit
+            result = f"bad JSON: {exc}"
+        except RecursionError:
+            result = "bad JSON: nested too deeply"
+        else:
+            result = _check_row(obj, block_tokens)
+        if isinstance(result, str):
+            if strict:
+                raise TraceError(f"{name}:{line_no}: {result}")
+            problems.append(TraceProblem(line_no, result))
+        else:
+            rows.append(
+                TraceRow(line_no, result.timestamp_ms, result.input_length, result.output_length, result.hash_ids)
+            )
+    if not rows:
+        if not problems:
+            raise TraceError(f"{name}: empty trace (no rows)")
+        first = problems[0]
+        raise TraceError(
+            f"{name}: no valid rows ({len(problems)} bad; first at line {first.line_no}: {first.reason})"
+        )
+    return rows, problems
+
+
+# --- tokens of a block ----------------------------------------------------------------------------------
+
+
+def _limbs(block_id: int) -> list[int]:
+    limbs = [block_id & _LIMB_MASK]
+    block_id >>= _LIMB_BITS
+    while block_id:
+        limbs.append(block_id & _LIMB_MASK)
+        block_id >>= _LIMB_BITS
+    return limbs
+
+
+def _blocks_matrix(ids: Sequence[int], block_tokens: int) -> np.ndarray:
+    """Full tokens of each block: shape ``(len(ids), block_tokens)`` uint32, values ``< 2**31``.
+
+    Layout of a block: token 0 = number of 31-bit limbs ``L`` of the id, tokens ``1..L`` = the limbs
+    (least significant first) -- an exact, injective encoding of the id -- then pseudo-random filler
+    derived from the id by SplitMix64.
+    """
+    k = len(ids)
+    if any(i < 0 for i in ids):
+        raise ValueError("block ids must be >= 0")
+    # filler key per id: SplitMix64(id ^ tag) for ids < 2**64 (vectorised), a fold of all limbs above
+    if all(i <= _MASK64 for i in ids):
+        keys = _splitmix64(np.array(ids, dtype=np.uint64).reshape(k) ^ np.uint64(_TRACE_TAG))
+    else:
+        keys = np.array(
+            [_mix_int(i ^ _TRACE_TAG) if i <= _MASK64 else _key(_TRACE_TAG, i) for i in ids], dtype=np.uint64
+        ).reshape(k)
+    pos = np.arange(block_tokens, dtype=np.uint64)
+    out = (_splitmix64(pos[None, :] ^ keys[:, None]) >> np.uint64(64 - _LIMB_BITS)).astype(np.uint32)
+    if k and max(ids) <= _LIMB_MASK:
+        if block_tokens < 2:
+            raise ValueError(f"block id {ids[0]} needs 2 tokens to encode but a block has only {block_tokens}")
+        out[:, 0] = 1
+        out[:, 1] = np.array(ids, dtype=np.uint32)
+    else:
+        for row, i in enumerate(ids):
+            limbs = _limbs(i)
+            if 1 + len(limbs) > block_tokens:
+                raise ValueError(
+                    f"block id {i} needs {1 + len(limbs)} tokens to encode but a block has only {block_tokens}"
+                )
+            out[row, 0] = len(limbs)
+            out[row, 1 : 1 + len(limbs)] = limbs
+    return out
+
+
+def block_tokens_ids(block_id: int, n: int, block_tokens: int = DEFAULT_BLOCK_TOKENS) -> np.ndarray:
+    """The first ``n`` tokens of the block with id ``block_id``: shape ``(n,)`` uint32, values ``< 2**31``.
+
+    Deterministic per id; distinct ids never give equal full blocks (the id is encoded exactly in the
+    first tokens: a limb count, then its 31-bit limbs), the rest is pseudo-random filler from the id.
+    Works for ids of any size >= 0; raises ``ValueError`` if the id needs more tokens than
+    ``block_tokens`` to encode, or if ``n`` is not in ``[0, block_tokens]``.
+    """
+    if isinstance(block_id, bool) or not isinstance(block_id, int) or block_id < 0:
+        raise ValueError(f"block id must be an integer >= 0, got {block_id!r}")
+    if isinstance(block_tokens, bool) or not isinstance(block_tokens, int) or block_tokens < 1:
+        raise ValueError(f"block size must be an integer >= 1 tokens, got {block_tokens!r}")
+    if not 0 <= n <= block_tokens:
+        raise ValueError(f"n must be between 0 and the block size {block_tokens} tokens, got {n}")
+    return _blocks_matrix([block_id], block_tokens)[0, :n].copy()
+
+
+def row_tokens(hash_ids: Sequence[int], input_length: int, block_tokens: int = DEFAULT_BLOCK_TOKENS) -> np.ndarray:
+    """A row's prompt: the blocks of ``hash_ids`` concatenated, cut to ``input_length`` tokens.
+
+    Shape ``(input_length,)`` uint32. Equivalent to concatenating :func:`block_tokens_ids` per id, but
+    vectorised over the row. Raises ``ValueError`` if the ids do not cover ``input_length`` exactly.
+    """
+    if len(hash_ids) != _blocks_needed(input_length, block_tokens):
+        raise ValueError(
+            f"{len(hash_ids)} hash_ids but input_length {input_length} needs "
+            f"ceil({input_length}/{block_tokens}) = {_blocks_needed(input_length, block_tokens)}"
+        )
+    return _blocks_matrix(list(hash_ids), block_tokens).reshape(-1)[:input_length]
+
+
+def check_page_divides_block(page_tokens: int, block_tokens: int = DEFAULT_BLOCK_TOKENS) -> None:
+    """Raise ``ValueError`` unless KV pages of ``page_tokens`` tile a trace block of ``block_tokens``.
+
+    Trace prefixes are only known to block granularity, so a page must never straddle two blocks.
+    """
+    if page_tokens < 1 or block_tokens % page_tokens:
+        raise ValueError(f"page size {page_tokens} tokens does not divide the trace block size {block_tokens} tokens")
+
+
+# --- replay ---------------------------------------------------------------------------------------------
+
+
+class TraceWorkload:
+    """Replay trace rows as :class:`~workload.request.Request` objects, one per row, in file order.
+
+    Args:
+        rows: rows from :func:`read_trace` (at least one).
+        block_tokens: tokens per hash id (512 for the FAST'25 release).
+        speed: time scale; ``arrival_s = (timestamp_ms - first_timestamp_ms) / 1000 / speed`` seconds
+            (2.0 = twice as fast). ``None`` or ``math.inf`` = as fast as possible (closed loop,
+            ``arrival_s`` None). Must be > 0. Arrival times never go backwards: a row whose timestamp
+            is below an earlier row's is issued at the earlier row's arrival time.
+        name: shown as ``scenario = f"trace:{name}"`` (usually the file name).
+
+    Each request: ``tokens`` = the rows' block tokens concatenated, the last block cut so that
+    ``len(tokens) == input_length``; ``cacheable_tokens = (input_length // block_tokens) * block_tokens``
+    (only full blocks may be published or hit); labels ``row`` (line number), ``output_tokens``.
+    """
+
+    def __init__(
+        self,
+        rows: Sequence[TraceRow],
+        *,
+        block_tokens: int = DEFAULT_BLOCK_TOKENS,
+        speed: float | None = 1.0,
+        name: str = "trace",
+    ):
+        if isinstance(block_tokens, bool) or not isinstance(block_tokens, int) or block_tokens < 1:
+            raise ValueError(f"block size must be an integer >= 1 tokens, got {block_tokens!r}")
+        if speed is not None:
+            if isinstance(speed, bool) or not isinstance(speed, (int, float)) or math.isnan(speed) or speed <= 0:
+                raise ValueError(f"replay speed must be > 0 (or None for as fast as possible), got {speed!r}")
+        if not rows:
+            raise ValueError("trace has no rows to replay")
+        for r in rows:
+            need = _blocks_needed(r.input_length, block_tokens)
+            if len(r.hash_ids) != need:
+                raise ValueError(
+                    f"row at line {r.line_no}: {len(r.hash_ids)} hash_ids but input_length {r.input_length} "
+                    f"needs {need} blocks of {block_tokens} tokens"
+                )
+        self._rows = list(rows)
+        self.block_tokens = block_tokens
+        self.speed = None if speed is None or math.isinf(speed) else float(speed)
+        self.name = name
+
+    @property
+    def rows_total(self) -> int:
+        """Number of rows (= requests) in the replay."""
+        return len(self._rows)
+
+    def __len__(self) -> int:
+        return len(self._rows)
+
+    def __iter__(self) -> Iterator[Request]:
+        """Yield one request per row; each call starts a fresh replay."""
+        first_ms = self._rows[0].timestamp_ms
+        last_arrival = 0.0
+        bt = self.block_tokens
+        for req_id, row in enumerate(self._rows):
+            tokens = row_tokens(row.hash_ids, row.input_length, bt)
+            tokens.flags.writeable = False
+            if self.speed is None:
+                arrival: float | None = None
+            else:
+                last_arrival = max(last_arrival, (row.timestamp_ms - first_ms) / 1000.0 / self.speed)
+                arrival = last_arrival
+            yield Request(
+                req_id=req_id,
+                tokens=tokens,
+                arrival_s=arrival,
+                cacheable_tokens=(row.input_length // bt) * bt,
+                scenario=f"trace:{self.name}",
+                labels=(("row", str(row.line_no)), ("output_tokens", str(row.output_length))),
+            )
