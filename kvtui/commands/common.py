@@ -1,0 +1,168 @@
+"""Options shared by the commands that move pages (``run``, ``watch``, ``bench``): cluster, layout, workload.
+
+Every parser here only collects strings and numbers; :func:`engine_options` and :func:`make_workload` turn
+them into objects and raise :class:`~kvtui.errors.KvtuiError` (one line, exit 2) on bad values.
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+from pathlib import Path
+
+from kvtui.errors import KvtuiError
+from kvtui.layout import PageLayout, add_layout_arguments, layout_from_args, parse_bytes
+
+
+def add_cluster_arguments(p: argparse.ArgumentParser) -> None:
+    """``--store-size``, ``--segment-on``, attach-mode flags, ``--lease-ttl``, ``--log-dir``."""
+    g = p.add_argument_group("store (embedded by default; --master/--metadata attach to an existing cluster)")
+    g.add_argument("--store-size", default="1GiB", metavar="BYTES",
+                   help="embedded store segment size, bytes with units (1GiB, 512MiB, 4096; default 1GiB)")
+    g.add_argument("--segment-on", choices=("store", "prefill", "decode"), default="store",
+                   help="where the embedded segment lives: a separate store node (default; decode reads cross "
+                        "TCP) or co-located with the prefill or decode worker")
+    g.add_argument("--master", metavar="HOST:PORT", help="attach: the master's RPC address (starts nothing)")
+    g.add_argument("--metadata", metavar="URL", help="attach: metadata server URL, e.g. http://HOST:8080/metadata")
+    g.add_argument("--metrics-url", metavar="URL", help="attach: master admin HTTP base for /metrics, e.g. http://HOST:9003")
+    g.add_argument("--protocol", choices=("tcp", "rdma"), default="tcp", help="transfer protocol (default tcp)")
+    g.add_argument("--device", default="", metavar="NAME", help="RDMA device name (with --protocol rdma)")
+    g.add_argument("--lease-ttl", type=float, default=10.0, metavar="SECONDS",
+                   help="embedded master's read lease (default 10 s). Every probe and read grants one, and a "
+                        "leased page cannot be evicted")
+    g.add_argument("--log-dir", metavar="DIR", help="where native logs of the cluster and workers go "
+                   "(default: a new /tmp/kvtui-logs-* folder)")
+    g.add_argument("--read-streams", type=int, default=4, metavar="N",
+                   help="concurrent batch_get_into calls one reload is split across (default 4)")
+
+
+def add_workload_arguments(p: argparse.ArgumentParser, default_scenario: str = "shared-system-prompt") -> None:
+    """Synthetic scenario knobs and trace replay flags."""
+    g = p.add_argument_group("workload (synthetic scenario, or --trace FILE)")
+    g.add_argument("--scenario", default=default_scenario,
+                   choices=("shared-system-prompt", "few-shot", "multi-turn", "random"),
+                   help=f"synthetic scenario (default {default_scenario})")
+    g.add_argument("--overlap", type=float, default=75.0, metavar="PERCENT",
+                   help="share of each prompt that is a shared prefix, 0-100 %% (page-aligned; default 75)")
+    g.add_argument("--pool", type=int, default=8, metavar="N", help="system prompts / templates / conversations (default 8)")
+    g.add_argument("--rate", type=float, default=0.0, metavar="REQ_PER_S",
+                   help="Poisson arrival rate in requests/s; 0 = closed loop, next request when a slot frees (default 0)")
+    g.add_argument("--prompt-tokens", type=int, default=None, metavar="TOKENS",
+                   help="mean prompt length in tokens (default 8 pages of the layout)")
+    g.add_argument("--seed", type=int, default=0, metavar="N", help="workload random seed (default 0)")
+    g.add_argument("--trace", metavar="FILE", help="replay a Mooncake FAST'25 JSONL trace instead of a scenario")
+    g.add_argument("--trace-block-tokens", type=int, default=512, metavar="TOKENS",
+                   help="tokens per trace hash id (default 512, the FAST'25 release)")
+    g.add_argument("--speed", default="1", metavar="X",
+                   help="trace time scale: 2 = twice as fast, max = as fast as possible (default 1)")
+    g.add_argument("--strict", action="store_true", help="stop at the first bad trace row (default: skip and count)")
+
+
+def add_page_arguments(p: argparse.ArgumentParser, default_layout: str = "seed") -> None:
+    """Layout preset + overrides + model + key scheme."""
+    add_layout_arguments(p, default_layout)
+    p.add_argument("--scheme", choices=("ollama", "pagedkv"), default="ollama", help="page key scheme (default ollama)")
+    p.add_argument("--key-prefix", default=None, metavar="NAMESPACE",
+                   help="key namespace (default mc/ollama or mc/pagedkv by scheme)")
+
+
+def layout_of(args: argparse.Namespace) -> PageLayout:
+    """The page layout of ``args`` (``KvtuiError`` on a non-positive field)."""
+    try:
+        return layout_from_args(args)
+    except ValueError as exc:
+        raise KvtuiError(str(exc)) from None
+
+
+def engine_options(args: argparse.Namespace, layout: PageLayout):
+    """Build :class:`~kvtui.engine.runner.EngineOptions` and the attach endpoints (or ``None``)."""
+    from kvtui.cluster import ClusterError, ClusterOptions, attach
+    from kvtui.engine.runner import EngineOptions
+
+    try:
+        store_bytes = parse_bytes(args.store_size)
+    except ValueError as exc:
+        raise KvtuiError(f"--store-size: {exc}") from None
+    if args.read_streams < 1:
+        raise KvtuiError("--read-streams must be at least 1")
+    if not (args.lease_ttl > 0):
+        raise KvtuiError("--lease-ttl must be positive seconds")
+    endpoints = None
+    if args.master or args.metadata:
+        if not (args.master and args.metadata):
+            raise KvtuiError("attach mode needs both --master HOST:PORT and --metadata URL")
+        try:
+            endpoints = attach(args.master, args.metadata, args.protocol, args.device, args.metrics_url)
+        except ClusterError as exc:
+            raise KvtuiError(str(exc)) from None
+    elif layout.page_bytes > store_bytes:
+        raise KvtuiError(f"a page ({layout.page_bytes} bytes) is larger than the store segment "
+                         f"({store_bytes} bytes); raise --store-size or shrink the layout")
+    if getattr(args, "log_dir", None):
+        Path(args.log_dir).mkdir(parents=True, exist_ok=True)
+    copts = ClusterOptions(lease_ttl_ms=int(args.lease_ttl * 1000), log_dir=args.log_dir)
+    return EngineOptions(layout=layout, model=args.model, scheme=args.scheme, namespace=args.key_prefix,
+                         segment_on=args.segment_on, store_bytes=store_bytes, read_streams=args.read_streams,
+                         concurrency=getattr(args, "concurrency", 1), cluster=copts), endpoints
+
+
+def parse_speed(text: str) -> float | None:
+    """``--speed``: a positive number or ``max`` (None = as fast as possible)."""
+    if str(text).strip().lower() in ("max", "inf"):
+        return None
+    try:
+        v = float(text)
+    except ValueError:
+        raise KvtuiError(f"--speed must be a positive number or 'max', got {text!r}") from None
+    if not (v > 0) or math.isinf(v) or math.isnan(v):
+        raise KvtuiError(f"--speed must be a positive number or 'max', got {text!r}")
+    return v
+
+
+def make_workload(args: argparse.Namespace, layout: PageLayout):
+    """The request source of ``args``: ``(workload, description dict, problems)``.
+
+    Trace: checks the page size divides the block size and reports skipped rows; synthetic: validates knobs.
+    """
+    from workload import SyntheticWorkload, TraceError, TraceWorkload, WorkloadSpec, check_page_divides_block, read_trace
+
+    if args.trace:
+        try:
+            check_page_divides_block(layout.page_tokens, args.trace_block_tokens)
+            rows, problems = read_trace(args.trace, block_tokens=args.trace_block_tokens, strict=args.strict)
+            wl = TraceWorkload(rows, block_tokens=args.trace_block_tokens, speed=parse_speed(args.speed),
+                               name=Path(args.trace).name)
+        except (TraceError, ValueError) as exc:
+            raise KvtuiError(str(exc)) from None
+        return wl, {"kind": "trace", "name": Path(args.trace).name, "done": 0, "total": wl.rows_total}, problems
+    if not (0.0 <= args.overlap <= 100.0):
+        raise KvtuiError(f"--overlap must be within 0-100 %, got {args.overlap:g}")
+    prompt = args.prompt_tokens if args.prompt_tokens is not None else 8 * layout.page_tokens
+    try:
+        spec = WorkloadSpec(scenario=args.scenario, overlap=args.overlap / 100.0, pool=args.pool, rate=args.rate,
+                            prompt_tokens=prompt, page_tokens=layout.page_tokens, seed=args.seed)
+        spec.validate()
+        wl = SyntheticWorkload(spec)
+    except ValueError as exc:
+        raise KvtuiError(str(exc)) from None
+    return wl, synthetic_description(spec), []
+
+
+def synthetic_description(spec) -> dict:
+    """The ``frame.workload`` dict of a synthetic spec."""
+    return {"kind": "synthetic", "scenario": spec.scenario, "overlap": spec.overlap, "pool": spec.pool,
+            "rate": spec.rate, "prompt_tokens": spec.prompt_tokens}
+
+
+def start_engine(options, endpoints):
+    """Start an :class:`~kvtui.engine.runner.Engine`, turning start-up failures into one-line errors."""
+    from kvtui.cluster import ClusterError
+    from kvtui.engine.runner import Engine
+    from kvtui.engine.workers import WorkerError
+
+    engine = Engine(options, endpoints)
+    try:
+        engine.start()
+    except (ClusterError, WorkerError, ValueError) as exc:
+        raise KvtuiError(str(exc).splitlines()[0] if isinstance(exc, WorkerError) else str(exc)) from None
+    return engine

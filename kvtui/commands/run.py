@@ -1,0 +1,152 @@
+"""``kvtui run``: drive a workload through the prefill and decode workers headless, then summarise.
+
+Same engine as ``kvtui watch``; shows a progress bar (traces) or a live status line (scenarios) on stderr,
+prints the summary and, with ``--json``, writes it (fields of :meth:`kvtui.metrics.aggregate.Aggregator.summary`).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from kvtui.commands.common import (add_cluster_arguments, add_page_arguments, add_workload_arguments,
+                                   engine_options, layout_of, make_workload, start_engine)
+from kvtui.errors import KvtuiError
+
+
+def register(subparsers) -> None:
+    """Add the ``run`` subcommand."""
+    p = subparsers.add_parser(
+        "run", help="drive a workload through the store headless and print a summary",
+        description="Start (or attach to) a Mooncake cluster, a prefill and a decode worker, drive a synthetic "
+                    "shared-prefix scenario or a FAST'25 trace through them, and print what was reused: page and "
+                    "token hit rates, pages published, verification, errors by Mooncake code, latency "
+                    "percentiles and throughput.")
+    add_workload_arguments(p)
+    g = p.add_argument_group("run bounds and output")
+    g.add_argument("--duration", type=float, metavar="SECONDS", help="stop issuing after this many seconds "
+                   "(default: 10 s for scenarios, the whole file for traces)")
+    g.add_argument("--requests", type=int, metavar="N", help="stop after issuing N requests")
+    g.add_argument("--concurrency", type=int, default=1, metavar="N",
+                   help="requests in flight (default 1: strictly one after another, exact trace replay)")
+    g.add_argument("--json", metavar="PATH", help="write the summary as JSON to PATH")
+    g.add_argument("--quiet", action="store_true", help="no progress line")
+    add_page_arguments(p)
+    add_cluster_arguments(p)
+    p.set_defaults(func=run)
+
+
+def check_writable(path: str, flag: str) -> None:
+    """``KvtuiError`` now, before any work, if ``path`` cannot be written later."""
+    parent = Path(path).resolve().parent
+    if Path(path).is_dir():
+        raise KvtuiError(f"{flag}: {path} is a directory")
+    if not parent.is_dir():
+        raise KvtuiError(f"{flag}: folder {parent} does not exist")
+    if not os.access(parent, os.W_OK) or (Path(path).exists() and not os.access(path, os.W_OK)):
+        raise KvtuiError(f"{flag}: {path} is not writable")
+
+
+def write_json_atomic(path: str, data: dict) -> None:
+    """Write ``data`` as JSON via a temporary file and rename (a reader never sees half a file)."""
+    target = Path(path)
+    fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", dir=str(target.resolve().parent))
+    with os.fdopen(fd, "w") as f:
+        json.dump(data, f, indent=2, sort_keys=True)
+        f.write("\n")
+    os.replace(tmp, target)
+
+
+def run(args: argparse.Namespace) -> int:
+    """Run the workload; exit 0, or 1 if any loaded page failed verification."""
+    from kvtui.engine.runner import Driver
+    from kvtui.metrics.aggregate import Aggregator
+
+    layout = layout_of(args)
+    if args.concurrency < 1:
+        raise KvtuiError("--concurrency must be at least 1")
+    if args.requests is not None and args.requests < 1:
+        raise KvtuiError("--requests must be at least 1")
+    if args.duration is not None and not args.duration > 0:
+        raise KvtuiError("--duration must be positive seconds")
+    if args.json:
+        check_writable(args.json, "--json")
+    workload, desc, problems = make_workload(args, layout)
+    if problems:
+        first = ", ".join(f"line {p.line_no}: {p.reason}" for p in problems[:3])
+        print(f"kvtui: skipped {len(problems)} bad trace rows ({first})", file=sys.stderr)
+    duration = args.duration if (args.duration or args.trace or args.requests) else 10.0
+    options, endpoints = engine_options(args, layout)
+    agg = Aggregator()
+    engine = start_engine(options, endpoints)
+    total = desc.get("total") if args.trace else args.requests
+    if args.requests and total:
+        total = min(total, args.requests)
+    driver = None
+    try:
+        driver = Driver(engine, workload, agg.add, concurrency=args.concurrency, max_requests=args.requests,
+                        duration_s=duration)
+        t0 = time.monotonic()
+        driver.start()
+        _progress(driver, agg, total, duration, quiet=args.quiet or not sys.stderr.isatty())
+        if driver.error is not None:
+            raise KvtuiError(f"run stopped: {driver.error}")
+        elapsed = time.monotonic() - t0
+    finally:
+        if driver is not None:
+            driver.stop()
+            driver.done.wait(10)
+        engine.stop()
+    summary = agg.summary(elapsed_s=elapsed)
+    summary.update({"layout": layout.as_dict(), "page_bytes": layout.page_bytes, "workload": desc,
+                    "bad_rows_skipped": len(problems), "concurrency": args.concurrency,
+                    "store_mode": "attached" if endpoints else "embedded"})
+    print(format_summary(summary))
+    if args.json:
+        write_json_atomic(args.json, summary)
+    return 1 if summary["mismatches"] else 0
+
+
+def _progress(driver, agg, total, duration, quiet: bool) -> None:
+    """Block until the driver is done, showing a rich progress bar or status line on stderr."""
+    if quiet:
+        while not driver.done.wait(0.2):
+            pass
+        return
+    from rich.console import Console
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
+
+    cols = [TextColumn("[bold]kvtui run"), BarColumn(), MofNCompleteColumn(), TextColumn("{task.fields[status]}"),
+            TimeElapsedColumn(), TimeRemainingColumn()]
+    with Progress(*cols, console=Console(stderr=True), transient=True) as prog:
+        task = prog.add_task("run", total=total, status="")
+        while not driver.done.wait(0.25):
+            t = agg.totals()
+            prog.update(task, completed=t["requests"],
+                        status=f"hit {t['token_hit_rate']:.1%} · published {t['pages_published']}")
+
+
+def format_summary(s: dict) -> str:
+    """The human summary table of a run."""
+    thr = s["throughput"]
+    rel, pub = s["reload_ms"], s["publish_ms"]
+    errors = ", ".join(f"{k} ×{v}" for k, v in s["errors"].items()) or "none"
+    lines = [
+        f"requests              {s['requests']:,} in {s['elapsed_s']:.1f} s ({thr['requests_per_s']:.1f} req/s)",
+        f"prefill skipped       {s['tokens_hit']:,} of {s['tokens_input']:,} tokens ({s['token_hit_rate']:.2%})",
+        f"KV page hits          {s['pages_hit']:,} of {s['pages_total']:,} full pages ({s['page_hit_rate']:.2%})",
+        f"published             {s['pages_published']:,} pages; already present {s['pages_already_present']:,}; "
+        f"failed {s['pages_failed']:,}",
+        f"verified              {s['verified_pages']:,} pages byte-exact; mismatches {s['mismatches']:,}",
+        f"reload latency        p50 {rel['p50']:.2f} ms · p90 {rel['p90']:.2f} · p99 {rel['p99']:.2f} · max {rel['max']:.2f}",
+        f"publish latency       p50 {pub['p50']:.2f} ms · p90 {pub['p90']:.2f} · p99 {pub['p99']:.2f} · max {pub['max']:.2f}",
+        f"throughput            reuse read {thr['reuse_read_MBps']:.0f} MB/s · publish write "
+        f"{thr['publish_write_MBps']:.0f} MB/s · {thr['tokens_skipped_per_s']:,.0f} tokens skipped/s",
+        f"store errors          {errors}",
+    ]
+    return "\n".join(lines)
