@@ -292,6 +292,13 @@ class PagedKVConnector:
         res.bytes_written = res.stored * self.page_bytes
         return res
 
+    def set_read_streams(self, n: int) -> None:
+        """Split later reloads across ``n`` concurrent ``batch_get_into`` calls (1 = a single call)."""
+        if self._pool is not None:
+            self._pool.shutdown(wait=True)
+        self.read_streams = max(1, int(n))
+        self._pool = ThreadPoolExecutor(self.read_streams) if self.read_streams > 1 else None
+
     def close(self) -> None:
         """Stop the read threads (the store client is closed by its owner)."""
         if self._pool is not None:

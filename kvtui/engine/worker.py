@@ -17,7 +17,6 @@ import time
 import traceback
 from dataclasses import asdict, dataclass
 
-import numpy as np
 
 
 @dataclass(frozen=True)
@@ -139,6 +138,10 @@ def _serve(conn, connector, client) -> None:
             elif cmd == "keys":
                 _, tokens, cacheable = msg
                 conn.send(("ok", connector.keys_for(tokens, cacheable)))
+            elif cmd == "set_read_streams":
+                _, n = msg
+                connector.set_read_streams(n)
+                conn.send(("ok", n))
             elif cmd == "remove_all":
                 conn.send(("ok", client.remove_all(True)))
             else:
@@ -146,16 +149,3 @@ def _serve(conn, connector, client) -> None:
         except RoleError as exc:
             conn.send(("error", str(exc)))
 
-
-def memcpy_mbps(nbytes: int, iterations: int = 10) -> float:
-    """p50 MB/s of ``np.copyto`` of ``nbytes`` within one process (the bench's memcpy baseline)."""
-    src = np.ones(nbytes, dtype=np.uint8)
-    dst = np.empty_like(src)
-    np.copyto(dst, src)
-    times = []
-    for _ in range(iterations):
-        t0 = time.perf_counter()
-        np.copyto(dst, src)
-        times.append(time.perf_counter() - t0)
-    times.sort()
-    return nbytes / times[len(times) // 2] / 1e6

@@ -1,0 +1,64 @@
+"""Same-machine, same-run baselines for ``kvtui bench``: one loopback TCP stream and an in-process memcpy."""
+
+from __future__ import annotations
+
+import multiprocessing as mp
+import socket
+import time
+
+import numpy as np
+
+
+def _p50(values: list[float]) -> float:
+    values = sorted(values)
+    return values[len(values) // 2]
+
+
+def memcpy_mbps(nbytes: int, iterations: int = 20) -> float:
+    """p50 MB/s (10^6 B/s) of ``np.copyto`` of ``nbytes`` between two buffers in this process."""
+    src = np.ones(nbytes, dtype=np.uint8)
+    dst = np.empty_like(src)
+    np.copyto(dst, src)
+    times = []
+    for _ in range(iterations):
+        t0 = time.perf_counter()
+        np.copyto(dst, src)
+        times.append(time.perf_counter() - t0)
+    return nbytes / _p50(times) / 1e6
+
+
+def _sender(port: int, nbytes: int, iterations: int) -> None:
+    buf = np.ones(nbytes, dtype=np.uint8)
+    with socket.create_connection(("127.0.0.1", port)) as s:
+        for _ in range(iterations):
+            if s.recv(1) != b"g":  # receiver asks for each transfer, so every one is timed alone
+                return
+            s.sendall(memoryview(buf))
+
+
+def loopback_tcp_mbps(nbytes: int, iterations: int = 20) -> float:
+    """p50 MB/s of one TCP stream over 127.0.0.1 carrying ``nbytes`` from another process into a buffer."""
+    ctx = mp.get_context("spawn")
+    with socket.socket() as srv:
+        srv.bind(("127.0.0.1", 0))
+        srv.listen(1)
+        proc = ctx.Process(target=_sender, args=(srv.getsockname()[1], nbytes, iterations + 1), daemon=True)
+        proc.start()
+        conn, _ = srv.accept()
+        dst = np.empty(nbytes, dtype=np.uint8)
+        view = memoryview(dst)
+        times = []
+        with conn:
+            for i in range(iterations + 1):
+                t0 = time.perf_counter()
+                conn.sendall(b"g")
+                got = 0
+                while got < nbytes:
+                    n = conn.recv_into(view[got:], nbytes - got)
+                    if n == 0:
+                        raise RuntimeError("loopback sender closed early")
+                    got += n
+                if i:  # the first transfer warms the socket buffers
+                    times.append(time.perf_counter() - t0)
+        proc.join(5)
+    return nbytes / _p50(times) / 1e6

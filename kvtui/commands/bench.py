@@ -1,0 +1,216 @@
+"""``kvtui bench``: reproduce the demo card's figures on this machine, with same-run baselines.
+
+Steps (seed layout unless overridden): the prefill worker publishes a 2,048-token prompt; the decode worker
+reloads a second request sharing its first 1,792 tokens ``--iterations`` times (7 of 8 pages); the same
+keys are read with a plain ``batch_get_into`` (no connector) from the same decode process; the reload is
+repeated for 1..N concurrent read streams; the PR example's ``tiny`` case (3 of 4 pages shared) runs on the
+same store; then the whole thing is repeated with the segment co-located with decode. Baselines: one
+loopback TCP stream and an in-process memcpy of the same bytes. MB/s are 10^6 bytes per second.
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import sys
+
+import numpy as np
+
+from kvtui.commands.common import add_page_arguments, layout_of
+from kvtui.commands.run import check_writable, write_json_atomic
+from kvtui.errors import KvtuiError
+
+
+def register(subparsers) -> None:
+    """Add the ``bench`` subcommand."""
+    p = subparsers.add_parser(
+        "bench", help="reproduce the demo's reuse figures with same-run baselines",
+        description="Publish a prompt's KV pages with the prefill worker, reload a second request that shares "
+                    "its prefix with the decode worker, and report hit rate, reload latency, reuse/publish MB/s "
+                    "and ratios against raw Mooncake reads, one loopback TCP stream and memcpy, all measured "
+                    "in this run on this machine.")
+    p.add_argument("--prompt-tokens", type=int, default=2048, metavar="TOKENS", help="tokens of the published prompt (default 2048)")
+    p.add_argument("--shared-tokens", type=int, default=1792, metavar="TOKENS",
+                   help="tokens the second request shares with the first (default 1792)")
+    p.add_argument("--iterations", type=int, default=20, metavar="N", help="reloads to time (default 20)")
+    p.add_argument("--store-size", default="1GiB", metavar="BYTES", help="embedded store segment, bytes with units (default 1GiB)")
+    p.add_argument("--max-streams", type=int, default=4, metavar="N",
+                   help="try reloads split across 1..N concurrent batch_get_into calls (default 4)")
+    p.add_argument("--json", metavar="PATH", help="write every figure as JSON to PATH")
+    add_page_arguments(p, "seed")
+    p.set_defaults(func=run)
+
+
+def _stats(values: list[float]) -> dict:
+    v = sorted(values)
+    return {"min": v[0], "p50": v[len(v) // 2], "mean": statistics.fmean(v), "max": v[-1]}
+
+
+def _say(msg: str) -> None:
+    print(f"kvtui bench: {msg}", file=sys.stderr, flush=True)
+
+
+def _engine(layout, args, store_bytes, segment_on="store", endpoints=None):
+    from kvtui.cluster import ClusterOptions
+    from kvtui.commands.common import start_engine
+    from kvtui.engine.runner import EngineOptions
+
+    opts = EngineOptions(layout=layout, model=args.model, scheme=args.scheme, namespace=args.key_prefix,
+                         segment_on=segment_on, store_bytes=store_bytes, read_streams=1, cluster=ClusterOptions())
+    return start_engine(opts, endpoints)
+
+
+def _reuse_case(engine, prompt: np.ndarray, second: np.ndarray, iterations: int) -> dict:
+    """Publish ``prompt`` on prefill, reload ``second`` ``iterations`` times on decode."""
+    pub = engine.prefill.call("publish", prompt, None, 0)
+    runs = engine.decode.call("bench_reload", second, iterations)
+    return {"publish": pub, "runs": runs}
+
+
+def _reload_figures(runs: list[dict]) -> dict:
+    reload_ms = [r["probe_ms"] + r["read_ms"] for r in runs]
+    nbytes = runs[0]["bytes_loaded"]
+    mbps = [nbytes / (ms / 1e3) / 1e6 for ms in reload_ms if ms > 0]
+    return {"reload_ms": _stats(reload_ms), "MBps_p50": sorted(mbps)[len(mbps) // 2],
+            "verify_ms_p50": sorted(r["verify_ms"] for r in runs)[len(runs) // 2],
+            "verified": all(r["verified"] == r["pages_hit"] and r["mismatches"] == 0 for r in runs)}
+
+
+def run(args: argparse.Namespace) -> int:
+    """Run every step, print the table, write ``--json``; exit 1 if any page failed verification."""
+    from kvtui.baselines import loopback_tcp_mbps, memcpy_mbps
+    from kvtui.layout import PRESETS, parse_bytes
+
+    layout = layout_of(args)
+    try:
+        store_bytes = parse_bytes(args.store_size)
+    except ValueError as exc:
+        raise KvtuiError(f"--store-size: {exc}") from None
+    if args.iterations < 1 or args.max_streams < 1:
+        raise KvtuiError("--iterations and --max-streams must be at least 1")
+    if not (0 < args.shared_tokens <= args.prompt_tokens):
+        raise KvtuiError("--shared-tokens must be within 1..--prompt-tokens")
+    if args.prompt_tokens < layout.page_tokens:
+        raise KvtuiError(f"--prompt-tokens must hold at least one page ({layout.page_tokens} tokens)")
+    pages = args.prompt_tokens // layout.page_tokens
+    if pages * layout.page_bytes * 2 > store_bytes:
+        raise KvtuiError(f"the store ({store_bytes} bytes) cannot hold {pages} pages of {layout.page_bytes} bytes "
+                         "twice; raise --store-size")
+    if args.json:
+        check_writable(args.json, "--json")
+    prompt = np.arange(args.prompt_tokens, dtype=np.uint32) + 1000
+    second = prompt.copy()
+    second[args.shared_tokens:] += 1_000_000  # diverges after the shared prefix
+    out: dict = {"layout": layout.as_dict(), "page_bytes": layout.page_bytes, "iterations": args.iterations}
+
+    _say("starting embedded cluster (segment on a separate store node) and workers…")
+    engine = _engine(layout, args, store_bytes)
+    try:
+        _say(f"publishing a {args.prompt_tokens}-token prompt, reloading the shared prefix {args.iterations}×…")
+        case = _reuse_case(engine, prompt, second, args.iterations)
+        pub, runs = case["publish"], case["runs"]
+        main = _reload_figures(runs)
+        hit = runs[0]["pages_hit"]
+        keys = engine.decode.call("keys", second, None)[:hit]
+        _say("raw batch_get_into of the same keys (no connector)…")
+        raw = engine.decode.call("bench_raw_get", keys, args.iterations)
+        raw_ms = [r["wall_ms"] for r in raw]
+        raw_mbps = hit * layout.page_bytes / (sorted(raw_ms)[len(raw_ms) // 2] / 1e3) / 1e6
+        streams = {}
+        for n in range(1, args.max_streams + 1):
+            _say(f"reload split across {n} concurrent read stream(s)…")
+            engine.decode.call("set_read_streams", n)
+            streams[n] = _reload_figures(engine.decode.call("bench_reload", second, args.iterations))
+        best_n = max(streams, key=lambda n: streams[n]["MBps_p50"])
+        _say("the PR example's tiny layout (3 of 4 pages shared)…")
+        tiny = _tiny_case(engine, args)
+    finally:
+        engine.stop()
+
+    _say("again with the segment co-located with the decode worker…")
+    engine = _engine(layout, args, store_bytes, segment_on="decode")
+    try:
+        co_case = _reuse_case(engine, prompt, second, args.iterations)
+        co_streams = {}
+        for n in sorted({1, best_n}):
+            engine.decode.call("set_read_streams", n)
+            co_streams[n] = _reload_figures(engine.decode.call("bench_reload", second, args.iterations))
+    finally:
+        engine.stop()
+    co = max(co_streams.values(), key=lambda f: f["MBps_p50"])
+
+    nbytes = hit * layout.page_bytes
+    _say("baselines: memcpy and one loopback TCP stream of the same bytes…")
+    memcpy = memcpy_mbps(nbytes, args.iterations)
+    tcp = loopback_tcp_mbps(nbytes, args.iterations)
+    best = streams[best_n]
+    publish_mbps = pub["bytes_written"] / (pub["put_ms"] / 1e3) / 1e6 if pub["put_ms"] > 0 else 0.0
+    verified = main["verified"] and all(s["verified"] for s in streams.values()) and tiny["verified"] \
+        and co["verified"] and all(s["verified"] for s in co_streams.values())
+    out.update({
+        "tokens_requested": int(args.prompt_tokens), "tokens_skipped": hit * layout.page_tokens,
+        "pages_total": runs[0]["pages_total"], "pages_hit": hit, "hit_rate": hit / runs[0]["pages_total"],
+        "pages_published": pub["stored"], "publish_ms": pub["probe_ms"] + pub["put_ms"],
+        "reload_ms": main["reload_ms"], "reload_read_streams": 1,
+        "reuse_read_MBps_p50": main["MBps_p50"], "publish_write_MBps": publish_mbps,
+        "bytes_reloaded": nbytes, "verify_ms_p50": main["verify_ms_p50"], "verified": bool(verified),
+        "best_read_streams": best_n, "best_reload_ms": best["reload_ms"], "best_reuse_read_MBps_p50": best["MBps_p50"],
+        "read_streams": {str(n): {"reload_ms_p50": f["reload_ms"]["p50"], "MBps_p50": f["MBps_p50"]} for n, f in streams.items()},
+        "colocated": {"reload_ms": co["reload_ms"], "reuse_read_MBps_p50": co["MBps_p50"]},
+        "tiny": tiny,
+        "baselines": {"raw_get_MBps_p50": raw_mbps, "raw_get_ms_p50": sorted(raw_ms)[len(raw_ms) // 2],
+                      "loopback_tcp_MBps": tcp, "memcpy_MBps": memcpy,
+                      "colocated_reload_MBps_p50": co["MBps_p50"]},
+        "ratios": {"connector_vs_raw": main["MBps_p50"] / raw_mbps,
+                   "best_streams_vs_raw": best["MBps_p50"] / raw_mbps,
+                   "reload_vs_loopback_tcp": best["MBps_p50"] / tcp,
+                   "reload_vs_memcpy": co["MBps_p50"] / memcpy},
+    })
+    print(format_bench(out))
+    if args.json:
+        write_json_atomic(args.json, out)
+    return 0 if verified else 1
+
+
+def _tiny_case(engine, args) -> dict:
+    """Publish 32 tokens with the tiny layout on the same store and reload a request sharing 24 (3/4 pages)."""
+    from kvtui.layout import PRESETS
+
+    tiny = PRESETS["tiny"]
+    t = _engine(tiny, args, 0, endpoints=engine.endpoints)
+    try:
+        prompt = np.arange(4 * tiny.page_tokens, dtype=np.uint32) + 7
+        second = prompt.copy()
+        second[3 * tiny.page_tokens:] += 5000
+        t.prefill.call("publish", prompt, None, 0)
+        r = t.decode.call("reload", second, None)
+    finally:
+        t.stop()
+    return {"pages_total": r["pages_total"], "pages_hit": r["pages_hit"], "tokens_skipped": r["pages_hit"] * tiny.page_tokens,
+            "verified": r["verified"] == r["pages_hit"] and r["mismatches"] == 0, "page_bytes": tiny.page_bytes}
+
+
+def format_bench(o: dict) -> str:
+    """The human table of a bench run."""
+    r, b, q = o["reload_ms"], o["baselines"], o["ratios"]
+    rows = [
+        ("prefill skipped", f"{o['tokens_skipped']:,} of {o['tokens_requested']:,} tokens"),
+        ("KV page hit rate", f"{o['hit_rate']:.1%} ({o['pages_hit']}/{o['pages_total']} pages from the store)"),
+        ("prefix reload (1 stream)", f"min {r['min']:.1f} · p50 {r['p50']:.1f} · mean {r['mean']:.1f} · max {r['max']:.1f} ms"
+                                     f" for {o['bytes_reloaded'] / 1e6:.0f} MB"),
+        ("reuse read p50", f"{o['reuse_read_MBps_p50']:.0f} MB/s (1 stream); {o['best_reuse_read_MBps_p50']:.0f} MB/s "
+                           f"with {o['best_read_streams']} streams"),
+        ("publish write", f"{o['publish_write_MBps']:.0f} MB/s"),
+        ("verify (outside reload time)", f"p50 {o['verify_ms_p50']:.1f} ms"),
+        ("byte-exact round-trip", "verified" if o["verified"] else "MISMATCH"),
+        ("tiny layout (PR example)", f"{o['tiny']['pages_hit']}/{o['tiny']['pages_total']} pages hit, "
+                                     f"{'verified' if o['tiny']['verified'] else 'MISMATCH'}"),
+        ("streams", ", ".join(f"{n}: {f['MBps_p50']:.0f} MB/s" for n, f in o["read_streams"].items())),
+        ("baseline raw batch_get_into", f"{b['raw_get_MBps_p50']:.0f} MB/s → connector/raw {q['connector_vs_raw']:.2f}"
+                                        f" (best streams/raw {q['best_streams_vs_raw']:.2f}; target ≥ 0.97)"),
+        ("baseline loopback TCP", f"{b['loopback_tcp_MBps']:.0f} MB/s → reload/TCP {q['reload_vs_loopback_tcp']:.2f} (target ≥ 1.0)"),
+        ("co-located reload", f"{b['colocated_reload_MBps_p50']:.0f} MB/s vs memcpy {b['memcpy_MBps']:.0f} MB/s → "
+                              f"{q['reload_vs_memcpy']:.2f} (target ≥ 0.8)"),
+    ]
+    w = max(len(k) for k, _ in rows)
+    return "\n".join(f"{k:<{w}}  {v}" for k, v in rows)

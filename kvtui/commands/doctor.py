@@ -1,0 +1,117 @@
+"""``kvtui doctor``: check this machine can run kvtui against a real Mooncake Store.
+
+One line per check; every problem line says what to do. Exit 0 only when every check passes. Mooncake is
+imported in a child process, so a wheel that cannot load (missing ``libibverbs.so.1``, or the CUDA wheel
+without ``libcuda.so.1``) is reported, not fatal.
+"""
+
+from __future__ import annotations
+
+import argparse
+import ctypes.util
+import importlib.metadata as md
+import socket
+import subprocess
+import sys
+
+WHEELS = ("mooncake-transfer-engine-non-cuda", "mooncake-transfer-engine", "mooncake-transfer-engine-cuda13")
+
+
+def register(subparsers) -> None:
+    """Add the ``doctor`` subcommand."""
+    p = subparsers.add_parser("doctor", help="check the Mooncake wheel, libibverbs1 and loopback ports",
+                              description="Check that this machine can run kvtui: Python version, which Mooncake "
+                                          "wheel is installed and whether it imports, the libibverbs1 system "
+                                          "library, the master binary, and loopback ports. Exit 0 only when all "
+                                          "is well; each problem comes with the command that fixes it.")
+    p.set_defaults(func=run)
+
+
+def _installed_wheels() -> list[tuple[str, str]]:
+    found = []
+    for name in WHEELS:
+        try:
+            found.append((name, md.version(name)))
+        except md.PackageNotFoundError:
+            pass
+    return found
+
+
+def check_libibverbs() -> tuple[bool, str]:
+    """Is ``libibverbs.so.1`` loadable? (the store library links it even over TCP)."""
+    if ctypes.util.find_library("ibverbs"):
+        try:
+            ctypes.CDLL("libibverbs.so.1")
+            return True, "libibverbs1 present (the store library links it even for TCP)"
+        except OSError:
+            pass
+    return False, "libibverbs1 is missing: install it with `apt-get install -y libibverbs1` (needed even for TCP)"
+
+
+def check_import() -> tuple[bool, str]:
+    """Import ``mooncake.store`` in a child process and report why it fails, if it does."""
+    code = "import os; os.environ['MC_LOG_LEVEL']='ERROR'; import mooncake.store as s; print(s.MooncakeDistributedStore.__name__)"
+    try:
+        proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    except subprocess.TimeoutExpired:
+        return False, "importing mooncake.store hung for 60 s"
+    if proc.returncode == 0:
+        return True, "mooncake.store imports"
+    err = (proc.stderr.strip().splitlines() or [f"exit code {proc.returncode}"])[-1]
+    if "libibverbs" in err:
+        return False, f"mooncake.store cannot load: {err} → apt-get install -y libibverbs1"
+    if "libcuda" in err:
+        return False, (f"mooncake.store cannot load: {err} → the CUDA wheel needs an NVIDIA driver; "
+                       "pip uninstall mooncake-transfer-engine && pip install mooncake-transfer-engine-non-cuda")
+    if "No module named" in err:
+        return False, "mooncake is not installed → pip install mooncake-transfer-engine-non-cuda"
+    return False, f"mooncake.store cannot load: {err}"
+
+
+def check_ports() -> tuple[bool, str]:
+    """Can we bind loopback ports (an ephemeral one and one in kvtui's client range)?"""
+    try:
+        for port in (0, 0):
+            with socket.socket() as s:
+                s.bind(("127.0.0.1", port))
+        return True, "loopback ports can be bound on 127.0.0.1"
+    except OSError as exc:
+        return False, f"cannot bind a port on 127.0.0.1 ({exc}); is the loopback interface up?"
+
+
+def checks() -> list[tuple[bool, str]]:
+    """Every check as ``(ok, line)``."""
+    out = [(sys.version_info >= (3, 10), f"Python {sys.version.split()[0]}" + ("" if sys.version_info >= (3, 10) else " → kvtui needs Python ≥ 3.10"))]
+    wheels = _installed_wheels()
+    if not wheels:
+        out.append((False, "no Mooncake wheel installed → pip install mooncake-transfer-engine-non-cuda"))
+    else:
+        desc = ", ".join(f"{n} {v}" for n, v in wheels)
+        ok = any(n.endswith("non-cuda") for n, _ in wheels) or len(wheels) == 1
+        line = f"Mooncake wheel: {desc}"
+        if len(wheels) > 1:
+            ok, line = False, f"{line} → more than one wheel provides the `mooncake` package; keep only one"
+        out.append((ok, line))
+    out.append(check_libibverbs())
+    if wheels:
+        out.append(check_import())
+        try:
+            from kvtui.cluster import ClusterError, master_binary
+
+            out.append((True, f"mooncake_master binary: {master_binary()}"))
+        except ClusterError as exc:
+            out.append((False, str(exc)))
+    out.append(check_ports())
+    out.append((True, "note: Mooncake's transfer listeners bind all interfaces "
+                "(0.0.0.0) whatever MC_TCP_BIND_ADDRESS says; kvtui binds everything else to 127.0.0.1"))
+    return out
+
+
+def run(args: argparse.Namespace) -> int:
+    """Print the checks; exit 0 only if all passed."""
+    results = checks()
+    for ok, line in results:
+        print(f"{'ok ' if ok else 'FAIL'}  {line}")
+    bad = sum(1 for ok, _ in results if not ok)
+    print("all checks passed" if not bad else f"{bad} problem(s) found")
+    return 0 if not bad else 1

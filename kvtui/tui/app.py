@@ -1,0 +1,387 @@
+"""The live monitor: renders :class:`~kvtui.metrics.aggregate.Frame` s and sends controls through a controller.
+
+One timer (``self.refresh_timer``, never re-created) pulls ``source.frame()`` at ``refresh_hz`` (≤ 15) and
+hands the frame to the widgets; freezing the view only stops applying frames. The UI never calls the store or
+the engine: every workload change goes through :class:`Controller`, whose methods return quickly
+(``clear_store`` runs in a thread worker). Without a controller, or in replay mode, the workload controls are
+disabled through :meth:`KvtuiApp.check_action`.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from collections.abc import Iterable, Sequence
+from typing import Callable, Protocol
+
+from textual import events
+from textual.app import App, ComposeResult, SystemCommand
+from textual.binding import Binding
+from textual.containers import Horizontal, Vertical
+from textual.screen import Screen
+from textual.widgets import Footer, Static
+from textual.worker import Worker, WorkerState
+
+from kvtui.metrics.aggregate import Frame
+from kvtui.tui.fmt import fmt_rps_knob
+from kvtui.tui.screens import ConfirmScreen, HelpScreen, SettingsScreen
+from kvtui.tui.widgets import EventLog, Kpis, LatencyPanel, PageGrid, ProcsPanel, StorePanel, Throughput
+
+SCENARIOS: tuple[str, ...] = ("shared-system-prompt", "few-shot", "multi-turn", "random")
+"""Same as ``workload.synthetic.SCENARIOS`` (kept here so the UI imports no workload code)."""
+OVERLAP_STEP = 0.05
+RATE_STEPS: tuple[float, ...] = (0.5, 1, 2, 5, 10, 20, 50, 100, 200, 500, 1000)
+MIN_SIZE = (60, 16)
+MAX_HZ = 15.0
+WORKLOAD_ACTIONS = frozenset({"overlap", "pool", "rate", "scenario", "settings"})  # synthetic + live + controller
+ENGINE_ACTIONS = frozenset({"toggle_pause", "clear_store"})  # live + controller
+
+
+class FrameSource(Protocol):
+    def frame(self) -> Frame:
+        """Build/return the newest frame (cheap, a few ms)."""
+
+
+class Controller(Protocol):
+    def set_overlap(self, fraction: float) -> None: ...
+    def set_pool(self, n: int) -> None: ...
+    def set_rate(self, rps: float) -> None: ...
+    def set_scenario(self, name: str) -> None: ...
+    def pause(self) -> None: ...
+    def resume(self) -> None: ...
+    def clear_store(self) -> int: ...
+    def stop(self) -> None: ...
+
+
+def next_rate(current: float, up: bool, measured: float = 0.0) -> float:
+    """The rate knob one step ``up`` or down. 0 (closed loop) sits above the top step; stepping down from it
+    goes to the highest step not above the ``measured`` request rate."""
+    if current <= 0:
+        if up:
+            return 0.0
+        below = [s for s in RATE_STEPS if s <= measured]
+        return float(below[-1] if below else RATE_STEPS[0])
+    if up:
+        higher = [s for s in RATE_STEPS if s > current + 1e-9]
+        return float(higher[0]) if higher else 0.0
+    lower = [s for s in RATE_STEPS if s < current - 1e-9]
+    return float(lower[-1] if lower else RATE_STEPS[0])
+
+
+class KvtuiApp(App[int]):
+    """The kvtui monitor. ``clock`` (default :func:`time.time`) only names screenshot files; everything shown
+    comes from frames (elapsed time is ``frame.t``). ``window_s`` labels the latency window."""
+
+    CSS_PATH = "app.tcss"
+    ENABLE_COMMAND_PALETTE = True
+    BINDINGS = [
+        Binding("question_mark", "help", "Help", key_display="?"),
+        Binding("right_square_bracket,plus,equals_sign", "overlap(1)", "Overlap+", key_display="]"),
+        Binding("left_square_bracket,minus", "overlap(-1)", "Overlap-", key_display="["),
+        Binding("full_stop,greater_than_sign", "pool(1)", "Pool+", key_display=">"),
+        Binding("comma,less_than_sign", "pool(-1)", "Pool-", key_display="<"),
+        Binding("R", "rate(1)", "Rate+", key_display="R"),
+        Binding("r", "rate(-1)", "Rate-", key_display="r"),
+        Binding("p,space", "toggle_pause", "Pause", key_display="p"),
+        Binding("s", "scenario", "Scenario"),
+        Binding("f", "freeze", "Freeze"),
+        Binding("w", "window", "Window"),
+        Binding("e", "settings", "Set…", show=False),
+        Binding("c", "clear_store", "Clear"),
+        Binding("ctrl+s,S", "screenshot", "Shot", key_display="S"),
+        Binding("q", "quit", "Quit"),
+    ]
+
+    def __init__(self, source: FrameSource, controller: Controller | None = None, *, refresh_hz: float = 10,
+                 screenshot_dir: str = "screenshots", title: str = "kvtui", scenarios: Sequence[str] = SCENARIOS,
+                 clock: Callable[[], float] | None = None, window_s: float = 30.0) -> None:
+        super().__init__()
+        self.source, self.controller = source, controller
+        self.refresh_hz = min(MAX_HZ, max(0.5, float(refresh_hz)))
+        self.screenshot_dir, self.scenarios = screenshot_dir, tuple(scenarios) or SCENARIOS
+        self.title, self.window_s = title, window_s
+        self._clock = clock or time.time
+        self.frame: Frame | None = None  # newest pulled
+        self.shown: Frame | None = None  # newest applied to the widgets
+        self.frozen = False
+        self.window = True
+        self.knobs: dict = {}
+        self._seen: dict = {}
+        self._gate: tuple | None = None
+        self._source_error: str | None = None
+        self._stopped = False
+        self.refresh_timer = None
+        self.finish_after: float | None = None
+        self.finish_screenshot: str | None = None
+
+    # -- layout --------------------------------------------------------------------------------------------
+    def compose(self) -> ComposeResult:
+        yield Static("", id="too-small")
+        with Vertical(id="dash"):
+            yield Kpis(self.title, id="kpis")
+            with Horizontal(id="middle"):
+                yield PageGrid(id="grid")
+                with Vertical(id="side"):
+                    yield Throughput(id="throughput")
+                    yield LatencyPanel(id="latency")
+            with Horizontal(id="bottom"):
+                yield StorePanel(id="store")
+                yield ProcsPanel(id="procs")
+                yield EventLog(id="events")
+        yield Footer()
+
+    def on_mount(self) -> None:
+        self.main_screen: Screen = self.screen
+        self.w = {cls: self.query_one(cls) for cls in (Kpis, PageGrid, Throughput, LatencyPanel, StorePanel,
+                                                       ProcsPanel, EventLog)}
+        self._size_classes(self.size.width, self.size.height)
+        self.refresh_timer = self.set_interval(1.0 / self.refresh_hz, self.tick, name="frame-pull")
+        self.tick()
+        if self.finish_after is not None:
+            self.set_timer(self.finish_after, self._finish, name="finish")
+
+    def on_resize(self, event: events.Resize) -> None:
+        if hasattr(self, "w"):
+            self._size_classes(event.size.width, event.size.height)
+
+    def _size_classes(self, width: int, height: int) -> None:
+        small = width < MIN_SIZE[0] or height < MIN_SIZE[1]
+        screen = self.main_screen
+        screen.set_class(small, "-too-small")
+        screen.set_class(not small and width >= 100 and height >= 32, "-wide")
+        screen.set_class(not small and width < 80, "-narrow")
+        screen.set_class(not small and height < 22, "-short")
+        if small:
+            self.query_one("#too-small", Static).update(
+                f"terminal too small — {width}×{height}, need ≥ {MIN_SIZE[0]}×{MIN_SIZE[1]}")
+        self.w[Kpis].compact = width < 100
+
+    # -- frames --------------------------------------------------------------------------------------------
+    def tick(self) -> None:
+        """Pull the newest frame; apply it unless the view is frozen."""
+        try:
+            frame = self.source.frame()
+        except Exception as exc:  # the source is another component: report it, keep the UI alive
+            msg = f"frame source failed: {type(exc).__name__}: {exc}"
+            if msg != self._source_error:
+                self._source_error = msg
+                self.log_line(msg, "error")
+            return
+        self._source_error = None
+        self.frame = frame
+        self._adopt(frame)
+        if not self.frozen:
+            self.apply(frame)
+
+    def _adopt(self, frame: Frame) -> None:
+        """Take knob values from the frame when the engine changed them (so key presses between frames add up)."""
+        w, st = frame.workload or {}, frame.status or {}
+        seen = {k: w.get(k) for k in ("overlap", "pool", "rate", "scenario")}
+        seen["paused"] = st.get("paused")
+        for k, v in seen.items():
+            if v is not None and v != self._seen.get(k):
+                self.knobs[k] = v
+        self._seen = seen
+        gate = (self.controller is not None, st.get("mode", "live"), w.get("kind", "synthetic"))
+        if gate != self._gate:
+            self._gate = gate
+            self.refresh_bindings()
+
+    @property
+    def window_label(self) -> str:
+        window_s = (self.frame.status or {}).get("window_s", self.window_s) if self.frame else self.window_s
+        return f"last {window_s:g} s"
+
+    def _latency_text(self) -> str:
+        return self.window_label if self.window else "whole session"
+
+    def apply(self, frame: Frame) -> None:
+        """Render ``frame`` on every widget."""
+        self.shown = frame
+        w = self.w
+        w[Kpis].update_frame(frame, frozen=self.frozen, window_label=self._latency_text())
+        w[PageGrid].set_rows(frame.rows)
+        w[Throughput].update_frame(frame)
+        w[LatencyPanel].update_frame(frame, window=self.window, window_label=self.window_label)
+        w[StorePanel].update_frame(frame)
+        w[ProcsPanel].update_frame(frame)
+        w[EventLog].update_frame(frame)
+
+    def log_line(self, text: str, kind: str = "ui") -> None:
+        """Add a UI line to the event log, stamped with the newest frame's time."""
+        self.w[EventLog].add_line(self.frame.t if self.frame else 0.0, text, kind)
+
+    # -- controls ------------------------------------------------------------------------------------------
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        if action in WORKLOAD_ACTIONS or action in ENGINE_ACTIONS:
+            if self.controller is None or (self._gate and self._gate[1] == "replay"):
+                return None  # shown disabled
+            if action in WORKLOAD_ACTIONS and self._gate and self._gate[2] != "synthetic":
+                return None
+        return True
+
+    def _control(self, knob: str, value, call: Callable[[], object], text: str) -> None:
+        try:
+            call()
+        except Exception as exc:  # the controller is another component: report, keep the old value
+            self.log_line(f"{text} failed: {type(exc).__name__}: {exc}", "error")
+            return
+        self.knobs[knob] = value
+        self.log_line(text, "control")
+
+    def set_overlap(self, fraction: float) -> None:
+        value = round(min(1.0, max(0.0, fraction)) * 100) / 100
+        self._control("overlap", value, lambda: self.controller.set_overlap(value), f"overlap → {value * 100:g} %")
+
+    def set_pool(self, n: int) -> None:
+        n = max(1, int(n))
+        self._control("pool", n, lambda: self.controller.set_pool(n), f"pool → {n}")
+
+    def set_rate(self, rps: float) -> None:
+        rps = max(0.0, float(rps))
+        self._control("rate", rps, lambda: self.controller.set_rate(rps), f"rate → {fmt_rps_knob(rps)}")
+
+    def action_overlap(self, steps: int) -> None:
+        current = float(self.knobs.get("overlap", 0.5))
+        self.set_overlap(round((current + steps * OVERLAP_STEP) * 20) / 20)
+
+    def action_pool(self, delta: int) -> None:
+        self.set_pool(int(self.knobs.get("pool", 1)) + delta)
+
+    def action_rate(self, direction: int) -> None:
+        measured = self.frame.rates.get("rps", 0.0) if self.frame else 0.0
+        self.set_rate(next_rate(float(self.knobs.get("rate", 0.0)), direction > 0, measured))
+
+    def action_scenario(self) -> None:
+        current = self.knobs.get("scenario")
+        i = self.scenarios.index(current) + 1 if current in self.scenarios else 0
+        name = self.scenarios[i % len(self.scenarios)]
+        self._control("scenario", name, lambda: self.controller.set_scenario(name), f"scenario → {name}")
+
+    def action_toggle_pause(self) -> None:
+        if self.knobs.get("paused"):
+            self._control("paused", False, self.controller.resume, "workload resumed")
+        else:
+            self._control("paused", True, self.controller.pause, "workload paused")
+
+    def action_freeze(self) -> None:
+        self.frozen = not self.frozen
+        self.log_line("view frozen (workload keeps running)" if self.frozen else "view live")
+        if self.shown is not None:
+            self.w[Kpis].update_frame(self.shown, frozen=self.frozen, window_label=self._latency_text())
+        if not self.frozen and self.frame is not None:
+            self.apply(self.frame)
+
+    def action_window(self) -> None:
+        self.window = not self.window
+        self.log_line(f"latency: {self._latency_text()}")
+        if self.shown is not None:
+            self.apply(self.shown)
+
+    def action_settings(self, focus: str = "overlap") -> None:
+        def done(changed: dict | None) -> None:
+            for key, value in (changed or {}).items():
+                {"overlap": self.set_overlap, "rate": self.set_rate, "pool": self.set_pool}[key](value)
+
+        current = {k: self.knobs.get(k) for k in ("overlap", "rate", "pool")}
+        self.push_screen(SettingsScreen(current, focus), done)
+
+    def action_clear_store(self) -> None:
+        def answered(yes: bool | None) -> None:
+            if not yes:
+                self.log_line("clear store cancelled")
+                return
+            self.log_line("clearing the store…", "control")
+            self.run_worker(self.controller.clear_store, name="clear-store", group="clear-store", thread=True,
+                            exclusive=True)
+
+        self.push_screen(ConfirmScreen("Remove every key from the store?", "Clear store", "Cancel"), answered)
+
+    def on_worker_state_changed(self, event: Worker.StateChanged) -> None:
+        if event.worker.name != "clear-store":
+            return
+        if event.state == WorkerState.SUCCESS:
+            self.log_line(f"store cleared: {event.worker.result} keys removed", "control")
+        elif event.state == WorkerState.ERROR:
+            self.log_line(f"clear store failed: {event.worker.error}", "error")
+
+    def action_screenshot(self) -> str:
+        os.makedirs(self.screenshot_dir, exist_ok=True)
+        stamp = time.strftime("%Y%m%d-%H%M%S", time.localtime(self._clock()))
+        name, n = f"kvtui-{stamp}.svg", 1
+        while os.path.exists(os.path.join(self.screenshot_dir, name)):
+            name, n = f"kvtui-{stamp}-{n}.svg", n + 1
+        path = self.save_screenshot(name, self.screenshot_dir)
+        self.log_line(f"screenshot → {path}")
+        return path
+
+    def action_help(self) -> None:
+        self.push_screen(HelpScreen(self.key_help()))
+
+    def key_help(self) -> list[tuple[str, str]]:
+        """(keys, description) for every binding, from :attr:`BINDINGS` (so the help never drifts)."""
+        names = {"toggle_pause": "pause / resume the workload", "freeze": "freeze the view (workload keeps running)",
+                 "window": "latency: last N seconds ↔ whole session", "clear_store": "clear the store (asks first)",
+                 "screenshot": f"save an SVG screenshot into {self.screenshot_dir}/", "help": "this help",
+                 "quit": "quit", "scenario": "next scenario", "settings": "type overlap %, rate, pool",
+                 "overlap(1)": "prefix overlap +5 %", "overlap(-1)": "prefix overlap −5 %",
+                 "pool(1)": "pool size +1", "pool(-1)": "pool size −1", "rate(1)": "request rate up a step",
+                 "rate(-1)": "request rate down a step (closed loop is above the top step)"}
+        out = []
+        for b in self.BINDINGS:
+            keys = " ".join(self.get_key_display(Binding(k)) for k in b.key.split(","))
+            out.append((keys, names.get(b.action, b.description)))
+        return out
+
+    def get_system_commands(self, screen: Screen) -> Iterable[SystemCommand]:
+        yield from super().get_system_commands(screen)
+        if self.check_action("settings", ()):
+            yield SystemCommand("Set prefix overlap %", "Type the shared-prefix fraction",
+                                lambda: self.action_settings("overlap"))
+            yield SystemCommand("Set request rate", "Type req/s (0 = closed loop)", lambda: self.action_settings("rate"))
+            yield SystemCommand("Set pool size", "Type the number of shared prefixes",
+                                lambda: self.action_settings("pool"))
+            for name in self.scenarios:
+                yield SystemCommand(f"Scenario: {name}", "Switch the synthetic scenario",
+                                    lambda name=name: self._control("scenario", name,
+                                                                    lambda: self.controller.set_scenario(name),
+                                                                    f"scenario → {name}"))
+        yield SystemCommand("Toggle latency window", "Last N seconds ↔ whole session", self.action_window)
+        yield SystemCommand("Freeze / unfreeze view", "Stop applying frames", self.action_freeze)
+        yield SystemCommand("Save SVG screenshot", f"Into {self.screenshot_dir}/", self.action_screenshot)
+
+    # -- exit ----------------------------------------------------------------------------------------------
+    def stop_controller(self) -> None:
+        """Call ``controller.stop()`` once."""
+        if not self._stopped and self.controller is not None:
+            self._stopped = True
+            self.controller.stop()
+
+    async def action_quit(self) -> None:
+        self.stop_controller()
+        self.exit(0)
+
+    def _finish(self) -> None:
+        self.tick()
+        if self.finish_screenshot:
+            folder, name = os.path.split(os.path.abspath(self.finish_screenshot))
+            os.makedirs(folder, exist_ok=True)
+            self.save_screenshot(name, folder)
+        self.stop_controller()
+        self.exit(0)
+
+
+def run_app(source: FrameSource, controller: Controller | None, *, headless: bool = False,
+            duration_s: float | None = None, screenshot: str | None = None, screenshot_dir: str = "screenshots",
+            size: tuple[int, int] = (120, 40), **app_kwargs) -> int:
+    """Run the monitor until quit (or for ``duration_s``); headless runs without a terminal at ``size``
+    (1 s when no duration is given). ``screenshot``: SVG path written just before exiting after
+    ``duration_s``. ``controller.stop()`` is called on the way out. Returns the exit code (0)."""
+    app = KvtuiApp(source, controller, screenshot_dir=screenshot_dir, **app_kwargs)
+    app.finish_after = 1.0 if headless and duration_s is None else duration_s
+    app.finish_screenshot = screenshot
+    try:
+        app.run(headless=headless, size=size if headless else None)
+    finally:
+        app.stop_controller()
+    return int(app.return_code or 0)

@@ -1,0 +1,50 @@
+"""The ``?`` help screen: every key of the monitor (built from the app's bindings) and how to read the grid."""
+
+from __future__ import annotations
+
+from rich.table import Table
+from rich.text import Text
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.containers import VerticalScroll
+from textual.screen import ModalScreen
+from textual.widgets import Static
+
+from kvtui.tui.widgets.page_grid import STATES
+
+GRID_HELP = (
+    "Page grid: newest request on top, one cell per KV page. When a row is longer than the width, every row "
+    "is drawn at k pages per cell (the grid's subtitle says \"1 cell = k pages\") and a cell shows its most "
+    "severe page: mismatch > failed > evicted > computed > published > present > partial > hit, so a cell "
+    "is a hit only if all its pages were hits."
+)
+
+
+class HelpScreen(ModalScreen[None]):
+    """Lists ``keys``: ``(key, description)`` pairs."""
+
+    BINDINGS = [Binding("escape,question_mark,q", "close", "Close help")]
+
+    def __init__(self, keys: list[tuple[str, str]]) -> None:
+        super().__init__()
+        self.keys = keys
+
+    def compose(self) -> ComposeResult:
+        table = Table.grid(padding=(0, 2))
+        table.add_column(style="bold", no_wrap=True)
+        table.add_column()
+        for key, desc in self.keys:
+            table.add_row(key, desc)
+        legend = Text()
+        for _, glyph, _, _, description in STATES:
+            legend.append(f"  {glyph}  {description}\n")
+        with VerticalScroll(id="help-body"):
+            yield Static(Text("kvtui — keys", style="bold"), id="help-title")
+            yield Static(table, id="help-keys")
+            yield Static(Text("\n" + GRID_HELP), id="help-grid")
+            yield Static(legend, id="help-legend")
+            yield Static(Text("ctrl+p: command palette (set overlap %, rate, pool by value)  ·  esc / ? closes",
+                              style="dim"), id="help-footer")
+
+    def action_close(self) -> None:
+        self.dismiss(None)

@@ -1,0 +1,71 @@
+"""Event log: the engine's bounded event log (``frame.events``) merged with the UI's own lines (control
+changes, screenshots, clear-store results), newest at the bottom; ``frame.errors`` counts in the subtitle."""
+
+from __future__ import annotations
+
+from collections import deque
+from typing import ClassVar
+
+from rich.text import Text
+from textual.widget import Widget
+
+from kvtui.events import EngineEvent
+from kvtui.tui.fmt import fmt_elapsed, fmt_int
+
+KIND_CLASS = {"error": "event-log--error", "outage": "event-log--outage", "control": "event-log--control",
+              "ui": "event-log--ui", "info": "event-log--info"}
+
+
+class EventLog(Widget):
+    """Shows the newest events that fit; :meth:`add_line` adds a UI line (kind ``ui``), bounded to ``keep``."""
+
+    COMPONENT_CLASSES: ClassVar[set[str]] = set(KIND_CLASS.values()) | {"event-log--time"}
+
+    DEFAULT_CSS = """
+    EventLog { height: 1fr; }
+    """
+
+    def __init__(self, keep: int = 200, *, id: str | None = None, classes: str | None = None) -> None:
+        super().__init__(id=id, classes=classes)
+        self.engine_events: tuple = ()
+        self.local: deque[EngineEvent] = deque(maxlen=keep)
+        self.keep = keep
+        self.errors: dict = {}
+        self.border_title = "Events"
+
+    def add_line(self, t: float, text: str, kind: str = "ui") -> None:
+        """Add one local line stamped ``t`` (seconds of the run, i.e. the latest frame's ``t``)."""
+        self.local.append(EngineEvent(kind, t, text))
+        self.refresh()
+
+    def update_frame(self, frame) -> None:
+        if frame.events is not self.engine_events and tuple(frame.events) != self.engine_events:
+            self.engine_events = tuple(frame.events)
+            self.refresh()
+        errors = dict(frame.errors or {})
+        if errors != self.errors:
+            self.errors = errors
+            top = sorted(errors.items(), key=lambda kv: -kv[1])[:3]
+            self.border_subtitle = ("errors: " + ", ".join(f"{k} ×{fmt_int(v)}" for k, v in top)) if top else ""
+
+    def entries(self) -> list[EngineEvent]:
+        """Engine and UI events in time order (stable), at most ``keep``."""
+        merged = sorted([*self.engine_events, *self.local], key=lambda e: e.t)
+        return merged[-self.keep:]
+
+    @property
+    def texts(self) -> list[str]:
+        """Plain text of every entry (for tests)."""
+        return [e.text for e in self.entries()]
+
+    def render(self) -> Text:
+        height = max(1, self.size.height)
+        time_s = self.get_component_rich_style("event-log--time", partial=True)
+        lines = []
+        for e in self.entries()[-height:]:
+            cls = KIND_CLASS.get(e.kind, "event-log--info")
+            lines.append(Text(f"{fmt_elapsed(e.t):>7} ", time_s)
+                         + Text(e.text, self.get_component_rich_style(cls, partial=True)))
+        text = Text("\n").join(lines) if lines else Text("no events yet", time_s)
+        text.no_wrap, text.overflow = True, "ellipsis"
+        return text

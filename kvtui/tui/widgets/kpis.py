@@ -1,0 +1,159 @@
+"""The header KPIs: requests, prefill tokens skipped, hit rate, bytes reused, verification, store, workload,
+elapsed time. Drawn as "chips" packed greedily into as many lines as the width needs (a chip never splits).
+"""
+
+from __future__ import annotations
+
+from typing import ClassVar
+
+from rich.text import Text
+from textual.geometry import Size
+from textual.widget import Widget
+
+from kvtui.tui.fmt import fmt_count, fmt_elapsed, fmt_int, fmt_pct, fmt_rps_knob, format_bytes
+
+SEP = "  "
+
+
+def workload_text(w: dict, short: bool = False) -> str:
+    """One line for ``frame.workload`` (synthetic knobs or trace progress); ``short``: terser labels."""
+    if not w:
+        return "—"
+    if w.get("kind") == "trace":
+        done, total = int(w.get("done", 0)), int(w.get("total", 0))
+        pct = f" ({fmt_pct(done / total, 0)})" if total else ""
+        return f"trace {w.get('name', '?')} {fmt_int(done)}/{fmt_int(total)}{pct}"
+    parts = [str(w.get("scenario", "?"))]
+    if "overlap" in w:
+        parts.append(f"{'ovl' if short else 'overlap'} {round(100 * float(w['overlap']))} %")
+    if "pool" in w:
+        parts.append(f"pool {int(w['pool'])}")
+    if "rate" in w:
+        parts.append(fmt_rps_knob(float(w["rate"])))
+    if "prompt_tokens" in w:
+        parts.append(f"{fmt_count(w['prompt_tokens']) if short else fmt_int(w['prompt_tokens'])} tok")
+    return " · ".join(parts)
+
+
+class Kpis(Widget):
+    """Header figures of one frame; :attr:`chips` holds the plain text of each (for tests)."""
+
+    COMPONENT_CLASSES: ClassVar[set[str]] = {
+        "kpis--title", "kpis--label", "kpis--value", "kpis--good", "kpis--bad", "kpis--flag", "kpis--sep"}
+
+    DEFAULT_CSS = """
+    Kpis { height: auto; }
+    """
+
+    def __init__(self, title: str = "kvtui", *, id: str | None = None, classes: str | None = None) -> None:
+        super().__init__(id=id, classes=classes)
+        self.title = title
+        self._chips: list[Text] = []
+        self._key: tuple | None = None
+        self._compact = False
+        self._frame_args: tuple | None = None
+
+    @property
+    def compact(self) -> bool:
+        """Short labels and no layout chip (set by the app below 100 columns)."""
+        return self._compact
+
+    @compact.setter
+    def compact(self, value: bool) -> None:
+        if value != self._compact:
+            self._compact = value
+            self._key = None
+            if self._frame_args is not None:
+                self.update_frame(*self._frame_args[0], **self._frame_args[1])
+
+    @property
+    def chips(self) -> list[str]:
+        """Plain text of every chip, in order."""
+        return [c.plain for c in self._chips]
+
+    @property
+    def plain(self) -> str:
+        """All chips as one line of plain text."""
+        return SEP.join(self.chips)
+
+    def _s(self, name: str):
+        return self.get_component_rich_style(name, partial=True)
+
+    def _chip(self, label: str, value: str, value_class: str = "kpis--value") -> Text:
+        t = Text()
+        if label:
+            t.append(label + " ", self._s("kpis--label"))
+        t.append(value, self._s(value_class))
+        return t
+
+    def update_frame(self, frame, *, frozen: bool = False, window_label: str = "") -> None:
+        """Rebuild the chips from ``frame`` (``frozen``: show the FROZEN flag)."""
+        key = (self._compact, frame.t, repr(frame.totals), repr(frame.status), repr(frame.workload), frozen, window_label)
+        if key == self._key:
+            return
+        self._key = key
+        self._frame_args = ((frame,), {"frozen": frozen, "window_label": window_label})
+        short = self._compact
+        tot, st = frame.totals, frame.status or {}
+        chips = [Text(self.title, self._s("kpis--title"))]
+        flags = []
+        if st.get("mode") == "replay":
+            flags.append("REPLAY")
+        if st.get("paused"):
+            flags.append("PAUSED")
+        if frozen:
+            flags.append("FROZEN")
+        chips += [Text(f" {f} ", self._s("kpis--flag")) for f in flags]
+        chips.append(self._chip("req" if short else "requests", fmt_int(tot.get("requests", 0))))
+        hit, inp = tot.get("tokens_hit", 0), tot.get("tokens_input", 0)
+        chips.append(self._chip("skipped" if short else "prefill skipped",
+                                f"{fmt_count(hit)}/{fmt_count(inp)} tok ({fmt_pct(tot.get('token_hit_rate', 0.0))})",
+                                "kpis--good"))
+        chips.append(self._chip("hits" if short else "page hits", fmt_pct(tot.get("page_hit_rate", 0.0))))
+        chips.append(self._chip("reused", format_bytes(tot.get("bytes_loaded", 0))))
+        mism = int(tot.get("mismatches", 0))
+        chips.append(self._chip("verified", fmt_int(tot.get("verified_pages", 0))
+                                + ("" if short else " pages")))
+        chips.append(self._chip("mism" if short else "mismatches", fmt_int(mism),
+                                "kpis--bad" if mism else "kpis--value"))
+        if st:
+            up = st.get("store_up")
+            state = "up" if up else ("DOWN" if up is not None else "?")
+            chips.append(self._chip(f"store {st.get('store_mode', '?')}", f"● {state}",
+                                    "kpis--good" if up else "kpis--bad"))
+        chips.append(self._chip("", workload_text(frame.workload, short)))
+        chips.append(self._chip("⏱" if short else "elapsed", fmt_elapsed(frame.t)))
+        if st.get("layout") and not short:
+            chips.append(self._chip("", str(st["layout"]), "kpis--label"))
+        if window_label and not short:
+            chips.append(self._chip("latency", window_label, "kpis--label"))
+        self._chips = chips
+        self.refresh(layout=True)
+
+    def pack(self, width: int) -> list[list[Text]]:
+        """Chips packed into lines of at most ``width`` cells (a chip wider than the line is cut)."""
+        lines: list[list[Text]] = [[]]
+        used = 0
+        for chip in self._chips:
+            need = chip.cell_len + (len(SEP) if used else 0)
+            if used and used + need > width:
+                lines.append([])
+                used, need = 0, chip.cell_len
+            lines[-1].append(chip)
+            used += need
+        return lines
+
+    def get_content_height(self, container: Size, viewport: Size, width: int) -> int:
+        return max(1, len(self.pack(max(1, width))))
+
+    def render(self) -> Text:
+        out = Text(no_wrap=True, overflow="ellipsis")
+        sep = self._s("kpis--sep")
+        for i, line in enumerate(self.pack(max(1, self.size.width))):
+            if i:
+                out.append("\n")
+            for j, chip in enumerate(line):
+                if j:
+                    out.append(SEP, sep)
+                out.append_text(chip)
+        return out

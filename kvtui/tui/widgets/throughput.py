@@ -1,0 +1,51 @@
+"""Throughput: current value and a Sparkline of recent history for each rate of ``frame.rates``/``series``."""
+
+from __future__ import annotations
+
+from textual.app import ComposeResult
+from textual.containers import Grid
+from textual.widgets import Label, Sparkline
+
+from kvtui.tui.fmt import fmt_mbps, fmt_pct, fmt_rate
+
+# (series key, label, formatter)
+RATES = (
+    ("reuse_MBps", "reuse read", fmt_mbps),
+    ("publish_MBps", "publish write", fmt_mbps),
+    ("rps", "requests", lambda v: fmt_rate(v, " req/s")),
+    ("tokens_skipped_ps", "tok skipped", lambda v: fmt_rate(v, " tok/s")),
+    ("hit_rate", "page hit rate", fmt_pct),
+)
+
+
+class Throughput(Grid):
+    """One line per rate: label, current value, sparkline (fed a fresh tuple each tick)."""
+
+    DEFAULT_CSS = """
+    Throughput { grid-size: 3; grid-columns: 13 14 1fr; grid-rows: 1; height: auto; }
+    Throughput > .tp-value { text-align: right; padding-right: 1; }
+    Throughput > Sparkline { height: 1; }
+    """
+
+    def __init__(self, *, id: str | None = None, classes: str | None = None) -> None:
+        super().__init__(id=id, classes=classes)
+        self.border_title = "Throughput"
+        self.values: dict[str, str] = {}
+
+    def compose(self) -> ComposeResult:
+        for key, label, _ in RATES:
+            yield Label(label, classes=f"tp-label tp-{key}")
+            yield Label("—", id=f"tp-value-{key}", classes=f"tp-value tp-{key}")
+            yield Sparkline((), id=f"tp-spark-{key}", classes=f"tp-{key}")
+
+    def update_frame(self, frame) -> None:
+        """Show ``frame.rates`` and ``frame.series``."""
+        for key, _, fmt in RATES:
+            text = fmt(float(frame.rates.get(key, 0.0)))
+            if self.values.get(key) != text:
+                self.values[key] = text
+                self.query_one(f"#tp-value-{key}", Label).update(text)
+            series = tuple(frame.series.get(key, ()))
+            spark = self.query_one(f"#tp-spark-{key}", Sparkline)
+            if spark.data != series:
+                spark.data = series

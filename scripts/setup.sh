@@ -1,0 +1,27 @@
+#!/usr/bin/env bash
+# Make this machine ready for kvtui, from nothing: the libibverbs1 system library (the Mooncake store
+# library links it even over TCP), a virtual environment in .venv, and kvtui with its dependencies.
+# Idempotent: a second run only checks.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+if ! ldconfig -p 2>/dev/null | grep -q 'libibverbs\.so\.1'; then
+  echo "setup: installing libibverbs1 (Debian package)…" >&2
+  SUDO=""; [ "$(id -u)" -eq 0 ] || SUDO="sudo"
+  $SUDO apt-get update -qq >/dev/null
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq libibverbs1 >/dev/null
+fi
+
+PY=${PYTHON:-python3}
+if [ ! -x .venv/bin/python ]; then
+  echo "setup: creating .venv…" >&2
+  "$PY" -m venv .venv
+fi
+stamp=.venv/.kvtui-installed
+if [ ! -f "$stamp" ] || [ pyproject.toml -nt "$stamp" ]; then
+  echo "setup: installing kvtui and its dependencies into .venv…" >&2
+  .venv/bin/python -m pip install -q --upgrade pip 2>&1 | grep -v '^WARNING: Location' >&2 || true
+  .venv/bin/python -m pip install -q -e '.[test]' 2>&1 | grep -v '^WARNING: Location' >&2 || true
+  .venv/bin/python -c 'import kvtui, mooncake, textual, hdrh, psutil, numpy' 
+  touch "$stamp"
+fi

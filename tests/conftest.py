@@ -1,0 +1,40 @@
+"""Shared fixtures. Integration tests share one real embedded Mooncake cluster per test session."""
+
+from __future__ import annotations
+
+import psutil
+import pytest
+
+
+def _mooncake_children() -> list[psutil.Process]:
+    me = psutil.Process()
+    return [p for p in me.children(recursive=True) if p.is_running()]
+
+
+@pytest.fixture(scope="session")
+def cluster():
+    """A real master + metadata server + 256 MiB store node on free loopback ports."""
+    from kvtui.cluster import ClusterOptions, EmbeddedCluster
+
+    c = EmbeddedCluster(ClusterOptions(store_bytes=256 << 20))
+    c.start()
+    yield c
+    c.stop()
+
+
+@pytest.fixture
+def attached_engine(cluster):
+    """Factory: an Engine (prefill + decode workers) attached to the session cluster; stopped after the test."""
+    from kvtui.engine.runner import Engine, EngineOptions
+
+    engines = []
+
+    def make(layout, model="test-model", **kw):
+        e = Engine(EngineOptions(layout=layout, model=model, **kw), endpoints=cluster.endpoints)
+        e.start()
+        engines.append(e)
+        return e
+
+    yield make
+    for e in engines:
+        e.stop()

@@ -1,0 +1,123 @@
+"""`kvtui run` against the real store: trace ground truth, JSON fields, teardown with no orphans."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+import uuid
+from pathlib import Path
+
+import psutil
+import pytest
+
+from kvtui.cli import main
+
+pytestmark = pytest.mark.integration
+TRACES = Path(__file__).resolve().parents[2].parent / "shared" / "data" / "traces"
+SMALL = ["--layers", "1", "--kv-heads", "1", "--head-dim", "1", "--elem-bytes", "1", "--page-tokens", "512"]
+
+
+def _attach(cluster):
+    ep = cluster.endpoints
+    return ["--master", ep.master, "--metadata", ep.metadata_url, "--metrics-url", ep.metrics_url]
+
+
+@pytest.mark.parametrize("name,hits,hit_tokens,input_tokens", [
+    ("conversation_head1000.jsonl", 5780, 2959360, 13732944),
+    ("synthetic_trace.jsonl", 77740, 39802880, 61194628),
+])
+def test_trace_replay_reproduces_ground_truth(cluster, tmp_path, name, hits, hit_tokens, input_tokens):
+    path = TRACES / name
+    if not path.exists():
+        pytest.skip("../shared/data/traces is not present")
+    out = tmp_path / "run.json"
+    rc = main(["run", "--trace", str(path), "--speed", "max", "--quiet", "--json", str(out),
+               "--model", f"gt-{uuid.uuid4().hex[:8]}", *SMALL, *_attach(cluster)])
+    assert rc == 0
+    s = json.loads(out.read_text())
+    assert s["pages_hit"] == hits
+    assert s["tokens_hit"] == hit_tokens
+    assert s["tokens_input"] == input_tokens
+    assert round(s["token_hit_rate"], 4) == round(hit_tokens / input_tokens, 4)
+    assert s["mismatches"] == 0 and s["verified_pages"] == hits
+    assert s["errors"] == {}
+    for field in ("requests", "pages_total", "pages_published", "pages_already_present", "reload_ms",
+                  "publish_ms", "throughput"):
+        assert field in s
+
+
+def test_scenario_run_json_fields(cluster, tmp_path):
+    out = tmp_path / "s.json"
+    rc = main(["run", "--scenario", "shared-system-prompt", "--overlap", "75", "--pool", "2", "--requests", "20",
+               "--layout", "tiny", "--prompt-tokens", "128", "--quiet", "--json", str(out),
+               "--model", f"sc-{uuid.uuid4().hex[:8]}", *_attach(cluster)])
+    assert rc == 0
+    s = json.loads(out.read_text())
+    assert s["requests"] == 20
+    # 2 pool prompts, 75 % of 128 tokens shared = 12 of 16 pages: after the first use of each prompt,
+    # every request hits exactly its 12 shared pages.
+    assert s["pages_hit"] == 12 * (20 - 2)
+    assert s["verified_pages"] == s["pages_hit"]
+
+
+def test_random_scenario_has_no_hits(cluster, tmp_path):
+    out = tmp_path / "r.json"
+    assert main(["run", "--scenario", "random", "--requests", "15", "--layout", "tiny", "--quiet", "--json",
+                 str(out), "--model", f"rnd-{uuid.uuid4().hex[:8]}", *_attach(cluster)]) == 0
+    s = json.loads(out.read_text())
+    assert s["requests"] == 15 and s["pages_hit"] == 0 and s["pages_published"] == s["pages_total"] > 0
+
+
+def test_embedded_run_leaves_no_process(tmp_path):
+    before = {p.pid for p in psutil.Process().children(recursive=True)}
+    rc = main(["run", "--requests", "5", "--layout", "tiny", "--store-size", "64MiB", "--quiet"])
+    assert rc == 0
+    time.sleep(0.5)
+    left = [p for p in psutil.Process().children(recursive=True) if p.pid not in before]
+    assert left == []
+
+
+def test_sigkill_of_kvtui_takes_every_child_down(tmp_path):
+    proc = subprocess.Popen([sys.executable, "-m", "kvtui.cli", "run", "--duration", "60", "--layout", "tiny",
+                             "--store-size", "64MiB", "--quiet"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    parent = psutil.Process(proc.pid)
+    deadline = time.monotonic() + 30
+    kids = []
+    while time.monotonic() < deadline:
+        kids = parent.children(recursive=True)
+        names = " ".join(" ".join(k.cmdline()) for k in kids if k.is_running())
+        if "mooncake_master" in names and "store_node" in names and len(kids) >= 5:
+            break
+        time.sleep(0.2)
+    assert len(kids) >= 5, "cluster and workers did not start"
+    os.kill(proc.pid, signal.SIGKILL)
+    proc.wait()
+    gone, alive = psutil.wait_procs(kids, timeout=15)
+    assert alive == [], [" ".join(p.cmdline()) for p in alive]
+
+
+@pytest.mark.parametrize("argv,needle", [
+    (["run", "--layers", "0"], "layers"),
+    (["run", "--overlap", "120"], "0-100"),
+    (["run", "--trace", "/nonexistent.jsonl"], "nonexistent"),
+    (["run", "--trace", "x.jsonl", "--page-tokens", "300"], "divide"),
+    (["run", "--speed", "0", "--trace", "x.jsonl", "--layout", "tiny"], "speed"),
+    (["run", "--master", "127.0.0.1:1", "--metadata", "http://127.0.0.1:1/metadata"], "no Mooncake master"),
+    (["run", "--store-size", "1MiB"], "larger than the store"),
+    (["run", "--json", "/nonexistent-dir/x.json", "--layout", "tiny"], "does not exist"),
+    (["keys", "--model", "m", "--page-tokens", "4", "--tokens", "1,x"], "not a non-negative integer"),
+])
+def test_bad_input_is_one_line_exit_2(capsys, tmp_path, argv, needle, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "x.jsonl").write_text('{"timestamp": 0, "input_length": 600, "output_length": 1, "hash_ids": [1, 2]}\n')
+    t0 = time.monotonic()
+    rc = main(argv)
+    err = capsys.readouterr().err.strip()
+    assert rc == 2
+    assert needle in err and "Traceback" not in err
+    assert len(err.splitlines()) == 1, err
+    assert time.monotonic() - t0 < 15

@@ -1,0 +1,118 @@
+"""Publish → reload → verify across the prefill and decode worker processes, on a real master."""
+
+from __future__ import annotations
+
+import threading
+import uuid
+
+import numpy as np
+import pytest
+
+from kvtui.connector import PageState
+from kvtui.engine.workers import WorkerError, WorkerHandle
+from kvtui.engine.worker import WorkerSpec
+from kvtui.keys import PageKeyer
+from kvtui.layout import PRESETS, PageLayout
+
+pytestmark = pytest.mark.integration
+LAYOUT = PageLayout(2, 2, 16, 16, 2)  # 4 KiB pages, 16 tokens/page
+
+
+def _tokens(n, base=0):
+    return (np.arange(n, dtype=np.uint32) + base)
+
+
+def test_publish_then_reload_across_processes(attached_engine):
+    model = f"m-{uuid.uuid4().hex[:8]}"
+    e = attached_engine(LAYOUT, model=model)
+    prompt = _tokens(8 * 16 + 5, 100)  # 8 full pages + a partial tail
+    first = e.process(_req(0, prompt))
+    assert first.pages_total == 8 and first.pages_hit == 0
+    assert first.pages_published == 8 and first.pages_failed == 0
+    assert first.states == bytes([PageState.PUBLISHED] * 8 + [PageState.PARTIAL])
+    second_tokens = prompt.copy()
+    second_tokens[6 * 16 + 3] += 7  # diverges inside page 6
+    second = e.process(_req(1, second_tokens))
+    assert second.pages_hit == 6 and second.tokens_hit == 96
+    assert second.verified == 6 and second.mismatches == 0
+    assert second.bytes_loaded == 6 * LAYOUT.page_bytes
+    assert second.pages_published == 2  # pages 6 and 7 of the divergent request
+    assert list(second.states[:6]) == [PageState.HIT] * 6
+
+
+def test_decode_role_refuses_to_publish(cluster):
+    spec = WorkerSpec("decode", cluster.endpoints.as_dict(), LAYOUT.as_dict(), model="role-test")
+    h = WorkerHandle(spec)
+    try:
+        h.wait_ready()
+        with pytest.raises(WorkerError, match="decode worker may not publish"):
+            h.call("publish", _tokens(32), None, 0)
+        # the worker stays usable after refusing
+        assert h.call("reload", _tokens(32), None)["pages_hit"] == 0
+    finally:
+        h.stop()
+
+
+def test_racing_publishers_do_not_clobber_or_fail(cluster):
+    model = f"race-{uuid.uuid4().hex[:8]}"
+    specs = [WorkerSpec("prefill", cluster.endpoints.as_dict(), LAYOUT.as_dict(), model=model) for _ in range(2)]
+    handles = [WorkerHandle(s) for s in specs]
+    try:
+        for h in handles:
+            h.wait_ready()
+        prompt = _tokens(64 * 16, 5000)
+        results = [None, None]
+
+        def go(i):
+            results[i] = handles[i].call("publish", prompt, None, 0)
+
+        threads = [threading.Thread(target=go, args=(i,)) for i in range(2)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        for r in results:
+            assert r["failed"] == 0 and not r["codes"]
+            assert r["stored"] + r["already_present"] == 64
+        reload = handles[0].call("reload", prompt, None)
+        assert reload["pages_hit"] == 64 and reload["verified"] == 64 and reload["mismatches"] == 0
+    finally:
+        for h in handles:
+            h.stop()
+
+
+def test_page_removed_from_middle_truncates_reload(attached_engine, cluster):
+    from kvtui.store import open_client
+
+    model = f"hole-{uuid.uuid4().hex[:8]}"
+    e = attached_engine(LAYOUT, model=model)
+    prompt = _tokens(10 * 16, 900)
+    e.process(_req(0, prompt))
+    keys = PageKeyer(model, LAYOUT.page_tokens).keys(prompt)
+    client = open_client(cluster.endpoints.as_dict())
+    try:
+        assert client.remove(keys[4], True) == 0
+    finally:
+        client.close()
+    r = e.process(_req(1, prompt))
+    assert r.pages_hit == 4 and r.verified == 4
+    assert r.pages_published == 1  # only the missing page is recomputed and republished
+    assert r.pages_already_present == 5
+
+
+def test_object_of_another_layout_is_a_visible_miss(attached_engine):
+    model = f"lay-{uuid.uuid4().hex[:8]}"
+    small = PageLayout(1, 2, 16, 16, 2)  # same page tokens, half the bytes
+    writer = attached_engine(small, model=model)
+    prompt = _tokens(4 * 16, 77)
+    writer.process(_req(0, prompt))
+    reader = attached_engine(LAYOUT, model=model)
+    r = reader.decode.call("reload", prompt, None)
+    assert r["pages_hit"] == 0 and r["mismatches"] == 1
+    assert r["stop_state"] == PageState.MISMATCH
+
+
+def _req(i, tokens):
+    from workload import Request
+
+    return Request(req_id=i, tokens=tokens, arrival_s=None, cacheable_tokens=len(tokens), scenario="test")
