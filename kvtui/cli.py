@@ -8,7 +8,9 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import signal
 import sys
+import threading
 
 from kvtui import __version__
 from kvtui.commands import COMMANDS
@@ -41,6 +43,9 @@ def main(argv: list[str] | None = None) -> int:
     """Entry point of the console script; returns the process exit code."""
     parser = build_parser()
     args = parser.parse_args(argv)
+    if threading.current_thread() is threading.main_thread():
+        # SIGTERM tears down like Ctrl-C: context managers and finally blocks stop workers and the cluster.
+        signal.signal(signal.SIGTERM, signal.default_int_handler)
     if not getattr(args, "func", None):
         parser.print_help()
         return 2

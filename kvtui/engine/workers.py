@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import multiprocessing as mp
-import os
+import threading
 from dataclasses import replace
 from pathlib import Path
 
@@ -27,6 +27,7 @@ class WorkerHandle:
         self.process.start()
         child.close()
         self.pid = self.process.pid
+        self._lock = threading.Lock()  # one command/answer at a time when several threads share the worker
 
     def wait_ready(self, timeout_s: float = START_TIMEOUT_S) -> dict:
         """Wait for the worker's set-up; ``WorkerError`` with its reason if it fails."""
@@ -57,9 +58,10 @@ class WorkerHandle:
         return payload
 
     def call(self, *msg, timeout_s: float | None = None):
-        """Send ``msg`` and return the answer's payload."""
-        self.send(*msg)
-        return self.recv(timeout_s)
+        """Send ``msg`` and return the answer's payload (thread-safe)."""
+        with self._lock:
+            self.send(*msg)
+            return self.recv(timeout_s)
 
     def stop(self, timeout_s: float = 6.0) -> None:
         """Ask the worker to close its client and exit; terminate it if it does not."""

@@ -36,8 +36,8 @@ class Frame:
     """Everything a view shows at one moment (immutable).
 
     ``t``: seconds since the run started; ``totals``: cumulative counters (see :meth:`Aggregator.totals`);
-    ``rates``: per-second values over the last tick (MB/s are 10^6 bytes/s); ``series``: the recent history
-    of each rate (oldest first, one value per tick); ``latency`` / ``latency_window``: whole-session and
+    ``rates``: per-second values over the last ~2 s (MB/s are 10^6 bytes/s); ``series``: the recent history
+    of each rate (oldest first, one value per second); ``latency`` / ``latency_window``: whole-session and
     last-``window_s`` snapshots per kind (reload, publish, probe); ``rows``: newest request rows (newest
     last); ``errors``: counts by Mooncake code name; ``events``: the bounded event log (newest last);
     ``store``, ``procs``, ``workload``, ``status``: panels filled by their samplers (plain dicts).
@@ -62,6 +62,19 @@ def _mbps(nbytes: float, seconds: float) -> float:
     return nbytes / seconds / 1e6 if seconds > 0 else 0.0
 
 
+_RATE_KEYS = ("requests", "bytes_loaded", "bytes_written", "tokens_hit", "pages_hit", "pages_total")
+
+
+def _rates(a: tuple[float, dict], b: tuple[float, dict]) -> dict:
+    """Per-second rates between two ``(t, counters)`` snapshots (MB/s = 10^6 B/s; hit_rate = pages 0..1)."""
+    dt = b[0] - a[0]
+    d = {k: b[1].get(k, 0) - a[1].get(k, 0) for k in _RATE_KEYS}
+    per_s = (lambda v: v / dt) if dt > 0 else (lambda v: 0.0)
+    return {"reuse_MBps": _mbps(d["bytes_loaded"], dt), "publish_MBps": _mbps(d["bytes_written"], dt),
+            "rps": per_s(d["requests"]), "tokens_skipped_ps": per_s(d["tokens_hit"]),
+            "hit_rate": d["pages_hit"] / d["pages_total"] if d["pages_total"] else 0.0}
+
+
 class Aggregator:
     """Accumulates :class:`RequestResult` s and :class:`EngineEvent` s.
 
@@ -70,7 +83,7 @@ class Aggregator:
     of the event log. All buffers are bounded, so memory stays flat over a long run.
     """
 
-    def __init__(self, rows: int = 64, history: int = 600, window_s: float = 30.0, events_kept: int = 200,
+    def __init__(self, rows: int = 64, history: int = 300, window_s: float = 30.0, events_kept: int = 200,
                  clock=time.monotonic):
         self._lock = threading.Lock()
         self._clock = clock
@@ -84,8 +97,11 @@ class Aggregator:
         self._win: deque[tuple[float, dict[str, LatencyRecorder]]] = deque(maxlen=6)
         self._c = Counter()
         self._codes = Counter()
-        self._tick_t = self.t0
-        self._tick_c = Counter()
+        self.rate_window_s = 2.0
+        self.series_interval_s = 1.0
+        self._ticks: deque[tuple[float, dict]] = deque()
+        self._series_t = 0.0
+        self._series_snap: tuple[float, dict] = (self.t0, {})
 
     # -- input ------------------------------------------------------------------------------------------
     def add(self, r: RequestResult) -> None:
@@ -154,25 +170,24 @@ class Aggregator:
             return self._lat[kind].snapshot()
 
     def frame(self, **panels) -> Frame:
-        """Close the current tick (rates since the previous frame) and return a new :class:`Frame`.
+        """Return a new :class:`Frame`. Rates are per second over the last ``rate_window_s`` (2 s); the
+        series get one value per ``series_interval_s`` (1 s), so sparklines span the last minutes.
 
         ``panels``: ``store``, ``procs``, ``workload``, ``status`` dicts from the samplers.
         """
         with self._lock:
             now = self._clock()
-            dt = now - self._tick_t
             c = self._c
-            d = {k: c[k] - self._tick_c[k] for k in ("requests", "bytes_loaded", "bytes_written", "tokens_hit", "pages_hit", "pages_total")}
-            rates = {
-                "reuse_MBps": _mbps(d["bytes_loaded"], dt), "publish_MBps": _mbps(d["bytes_written"], dt),
-                "rps": d["requests"] / dt if dt > 0 else 0.0,
-                "tokens_skipped_ps": d["tokens_hit"] / dt if dt > 0 else 0.0,
-                "hit_rate": d["pages_hit"] / d["pages_total"] if d["pages_total"] else 0.0,
-            }
-            if dt > 0:
-                for k, v in rates.items():
-                    self._series[k].append(v)
-            self._tick_t, self._tick_c = now, Counter(c)
+            snap = (now, {k: c[k] for k in _RATE_KEYS})
+            self._ticks.append(snap)
+            while len(self._ticks) > 2 and now - self._ticks[1][0] >= self.rate_window_s:
+                self._ticks.popleft()
+            rates = _rates(self._ticks[0], snap)
+            if now - self._series_t >= self.series_interval_s:
+                if self._series_t:
+                    for k, v in _rates(self._series_snap, snap).items():
+                        self._series[k].append(v)
+                self._series_t, self._series_snap = now, snap
             window = {k: LatencyRecorder() for k in LATENCIES}
             for t_sub, recs in self._win:
                 if now - t_sub <= self.window_s:

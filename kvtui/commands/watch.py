@@ -1,0 +1,80 @@
+"""``kvtui watch``: the live monitor. With no flags: embedded store, both workers, the default scenario."""
+
+from __future__ import annotations
+
+import argparse
+import signal
+import sys
+
+from kvtui.commands.common import (add_cluster_arguments, add_page_arguments, add_workload_arguments,
+                                   engine_options, layout_of, make_workload, start_engine)
+from kvtui.commands.run import check_writable
+from kvtui.errors import KvtuiError
+
+
+def register(subparsers) -> None:
+    """Add the ``watch`` subcommand."""
+    p = subparsers.add_parser(
+        "watch", help="the live monitor (embedded store + workers + a scenario by default)",
+        description="Start (or attach to) a Mooncake cluster, a prefill and a decode worker and a workload, and "
+                    "show live what prefix reuse does: a page grid of hits and misses, throughput, latency "
+                    "histograms, store and process health. Press ? in the app for every key.")
+    add_workload_arguments(p)
+    g = p.add_argument_group("monitor")
+    g.add_argument("--concurrency", type=int, default=1, metavar="N", help="requests in flight (default 1)")
+    g.add_argument("--refresh-hz", type=float, default=10.0, metavar="HZ", help="screen updates per second, ≤ 15 (default 10)")
+    g.add_argument("--headless", action="store_true", help="run without a terminal (for CI and screenshots)")
+    g.add_argument("--duration", type=float, metavar="SECONDS", help="quit after this many seconds (default: until q)")
+    g.add_argument("--screenshot", metavar="PATH", help="with --duration: save an SVG of the screen at the end")
+    g.add_argument("--screenshot-dir", default="screenshots", metavar="DIR", help="where the screenshot key saves SVGs (default screenshots/)")
+    g.add_argument("--size", default="120x40", metavar="COLSxROWS", help="headless screen size (default 120x40)")
+    add_page_arguments(p)
+    add_cluster_arguments(p)
+    p.set_defaults(func=run, prompt_tokens=None)
+
+
+def _size(text: str) -> tuple[int, int]:
+    try:
+        w, h = (int(x) for x in text.lower().split("x"))
+    except ValueError:
+        raise KvtuiError(f"--size must look like 120x40, got {text!r}") from None
+    if w < 1 or h < 1:
+        raise KvtuiError("--size must be positive")
+    return w, h
+
+
+def run(args: argparse.Namespace) -> int:
+    """Start everything, run the app until it quits, tear everything down."""
+    from kvtui.live import LiveSession
+    from kvtui.tui.app import run_app
+
+    layout = layout_of(args)
+    if args.concurrency < 1:
+        raise KvtuiError("--concurrency must be at least 1")
+    if not (0 < args.refresh_hz <= 15):
+        raise KvtuiError("--refresh-hz must be within (0, 15]")
+    if args.duration is not None and not args.duration > 0:
+        raise KvtuiError("--duration must be positive seconds")
+    if args.screenshot:
+        if args.duration is None:
+            raise KvtuiError("--screenshot needs --duration (the screenshot is taken at the end)")
+        check_writable(args.screenshot, "--screenshot")
+    size = _size(args.size)
+    if not args.headless and not sys.stdout.isatty():
+        raise KvtuiError("kvtui watch needs a terminal; use --headless --duration S [--screenshot PATH] without one")
+    workload, desc, problems = make_workload(args, layout)
+    options, endpoints = engine_options(args, layout)
+    print("kvtui: starting the store and workers…", file=sys.stderr, flush=True)
+    engine = start_engine(options, endpoints)  # from the main thread: children die with it
+    session = LiveSession(engine, workload, desc, concurrency=args.concurrency, layout_text=layout.describe())
+    if problems:
+        session._log("error", f"skipped {len(problems)} bad trace rows (first: line {problems[0].line_no}: {problems[0].reason})")
+    previous = signal.getsignal(signal.SIGTERM)
+    try:
+        session.start()
+        return run_app(session, session, headless=args.headless, duration_s=args.duration,
+                       screenshot=args.screenshot, screenshot_dir=args.screenshot_dir, size=size,
+                       refresh_hz=args.refresh_hz)
+    finally:
+        session.stop()
+        signal.signal(signal.SIGTERM, previous)

@@ -1,0 +1,135 @@
+"""A live session: engine + driver + aggregator + samplers behind the two interfaces the TUI needs.
+
+:class:`LiveSession` is the UI's ``FrameSource`` (``frame()``) and ``Controller`` (knob changes, pause,
+clear store, stop). Knob changes go to the workload on the driver's feeder thread, so they apply from the
+next request; every control change is also logged as an engine event (shown in the event log).
+"""
+
+from __future__ import annotations
+
+from kvtui.events import EngineEvent
+from kvtui.metrics.aggregate import Aggregator, Frame
+from kvtui.metrics.samplers import PanelThread, ProcessSampler, StoreSampler
+
+
+class LiveSession:
+    """Owns a running :class:`~kvtui.engine.runner.Driver` over an started engine.
+
+    ``workload``: the request source (a ``SyntheticWorkload`` accepts knob changes; a trace does not);
+    ``description``: the ``frame.workload`` dict; ``layout_text``: shown in the header.
+    """
+
+    def __init__(self, engine, workload, description: dict, *, concurrency: int = 1, max_requests=None,
+                 duration_s=None, aggregator: Aggregator | None = None, layout_text: str = ""):
+        from kvtui.engine.runner import Driver
+
+        self.engine = engine
+        self.workload = workload
+        self.description = dict(description)
+        self.layout_text = layout_text
+        self.agg = aggregator or Aggregator()
+        self.driver = Driver(engine, workload, self._on_result, self.agg.event, concurrency=concurrency,
+                             max_requests=max_requests, duration_s=duration_s)
+        ep = engine.endpoints
+        self.panels = PanelThread(StoreSampler(ep.metrics_url if ep else None), ProcessSampler(engine.worker_pids()))
+        self._stopped = False
+
+    def start(self) -> "LiveSession":
+        """Start sampling and issuing requests."""
+        self.panels.start()
+        self.driver.start()
+        self._log("info", f"started: {self._workload_text()}")
+        return self
+
+    def _on_result(self, result) -> None:
+        self.agg.add(result)
+        if self.description.get("kind") == "trace":
+            self.description["done"] = self.driver.completed
+
+    def _log(self, kind: str, text: str) -> None:
+        self.agg.event(EngineEvent(kind, self.agg.now(), text))
+
+    def _workload_text(self) -> str:
+        d = self.description
+        if d.get("kind") == "trace":
+            return f"trace {d['name']} ({d['total']} rows)"
+        return f"{d['scenario']}, overlap {d['overlap']:.0%}, pool {d['pool']}, rate {d['rate'] or 'closed loop'}"
+
+    # -- FrameSource ------------------------------------------------------------------------------------
+    def frame(self) -> Frame:
+        """The newest frame (rates since the previous call)."""
+        ep = self.engine.endpoints
+        store = self.panels.store
+        status = {"store_mode": "embedded" if ep is None or ep.embedded else "attached",
+                  "store_up": bool(store.get("up", True)), "paused": self.driver.paused,
+                  "layout": self.layout_text, "mode": "live", "finished": self.driver.done.is_set()}
+        if self.driver.error is not None:
+            status["error"] = str(self.driver.error)
+        return self.agg.frame(store=store, procs=self.panels.procs, workload=dict(self.description), status=status)
+
+    # -- Controller -------------------------------------------------------------------------------------
+    def _update(self, **changes) -> None:
+        if not hasattr(self.workload, "update"):
+            self._log("control", "this workload (a trace) has no knobs to change")
+            return
+
+        def apply() -> None:
+            try:
+                spec = self.workload.update(**changes)
+            except ValueError as exc:
+                self._log("error", f"control refused: {exc}")
+                return
+            from kvtui.commands.common import synthetic_description
+
+            self.description.update(synthetic_description(spec))
+            self._log("control", ", ".join(f"{k} → {v:.0%}" if k == "overlap" else f"{k} → {v}" for k, v in changes.items()))
+
+        self.driver.control(apply)
+
+    def set_overlap(self, fraction: float) -> None:
+        """Shared-prefix fraction 0..1, from the next request."""
+        self._update(overlap=min(1.0, max(0.0, round(float(fraction), 4))))
+
+    def set_pool(self, n: int) -> None:
+        """Pool size (≥ 1), from the next request."""
+        self._update(pool=max(1, int(n)))
+
+    def set_rate(self, rps: float) -> None:
+        """Arrival rate in requests/s (0 = closed loop), from the next request."""
+        self._update(rate=max(0.0, float(rps)))
+
+    def set_scenario(self, name: str) -> None:
+        """Switch scenario, from the next request."""
+        self._update(scenario=name)
+
+    def pause(self) -> None:
+        """Stop issuing requests (in-flight ones finish)."""
+        self.driver.pause()
+        self._log("control", "workload paused")
+
+    def resume(self) -> None:
+        """Resume issuing requests."""
+        self.driver.resume()
+        self._log("control", "workload resumed")
+
+    def clear_store(self) -> int:
+        """Remove every object from the store (pauses issuing around it); returns the count removed."""
+        was_paused = self.driver.paused
+        self.driver.pause()
+        try:
+            n = self.engine.clear_store()
+            self._log("control", f"store cleared: {n} objects removed")
+            return n
+        finally:
+            if not was_paused:
+                self.driver.resume()
+
+    def stop(self) -> None:
+        """Stop the driver, samplers, workers and (embedded) cluster. Safe to call twice."""
+        if self._stopped:
+            return
+        self._stopped = True
+        self.driver.stop()
+        self.driver.done.wait(5)
+        self.panels.stop()
+        self.engine.stop()

@@ -1,0 +1,140 @@
+"""Slow-changing panels, sampled on a background thread at ~1 Hz so no view ever waits on them.
+
+* :class:`StoreSampler` reads the master's Prometheus ``/metrics`` (never ``is_exist``-style probes, which
+  grant leases and would pin pages against eviction). Counter rates are computed from deltas.
+* :class:`ProcessSampler` reads CPU % and RSS of every process kvtui runs with psutil.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+
+import psutil
+
+from kvtui.cluster import http_get
+
+# Prometheus names (mooncake master, see shared/reference/mooncake-facts.md §5) → panel fields.
+STORE_GAUGES = {"master_key_count": "keys", "master_allocated_bytes": "used_bytes",
+                "master_total_capacity_bytes": "capacity_bytes", "master_evicted_key_count": "evicted_keys",
+                "master_put_start_alloc_failures_total": "alloc_failures", "master_active_clients": "clients"}
+STORE_COUNTERS = {"master_put_start_requests_total": "put_rps",
+                  "master_batch_put_start_items_total": "put_rps",
+                  "master_get_replica_list_requests_total": "get_rps",
+                  "master_batch_get_replica_list_items_total": "get_rps"}
+
+
+def parse_prometheus(text: str) -> dict[str, float]:
+    """Unlabelled samples of a Prometheus text exposition: ``{name: value}`` (labelled lines are summed)."""
+    out: dict[str, float] = {}
+    for line in text.splitlines():
+        if not line or line[0] == "#":
+            continue
+        parts = line.rsplit(" ", 1)
+        if len(parts) != 2:
+            continue
+        name = parts[0].split("{", 1)[0]
+        try:
+            value = float(parts[1])
+        except ValueError:
+            continue
+        out[name] = out.get(name, 0.0) + value if "{" in parts[0] else value
+    return out
+
+
+class StoreSampler:
+    """Turns successive ``/metrics`` scrapes into the store panel dict (see ``Frame.store``)."""
+
+    def __init__(self, metrics_url: str | None):
+        self.url = metrics_url
+        self._prev: tuple[float, dict[str, float]] | None = None
+        self.panel: dict = {"up": None} if metrics_url else {}
+
+    def sample(self) -> dict:
+        """Scrape once; returns the panel (``up`` False when the master does not answer)."""
+        if not self.url:
+            return self.panel
+        status, body = http_get(self.url + "/metrics", timeout_s=0.8)
+        now = time.monotonic()
+        if status != 200:
+            self.panel = {**self.panel, "up": False}
+            return self.panel
+        m = parse_prometheus(body)
+        panel: dict = {"up": True}
+        for name, field in STORE_GAUGES.items():
+            if name in m:
+                panel[field] = int(m[name])
+        rates = {"put_rps": 0.0, "get_rps": 0.0}
+        if self._prev is not None:
+            t0, prev = self._prev
+            dt = now - t0
+            for name, field in STORE_COUNTERS.items():
+                if name in m and name in prev and dt > 0:
+                    rates[field] += max(0.0, m[name] - prev[name]) / dt
+        panel.update(rates)
+        self._prev = (now, m)
+        self.panel = panel
+        return panel
+
+
+class ProcessSampler:
+    """CPU % (of one core) and RSS bytes of named processes; call :meth:`sample` about once a second."""
+
+    def __init__(self, pids: dict[str, int]):
+        self._procs: dict[str, psutil.Process] = {}
+        self.set_pids(pids)
+
+    def set_pids(self, pids: dict[str, int]) -> None:
+        """Track these ``{name: pid}`` (kvtui itself is always included)."""
+        import os
+
+        pids = {"kvtui": os.getpid(), **pids}
+        procs = {}
+        for name, pid in pids.items():
+            try:
+                p = psutil.Process(pid)
+                p.cpu_percent(None)  # prime: the first call always returns 0
+                procs[name] = p
+            except psutil.Error:
+                pass
+        self._procs = procs
+
+    def sample(self) -> tuple:
+        """``({"name", "pid", "cpu_percent", "rss_bytes", "alive"}, ...)``."""
+        rows = []
+        for name, p in self._procs.items():
+            try:
+                with p.oneshot():
+                    rows.append({"name": name, "pid": p.pid, "cpu_percent": p.cpu_percent(None),
+                                 "rss_bytes": p.memory_info().rss, "alive": p.is_running()})
+            except psutil.Error:
+                rows.append({"name": name, "pid": p.pid, "cpu_percent": 0.0, "rss_bytes": 0, "alive": False})
+        return tuple(rows)
+
+
+class PanelThread:
+    """Runs the samplers every ``interval_s`` on a daemon thread; :attr:`store` / :attr:`procs` hold the latest."""
+
+    def __init__(self, store: StoreSampler, procs: ProcessSampler, interval_s: float = 1.0):
+        self.store_sampler, self.proc_sampler = store, procs
+        self.interval_s = interval_s
+        self.store: dict = store.panel
+        self.procs: tuple = ()
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._loop, name="kvtui-panels", daemon=True)
+
+    def start(self) -> "PanelThread":
+        """Start sampling."""
+        self._thread.start()
+        return self
+
+    def _loop(self) -> None:
+        while not self._stop.is_set():
+            self.store = self.store_sampler.sample()
+            self.procs = self.proc_sampler.sample()
+            self._stop.wait(self.interval_s)
+
+    def stop(self) -> None:
+        """Stop sampling (returns within one interval)."""
+        self._stop.set()
+        self._thread.join(self.interval_s + 1)

@@ -1,0 +1,109 @@
+import pytest
+
+from kvtui.connector import PageState
+from kvtui.engine.runner import result_from
+from kvtui.events import RequestResult
+from kvtui.layout import PageLayout
+from kvtui.metrics.aggregate import Aggregator
+from kvtui.metrics.latency import LatencyRecorder
+from kvtui.metrics.samplers import StoreSampler, parse_prometheus
+
+
+class Clock:
+    def __init__(self):
+        self.t = 100.0
+
+    def __call__(self):
+        return self.t
+
+
+def _result(i, hit, total, published, tokens=None, page_tokens=16, page_bytes=4096, reload_ms=2.0, codes=None):
+    states = bytes([PageState.HIT] * hit + [PageState.PUBLISHED] * published + [PageState.PRESENT] * (total - hit - published))
+    return RequestResult(req_id=i, scenario="s", n_tokens=tokens or total * page_tokens, cacheable_tokens=total * page_tokens,
+                         page_tokens=page_tokens, page_bytes=page_bytes, pages_total=total, pages_hit=hit, states=states,
+                         pages_published=published, pages_already_present=total - hit - published,
+                         bytes_loaded=hit * page_bytes, bytes_written=published * page_bytes, verified=hit,
+                         probe_ms=0.5, read_ms=reload_ms - 0.5, put_ms=3.0, codes=codes or {})
+
+
+def test_totals_and_summary_are_computed_from_results():
+    clock = Clock()
+    agg = Aggregator(clock=clock)
+    agg.add(_result(0, 0, 8, 8))
+    agg.add(_result(1, 6, 8, 2, tokens=8 * 16 + 5, codes={-704: 1}))
+    agg.add(_result(2, 7, 8, 0))
+    clock.t += 10
+    t = agg.totals()
+    assert t["requests"] == 3
+    assert t["pages_total"] == 24 and t["pages_hit"] == 13
+    assert t["tokens_input"] == 8 * 16 * 3 + 5
+    assert t["tokens_hit"] == 13 * 16
+    assert t["pages_published"] == 10 and t["pages_already_present"] == 1
+    assert t["page_hit_rate"] == pytest.approx(13 / 24)
+    assert t["token_hit_rate"] == pytest.approx(13 * 16 / (8 * 16 * 3 + 5))
+    s = agg.summary()
+    assert s["errors"] == {"OBJECT_NOT_FOUND": 1}
+    assert s["elapsed_s"] == pytest.approx(10)
+    assert s["throughput"]["requests_per_s"] == pytest.approx(0.3)
+    assert s["reload_ms"]["count"] == 3
+    assert s["publish_ms"]["count"] == 2  # the request that published nothing records no publish latency
+    assert s["throughput"]["reuse_read_MBps"] == pytest.approx(13 * 4096 / (3 * 1.5e-3) / 1e6)
+
+
+def test_frame_rates_over_window_and_bounded_rows():
+    clock = Clock()
+    agg = Aggregator(rows=4, clock=clock)
+    agg.frame()
+    for i in range(10):
+        agg.add(_result(i, 4, 8, 4))
+    clock.t += 1.0
+    f = agg.frame()
+    assert f.rates["rps"] == pytest.approx(10.0)
+    assert f.rates["reuse_MBps"] == pytest.approx(10 * 4 * 4096 / 1e6)
+    assert f.rates["hit_rate"] == pytest.approx(0.5)
+    assert len(f.rows) == 4 and f.rows[-1].req_id == 9
+    clock.t += 5.0
+    f = agg.frame()
+    assert f.rates["rps"] == 0.0  # nothing in the last 2 s
+    assert f.t == pytest.approx(6.0)
+
+
+def test_latency_percentiles_match_hdrhistogram():
+    r = LatencyRecorder()
+    for v in range(1, 101):
+        r.record(float(v))
+    s = r.snapshot()
+    assert s.count == 100
+    assert s.p50 == pytest.approx(r.hist.get_value_at_percentile(50) / 1000)
+    assert s.p99 == pytest.approx(r.hist.get_value_at_percentile(99) / 1000)
+    assert s.max == pytest.approx(100, rel=1e-3)
+    assert sum(n for _, n in s.buckets) == 100
+    uppers = [u for u, _ in s.buckets]
+    assert uppers == sorted(uppers) and all(b / a == 2 for a, b in zip(uppers, uppers[1:]))
+
+
+def test_result_from_marks_states():
+    from workload import Request
+    import numpy as np
+
+    lay = PageLayout(1, 1, 1, 16, 2)
+    req = Request(req_id=3, tokens=np.zeros(16 * 5 + 3, np.uint32), arrival_s=None, cacheable_tokens=16 * 5, scenario="x")
+    reload = {"pages_hit": 2, "pages_total": 5, "stop_state": int(PageState.EVICTED), "codes": {-704: 1},
+              "bytes_loaded": 64, "verified": 2, "mismatches": 0, "probe_ms": 1, "read_ms": 1, "verify_ms": 0}
+    publish = {"states": [int(PageState.PUBLISHED)] * 2 + [int(PageState.FAILED)], "stored": 2, "already_present": 0,
+               "failed": 1, "bytes_written": 64, "probe_ms": 0, "compute_ms": 0, "put_ms": 1, "codes": {-200: 1}}
+    r = result_from(req, reload, publish, lay, 0.0, 1.0)
+    assert list(r.states) == [PageState.HIT] * 2 + [PageState.PUBLISHED] * 2 + [PageState.FAILED, PageState.PARTIAL]
+    assert r.codes == {-704: 1, -200: 1}
+    assert r.tokens_hit == 32
+
+
+def test_prometheus_parse_and_store_rates():
+    text = "# HELP x\nmaster_key_count 5\nsegment_allocated_bytes{segment=\"a\"} 3\nsegment_allocated_bytes{segment=\"b\"} 4\nbad line\n"
+    m = parse_prometheus(text)
+    assert m["master_key_count"] == 5 and m["segment_allocated_bytes"] == 7
+
+
+def test_store_sampler_reports_down_when_nothing_answers():
+    s = StoreSampler("http://127.0.0.1:1")
+    assert s.sample()["up"] is False
