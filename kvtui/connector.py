@@ -29,6 +29,7 @@ from kvtui.keys import PageKeyer
 from kvtui.layout import PageContent, PageLayout
 from kvtui.store import CONTENT_MISMATCH, SIZE_MISMATCH, StoreClient
 
+MIN_STREAM_BYTES = 8 << 20  # a concurrent read stream is worth it from about this many bytes
 OBJECT_NOT_FOUND = -704
 NO_AVAILABLE_HANDLE = -200
 INVALID_PARAMS = -600
@@ -107,12 +108,13 @@ class PagedKVConnector:
     ``store``: a set-up :class:`~kvtui.store.StoreClient`; ``layout``: page shape; ``keyer``: page keys
     (its ``page_tokens`` must equal the layout's); ``role``: ``prefill``, ``decode`` (may not publish) or
     ``mixed``. ``max_batch_bytes`` bounds one store batch (so a batch finishes well inside the read lease);
-    ``read_streams`` splits a reload across that many concurrent ``batch_get_into`` calls.
+    ``read_streams`` splits a reload of at least ``MIN_STREAM_BYTES`` per stream across that many concurrent
+    ``batch_get_into`` calls (smaller reloads are one call: a thread hand-off costs more than it saves).
     ``first_probe_pages``: size of the first probe chunk; chunks then double.
     """
 
     def __init__(self, store: StoreClient, layout: PageLayout, keyer: PageKeyer, role: str = "mixed", *,
-                 max_batch_bytes: int = 256 << 20, read_streams: int = 1, first_probe_pages: int = 8,
+                 max_batch_bytes: int = 256 << 20, read_streams: int = 1, first_probe_pages: int = 32,
                  verify: bool = True):
         if role not in ROLES:
             raise ValueError(f"role must be one of {', '.join(ROLES)}, got {role!r}")
@@ -169,8 +171,9 @@ class PagedKVConnector:
         """Read ``keys`` into rows of ``buf`` in bounded batches, over ``read_streams`` concurrent calls."""
         n = len(keys)
         step = self.batch_pages
-        if self._pool is not None and n > 1:
-            step = min(step, -(-n // self.read_streams))
+        streams = min(self.read_streams, (n * self.page_bytes) // MIN_STREAM_BYTES)
+        if self._pool is not None and streams > 1:
+            step = min(step, -(-n // streams))
         spans = [(i, min(n, i + step)) for i in range(0, n, step)]
         pb = self.page_bytes
 
@@ -233,6 +236,13 @@ class PagedKVConnector:
         res.pages_hit = good
         res.bytes_loaded = good * self.page_bytes
         return res, buf[:good]
+
+    def reload_and_rest(self, tokens, cacheable_tokens: int | None = None) -> tuple[ReloadResult, list[str]]:
+        """:meth:`load_cached_prefix`, plus the keys of the pages after the reloaded run (what prefill must
+        compute and publish), so the request's hash chain is computed once."""
+        keys = self.keys_for(tokens, cacheable_tokens)
+        res, _pages = self.load_cached_prefix(tokens, keys=keys)
+        return res, keys[res.pages_hit:]
 
     # ---- publish -------------------------------------------------------------------------------------
     def store_computed_prefix(self, tokens: Sequence[int] | np.ndarray, start_page: int = 0,

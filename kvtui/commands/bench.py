@@ -37,6 +37,11 @@ def register(subparsers) -> None:
     p.add_argument("--max-streams", type=int, default=4, metavar="N",
                    help="try reloads split across 1..N concurrent batch_get_into calls (default 4)")
     p.add_argument("--json", metavar="PATH", help="write every figure as JSON to PATH")
+    p.add_argument("--trace", metavar="FILE",
+                   help="instead: replay this FAST'25 trace one request at a time through the engine and through a "
+                        "bare loop of the same store calls, and report the replay rates and their ratio "
+                        "(use a small layout, e.g. --layers 1 --kv-heads 1 --head-dim 1 --elem-bytes 1 --page-tokens 512)")
+    p.add_argument("--trace-block-tokens", type=int, default=512, metavar="TOKENS", help="tokens per trace hash id (default 512)")
     add_page_arguments(p, "seed")
     p.set_defaults(func=run)
 
@@ -98,6 +103,8 @@ def run(args: argparse.Namespace) -> int:
                          "twice; raise --store-size")
     if args.json:
         check_writable(args.json, "--json")
+    if args.trace:
+        return _trace_bench(args, layout, store_bytes)
     prompt = np.arange(args.prompt_tokens, dtype=np.uint32) + 1000
     second = prompt.copy()
     second[args.shared_tokens:] += 1_000_000  # diverges after the shared prefix
@@ -214,3 +221,49 @@ def format_bench(o: dict) -> str:
     ]
     w = max(len(k) for k, _ in rows)
     return "\n".join(f"{k:<{w}}  {v}" for k, v in rows)
+
+
+def _trace_bench(args, layout, store_bytes: int) -> int:
+    """Replay rate of a trace through the engine vs a bare loop of the same store calls (same cluster)."""
+    import time
+    import uuid
+
+    from kvtui.engine.bare import bare_replay
+    from kvtui.engine.runner import Driver
+    from kvtui.metrics.aggregate import Aggregator
+    from workload import TraceError, TraceWorkload, check_page_divides_block, read_trace
+
+    try:
+        check_page_divides_block(layout.page_tokens, args.trace_block_tokens)
+        rows, problems = read_trace(args.trace, block_tokens=args.trace_block_tokens)
+        wl = TraceWorkload(rows, block_tokens=args.trace_block_tokens, speed=None)
+    except (TraceError, ValueError) as exc:
+        raise KvtuiError(str(exc)) from None
+    args.model = f"{args.model}-engine-{uuid.uuid4().hex[:6]}"
+    _say(f"starting embedded cluster and workers ({layout.describe()})…")
+    engine = _engine(layout, args, store_bytes)
+    try:
+        agg = Aggregator()
+        _say(f"replaying {len(rows)} rows through the engine, one request at a time…")
+        t0 = time.perf_counter()
+        Driver(engine, wl, agg.add, concurrency=1).run()
+        engine_s = time.perf_counter() - t0
+        _say("replaying the same rows with a bare loop of the same store calls…")
+        n, bare_s, bare_hits = bare_replay(engine.endpoints.as_dict(), layout.as_dict(),
+                                           f"bare-{uuid.uuid4().hex[:6]}", args.trace, args.trace_block_tokens)
+    finally:
+        engine.stop()
+    s = agg.summary(elapsed_s=engine_s)
+    out = {"trace": args.trace, "rows": len(rows), "bad_rows_skipped": len(problems), "layout": layout.as_dict(),
+           "engine": {"seconds": engine_s, "requests_per_s": len(rows) / engine_s, "pages_hit": s["pages_hit"],
+                      "tokens_hit": s["tokens_hit"], "token_hit_rate": s["token_hit_rate"], "mismatches": s["mismatches"]},
+           "bare_loop": {"seconds": bare_s, "requests_per_s": n / bare_s, "pages_hit": bare_hits},
+           "ratios": {"engine_vs_bare_loop": bare_s / engine_s}}
+    print(f"trace {args.trace}: {len(rows)} rows\n"
+          f"engine     {engine_s:6.1f} s  {len(rows) / engine_s:7.1f} req/s  hits {s['pages_hit']:,} pages "
+          f"({s['token_hit_rate']:.2%} of tokens)\n"
+          f"bare loop  {bare_s:6.1f} s  {n / bare_s:7.1f} req/s  hits {bare_hits:,} pages\n"
+          f"ratio engine/bare {bare_s / engine_s:.2f} (target ≥ 0.8)")
+    if args.json:
+        write_json_atomic(args.json, out)
+    return 0 if s["mismatches"] == 0 else 1

@@ -138,7 +138,7 @@ class Engine:
         """Run one request to completion (reload on decode, then publish on prefill)."""
         t_start = self.now()
         reload = self.decode.call("reload", req.tokens, req.cacheable_tokens)
-        publish = self.prefill.call("publish", req.tokens, req.cacheable_tokens, reload["pages_hit"])
+        publish = self.prefill.call("publish_keys", reload.pop("rest_keys"))
         return result_from(req, reload, publish, self.options.layout, t_start, self.now())
 
     def worker_pids(self) -> dict[str, int]:
@@ -314,7 +314,7 @@ class Driver:
                 if item is None:
                     break
                 req, reload, t_start = item
-                publish = self.engine.prefill.call("publish", req.tokens, req.cacheable_tokens, reload["pages_hit"])
+                publish = self.engine.prefill.call("publish_keys", reload.pop("rest_keys"))
                 result = result_from(req, reload, publish, self.engine.options.layout, t_start, self.engine.now())
                 self.completed += 1
                 self._slots.release()

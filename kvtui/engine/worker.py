@@ -3,8 +3,10 @@
 The parent talks to a worker over a ``multiprocessing`` pipe with plain tuples and gets plain dicts back
 (no Mooncake object ever crosses a process boundary). Commands:
 
-``("reload", tokens, cacheable_tokens)`` → reload dict (``ReloadResult`` fields, codes as ``{code: n}``)
+``("reload", tokens, cacheable_tokens)`` → reload dict (``ReloadResult`` fields, codes as ``{code: n}``,
+and ``rest_keys``: the keys of the pages after the reloaded run)
 ``("publish", tokens, cacheable_tokens, start_page)`` → publish dict (``PublishResult`` fields)
+``("publish_keys", keys)`` → publish dict for exactly these page keys (the rest of a reload: ``rest_keys``)
 ``("bench_reload", tokens, iterations)`` / ``("bench_raw_get", keys, iterations)`` → per-iteration timings
 ``("remove_all",)`` → count removed; ``("stop",)`` → closes the client and exits.
 """
@@ -110,11 +112,14 @@ def _serve(conn, connector, client) -> None:
                 return
             if cmd == "reload":
                 _, tokens, cacheable = msg
-                res, _pages = connector.load_cached_prefix(tokens, cacheable)
-                conn.send(("ok", _result_dict(res)))
+                res, rest = connector.reload_and_rest(tokens, cacheable)
+                conn.send(("ok", {**_result_dict(res), "rest_keys": rest}))
             elif cmd == "publish":
                 _, tokens, cacheable, start = msg
                 conn.send(("ok", _result_dict(connector.store_computed_prefix(tokens, start, cacheable))))
+            elif cmd == "publish_keys":
+                _, keys = msg
+                conn.send(("ok", _result_dict(connector.store_computed_prefix(None, 0, keys=keys))))
             elif cmd == "bench_reload":
                 _, tokens, iterations = msg
                 out = []

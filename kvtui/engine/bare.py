@@ -1,0 +1,68 @@
+"""The bench's baseline for trace replay: a bare loop issuing the same store calls as the engine, in one
+process, without kvtui's engine (no worker processes, no pipes, no page verification, zero-filled pages).
+
+Per request: page keys (the same hash chain), ``batch_is_exist`` of the pages, ``batch_get_into`` of the
+leading present run, ``batch_put_from`` of the absent pages after it. Used only by ``kvtui bench --trace``.
+"""
+
+from __future__ import annotations
+
+import multiprocessing as mp
+import time
+
+import numpy as np
+
+
+def _bare_main(conn, endpoints: dict, layout: dict, model: str, trace: str, block_tokens: int) -> None:
+    from kvtui.keys import PageKeyer
+    from kvtui.layout import PageLayout
+    from kvtui.procs import parent_death_signal
+    from kvtui.store import open_client
+    from workload import TraceWorkload, read_trace
+
+    parent_death_signal()
+    if endpoints.get("log_dir"):
+        from kvtui.store import redirect_native_stderr
+
+        redirect_native_stderr(f"{endpoints['log_dir']}/bare-loop.log")
+    lay = PageLayout(**layout)
+    rows, _ = read_trace(trace, block_tokens=block_tokens)
+    requests = list(TraceWorkload(rows, block_tokens=block_tokens, speed=None))
+    client = open_client(endpoints)
+    keyer = PageKeyer(model, lay.page_tokens)
+    pb = lay.page_bytes
+    buf = np.zeros(pb * 512, dtype=np.uint8)
+    hits = 0
+    try:
+        t0 = time.perf_counter()
+        for req in requests:
+            keys = keyer.keys(req.tokens[: req.cacheable_tokens])
+            if len(keys) * pb > buf.size:
+                buf = np.zeros(len(keys) * pb, dtype=np.uint8)
+            present = client.batch_is_exist(keys)
+            run = next((i for i, p in enumerate(present) if p != 1), len(keys))
+            if run:
+                rcs = client.batch_get_into(keys[:run], [buf.ctypes.data + i * pb for i in range(run)], [pb] * run)
+                run = next((i for i, r in enumerate(rcs) if r != pb), run)
+            hits += run
+            absent = [i for i in range(run, len(keys)) if present[i] != 1]
+            if absent:
+                client.batch_put_from([keys[i] for i in absent], [buf.ctypes.data + i * pb for i in absent], [pb] * len(absent))
+        conn.send((len(requests), time.perf_counter() - t0, hits))
+    finally:
+        client.close()
+
+
+def bare_replay(endpoints: dict, layout: dict, model: str, trace: str, block_tokens: int = 512) -> tuple[int, float, int]:
+    """Replay ``trace`` with the bare loop in a fresh process: ``(requests, seconds, page hits)``."""
+    ctx = mp.get_context("spawn")
+    parent, child = ctx.Pipe()
+    proc = ctx.Process(target=_bare_main, args=(child, endpoints, layout, model, trace, block_tokens), daemon=True)
+    proc.start()
+    child.close()
+    try:
+        return parent.recv()
+    finally:
+        proc.join(10)
+        if proc.is_alive():
+            proc.terminate()
