@@ -134,6 +134,7 @@ class ClusterOptions:
     eviction_high_watermark: float = 0.9
     eviction_ratio: float = 0.05
     log_dir: str | None = None
+    isolation: str | None = None  # one line on loopback isolation, shown to the user (see kvtui.netns)
 
 
 @dataclass

@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+import os
+
 import psutil
 import pytest
 
-
-def _mooncake_children() -> list[psutil.Process]:
-    me = psutil.Process()
-    return [p for p in me.children(recursive=True) if p.is_running()]
+# In-process CLI calls must not move the test process into a private network namespace (the session
+# cluster lives in the host one). Tests of the isolation itself run kvtui in a subprocess without this.
+os.environ.setdefault("KVTUI_ISOLATE", "off")
 
 
 @pytest.fixture(scope="session")

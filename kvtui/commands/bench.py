@@ -103,6 +103,9 @@ def run(args: argparse.Namespace) -> int:
                          "twice; raise --store-size")
     if args.json:
         check_writable(args.json, "--json")
+    from kvtui.commands.common import isolate
+
+    _say(f"network: {isolate('auto')}")
     if args.trace:
         return _trace_bench(args, layout, store_bytes)
     prompt = np.arange(args.prompt_tokens, dtype=np.uint32) + 1000

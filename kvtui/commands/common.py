@@ -32,6 +32,13 @@ def add_cluster_arguments(p: argparse.ArgumentParser) -> None:
                         "leased page cannot be evicted")
     g.add_argument("--log-dir", metavar="DIR", help="where native logs of the cluster and workers go "
                    "(default: a new /tmp/kvtui-logs-* folder)")
+    g.add_argument("--isolate-network", choices=("auto", "on", "off"), default="auto",
+                   help="embedded mode: run the cluster and workers in a private network namespace so Mooncake's "
+                        "all-interface transfer listeners are reachable only on loopback (auto: when permitted, "
+                        "e.g. as root; on: fail if not possible; default auto; env KVTUI_ISOLATE overrides auto)")
+    g.add_argument("--master-port", type=int, default=0, metavar="PORT", help="embedded: master RPC port (default: a free one)")
+    g.add_argument("--metrics-port", type=int, default=0, metavar="PORT", help="embedded: master metrics/admin HTTP port (default: a free one)")
+    g.add_argument("--metadata-port", type=int, default=0, metavar="PORT", help="embedded: metadata server port (default: a free one)")
     g.add_argument("--read-streams", type=int, default=4, metavar="N",
                    help="concurrent batch_get_into calls one reload is split across (default 4)")
 
@@ -100,10 +107,34 @@ def engine_options(args: argparse.Namespace, layout: PageLayout):
                          f"({store_bytes} bytes); raise --store-size or shrink the layout")
     if getattr(args, "log_dir", None):
         Path(args.log_dir).mkdir(parents=True, exist_ok=True)
-    copts = ClusterOptions(lease_ttl_ms=int(args.lease_ttl * 1000), log_dir=args.log_dir)
+    for flag in ("master_port", "metrics_port", "metadata_port"):
+        port = getattr(args, flag)
+        if port and not (1 <= port <= 65535):
+            raise KvtuiError(f"--{flag.replace('_', '-')} must be within 1-65535, got {port}")
+    copts = ClusterOptions(lease_ttl_ms=int(args.lease_ttl * 1000), log_dir=args.log_dir, rpc_port=args.master_port,
+                           metrics_port=args.metrics_port, metadata_port=args.metadata_port,
+                           isolation=None if endpoints else isolate(args.isolate_network))
     return EngineOptions(layout=layout, model=args.model, scheme=args.scheme, namespace=args.key_prefix,
                          segment_on=args.segment_on, store_bytes=store_bytes, read_streams=args.read_streams,
                          concurrency=getattr(args, "concurrency", 1), cluster=copts), endpoints
+
+
+def isolate(mode: str) -> str:
+    """Apply ``--isolate-network``; returns a one-line description of the network isolation for the user."""
+    import os
+
+    from kvtui.netns import isolate_network
+
+    if mode == "auto" and os.environ.get("KVTUI_ISOLATE", "").lower() in ("off", "0", "no"):
+        mode = "off"
+    if mode == "off":
+        return "not isolated (--isolate-network off): Mooncake's transfer listeners bind all interfaces"
+    reason = isolate_network()
+    if reason is None:
+        return "isolated: private network namespace, loopback only"
+    if mode == "on":
+        raise KvtuiError(f"--isolate-network on: {reason}")
+    return f"not isolated ({reason}): Mooncake's transfer listeners bind all interfaces"
 
 
 def parse_speed(text: str) -> float | None:

@@ -102,8 +102,14 @@ def checks() -> list[tuple[bool, str]]:
         except ClusterError as exc:
             out.append((False, str(exc)))
     out.append(check_ports())
-    out.append((True, "note: Mooncake's transfer listeners bind all interfaces "
-                "(0.0.0.0) whatever MC_TCP_BIND_ADDRESS says; kvtui binds everything else to 127.0.0.1"))
+    from kvtui.netns import isolation_possible
+
+    reason = isolation_possible()
+    if reason is None:
+        out.append((True, "loopback isolation available: the embedded cluster runs in a private network namespace"))
+    else:
+        out.append((True, f"note: no loopback isolation here ({reason}); Mooncake's transfer listeners then bind "
+                          "all interfaces (0.0.0.0) whatever MC_TCP_BIND_ADDRESS says"))
     return out
 
 

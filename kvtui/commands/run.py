@@ -82,6 +82,8 @@ def run(args: argparse.Namespace) -> int:
         print(f"kvtui: skipped {len(problems)} bad trace rows ({first})", file=sys.stderr)
     duration = args.duration if (args.duration or args.trace or args.requests) else 10.0
     options, endpoints = engine_options(args, layout)
+    if options.cluster.isolation and not args.quiet:
+        print(f"kvtui: network {options.cluster.isolation}", file=sys.stderr)
     agg = Aggregator()
     engine = start_engine(options, endpoints)
     total = desc.get("total") if args.trace else args.requests

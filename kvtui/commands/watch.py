@@ -67,6 +67,8 @@ def run(args: argparse.Namespace) -> int:
     print("kvtui: starting the store and workers…", file=sys.stderr, flush=True)
     engine = start_engine(options, endpoints)  # from the main thread: children die with it
     session = LiveSession(engine, workload, desc, concurrency=args.concurrency, layout_text=layout.describe())
+    if options.cluster.isolation:
+        session._log("info", f"network {options.cluster.isolation}")
     if problems:
         session._log("error", f"skipped {len(problems)} bad trace rows (first: line {problems[0].line_no}: {problems[0].reason})")
     previous = signal.getsignal(signal.SIGTERM)

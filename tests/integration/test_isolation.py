@@ -1,0 +1,79 @@
+"""Loopback only: nothing kvtui starts in embedded mode is reachable beyond 127.0.0.1."""
+
+from __future__ import annotations
+
+import os
+import socket
+import subprocess
+import sys
+import time
+
+import psutil
+import pytest
+
+from kvtui.netns import current_netns, isolation_possible
+
+pytestmark = pytest.mark.integration
+
+
+def _hex_ip(h: str) -> str:
+    if len(h) == 8:
+        return socket.inet_ntop(socket.AF_INET, bytes.fromhex(h)[::-1])
+    raw = bytes.fromhex(h)
+    return socket.inet_ntop(socket.AF_INET6, b"".join(raw[i:i + 4][::-1] for i in range(0, 16, 4)))
+
+
+def _listeners(procs):
+    """Listening TCP sockets of each process, read from its own /proc/PID/net (its own namespace)."""
+    out = []
+    for p in procs:
+        try:
+            inodes = set()
+            for fd in os.listdir(f"/proc/{p.pid}/fd"):
+                link = os.readlink(f"/proc/{p.pid}/fd/{fd}")
+                if link.startswith("socket:["):
+                    inodes.add(link[8:-1])
+            cmd = " ".join(p.cmdline()[:4])
+            for proto in ("tcp", "tcp6"):
+                with open(f"/proc/{p.pid}/net/{proto}") as f:
+                    next(f)
+                    for line in f:
+                        parts = line.split()
+                        local, state, inode = parts[1], parts[3], parts[9]
+                        if state == "0A" and inode in inodes:
+                            ip, port = local.rsplit(":", 1)
+                            out.append((p.pid, cmd, _hex_ip(ip), int(port, 16), current_netns(p.pid)))
+        except (OSError, psutil.Error):
+            pass
+    return out
+
+
+def test_listening_sockets_of_the_process_tree_are_loopback_only():
+    reason = isolation_possible()
+    env = {k: v for k, v in os.environ.items() if k != "KVTUI_ISOLATE"}
+    proc = subprocess.Popen([sys.executable, "-m", "kvtui.cli", "run", "--duration", "30", "--layout", "tiny",
+                             "--store-size", "64MiB", "--quiet"], env=env,
+                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    try:
+        parent = psutil.Process(proc.pid)
+        deadline = time.monotonic() + 30
+        rows = []
+        while time.monotonic() < deadline:
+            tree = [parent, *parent.children(recursive=True)]
+            rows = _listeners(tree)
+            if len(tree) >= 6 and len(rows) >= 5:
+                break
+            time.sleep(0.3)
+        assert rows, "no listener found: the cluster did not start"
+        host_ns = current_netns()
+        for pid, cmd, ip, port, ns in rows:
+            if ip in ("127.0.0.1", "::1"):
+                continue
+            # a wildcard listener is acceptable only inside kvtui's private namespace (only `lo` there)
+            assert reason is None and ns != host_ns, f"{cmd} (pid {pid}) listens on {ip}:{port} in the host namespace"
+        if reason is None:
+            assert all(ns != host_ns for *_, ns in rows)
+    finally:
+        proc.terminate()
+        proc.wait(30)
+    assert proc.returncode in (0, 130, -15), proc.stderr.read()
