@@ -24,6 +24,7 @@ import tempfile
 import time
 import urllib.error
 import urllib.request
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -148,6 +149,7 @@ class EmbeddedCluster:
     options: ClusterOptions = field(default_factory=ClusterOptions)
     processes: list[ManagedProcess] = field(default_factory=list)
     endpoints: ClusterEndpoints | None = None
+    _spawner: ThreadPoolExecutor | None = None
 
     def __enter__(self) -> "EmbeddedCluster":
         self.start()
@@ -176,14 +178,16 @@ class EmbeddedCluster:
             self.processes.append(spawn("metadata", [
                 sys.executable, "-m", "mooncake.http_metadata_server", "--host", "127.0.0.1",
                 "--port", str(meta), "--log-level", "WARNING"], log_dir / "metadata.log", env))
-            self.processes.append(spawn("master", [
+            self._master_argv = [
                 master_binary(), f"--rpc_port={rpc}", "--rpc_address=127.0.0.1",
                 f"--metrics_port={metrics}", "--metrics_host=127.0.0.1",
                 "--enable_http_metadata_server=false", "--enable_metric_reporting=false",
                 f"--default_kv_lease_ttl={o.lease_ttl_ms}", f"--client_ttl={o.client_ttl_s}",
                 f"--eviction_high_watermark_ratio={o.eviction_high_watermark}",
                 f"--eviction_ratio={o.eviction_ratio}", "--minloglevel=1", "--logtostderr=1",
-            ], log_dir / "master.log", env))
+            ]
+            self._env, self._log_dir = env, log_dir
+            self.processes.append(spawn("master", self._master_argv, log_dir / "master.log", env))
             metrics_url = f"http://127.0.0.1:{metrics}"
             self._wait("master", lambda: http_get(metrics_url + "/health")[0] == 200)
             self._wait("metadata", lambda: http_get(f"http://127.0.0.1:{meta}/metadata")[0] == 400)
@@ -225,6 +229,24 @@ class EmbeddedCluster:
             time.sleep(0.05)
         raise ClusterError(f"{name} not ready after {timeout_s:.0f} s; logs in {self.processes[0].log_path.parent}")
 
+    def restart_master(self) -> None:
+        """Start the master again on the same ports after it died (the new master has no keys).
+
+        The new master is spawned from a thread owned by the cluster, because the parent-death signal is
+        tied to the spawning thread (a UI worker thread would take the master with it when it ends).
+        ``ClusterError`` if it does not come up.
+        """
+        old = self.process("master")
+        if old is not None and old.alive():
+            raise ClusterError("the master is still running")
+        if old is not None:
+            self.processes.remove(old)
+        if self._spawner is None:
+            self._spawner = ThreadPoolExecutor(1, thread_name_prefix="kvtui-spawner")
+        proc = self._spawner.submit(spawn, "master", self._master_argv, self._log_dir / "master.log", self._env).result()
+        self.processes.insert(1, proc)
+        self._wait("master", lambda: http_get(self.endpoints.metrics_url + "/health")[0] == 200)
+
     def process(self, name: str) -> ManagedProcess | None:
         """The managed process called ``name`` (``master``, ``metadata``, ``store``), if any."""
         return next((p for p in self.processes if p.name == name), None)
@@ -234,6 +256,9 @@ class EmbeddedCluster:
         for p in reversed(self.processes):
             p.stop(grace_s=4.0 if p.name == "store" else 3.0)
         self.processes.clear()
+        if self._spawner is not None:
+            self._spawner.shutdown(wait=False)
+            self._spawner = None
 
 
 def attach(master: str, metadata_url: str, protocol: str = "tcp", device: str = "",

@@ -14,11 +14,14 @@ from kvtui.errors import KvtuiError
 from kvtui.layout import PageLayout, add_layout_arguments, layout_from_args, parse_bytes
 
 
+MIN_SEGMENT_BYTES = 16 << 20  # Mooncake refuses smaller segments ("Total size must be at least 16777216")
+
+
 def add_cluster_arguments(p: argparse.ArgumentParser) -> None:
     """``--store-size``, ``--segment-on``, attach-mode flags, ``--lease-ttl``, ``--log-dir``."""
     g = p.add_argument_group("store (embedded by default; --master/--metadata attach to an existing cluster)")
     g.add_argument("--store-size", default="1GiB", metavar="BYTES",
-                   help="embedded store segment size, bytes with units (1GiB, 512MiB, 4096; default 1GiB)")
+                   help="embedded store segment size, bytes with units (1GiB, 512MiB; at least 16MiB; default 1GiB)")
     g.add_argument("--segment-on", choices=("store", "prefill", "decode"), default="store",
                    help="where the embedded segment lives: a separate store node (default; decode reads cross "
                         "TCP) or co-located with the prefill or decode worker")
@@ -90,6 +93,8 @@ def engine_options(args: argparse.Namespace, layout: PageLayout):
         store_bytes = parse_bytes(args.store_size)
     except ValueError as exc:
         raise KvtuiError(f"--store-size: {exc}") from None
+    if store_bytes < MIN_SEGMENT_BYTES:
+        raise KvtuiError(f"--store-size must be at least 16 MiB (Mooncake's smallest segment), got {store_bytes} bytes")
     if args.read_streams < 1:
         raise KvtuiError("--read-streams must be at least 1")
     if not (args.lease_ttl > 0):

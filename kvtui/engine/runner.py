@@ -28,6 +28,9 @@ from kvtui.events import EngineEvent, RequestResult
 from kvtui.layout import PageLayout
 
 SEGMENT_PLACES = ("store", "prefill", "decode")
+MASTER_DOWN_CODES = (-900, -901)  # RPC_FAIL, RPC_TIMEOUT
+NO_SPACE = -200  # NO_AVAILABLE_HANDLE
+REMOUNT_S = 1.5
 
 
 @dataclass
@@ -151,6 +154,19 @@ class Engine:
                 pids[h.spec.role] = h.pid
         return pids
 
+    def master_reachable(self) -> bool:
+        """True if the master's RPC port accepts a TCP connection (no store call, no lease)."""
+        from kvtui.store import probe_tcp, split_hostport
+
+        host, port = split_hostport(self.endpoints.master)
+        return probe_tcp(host, port, timeout_s=0.5)
+
+    def restart_master(self) -> None:
+        """Embedded mode: start the master again on the same ports (``RuntimeError`` when attached)."""
+        if self.cluster is None:
+            raise RuntimeError("the master belongs to an attached cluster; restart it there")
+        self.cluster.restart_master()
+
     def clear_store(self) -> int:
         """Remove every object in the store (global, also other clients'); returns the count removed."""
         return int(self.prefill.call("remove_all"))
@@ -191,6 +207,9 @@ class Driver:
         self._controls: queue.Queue = queue.Queue()
         self._running = threading.Event()
         self._running.set()
+        self._state_lock = threading.RLock()
+        self._user_paused = False
+        self._outage_since: float | None = None
         self._stop = threading.Event()
         self.done = threading.Event()
         self.issued = 0
@@ -199,25 +218,40 @@ class Driver:
         self._paused_total = 0.0
         self._paused_at: float | None = None
         self._threads: list[threading.Thread] = []
+        self._backoff_s = 0.0
+        self.backoffs = 0
 
     # -- controls ---------------------------------------------------------------------------------------
+    def _set_running(self) -> None:
+        with self._state_lock:
+            run = not (self._user_paused or self._outage_since is not None) or self._stop.is_set()
+            if run and not self._running.is_set():
+                self._paused_total += time.monotonic() - (self._paused_at or time.monotonic())
+                self._paused_at = None
+                self._running.set()
+            elif not run and self._running.is_set():
+                self._paused_at = time.monotonic()
+                self._running.clear()
+
     def pause(self) -> None:
         """Stop issuing new requests (in-flight ones finish)."""
-        if self._running.is_set():
-            self._paused_at = time.monotonic()
-            self._running.clear()
+        self._user_paused = True
+        self._set_running()
 
     def resume(self) -> None:
         """Resume issuing; time spent paused does not count against arrival times."""
-        if not self._running.is_set():
-            self._paused_total += time.monotonic() - (self._paused_at or time.monotonic())
-            self._paused_at = None
-            self._running.set()
+        self._user_paused = False
+        self._set_running()
 
     @property
     def paused(self) -> bool:
-        """True while paused."""
-        return not self._running.is_set()
+        """True while the user paused the workload."""
+        return self._user_paused
+
+    @property
+    def outage(self) -> bool:
+        """True while the master is unreachable (issuing is held until it answers again)."""
+        return self._outage_since is not None
 
     def control(self, fn: Callable[[], None]) -> None:
         """Run ``fn`` on the feeder thread before the next request is drawn."""
@@ -226,7 +260,38 @@ class Driver:
     def stop(self) -> None:
         """Stop issuing; in-flight requests finish, then :attr:`done` is set."""
         self._stop.set()
-        self._running.set()
+        self._set_running()
+
+    # -- outages ----------------------------------------------------------------------------------------
+    def _check_outage(self, codes: dict[int, int]) -> None:
+        """On RPC_FAIL / RPC_TIMEOUT, hold issuing and watch the master until it answers again.
+
+        Calls to a dead master fail at once at first, then block ~4.3 s each (mooncake-facts §4), so
+        issuing more requests would only pile up errors.
+        """
+        if not any(c in codes for c in MASTER_DOWN_CODES) or self._stop.is_set():
+            return
+        with self._state_lock:
+            if self._outage_since is not None:
+                return
+            self._outage_since = time.monotonic()
+        self._set_running()
+        self.on_event(EngineEvent("outage", self.engine.now(), "master unreachable (RPC_FAIL): dispatch held"))
+        threading.Thread(target=self._watch_master, name="kvtui-outage", daemon=True).start()
+
+    def _watch_master(self) -> None:
+        while not self._stop.is_set():
+            if self.engine.master_reachable():
+                self._stop.wait(REMOUNT_S)  # clients remount their segments by themselves within ~1.5 s
+                down = time.monotonic() - (self._outage_since or time.monotonic())
+                with self._state_lock:
+                    self._outage_since = None
+                self._set_running()
+                self.on_event(EngineEvent("outage", self.engine.now(),
+                                          f"master back after {down:.1f} s; dispatch resumed (a restarted master "
+                                          "has lost every key: hit rate restarts from zero)"))
+                return
+            self._stop.wait(0.5)
 
     # -- threads ----------------------------------------------------------------------------------------
     def start(self) -> "Driver":
@@ -245,6 +310,16 @@ class Driver:
             pass
         if self.error is not None:
             raise self.error
+
+    def _backoff(self, codes: dict[int, int]) -> None:
+        """After NO_AVAILABLE_HANDLE (store full, everything leased) wait before the next request, doubling
+        up to 1 s; failed puts are never retried (each failed put evicts something)."""
+        if NO_SPACE in codes:
+            self._backoff_s = min(1.0, max(0.05, self._backoff_s * 2))
+            self.backoffs += 1
+            self._stop.wait(self._backoff_s)
+        else:
+            self._backoff_s = 0.0
 
     def _elapsed(self) -> float:
         paused = self._paused_total + ((time.monotonic() - self._paused_at) if self._paused_at else 0.0)
@@ -275,7 +350,7 @@ class Driver:
                 if req.arrival_s is not None:
                     while not self._stop.is_set():
                         wait = req.arrival_s - self._elapsed()
-                        if wait <= 0 or self.paused:
+                        if wait <= 0 or not self._running.is_set():
                             break
                         self._stop.wait(min(wait, 0.1))
                     self._running.wait()
@@ -317,6 +392,8 @@ class Driver:
                 publish = self.engine.prefill.call("publish_keys", reload.pop("rest_keys"))
                 result = result_from(req, reload, publish, self.engine.options.layout, t_start, self.engine.now())
                 self.completed += 1
+                self._check_outage(result.codes)
+                self._backoff(result.codes)
                 self._slots.release()
                 self.on_result(result)
         except BaseException as exc:

@@ -107,7 +107,8 @@ def test_sigkill_of_kvtui_takes_every_child_down(tmp_path):
     (["run", "--trace", "x.jsonl", "--page-tokens", "300"], "divide"),
     (["run", "--speed", "0", "--trace", "x.jsonl", "--layout", "tiny"], "speed"),
     (["run", "--master", "127.0.0.1:1", "--metadata", "http://127.0.0.1:1/metadata"], "no Mooncake master"),
-    (["run", "--store-size", "1MiB"], "larger than the store"),
+    (["run", "--store-size", "1MiB"], "at least 16 MiB"),
+    (["run", "--store-size", "16MiB", "--layers", "64"], "larger than the store"),
     (["run", "--json", "/nonexistent-dir/x.json", "--layout", "tiny"], "does not exist"),
     (["keys", "--model", "m", "--page-tokens", "4", "--tokens", "1,x"], "not a non-negative integer"),
 ])

@@ -116,3 +116,17 @@ def _req(i, tokens):
     from workload import Request
 
     return Request(req_id=i, tokens=tokens, arrival_s=None, cacheable_tokens=len(tokens), scenario="test")
+
+
+def test_real_client_used_after_close_does_not_crash(cluster):
+    import json
+    import subprocess
+    import sys
+
+    code = ("import json, sys\nfrom kvtui.store import open_client\n"
+            "c = open_client(json.loads(sys.argv[1]))\nc.close()\nc.close()\n"
+            "print(c.batch_is_exist(['k']), c.batch_get_into(['k'], [0], [8]), c.health())\n")
+    r = subprocess.run([sys.executable, "-c", code, json.dumps(cluster.endpoints.as_dict())],
+                       capture_output=True, text=True, timeout=60)
+    assert r.returncode == 0, r.stderr[-500:]  # a native call after close() would be exit 139
+    assert r.stdout.strip() == "[-10003] [-10003] 1"

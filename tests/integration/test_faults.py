@@ -1,0 +1,116 @@
+"""Store faults produced on demand against a real master: each test owns a small cluster."""
+
+from __future__ import annotations
+
+import os
+import signal
+import time
+import uuid
+
+import numpy as np
+import pytest
+
+from kvtui.cluster import ClusterOptions, EmbeddedCluster
+from kvtui.engine.runner import Driver, Engine, EngineOptions
+from kvtui.events import EngineEvent
+from kvtui.layout import PageLayout
+from kvtui.metrics.aggregate import Aggregator
+from workload import SyntheticWorkload, WorkloadSpec
+
+pytestmark = pytest.mark.integration
+TINY = PageLayout(4, 2, 16, 8, 2)
+
+
+def _engine(**cluster_kw):
+    opts = EngineOptions(layout=TINY, model=f"f-{uuid.uuid4().hex[:6]}", store_bytes=cluster_kw.pop("store_bytes", 64 << 20),
+                         cluster=ClusterOptions(**cluster_kw))
+    e = Engine(opts)
+    e.start()
+    return e
+
+
+def _driver(engine, agg, events, **kw):
+    wl = SyntheticWorkload(WorkloadSpec(scenario="shared-system-prompt", pool=2, prompt_tokens=64, page_tokens=8))
+    return Driver(engine, wl, agg.add, events.append, **kw)
+
+
+def test_master_killed_and_restarted_holds_dispatch_then_resumes():
+    engine = _engine()
+    agg, events = Aggregator(), []
+    try:
+        d = _driver(engine, agg, events).start()
+        time.sleep(1.5)
+        before = agg.totals()
+        assert before["requests"] > 5 and before["pages_hit"] > 0
+        master = engine.cluster.process("master")
+        os.kill(master.pid, signal.SIGKILL)
+        master.popen.wait(5)
+        deadline = time.monotonic() + 15
+        while not d.outage and time.monotonic() < deadline:
+            time.sleep(0.1)
+        assert d.outage, "no outage detected"
+        held = agg.totals()["requests"]
+        time.sleep(2.0)
+        assert agg.totals()["requests"] <= held + 1  # dispatch is held: errors do not pile up
+        engine.restart_master()
+        deadline = time.monotonic() + 20
+        while d.outage and time.monotonic() < deadline:
+            time.sleep(0.2)
+        assert not d.outage, "dispatch did not resume"
+        resumed = agg.totals()["requests"]
+        time.sleep(2.0)
+        after = agg.totals()
+        assert after["requests"] > resumed + 3
+        assert after["mismatches"] == 0
+        assert agg.summary()["errors"].get("RPC_FAIL", 0) >= 1
+        texts = [e.text for e in events if isinstance(e, EngineEvent) and e.kind == "outage"]
+        assert any("unreachable" in t for t in texts) and any("back after" in t for t in texts)
+    finally:
+        d.stop()
+        d.done.wait(15)
+        engine.stop()
+
+
+def test_store_node_killed_counts_errors_without_stall():
+    engine = _engine(client_ttl_s=3)
+    agg, events = Aggregator(), []
+    try:
+        d = _driver(engine, agg, events).start()
+        time.sleep(1.5)
+        store = engine.cluster.process("store")
+        os.kill(store.pid, signal.SIGKILL)
+        store.popen.wait(5)
+        n0 = agg.totals()["requests"]
+        time.sleep(6)
+        t = agg.totals()
+        assert t["requests"] > n0 + 5, "the engine stalled after the segment owner died"
+        errors = agg.summary()["errors"]
+        assert errors.get("TRANSFER_FAIL", 0) + errors.get("OBJECT_NOT_FOUND", 0) + errors.get("NO_AVAILABLE_HANDLE", 0) > 0
+        assert t["mismatches"] == 0
+    finally:
+        d.stop()
+        d.done.wait(15)
+        engine.stop()
+
+
+def test_full_store_backs_off_and_never_loops_on_a_put():
+    # the smallest segment Mooncake accepts (16 MiB) and 1 MiB pages: a 24-page request cannot fit
+    big = PageLayout(32, 8, 128, 8, 2)
+    opts = EngineOptions(layout=big, model=f"full-{uuid.uuid4().hex[:6]}", store_bytes=16 << 20,
+                         cluster=ClusterOptions(lease_ttl_ms=1000))
+    engine = Engine(opts)
+    engine.start()
+    agg, events = Aggregator(), []
+    try:
+        wl = SyntheticWorkload(WorkloadSpec(scenario="random", prompt_tokens=8 * 24, page_tokens=8))
+        d = Driver(engine, wl, agg.add, events.append, max_requests=25)
+        d.start()
+        assert d.done.wait(90)
+        t = agg.totals()
+        s = agg.summary()
+        assert t["requests"] == 25
+        assert s["errors"].get("NO_AVAILABLE_HANDLE", 0) > 0
+        assert t["pages_failed"] == s["errors"]["NO_AVAILABLE_HANDLE"]  # one failed put per page, no retries
+        assert d.backoffs > 0
+    finally:
+        engine.stop()

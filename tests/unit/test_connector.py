@@ -1,0 +1,189 @@
+"""Connector logic against a fault-injecting store double that returns the real Mooncake codes."""
+
+from __future__ import annotations
+
+import ctypes
+
+import numpy as np
+import pytest
+
+from kvtui.connector import PagedKVConnector, PageState, RoleError
+from kvtui.keys import PageKeyer
+from kvtui.layout import PageLayout
+from kvtui.store import CLIENT_CLOSED, ClientConfig, StoreClient
+
+LAYOUT = PageLayout(1, 1, 4, 4, 2)  # 64-byte pages, 4 tokens/page
+
+
+class FakeStore:
+    """Put-if-absent object store with Mooncake's return values; ``script`` overrides codes per key."""
+
+    def __init__(self):
+        self.objects: dict[str, bytes] = {}
+        self.probed: list[str] = []
+        self.read_codes: dict[str, int] = {}
+        self.put_codes: dict[str, int] = {}
+        self.puts = 0
+
+    def batch_is_exist(self, keys):
+        self.probed.extend(keys)
+        return [1 if k in self.objects else 0 for k in keys]
+
+    def batch_get_into(self, keys, ptrs, sizes):
+        out = []
+        for k, p, n in zip(keys, ptrs, sizes):
+            if k in self.read_codes:
+                out.append(self.read_codes[k])
+            elif k not in self.objects:
+                out.append(-704)
+            elif len(self.objects[k]) > n:
+                out.append(-600)
+            else:
+                data = self.objects[k]
+                ctypes.memmove(p, data, len(data))
+                out.append(len(data))
+        return out
+
+    def batch_put_from(self, keys, ptrs, sizes):
+        out = []
+        for k, p, n in zip(keys, ptrs, sizes):
+            self.puts += 1
+            if k in self.put_codes:
+                out.append(self.put_codes[k])
+                continue
+            if k not in self.objects:  # a duplicate put returns 0 and does not overwrite
+                self.objects[k] = ctypes.string_at(p, n)
+            out.append(0)
+        return out
+
+
+def _conn(store, role="mixed", **kw):
+    return PagedKVConnector(store, LAYOUT, PageKeyer("m", LAYOUT.page_tokens), role, **kw)
+
+
+def toks(n, base=0):
+    return np.arange(n, dtype=np.uint32) + base
+
+
+def test_publish_then_reload_verifies():
+    s = FakeStore()
+    c = _conn(s)
+    pub = c.store_computed_prefix(toks(4 * 6 + 2))
+    assert pub.stored == 6 and pub.already_present == 0 and pub.failed == 0
+    res, pages = c.load_cached_prefix(toks(4 * 6 + 2))
+    assert res.pages_hit == 6 and res.verified == 6 and pages.shape == (6, LAYOUT.page_bytes)
+
+
+def test_probe_stops_at_first_absent_page_in_growing_chunks():
+    s = FakeStore()
+    c = _conn(s, first_probe_pages=2)
+    c.store_computed_prefix(toks(4 * 3))
+    s.probed.clear()
+    res, _ = c.load_cached_prefix(toks(4 * 40))
+    assert res.pages_hit == 3
+    # chunks of 2 then 4: pages 0-5 probed, nothing beyond the chunk holding the first absent page
+    assert len(s.probed) == 6 and res.pages_probed == 6
+
+
+def test_read_failure_truncates_the_run():
+    s = FakeStore()
+    c = _conn(s)
+    keys = c.keys_for(toks(4 * 5))
+    c.store_computed_prefix(toks(4 * 5))
+    s.read_codes[keys[2]] = -800
+    res, _ = c.load_cached_prefix(toks(4 * 5))
+    assert res.pages_hit == 2 and res.stop_state == PageState.FAILED and res.codes == {-800: 1}
+    s.read_codes[keys[2]] = -704  # probe said present, read said gone
+    res, _ = c.load_cached_prefix(toks(4 * 5))
+    assert res.stop_state == PageState.EVICTED
+    s.read_codes[keys[2]] = -707  # lease expired: a retryable miss, not a hit
+    res, _ = c.load_cached_prefix(toks(4 * 5))
+    assert res.pages_hit == 2 and res.codes == {-707: 1}
+
+
+def test_object_of_another_size_is_a_visible_miss():
+    s = FakeStore()
+    c = _conn(s)
+    keys = c.keys_for(toks(8))
+    s.objects[keys[0]] = b"x" * 32  # smaller object under the same key
+    s.objects[keys[1]] = b"y" * 128
+    res, _ = c.load_cached_prefix(toks(8))
+    assert res.pages_hit == 0 and res.stop_state == PageState.MISMATCH and res.mismatches == 1
+
+
+def test_corrupted_bytes_are_a_mismatch_not_a_hit():
+    s = FakeStore()
+    c = _conn(s)
+    c.store_computed_prefix(toks(8))
+    k1 = c.keys_for(toks(8))[1]
+    s.objects[k1] = bytes(LAYOUT.page_bytes)
+    res, _ = c.load_cached_prefix(toks(8))
+    assert res.pages_hit == 1 and res.verified == 1 and res.mismatches == 1
+
+
+def test_duplicate_key_in_batch_and_peer_stored_page_count_as_present():
+    s = FakeStore()
+    c = _conn(s)
+    keys = c.keys_for(toks(12))
+    s.objects[keys[1]] = b"p" * LAYOUT.page_bytes  # a peer stored page 1
+    pub = c.store_computed_prefix(None, keys=[keys[0], keys[0], keys[1], keys[2]])
+    assert pub.stored == 2 and pub.already_present == 2 and pub.failed == 0
+    assert pub.states == [PageState.PUBLISHED, PageState.PRESENT, PageState.PRESENT, PageState.PUBLISHED]
+
+
+def test_failed_puts_are_counted_and_never_retried():
+    s = FakeStore()
+    c = _conn(s)
+    keys = c.keys_for(toks(12))
+    s.put_codes[keys[1]] = -200
+    pub = c.store_computed_prefix(toks(12))
+    assert pub.failed == 1 and pub.codes == {-200: 1} and s.puts == 3
+
+
+def test_probe_errors_are_never_taken_as_present():
+    class Down(FakeStore):
+        def batch_is_exist(self, keys):
+            return [-900] * len(keys)
+
+    c = _conn(Down())
+    res, _ = c.load_cached_prefix(toks(8))
+    assert res.pages_hit == 0 and res.codes == {-900: 1}
+    pub = c.store_computed_prefix(toks(8))
+    assert pub.stored == 0 and pub.failed == 2 and pub.codes == {-900: 2}
+
+
+def test_decode_role_may_not_publish():
+    with pytest.raises(RoleError):
+        _conn(FakeStore(), role="decode").store_computed_prefix(toks(8))
+    with pytest.raises(ValueError):
+        _conn(FakeStore(), role="nope")
+
+
+def test_bounded_batches_and_streams():
+    s = FakeStore()
+    calls = []
+    orig = s.batch_get_into
+    s.batch_get_into = lambda k, p, n: (calls.append(len(k)), orig(k, p, n))[1]
+    c = _conn(s, max_batch_bytes=3 * LAYOUT.page_bytes)
+    c.store_computed_prefix(toks(4 * 10))
+    res, _ = c.load_cached_prefix(toks(4 * 10))
+    assert res.pages_hit == 10 and max(calls) <= 3 and sum(calls) == 10
+
+
+def test_closed_client_refuses_calls_without_touching_native_object():
+    client = StoreClient(ClientConfig(master="127.0.0.1:1", metadata_url="http://127.0.0.1:1/metadata"))
+
+    class Native:
+        def __getattr__(self, name):
+            raise AssertionError(f"native {name} called after close")
+
+        def close(self):
+            Native.closed_calls = getattr(Native, "closed_calls", 0) + 1
+
+    client._store = Native()
+    client.close()
+    client.close()
+    assert Native.closed_calls == 1
+    assert client.batch_is_exist(["a", "b"]) == [CLIENT_CLOSED] * 2
+    assert client.batch_get_into(["a"], [0], [1]) == [CLIENT_CLOSED]
+    assert client.remove("a") == CLIENT_CLOSED and client.health() == 1
