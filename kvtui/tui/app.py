@@ -16,26 +16,22 @@ from typing import Callable, Protocol
 
 from textual import events
 from textual.app import App, ComposeResult, SystemCommand
-from textual.binding import Binding
 from textual.containers import Horizontal, Vertical
 from textual.screen import Screen
 from textual.widgets import Footer, Static
 from textual.worker import Worker, WorkerState
 
 from kvtui.metrics.aggregate import Frame
+from kvtui.tui.controls import (BINDINGS, ENGINE_ACTIONS, OVERLAP_STEP, RATE_STEPS, SCENARIOS, WORKLOAD_ACTIONS,
+                                key_help, next_rate, system_commands)
 from kvtui.tui.fmt import fmt_rps_knob
 from kvtui.tui.screens import ConfirmScreen, HelpScreen, SettingsScreen
 from kvtui.tui.widgets import EventLog, Kpis, LatencyPanel, PageGrid, ProcsPanel, StorePanel, Throughput
 
-SCENARIOS: tuple[str, ...] = ("shared-system-prompt", "few-shot", "multi-turn", "random")
-"""Same as ``workload.synthetic.SCENARIOS`` (kept here so the UI imports no workload code)."""
-OVERLAP_STEP = 0.05
-RATE_STEPS: tuple[float, ...] = (0.5, 1, 2, 5, 10, 20, 50, 100, 200, 500, 1000)
+__all__ = ["FrameSource", "Controller", "KvtuiApp", "run_app", "SCENARIOS", "RATE_STEPS", "next_rate"]
+
 MIN_SIZE = (60, 16)
 MAX_HZ = 15.0
-WORKLOAD_ACTIONS = frozenset({"overlap", "pool", "rate", "scenario", "settings"})  # synthetic + live + controller
-ENGINE_ACTIONS = frozenset({"toggle_pause", "clear_store"})  # live + controller
-
 
 class FrameSource(Protocol):
     def frame(self) -> Frame:
@@ -53,44 +49,13 @@ class Controller(Protocol):
     def stop(self) -> None: ...
 
 
-def next_rate(current: float, up: bool, measured: float = 0.0) -> float:
-    """The rate knob one step ``up`` or down. 0 (closed loop) sits above the top step; stepping down from it
-    goes to the highest step not above the ``measured`` request rate."""
-    if current <= 0:
-        if up:
-            return 0.0
-        below = [s for s in RATE_STEPS if s <= measured]
-        return float(below[-1] if below else RATE_STEPS[0])
-    if up:
-        higher = [s for s in RATE_STEPS if s > current + 1e-9]
-        return float(higher[0]) if higher else 0.0
-    lower = [s for s in RATE_STEPS if s < current - 1e-9]
-    return float(lower[-1] if lower else RATE_STEPS[0])
-
-
 class KvtuiApp(App[int]):
     """The kvtui monitor. ``clock`` (default :func:`time.time`) only names screenshot files; everything shown
     comes from frames (elapsed time is ``frame.t``). ``window_s`` labels the latency window."""
 
     CSS_PATH = "app.tcss"
     ENABLE_COMMAND_PALETTE = True
-    BINDINGS = [
-        Binding("question_mark", "help", "Help", key_display="?"),
-        Binding("right_square_bracket,plus,equals_sign", "overlap(1)", "Overlap+", key_display="]"),
-        Binding("left_square_bracket,minus", "overlap(-1)", "Overlap-", key_display="["),
-        Binding("full_stop,greater_than_sign", "pool(1)", "Pool+", key_display=">"),
-        Binding("comma,less_than_sign", "pool(-1)", "Pool-", key_display="<"),
-        Binding("R", "rate(1)", "Rate+", key_display="R"),
-        Binding("r", "rate(-1)", "Rate-", key_display="r"),
-        Binding("p,space", "toggle_pause", "Pause", key_display="p"),
-        Binding("s", "scenario", "Scenario"),
-        Binding("f", "freeze", "Freeze"),
-        Binding("w", "window", "Window"),
-        Binding("e", "settings", "Set…", show=False),
-        Binding("c", "clear_store", "Clear"),
-        Binding("ctrl+s,S", "screenshot", "Shot", key_display="S"),
-        Binding("q", "quit", "Quit"),
-    ]
+    BINDINGS = BINDINGS
 
     def __init__(self, source: FrameSource, controller: Controller | None = None, *, refresh_hz: float = 10,
                  screenshot_dir: str = "screenshots", title: str = "kvtui", scenarios: Sequence[str] = SCENARIOS,
@@ -128,7 +93,7 @@ class KvtuiApp(App[int]):
                 yield StorePanel(id="store")
                 yield ProcsPanel(id="procs")
                 yield EventLog(id="events")
-        yield Footer()
+        yield Footer(compact=True, show_command_palette=False)
 
     def on_mount(self) -> None:
         self.main_screen: Screen = self.screen
@@ -152,13 +117,15 @@ class KvtuiApp(App[int]):
         screen.set_class(not small and width < 80, "-narrow")
         screen.set_class(not small and height < 22, "-short")
         if small:
-            self.query_one("#too-small", Static).update(
+            screen.query_one("#too-small", Static).update(
                 f"terminal too small — {width}×{height}, need ≥ {MIN_SIZE[0]}×{MIN_SIZE[1]}")
-        self.w[Kpis].compact = width < 100
+        self.w[Kpis].compact = 0 if width >= 100 else (1 if width >= 80 else 2)
 
     # -- frames --------------------------------------------------------------------------------------------
     def tick(self) -> None:
         """Pull the newest frame; apply it unless the view is frozen."""
+        if not self.is_running:
+            return
         try:
             frame = self.source.frame()
         except Exception as exc:  # the source is another component: report it, keep the UI alive
@@ -252,11 +219,13 @@ class KvtuiApp(App[int]):
         measured = self.frame.rates.get("rps", 0.0) if self.frame else 0.0
         self.set_rate(next_rate(float(self.knobs.get("rate", 0.0)), direction > 0, measured))
 
+    def set_scenario(self, name: str) -> None:
+        self._control("scenario", name, lambda: self.controller.set_scenario(name), f"scenario → {name}")
+
     def action_scenario(self) -> None:
         current = self.knobs.get("scenario")
         i = self.scenarios.index(current) + 1 if current in self.scenarios else 0
-        name = self.scenarios[i % len(self.scenarios)]
-        self._control("scenario", name, lambda: self.controller.set_scenario(name), f"scenario → {name}")
+        self.set_scenario(self.scenarios[i % len(self.scenarios)])
 
     def action_toggle_pause(self) -> None:
         if self.knobs.get("paused"):
@@ -295,7 +264,7 @@ class KvtuiApp(App[int]):
             self.run_worker(self.controller.clear_store, name="clear-store", group="clear-store", thread=True,
                             exclusive=True)
 
-        self.push_screen(ConfirmScreen("Remove every key from the store?", "Clear store", "Cancel"), answered)
+        self.push_screen(ConfirmScreen("Remove every key from the store?  (y / n)", "Clear store", "Cancel"), answered)
 
     def on_worker_state_changed(self, event: Worker.StateChanged) -> None:
         if event.worker.name != "clear-store":
@@ -319,36 +288,12 @@ class KvtuiApp(App[int]):
         self.push_screen(HelpScreen(self.key_help()))
 
     def key_help(self) -> list[tuple[str, str]]:
-        """(keys, description) for every binding, from :attr:`BINDINGS` (so the help never drifts)."""
-        names = {"toggle_pause": "pause / resume the workload", "freeze": "freeze the view (workload keeps running)",
-                 "window": "latency: last N seconds ↔ whole session", "clear_store": "clear the store (asks first)",
-                 "screenshot": f"save an SVG screenshot into {self.screenshot_dir}/", "help": "this help",
-                 "quit": "quit", "scenario": "next scenario", "settings": "type overlap %, rate, pool",
-                 "overlap(1)": "prefix overlap +5 %", "overlap(-1)": "prefix overlap −5 %",
-                 "pool(1)": "pool size +1", "pool(-1)": "pool size −1", "rate(1)": "request rate up a step",
-                 "rate(-1)": "request rate down a step (closed loop is above the top step)"}
-        out = []
-        for b in self.BINDINGS:
-            keys = " ".join(self.get_key_display(Binding(k)) for k in b.key.split(","))
-            out.append((keys, names.get(b.action, b.description)))
-        return out
+        """(keys, description) for every binding (built from :data:`BINDINGS`, so the help never drifts)."""
+        return key_help(self)
 
     def get_system_commands(self, screen: Screen) -> Iterable[SystemCommand]:
         yield from super().get_system_commands(screen)
-        if self.check_action("settings", ()):
-            yield SystemCommand("Set prefix overlap %", "Type the shared-prefix fraction",
-                                lambda: self.action_settings("overlap"))
-            yield SystemCommand("Set request rate", "Type req/s (0 = closed loop)", lambda: self.action_settings("rate"))
-            yield SystemCommand("Set pool size", "Type the number of shared prefixes",
-                                lambda: self.action_settings("pool"))
-            for name in self.scenarios:
-                yield SystemCommand(f"Scenario: {name}", "Switch the synthetic scenario",
-                                    lambda name=name: self._control("scenario", name,
-                                                                    lambda: self.controller.set_scenario(name),
-                                                                    f"scenario → {name}"))
-        yield SystemCommand("Toggle latency window", "Last N seconds ↔ whole session", self.action_window)
-        yield SystemCommand("Freeze / unfreeze view", "Stop applying frames", self.action_freeze)
-        yield SystemCommand("Save SVG screenshot", f"Into {self.screenshot_dir}/", self.action_screenshot)
+        yield from system_commands(self)
 
     # -- exit ----------------------------------------------------------------------------------------------
     def stop_controller(self) -> None:
@@ -359,6 +304,7 @@ class KvtuiApp(App[int]):
 
     async def action_quit(self) -> None:
         self.stop_controller()
+        self.refresh_timer.stop()
         self.exit(0)
 
     def _finish(self) -> None:
@@ -368,6 +314,7 @@ class KvtuiApp(App[int]):
             os.makedirs(folder, exist_ok=True)
             self.save_screenshot(name, folder)
         self.stop_controller()
+        self.refresh_timer.stop()
         self.exit(0)
 
 

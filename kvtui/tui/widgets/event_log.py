@@ -3,6 +3,7 @@ changes, screenshots, clear-store results), newest at the bottom; ``frame.errors
 
 from __future__ import annotations
 
+import textwrap
 from collections import deque
 from typing import ClassVar
 
@@ -58,14 +59,24 @@ class EventLog(Widget):
         """Plain text of every entry (for tests)."""
         return [e.text for e in self.entries()]
 
-    def render(self) -> Text:
-        height = max(1, self.size.height)
+    def wrapped(self, width: int, height: int) -> list[Text]:
+        """The last ``height`` lines of the entries wrapped to ``width`` cells (continuation lines indented)."""
         time_s = self.get_component_rich_style("event-log--time", partial=True)
-        lines = []
-        for e in self.entries()[-height:]:
-            cls = KIND_CLASS.get(e.kind, "event-log--info")
-            lines.append(Text(f"{fmt_elapsed(e.t):>7} ", time_s)
-                         + Text(e.text, self.get_component_rich_style(cls, partial=True)))
-        text = Text("\n").join(lines) if lines else Text("no events yet", time_s)
-        text.no_wrap, text.overflow = True, "ellipsis"
-        return text
+        out: list[Text] = []
+        for e in reversed(self.entries()):
+            stamp = f"{fmt_elapsed(e.t):>5} "
+            body_w = max(8, width - len(stamp))
+            style = self.get_component_rich_style(KIND_CLASS.get(e.kind, "event-log--info"), partial=True)
+            chunks = textwrap.wrap(e.text, body_w, break_long_words=True, break_on_hyphens=False) or [""]
+            lines = [Text(stamp if i == 0 else " " * len(stamp), time_s) + Text(c, style)
+                     for i, c in enumerate(chunks)]
+            out = lines + out
+            if len(out) >= height:
+                break
+        return out[-height:]
+
+    def render(self) -> Text:
+        lines = self.wrapped(self.size.width, max(1, self.size.height))
+        if not lines:
+            return Text("no events yet", self.get_component_rich_style("event-log--time", partial=True))
+        return Text("\n").join(lines)

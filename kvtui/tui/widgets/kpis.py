@@ -15,7 +15,7 @@ from kvtui.tui.fmt import fmt_count, fmt_elapsed, fmt_int, fmt_pct, fmt_rps_knob
 SEP = "  "
 
 
-def workload_text(w: dict, short: bool = False) -> str:
+def workload_text(w: dict, short: int = 0) -> str:
     """One line for ``frame.workload`` (synthetic knobs or trace progress); ``short``: terser labels."""
     if not w:
         return "—"
@@ -30,7 +30,7 @@ def workload_text(w: dict, short: bool = False) -> str:
         parts.append(f"pool {int(w['pool'])}")
     if "rate" in w:
         parts.append(fmt_rps_knob(float(w["rate"])))
-    if "prompt_tokens" in w:
+    if "prompt_tokens" in w and short < 2:
         parts.append(f"{fmt_count(w['prompt_tokens']) if short else fmt_int(w['prompt_tokens'])} tok")
     return " · ".join(parts)
 
@@ -50,16 +50,17 @@ class Kpis(Widget):
         self.title = title
         self._chips: list[Text] = []
         self._key: tuple | None = None
-        self._compact = False
+        self._compact = 0
         self._frame_args: tuple | None = None
 
     @property
-    def compact(self) -> bool:
-        """Short labels and no layout chip (set by the app below 100 columns)."""
+    def compact(self) -> int:
+        """0: everything; 1: short labels, no layout chip (< 100 columns); 2: also no title, store mode or
+        prompt length (< 80 columns). Set by the app from the terminal width."""
         return self._compact
 
     @compact.setter
-    def compact(self, value: bool) -> None:
+    def compact(self, value: int) -> None:
         if value != self._compact:
             self._compact = value
             self._key = None
@@ -95,7 +96,7 @@ class Kpis(Widget):
         self._frame_args = ((frame,), {"frozen": frozen, "window_label": window_label})
         short = self._compact
         tot, st = frame.totals, frame.status or {}
-        chips = [Text(self.title, self._s("kpis--title"))]
+        chips = [Text(self.title, self._s("kpis--title"))] if short < 2 else []
         flags = []
         if st.get("mode") == "replay":
             flags.append("REPLAY")
@@ -119,16 +120,17 @@ class Kpis(Widget):
         if st:
             up = st.get("store_up")
             state = "up" if up else ("DOWN" if up is not None else "?")
-            chips.append(self._chip(f"store {st.get('store_mode', '?')}", f"● {state}",
+            chips.append(self._chip("store" if short > 1 else f"store {st.get('store_mode', '?')}", f"● {state}",
                                     "kpis--good" if up else "kpis--bad"))
         chips.append(self._chip("", workload_text(frame.workload, short)))
-        chips.append(self._chip("⏱" if short else "elapsed", fmt_elapsed(frame.t)))
+        chips.append(self._chip("elapsed", fmt_elapsed(frame.t)))
         if st.get("layout") and not short:
             chips.append(self._chip("", str(st["layout"]), "kpis--label"))
         if window_label and not short:
             chips.append(self._chip("latency", window_label, "kpis--label"))
+        before = len(self.pack(max(1, self.size.width)))
         self._chips = chips
-        self.refresh(layout=True)
+        self.refresh(layout=len(self.pack(max(1, self.size.width))) != before)
 
     def pack(self, width: int) -> list[list[Text]]:
         """Chips packed into lines of at most ``width`` cells (a chip wider than the line is cut)."""

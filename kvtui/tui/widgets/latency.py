@@ -48,10 +48,10 @@ def bar_rows(counts: list[int], rows: int) -> list[list[int]]:
 
 
 def summary(snap: LatencySnapshot) -> str:
-    """``'n 1,234 · p50 1.20 ms · p90 3.40 ms · p99 8.10 ms'`` (or ``'no samples'``)."""
+    """``'p50 1.20 ms  p90 3.40 ms  p99 8.10 ms  n 1,234'`` (or ``'no samples'``)."""
     if not snap.count:
         return "no samples"
-    return f"n {fmt_int(snap.count)} · p50 {fmt_ms(snap.p50)} · p90 {fmt_ms(snap.p90)} · p99 {fmt_ms(snap.p99)}"
+    return f"p50 {fmt_ms(snap.p50)}  p90 {fmt_ms(snap.p90)}  p99 {fmt_ms(snap.p99)}  n {fmt_int(snap.count)}"
 
 
 class LatencyPanel(Widget):
@@ -103,8 +103,9 @@ class LatencyPanel(Widget):
         taken = [False] * width
 
         def place(text: str, col: int, shift: bool = True) -> None:
+            """Put ``text`` at ``col`` (or further right) with a free cell on each side."""
             while col + len(text) <= width:
-                if not any(taken[col:col + len(text)]):
+                if not any(taken[max(0, col - 1):col + len(text) + 1]):
                     cells[col:col + len(text)] = list(text)
                     taken[col:col + len(text)] = [True] * len(text)
                     return
@@ -121,16 +122,30 @@ class LatencyPanel(Widget):
             place(lo, 0, False)
         return Text("".join(cells), self._s("latency--marker"))
 
+    def _one_line(self, name: str, snap: LatencySnapshot, width: int) -> Text:
+        """``reload  ▁▃█▅▂  p50 1.2ms p99 8.1ms``: bars only when 4+ cells are left for them."""
+        head = Text(f"{name:<8}", self._s("latency--name"))
+        if not snap.count:
+            return head + Text("no samples", self._s("latency--stats"))
+        a, b = fmt_ms(snap.p50).replace(" ", ""), fmt_ms(snap.p99).replace(" ", "")
+        options = [f" p50 {a} p99 {b}", f" p50 {a}"]
+        stats = next((o for o in options if width - 8 - len(o) >= 4), None)
+        if stats is None:
+            return head + Text(next((o for o in options if 8 + len(o) <= width), options[-1]).lstrip(),
+                               self._s("latency--stats"))
+        bar_w = width - 8 - len(stats)
+        bars = self._bars(snap, bar_w, 1)[0][0]
+        bars.pad_right(max(0, bar_w - bars.cell_len))
+        return head + bars + Text(stats, self._s("latency--stats"))
+
     def _block(self, name: str, snap: LatencySnapshot, width: int, lines: int) -> list[Text]:
         name_s, stats_s = self._s("latency--name"), self._s("latency--stats")
         if lines == 1:
-            stats = f" p50 {fmt_ms(snap.p50)} p99 {fmt_ms(snap.p99)}" if snap.count else " no samples"
-            bar_w = max(0, width - 8 - len(stats))
-            bars = self._bars(snap, bar_w, 1)[0][0] if snap.count and bar_w >= 4 else Text("")
-            if bars.cell_len < bar_w:
-                bars.pad_right(bar_w - bars.cell_len)
-            return [Text(f"{name:<8}", name_s) + bars + Text(stats, stats_s)]
-        title = Text(f"{name} ", name_s) + Text(summary(snap), stats_s)
+            return [self._one_line(name, snap, width)]
+        stats = summary(snap)
+        if len(name) + 1 + len(stats) > width and snap.count:
+            stats = stats.rsplit("  n ", 1)[0]
+        title = Text(f"{name} ", name_s) + Text(stats, stats_s)
         if not snap.count:
             return [title] + [Text("")] * (lines - 1)
         rows = 1 if lines == 2 else lines - 2

@@ -37,6 +37,8 @@ STATES: tuple[tuple[int, str, str, str, str], ...] = (
     (S.EVICTED, "E", "page-grid--evicted", "evicted", "evicted between probe and read"),
     (S.MISMATCH, "!", "page-grid--mismatch", "mismatch", "loaded bytes or size did not verify"),
 )
+SHORT = {S.HIT: "hit", S.PUBLISHED: "pub", S.PRESENT: "peer", S.COMPUTED: "comp", S.PARTIAL: "part",
+         S.FAILED: "fail", S.EVICTED: "evict", S.MISMATCH: "mism"}  # legend words when the full ones need > 2 lines
 GLYPH = {s[0]: s[1] for s in STATES}
 CLASS = {s[0]: s[2] for s in STATES}
 UNKNOWN_GLYPH = "?"
@@ -107,20 +109,27 @@ class PageGrid(Widget):
         self._strips = None
 
     # -- geometry ------------------------------------------------------------------------------------------
-    def legend_lines(self, width: int | None = None) -> list[list[tuple[str, int]]]:
-        """The legend packed into lines of ``width`` cells: each line a list of (text, state) pairs."""
+    def legend_lines(self, width: int | None = None, height: int | None = None) -> list[list[tuple[str, int]]]:
+        """The legend packed into lines of ``width`` cells: each line a list of (text, state) pairs. Short
+        words when the full ones need more than 2 lines; no legend when fewer than 3 grid rows would remain."""
         width = self.size.width if width is None else width
-        lines: list[list[tuple[str, int]]] = [[]]
-        used = 0
-        for state, glyph, _, text, _ in STATES:
-            item = f"{glyph} {text}"
-            need = len(item) + (2 if used else 0)
-            if used and used + need > width:
-                lines.append([])
-                used, need = 0, len(item)
-            lines[-1].append((item, state))
-            used += need
-        return lines if self.show_legend and width > 0 else []
+        height = self.size.height if height is None else height
+        if not self.show_legend or width <= 0:
+            return []
+        for short in (False, True):
+            lines: list[list[tuple[str, int]]] = [[]]
+            used = 0
+            for state, glyph, _, text, _ in STATES:
+                item = f"{glyph} {SHORT[state] if short else text}"
+                need = len(item) + (2 if used else 0)
+                if used and used + need > width:
+                    lines.append([])
+                    used, need = 0, len(item)
+                lines[-1].append((item, state))
+                used += need
+            if len(lines) <= 2:
+                break
+        return lines if height - len(lines) >= 3 else []
 
     def _label_width(self, rows: Sequence) -> int:
         if self.size.width < 24 or not rows:
@@ -129,7 +138,7 @@ class PageGrid(Widget):
 
     def _visible(self) -> list:
         height = self.size.height
-        legend = len(self.legend_lines()) if height >= 4 else 0
+        legend = len(self.legend_lines())
         n = max(0, height - legend)
         return list(reversed(self.rows[-n:])) if n else []
 
@@ -146,7 +155,7 @@ class PageGrid(Widget):
         """What one cell stands for, e.g. ``'1 cell = 4 pages (worst shown)'``."""
         if self.scale == 1:
             return "1 cell = 1 page"
-        return f"1 cell = {self.scale} pages (worst shown)"
+        return f"1 cell = {self.scale} pages" + (" (worst shown)" if self.size.width >= 40 else "")
 
     # -- rendering -----------------------------------------------------------------------------------------
     def _style(self, name: str) -> Style:
@@ -196,7 +205,7 @@ class PageGrid(Widget):
         if not self.rows and height > 0:
             strips = [Strip([Segment("waiting for requests…", self._style("page-grid--empty"))])
                       .adjust_cell_length(width, self.rich_style)]
-        legend = [self._legend_strip(items, width) for items in self.legend_lines()] if height >= 4 else []
+        legend = [self._legend_strip(items, width) for items in self.legend_lines()]
         blank = Strip.blank(width, self.rich_style)
         strips = strips[: height - len(legend)]
         strips += [blank] * (height - len(legend) - len(strips))

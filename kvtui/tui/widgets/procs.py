@@ -10,6 +10,16 @@ from textual.widget import Widget
 from kvtui.tui.fmt import format_bytes
 
 
+def short_bytes(n: float) -> str:
+    """``641728512`` → ``'612M'`` (binary units, no decimals below 10)."""
+    n = float(n)
+    for unit in ("B", "K", "M", "G"):
+        if abs(n) < 1024:
+            return f"{n:.0f}{unit}" if n >= 10 or unit == "B" else f"{n:.1f}{unit}"
+        n /= 1024
+    return f"{n:.1f}T"
+
+
 class ProcsPanel(Widget):
     """One line per process: name, pid (when there is room), CPU %, RSS."""
 
@@ -27,24 +37,30 @@ class ProcsPanel(Widget):
     def update_frame(self, frame) -> None:
         procs = tuple(frame.procs or ())
         if procs != self.procs:
+            relayout = len(procs) != len(self.procs)
             self.procs = procs
-            self.refresh(layout=True)
+            self.refresh(layout=relayout)
 
     def lines(self, width: int) -> list[Text]:
         """Header plus one line per process at ``width`` cells."""
         if not self.procs:
             return [Text("no process samples yet", self.get_component_rich_style("procs--dim", partial=True))]
-        show_pid = width >= 34
-        fixed = 7 + 11 + (8 if show_pid else 0)
+        wide = width >= 36
+        fixed = (8 + 7 + 11) if wide else (6 + 7)
         name_w = max(4, width - fixed)
 
         def row(name: str, pid: str, cpu: str, rss: str) -> str:
-            return f"{name[:name_w]:<{name_w}}" + (f"{pid:>8}" if show_pid else "") + f"{cpu:>7}{rss:>11}"
+            if len(name) > name_w:
+                name = name.split()[0]
+            if wide:
+                return f"{name[:name_w]:<{name_w}}{pid:>8}{cpu:>7}{rss:>11}"
+            return f"{name[:name_w]:<{name_w}}{cpu:>6}{rss:>7}"
 
+        rss = format_bytes if wide else short_bytes
         out = [Text(row("process", "pid", "cpu", "rss"), self.get_component_rich_style("procs--header", partial=True))]
         for p in self.procs:
             out.append(Text(row(str(p.get("name", "?")), str(p.get("pid", "")),
-                                f"{float(p.get('cpu_percent', 0.0)):.1f}%", format_bytes(p.get("rss_bytes", 0)))))
+                                f"{float(p.get('cpu_percent', 0.0)):.1f}%", rss(p.get("rss_bytes", 0)))))
         return out
 
     def get_content_height(self, container, viewport, width: int) -> int:

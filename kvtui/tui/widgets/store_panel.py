@@ -7,7 +7,7 @@ from typing import ClassVar
 from rich.text import Text
 from textual.widget import Widget
 
-from kvtui.tui.fmt import fmt_int, fmt_pct, fmt_rate, format_bytes
+from kvtui.tui.fmt import fmt_count, fmt_int, fmt_pct, fmt_rate, format_bytes
 
 
 class StorePanel(Widget):
@@ -44,13 +44,15 @@ class StorePanel(Widget):
             t = Text()
             for i, (label, value, bad) in enumerate(pairs):
                 if i:
-                    t.append(" · ", lab)
+                    t.append("  ", lab)
                 t.append(label + " ", lab)
                 t.append(value, self._s("store-panel--bad") if bad else "")
             return t
 
-        out = [kv(("keys", fmt_int(s.get("keys", 0)), False),
-                  ("evicted", fmt_int(s.get("evicted_keys", 0)), False))]
+        out = [kv(("keys", fmt_int(s.get("keys", 0)), False), ("evicted", fmt_int(s.get("evicted_keys", 0)), False))]
+        if out[0].cell_len > width:
+            out = [kv(("keys", fmt_count(s.get("keys", 0)), False),
+                      ("evicted", fmt_count(s.get("evicted_keys", 0)), False))]
         used, cap = int(s.get("used_bytes", 0)), int(s.get("capacity_bytes", 0))
         if cap > 0:
             frac = min(1.0, used / cap)

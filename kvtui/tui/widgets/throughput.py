@@ -22,7 +22,7 @@ class Throughput(Grid):
     """One line per rate: label, current value, sparkline (fed a fresh tuple each tick)."""
 
     DEFAULT_CSS = """
-    Throughput { grid-size: 3; grid-columns: 13 14 1fr; grid-rows: 1; height: auto; }
+    Throughput { grid-size: 3; grid-columns: 14 13 1fr; grid-rows: 1; height: auto; }
     Throughput > .tp-value { text-align: right; padding-right: 1; }
     Throughput > Sparkline { height: 1; }
     """
@@ -31,6 +31,8 @@ class Throughput(Grid):
         super().__init__(id=id, classes=classes)
         self.border_title = "Throughput"
         self.values: dict[str, str] = {}
+        self._value: dict[str, Label] = {}
+        self._spark: dict[str, Sparkline] = {}
 
     def compose(self) -> ComposeResult:
         for key, label, _ in RATES:
@@ -38,14 +40,19 @@ class Throughput(Grid):
             yield Label("—", id=f"tp-value-{key}", classes=f"tp-value tp-{key}")
             yield Sparkline((), id=f"tp-spark-{key}", classes=f"tp-{key}")
 
+    def on_mount(self) -> None:
+        for key, _, _ in RATES:
+            self._value[key] = self.query_one(f"#tp-value-{key}", Label)
+            self._spark[key] = self.query_one(f"#tp-spark-{key}", Sparkline)
+
     def update_frame(self, frame) -> None:
         """Show ``frame.rates`` and ``frame.series``."""
         for key, _, fmt in RATES:
             text = fmt(float(frame.rates.get(key, 0.0)))
             if self.values.get(key) != text:
                 self.values[key] = text
-                self.query_one(f"#tp-value-{key}", Label).update(text)
+                self._value[key].update(text, layout=False)
             series = tuple(frame.series.get(key, ()))
-            spark = self.query_one(f"#tp-spark-{key}", Sparkline)
+            spark = self._spark[key]
             if spark.data != series:
                 spark.data = series

@@ -1,0 +1,89 @@
+"""Keys, knob steps and command-palette entries of the monitor (the app's actions live in app.py)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import TYPE_CHECKING
+
+from textual.app import SystemCommand
+from textual.binding import Binding
+
+if TYPE_CHECKING:
+    from kvtui.tui.app import KvtuiApp
+
+SCENARIOS: tuple[str, ...] = ("shared-system-prompt", "few-shot", "multi-turn", "random")
+"""Same as ``workload.synthetic.SCENARIOS`` (kept here so the UI imports no workload code)."""
+OVERLAP_STEP = 0.05
+RATE_STEPS: tuple[float, ...] = (0.5, 1, 2, 5, 10, 20, 50, 100, 200, 500, 1000)
+WORKLOAD_ACTIONS = frozenset({"overlap", "pool", "rate", "scenario", "settings"})  # synthetic + live + controller
+ENGINE_ACTIONS = frozenset({"toggle_pause", "clear_store"})  # live + controller
+
+
+def next_rate(current: float, up: bool, measured: float = 0.0) -> float:
+    """The rate knob one step ``up`` or down. 0 (closed loop) sits above the top step; stepping down from it
+    goes to the highest step not above the ``measured`` request rate."""
+    if current <= 0:
+        if up:
+            return 0.0
+        below = [s for s in RATE_STEPS if s <= measured]
+        return float(below[-1] if below else RATE_STEPS[0])
+    if up:
+        higher = [s for s in RATE_STEPS if s > current + 1e-9]
+        return float(higher[0]) if higher else 0.0
+    lower = [s for s in RATE_STEPS if s < current - 1e-9]
+    return float(lower[-1] if lower else RATE_STEPS[0])
+
+
+_OVERLAP = Binding.Group("overlap", compact=True)
+_POOL = Binding.Group("pool", compact=True)
+_RATE = Binding.Group("rate", compact=True)
+
+BINDINGS: list[Binding] = [
+    Binding("question_mark", "help", "help", key_display="?"),
+    Binding("q", "quit", "quit"),
+    Binding("p,space", "toggle_pause", "pause", key_display="p"),
+    Binding("left_square_bracket,minus", "overlap(-1)", "overlap -5 %", key_display="[", group=_OVERLAP),
+    Binding("right_square_bracket,plus,equals_sign", "overlap(1)", "overlap +5 %", key_display="]", group=_OVERLAP),
+    Binding("comma,less_than_sign", "pool(-1)", "pool -1", key_display="<", group=_POOL),
+    Binding("full_stop,greater_than_sign", "pool(1)", "pool +1", key_display=">", group=_POOL),
+    Binding("r", "rate(-1)", "rate down", key_display="r", group=_RATE),
+    Binding("R", "rate(1)", "rate up", key_display="R", group=_RATE),
+    Binding("s", "scenario", "scenario"),
+    Binding("f", "freeze", "freeze"),
+    Binding("w", "window", "window"),
+    Binding("e", "settings", "set…", show=False),
+    Binding("c", "clear_store", "clear"),
+    Binding("ctrl+s,S", "screenshot", "shot", key_display="S"),
+]
+
+
+def key_help(app: "KvtuiApp") -> list[tuple[str, str]]:
+    """(keys, description) for every binding of :data:`BINDINGS`."""
+    names = {"toggle_pause": "pause / resume the workload", "freeze": "freeze the view (workload keeps running)",
+             "window": "latency: last N seconds ↔ whole session", "clear_store": "clear the store (asks first)",
+             "screenshot": f"save an SVG screenshot into {app.screenshot_dir}/", "help": "this help",
+             "quit": "quit", "scenario": "next scenario", "settings": "type overlap %, rate, pool",
+             "overlap(1)": "prefix overlap +5 %", "overlap(-1)": "prefix overlap −5 %",
+             "pool(1)": "pool size +1", "pool(-1)": "pool size −1", "rate(1)": "request rate up a step",
+             "rate(-1)": "request rate down a step (closed loop is above the top step)"}
+    out = []
+    for b in BINDINGS:
+        keys = " ".join(app.get_key_display(Binding(k, b.action)) for k in b.key.split(","))
+        out.append((keys, names.get(b.action, b.description)))
+    return out
+
+
+def system_commands(app: "KvtuiApp") -> Iterable[SystemCommand]:
+    """Command-palette entries: typed knob values, every scenario, and the view commands."""
+    if app.check_action("settings", ()):
+        yield SystemCommand("Set prefix overlap %", "Type the shared-prefix fraction",
+                            lambda: app.action_settings("overlap"))
+        yield SystemCommand("Set request rate", "Type req/s (0 = closed loop)", lambda: app.action_settings("rate"))
+        yield SystemCommand("Set pool size", "Type the number of shared prefixes",
+                            lambda: app.action_settings("pool"))
+        for name in app.scenarios:
+            yield SystemCommand(f"Scenario: {name}", "Switch the synthetic scenario",
+                                lambda name=name: app.set_scenario(name))
+    yield SystemCommand("Toggle latency window", "Last N seconds ↔ whole session", app.action_window)
+    yield SystemCommand("Freeze / unfreeze view", "Stop applying frames", app.action_freeze)
+    yield SystemCommand("Save SVG screenshot", f"Into {app.screenshot_dir}/", app.action_screenshot)

@@ -1,0 +1,218 @@
+"""A deterministic, store-less frame source for tests, snapshots and README screenshots.
+
+:class:`DemoSource` feeds a real :class:`~kvtui.metrics.aggregate.Aggregator` with hand-made
+:class:`~kvtui.events.RequestResult` s of a shared-prefix workload on a simulated clock (each ``frame()``
+call advances it by ``tick_s``), so every figure on screen comes from the same code path as a live run.
+:class:`DemoController` turns the knobs of a DemoSource. Nothing here touches a store or an engine.
+
+``python -m kvtui.tui.demo [--static] [--headless --duration S --screenshot PATH --size WxH]`` runs the
+monitor on it (``--static``: one fixed fixture frame, as the snapshot tests use). The README fixture SVGs:
+
+    python -m kvtui.tui.demo --static --headless --duration 0.5 --size 120x40 \
+        --screenshot screenshots/watch-120x40.svg
+"""
+
+from __future__ import annotations
+
+import argparse
+import random
+
+from kvtui.connector import PageState as S
+from kvtui.events import EngineEvent, RequestResult
+from kvtui.layout import PRESETS, PageLayout
+from kvtui.metrics.aggregate import Aggregator, Frame
+
+NO_AVAILABLE_HANDLE, OBJECT_NOT_FOUND, CONTENT_MISMATCH = -200, -704, -10002
+
+
+class DemoSource:
+    """Synthetic shared-prefix traffic, ``per_tick`` requests per ``tick_s`` of simulated time (seeded)."""
+
+    def __init__(self, seed: int = 7, *, tick_s: float = 0.1, per_tick: int = 2, layout: PageLayout | None = None,
+                 capacity_bytes: int = 8 << 30, rows: int = 64):
+        self.rng = random.Random(seed)
+        self.layout = layout or PRESETS["seed"]
+        self.t = 0.0
+        self.tick_s, self.per_tick = tick_s, per_tick
+        self.agg = Aggregator(rows=rows, history=600, window_s=30.0, clock=lambda: self.t)
+        self.workload = {"kind": "synthetic", "scenario": "shared-system-prompt", "overlap": 0.75, "pool": 8,
+                         "rate": 20.0, "prompt_tokens": 4096}
+        self.paused = False
+        self.capacity = capacity_bytes
+        self.published: set[tuple[int, int]] = set()  # (pool prefix, page) in the store
+        self.stored_pages = 0
+        self.evicted = 0
+        self.req_id = 0
+        self.alloc_failures = 0
+        self._last_rates: dict = {}
+        self.agg.event(EngineEvent("info", 0.0, "embedded store up: master 127.0.0.1:50051, 8.0 GiB segment"))
+
+    # -- traffic -------------------------------------------------------------------------------------------
+    def _result(self) -> RequestResult:
+        rng, pt, pb = self.rng, self.layout.page_tokens, self.layout.page_bytes
+        self.req_id += 1
+        w = self.workload
+        long = self.req_id % 23 == 0
+        n_tokens = 32_000 + rng.randrange(pt) if long else int(w["prompt_tokens"] * rng.uniform(0.8, 1.25))
+        pages = n_tokens // pt
+        prefix = min(int(rng.paretovariate(1.2)) - 1, w["pool"] - 1)
+        shared = min(pages, int(w["overlap"] * w["prompt_tokens"]) // pt)
+        states: list[int] = []
+        codes: dict[int, int] = {}
+        hits = 0
+        cached = shared and all((prefix, p) in self.published for p in range(shared))
+        for p in range(pages):
+            if p < shared and cached:
+                states.append(S.HIT)
+                hits += 1
+            elif p < shared:
+                present = (prefix, p) in self.published or rng.random() < 0.05
+                states.append(S.PRESENT if present else S.PUBLISHED)
+                self.published.add((prefix, p))
+            else:
+                states.append(S.PUBLISHED)
+        if cached and rng.random() < 0.06:  # a page vanished between probe and read
+            k = rng.randrange(shared)
+            states[k:shared] = [S.EVICTED] + [S.PUBLISHED] * (shared - k - 1)
+            hits, codes[OBJECT_NOT_FOUND] = k, 1
+        elif cached and rng.random() < 0.02:
+            k = rng.randrange(shared)
+            states[k:shared] = [S.MISMATCH] + [S.PUBLISHED] * (shared - k - 1)
+            hits, codes[CONTENT_MISMATCH] = k, 1
+        if rng.random() < 0.05 and pages > shared:  # puts refused
+            k = rng.randrange(shared, pages)
+            states[k:] = [S.FAILED] * (pages - k)
+            codes[NO_AVAILABLE_HANDLE] = pages - k
+            self.alloc_failures += 1
+            self.agg.event(EngineEvent("error", self.t, f"NO_AVAILABLE_HANDLE ×{pages - k} on publish "
+                                                        f"(req {self.req_id})", {"code": NO_AVAILABLE_HANDLE}))
+        elif rng.random() < 0.06:  # decode-side request: computed, not published
+            states[shared:] = [S.COMPUTED] * (pages - shared)
+        if n_tokens % pt:
+            states.append(S.PARTIAL)
+        published = states.count(S.PUBLISHED)
+        self.stored_pages += published
+        read_ms = hits * pb / 6e9 * 1e3 * rng.uniform(0.8, 1.6)
+        put_ms = published * pb / 4e9 * 1e3 * rng.uniform(0.8, 1.8)
+        return RequestResult(
+            req_id=self.req_id, scenario=w["scenario"], n_tokens=n_tokens, cacheable_tokens=pages * pt,
+            page_tokens=pt, page_bytes=pb, pages_total=pages, pages_hit=hits, states=bytes(states),
+            pages_published=published, pages_already_present=states.count(S.PRESENT),
+            pages_failed=states.count(S.FAILED), bytes_loaded=hits * pb, bytes_written=published * pb,
+            verified=hits + states.count(S.MISMATCH), mismatches=states.count(S.MISMATCH),
+            probe_ms=rng.lognormvariate(-1.2, 0.5), read_ms=read_ms, put_ms=put_ms,
+            publish_probe_ms=rng.lognormvariate(-1.4, 0.4) if published else 0.0, codes=codes,
+            t_start=self.t, t_end=self.t)
+
+    def step(self) -> None:
+        """Advance the simulated clock one tick and add that tick's requests."""
+        self.t = round(self.t + self.tick_s, 6)
+        if not self.paused:
+            for _ in range(self.per_tick):
+                self.agg.add(self._result())
+
+    def panels(self) -> dict:
+        """The store / procs / workload / status panels of the current moment."""
+        pb = self.layout.page_bytes
+        cap_pages = self.capacity // pb
+        self.evicted = max(self.evicted, self.stored_pages - cap_pages)
+        keys = min(self.stored_pages, cap_pages)
+        rates = self._last_rates
+        store = {"keys": keys, "used_bytes": keys * pb, "capacity_bytes": self.capacity,
+                 "evicted_keys": self.evicted, "alloc_failures": self.alloc_failures,
+                 "put_rps": rates.get("publish_MBps", 0.0) * 1e6 / pb, "get_rps": rates.get("reuse_MBps", 0.0) * 1e6 / pb}
+        busy = 0.0 if self.paused else 1.0
+        procs = (
+            {"name": "kvtui ui", "pid": 41001, "cpu_percent": 6.0 + self.rng.random(), "rss_bytes": 96 << 20},
+            {"name": "prefill worker", "pid": 41002, "cpu_percent": busy * (71.0 + 8 * self.rng.random()),
+             "rss_bytes": 612 << 20},
+            {"name": "decode worker", "pid": 41003, "cpu_percent": busy * (38.0 + 6 * self.rng.random()),
+             "rss_bytes": 540 << 20},
+            {"name": "mooncake master", "pid": 41000, "cpu_percent": 3.0 + self.rng.random(), "rss_bytes": 74 << 20},
+        )
+        status = {"store_mode": "embedded", "store_up": True, "paused": self.paused,
+                  "layout": self.layout.describe(), "mode": "live"}
+        return {"store": store, "procs": procs, "workload": dict(self.workload), "status": status}
+
+    def frame(self) -> Frame:
+        """One tick later: the aggregator's frame with every panel filled."""
+        self.step()
+        frame = self.agg.frame(**self.panels())
+        self._last_rates = frame.rates
+        return frame
+
+
+class DemoController:
+    """Turns the knobs of a :class:`DemoSource` (the fake engine end of the control channel)."""
+
+    def __init__(self, source: DemoSource):
+        self.source = source
+
+    def set_overlap(self, fraction: float) -> None:
+        self.source.workload["overlap"] = fraction
+
+    def set_pool(self, n: int) -> None:
+        self.source.workload["pool"] = n
+
+    def set_rate(self, rps: float) -> None:
+        self.source.workload["rate"] = rps
+
+    def set_scenario(self, name: str) -> None:
+        self.source.workload["scenario"] = name
+
+    def pause(self) -> None:
+        self.source.paused = True
+
+    def resume(self) -> None:
+        self.source.paused = False
+
+    def clear_store(self) -> int:
+        n = min(self.source.stored_pages, self.source.capacity // self.source.layout.page_bytes)
+        self.source.published.clear()
+        self.source.stored_pages = 0
+        return n
+
+    def stop(self) -> None:
+        pass
+
+
+class StaticSource:
+    """Always the same frame (for snapshots)."""
+
+    def __init__(self, frame: Frame):
+        self._frame = frame
+
+    def frame(self) -> Frame:
+        return self._frame
+
+
+def fixture_frame(ticks: int = 150, seed: int = 7, **kwargs) -> Frame:
+    """The frame after ``ticks`` ticks of a seeded :class:`DemoSource` (identical on every call)."""
+    src = DemoSource(seed, **kwargs)
+    frame = src.frame()
+    for _ in range(ticks - 1):
+        frame = src.frame()
+    return frame
+
+
+def main(argv: list[str] | None = None) -> int:
+    from kvtui.tui.app import run_app
+
+    ap = argparse.ArgumentParser(prog="python -m kvtui.tui.demo", description=__doc__.split("\n")[0])
+    ap.add_argument("--static", action="store_true", help="show one fixed fixture frame (knobs go nowhere)")
+    ap.add_argument("--headless", action="store_true")
+    ap.add_argument("--duration", type=float, default=None, help="seconds before exiting")
+    ap.add_argument("--screenshot", default=None, help="SVG written before exiting (with --duration)")
+    ap.add_argument("--size", default="120x40", help="WxH of the headless terminal")
+    args = ap.parse_args(argv)
+    w, h = (int(v) for v in args.size.lower().split("x"))
+    if args.static:
+        return run_app(StaticSource(fixture_frame()), DemoController(DemoSource()), headless=args.headless,
+                       duration_s=args.duration, screenshot=args.screenshot, size=(w, h), clock=lambda: 0.0)
+    src = DemoSource()
+    return run_app(src, DemoController(src), headless=args.headless, duration_s=args.duration,
+                   screenshot=args.screenshot, size=(w, h))
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

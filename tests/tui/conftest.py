@@ -1,0 +1,34 @@
+"""Fixtures of the TUI tests (helpers live in tui_helpers.py)."""
+
+from __future__ import annotations
+
+import pytest
+from tui_helpers import AggSource, result
+
+from kvtui.connector import PageState as S
+from kvtui.tui.demo import StaticSource, fixture_frame
+
+
+@pytest.fixture
+def mixed_results():
+    return [
+        result(1, [S.PUBLISHED] * 6 + [S.PARTIAL]),
+        result(2, [S.HIT] * 4 + [S.PUBLISHED, S.PRESENT, S.PARTIAL]),
+        result(3, [S.HIT] * 2 + [S.EVICTED, S.PUBLISHED, S.COMPUTED], codes={-704: 1}),
+        result(4, [S.HIT, S.MISMATCH, S.FAILED, S.FAILED], codes={-10002: 1, -200: 2}),
+    ]
+
+
+@pytest.fixture
+def agg_source(mixed_results):
+    return AggSource(mixed_results)
+
+
+@pytest.fixture(scope="session")
+def demo_frame():
+    return fixture_frame()
+
+
+@pytest.fixture
+def static_source(demo_frame):
+    return StaticSource(demo_frame)

@@ -1,0 +1,321 @@
+"""Pilot tests: every control reaches the controller with the right value and shows in the event log."""
+
+from __future__ import annotations
+
+
+import pytest
+from textual.widgets import Static
+from tui_helpers import PROCS, STORE, AggSource, RecordingController, run
+
+from kvtui.tui.app import KvtuiApp, run_app
+from kvtui.tui.demo import DemoController, DemoSource, StaticSource
+from kvtui.tui.fmt import fmt_count, fmt_int, fmt_pct, format_bytes
+from kvtui.tui.screens import ConfirmScreen, HelpScreen, SettingsScreen
+from kvtui.tui.widgets import EventLog, Kpis, PageGrid, ProcsPanel, StorePanel
+
+
+def app_for(source=None, controller="rec", **kw) -> KvtuiApp:
+    ctl = RecordingController() if controller == "rec" else controller
+    return KvtuiApp(source or AggSource(), ctl, screenshot_dir=kw.pop("screenshot_dir", "screenshots"), **kw)
+
+
+def pilot_test(app: KvtuiApp, scenario, size=(120, 40)):
+    async def go():
+        async with app.run_test(size=size) as pilot:
+            await pilot.pause()
+            return await scenario(pilot)
+
+    return run(go())
+
+
+def log_texts(app) -> list[str]:
+    return app.query_one(EventLog).texts
+
+
+# -- knob controls ------------------------------------------------------------------------------------------
+KNOB_CASES = [  # keys pressed from overlap 50 %, pool 4, rate 10, shared-system-prompt → calls, last log line
+    (["right_square_bracket", "right_square_bracket"], "set_overlap", [0.55, 0.6], "overlap → 60 %"),
+    (["plus", "equals_sign"], "set_overlap", [0.55, 0.6], "overlap → 60 %"),
+    (["left_square_bracket"], "set_overlap", [0.45], "overlap → 45 %"),
+    (["minus", "minus", "minus"], "set_overlap", [0.45, 0.4, 0.35], "overlap → 35 %"),
+    (["full_stop", "greater_than_sign"], "set_pool", [5, 6], "pool → 6"),
+    (["comma", "less_than_sign"], "set_pool", [3, 2], "pool → 2"),
+    (["R"], "set_rate", [20.0], "rate → 20 req/s"),
+    (["r", "r"], "set_rate", [5.0, 2.0], "rate → 2 req/s"),
+    (["s"], "set_scenario", ["few-shot"], "scenario → few-shot"),
+    (["s", "s", "s"], "set_scenario", ["few-shot", "multi-turn", "random"], "scenario → random"),
+]
+
+
+def test_knob_keys():
+    app = app_for()
+
+    async def scenario(pilot):
+        start = dict(app.knobs)
+        for keys, method, values, line in KNOB_CASES:
+            app.controller.calls.clear()
+            app.knobs = dict(start)
+            await pilot.press(*keys)
+            assert [c[0] for c in app.controller.calls] == [method] * len(values), keys
+            assert [c[1] for c in app.controller.calls] == pytest.approx(values), keys
+            assert log_texts(app)[-1] == line, keys
+
+    pilot_test(app, scenario)
+
+
+def test_knobs_are_clamped():
+    src = AggSource(workload={"kind": "synthetic", "scenario": "random", "overlap": 0.95, "pool": 1, "rate": 1000})
+    app = app_for(src)
+
+    async def scenario(pilot):
+        await pilot.press("right_square_bracket", "right_square_bracket", "comma", "R", "s")
+        ctl = app.controller
+        assert [c[1] for c in ctl.named("set_overlap")] == [1.0, 1.0]
+        assert ctl.named("set_pool") == [("set_pool", 1)]
+        assert ctl.named("set_rate") == [("set_rate", 0.0)]  # above the top step: closed loop
+        assert ctl.named("set_scenario") == [("set_scenario", "shared-system-prompt")]  # wraps around
+        assert "rate → closed loop" in log_texts(app)
+
+    pilot_test(app, scenario)
+
+
+def test_engine_changes_are_adopted():
+    src = AggSource()
+    app = app_for(src)
+
+    async def scenario(pilot):
+        src.workload["overlap"] = 0.2  # changed by someone else (e.g. the CLI)
+        app.tick()
+        await pilot.press("right_square_bracket")
+        assert app.controller.named("set_overlap")[-1][1] == pytest.approx(0.25)
+
+    pilot_test(app, scenario)
+
+
+def test_pause_and_resume():
+    src = AggSource()
+    app = app_for(src)
+
+    async def scenario(pilot):
+        await pilot.press("p")
+        src.status["paused"] = True
+        app.tick()
+        assert "PAUSED" in app.query_one(Kpis).plain
+        await pilot.press("space")
+        assert [c[0] for c in app.controller.calls] == ["pause", "resume"]
+        assert log_texts(app)[-2:] == ["workload paused", "workload resumed"]
+
+    pilot_test(app, scenario)
+
+
+# -- view controls ------------------------------------------------------------------------------------------
+def test_freeze_stops_applying_frames_but_keeps_pulling():
+    src = AggSource()
+    app = app_for(src, refresh_hz=15)
+
+    async def scenario(pilot):
+        await pilot.press("f")
+        shown, pulled = app.shown, src.calls
+        assert "FROZEN" in app.query_one(Kpis).plain
+        await pilot.pause(0.4)
+        assert src.calls > pulled and app.frame.t > shown.t  # the source keeps being read
+        assert app.shown is shown  # ... but nothing new is drawn
+        await pilot.press("f")
+        assert app.shown is app.frame and "FROZEN" not in app.query_one(Kpis).plain
+        assert log_texts(app)[-2:] == ["view frozen (workload keeps running)", "view live"]
+
+    pilot_test(app, scenario)
+
+
+def test_latency_window_toggle():
+    app = app_for()
+
+    async def scenario(pilot):
+        from kvtui.tui.widgets import LatencyPanel
+        panel = app.query_one(LatencyPanel)
+        assert "last 30 s" in panel.border_title and panel.window
+        await pilot.press("w")
+        assert "whole session" in panel.border_title and not panel.window
+        assert log_texts(app)[-1] == "latency: whole session"
+        await pilot.press("w")
+        assert "last 30 s" in panel.border_title
+
+    pilot_test(app, scenario)
+
+
+def test_one_timer_after_many_toggles():
+    app = app_for()
+
+    async def scenario(pilot):
+        timer = app.refresh_timer
+        for _ in range(100):
+            app.action_toggle_pause()
+            app.action_freeze()
+            app.action_window()
+        await pilot.press("p", "f", "w", "space")
+        assert app.refresh_timer is timer
+        ours = [t for t in app._timers if getattr(t, "_callback", None) == app.tick]
+        assert len(ours) == 1
+        assert len(app.controller.calls) == 102
+        await pilot.pause(0.25)  # still ticking
+        assert app.frame.t > app.shown.t or not app.frozen
+
+    pilot_test(app, scenario)
+
+
+# -- quit ---------------------------------------------------------------------------------------------------
+def test_quit_stops_the_controller():
+    app = app_for()
+
+    async def scenario(pilot):
+        await pilot.press("q")
+        await pilot.pause()
+        assert app.controller.named("stop") == [("stop",)]
+        assert not app.is_running or app._exit
+
+    pilot_test(app, scenario)
+
+
+# -- without a controller / replay / trace ------------------------------------------------------------------
+@pytest.mark.parametrize("controller,status,workload", [
+    (None, None, None),
+    ("rec", {"mode": "replay", "paused": False}, None),
+])
+def test_workload_controls_disabled(controller, status, workload):
+    app = app_for(AggSource(status=status, workload=workload), controller)
+
+    async def scenario(pilot):
+        before = list(log_texts(app))
+        await pilot.press("right_square_bracket", "full_stop", "R", "s", "p", "c", "e")
+        assert not isinstance(app.screen, (ConfirmScreen, SettingsScreen))
+        assert log_texts(app) == before
+        assert app.check_action("overlap", (1,)) is None and app.check_action("clear_store", ()) is None
+        assert app.check_action("freeze", ()) is True
+        if app.controller is not None:
+            assert app.controller.calls == []
+        await pilot.press("f", "w", "question_mark")  # view controls still work
+        assert isinstance(app.screen, HelpScreen)
+
+    pilot_test(app, scenario)
+
+
+def test_trace_workload_shows_progress_and_disables_knobs():
+    src = AggSource(workload={"kind": "trace", "name": "conversation", "done": 250, "total": 1000})
+    app = app_for(src)
+
+    async def scenario(pilot):
+        assert "trace conversation 250/1,000 (25 %)" in app.query_one(Kpis).plain
+        await pilot.press("right_square_bracket", "s", "p")
+        assert [c[0] for c in app.controller.calls] == ["pause"]  # pause still works for a trace
+
+    pilot_test(app, scenario)
+
+
+def test_source_errors_are_reported_once():
+    class Flaky(AggSource):
+        def frame(self):
+            if self.calls >= 1:
+                self.calls += 1
+                raise RuntimeError("collector gone")
+            return super().frame()
+
+    src = Flaky()
+    app = app_for(src, refresh_hz=15)
+
+    async def scenario(pilot):
+        await pilot.pause(0.3)
+        assert src.calls > 2
+        errors = [t for t in log_texts(app) if "collector gone" in t]
+        assert errors == ["frame source failed: RuntimeError: collector gone"]
+
+    pilot_test(app, scenario)
+
+
+# -- figures on screen --------------------------------------------------------------------------------------
+def test_figures_on_screen_equal_the_frame(agg_source):
+    app = app_for(agg_source)
+
+    async def scenario(pilot):
+        f = app.shown
+        tot = f.totals
+        kpis = app.query_one(Kpis).plain
+        assert f"requests {fmt_int(tot['requests'])}" in kpis and tot["requests"] == 4
+        assert (f"prefill skipped {fmt_count(tot['tokens_hit'])}/{fmt_count(tot['tokens_input'])} tok "
+                f"({fmt_pct(tot['token_hit_rate'])})") in kpis
+        assert f"page hits {fmt_pct(tot['page_hit_rate'])}" in kpis
+        assert f"reused {format_bytes(tot['bytes_loaded'])}" in kpis
+        assert f"verified {fmt_int(tot['verified_pages'])} pages" in kpis
+        assert f"mismatches {fmt_int(tot['mismatches'])}" in kpis and tot["mismatches"] == 1
+        assert "store embedded ● up" in kpis and "overlap 50 % · pool 4 · 10 req/s" in kpis
+        assert "elapsed 0:00" in kpis
+        store = "\n".join(t.plain for t in app.query_one(StorePanel).lines(40))
+        assert f"keys {fmt_int(STORE['keys'])}" in store and "3.0 GiB / 8.0 GiB" in store
+        assert "alloc failures 2" in store and "put 12.5/s" in store
+        procs = "\n".join(t.plain for t in app.query_one(ProcsPanel).lines(40))
+        assert "prefill" in procs and "55.5%" in procs and format_bytes(PROCS[0]["rss_bytes"]) in procs
+        grid = app.query_one(PageGrid)
+        assert grid.render_line(0).text.startswith("#4 █!XX")  # newest request on top
+        assert "OBJECT_NOT_FOUND ×1" in app.query_one(EventLog).border_subtitle
+
+    pilot_test(app, scenario)
+
+
+# -- sizes --------------------------------------------------------------------------------------------------
+def test_any_terminal_size():
+    src = DemoSource(3)
+    app = KvtuiApp(src, DemoController(src))
+    heights = (5, 60, 15, 16, 24, 9, 40, 21, 33, 12)
+    sizes = [(w, heights[i % len(heights)]) for i, w in enumerate(range(20, 201, 9))]
+    sizes += [(20, 5), (59, 60), (60, 15), (60, 16), (200, 5), (80, 24), (120, 40), (200, 60)]
+
+    async def scenario(pilot):
+        notice = app.query_one("#too-small", Static)
+        for w, h in sizes:
+            await pilot.resize_terminal(w, h)
+            app.tick()
+            small = w < 60 or h < 16
+            assert notice.display is small and app.query_one("#dash").display is not small, (w, h)
+            if small:
+                assert f"{w}×{h}" in str(notice.render()) and "need ≥ 60×16" in str(notice.render())
+        await pilot.pause()
+
+    pilot_test(app, scenario, size=(20, 5))
+
+
+def test_run_app_headless_writes_screenshot(tmp_path):
+    src = DemoSource(1)
+    ctl = RecordingController()
+    out = tmp_path / "shots" / "watch.svg"
+    assert run_app(src, ctl, headless=True, duration_s=0.3, screenshot=str(out), size=(100, 30)) == 0
+    assert out.exists() and "<svg" in out.read_text()
+    assert ctl.named("stop") == [("stop",)]
+    assert src.t > 0
+
+
+def test_static_source_without_controller_quits():
+    app = KvtuiApp(StaticSource(DemoSource(2).frame()), None)
+
+    async def scenario(pilot):
+        await pilot.press("p", "c", "q")
+        await pilot.pause()
+        assert not isinstance(app.screen, ConfirmScreen)
+
+    pilot_test(app, scenario)
+
+
+def test_bare_frame_renders():
+    """A frame with every panel empty (nothing known yet) renders without error."""
+    from kvtui.metrics.aggregate import Frame
+
+    bare = Frame(t=0.0, totals={}, rates={}, series={}, latency={}, latency_window={}, rows=(), errors={},
+                 events=(), status={"mode": "replay"})
+    app = KvtuiApp(StaticSource(bare), None)
+
+    async def scenario(pilot):
+        kpis = app.query_one(Kpis).plain
+        assert "REPLAY" in kpis and "requests 0" in kpis and "—" in kpis
+        assert "waiting for requests" in app.query_one(PageGrid).render_line(0).text
+        await pilot.resize_terminal(80, 24)
+        await pilot.press("w", "f")
+
+    pilot_test(app, scenario)

@@ -1,0 +1,145 @@
+"""Pilot tests of the modal screens (help, clear-store confirmation, settings), the command palette entries
+and the screenshot keys."""
+
+from __future__ import annotations
+
+import os
+
+from textual.widgets import Input
+from tui_helpers import AggSource, RecordingController, run
+
+from kvtui.tui.app import KvtuiApp
+from kvtui.tui.screens import ConfirmScreen, HelpScreen, SettingsScreen
+from kvtui.tui.widgets import EventLog
+
+
+def app_for(**kw) -> KvtuiApp:
+    return KvtuiApp(AggSource(), RecordingController(), **kw)
+
+
+def pilot_test(app: KvtuiApp, scenario, size=(120, 40)):
+    async def go():
+        async with app.run_test(size=size) as pilot:
+            await pilot.pause()
+            return await scenario(pilot)
+
+    return run(go())
+
+
+def log_texts(app) -> list[str]:
+    return app.query_one(EventLog).texts
+
+
+# -- modal screens ------------------------------------------------------------------------------------------
+def test_help_screen_lists_every_binding_and_closes():
+    app = app_for()
+
+    async def scenario(pilot):
+        await pilot.press("question_mark")
+        assert isinstance(app.screen, HelpScreen)
+        listed = dict(app.screen.keys)
+        assert len(app.screen.keys) == len(KvtuiApp.BINDINGS)
+        for key in ("?", "q", "p", "s", "f", "w", "c", "e", "r", "R", "]", "[", "<", ">", "^s"):
+            assert any(key in k.split() for k in listed), key
+        await pilot.press("escape")
+        assert not isinstance(app.screen, HelpScreen)
+        await pilot.press("question_mark", "question_mark")
+        assert not isinstance(app.screen, HelpScreen)
+
+    pilot_test(app, scenario)
+
+
+def test_clear_store_asks_first():
+    app = app_for()
+
+    async def scenario(pilot):
+        for answer in ("n", "escape", "enter"):  # "No" has the focus, so Enter is safe
+            await pilot.press("c")
+            assert isinstance(app.screen, ConfirmScreen)
+            await pilot.press(answer)
+            assert not isinstance(app.screen, ConfirmScreen)
+            assert log_texts(app)[-1] == "clear store cancelled"
+        assert app.controller.calls == []
+        await pilot.press("c", "y")
+        await app.workers.wait_for_complete()
+        await pilot.pause()
+        assert app.controller.named("clear_store") == [("clear_store",)]
+        assert log_texts(app)[-2:] == ["clearing the store…", "store cleared: 42 keys removed"]
+        await pilot.press("c")
+        await pilot.click("#yes")
+        await app.workers.wait_for_complete()
+        await pilot.pause()
+        assert len(app.controller.named("clear_store")) == 2
+
+    pilot_test(app, scenario)
+
+
+def test_settings_modal_types_values():
+    app = app_for()
+
+    async def scenario(pilot):
+        await pilot.press("e")
+        assert isinstance(app.screen, SettingsScreen)
+        app.screen.query_one("#set-overlap", Input).value = "80"
+        app.screen.query_one("#set-rate", Input).value = "0"
+        app.screen.query_one("#set-pool", Input).value = "12"
+        await pilot.press("enter")
+        assert not isinstance(app.screen, SettingsScreen)
+        ctl = app.controller
+        assert ctl.named("set_overlap") == [("set_overlap", 0.8)]
+        assert ctl.named("set_rate") == [("set_rate", 0.0)] and ctl.named("set_pool") == [("set_pool", 12)]
+        assert {"overlap → 80 %", "rate → closed loop", "pool → 12"} <= set(log_texts(app))
+        await pilot.press("e")
+        app.screen.query_one("#set-pool", Input).value = "abc"
+        await pilot.press("enter")
+        assert isinstance(app.screen, SettingsScreen)  # a bad value keeps the dialog open
+        await pilot.press("escape")
+        assert len(ctl.named("set_pool")) == 1
+
+    pilot_test(app, scenario)
+
+
+def test_command_palette_entries():
+    app = app_for()
+
+    async def scenario(pilot):
+        titles = [c.title for c in app.get_system_commands(app.screen)]
+        for t in ("Set prefix overlap %", "Set request rate", "Set pool size", "Scenario: multi-turn",
+                  "Toggle latency window", "Save SVG screenshot"):
+            assert t in titles
+        cmd = next(c for c in app.get_system_commands(app.screen) if c.title == "Scenario: multi-turn")
+        cmd.callback()
+        assert app.controller.named("set_scenario") == [("set_scenario", "multi-turn")]
+        cmd = next(c for c in app.get_system_commands(app.screen) if c.title == "Set request rate")
+        cmd.callback()
+        await pilot.pause()
+        assert isinstance(app.screen, SettingsScreen) and app.screen.focused.id == "set-rate"
+
+    pilot_test(app, scenario)
+
+
+def test_screenshot_keys_write_svg(tmp_path):
+    app = app_for(screenshot_dir=str(tmp_path / "shots"), clock=lambda: 0.0)
+
+    async def scenario(pilot):
+        await pilot.press("S")
+        await pilot.press("ctrl+s")
+        files = sorted(os.listdir(tmp_path / "shots"))
+        assert len(files) == 2 and all(f.endswith(".svg") for f in files)
+        assert "<svg" in (tmp_path / "shots" / files[0]).read_text()
+        assert log_texts(app)[-1].startswith("screenshot → ")
+
+    pilot_test(app, scenario)
+
+
+def test_resize_under_a_modal():
+    app = app_for()
+
+    async def scenario(pilot):
+        await pilot.press("question_mark")
+        for w, h in ((30, 8), (120, 40), (59, 15)):
+            await pilot.resize_terminal(w, h)
+        await pilot.press("escape")
+        assert "59×15" in str(app.main_screen.query_one("#too-small").render())
+
+    pilot_test(app, scenario)

@@ -1,0 +1,227 @@
+"""Widget tests: render_line / render of single widgets with fixed data (no timer, no controller)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from textual.app import App, ComposeResult
+from tui_helpers import result, run
+
+import kvtui.tui
+from kvtui.connector import PageState as S
+from kvtui.metrics.aggregate import PageRow
+from kvtui.metrics.latency import LatencyRecorder
+from kvtui.tui.app import RATE_STEPS, next_rate
+from kvtui.tui.fmt import fmt_elapsed, fmt_mbps, fmt_ms, fmt_pct, fmt_rate
+from kvtui.tui.widgets.event_log import EventLog
+from kvtui.tui.widgets.latency import LatencyPanel, bar_rows, bucket_of, merge_buckets
+from kvtui.tui.widgets.page_grid import CLASS, GLYPH, PageGrid, compress, scale_for
+
+TCSS = Path(kvtui.tui.__file__).with_name("app.tcss")
+ALL = [S.HIT, S.PUBLISHED, S.PRESENT, S.COMPUTED, S.PARTIAL, S.FAILED, S.EVICTED, S.MISMATCH]
+
+
+def row(req_id: int, states) -> PageRow:
+    return PageRow(req_id, "x", len(states) * 256, sum(1 for s in states if s == S.HIT), bytes(states))
+
+
+class One(App):
+    """Hosts one widget with the real stylesheet."""
+
+    CSS_PATH = str(TCSS)
+
+    def __init__(self, widget, width: int | None = None):
+        super().__init__()
+        self.widget = widget
+        self.width = width
+
+    def compose(self) -> ComposeResult:
+        yield self.widget
+
+    def on_mount(self) -> None:
+        self.widget.styles.border = ("none", "black")  # content size = widget size
+        self.widget.styles.padding = 0
+        if self.width:
+            self.widget.styles.width = self.width
+
+
+def with_widget(widget, check, size=(60, 14), width=None):
+    async def go():
+        async with One(widget, width).run_test(size=size) as pilot:
+            await pilot.pause()
+            return check(widget)
+
+    return run(go())
+
+
+# -- page grid ----------------------------------------------------------------------------------------------
+def test_compress_keeps_the_most_severe_page():
+    assert compress(bytes([S.HIT, S.HIT, S.HIT, S.PUBLISHED]), 2) == [S.HIT, S.PUBLISHED]
+    assert compress(bytes([S.HIT, S.MISMATCH, S.FAILED, S.EVICTED]), 4) == [S.MISMATCH]
+    assert compress(bytes([S.HIT, S.PARTIAL]), 2) == [S.PARTIAL]
+    assert compress(bytes([S.PUBLISHED, S.PRESENT, S.COMPUTED]), 3) == [S.COMPUTED]
+    assert compress(bytes([S.HIT] * 5), 2) == [S.HIT] * 3
+    assert compress(bytes([S.HIT, 99]), 2) == [99]  # unknown values are never hidden
+    assert scale_for(250, 60) == 5 and scale_for(60, 60) == 1 and scale_for(0, 10) == 1
+
+
+def test_grid_cells_glyphs_and_colours():
+    grid = PageGrid()
+    grid.set_rows((row(7, ALL),))
+
+    def check(g):
+        line = g.render_line(0)
+        assert line.text.startswith("#7 ")
+        cells = line.text[3:3 + len(ALL)]
+        assert cells == "".join(GLYPH[s] for s in ALL) == "█▓▒░·XE!"
+        styles = {}
+        for seg in line:
+            for ch in seg.text:
+                styles.setdefault(ch, seg.style)
+        for s in ALL:  # each state is drawn in its TCSS component style
+            assert styles[GLYPH[s]] == g.get_component_rich_style(CLASS[s]), s
+        assert styles["█"].color != styles["▓"].color
+        assert styles["X"].bgcolor is not None  # errors stand out on a background
+        assert g.scale == 1 and g.scale_note == "1 cell = 1 page"
+        return True
+
+    assert with_widget(grid, check)
+
+
+def test_grid_newest_first_and_legend_at_bottom():
+    grid = PageGrid()
+    grid.set_rows(tuple(row(i, [S.HIT] * i) for i in range(1, 6)))
+
+    def check(g):
+        lines = [g.render_line(y).text for y in range(g.size.height)]
+        assert lines[0].startswith("#5 █████") and lines[4].startswith("#1 █ ")
+        assert "hit" in lines[-1] or "hit" in lines[-2]
+        assert any("mismatch" in ln for ln in lines[-2:])
+        return True
+
+    assert with_widget(grid, check)
+
+
+def test_grid_compresses_long_rows_and_says_so():
+    grid = PageGrid()
+    long = [S.HIT] * 200 + [S.PUBLISHED] * 49 + [S.MISMATCH] + [S.PARTIAL]  # 251 cells, a 128k-token trace row
+    grid.set_rows((row(1, [S.HIT] * 10), row(2, long)))
+
+    def check(g):
+        width = g.size.width
+        assert g.scale == scale_for(len(long), width - 3) == 7
+        assert g.scale_note == "1 cell = 7 pages (worst shown)"
+        assert "1 cell = 7 pages" in g.border_subtitle
+        top = g.render_line(0).text  # newest row (#2)
+        cells = top[3:].rstrip()
+        assert len(top) == width and len(cells) == -(-len(long) // 7)
+        assert cells.startswith("█" * 28) and "!" in cells  # the mismatch survives compression
+        short = g.render_line(1).text[3:].rstrip()
+        assert short == "██"  # 10 hits at 7 pages/cell
+        return True
+
+    assert with_widget(grid, check, size=(40, 12))
+
+
+def test_grid_empty_and_tiny_sizes_never_fail():
+    grid = PageGrid()
+
+    def check(g):
+        assert "waiting" in g.render_line(0).text
+        return True
+
+    assert with_widget(grid, check)
+    grid2 = PageGrid()
+    grid2.set_rows((row(1, ALL * 10),))
+    assert with_widget(grid2, lambda g: [g.render_line(y) for y in range(3)] and g.scale >= 1, size=(3, 2))
+
+
+# -- latency ------------------------------------------------------------------------------------------------
+def test_bucket_helpers():
+    assert merge_buckets(((1, 1), (2, 2), (4, 3), (8, 4)), 2) == [(2.0, 3), (8.0, 7)]
+    assert bucket_of(3.0, [(1, 0), (2, 0), (4, 0)]) == 2
+    assert bucket_of(99.0, [(1, 0), (2, 0)]) == 1
+    rows = bar_rows([0, 4, 8], 2)
+    assert rows[0] == [0, 0, 8] and rows[1] == [0, 8, 8]
+
+
+def _frame_with_latency():
+    from tui_helpers import AggSource
+    src = AggSource([result(i, [S.HIT] * 3, reload_ms=0.5 + i % 40) for i in range(200)])
+    return src.frame()
+
+
+def test_latency_panel_marks_percentiles_and_adapts_to_height():
+    frame = _frame_with_latency()
+    snap = frame.latency["reload"]
+    assert snap.count == 200
+
+    def tall(p):
+        p.update_frame(frame, window=False, window_label="last 30 s")
+        text = p.render().plain
+        assert "p50" in text and "p90" in text and "p99" in text and "▲p50" in text
+        assert fmt_ms(snap.p99) in text
+        assert "whole session" in p.border_title
+        return True
+
+    assert with_widget(LatencyPanel(), tall, size=(60, 18))
+
+    def short(p):
+        p.update_frame(frame, window=True, window_label="last 30 s")
+        lines = p.render().plain.split("\n")
+        assert len(lines) == 3 and lines[0].startswith("reload") and lines[2].startswith("probe")
+        assert "last 30 s" in p.border_title
+        return True
+
+    assert with_widget(LatencyPanel(), short, size=(60, 3))
+
+
+def test_empty_latency_says_no_samples():
+    rec = LatencyRecorder()
+    assert rec.snapshot().count == 0
+    from tui_helpers import AggSource
+    frame = AggSource().frame()
+
+    def check(p):
+        p.update_frame(frame, window=True, window_label="x")
+        assert p.render().plain.count("no samples") == 3
+        return True
+
+    assert with_widget(LatencyPanel(), check, size=(50, 9))
+
+
+# -- event log ----------------------------------------------------------------------------------------------
+def test_event_log_merges_engine_and_ui_lines_and_wraps():
+    from tui_helpers import AggSource
+    frame = AggSource().frame()
+    log = EventLog(keep=5)
+
+    def check(lg):
+        lg.update_frame(frame)
+        lg.add_line(0.5, "overlap → 80 %")
+        assert lg.texts == ["store up", "overlap → 80 %"]
+        for i in range(10):
+            lg.add_line(1 + i, f"line {i}")
+        assert len(lg.entries()) == 5  # bounded
+        lg.add_line(20, "a very long line " * 6)
+        lines = lg.wrapped(30, 4)
+        assert len(lines) == 4 and all(ln.cell_len <= 30 for ln in lines)
+        return True
+
+    assert with_widget(log, check, size=(30, 6))
+
+
+# -- formatting and knobs -----------------------------------------------------------------------------------
+def test_formatters_carry_units():
+    assert fmt_ms(0.25) == "250 µs" and fmt_ms(3.456) == "3.46 ms" and fmt_ms(1234) == "1.23 s"
+    assert fmt_mbps(123.45) == "123.5 MB/s" and fmt_mbps(2345) == "2.35 GB/s"
+    assert fmt_pct(0.4123) == "41.2 %" and fmt_rate(12.34) == "12.3/s" and fmt_rate(45600) == "45.6k/s"
+    assert fmt_elapsed(83.4) == "1:23" and fmt_elapsed(4000) == "1:06:40"
+
+
+@pytest.mark.parametrize("current,up,measured,expected", [
+    (10, True, 0, 20), (10, False, 0, 5), (0.5, False, 0, 0.5), (1000, True, 0, 0.0),
+    (0, True, 0, 0.0), (0, False, 73.0, 50), (0, False, 0.1, RATE_STEPS[0]), (7, True, 0, 10), (7, False, 0, 5)])
+def test_rate_steps(current, up, measured, expected):
+    assert next_rate(current, up, measured) == expected

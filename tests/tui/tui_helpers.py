@@ -1,0 +1,81 @@
+"""Helpers of the TUI tests: frames from a real Aggregator fed with hand-made RequestResults, a recording
+controller, and a helper to run async Pilot scenarios from plain (sync) tests."""
+
+from __future__ import annotations
+
+import asyncio
+
+from kvtui.connector import PageState as S
+from kvtui.events import EngineEvent, RequestResult
+from kvtui.metrics.aggregate import Aggregator
+
+PT, PB = 256, 14 << 20
+
+
+def result(req_id: int, states, *, n_tokens: int | None = None, reload_ms: float = 3.0, put_ms: float = 2.0,
+           codes: dict | None = None) -> RequestResult:
+    """A RequestResult whose counters agree with ``states`` (PageState values)."""
+    states = bytes(states)
+    full = sum(1 for s in states if s != S.PARTIAL)
+    hits = states.count(S.HIT)
+    pub = states.count(S.PUBLISHED)
+    return RequestResult(
+        req_id=req_id, scenario="shared-system-prompt", n_tokens=n_tokens or full * PT + 100,
+        cacheable_tokens=full * PT, page_tokens=PT, page_bytes=PB, pages_total=full, pages_hit=hits,
+        states=states, pages_published=pub, pages_already_present=states.count(S.PRESENT),
+        pages_failed=states.count(S.FAILED), bytes_loaded=hits * PB, bytes_written=pub * PB,
+        verified=hits + states.count(S.MISMATCH), mismatches=states.count(S.MISMATCH), probe_ms=0.4,
+        read_ms=reload_ms, put_ms=put_ms, publish_probe_ms=0.3, codes=codes or {})
+
+
+SYNTH = {"kind": "synthetic", "scenario": "shared-system-prompt", "overlap": 0.5, "pool": 4, "rate": 10.0,
+         "prompt_tokens": 2048}
+STATUS = {"store_mode": "embedded", "store_up": True, "paused": False, "layout": "tiny", "mode": "live"}
+STORE = {"keys": 1234, "used_bytes": 3 << 30, "capacity_bytes": 8 << 30, "evicted_keys": 56, "alloc_failures": 2,
+         "put_rps": 12.5, "get_rps": 40.0}
+PROCS = ({"name": "prefill worker", "pid": 101, "cpu_percent": 55.5, "rss_bytes": 300 << 20},
+         {"name": "decode worker", "pid": 102, "cpu_percent": 22.25, "rss_bytes": 200 << 20})
+
+
+class AggSource:
+    """A frame source over a real Aggregator on a fake clock (0.1 s per frame); ``workload``/``status``
+    may be edited between frames."""
+
+    def __init__(self, results=(), workload=None, status=None):
+        self.t = 0.0
+        self.agg = Aggregator(rows=32, clock=lambda: self.t)
+        for r in results:
+            self.agg.add(r)
+        self.agg.event(EngineEvent("info", 0.0, "store up"))
+        self.workload = dict(SYNTH if workload is None else workload)
+        self.status = dict(STATUS if status is None else status)
+        self.calls = 0
+
+    def frame(self):
+        self.calls += 1
+        self.t += 0.1
+        return self.agg.frame(store=dict(STORE), procs=PROCS, workload=dict(self.workload), status=dict(self.status))
+
+
+class RecordingController:
+    """Records every call as ``(method, value)``; ``clear_store`` returns 42."""
+
+    def __init__(self):
+        self.calls: list[tuple] = []
+
+    def __getattr__(self, name):
+        if name in ("set_overlap", "set_pool", "set_rate", "set_scenario", "pause", "resume", "stop"):
+            return lambda *a: self.calls.append((name, *a))
+        raise AttributeError(name)
+
+    def clear_store(self) -> int:
+        self.calls.append(("clear_store",))
+        return 42
+
+    def named(self, name: str) -> list[tuple]:
+        return [c for c in self.calls if c[0] == name]
+
+
+def run(coro):
+    """Run an async Pilot scenario from a sync test."""
+    return asyncio.run(coro)
