@@ -20,7 +20,8 @@ class LiveSession:
     """
 
     def __init__(self, engine, workload, description: dict, *, concurrency: int = 1, max_requests=None,
-                 duration_s=None, aggregator: Aggregator | None = None, layout_text: str = ""):
+                 duration_s=None, aggregator: Aggregator | None = None, layout_text: str = "",
+                 header: dict | None = None):
         from kvtui.engine.runner import Driver
 
         self.engine = engine
@@ -33,6 +34,8 @@ class LiveSession:
         ep = engine.endpoints
         self.panels = PanelThread(StoreSampler(ep.metrics_url if ep else None), ProcessSampler(engine.worker_pids()))
         self._stopped = False
+        self.header = dict(header or {})
+        self.recorder = None  # RecordingThread while recording
 
     def start(self) -> "LiveSession":
         """Start sampling and issuing requests."""
@@ -65,6 +68,11 @@ class LiveSession:
                   "layout": self.layout_text, "mode": "live", "finished": self.driver.done.is_set()}
         if self.driver.error is not None:
             status["error"] = str(self.driver.error)
+        if self.driver.outage:
+            status["outage"] = True
+        rec = self.recorder
+        if rec is not None:
+            status.update(recording=True, record_path=str(rec.writer.path))
         return self.agg.frame(store=store, procs=self.panels.procs, workload=dict(self.description), status=status)
 
     # -- Controller -------------------------------------------------------------------------------------
@@ -82,7 +90,7 @@ class LiveSession:
             from kvtui.commands.common import synthetic_description
 
             self.description.update(synthetic_description(spec))
-            self._log("control", ", ".join(f"{k} → {v:.0%}" if k == "overlap" else f"{k} → {v}" for k, v in changes.items()))
+            self._log("control", ", ".join(_change_text(k, v) for k, v in changes.items()))
 
         self.driver.control(apply)
 
@@ -118,18 +126,62 @@ class LiveSession:
         self.driver.pause()
         try:
             n = self.engine.clear_store()
-            self._log("control", f"store cleared: {n} objects removed")
+            self._log("control", f"store cleared: {n} keys removed")
             return n
         finally:
             if not was_paused:
                 self.driver.resume()
 
-    def stop(self) -> None:
-        """Stop the driver, samplers, workers and (embedded) cluster. Safe to call twice."""
+    # -- recording --------------------------------------------------------------------------------------
+    def start_recording(self, path: str) -> str:
+        """Record frames and events into a session file at ``path`` (``SessionError`` if it cannot)."""
+        from kvtui.session.writer import RecordingThread, SessionWriter
+
+        if self.recorder is not None:
+            return str(self.recorder.writer.path)
+        header = {**self.header, "workload_now": dict(self.description)}
+        self.recorder = RecordingThread(self, SessionWriter(path, header)).start()
+        self._log("control", f"recording → {path}")
+        return path
+
+    def stop_recording(self, final: Frame | None = None) -> str | None:
+        """Stop recording (writing ``final`` as the last frame when given); returns the file path."""
+        rec, self.recorder = self.recorder, None
+        if rec is None:
+            return None
+        self._log("control", f"recording stopped: {rec.writer.path}")
+        rec.stop(final)
+        return str(rec.writer.path)
+
+    def toggle_recording(self) -> tuple[bool, str | None]:
+        """Ctrl+R: start recording into ``kvtui-YYYYmmdd-HHMMSS.kvtui`` (current folder) or stop."""
+        if self.recorder is not None:
+            return False, self.stop_recording()
+        import time
+
+        return True, self.start_recording(time.strftime("kvtui-%Y%m%d-%H%M%S.kvtui"))
+
+    def final_frame(self) -> Frame:
+        """The frame a finished run is summarised from (and recorded as its last frame)."""
+        return self.frame()
+
+    def stop(self, final: Frame | None = None) -> None:
+        """Stop recording (``final`` becomes the last recorded frame), the driver, samplers, workers and the
+        (embedded) cluster. Safe to call twice."""
         if self._stopped:
             return
         self._stopped = True
+        self.stop_recording(final)
         self.driver.stop()
         self.driver.done.wait(5)
         self.panels.stop()
         self.engine.stop()
+
+
+def _change_text(knob: str, value) -> str:
+    """The event-log line of a knob change (the UI shows its own request with the same text until then)."""
+    if knob == "overlap":
+        return f"overlap → {value * 100:g} %"
+    if knob == "rate":
+        return f"rate → {value:g} req/s" if value > 0 else "rate → closed loop"
+    return f"{knob} → {value}"

@@ -256,7 +256,7 @@ def _trace_bench(args, layout, store_bytes: int) -> int:
                                            f"bare-{uuid.uuid4().hex[:6]}", args.trace, args.trace_block_tokens)
     finally:
         engine.stop()
-    s = agg.summary(elapsed_s=engine_s)
+    s = agg.summary()
     out = {"trace": args.trace, "rows": len(rows), "bad_rows_skipped": len(problems), "layout": layout.as_dict(),
            "engine": {"seconds": engine_s, "requests_per_s": len(rows) / engine_s, "pages_hit": s["pages_hit"],
                       "tokens_hit": s["tokens_hit"], "token_hit_rate": s["token_hit_rate"], "mismatches": s["mismatches"]},

@@ -11,7 +11,6 @@ import json
 import os
 import sys
 import tempfile
-import time
 from pathlib import Path
 
 from kvtui.commands.common import (add_cluster_arguments, add_page_arguments, add_workload_arguments,
@@ -36,6 +35,8 @@ def register(subparsers) -> None:
                    help="requests in flight (default 1: strictly one after another, exact trace replay)")
     g.add_argument("--json", metavar="PATH", help="write the summary as JSON to PATH")
     g.add_argument("--quiet", action="store_true", help="no progress line")
+    g.add_argument("--record", metavar="FILE", help="record the session (frames and events) to FILE for "
+                   "`kvtui replay` and `kvtui report`")
     add_page_arguments(p)
     add_cluster_arguments(p)
     p.set_defaults(func=run)
@@ -64,8 +65,9 @@ def write_json_atomic(path: str, data: dict) -> None:
 
 def run(args: argparse.Namespace) -> int:
     """Run the workload; exit 0, or 1 if any loaded page failed verification."""
-    from kvtui.engine.runner import Driver
-    from kvtui.metrics.aggregate import Aggregator
+    from kvtui.live import LiveSession
+    from kvtui.metrics.aggregate import summary_from_frame
+    from kvtui.session import SessionError
 
     layout = layout_of(args)
     if args.concurrency < 1:
@@ -74,8 +76,9 @@ def run(args: argparse.Namespace) -> int:
         raise KvtuiError("--requests must be at least 1")
     if args.duration is not None and not args.duration > 0:
         raise KvtuiError("--duration must be positive seconds")
-    if args.json:
-        check_writable(args.json, "--json")
+    for path, flag in ((args.json, "--json"), (args.record, "--record")):
+        if path:
+            check_writable(path, flag)
     workload, desc, problems = make_workload(args, layout)
     if problems:
         first = ", ".join(f"line {p.line_no}: {p.reason}" for p in problems[:3])
@@ -84,37 +87,50 @@ def run(args: argparse.Namespace) -> int:
     options, endpoints = engine_options(args, layout)
     if options.cluster.isolation and not args.quiet:
         print(f"kvtui: network {options.cluster.isolation}", file=sys.stderr)
-    agg = Aggregator()
     engine = start_engine(options, endpoints)
     total = desc.get("total") if args.trace else args.requests
     if args.requests and total:
         total = min(total, args.requests)
-    driver = None
+    session = LiveSession(engine, workload, desc, concurrency=args.concurrency, max_requests=args.requests,
+                          duration_s=duration, layout_text=layout.describe(),
+                          header=session_header(args, layout, desc, endpoints))
+    final = None
     try:
-        driver = Driver(engine, workload, agg.add, concurrency=args.concurrency, max_requests=args.requests,
-                        duration_s=duration)
-        t0 = time.monotonic()
-        driver.start()
-        _progress(driver, agg, total, duration, quiet=args.quiet or not sys.stderr.isatty())
-        if driver.error is not None:
-            raise KvtuiError(f"run stopped: {driver.error}")
-        elapsed = time.monotonic() - t0
+        if args.record:
+            try:
+                session.start_recording(args.record)
+            except SessionError as exc:
+                raise KvtuiError(str(exc)) from None
+        session.start()
+        _progress(session.driver, session.agg, total, quiet=args.quiet or not sys.stderr.isatty())
+        final = session.final_frame()
+        if session.driver.error is not None:
+            raise KvtuiError(f"run stopped: {session.driver.error}")
     finally:
-        if driver is not None:
-            driver.stop()
-            driver.done.wait(10)
-        engine.stop()
-    summary = agg.summary(elapsed_s=elapsed)
-    summary.update({"layout": layout.as_dict(), "page_bytes": layout.page_bytes, "workload": desc,
-                    "bad_rows_skipped": len(problems), "concurrency": args.concurrency,
-                    "store_mode": "attached" if endpoints else "embedded"})
+        session.stop(final)
+    summary = summary_from_frame(final)
+    summary.update(run_context(args, layout, desc, endpoints, len(problems)))
     print(format_summary(summary))
     if args.json:
         write_json_atomic(args.json, summary)
     return 1 if summary["mismatches"] else 0
 
 
-def _progress(driver, agg, total, duration, quiet: bool) -> None:
+def run_context(args, layout, desc: dict, endpoints, bad_rows: int) -> dict:
+    """What a summary says about the run besides its figures (also kept in a recorded session's header)."""
+    return {"layout": layout.as_dict(), "page_bytes": layout.page_bytes, "workload": desc,
+            "bad_rows_skipped": bad_rows, "concurrency": args.concurrency,
+            "store_mode": "attached" if endpoints else "embedded"}
+
+
+def session_header(args, layout, desc: dict, endpoints) -> dict:
+    """The header of a recorded session: layout, workload spec and seed, cluster mode, model, keys."""
+    return {**run_context(args, layout, desc, endpoints, 0), "seed": getattr(args, "seed", None),
+            "model": args.model, "scheme": args.scheme, "trace": getattr(args, "trace", None),
+            "layout_text": layout.describe(), "command": getattr(args, "command", None)}
+
+
+def _progress(driver, agg, total, quiet: bool) -> None:
     """Block until the driver is done, showing a rich progress bar or status line on stderr."""
     if quiet:
         while not driver.done.wait(0.2):

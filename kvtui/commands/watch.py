@@ -8,7 +8,7 @@ import sys
 
 from kvtui.commands.common import (add_cluster_arguments, add_page_arguments, add_workload_arguments,
                                    engine_options, layout_of, make_workload, start_engine)
-from kvtui.commands.run import check_writable
+from kvtui.commands.run import check_writable, session_header
 from kvtui.errors import KvtuiError
 
 
@@ -27,13 +27,15 @@ def register(subparsers) -> None:
     g.add_argument("--duration", type=float, metavar="SECONDS", help="quit after this many seconds (default: until q)")
     g.add_argument("--screenshot", metavar="PATH", help="with --duration: save an SVG of the screen at the end")
     g.add_argument("--screenshot-dir", default="screenshots", metavar="DIR", help="where the screenshot key saves SVGs (default screenshots/)")
+    g.add_argument("--record", metavar="FILE", help="record the session to FILE from the start (Ctrl+R toggles "
+                   "recording while running)")
     g.add_argument("--size", default="120x40", metavar="COLSxROWS", help="headless screen size (default 120x40)")
     add_page_arguments(p)
     add_cluster_arguments(p)
     p.set_defaults(func=run, prompt_tokens=None)
 
 
-def _size(text: str) -> tuple[int, int]:
+def parse_size(text: str) -> tuple[int, int]:
     try:
         w, h = (int(x) for x in text.lower().split("x"))
     except ValueError:
@@ -46,6 +48,7 @@ def _size(text: str) -> tuple[int, int]:
 def run(args: argparse.Namespace) -> int:
     """Start everything, run the app until it quits, tear everything down."""
     from kvtui.live import LiveSession
+    from kvtui.session import SessionError
     from kvtui.tui.app import run_app
 
     layout = layout_of(args)
@@ -55,24 +58,32 @@ def run(args: argparse.Namespace) -> int:
         raise KvtuiError("--refresh-hz must be within (0, 15]")
     if args.duration is not None and not args.duration > 0:
         raise KvtuiError("--duration must be positive seconds")
+    if args.record:
+        check_writable(args.record, "--record")
     if args.screenshot:
         if args.duration is None:
             raise KvtuiError("--screenshot needs --duration (the screenshot is taken at the end)")
         check_writable(args.screenshot, "--screenshot")
-    size = _size(args.size)
+    size = parse_size(args.size)
     if not args.headless and not sys.stdout.isatty():
         raise KvtuiError("kvtui watch needs a terminal; use --headless --duration S [--screenshot PATH] without one")
     workload, desc, problems = make_workload(args, layout)
     options, endpoints = engine_options(args, layout)
     print("kvtui: starting the store and workers…", file=sys.stderr, flush=True)
     engine = start_engine(options, endpoints)  # from the main thread: children die with it
-    session = LiveSession(engine, workload, desc, concurrency=args.concurrency, layout_text=layout.describe())
+    session = LiveSession(engine, workload, desc, concurrency=args.concurrency, layout_text=layout.describe(),
+                          header=session_header(args, layout, desc, endpoints))
     if options.cluster.isolation:
         session._log("info", f"network {options.cluster.isolation}")
     if problems:
         session._log("error", f"skipped {len(problems)} bad trace rows (first: line {problems[0].line_no}: {problems[0].reason})")
     previous = signal.getsignal(signal.SIGTERM)
     try:
+        if args.record:
+            try:
+                session.start_recording(args.record)
+            except SessionError as exc:
+                raise KvtuiError(str(exc)) from None
         session.start()
         return run_app(session, session, headless=args.headless, duration_s=args.duration,
                        screenshot=args.screenshot, screenshot_dir=args.screenshot_dir, size=size,

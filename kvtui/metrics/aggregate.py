@@ -40,7 +40,8 @@ class Frame:
     of each rate (oldest first, one value per second); ``latency`` / ``latency_window``: whole-session and
     last-``window_s`` snapshots per kind (reload, publish, probe); ``rows``: newest request rows (newest
     last); ``errors``: counts by Mooncake code name; ``events``: the bounded event log (newest last);
-    ``store``, ``procs``, ``workload``, ``status``: panels filled by their samplers (plain dicts).
+    ``store``, ``procs``, ``workload``, ``status``: panels filled by their samplers (plain dicts);
+    ``row_seq`` / ``event_seq`` / ``series_seq``: how many rows, events and series points were ever added.
     """
 
     t: float
@@ -56,6 +57,9 @@ class Frame:
     procs: tuple = ()
     workload: dict = field(default_factory=dict)
     status: dict = field(default_factory=dict)
+    row_seq: int = 0  # rows ever added (the newest row is number row_seq); lets a recorder store only new rows
+    event_seq: int = 0  # events ever added
+    series_seq: int = 0  # series points ever appended
 
 
 def _mbps(nbytes: float, seconds: float) -> float:
@@ -97,6 +101,7 @@ class Aggregator:
         self._win: deque[tuple[float, dict[str, LatencyRecorder]]] = deque(maxlen=6)
         self._c = Counter()
         self._codes = Counter()
+        self._row_seq = self._event_seq = self._series_seq = 0
         self.rate_window_s = 2.0
         self.series_interval_s = 1.0
         self._ticks: deque[tuple[float, dict]] = deque()
@@ -126,6 +131,7 @@ class Aggregator:
             for code, n in r.codes.items():
                 self._codes[code_name(code)] += n
             self._rows.append(PageRow(r.req_id, r.scenario, r.n_tokens, r.pages_hit, r.states))
+            self._row_seq += 1
             now = self._clock()
             if not self._win or now - self._win[-1][0] >= self._sub_s:
                 self._win.append((now, {k: LatencyRecorder() for k in LATENCIES}))
@@ -141,6 +147,7 @@ class Aggregator:
         """Append to the bounded event log."""
         with self._lock:
             self._events.append(e)
+            self._event_seq += 1
 
     def now(self) -> float:
         """Seconds since the aggregator was created."""
@@ -160,6 +167,8 @@ class Aggregator:
                 "pages_published", "pages_already_present", "pages_failed", "verified_pages", "mismatches",
                 "bytes_loaded", "bytes_written")
         t = {k: int(c[k]) for k in keys}
+        t["read_ms_total"] = float(c["read_ms_total"])
+        t["put_ms_total"] = float(c["put_ms_total"])
         t["page_hit_rate"] = c["pages_hit"] / c["pages_total"] if c["pages_total"] else 0.0
         t["token_hit_rate"] = c["tokens_hit"] / c["tokens_input"] if c["tokens_input"] else 0.0
         return t
@@ -187,6 +196,7 @@ class Aggregator:
                 if self._series_t:
                     for k, v in _rates(self._series_snap, snap).items():
                         self._series[k].append(v)
+                    self._series_seq += 1
                 self._series_t, self._series_snap = now, snap
             window = {k: LatencyRecorder() for k in LATENCIES}
             for t_sub, recs in self._win:
@@ -198,26 +208,35 @@ class Aggregator:
                 series={k: tuple(v) for k, v in self._series.items()},
                 latency={k: r.snapshot() for k, r in self._lat.items()},
                 latency_window={k: r.snapshot() for k, r in window.items()},
-                rows=tuple(self._rows), errors=dict(self._codes), events=tuple(self._events), **panels)
+                rows=tuple(self._rows), errors=dict(self._codes), events=tuple(self._events),
+                row_seq=self._row_seq, event_seq=self._event_seq, series_seq=self._series_seq, **panels)
 
-    def summary(self, elapsed_s: float | None = None) -> dict:
-        """The run summary (``kvtui run --json``): totals, ``errors`` by code name, latency percentiles (ms)
-        for reload/publish/probe, and throughput over ``elapsed_s`` (default: since creation)."""
-        with self._lock:
-            elapsed = elapsed_s if elapsed_s is not None else self._clock() - self.t0
-            t = self._totals_locked()
-            c = self._c
-            t.update({
-                "elapsed_s": elapsed,
-                "errors": dict(sorted(self._codes.items())),
-                "reload_ms": self._lat["reload"].snapshot().as_dict(),
-                "publish_ms": self._lat["publish"].snapshot().as_dict(),
-                "probe_ms": self._lat["probe"].snapshot().as_dict(),
-                "throughput": {
-                    "requests_per_s": c["requests"] / elapsed if elapsed > 0 else 0.0,
-                    "tokens_skipped_per_s": c["tokens_hit"] / elapsed if elapsed > 0 else 0.0,
-                    "reuse_read_MBps": _mbps(c["bytes_loaded"], c["read_ms_total"] / 1e3),
-                    "publish_write_MBps": _mbps(c["bytes_written"], c["put_ms_total"] / 1e3),
-                },
-            })
-            return t
+    def summary(self) -> dict:
+        """The run summary now (see :func:`summary_from_frame`)."""
+        return summary_from_frame(self.frame())
+
+
+def summary_from_frame(frame: Frame) -> dict:
+    """The run summary (``kvtui run --json``, ``kvtui report``) of a frame: totals, ``errors`` by code name,
+    whole-session latency percentiles (ms) for reload/publish/probe, and throughput over ``frame.t``.
+
+    ``reuse_read_MBps`` / ``publish_write_MBps`` are bytes moved over the time spent in reads / puts
+    (10^6 B/s); the per-second rates divide by the elapsed time. A live run and a recorded session give the
+    same summary because both compute it here from the same final frame.
+    """
+    t = dict(frame.totals)
+    elapsed = frame.t
+    t.update({
+        "elapsed_s": elapsed,
+        "errors": dict(sorted(frame.errors.items())),
+        "reload_ms": frame.latency["reload"].as_dict(),
+        "publish_ms": frame.latency["publish"].as_dict(),
+        "probe_ms": frame.latency["probe"].as_dict(),
+        "throughput": {
+            "requests_per_s": t.get("requests", 0) / elapsed if elapsed > 0 else 0.0,
+            "tokens_skipped_per_s": t.get("tokens_hit", 0) / elapsed if elapsed > 0 else 0.0,
+            "reuse_read_MBps": _mbps(t.get("bytes_loaded", 0), t.get("read_ms_total", 0.0) / 1e3),
+            "publish_write_MBps": _mbps(t.get("bytes_written", 0), t.get("put_ms_total", 0.0) / 1e3),
+        },
+    })
+    return t

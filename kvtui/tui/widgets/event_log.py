@@ -50,8 +50,11 @@ class EventLog(Widget):
             self.border_subtitle = ("errors: " + ", ".join(f"{k} ×{fmt_int(v)}" for k, v in top)) if top else ""
 
     def entries(self) -> list[EngineEvent]:
-        """Engine and UI events in time order (stable), at most ``keep``."""
-        merged = sorted([*self.engine_events, *self.local], key=lambda e: e.t)
+        """Engine and UI events in time order (stable), at most ``keep``. A local control line that the
+        engine has echoed with the same text (it applied the change) is shown once, as the engine's."""
+        echoed = {e.text for e in self.engine_events if e.kind == "control"}
+        local = [e for e in self.local if not (e.kind == "control" and e.text in echoed)]
+        merged = sorted([*self.engine_events, *local], key=lambda e: e.t)
         return merged[-self.keep:]
 
     @property

@@ -1,0 +1,51 @@
+"""``kvtui replay FILE``: play a recorded session in the same app, through the same render path, with no
+store: pause, step, seek, speed; a REPLAY badge shows position / length."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from kvtui.commands.report import open_session
+from kvtui.commands.run import check_writable
+from kvtui.errors import KvtuiError
+
+
+def register(subparsers) -> None:
+    """Add the ``replay`` subcommand."""
+    p = subparsers.add_parser("replay", help="play a recorded session (no store needed)",
+                              description="Play a session recorded with --record or Ctrl+R in the monitor. Keys: "
+                                          "space pause, . and , step a frame, → and ← seek 10 s, Home/End, + and - "
+                                          "speed; ? lists them all.")
+    p.add_argument("file", metavar="FILE", help="session file (.kvtui)")
+    p.add_argument("--speed", type=float, default=1.0, metavar="X", help="playback speed factor (default 1; 0.125-64)")
+    p.add_argument("--headless", action="store_true", help="run without a terminal (for CI and screenshots)")
+    p.add_argument("--duration", type=float, metavar="SECONDS", help="quit after this many seconds")
+    p.add_argument("--screenshot", metavar="PATH", help="with --duration: save an SVG of the screen at the end")
+    p.add_argument("--size", default="120x40", metavar="COLSxROWS", help="headless screen size (default 120x40)")
+    p.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    """Play the session until quit (or ``--duration``)."""
+    from kvtui.commands.watch import parse_size
+    from kvtui.session.reader import ReplayPlayer
+    from kvtui.tui.app import run_app
+
+    if not (0.125 <= args.speed <= 64):
+        raise KvtuiError(f"--speed must be within 0.125-64, got {args.speed:g}")
+    if args.duration is not None and not args.duration > 0:
+        raise KvtuiError("--duration must be positive seconds")
+    if args.screenshot:
+        if args.duration is None:
+            raise KvtuiError("--screenshot needs --duration (the screenshot is taken at the end)")
+        check_writable(args.screenshot, "--screenshot")
+    size = parse_size(args.size)
+    if not args.headless and not sys.stdout.isatty():
+        raise KvtuiError("kvtui replay needs a terminal; use --headless --duration S [--screenshot PATH] without one")
+    reader = open_session(args.file)
+    if reader.damaged:
+        print(f"kvtui: {args.file} is damaged after frame {len(reader)}; playing up to there", file=sys.stderr)
+    player = ReplayPlayer(reader, speed=args.speed)
+    return run_app(player, None, player=player, headless=args.headless, duration_s=args.duration,
+                   screenshot=args.screenshot, size=size, title=f"kvtui replay · {args.file}")

@@ -1,0 +1,93 @@
+"""Frame ⇄ record conversion. A record holds what changed since the previous frame, so rows never grow
+with session length: the newest page-grid rows, events and series points since the last record, plus the
+current counters, rates, latency snapshots and panels (all bounded in size).
+
+A reader rebuilds full frames by applying records in order with the same bounds as the live
+:class:`~kvtui.metrics.aggregate.Aggregator` (rows 64, events 200, series 300 by default).
+"""
+
+from __future__ import annotations
+
+import json
+import zlib
+from collections import deque
+
+from kvtui.events import EngineEvent
+from kvtui.metrics.aggregate import Frame, PageRow
+from kvtui.metrics.latency import LatencySnapshot
+
+
+def _lat(s: LatencySnapshot) -> list:
+    return [s.count, s.p50, s.p90, s.p99, s.max, s.mean, s.min, [list(b) for b in s.buckets]]
+
+
+def _unlat(v: list) -> LatencySnapshot:
+    return LatencySnapshot(v[0], v[1], v[2], v[3], v[4], v[5], v[6], tuple((float(u), int(n)) for u, n in v[7]))
+
+
+class FrameEncoder:
+    """Encodes successive frames of one session as compressed delta records (``bytes``)."""
+
+    def __init__(self) -> None:
+        self.row_seq = self.event_seq = self.series_seq = 0
+
+    def encode(self, f: Frame) -> bytes:
+        """The record of ``f`` relative to the previously encoded frame."""
+        new_rows = min(f.row_seq - self.row_seq, len(f.rows))
+        new_events = min(f.event_seq - self.event_seq, len(f.events))
+        new_points = min(f.series_seq - self.series_seq, min((len(v) for v in f.series.values()), default=0))
+        rec = {
+            "t": f.t, "totals": f.totals, "rates": f.rates, "errors": f.errors,
+            "lat": {k: _lat(v) for k, v in f.latency.items()},
+            "latw": {k: _lat(v) for k, v in f.latency_window.items()},
+            "rows": [[r.req_id, r.scenario, r.n_tokens, r.pages_hit, r.states.hex()] for r in f.rows[len(f.rows) - new_rows:]] if new_rows > 0 else [],
+            "events": [[e.kind, e.t, e.text, e.data] for e in f.events[len(f.events) - new_events:]] if new_events > 0 else [],
+            "series": {k: list(v[len(v) - new_points:]) for k, v in f.series.items()} if new_points > 0 else {},
+            "store": f.store, "procs": list(f.procs), "workload": f.workload, "status": f.status,
+            "seq": [f.row_seq, f.event_seq, f.series_seq],
+        }
+        self.row_seq, self.event_seq, self.series_seq = f.row_seq, f.event_seq, f.series_seq
+        return zlib.compress(json.dumps(rec, separators=(",", ":"), default=_default).encode(), 6)
+
+
+def _default(o):
+    if isinstance(o, (bytes, bytearray)):
+        return o.hex()
+    if isinstance(o, (set, tuple)):
+        return list(o)
+    return str(o)
+
+
+def decode_record(blob: bytes) -> dict:
+    """The record dict of a stored blob (``ValueError`` if damaged)."""
+    return json.loads(zlib.decompress(blob))
+
+
+class FrameDecoder:
+    """Rebuilds full frames from records applied in order (bounded like the live aggregator)."""
+
+    def __init__(self, rows: int = 64, events: int = 200, history: int = 300) -> None:
+        self.rows: deque = deque(maxlen=rows)
+        self.events: deque = deque(maxlen=events)
+        self.series: dict[str, deque] = {}
+        self.history = history
+
+    def apply(self, rec: dict) -> Frame:
+        """Apply one record and return the full frame it describes."""
+        for r in rec["rows"]:
+            self.rows.append(PageRow(int(r[0]), r[1], int(r[2]), int(r[3]), bytes.fromhex(r[4])))
+        for e in rec["events"]:
+            self.events.append(EngineEvent(e[0], float(e[1]), e[2], e[3] or {}))
+        for k, pts in rec["series"].items():
+            self.series.setdefault(k, deque(maxlen=self.history)).extend(pts)
+        for k in rec["rates"]:
+            self.series.setdefault(k, deque(maxlen=self.history))
+        seq = rec.get("seq", [0, 0, 0])
+        return Frame(
+            t=rec["t"], totals=rec["totals"], rates=rec["rates"],
+            series={k: tuple(v) for k, v in self.series.items()},
+            latency={k: _unlat(v) for k, v in rec["lat"].items()},
+            latency_window={k: _unlat(v) for k, v in rec["latw"].items()},
+            rows=tuple(self.rows), errors=rec["errors"], events=tuple(self.events), store=rec["store"],
+            procs=tuple(rec["procs"]), workload=rec["workload"], status=rec["status"],
+            row_seq=seq[0], event_seq=seq[1], series_seq=seq[2])

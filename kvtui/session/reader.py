@@ -1,0 +1,172 @@
+"""Reading a recorded session: validation with one-line errors, random access to frames, playback."""
+
+from __future__ import annotations
+
+import bisect
+import copy
+import json
+import sqlite3
+import time
+import zlib
+from pathlib import Path
+
+from kvtui.metrics.aggregate import Frame
+from kvtui.session import APPLICATION_ID, FORMAT_VERSION, SessionError
+from kvtui.session.codec import FrameDecoder, decode_record
+
+CHECKPOINT_EVERY = 100
+
+
+class SessionReader:
+    """Opens a session file. Raises :class:`SessionError` (one line) for a missing file, a file that is not
+    a kvtui session, a newer format version, or no complete frame. A file whose tail is damaged (e.g. the
+    recorder was killed mid-write) is read up to its last complete frame; ``damaged`` says so."""
+
+    def __init__(self, path: str | Path):
+        self.path = Path(path)
+        if not self.path.is_file():
+            raise SessionError(f"{self.path}: no such session file")
+        with open(self.path, "rb") as f:
+            magic = f.read(16)
+        if magic != b"SQLite format 3\x00":
+            raise SessionError(f"{self.path} is not a kvtui session (not an SQLite file)")
+        try:
+            db = sqlite3.connect(f"file:{self.path}?mode=ro", uri=True)
+            try:
+                app_id = db.execute("PRAGMA application_id").fetchone()[0]
+                meta = dict(db.execute("SELECT key, value FROM meta").fetchall())
+            except sqlite3.DatabaseError as exc:
+                raise SessionError(f"{self.path} is not a readable kvtui session ({exc})") from None
+            if app_id != APPLICATION_ID or meta.get("format") != "kvtui-session":
+                raise SessionError(f"{self.path} is not a kvtui session")
+            version = int(meta.get("format_version", "0"))
+            if version > FORMAT_VERSION:
+                raise SessionError(f"{self.path} has session format version {version}, newer than this kvtui reads "
+                                   f"({FORMAT_VERSION}); upgrade kvtui")
+            self.records: list[bytes] = []
+            self.times: list[float] = []
+            self.damaged = False
+            try:
+                for t, blob in db.execute("SELECT t, record FROM frames ORDER BY seq"):
+                    decode_record(blob)  # complete and intact, or stop here
+                    self.times.append(float(t))
+                    self.records.append(blob)
+            except (sqlite3.DatabaseError, zlib.error, ValueError):
+                self.damaged = True
+        except sqlite3.DatabaseError as exc:
+            raise SessionError(f"{self.path} is not a readable kvtui session ({exc})") from None
+        finally:
+            try:
+                db.close()
+            except UnboundLocalError:
+                pass
+        if not self.records:
+            raise SessionError(f"{self.path} holds no complete frame")
+        self.meta = meta
+        self.header = json.loads(meta.get("header", "{}"))
+        self._checkpoints: dict[int, FrameDecoder] = {}
+        self._cache: tuple[int, Frame] | None = None
+
+    def __len__(self) -> int:
+        return len(self.records)
+
+    @property
+    def duration(self) -> float:
+        """Seconds from the first to the last frame (frame time ``t``)."""
+        return self.times[-1]
+
+    def index_at(self, t: float) -> int:
+        """Index of the last frame at or before time ``t`` (clamped)."""
+        return max(0, min(len(self.times) - 1, bisect.bisect_right(self.times, t) - 1))
+
+    def frame_at(self, index: int) -> Frame:
+        """The full frame number ``index`` (rebuilt from the nearest checkpoint)."""
+        index = max(0, min(len(self.records) - 1, index))
+        if self._cache and self._cache[0] == index:
+            return self._cache[1]
+        start = max((i for i in self._checkpoints if i <= index), default=-1)
+        dec = copy.deepcopy(self._checkpoints[start]) if start >= 0 else FrameDecoder()
+        frame = None
+        for i in range(start + 1, index + 1):
+            frame = dec.apply(decode_record(self.records[i]))
+            if i % CHECKPOINT_EVERY == 0 and i not in self._checkpoints:
+                self._checkpoints[i] = copy.deepcopy(dec)
+        if frame is None:  # index == a checkpoint: re-apply its own record on a copy of the one before
+            prev = max((i for i in self._checkpoints if i < index), default=-1)
+            dec = copy.deepcopy(self._checkpoints[prev]) if prev >= 0 else FrameDecoder()
+            for i in range(prev + 1, index + 1):
+                frame = dec.apply(decode_record(self.records[i]))
+        self._cache = (index, frame)
+        return frame
+
+    def final_frame(self) -> Frame:
+        """The last complete frame."""
+        return self.frame_at(len(self.records) - 1)
+
+
+class ReplayPlayer:
+    """Plays a session in (scaled) real time: the ``FrameSource`` of ``kvtui replay``.
+
+    Controls: :meth:`toggle_pause`, :meth:`step` (±frames, pauses), :meth:`seek` (±seconds),
+    :meth:`seek_start`, :meth:`seek_end`, :meth:`set_speed` (×0.125 .. ×64). Frames carry
+    ``status["mode"] == "replay"`` and ``status["replay"] = {position, length, speed, paused}``.
+    """
+
+    def __init__(self, reader: SessionReader, speed: float = 1.0, clock=time.monotonic):
+        self.reader = reader
+        self.speed = float(speed)
+        self._clock = clock
+        self._pos = reader.times[0]
+        self._anchor = clock()
+        self.paused = False
+
+    @property
+    def position(self) -> float:
+        """Current playback time in session seconds."""
+        if not self.paused:
+            now = self._clock()
+            self._pos = min(self.reader.duration, self._pos + (now - self._anchor) * self.speed)
+            self._anchor = now
+        return self._pos
+
+    def frame(self) -> Frame:
+        """The frame at the current position, marked as replay."""
+        pos = self.position
+        f = self.reader.frame_at(self.reader.index_at(pos))
+        status = dict(f.status)
+        status.update(mode="replay", replay={"position": pos, "length": self.reader.duration, "speed": self.speed,
+                                             "paused": self.paused, "ended": pos >= self.reader.duration})
+        return Frame(**{**f.__dict__, "status": status})
+
+    def _set(self, pos: float) -> None:
+        self._pos = max(0.0, min(self.reader.duration, pos))
+        self._anchor = self._clock()
+
+    def toggle_pause(self) -> bool:
+        """Pause or resume; returns the new paused state."""
+        self._set(self.position)
+        self.paused = not self.paused
+        return self.paused
+
+    def step(self, frames: int = 1) -> None:
+        """Pause and move ``frames`` frames forward (or back if negative)."""
+        i = self.reader.index_at(self.position) + frames
+        self.paused = True
+        self._set(self.reader.times[max(0, min(len(self.reader) - 1, i))])
+
+    def seek(self, seconds: float) -> None:
+        """Move by ``seconds`` (negative = back)."""
+        self._set(self.position + seconds)
+
+    def seek_start(self) -> None:
+        """Go to the first frame."""
+        self._set(0.0)
+
+    def seek_end(self) -> None:
+        """Go to the last frame."""
+        self._set(self.reader.duration)
+
+    def set_speed(self, speed: float) -> None:
+        """Playback speed factor, clamped to 0.125 .. 64."""
+        self._set(self.position)
+        self.speed = max(0.125, min(64.0, float(speed)))

@@ -1,0 +1,120 @@
+"""Recording a session into SQLite (WAL journal): each frame is committed as it is written, so a process
+killed mid-run leaves a file that reads back up to its last complete frame."""
+
+from __future__ import annotations
+
+import datetime as _dt
+import json
+import sqlite3
+import threading
+import time
+from pathlib import Path
+
+from kvtui import __version__
+from kvtui.metrics.aggregate import Frame
+from kvtui.session import APPLICATION_ID, FORMAT_VERSION, SessionError
+from kvtui.session.codec import FrameEncoder
+
+CHECKPOINT_FRAMES = 50
+SCHEMA = """
+CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+CREATE TABLE frames (seq INTEGER PRIMARY KEY, t REAL NOT NULL, record BLOB NOT NULL);
+"""
+
+
+def mooncake_version() -> str:
+    """The installed Mooncake wheel's name and version (no import of the native library)."""
+    import importlib.metadata as md
+
+    for name in ("mooncake-transfer-engine-non-cuda", "mooncake-transfer-engine"):
+        try:
+            return f"{name} {md.version(name)}"
+        except md.PackageNotFoundError:
+            continue
+    return "unknown"
+
+
+class SessionWriter:
+    """Writes one session file. ``header``: layout, workload spec and seed, cluster mode (plain data).
+
+    Raises :class:`SessionError` (one line) if ``path`` cannot be created. Thread-safe ``write``.
+    """
+
+    def __init__(self, path: str | Path, header: dict):
+        self.path = Path(path)
+        if self.path.exists():
+            self.path.unlink()
+        try:
+            self.db = sqlite3.connect(str(self.path), check_same_thread=False, isolation_level=None)
+            self.db.execute("PRAGMA journal_mode=WAL")
+            self.db.execute("PRAGMA synchronous=NORMAL")
+            self.db.execute(f"PRAGMA application_id={APPLICATION_ID}")
+            self.db.executescript(SCHEMA)
+            meta = {"format": "kvtui-session", "format_version": str(FORMAT_VERSION), "kvtui_version": __version__,
+                    "mooncake_version": mooncake_version(),
+                    "started_at": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
+                    "header": json.dumps(header, default=str)}
+            self.db.executemany("INSERT INTO meta VALUES (?, ?)", meta.items())
+        except (sqlite3.Error, OSError) as exc:
+            raise SessionError(f"cannot record to {self.path}: {exc}") from None
+        self._enc = FrameEncoder()
+        self._lock = threading.Lock()
+        self._seq = 0
+        self.closed = False
+
+    def write(self, frame: Frame) -> None:
+        """Append one frame (committed at once)."""
+        with self._lock:
+            if self.closed:
+                return
+            self.db.execute("INSERT INTO frames VALUES (?, ?, ?)", (self._seq, frame.t, self._enc.encode(frame)))
+            self._seq += 1
+            if self._seq % CHECKPOINT_FRAMES == 0:  # keep the main file itself current, not only its -wal
+                self.db.execute("PRAGMA wal_checkpoint(PASSIVE)")
+
+    @property
+    def frames(self) -> int:
+        """Frames written so far."""
+        return self._seq
+
+    def close(self) -> None:
+        """Checkpoint the WAL into the file and close (safe to call twice)."""
+        with self._lock:
+            if self.closed:
+                return
+            self.closed = True
+            try:
+                self.db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+            finally:
+                self.db.close()
+
+
+class RecordingThread:
+    """Pulls frames from ``source.frame()`` every ``1/hz`` seconds into a :class:`SessionWriter`."""
+
+    def __init__(self, source, writer: SessionWriter, hz: float = 10.0):
+        self.source, self.writer, self.interval = source, writer, 1.0 / hz
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._loop, name="kvtui-recorder", daemon=True)
+        self.last_frame: Frame | None = None
+
+    def start(self) -> "RecordingThread":
+        """Start recording."""
+        self._thread.start()
+        return self
+
+    def _loop(self) -> None:
+        next_t = time.monotonic()
+        while not self._stop.is_set():
+            self.last_frame = self.source.frame()
+            self.writer.write(self.last_frame)
+            next_t += self.interval
+            self._stop.wait(max(0.0, next_t - time.monotonic()))
+
+    def stop(self, final: Frame | None = None) -> None:
+        """Stop, write ``final`` (the frame the caller's own summary uses) if given, and close the file."""
+        self._stop.set()
+        self._thread.join(5)
+        if final is not None:
+            self.writer.write(final)
+        self.writer.close()
