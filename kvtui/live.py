@@ -21,7 +21,7 @@ class LiveSession:
 
     def __init__(self, engine, workload, description: dict, *, concurrency: int = 1, max_requests=None,
                  duration_s=None, aggregator: Aggregator | None = None, layout_text: str = "",
-                 header: dict | None = None):
+                 header: dict | None = None, owns_engine: bool = True):
         from kvtui.engine.runner import Driver
 
         self.engine = engine
@@ -35,6 +35,7 @@ class LiveSession:
         self.panels = PanelThread(StoreSampler(ep.metrics_url if ep else None), ProcessSampler(engine.worker_pids()))
         self._stopped = False
         self.header = dict(header or {})
+        self.owns_engine = owns_engine  # False: stop() leaves the engine running (the bench reuses it)
         self.recorder = None  # RecordingThread while recording
 
     def start(self) -> "LiveSession":
@@ -175,7 +176,8 @@ class LiveSession:
         self.driver.stop()
         self.driver.done.wait(5)
         self.panels.stop()
-        self.engine.stop()
+        if self.owns_engine:
+            self.engine.stop()
 
 
 def _change_text(knob: str, value) -> str:

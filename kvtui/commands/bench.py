@@ -41,6 +41,11 @@ def register(subparsers) -> None:
                    help="instead: replay this FAST'25 trace one request at a time through the engine and through a "
                         "bare loop of the same store calls, and report the replay rates and their ratio "
                         "(use a small layout, e.g. --layers 1 --kv-heads 1 --head-dim 1 --elem-bytes 1 --page-tokens 512)")
+    p.add_argument("--ui", action="store_true",
+                   help="instead: the workload rate with the live monitor (headless) against the same scenario "
+                        "without it, and the monitor process's CPU while the workload is paused "
+                        "(use a small layout, e.g. --layout tiny)")
+    p.add_argument("--seconds", type=float, default=8.0, metavar="SECONDS", help="--ui: length of each phase (default 8)")
     p.add_argument("--trace-block-tokens", type=int, default=512, metavar="TOKENS", help="tokens per trace hash id (default 512)")
     add_page_arguments(p, "seed")
     p.set_defaults(func=run)
@@ -108,6 +113,8 @@ def run(args: argparse.Namespace) -> int:
     _say(f"network: {isolate('auto')}")
     if args.trace:
         return _trace_bench(args, layout, store_bytes)
+    if args.ui:
+        return _ui_bench(args, layout, store_bytes)
     prompt = np.arange(args.prompt_tokens, dtype=np.uint32) + 1000
     second = prompt.copy()
     second[args.shared_tokens:] += 1_000_000  # diverges after the shared prefix
@@ -270,3 +277,61 @@ def _trace_bench(args, layout, store_bytes: int) -> int:
     if args.json:
         write_json_atomic(args.json, out)
     return 0 if s["mismatches"] == 0 else 1
+
+
+def _ui_bench(args, layout, store_bytes: int) -> int:
+    """Requests/s of the same scenario without and with the monitor (headless, 10 Hz), then the monitor
+    process's CPU over 3 s with the workload paused. Both phases start from an empty store."""
+    import time
+
+    import psutil
+
+    from kvtui.live import LiveSession
+    from kvtui.tui.app import run_app
+    from workload import SyntheticWorkload, WorkloadSpec
+
+    if args.seconds <= 0:
+        raise KvtuiError("--seconds must be positive")
+    spec = WorkloadSpec(scenario="shared-system-prompt", overlap=0.75, pool=8, prompt_tokens=8 * layout.page_tokens,
+                        page_tokens=layout.page_tokens, seed=0)
+    desc = {"kind": "synthetic", "scenario": spec.scenario, "overlap": spec.overlap, "pool": spec.pool,
+            "rate": spec.rate, "prompt_tokens": spec.prompt_tokens}
+    _say(f"starting embedded cluster and workers ({layout.describe()})…")
+    engine = _engine(layout, args, store_bytes)
+    me = psutil.Process()
+    try:
+        rates = {}
+        for phase in ("headless", "monitor"):
+            engine.clear_store()
+            session = LiveSession(engine, SyntheticWorkload(spec), desc, layout_text=layout.describe(), owns_engine=False)
+            _say(f"{phase}: {args.seconds:g} s of {spec.scenario}…")
+            session.start()
+            t0 = time.monotonic()
+            try:
+                if phase == "headless":
+                    time.sleep(args.seconds)
+                else:
+                    run_app(session, None, headless=True, duration_s=args.seconds)
+                n = session.agg.totals()["requests"]
+                rates[phase] = n / (time.monotonic() - t0)
+                if phase == "monitor":
+                    session.pause()
+                    session.driver.done.wait(0.5)
+                    _say("monitor idle with the workload paused: 3 s of CPU…")
+                    cpu0 = sum(me.cpu_times()[:2])
+                    run_app(session, None, headless=True, duration_s=3.0)
+                    idle_cpu = (sum(me.cpu_times()[:2]) - cpu0) / 3.0 * 100
+            finally:
+                session.stop()
+    finally:
+        engine.stop()
+    out = {"layout": layout.as_dict(), "seconds": args.seconds, "headless_rps": rates["headless"],
+           "monitor_rps": rates["monitor"], "ratios": {"monitor_vs_headless": rates["monitor"] / rates["headless"]},
+           "idle_paused_cpu_percent": idle_cpu}
+    print(f"workload rate headless   {rates['headless']:8.1f} req/s\n"
+          f"with the monitor         {rates['monitor']:8.1f} req/s → ratio {out['ratios']['monitor_vs_headless']:.2f} "
+          f"(target ≥ 0.95)\n"
+          f"monitor CPU, paused      {idle_cpu:8.1f} % of one core (target: near zero)")
+    if args.json:
+        write_json_atomic(args.json, out)
+    return 0
