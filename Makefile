@@ -12,3 +12,7 @@ test: setup
 
 bench: setup
 	.venv/bin/kvtui bench --json bench.json
+
+screenshots: setup
+	.venv/bin/kvtui watch --headless --duration 10 --size 120x40 --layout tiny --prompt-tokens 256 --screenshot screenshots/watch-120x40.svg
+	.venv/bin/kvtui watch --headless --duration 10 --size 80x24 --layout tiny --prompt-tokens 256 --screenshot screenshots/watch-80x24.svg

@@ -34,10 +34,12 @@ class SessionReader:
             db = sqlite3.connect(f"file:{self.path}?mode=ro", uri=True)
             try:
                 app_id = db.execute("PRAGMA application_id").fetchone()[0]
+                if app_id != APPLICATION_ID:
+                    raise SessionError(f"{self.path} is not a kvtui session (another SQLite database)")
                 meta = dict(db.execute("SELECT key, value FROM meta").fetchall())
             except sqlite3.DatabaseError as exc:
                 raise SessionError(f"{self.path} is not a readable kvtui session ({exc})") from None
-            if app_id != APPLICATION_ID or meta.get("format") != "kvtui-session":
+            if meta.get("format") != "kvtui-session":
                 raise SessionError(f"{self.path} is not a kvtui session")
             version = int(meta.get("format_version", "0"))
             if version > FORMAT_VERSION:

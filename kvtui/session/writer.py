@@ -78,13 +78,14 @@ class SessionWriter:
         return self._seq
 
     def close(self) -> None:
-        """Checkpoint the WAL into the file and close (safe to call twice)."""
+        """Checkpoint the WAL into the file, leave WAL mode and close (safe to call twice)."""
         with self._lock:
             if self.closed:
                 return
             self.closed = True
             try:
                 self.db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+                self.db.execute("PRAGMA journal_mode=DELETE")  # one self-contained file: readers add no -wal/-shm
             finally:
                 self.db.close()
 

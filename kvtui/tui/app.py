@@ -5,6 +5,11 @@ hands the frame to the widgets; freezing the view only stops applying frames. Th
 the engine: every workload change goes through :class:`Controller`, whose methods return quickly
 (``clear_store`` runs in a thread worker). Without a controller, or in replay mode, the workload controls are
 disabled through :meth:`KvtuiApp.check_action`.
+
+Replay (``player``, a :class:`~kvtui.session.reader.ReplayPlayer`, also the frame source): the live controls
+are hidden and their keys drive the player instead (play/pause, step, seek, start/end, speed); the header
+shows a REPLAY badge with position / length and speed. Live mode: ``ctrl+r`` toggles recording through
+``Controller.toggle_recording`` and the header shows ``● REC`` while frames say ``status["recording"]``.
 """
 
 from __future__ import annotations
@@ -22,13 +27,13 @@ from textual.widgets import Footer, Static
 from textual.worker import Worker, WorkerState
 
 from kvtui.metrics.aggregate import Frame
-from kvtui.tui.controls import (BINDINGS, ENGINE_ACTIONS, OVERLAP_STEP, RATE_STEPS, SCENARIOS, WORKLOAD_ACTIONS,
-                                key_help, next_rate, system_commands)
-from kvtui.tui.fmt import fmt_rps_knob
+from kvtui.tui.controls import (BINDINGS, ENGINE_ACTIONS, OVERLAP_STEP, RATE_STEPS, REPLAY_ACTIONS, SCENARIOS,
+                                SEEK_STEP_S, WORKLOAD_ACTIONS, key_help, next_rate, system_commands)
+from kvtui.tui.fmt import fmt_position, fmt_rps_knob, fmt_speed
 from kvtui.tui.screens import ConfirmScreen, HelpScreen, SettingsScreen
 from kvtui.tui.widgets import EventLog, Kpis, LatencyPanel, PageGrid, ProcsPanel, StorePanel, Throughput
 
-__all__ = ["FrameSource", "Controller", "KvtuiApp", "run_app", "SCENARIOS", "RATE_STEPS", "next_rate"]
+__all__ = ["FrameSource", "Controller", "Player", "KvtuiApp", "run_app", "SCENARIOS", "RATE_STEPS", "next_rate"]
 
 MIN_SIZE = (60, 16)
 MAX_HZ = 15.0
@@ -47,21 +52,41 @@ class Controller(Protocol):
     def resume(self) -> None: ...
     def clear_store(self) -> int: ...
     def stop(self) -> None: ...
+    def toggle_recording(self) -> tuple[bool, str | None]:
+        """Start recording the session to a file, or stop; returns (recording now, the file's path)."""
+
+
+class Player(FrameSource, Protocol):
+    """Replay controls (:class:`kvtui.session.reader.ReplayPlayer`); ``frame()`` carries ``status["replay"]``."""
+
+    speed: float
+
+    def toggle_pause(self) -> bool: ...
+    def step(self, frames: int = 1) -> None: ...
+    def seek(self, seconds: float) -> None: ...
+    def seek_start(self) -> None: ...
+    def seek_end(self) -> None: ...
+    def set_speed(self, speed: float) -> None: ...
 
 
 class KvtuiApp(App[int]):
     """The kvtui monitor. ``clock`` (default :func:`time.time`) only names screenshot files; everything shown
-    comes from frames (elapsed time is ``frame.t``). ``window_s`` labels the latency window."""
+    comes from frames (elapsed time is ``frame.t``). ``window_s`` labels the latency window. ``player``: replay
+    mode (the player is the frame source when ``source`` is None)."""
 
     CSS_PATH = "app.tcss"
     ENABLE_COMMAND_PALETTE = True
     BINDINGS = BINDINGS
 
-    def __init__(self, source: FrameSource, controller: Controller | None = None, *, refresh_hz: float = 10,
+    def __init__(self, source: FrameSource | None, controller: Controller | None = None, *, refresh_hz: float = 10,
                  screenshot_dir: str = "screenshots", title: str = "kvtui", scenarios: Sequence[str] = SCENARIOS,
-                 clock: Callable[[], float] | None = None, window_s: float = 30.0) -> None:
+                 clock: Callable[[], float] | None = None, window_s: float = 30.0,
+                 player: Player | None = None) -> None:
         super().__init__()
-        self.source, self.controller = source, controller
+        if source is None and player is None:
+            raise ValueError("KvtuiApp needs a frame source or a player")
+        self.source = source if source is not None else player
+        self.controller, self.player = controller, player
         self.refresh_hz = min(MAX_HZ, max(0.5, float(refresh_hz)))
         self.screenshot_dir, self.scenarios = screenshot_dir, tuple(scenarios) or SCENARIOS
         self.title, self.window_s = title, window_s
@@ -99,6 +124,7 @@ class KvtuiApp(App[int]):
         self.main_screen: Screen = self.screen
         self.w = {cls: self.query_one(cls) for cls in (Kpis, PageGrid, Throughput, LatencyPanel, StorePanel,
                                                        ProcsPanel, EventLog)}
+        self.w[EventLog].ui_last = self.player is not None
         self._size_classes(self.size.width, self.size.height)
         self.refresh_timer = self.set_interval(1.0 / self.refresh_hz, self.tick, name="frame-pull")
         self.tick()
@@ -180,7 +206,12 @@ class KvtuiApp(App[int]):
 
     # -- controls ------------------------------------------------------------------------------------------
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        """``False``: hidden (the other mode's keys), ``None``: shown disabled, ``True``: enabled."""
+        if action in REPLAY_ACTIONS:
+            return self.player is not None
         if action in WORKLOAD_ACTIONS or action in ENGINE_ACTIONS:
+            if self.player is not None:
+                return False  # replay: hidden, their keys drive the player
             if self.controller is None or (self._gate and self._gate[1] == "replay"):
                 return None  # shown disabled
             if action in WORKLOAD_ACTIONS and self._gate and self._gate[2] != "synthetic":
@@ -233,9 +264,60 @@ class KvtuiApp(App[int]):
         else:
             self._control("paused", True, self.controller.pause, "workload paused")
 
+    def action_toggle_recording(self) -> None:
+        toggle = getattr(self.controller, "toggle_recording", None)
+        if toggle is None:
+            self.log_line("recording is unavailable (the controller cannot record)", "error")
+            return
+        try:
+            on, path = toggle()
+        except Exception as exc:  # e.g. the file cannot be created: report, keep running
+            self.log_line(f"recording failed: {type(exc).__name__}: {exc}", "error")
+            return
+        self.log_line(f"recording → {path}" if on else f"recording stopped: {path}", "control")
+
+    # -- replay controls (only with a player) --------------------------------------------------------------
+    def _replay(self, call: Callable[[], object], text: Callable[[dict], str]) -> None:
+        """Run a player control, pull the frame at the new position at once, and log ``text(status["replay"])``."""
+        try:
+            call()
+        except Exception as exc:  # the player reads a file: report, keep the UI alive
+            self.log_line(f"replay control failed: {type(exc).__name__}: {exc}", "error")
+            return
+        self.tick()
+        rp = (self.frame.status or {}).get("replay", {}) if self.frame else {}
+        self.log_line(text(rp))
+
+    def action_replay_pause(self) -> None:
+        def text(rp: dict) -> str:
+            at = fmt_position(rp.get("position", 0))
+            return f"replay paused at {at}" if rp.get("paused") else f"replay playing from {at}"
+
+        self._replay(self.player.toggle_pause, text)
+
+    def action_replay_step(self, frames: int) -> None:
+        self._replay(lambda: self.player.step(frames),
+                     lambda rp: f"step {frames:+d} → {fmt_position(rp.get('position', 0))}")
+
+    def action_replay_seek(self, direction: int) -> None:
+        self._replay(lambda: self.player.seek(direction * SEEK_STEP_S),
+                     lambda rp: f"seek → {fmt_position(rp.get('position', 0))}")
+
+    def action_replay_start(self) -> None:
+        self._replay(self.player.seek_start, lambda rp: f"seek → {fmt_position(rp.get('position', 0))} (start)")
+
+    def action_replay_end(self) -> None:
+        self._replay(self.player.seek_end, lambda rp: f"seek → {fmt_position(rp.get('position', 0))} (end)")
+
+    def action_replay_speed(self, direction: int) -> None:
+        speed = self.player.speed * (2.0 if direction > 0 else 0.5)
+        self._replay(lambda: self.player.set_speed(speed),
+                     lambda rp: f"speed {fmt_speed(rp.get('speed', self.player.speed))}")
+
     def action_freeze(self) -> None:
         self.frozen = not self.frozen
-        self.log_line("view frozen (workload keeps running)" if self.frozen else "view live")
+        running = "playback" if self.player is not None else "workload"
+        self.log_line(f"view frozen ({running} keeps running)" if self.frozen else "view live")
         if self.shown is not None:
             self.w[Kpis].update_frame(self.shown, frozen=self.frozen, window_label=self._latency_text())
         if not self.frozen and self.frame is not None:
@@ -285,7 +367,8 @@ class KvtuiApp(App[int]):
         return path
 
     def action_help(self) -> None:
-        self.push_screen(HelpScreen(self.key_help()))
+        self.push_screen(HelpScreen(self.key_help(), "replay controls, view commands" if self.player is not None
+                                    else "set overlap %, rate, pool by value"))
 
     def key_help(self) -> list[tuple[str, str]]:
         """(keys, description) for every binding (built from :data:`BINDINGS`, so the help never drifts)."""
@@ -318,12 +401,13 @@ class KvtuiApp(App[int]):
         self.exit(0)
 
 
-def run_app(source: FrameSource, controller: Controller | None, *, headless: bool = False,
+def run_app(source: FrameSource | None, controller: Controller | None, *, headless: bool = False,
             duration_s: float | None = None, screenshot: str | None = None, screenshot_dir: str = "screenshots",
             size: tuple[int, int] = (120, 40), **app_kwargs) -> int:
     """Run the monitor until quit (or for ``duration_s``); headless runs without a terminal at ``size``
     (1 s when no duration is given). ``screenshot``: SVG path written just before exiting after
-    ``duration_s``. ``controller.stop()`` is called on the way out. Returns the exit code (0)."""
+    ``duration_s``. ``controller.stop()`` is called on the way out. Returns the exit code (0).
+    Replay: ``run_app(None, None, player=ReplayPlayer(SessionReader(path)))``."""
     app = KvtuiApp(source, controller, screenshot_dir=screenshot_dir, **app_kwargs)
     app.finish_after = 1.0 if headless and duration_s is None else duration_s
     app.finish_screenshot = screenshot

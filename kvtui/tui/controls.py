@@ -16,7 +16,10 @@ SCENARIOS: tuple[str, ...] = ("shared-system-prompt", "few-shot", "multi-turn", 
 OVERLAP_STEP = 0.05
 RATE_STEPS: tuple[float, ...] = (0.5, 1, 2, 5, 10, 20, 50, 100, 200, 500, 1000)
 WORKLOAD_ACTIONS = frozenset({"overlap", "pool", "rate", "scenario", "settings"})  # synthetic + live + controller
-ENGINE_ACTIONS = frozenset({"toggle_pause", "clear_store"})  # live + controller
+ENGINE_ACTIONS = frozenset({"toggle_pause", "clear_store", "toggle_recording"})  # live + controller
+REPLAY_ACTIONS = frozenset({"replay_pause", "replay_step", "replay_seek", "replay_start", "replay_end",
+                            "replay_speed"})  # replay (a player): these take over the keys of the live controls
+SEEK_STEP_S = 10.0
 
 
 def next_rate(current: float, up: bool, measured: float = 0.0) -> float:
@@ -37,11 +40,25 @@ def next_rate(current: float, up: bool, measured: float = 0.0) -> float:
 _OVERLAP = Binding.Group("overlap", compact=True)
 _POOL = Binding.Group("pool", compact=True)
 _RATE = Binding.Group("rate", compact=True)
+_STEP = Binding.Group("step", compact=True)
+_SEEK = Binding.Group("seek", compact=True)
+_SPEED = Binding.Group("speed", compact=True)
 
 BINDINGS: list[Binding] = [
     Binding("question_mark", "help", "help", key_display="?"),
     Binding("q", "quit", "quit"),
     Binding("p,space", "toggle_pause", "pause", key_display="p"),
+    # replay only (shown instead of the live controls when the app has a player; same keys, other meaning)
+    Binding("space,p", "replay_pause", "play/pause", key_display="space"),
+    Binding("comma", "replay_step(-1)", "step -1", key_display=",", group=_STEP),
+    Binding("full_stop", "replay_step(1)", "step +1", key_display=".", group=_STEP),
+    Binding("left", "replay_seek(-1)", "-10 s", key_display="←", group=_SEEK),
+    Binding("right", "replay_seek(1)", "+10 s", key_display="→", group=_SEEK),
+    Binding("home", "replay_start", "start"),
+    Binding("end", "replay_end", "end"),
+    Binding("minus,less_than_sign", "replay_speed(-1)", "slower", key_display="-", group=_SPEED),
+    Binding("plus,equals_sign,greater_than_sign", "replay_speed(1)", "faster", key_display="+", group=_SPEED),
+    # live
     Binding("left_square_bracket,minus", "overlap(-1)", "overlap -5 %", key_display="[", group=_OVERLAP),
     Binding("right_square_bracket,plus,equals_sign", "overlap(1)", "overlap +5 %", key_display="]", group=_OVERLAP),
     Binding("comma,less_than_sign", "pool(-1)", "pool -1", key_display="<", group=_POOL),
@@ -53,28 +70,50 @@ BINDINGS: list[Binding] = [
     Binding("w", "window", "window"),
     Binding("e", "settings", "set…", show=False),
     Binding("c", "clear_store", "clear"),
+    Binding("ctrl+r", "toggle_recording", "record"),
     Binding("ctrl+s,S", "screenshot", "shot", key_display="S"),
 ]
 
 
 def key_help(app: "KvtuiApp") -> list[tuple[str, str]]:
-    """(keys, description) for every binding of :data:`BINDINGS`."""
-    names = {"toggle_pause": "pause / resume the workload", "freeze": "freeze the view (workload keeps running)",
+    """(keys, description) for every binding of :data:`BINDINGS` that the current mode shows (live or replay:
+    bindings hidden by ``app.check_action`` are left out; disabled ones are listed)."""
+    running = "playback" if getattr(app, "player", None) is not None else "workload"
+    names = {"toggle_pause": "pause / resume the workload", "freeze": f"freeze the view ({running} keeps running)",
              "window": "latency: last N seconds ↔ whole session", "clear_store": "clear the store (asks first)",
              "screenshot": f"save an SVG screenshot into {app.screenshot_dir}/", "help": "this help",
              "quit": "quit", "scenario": "next scenario", "settings": "type overlap %, rate, pool",
              "overlap(1)": "prefix overlap +5 %", "overlap(-1)": "prefix overlap −5 %",
              "pool(1)": "pool size +1", "pool(-1)": "pool size −1", "rate(1)": "request rate up a step",
-             "rate(-1)": "request rate down a step (closed loop is above the top step)"}
+             "rate(-1)": "request rate down a step (closed loop is above the top step)",
+             "toggle_recording": "start / stop recording to a session file (play it: kvtui replay FILE)",
+             "replay_pause": "replay: play / pause", "replay_step(1)": "replay: one frame forward (pauses)",
+             "replay_step(-1)": "replay: one frame back (pauses)",
+             "replay_seek(1)": f"replay: forward {SEEK_STEP_S:g} s",
+             "replay_seek(-1)": f"replay: back {SEEK_STEP_S:g} s",
+             "replay_start": "replay: go to the start", "replay_end": "replay: go to the end",
+             "replay_speed(1)": "replay: twice as fast (up to ×64)",
+             "replay_speed(-1)": "replay: half as fast (down to ×⅛)"}
     out = []
     for b in BINDINGS:
+        action, params = _split_action(b.action)
+        if app.check_action(action, params) is False:
+            continue
         keys = " ".join(app.get_key_display(Binding(k, b.action)) for k in b.key.split(","))
         out.append((keys, names.get(b.action, b.description)))
     return out
 
 
+def _split_action(action: str) -> tuple[str, tuple]:
+    """``"pool(-1)"`` → ``("pool", (-1,))`` (the form ``check_action`` receives)."""
+    from textual.actions import parse
+
+    _, name, params = parse(action)
+    return name, params
+
+
 def system_commands(app: "KvtuiApp") -> Iterable[SystemCommand]:
-    """Command-palette entries: typed knob values, every scenario, and the view commands."""
+    """Command-palette entries: typed knob values, every scenario, recording, replay, and the view commands."""
     if app.check_action("settings", ()):
         yield SystemCommand("Set prefix overlap %", "Type the shared-prefix fraction",
                             lambda: app.action_settings("overlap"))
@@ -84,6 +123,13 @@ def system_commands(app: "KvtuiApp") -> Iterable[SystemCommand]:
         for name in app.scenarios:
             yield SystemCommand(f"Scenario: {name}", "Switch the synthetic scenario",
                                 lambda name=name: app.set_scenario(name))
+    if app.check_action("toggle_recording", ()):
+        yield SystemCommand("Start / stop recording", "Record the session to a file (ctrl+r)",
+                            app.action_toggle_recording)
+    if app.check_action("replay_pause", ()):
+        yield SystemCommand("Replay: play / pause", "Pause or resume the playback", app.action_replay_pause)
+        yield SystemCommand("Replay: go to start", "Seek to the first frame", app.action_replay_start)
+        yield SystemCommand("Replay: go to end", "Seek to the last frame", app.action_replay_end)
     yield SystemCommand("Toggle latency window", "Last N seconds ↔ whole session", app.action_window)
     yield SystemCommand("Freeze / unfreeze view", "Stop applying frames", app.action_freeze)
     yield SystemCommand("Save SVG screenshot", f"Into {app.screenshot_dir}/", app.action_screenshot)

@@ -5,8 +5,9 @@
 call advances it by ``tick_s``), so every figure on screen comes from the same code path as a live run.
 :class:`DemoController` turns the knobs of a DemoSource. Nothing here touches a store or an engine.
 
-``python -m kvtui.tui.demo [--static] [--headless --duration S --screenshot PATH --size WxH]`` runs the
-monitor on it (``--static``: one fixed fixture frame, as the snapshot tests use). The README fixture SVGs:
+``python -m kvtui.tui.demo [--static | --replay FILE] [--headless --duration S --screenshot PATH --size WxH]``
+runs the monitor on it (``--static``: one fixed fixture frame, as the snapshot tests use; ``--replay``: play a
+recorded session file, e.g. one that ctrl+r wrote from the demo). The README fixture SVGs:
 
     python -m kvtui.tui.demo --static --headless --duration 0.5 --size 120x40 \
         --screenshot screenshots/watch-120x40.svg
@@ -15,7 +16,9 @@ monitor on it (``--static``: one fixed fixture frame, as the snapshot tests use)
 from __future__ import annotations
 
 import argparse
+import os
 import random
+import time
 
 from kvtui.connector import PageState as S
 from kvtui.events import EngineEvent, RequestResult
@@ -45,6 +48,7 @@ class DemoSource:
         self.req_id = 0
         self.alloc_failures = 0
         self._last_rates: dict = {}
+        self.writer = None  # a SessionWriter while recording (DemoController.toggle_recording)
         self.agg.event(EngineEvent("info", 0.0, "embedded store up: master 127.0.0.1:50051, 8.0 GiB segment"))
 
     # -- traffic -------------------------------------------------------------------------------------------
@@ -132,6 +136,8 @@ class DemoSource:
         )
         status = {"store_mode": "embedded", "store_up": True, "paused": self.paused,
                   "layout": self.layout.describe(), "mode": "live"}
+        if self.writer is not None:
+            status.update(recording=True, record_path=str(self.writer.path))
         return {"store": store, "procs": procs, "workload": dict(self.workload), "status": status}
 
     def frame(self) -> Frame:
@@ -139,14 +145,16 @@ class DemoSource:
         self.step()
         frame = self.agg.frame(**self.panels())
         self._last_rates = frame.rates
+        if self.writer is not None:
+            self.writer.write(frame)
         return frame
 
 
 class DemoController:
     """Turns the knobs of a :class:`DemoSource` (the fake engine end of the control channel)."""
 
-    def __init__(self, source: DemoSource):
-        self.source = source
+    def __init__(self, source: DemoSource, record_dir: str = "."):
+        self.source, self.record_dir = source, record_dir
 
     def set_overlap(self, fraction: float) -> None:
         self.source.workload["overlap"] = fraction
@@ -172,8 +180,24 @@ class DemoController:
         self.source.stored_pages = 0
         return n
 
+    def toggle_recording(self) -> tuple[bool, str | None]:
+        """Start recording the demo's frames into ``record_dir/kvtui-demo-YYYYmmdd-HHMMSS.kvtui``, or stop."""
+        src = self.source
+        if src.writer is not None:
+            writer, src.writer = src.writer, None
+            writer.close()
+            return False, str(writer.path)
+        from kvtui.session.writer import SessionWriter
+
+        os.makedirs(self.record_dir, exist_ok=True)
+        path = os.path.join(self.record_dir, time.strftime("kvtui-demo-%Y%m%d-%H%M%S.kvtui"))
+        src.writer = SessionWriter(path, {"demo": True, "layout": src.layout.describe(),
+                                          "workload": dict(src.workload)})
+        return True, path
+
     def stop(self) -> None:
-        pass
+        if self.source.writer is not None:
+            self.toggle_recording()
 
 
 class StaticSource:
@@ -200,12 +224,18 @@ def main(argv: list[str] | None = None) -> int:
 
     ap = argparse.ArgumentParser(prog="python -m kvtui.tui.demo", description=__doc__.split("\n")[0])
     ap.add_argument("--static", action="store_true", help="show one fixed fixture frame (knobs go nowhere)")
+    ap.add_argument("--replay", metavar="FILE", default=None, help="play a recorded session file")
     ap.add_argument("--headless", action="store_true")
     ap.add_argument("--duration", type=float, default=None, help="seconds before exiting")
     ap.add_argument("--screenshot", default=None, help="SVG written before exiting (with --duration)")
     ap.add_argument("--size", default="120x40", help="WxH of the headless terminal")
     args = ap.parse_args(argv)
     w, h = (int(v) for v in args.size.lower().split("x"))
+    if args.replay:
+        from kvtui.session.reader import ReplayPlayer, SessionReader
+
+        return run_app(None, None, player=ReplayPlayer(SessionReader(args.replay)), headless=args.headless,
+                       duration_s=args.duration, screenshot=args.screenshot, size=(w, h))
     if args.static:
         return run_app(StaticSource(fixture_frame()), DemoController(DemoSource()), headless=args.headless,
                        duration_s=args.duration, screenshot=args.screenshot, size=(w, h), clock=lambda: 0.0)

@@ -5,7 +5,7 @@ from __future__ import annotations
 from kvtui.layout import format_bytes
 
 __all__ = ["format_bytes", "fmt_int", "fmt_count", "fmt_pct", "fmt_ms", "fmt_mbps", "fmt_rate", "fmt_elapsed",
-           "fmt_rps_knob"]
+           "fmt_rps_knob", "fmt_position", "fmt_speed"]
 
 
 def fmt_int(n: float) -> str:
@@ -69,3 +69,14 @@ def fmt_elapsed(seconds: float) -> str:
     h, rem = divmod(s, 3600)
     m, s = divmod(rem, 60)
     return f"{h}:{m:02d}:{s:02d}" if h else f"{m}:{s:02d}"
+
+
+def fmt_position(seconds: float) -> str:
+    """A replay position to the tenth: ``65.34`` → ``'1:05.3'``, ``4000`` → ``'1:06:40.0'``."""
+    tenths = max(0, int(round(float(seconds) * 10)))
+    return f"{fmt_elapsed(tenths // 10)}.{tenths % 10}"
+
+
+def fmt_speed(factor: float) -> str:
+    """A playback speed: ``2`` → ``'×2'``, ``0.125`` → ``'×0.125'``."""
+    return f"×{float(factor):g}"

@@ -6,7 +6,9 @@ import pytest
 from tui_helpers import AggSource, result
 
 from kvtui.connector import PageState as S
-from kvtui.tui.demo import StaticSource, fixture_frame
+from kvtui.tui.demo import DemoController, DemoSource, StaticSource, fixture_frame
+
+SESSION_FRAMES, SESSION_TICK_S = 60, 0.5
 
 
 @pytest.fixture
@@ -32,3 +34,17 @@ def demo_frame():
 @pytest.fixture
 def static_source(demo_frame):
     return StaticSource(demo_frame)
+
+
+@pytest.fixture(scope="session")
+def session_file(tmp_path_factory):
+    """A real session file: 60 frames (t = 0.5 … 30 s) of a seeded DemoSource, recorded through
+    DemoController.toggle_recording (a SessionWriter), so its frames also say ``status["recording"]``."""
+    src = DemoSource(5, tick_s=SESSION_TICK_S)
+    ctl = DemoController(src, record_dir=str(tmp_path_factory.mktemp("sessions")))
+    on, path = ctl.toggle_recording()
+    assert on
+    for _ in range(SESSION_FRAMES):
+        src.frame()
+    assert ctl.toggle_recording() == (False, path)
+    return path

@@ -58,10 +58,12 @@ class AggSource:
 
 
 class RecordingController:
-    """Records every call as ``(method, value)``; ``clear_store`` returns 42."""
+    """Records every call as ``(method, value)``; ``clear_store`` returns 42; ``toggle_recording`` flips
+    between recording to ``record_path`` and not."""
 
-    def __init__(self):
+    def __init__(self, record_path: str = "sessions/kvtui-test.kvtui"):
         self.calls: list[tuple] = []
+        self.recording, self.record_path = False, record_path
 
     def __getattr__(self, name):
         if name in ("set_overlap", "set_pool", "set_rate", "set_scenario", "pause", "resume", "stop"):
@@ -72,8 +74,23 @@ class RecordingController:
         self.calls.append(("clear_store",))
         return 42
 
+    def toggle_recording(self) -> tuple[bool, str | None]:
+        self.calls.append(("toggle_recording",))
+        self.recording = not self.recording
+        return self.recording, self.record_path
+
     def named(self, name: str) -> list[tuple]:
         return [c for c in self.calls if c[0] == name]
+
+
+class FakeClock:
+    """A settable clock: ``clock()`` returns ``clock.t``."""
+
+    def __init__(self, t: float = 0.0):
+        self.t = t
+
+    def __call__(self) -> float:
+        return self.t
 
 
 def run(coro):

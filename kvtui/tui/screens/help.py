@@ -21,13 +21,14 @@ GRID_HELP = (
 
 
 class HelpScreen(ModalScreen[None]):
-    """Lists ``keys``: ``(key, description)`` pairs."""
+    """Lists ``keys``: ``(key, description)`` pairs; ``palette``: what the command palette offers."""
 
     BINDINGS = [Binding("escape,question_mark,q", "close", "Close help")]
 
-    def __init__(self, keys: list[tuple[str, str]]) -> None:
+    def __init__(self, keys: list[tuple[str, str]],
+                 palette: str = "set overlap %, rate, pool by value") -> None:
         super().__init__()
-        self.keys = keys
+        self.keys, self.palette = keys, palette
 
     def compose(self) -> ComposeResult:
         table = Table.grid(padding=(0, 2))
@@ -43,7 +44,7 @@ class HelpScreen(ModalScreen[None]):
             yield Static(table, id="help-keys")
             yield Static(Text("\n" + GRID_HELP), id="help-grid")
             yield Static(legend, id="help-legend")
-            yield Static(Text("ctrl+p: command palette (set overlap %, rate, pool by value)  ·  esc / ? closes",
+            yield Static(Text(f"ctrl+p: command palette ({self.palette})  ·  esc / ? closes",
                               style="dim"), id="help-footer")
 
     def action_close(self) -> None:

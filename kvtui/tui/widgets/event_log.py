@@ -33,6 +33,9 @@ class EventLog(Widget):
         self.keep = keep
         self.errors: dict = {}
         self.border_title = "Events"
+        self.ui_last = False
+        """Replay: UI lines (the replay controls) follow the recorded events in the order they were added,
+        since their time stamps (the replay position) jump back and forth."""
 
     def add_line(self, t: float, text: str, kind: str = "ui") -> None:
         """Add one local line stamped ``t`` (seconds of the run, i.e. the latest frame's ``t``)."""
@@ -54,7 +57,8 @@ class EventLog(Widget):
         engine has echoed with the same text (it applied the change) is shown once, as the engine's."""
         echoed = {e.text for e in self.engine_events if e.kind == "control"}
         local = [e for e in self.local if not (e.kind == "control" and e.text in echoed)]
-        merged = sorted([*self.engine_events, *local], key=lambda e: e.t)
+        merged = [*self.engine_events, *local] if self.ui_last else sorted([*self.engine_events, *local],
+                                                                            key=lambda e: e.t)
         return merged[-self.keep:]
 
     @property

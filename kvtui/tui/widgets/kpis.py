@@ -1,5 +1,6 @@
-"""The header KPIs: requests, prefill tokens skipped, hit rate, bytes reused, verification, store, workload,
-elapsed time. Drawn as "chips" packed greedily into as many lines as the width needs (a chip never splits).
+"""The header KPIs: mode badges (REPLAY position / length / speed, ● REC, PAUSED, FROZEN), requests, prefill
+tokens skipped, hit rate, bytes reused, verification, store, workload, elapsed time. Drawn as "chips" packed
+greedily into as many lines as the width needs (a chip never splits).
 """
 
 from __future__ import annotations
@@ -10,9 +11,21 @@ from rich.text import Text
 from textual.geometry import Size
 from textual.widget import Widget
 
-from kvtui.tui.fmt import fmt_count, fmt_elapsed, fmt_int, fmt_pct, fmt_rps_knob, format_bytes
+from kvtui.tui.fmt import (fmt_count, fmt_elapsed, fmt_int, fmt_pct, fmt_position, fmt_rps_knob, fmt_speed,
+                           format_bytes)
 
 SEP = "  "
+
+
+def replay_text(rp: dict) -> str:
+    """The REPLAY badge of ``frame.status["replay"]``: ``'REPLAY 1:05.3 / 3:20 ×2 ⏸'`` (▶ playing, ⏸ paused,
+    ■ at the end)."""
+    if not rp:
+        return "REPLAY"
+    length = fmt_elapsed(-(-float(rp.get("length", 0.0)) // 1))  # whole seconds, rounded up
+    state = "⏸" if rp.get("paused") else ("■" if rp.get("ended") else "▶")
+    return (f"REPLAY {fmt_position(rp.get('position', 0.0))} / {length} "
+            f"{fmt_speed(rp.get('speed', 1.0))} {state}")
 
 
 def workload_text(w: dict, short: int = 0) -> str:
@@ -39,7 +52,8 @@ class Kpis(Widget):
     """Header figures of one frame; :attr:`chips` holds the plain text of each (for tests)."""
 
     COMPONENT_CLASSES: ClassVar[set[str]] = {
-        "kpis--title", "kpis--label", "kpis--value", "kpis--good", "kpis--bad", "kpis--flag", "kpis--sep"}
+        "kpis--title", "kpis--label", "kpis--value", "kpis--good", "kpis--bad", "kpis--flag", "kpis--sep",
+        "kpis--replay", "kpis--rec"}
 
     DEFAULT_CSS = """
     Kpis { height: auto; }
@@ -97,11 +111,14 @@ class Kpis(Widget):
         short = self._compact
         tot, st = frame.totals, frame.status or {}
         chips = [Text(self.title, self._s("kpis--title"))] if short < 2 else []
+        replay = st.get("mode") == "replay"
+        if replay:
+            chips.append(Text(f" {replay_text(st.get('replay') or {})} ", self._s("kpis--replay")))
+        elif st.get("recording"):  # a recorded frame says so too: only a live one gets the badge
+            chips.append(Text(" ● REC ", self._s("kpis--rec")))
         flags = []
-        if st.get("mode") == "replay":
-            flags.append("REPLAY")
         if st.get("paused"):
-            flags.append("PAUSED")
+            flags.append("workload paused" if replay else "PAUSED")  # replay: as recorded
         if frozen:
             flags.append("FROZEN")
         chips += [Text(f" {f} ", self._s("kpis--flag")) for f in flags]
