@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import os
 
-import psutil
 import pytest
 
 # In-process CLI calls must not move the test process into a private network namespace (the session

@@ -89,7 +89,7 @@ def _reload_figures(runs: list[dict]) -> dict:
 def run(args: argparse.Namespace) -> int:
     """Run every step, print the table, write ``--json``; exit 1 if any page failed verification."""
     from kvtui.baselines import loopback_tcp_mbps, memcpy_mbps
-    from kvtui.layout import PRESETS, parse_bytes
+    from kvtui.layout import parse_bytes
 
     layout = layout_of(args)
     try:
@@ -147,7 +147,7 @@ def run(args: argparse.Namespace) -> int:
     _say("again with the segment co-located with the decode worker…")
     engine = _engine(layout, args, store_bytes, segment_on="decode")
     try:
-        co_case = _reuse_case(engine, prompt, second, args.iterations)
+        _reuse_case(engine, prompt, second, args.iterations)
         co_streams = {}
         for n in sorted({1, best_n}):
             engine.decode.call("set_read_streams", n)

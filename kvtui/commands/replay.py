@@ -7,7 +7,6 @@ import argparse
 import sys
 
 from kvtui.commands.report import open_session
-from kvtui.commands.run import check_writable
 from kvtui.errors import KvtuiError
 
 
@@ -28,21 +27,13 @@ def register(subparsers) -> None:
 
 def run(args: argparse.Namespace) -> int:
     """Play the session until quit (or ``--duration``)."""
-    from kvtui.commands.watch import parse_size
+    from kvtui.commands.watch import screen_arguments
     from kvtui.session.reader import ReplayPlayer
     from kvtui.tui.app import run_app
 
     if not (0.125 <= args.speed <= 64):
         raise KvtuiError(f"--speed must be within 0.125-64, got {args.speed:g}")
-    if args.duration is not None and not args.duration > 0:
-        raise KvtuiError("--duration must be positive seconds")
-    if args.screenshot:
-        if args.duration is None:
-            raise KvtuiError("--screenshot needs --duration (the screenshot is taken at the end)")
-        check_writable(args.screenshot, "--screenshot")
-    size = parse_size(args.size)
-    if not args.headless and not sys.stdout.isatty():
-        raise KvtuiError("kvtui replay needs a terminal; use --headless --duration S [--screenshot PATH] without one")
+    size = screen_arguments(args, "replay")
     reader = open_session(args.file)
     if reader.damaged:
         print(f"kvtui: {args.file} is damaged after frame {len(reader)}; playing up to there", file=sys.stderr)

@@ -35,6 +35,21 @@ def register(subparsers) -> None:
     p.set_defaults(func=run, prompt_tokens=None)
 
 
+def screen_arguments(args: argparse.Namespace, command: str) -> tuple[int, int]:
+    """Check ``--duration``, ``--screenshot``, ``--size`` and that there is a terminal unless ``--headless``;
+    returns the headless screen size. Shared by ``watch`` and ``replay``."""
+    if args.duration is not None and not args.duration > 0:
+        raise KvtuiError("--duration must be positive seconds")
+    if args.screenshot:
+        if args.duration is None:
+            raise KvtuiError("--screenshot needs --duration (the screenshot is taken at the end)")
+        check_writable(args.screenshot, "--screenshot")
+    size = parse_size(args.size)
+    if not args.headless and not sys.stdout.isatty():
+        raise KvtuiError(f"kvtui {command} needs a terminal; use --headless --duration S [--screenshot PATH] without one")
+    return size
+
+
 def parse_size(text: str) -> tuple[int, int]:
     try:
         w, h = (int(x) for x in text.lower().split("x"))
@@ -56,17 +71,9 @@ def run(args: argparse.Namespace) -> int:
         raise KvtuiError("--concurrency must be at least 1")
     if not (0 < args.refresh_hz <= 15):
         raise KvtuiError("--refresh-hz must be within (0, 15]")
-    if args.duration is not None and not args.duration > 0:
-        raise KvtuiError("--duration must be positive seconds")
     if args.record:
         check_writable(args.record, "--record")
-    if args.screenshot:
-        if args.duration is None:
-            raise KvtuiError("--screenshot needs --duration (the screenshot is taken at the end)")
-        check_writable(args.screenshot, "--screenshot")
-    size = parse_size(args.size)
-    if not args.headless and not sys.stdout.isatty():
-        raise KvtuiError("kvtui watch needs a terminal; use --headless --duration S [--screenshot PATH] without one")
+    size = screen_arguments(args, "watch")
     workload, desc, problems = make_workload(args, layout)
     options, endpoints = engine_options(args, layout)
     print("kvtui: starting the store and workers…", file=sys.stderr, flush=True)

@@ -7,10 +7,9 @@ import signal
 import time
 import uuid
 
-import numpy as np
 import pytest
 
-from kvtui.cluster import ClusterOptions, EmbeddedCluster
+from kvtui.cluster import ClusterOptions
 from kvtui.engine.runner import Driver, Engine, EngineOptions
 from kvtui.events import EngineEvent
 from kvtui.layout import PageLayout

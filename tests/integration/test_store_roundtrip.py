@@ -12,7 +12,7 @@ from kvtui.connector import PageState
 from kvtui.engine.workers import WorkerError, WorkerHandle
 from kvtui.engine.worker import WorkerSpec
 from kvtui.keys import PageKeyer
-from kvtui.layout import PRESETS, PageLayout
+from kvtui.layout import PageLayout
 
 pytestmark = pytest.mark.integration
 LAYOUT = PageLayout(2, 2, 16, 16, 2)  # 4 KiB pages, 16 tokens/page

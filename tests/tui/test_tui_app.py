@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 from textual.widgets import Static
-from tui_helpers import PROCS, STORE, AggSource, RecordingController, run
+from tui_helpers import PROCS, STORE, AggSource, RecordingController, log_texts, pilot_test
 
 from kvtui.tui.app import KvtuiApp, run_app
 from kvtui.tui.demo import DemoController, DemoSource, StaticSource
@@ -17,19 +17,6 @@ from kvtui.tui.widgets import EventLog, Kpis, PageGrid, ProcsPanel, StorePanel
 def app_for(source=None, controller="rec", **kw) -> KvtuiApp:
     ctl = RecordingController() if controller == "rec" else controller
     return KvtuiApp(source or AggSource(), ctl, screenshot_dir=kw.pop("screenshot_dir", "screenshots"), **kw)
-
-
-def pilot_test(app: KvtuiApp, scenario, size=(120, 40)):
-    async def go():
-        async with app.run_test(size=size) as pilot:
-            await pilot.pause()
-            return await scenario(pilot)
-
-    return run(go())
-
-
-def log_texts(app) -> list[str]:
-    return app.query_one(EventLog).texts
 
 
 # -- knob controls ------------------------------------------------------------------------------------------

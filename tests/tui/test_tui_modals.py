@@ -6,28 +6,14 @@ from __future__ import annotations
 import os
 
 from textual.widgets import Input
-from tui_helpers import AggSource, RecordingController, run
+from tui_helpers import AggSource, RecordingController, log_texts, pilot_test
 
 from kvtui.tui.app import KvtuiApp
 from kvtui.tui.screens import ConfirmScreen, HelpScreen, SettingsScreen
-from kvtui.tui.widgets import EventLog
 
 
 def app_for(**kw) -> KvtuiApp:
     return KvtuiApp(AggSource(), RecordingController(), **kw)
-
-
-def pilot_test(app: KvtuiApp, scenario, size=(120, 40)):
-    async def go():
-        async with app.run_test(size=size) as pilot:
-            await pilot.pause()
-            return await scenario(pilot)
-
-    return run(go())
-
-
-def log_texts(app) -> list[str]:
-    return app.query_one(EventLog).texts
 
 
 # -- modal screens ------------------------------------------------------------------------------------------

@@ -4,27 +4,14 @@ from __future__ import annotations
 
 import pytest
 from conftest import SESSION_FRAMES, SESSION_TICK_S
-from tui_helpers import AggSource, FakeClock, RecordingController, run
+from tui_helpers import AggSource, FakeClock, RecordingController, log_texts, pilot_test
 
 from kvtui.session.reader import ReplayPlayer, SessionReader
 from kvtui.tui.app import KvtuiApp
 from kvtui.tui.fmt import fmt_count, fmt_int, fmt_pct, fmt_position
 from kvtui.tui.screens import ConfirmScreen, HelpScreen, SettingsScreen
-from kvtui.tui.widgets import EventLog, Kpis, LatencyPanel
+from kvtui.tui.widgets import Kpis, LatencyPanel
 from kvtui.tui.widgets.kpis import replay_text
-
-
-def pilot_test(app: KvtuiApp, scenario, size=(120, 40)):
-    async def go():
-        async with app.run_test(size=size) as pilot:
-            await pilot.pause()
-            return await scenario(pilot)
-
-    return run(go())
-
-
-def log_texts(app) -> list[str]:
-    return app.query_one(EventLog).texts
 
 
 def test_replay_text():

@@ -96,3 +96,20 @@ class FakeClock:
 def run(coro):
     """Run an async Pilot scenario from a sync test."""
     return asyncio.run(coro)
+
+
+def pilot_test(app, scenario, size=(120, 40)):
+    """Run ``scenario(pilot)`` against ``app`` at ``size`` from a plain (sync) test; returns its result."""
+    async def go():
+        async with app.run_test(size=size) as pilot:
+            await pilot.pause()
+            return await scenario(pilot)
+
+    return run(go())
+
+
+def log_texts(app) -> list[str]:
+    """Plain text of every event-log entry."""
+    from kvtui.tui.widgets import EventLog
+
+    return app.query_one(EventLog).texts

@@ -5,9 +5,9 @@ from __future__ import annotations
 from typing import ClassVar
 
 from rich.text import Text
-from textual.widget import Widget
 
 from kvtui.tui.fmt import format_bytes
+from kvtui.tui.widgets.lines import LinesPanel
 
 
 def short_bytes(n: float) -> str:
@@ -20,7 +20,7 @@ def short_bytes(n: float) -> str:
     return f"{n:.1f}T"
 
 
-class ProcsPanel(Widget):
+class ProcsPanel(LinesPanel):
     """One line per process: name, pid (when there is room), CPU %, RSS."""
 
     COMPONENT_CLASSES: ClassVar[set[str]] = {"procs--header", "procs--dim"}
@@ -63,10 +63,3 @@ class ProcsPanel(Widget):
                                 f"{float(p.get('cpu_percent', 0.0)):.1f}%", rss(p.get("rss_bytes", 0)))))
         return out
 
-    def get_content_height(self, container, viewport, width: int) -> int:
-        return len(self.lines(width))
-
-    def render(self) -> Text:
-        text = Text("\n").join(self.lines(self.size.width))
-        text.no_wrap, text.overflow = True, "ellipsis"
-        return text

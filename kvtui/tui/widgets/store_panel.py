@@ -5,12 +5,12 @@ from __future__ import annotations
 from typing import ClassVar
 
 from rich.text import Text
-from textual.widget import Widget
 
 from kvtui.tui.fmt import fmt_count, fmt_int, fmt_pct, fmt_rate, format_bytes
+from kvtui.tui.widgets.lines import LinesPanel
 
 
-class StorePanel(Widget):
+class StorePanel(LinesPanel):
     """Renders ``frame.store`` (may be empty when the sampler knows nothing yet)."""
 
     COMPONENT_CLASSES: ClassVar[set[str]] = {
@@ -70,10 +70,3 @@ class StorePanel(Widget):
                       ("get", fmt_rate(float(s.get("get_rps", 0.0))), False)))
         return out
 
-    def get_content_height(self, container, viewport, width: int) -> int:
-        return len(self.lines(width))
-
-    def render(self) -> Text:
-        text = Text("\n").join(self.lines(self.size.width))
-        text.no_wrap, text.overflow = True, "ellipsis"
-        return text
