@@ -29,8 +29,15 @@ def _bring_lo_up() -> None:
         fcntl.ioctl(s, _SIOCSIFFLAGS, struct.pack("16sh", b"lo", flags | _IFF_UP))
 
 
+_isolated = False
+
+
 def isolate_network() -> str | None:
-    """Enter a private network namespace with only ``lo`` up. Returns ``None`` on success, else the reason."""
+    """Enter a private network namespace with only ``lo`` up. Returns ``None`` on success, else the reason.
+    A second call in the same process does nothing (the process is already isolated)."""
+    global _isolated
+    if _isolated:
+        return None
     if not sys.platform.startswith("linux"):
         return "network namespaces need Linux"
     try:
@@ -44,6 +51,7 @@ def isolate_network() -> str | None:
         _bring_lo_up()
     except OSError as exc:
         return f"cannot bring lo up in the new namespace ({exc})"
+    _isolated = True
     return None
 
 

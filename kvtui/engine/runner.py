@@ -17,7 +17,7 @@ from __future__ import annotations
 import queue
 import threading
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Callable, Iterable, Iterator
 
 from kvtui.cluster import ClusterEndpoints, ClusterOptions, EmbeddedCluster
@@ -52,16 +52,17 @@ class EngineOptions:
 def result_from(req, reload: dict, publish: dict | None, layout: PageLayout, t_start: float, t_end: float) -> RequestResult:
     """Combine the decode worker's reload and the prefill worker's publish into one :class:`RequestResult`.
 
-    Page cells: HIT for the reloaded run; at the run's end the reload's stop state (EVICTED, FAILED,
-    MISMATCH) if the publish did not store that page; the publish states after it; then one PARTIAL cell per
-    started page of tokens beyond the cacheable full pages.
+    Page cells: HIT for the reloaded run; then the reload's stop state (EVICTED, FAILED, MISMATCH) for the
+    page where the run ended early, even when prefill then recomputed and republished it (the counts still
+    say so); the publish states after it; then one PARTIAL cell per started page of tokens beyond the
+    cacheable full pages.
     """
     hit = reload["pages_hit"]
     total = reload["pages_total"]
     states = bytearray([PageState.HIT]) * hit
     pub_states = list(publish["states"]) if publish else [int(PageState.COMPUTED)] * (total - hit)
     stop = reload.get("stop_state")
-    if stop is not None and pub_states and pub_states[0] == PageState.FAILED:
+    if stop is not None and pub_states:
         pub_states[0] = stop
     states.extend(pub_states)
     rest = len(req.tokens) - total * layout.page_tokens
@@ -116,9 +117,7 @@ class Engine:
             raise ValueError(f"--segment-on must be one of {', '.join(SEGMENT_PLACES)}")
         try:
             if self.endpoints is None:
-                copts = o.cluster
-                copts.store_bytes, copts.segment_on = o.store_bytes, o.segment_on
-                self.cluster = EmbeddedCluster(copts)
+                self.cluster = EmbeddedCluster(replace(o.cluster, store_bytes=o.store_bytes, segment_on=o.segment_on))
                 self.endpoints = self.cluster.start()
             ep = self.endpoints.as_dict()
             lay = o.layout.as_dict()
@@ -344,7 +343,7 @@ class Driver:
                     break
                 if self.duration_s is not None and self._elapsed() >= self.duration_s:
                     break
-                req = next(self._iter, None) if not hasattr(self._iter, "next_request") else self._iter.next_request()
+                req = next(self._iter, None)
                 if req is None:
                     break
                 if req.arrival_s is not None:

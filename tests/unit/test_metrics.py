@@ -93,7 +93,10 @@ def test_result_from_marks_states():
     publish = {"states": [int(PageState.PUBLISHED)] * 2 + [int(PageState.FAILED)], "stored": 2, "already_present": 0,
                "failed": 1, "bytes_written": 64, "probe_ms": 0, "compute_ms": 0, "put_ms": 1, "codes": {-200: 1}}
     r = result_from(req, reload, publish, lay, 0.0, 1.0)
-    assert list(r.states) == [PageState.HIT] * 2 + [PageState.PUBLISHED] * 2 + [PageState.FAILED, PageState.PARTIAL]
+    # the page where the reload stopped shows why (evicted), though prefill then republished it
+    assert list(r.states) == [PageState.HIT] * 2 + [PageState.EVICTED, PageState.PUBLISHED, PageState.FAILED,
+                                                    PageState.PARTIAL]
+    assert r.pages_published == 2
     assert r.codes == {-704: 1, -200: 1}
     assert r.tokens_hit == 32
 
