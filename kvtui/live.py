@@ -34,12 +34,14 @@ class LiveSession:
         ep = engine.endpoints
         self.panels = PanelThread(StoreSampler(ep.metrics_url if ep else None), ProcessSampler(engine.worker_pids()))
         self._stopped = False
+        self._started = False
         self.header = dict(header or {})
         self.owns_engine = owns_engine  # False: stop() leaves the engine running (the bench reuses it)
         self.recorder = None  # RecordingThread while recording
 
     def start(self) -> "LiveSession":
         """Start sampling and issuing requests."""
+        self._started = True
         self.panels.start()
         self.driver.start()
         self._log("info", f"started: {self._workload_text()}")
@@ -166,6 +168,12 @@ class LiveSession:
         """The frame a finished run is summarised from (and recorded as its last frame)."""
         return self.frame()
 
+    def restart_master(self) -> None:
+        """Embedded mode: start the master kvtui owns again on the same ports (``RuntimeError`` otherwise).
+        Dispatch resumes by itself once the master answers (the driver watches it)."""
+        self.engine.restart_master()
+        self._log("control", "master restarted on the same ports (it starts with no keys)")
+
     def stop(self, final: Frame | None = None) -> None:
         """Stop recording (``final`` becomes the last recorded frame), the driver, samplers, workers and the
         (embedded) cluster. Safe to call twice."""
@@ -173,9 +181,10 @@ class LiveSession:
             return
         self._stopped = True
         self.stop_recording(final)
-        self.driver.stop()
-        self.driver.done.wait(5)
-        self.panels.stop()
+        if self._started:
+            self.driver.stop()
+            self.driver.done.wait(5)
+            self.panels.stop()
         if self.owns_engine:
             self.engine.stop()
 

@@ -43,14 +43,22 @@ def register(subparsers) -> None:
 
 
 def check_writable(path: str, flag: str) -> None:
-    """``KvtuiError`` now, before any work, if ``path`` cannot be written later."""
-    parent = Path(path).resolve().parent
-    if Path(path).is_dir():
+    """``KvtuiError`` now, before any work, if ``path`` cannot be written later (tries to open it for
+    appending, and removes it again if that created it)."""
+    target = Path(path)
+    parent = target.resolve().parent
+    if target.is_dir():
         raise KvtuiError(f"{flag}: {path} is a directory")
     if not parent.is_dir():
         raise KvtuiError(f"{flag}: folder {parent} does not exist")
-    if not os.access(parent, os.W_OK) or (Path(path).exists() and not os.access(path, os.W_OK)):
-        raise KvtuiError(f"{flag}: {path} is not writable")
+    existed = target.exists()
+    try:
+        with open(target, "ab"):
+            pass
+    except OSError as exc:
+        raise KvtuiError(f"{flag}: {path} is not writable ({exc.strerror})") from None
+    if not existed:
+        target.unlink()
 
 
 def write_json_atomic(path: str, data: dict) -> None:
@@ -85,9 +93,9 @@ def run(args: argparse.Namespace) -> int:
         print(f"kvtui: skipped {len(problems)} bad trace rows ({first})", file=sys.stderr)
     duration = args.duration if (args.duration or args.trace or args.requests) else 10.0
     options, endpoints = engine_options(args, layout)
+    engine = start_engine(options, endpoints)
     if options.cluster.isolation and not args.quiet:
         print(f"kvtui: network {options.cluster.isolation}", file=sys.stderr)
-    engine = start_engine(options, endpoints)
     total = desc.get("total") if args.trace else args.requests
     if args.requests and total:
         total = min(total, args.requests)

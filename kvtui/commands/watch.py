@@ -81,7 +81,7 @@ def run(args: argparse.Namespace) -> int:
     session = LiveSession(engine, workload, desc, concurrency=args.concurrency, layout_text=layout.describe(),
                           header=session_header(args, layout, desc, endpoints))
     if options.cluster.isolation:
-        session._log("info", f"network {options.cluster.isolation}")
+        session._log("info", f"network {options.cluster.isolation}")  # shown in the event log, not stderr
     if problems:
         session._log("error", f"skipped {len(problems)} bad trace rows (first: line {problems[0].line_no}: {problems[0].reason})")
     previous = signal.getsignal(signal.SIGTERM)

@@ -175,8 +175,11 @@ class KvtuiApp(App[int]):
             if v is not None and v != self._seen.get(k):
                 self.knobs[k] = v
         self._seen = seen
-        gate = (self.controller is not None, st.get("mode", "live"), w.get("kind", "synthetic"))
+        own_master_down = bool(st.get("outage")) and st.get("store_mode") == "embedded" and st.get("mode", "live") == "live"
+        gate = (self.controller is not None, st.get("mode", "live"), w.get("kind", "synthetic"), own_master_down)
         if gate != self._gate:
+            if own_master_down and self.controller is not None and self.player is None:
+                self.log_line("the master kvtui started is down: press M to restart it on the same ports", "outage")
             self._gate = gate
             self.refresh_bindings()
 
@@ -209,6 +212,8 @@ class KvtuiApp(App[int]):
         """``False``: hidden (the other mode's keys), ``None``: shown disabled, ``True``: enabled."""
         if action in REPLAY_ACTIONS:
             return self.player is not None
+        if action == "restart_master":  # offered only while the master kvtui started is down
+            return bool(self.controller is not None and self.player is None and self._gate and self._gate[3])
         if action in WORKLOAD_ACTIONS or action in ENGINE_ACTIONS:
             if self.player is not None:
                 return False  # replay: hidden, their keys drive the player
@@ -348,7 +353,20 @@ class KvtuiApp(App[int]):
 
         self.push_screen(ConfirmScreen("Remove every key from the store?  (y / n)", "Clear store", "Cancel"), answered)
 
+    def action_restart_master(self) -> None:
+        """Restart the embedded master (in a thread: it takes about a second to answer)."""
+        restart = getattr(self.controller, "restart_master", None)
+        if restart is None:
+            self.log_line("restarting the master is unavailable here", "error")
+            return
+        self.log_line("restarting the master…", "control")
+        self.run_worker(restart, name="restart-master", group="restart-master", thread=True, exclusive=True)
+
     def on_worker_state_changed(self, event: Worker.StateChanged) -> None:
+        if event.worker.name == "restart-master":
+            if event.state == WorkerState.ERROR:
+                self.log_line(f"master restart failed: {event.worker.error}", "error")
+            return
         if event.worker.name != "clear-store":
             return
         if event.state == WorkerState.SUCCESS:

@@ -71,6 +71,7 @@ BINDINGS: list[Binding] = [
     Binding("e", "settings", "set…", show=False),
     Binding("c", "clear_store", "clear"),
     Binding("ctrl+r", "toggle_recording", "record"),
+    Binding("M", "restart_master", "restart master", key_display="M"),  # only during an outage, embedded
     Binding("ctrl+s,S", "screenshot", "shot", key_display="S"),
 ]
 
@@ -93,11 +94,13 @@ def key_help(app: "KvtuiApp") -> list[tuple[str, str]]:
              "replay_seek(-1)": f"replay: back {SEEK_STEP_S:g} s",
              "replay_start": "replay: go to the start", "replay_end": "replay: go to the end",
              "replay_speed(1)": "replay: twice as fast (up to ×64)",
-             "replay_speed(-1)": "replay: half as fast (down to ×⅛)"}
+             "replay_speed(-1)": "replay: half as fast (down to ×⅛)",
+             "restart_master": "restart the master kvtui started (offered while it is down)"}
     out = []
     for b in BINDINGS:
         action, params = _split_action(b.action)
-        if app.check_action(action, params) is False:
+        live_only_key = action == "restart_master" and getattr(app, "player", None) is None
+        if app.check_action(action, params) is False and not live_only_key:
             continue
         keys = " ".join(app.get_key_display(Binding(k, b.action)) for k in b.key.split(","))
         out.append((keys, names.get(b.action, b.description)))

@@ -110,11 +110,21 @@ def test_sigkill_of_kvtui_takes_every_child_down(tmp_path):
     (["run", "--store-size", "1MiB"], "at least 16 MiB"),
     (["run", "--store-size", "16MiB", "--layers", "64"], "larger than the store"),
     (["run", "--json", "/nonexistent-dir/x.json", "--layout", "tiny"], "does not exist"),
+    (["run", "--record", "/proc/x.kvtui", "--layout", "tiny"], "not writable"),
+    (["run", "--concurrency", "0"], "--concurrency"),
+    (["run", "--requests", "0"], "--requests"),
+    (["run", "--store-size", "abc"], "not a size"),
+    (["run", "--trace", "empty.jsonl", "--layout", "tiny"], "empty"),
+    (["run", "--trace", "binary.jsonl", "--layout", "tiny"], "binary"),
+    (["watch", "--headless", "--screenshot", "x.svg"], "--screenshot needs --duration"),
+    (["replay", "nothing.kvtui", "--speed", "0"], "--speed"),
     (["keys", "--model", "m", "--page-tokens", "4", "--tokens", "1,x"], "not a non-negative integer"),
 ])
 def test_bad_input_is_one_line_exit_2(capsys, tmp_path, argv, needle, monkeypatch):
     monkeypatch.chdir(tmp_path)
     (tmp_path / "x.jsonl").write_text('{"timestamp": 0, "input_length": 600, "output_length": 1, "hash_ids": [1, 2]}\n')
+    (tmp_path / "empty.jsonl").write_text("")
+    (tmp_path / "binary.jsonl").write_bytes(bytes(range(256)) * 4)
     t0 = time.monotonic()
     rc = main(argv)
     err = capsys.readouterr().err.strip()
@@ -122,3 +132,34 @@ def test_bad_input_is_one_line_exit_2(capsys, tmp_path, argv, needle, monkeypatc
     assert needle in err and "Traceback" not in err
     assert len(err.splitlines()) == 1, err
     assert time.monotonic() - t0 < 15
+
+
+def test_busy_explicit_port_is_one_line_exit_2(capsys):
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        s.listen()
+        port = s.getsockname()[1]
+        rc = main(["run", "--requests", "1", "--layout", "tiny", "--master-port", str(port)])
+    err = capsys.readouterr().err.strip()
+    assert rc == 2 and f"port {port}" in err and "busy" in err and len(err.splitlines()) == 1
+
+
+SUMMARY_FIELDS = {
+    "requests", "pages_total", "pages_hit", "tokens_input", "tokens_cacheable", "tokens_hit", "pages_published",
+    "pages_already_present", "pages_failed", "verified_pages", "mismatches", "bytes_loaded", "bytes_written",
+    "read_ms_total", "put_ms_total", "page_hit_rate", "token_hit_rate", "elapsed_s", "errors", "reload_ms",
+    "publish_ms", "probe_ms", "throughput", "layout", "page_bytes", "workload", "bad_rows_skipped", "concurrency",
+    "store_mode"}
+
+
+def test_exported_summary_names_are_stable(cluster, tmp_path):
+    """Scripts read `kvtui run --json`: its field names are a contract; change this list only on purpose."""
+    out = tmp_path / "n.json"
+    assert main(["run", "--requests", "3", "--layout", "tiny", "--quiet", "--json", str(out),
+                 "--model", f"names-{uuid.uuid4().hex[:6]}", *_attach(cluster)]) == 0
+    s = json.loads(out.read_text())
+    assert set(s) == SUMMARY_FIELDS
+    assert set(s["throughput"]) == {"requests_per_s", "tokens_skipped_per_s", "reuse_read_MBps", "publish_write_MBps"}
+    assert set(s["reload_ms"]) == {"count", "min", "p50", "p90", "p99", "mean", "max"}

@@ -306,3 +306,26 @@ def test_bare_frame_renders():
         await pilot.press("w", "f")
 
     pilot_test(app, scenario)
+
+
+def test_restart_master_is_offered_only_while_the_embedded_master_is_down():
+    src = AggSource()
+    ctl = RecordingController()
+    app = KvtuiApp(src, ctl)
+
+    async def scenario(pilot):
+        assert app.check_action("restart_master", ()) is False  # hidden while the master is up
+        await pilot.press("M")
+        assert ctl.named("restart_master") == []
+        src.status["outage"] = True
+        await pilot.pause(0.3)
+        assert app.check_action("restart_master", ()) is True
+        assert any("press M to restart" in t for t in log_texts(app))
+        await pilot.press("M")
+        await pilot.pause(0.3)
+        assert ctl.named("restart_master") == [("restart_master",)]
+        src.status["store_mode"] = "attached"  # not ours to restart
+        await pilot.pause(0.3)
+        assert app.check_action("restart_master", ()) is False
+
+    pilot_test(app, scenario)
