@@ -17,9 +17,17 @@ from kvtui.commands import COMMANDS
 from kvtui.errors import KvtuiError
 
 
+class OneLineParser(argparse.ArgumentParser):
+    """An ArgumentParser whose usage errors are one line (``kvtui: error: ...``, exit 2), not the usage block."""
+
+    def error(self, message: str):  # noqa: D102 - argparse API
+        where = f"{self.prog.split(' ', 1)[1]}: " if " " in self.prog else ""
+        self.exit(2, f"kvtui: error: {where}{message} (see {self.prog} --help)\n")
+
+
 def build_parser() -> argparse.ArgumentParser:
     """Return the top-level parser with every available subcommand registered."""
-    parser = argparse.ArgumentParser(
+    parser = OneLineParser(
         prog="kvtui",
         description=(
             "Drive shared-prefix LLM workloads through a real Mooncake Store with a prefill and a decode "
@@ -27,7 +35,7 @@ def build_parser() -> argparse.ArgumentParser:
         ),
     )
     parser.add_argument("--version", action="version", version=f"kvtui {__version__}")
-    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=OneLineParser)
     for name in COMMANDS:
         try:
             module = importlib.import_module(f"kvtui.commands.{name}")
@@ -42,7 +50,10 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: list[str] | None = None) -> int:
     """Entry point of the console script; returns the process exit code."""
     parser = build_parser()
-    args = parser.parse_args(argv)
+    try:
+        args = parser.parse_args(argv)
+    except SystemExit as exc:  # --help, --version, or a usage error already printed as one line
+        return int(exc.code or 0)
     if threading.current_thread() is threading.main_thread():
         # SIGTERM tears down like Ctrl-C: context managers and finally blocks stop workers and the cluster.
         signal.signal(signal.SIGTERM, signal.default_int_handler)

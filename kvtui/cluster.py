@@ -18,6 +18,7 @@ import importlib.util
 import json
 import os
 import random
+import shutil
 import socket
 import sys
 import tempfile
@@ -150,6 +151,8 @@ class EmbeddedCluster:
     processes: list[ManagedProcess] = field(default_factory=list)
     endpoints: ClusterEndpoints | None = None
     _spawner: ThreadPoolExecutor | None = None
+    _auto_log_dir: Path | None = None
+    _restarted: bool = False
 
     def __enter__(self) -> "EmbeddedCluster":
         self.start()
@@ -169,6 +172,7 @@ class EmbeddedCluster:
         """Start master, metadata server and (optionally) the store node; return the endpoints."""
         o = self.options
         log_dir = Path(o.log_dir or tempfile.mkdtemp(prefix="kvtui-logs-"))
+        self._auto_log_dir = None if o.log_dir else log_dir  # removed after a clean stop, kept after trouble
         log_dir.mkdir(parents=True, exist_ok=True)
         rpc = self._port(o.rpc_port, "master RPC")
         metrics = self._port(o.metrics_port, "master metrics")
@@ -201,7 +205,7 @@ class EmbeddedCluster:
                 ], log_dir / "store.log", env))
                 self._wait("store", lambda: self.capacity_bytes() >= o.store_bytes)
         except BaseException:
-            self.stop()
+            self.stop(keep_logs=True)
             raise
         return self.endpoints
 
@@ -237,6 +241,7 @@ class EmbeddedCluster:
         ``ClusterError`` if it does not come up.
         """
         old = self.process("master")
+        self._restarted = True
         if old is not None and old.alive():
             raise ClusterError("the master is still running")
         if old is not None:
@@ -251,11 +256,24 @@ class EmbeddedCluster:
         """The managed process called ``name`` (``master``, ``metadata``, ``store``), if any."""
         return next((p for p in self.processes if p.name == name), None)
 
-    def stop(self) -> None:
-        """Stop every process in reverse start order (store node first, so it closes its client cleanly)."""
+    def stop(self, keep_logs: bool = False) -> None:
+        """Stop every process in reverse start order (store node first, so it closes its client cleanly).
+
+        A log folder kvtui created itself is removed when every process ended cleanly (exit 0 or SIGTERM)
+        and ``keep_logs`` is false; otherwise it stays and its path is printed on stderr.
+        """
+        clean = not self._restarted
         for p in reversed(self.processes):
-            p.stop(grace_s=4.0 if p.name == "store" else 3.0)
+            clean &= p.alive()  # one that died before we stopped it is trouble worth keeping logs for
+            code = p.stop(grace_s=4.0 if p.name == "store" else 3.0)
+            clean &= code in (0, -15)
         self.processes.clear()
+        auto, self._auto_log_dir = self._auto_log_dir, None
+        if auto is not None:
+            if clean and not keep_logs:
+                shutil.rmtree(auto, ignore_errors=True)
+            else:
+                print(f"kvtui: logs of the embedded cluster and workers kept in {auto}", file=sys.stderr)
         if self._spawner is not None:
             self._spawner.shutdown(wait=False)
             self._spawner = None
@@ -272,6 +290,8 @@ def attach(master: str, metadata_url: str, protocol: str = "tcp", device: str = 
         raise ClusterError(f"--metadata must be a URL such as http://HOST:PORT/metadata, got {metadata_url!r}")
     if not probe_tcp(host, port, timeout_s=2.0):
         raise ClusterError(f"no Mooncake master answers at {master} (TCP connect failed within 2 s)")
+    if metadata_url.startswith(("http://", "https://")) and http_get(metadata_url, timeout_s=2.0)[0] == 0:
+        raise ClusterError(f"no metadata server answers at {metadata_url} (HTTP request failed within 2 s)")
     if protocol not in ("tcp", "rdma"):
         raise ClusterError(f"--protocol must be tcp or rdma, got {protocol!r}")
     return ClusterEndpoints(master=master, metadata_url=metadata_url, metrics_url=metrics_url, protocol=protocol,

@@ -51,6 +51,7 @@ class LiveSession:
         self.agg.add(result)
         if self.description.get("kind") == "trace":
             self.description["done"] = self.driver.completed
+            self.description["complete"] = self.driver.completed >= self.description.get("total", 0)
 
     def _log(self, kind: str, text: str) -> None:
         self.agg.event(EngineEvent(kind, self.agg.now(), text))
@@ -160,9 +161,14 @@ class LiveSession:
         """Ctrl+R: start recording into ``kvtui-YYYYmmdd-HHMMSS.kvtui`` (current folder) or stop."""
         if self.recorder is not None:
             return False, self.stop_recording()
+        import os
         import time
 
-        return True, self.start_recording(time.strftime("kvtui-%Y%m%d-%H%M%S.kvtui"))
+        stem = time.strftime("kvtui-%Y%m%d-%H%M%S")
+        path, n = f"{stem}.kvtui", 1
+        while os.path.exists(path):
+            path, n = f"{stem}-{n}.kvtui", n + 1
+        return True, self.start_recording(path)
 
     def final_frame(self) -> Frame:
         """The frame a finished run is summarised from (and recorded as its last frame)."""

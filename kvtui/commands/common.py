@@ -42,8 +42,9 @@ def add_cluster_arguments(p: argparse.ArgumentParser) -> None:
     g.add_argument("--master-port", type=int, default=0, metavar="PORT", help="embedded: master RPC port (default: a free one)")
     g.add_argument("--metrics-port", type=int, default=0, metavar="PORT", help="embedded: master metrics/admin HTTP port (default: a free one)")
     g.add_argument("--metadata-port", type=int, default=0, metavar="PORT", help="embedded: metadata server port (default: a free one)")
-    g.add_argument("--read-streams", type=int, default=4, metavar="N",
-                   help="concurrent batch_get_into calls one reload is split across (default 4)")
+    g.add_argument("--read-streams", type=int, default=1, metavar="N",
+                   help="concurrent batch_get_into calls one reload of 8 MiB per stream or more is split across "
+                        "(default 1: on 2 cores more streams were slower in `kvtui bench`)")
 
 
 def add_workload_arguments(p: argparse.ArgumentParser, default_scenario: str = "shared-system-prompt") -> None:
@@ -95,6 +96,11 @@ def engine_options(args: argparse.Namespace, layout: PageLayout):
         raise KvtuiError(f"--store-size: {exc}") from None
     if store_bytes < MIN_SEGMENT_BYTES:
         raise KvtuiError(f"--store-size must be at least 16 MiB (Mooncake's smallest segment), got {store_bytes} bytes")
+    import psutil
+
+    total = psutil.virtual_memory().total
+    if store_bytes > total:
+        raise KvtuiError(f"--store-size {args.store_size} is more than this machine's memory ({total >> 20} MiB)")
     if args.read_streams < 1:
         raise KvtuiError("--read-streams must be at least 1")
     if not (args.lease_ttl > 0):
@@ -110,30 +116,52 @@ def engine_options(args: argparse.Namespace, layout: PageLayout):
     elif layout.page_bytes > store_bytes:
         raise KvtuiError(f"a page ({layout.page_bytes} bytes) is larger than the store segment "
                          f"({store_bytes} bytes); raise --store-size or shrink the layout")
-    if getattr(args, "log_dir", None):
-        Path(args.log_dir).mkdir(parents=True, exist_ok=True)
+    log_dir = args.log_dir
+    if log_dir:
+        try:
+            Path(log_dir).mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise KvtuiError(f"--log-dir: cannot use {log_dir} as a folder ({exc.strerror})") from None
+    ports = {}
     for flag in ("master_port", "metrics_port", "metadata_port"):
         port = getattr(args, flag)
         if port and not (1 <= port <= 65535):
             raise KvtuiError(f"--{flag.replace('_', '-')} must be within 1-65535, got {port}")
-    copts = ClusterOptions(lease_ttl_ms=int(args.lease_ttl * 1000), log_dir=args.log_dir, rpc_port=args.master_port,
+        if port and port in ports:
+            raise KvtuiError(f"--{flag.replace('_', '-')} and --{ports[port].replace('_', '-')} are both {port}; "
+                             "each listener needs its own port")
+        if port:
+            ports[port] = flag
+    mode = args.isolate_network
+    if ports and mode == "auto":
+        mode = "off"  # explicit ports are meant to be reached (and checked) on this host's loopback
+    if endpoints is not None:  # attach mode: native logs of the workers still go to a file, never the terminal
+        import dataclasses
+        import tempfile
+
+        endpoints = dataclasses.replace(endpoints, log_dir=log_dir or tempfile.mkdtemp(prefix="kvtui-logs-"))
+    copts = ClusterOptions(lease_ttl_ms=int(args.lease_ttl * 1000), log_dir=log_dir, rpc_port=args.master_port,
                            metrics_port=args.metrics_port, metadata_port=args.metadata_port,
-                           isolation=None if endpoints else isolate(args.isolate_network))
+                           isolation=None if endpoints else isolate(mode, explicit_ports=bool(ports)))
     return EngineOptions(layout=layout, model=args.model, scheme=args.scheme, namespace=args.key_prefix,
                          segment_on=args.segment_on, store_bytes=store_bytes, read_streams=args.read_streams,
                          concurrency=getattr(args, "concurrency", 1), cluster=copts), endpoints
 
 
-def isolate(mode: str) -> str:
+def isolate(mode: str, explicit_ports: bool = False) -> str:
     """Apply ``--isolate-network``; returns a one-line description of the network isolation for the user."""
     import os
 
     from kvtui.netns import isolate_network
 
-    if mode == "auto" and os.environ.get("KVTUI_ISOLATE", "").lower() in ("off", "0", "no"):
-        mode = "off"
+    why = "--isolate-network off"
+    if explicit_ports and mode == "off":
+        why = "explicit ports requested"
+    env = os.environ.get("KVTUI_ISOLATE", "").lower()
+    if mode == "auto" and env in ("off", "0", "no"):
+        mode, why = "off", f"KVTUI_ISOLATE={env}"
     if mode == "off":
-        return "not isolated (--isolate-network off): Mooncake's transfer listeners bind all interfaces"
+        return f"not isolated ({why}): Mooncake's transfer listeners bind all interfaces"
     reason = isolate_network()
     if reason is None:
         return "isolated: private network namespace, loopback only"
@@ -170,7 +198,8 @@ def make_workload(args: argparse.Namespace, layout: PageLayout):
                                name=Path(args.trace).name)
         except (TraceError, ValueError) as exc:
             raise KvtuiError(str(exc)) from None
-        return wl, {"kind": "trace", "name": Path(args.trace).name, "done": 0, "total": wl.rows_total}, problems
+        return wl, {"kind": "trace", "name": Path(args.trace).name, "done": 0, "total": wl.rows_total,
+                    "complete": False}, problems
     if not (0.0 <= args.overlap <= 100.0):
         raise KvtuiError(f"--overlap must be within 0-100 %, got {args.overlap:g}")
     prompt = args.prompt_tokens if args.prompt_tokens is not None else 8 * layout.page_tokens

@@ -58,6 +58,8 @@ def run(args: argparse.Namespace) -> int:
 
     if args.page_tokens <= 0:
         raise KvtuiError(f"--page-tokens must be positive, got {args.page_tokens}")
+    if not args.model:
+        raise KvtuiError("--model must not be empty (it is hashed into every key and names the key path)")
     if args.tokens is not None:
         tokens = parse_token_text(args.tokens, "--tokens")
     else:
@@ -67,6 +69,10 @@ def run(args: argparse.Namespace) -> int:
             raise KvtuiError(f"--tokens-file: cannot read {args.tokens_file}: {getattr(exc, 'strerror', None) or exc}") from None
         tokens = parse_token_text(text, args.tokens_file)
     keyer = PageKeyer(args.model, args.page_tokens, args.scheme, args.key_prefix)
-    for key in keyer.keys(tokens):
+    keys = keyer.keys(tokens)
+    for key in keys:
         print(key)
+    if not keys:
+        print(f"kvtui: no keys: {len(tokens)} tokens make no full page of {args.page_tokens} tokens",
+              file=sys.stderr)
     return 0

@@ -39,7 +39,7 @@ def run(args: argparse.Namespace) -> int:
     from kvtui.metrics.aggregate import summary_from_frame
 
     for path, flag in ((args.json, "--json"), (args.svg, "--svg")):
-        if path:
+        if path and path != "-":
             check_writable(path, flag)
     reader = open_session(args.file)
     if reader.damaged:
@@ -49,11 +49,14 @@ def run(args: argparse.Namespace) -> int:
     ctx = {k: reader.header[k] for k in ("layout", "page_bytes", "workload", "bad_rows_skipped", "concurrency",
                                           "store_mode") if k in reader.header}
     summary.update(ctx)
+    if final.workload:
+        summary["workload"] = final.workload  # the knobs as they were at the end, not at start-up
     summary["session"] = {"file": args.file, "frames": len(reader), "duration_s": reader.duration,
                           "kvtui_version": reader.meta.get("kvtui_version"),
                           "mooncake_version": reader.meta.get("mooncake_version"),
                           "started_at": reader.meta.get("started_at"), "damaged": reader.damaged}
-    print(format_summary(summary))
+    if args.json != "-":
+        print(format_summary(summary))
     if args.json:
         write_json_atomic(args.json, summary)
     if args.svg:

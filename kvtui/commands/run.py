@@ -61,8 +61,20 @@ def check_writable(path: str, flag: str) -> None:
         target.unlink()
 
 
+def check_new_file(path: str, flag: str) -> None:
+    """``KvtuiError`` if ``path`` exists (a recording never overwrites anything) or cannot be created."""
+    if Path(path).exists():
+        raise KvtuiError(f"{flag}: {path} exists already; choose another name (kvtui never overwrites a file)")
+    check_writable(path, flag)
+
+
 def write_json_atomic(path: str, data: dict) -> None:
-    """Write ``data`` as JSON via a temporary file and rename (a reader never sees half a file)."""
+    """Write ``data`` as JSON via a temporary file and rename (a reader never sees half a file);
+    ``-`` writes to standard output."""
+    if path == "-":
+        json.dump(data, sys.stdout, indent=2, sort_keys=True)
+        sys.stdout.write("\n")
+        return
     target = Path(path)
     fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", dir=str(target.resolve().parent))
     with os.fdopen(fd, "w") as f:
@@ -84,9 +96,10 @@ def run(args: argparse.Namespace) -> int:
         raise KvtuiError("--requests must be at least 1")
     if args.duration is not None and not args.duration > 0:
         raise KvtuiError("--duration must be positive seconds")
-    for path, flag in ((args.json, "--json"), (args.record, "--record")):
-        if path:
-            check_writable(path, flag)
+    if args.json and args.json != "-":
+        check_writable(args.json, "--json")
+    if args.record:
+        check_new_file(args.record, "--record")
     workload, desc, problems = make_workload(args, layout)
     if problems:
         first = ", ".join(f"line {p.line_no}: {p.reason}" for p in problems[:3])
@@ -117,8 +130,15 @@ def run(args: argparse.Namespace) -> int:
     finally:
         session.stop(final)
     summary = summary_from_frame(final)
-    summary.update(run_context(args, layout, desc, endpoints, len(problems)))
-    print(format_summary(summary))
+    summary.update(run_context(args, layout, final.workload or desc, endpoints, len(problems)))
+    if args.json != "-":
+        print(format_summary(summary))
+    if summary["workload"].get("kind") == "trace" and not summary["workload"]["complete"]:
+        w = summary["workload"]
+        print(f"kvtui: the run stopped after {w['done']:,} of {w['total']:,} trace rows", file=sys.stderr)
+    if summary["requests"] and summary["pages_published"] == 0 and summary["pages_failed"]:
+        print("kvtui: no page could be published (" + ", ".join(summary["errors"]) + "); does the store have a "
+              "segment with free space?", file=sys.stderr)
     if args.json:
         write_json_atomic(args.json, summary)
     return 1 if summary["mismatches"] else 0
@@ -157,6 +177,12 @@ def _progress(driver, agg, total, quiet: bool) -> None:
                         status=f"hit {t['token_hit_rate']:.1%} · published {t['pages_published']}")
 
 
+def _percentiles(d: dict) -> str:
+    if not d.get("count"):
+        return "n/a (no samples)"
+    return f"p50 {d['p50']:.2f} ms · p90 {d['p90']:.2f} · p99 {d['p99']:.2f} · max {d['max']:.2f} ({d['count']:,} samples)"
+
+
 def format_summary(s: dict) -> str:
     """The human summary table of a run."""
     thr = s["throughput"]
@@ -169,8 +195,8 @@ def format_summary(s: dict) -> str:
         f"published             {s['pages_published']:,} pages; already present {s['pages_already_present']:,}; "
         f"failed {s['pages_failed']:,}",
         f"verified              {s['verified_pages']:,} pages byte-exact; mismatches {s['mismatches']:,}",
-        f"reload latency        p50 {rel['p50']:.2f} ms · p90 {rel['p90']:.2f} · p99 {rel['p99']:.2f} · max {rel['max']:.2f}",
-        f"publish latency       p50 {pub['p50']:.2f} ms · p90 {pub['p90']:.2f} · p99 {pub['p99']:.2f} · max {pub['max']:.2f}",
+        f"reload latency        {_percentiles(rel)}",
+        f"publish latency       {_percentiles(pub)}",
         f"throughput            reuse read {thr['reuse_read_MBps']:.0f} MB/s · publish write "
         f"{thr['publish_write_MBps']:.0f} MB/s · {thr['tokens_skipped_per_s']:,.0f} tokens skipped/s",
         f"store errors          {errors}",

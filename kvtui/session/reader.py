@@ -24,6 +24,8 @@ class SessionReader:
 
     def __init__(self, path: str | Path):
         self.path = Path(path)
+        if self.path.is_dir():
+            raise SessionError(f"{self.path} is a directory, not a session file")
         if not self.path.is_file():
             raise SessionError(f"{self.path}: no such session file")
         with open(self.path, "rb") as f:
@@ -73,13 +75,18 @@ class SessionReader:
         return len(self.records)
 
     @property
-    def duration(self) -> float:
-        """Seconds from the first to the last frame (frame time ``t``)."""
-        return self.times[-1]
+    def start(self) -> float:
+        """Frame time ``t`` of the first recorded frame (a recording started with Ctrl+R begins mid-run)."""
+        return self.times[0]
 
-    def index_at(self, t: float) -> int:
-        """Index of the last frame at or before time ``t`` (clamped)."""
-        return max(0, min(len(self.times) - 1, bisect.bisect_right(self.times, t) - 1))
+    @property
+    def duration(self) -> float:
+        """Seconds from the first to the last recorded frame."""
+        return self.times[-1] - self.times[0]
+
+    def index_at(self, offset: float) -> int:
+        """Index of the last frame at or before ``offset`` seconds into the recording (clamped)."""
+        return max(0, min(len(self.times) - 1, bisect.bisect_right(self.times, self.start + offset + 1e-9) - 1))
 
     def frame_at(self, index: int) -> Frame:
         """The full frame number ``index`` (rebuilt from the nearest checkpoint)."""
@@ -111,20 +118,21 @@ class ReplayPlayer:
 
     Controls: :meth:`toggle_pause`, :meth:`step` (±frames, pauses), :meth:`seek` (±seconds),
     :meth:`seek_start`, :meth:`seek_end`, :meth:`set_speed` (×0.125 .. ×64). Frames carry
-    ``status["mode"] == "replay"`` and ``status["replay"] = {position, length, speed, paused}``.
+    ``status["mode"] == "replay"`` and ``status["replay"] = {position, length, speed, paused, ended}``;
+    positions are seconds into the recording (0 = its first frame).
     """
 
     def __init__(self, reader: SessionReader, speed: float = 1.0, clock=time.monotonic):
         self.reader = reader
         self.speed = float(speed)
         self._clock = clock
-        self._pos = reader.times[0]
+        self._pos = 0.0
         self._anchor = clock()
         self.paused = False
 
     @property
     def position(self) -> float:
-        """Current playback time in session seconds."""
+        """Current playback position, in seconds into the recording."""
         if not self.paused:
             now = self._clock()
             self._pos = min(self.reader.duration, self._pos + (now - self._anchor) * self.speed)
@@ -154,7 +162,7 @@ class ReplayPlayer:
         """Pause and move ``frames`` frames forward (or back if negative)."""
         i = self.reader.index_at(self.position) + frames
         self.paused = True
-        self._set(self.reader.times[max(0, min(len(self.reader) - 1, i))])
+        self._set(self.reader.times[max(0, min(len(self.reader) - 1, i))] - self.reader.start)
 
     def seek(self, seconds: float) -> None:
         """Move by ``seconds`` (negative = back)."""

@@ -37,13 +37,14 @@ def mooncake_version() -> str:
 class SessionWriter:
     """Writes one session file. ``header``: layout, workload spec and seed, cluster mode (plain data).
 
-    Raises :class:`SessionError` (one line) if ``path`` cannot be created. Thread-safe ``write``.
+    Raises :class:`SessionError` (one line) if ``path`` exists already (nothing is overwritten) or cannot
+    be created. Thread-safe ``write``.
     """
 
     def __init__(self, path: str | Path, header: dict):
         self.path = Path(path)
         if self.path.exists():
-            self.path.unlink()
+            raise SessionError(f"{self.path} exists already; choose another name (kvtui never overwrites a file)")
         try:
             self.db = sqlite3.connect(str(self.path), check_same_thread=False, isolation_level=None)
             self.db.execute("PRAGMA journal_mode=WAL")

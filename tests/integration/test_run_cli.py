@@ -45,6 +45,7 @@ def test_trace_replay_reproduces_ground_truth(cluster, tmp_path, name, hits, hit
     assert round(s["token_hit_rate"], 4) == round(hit_tokens / input_tokens, 4)
     assert s["mismatches"] == 0 and s["verified_pages"] == hits
     assert s["errors"] == {}
+    assert s["workload"]["done"] == s["workload"]["total"] == s["requests"] and s["workload"]["complete"]
     for field in ("requests", "pages_total", "pages_published", "pages_already_present", "reload_ms",
                   "publish_ms", "throughput"):
         assert field in s
@@ -118,6 +119,14 @@ def test_sigkill_of_kvtui_takes_every_child_down(tmp_path):
     (["run", "--trace", "binary.jsonl", "--layout", "tiny"], "binary"),
     (["watch", "--headless", "--screenshot", "x.svg"], "--screenshot needs --duration"),
     (["replay", "nothing.kvtui", "--speed", "0"], "--speed"),
+    (["run", "--record", "x.jsonl", "--layout", "tiny"], "exists already"),
+    (["run", "--log-dir", "x.jsonl", "--layout", "tiny"], "--log-dir"),
+    (["run", "--master-port", "23456", "--metrics-port", "23456"], "both 23456"),
+    (["run", "--layers", "abc"], "invalid int value"),
+    (["run", "--store-size", "1TB"], "more than this machine's memory"),
+    (["bench", "--ui", "--trace", "x.jsonl"], "not allowed with"),
+    (["keys", "--model", "", "--page-tokens", "4", "--tokens", "1,2,3,4"], "--model must not be empty"),
+    (["report", "."], "is a directory"),
     (["keys", "--model", "m", "--page-tokens", "4", "--tokens", "1,x"], "not a non-negative integer"),
 ])
 def test_bad_input_is_one_line_exit_2(capsys, tmp_path, argv, needle, monkeypatch):
@@ -132,6 +141,8 @@ def test_bad_input_is_one_line_exit_2(capsys, tmp_path, argv, needle, monkeypatc
     assert needle in err and "Traceback" not in err
     assert len(err.splitlines()) == 1, err
     assert time.monotonic() - t0 < 15
+    if "exists already" in needle:
+        assert (tmp_path / "x.jsonl").read_text().startswith('{"timestamp"')  # nothing overwritten
 
 
 def test_busy_explicit_port_is_one_line_exit_2(capsys):
@@ -163,3 +174,22 @@ def test_exported_summary_names_are_stable(cluster, tmp_path):
     assert set(s) == SUMMARY_FIELDS
     assert set(s["throughput"]) == {"requests_per_s", "tokens_skipped_per_s", "reuse_read_MBps", "publish_write_MBps"}
     assert set(s["reload_ms"]) == {"count", "min", "p50", "p90", "p99", "mean", "max"}
+
+
+def test_json_dash_writes_the_summary_to_stdout(cluster, capsys):
+    assert main(["run", "--requests", "2", "--layout", "tiny", "--quiet", "--json", "-",
+                 "--model", f"dash-{uuid.uuid4().hex[:6]}", *_attach(cluster)]) == 0
+    s = json.loads(capsys.readouterr().out)
+    assert s["requests"] == 2
+
+
+def test_trace_run_cut_short_says_so(cluster, capsys, tmp_path):
+    path = TRACES / "conversation_head1000.jsonl"
+    if not path.exists():
+        pytest.skip("../shared/data/traces is not present")
+    out = tmp_path / "cut.json"
+    assert main(["run", "--trace", str(path), "--speed", "max", "--requests", "50", "--quiet", "--json", str(out),
+                 "--model", f"cut-{uuid.uuid4().hex[:6]}", *SMALL, *_attach(cluster)]) == 0
+    s = json.loads(out.read_text())
+    assert s["workload"]["done"] == 50 and s["workload"]["total"] == 1000 and not s["workload"]["complete"]
+    assert "stopped after 50 of 1,000 trace rows" in capsys.readouterr().err
