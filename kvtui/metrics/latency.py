@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import sys
 
 import numpy as np
 from dataclasses import dataclass
@@ -54,8 +55,15 @@ class LatencyRecorder:
         self.hist.add(other.hist)
 
     def reset(self) -> None:
-        """Forget every value."""
-        self.hist.reset()
+        """Forget every value. (HdrHistogram's own ``reset`` zeroes its 23,552 counters in a Python loop,
+        ~3 ms; this does the same state change with one vectorised fill.)"""
+        h = self.hist
+        np.ctypeslib.as_array(h.counts)[:] = 0
+        h.total_count = 0
+        h.min_value = sys.maxsize
+        h.max_value = 0
+        h.start_time_stamp_msec = sys.maxsize
+        h.end_time_stamp_msec = 0
 
     @property
     def count(self) -> int:

@@ -110,3 +110,16 @@ def test_prometheus_parse_and_store_rates():
 def test_store_sampler_reports_down_when_nothing_answers():
     s = StoreSampler("http://127.0.0.1:1")
     assert s.sample()["up"] is False
+
+
+def test_latency_reset_matches_hdrhistogram_reset():
+    a, b = LatencyRecorder(), LatencyRecorder()
+    for r in (a, b):
+        for v in (0.5, 3.0, 70.0):
+            r.record(v)
+    a.reset()
+    b.hist.reset()
+    assert a.count == b.count == 0 and a.snapshot() == b.snapshot()
+    a.record(2.0)
+    b.record(2.0)
+    assert a.snapshot() == b.snapshot()
