@@ -68,7 +68,7 @@ class LiveSession:
         ep = self.engine.endpoints
         store = self.panels.store
         status = {"store_mode": "embedded" if ep is None or ep.embedded else "attached",
-                  "store_up": bool(store.get("up", True)), "paused": self.driver.paused,
+                  "store_up": store.get("up"), "paused": self.driver.paused,  # None until the first scrape
                   "layout": self.layout_text, "mode": "live", "finished": self.driver.done.is_set()}
         if self.driver.error is not None:
             status["error"] = str(self.driver.error)

@@ -8,13 +8,23 @@ disabled through :meth:`KvtuiApp.check_action`.
 
 Replay (``player``, a :class:`~kvtui.session.reader.ReplayPlayer`, also the frame source): the live controls
 are hidden and their keys drive the player instead (play/pause, step, seek, start/end, speed); the header
-shows a REPLAY badge with position / length and speed. Live mode: ``ctrl+r`` toggles recording through
-``Controller.toggle_recording`` and the header shows ``● REC`` while frames say ``status["recording"]``.
+shows a REPLAY badge with position / length and speed; space at the end of the recording plays it again from
+the start. Live mode: ``ctrl+r`` toggles recording through ``Controller.toggle_recording`` and the header shows
+``● REC`` while frames say ``status["recording"]``.
+
+Knob keys change a knob by one step; a press that changes nothing (at either end of the range) neither calls
+the controller nor logs. Values the engine echoes of requests still on their way do not override the newer
+request (so ``R R`` from 20 req/s asks for 50 then 100, never 100 twice).
+
+Quitting: q or ctrl+c; SIGTERM and SIGHUP end the app the same clean way (the terminal is restored) through
+asyncio signal handlers installed while the app runs, instead of a KeyboardInterrupt inside the event loop.
 """
 
 from __future__ import annotations
 
+import asyncio
 import os
+import signal
 import time
 from collections.abc import Iterable, Sequence
 from typing import Callable, Protocol
@@ -37,6 +47,7 @@ __all__ = ["FrameSource", "Controller", "Player", "KvtuiApp", "run_app", "SCENAR
 
 MIN_SIZE = (60, 16)
 MAX_HZ = 15.0
+EXIT_SIGNALS = tuple(getattr(signal, name) for name in ("SIGTERM", "SIGHUP") if hasattr(signal, name))
 
 class FrameSource(Protocol):
     def frame(self) -> Frame:
@@ -97,6 +108,8 @@ class KvtuiApp(App[int]):
         self.window = True
         self.knobs: dict = {}
         self._seen: dict = {}
+        self._pending: dict[str, list] = {}  # knob → values requested that the frames have not shown yet
+        self._signals: dict[int, object] = {}  # signal → the handler it had before ours
         self._gate: tuple | None = None
         self._source_error: str | None = None
         self._stopped = False
@@ -121,6 +134,7 @@ class KvtuiApp(App[int]):
         yield Footer(compact=True, show_command_palette=False)
 
     def on_mount(self) -> None:
+        self._install_signal_handlers()
         self.main_screen: Screen = self.screen
         self.w = {cls: self.query_one(cls) for cls in (Kpis, PageGrid, Throughput, LatencyPanel, StorePanel,
                                                        ProcsPanel, EventLog)}
@@ -130,6 +144,46 @@ class KvtuiApp(App[int]):
         self.tick()
         if self.finish_after is not None:
             self.set_timer(self.finish_after, self._finish, name="finish")
+
+    def on_unmount(self) -> None:
+        self._remove_signal_handlers()
+
+    # -- signals -------------------------------------------------------------------------------------------
+    def _install_signal_handlers(self) -> None:
+        """SIGTERM / SIGHUP → :meth:`_exit_on_signal` (the main thread only; elsewhere nothing changes)."""
+        try:
+            loop = asyncio.get_running_loop()
+        except RuntimeError:
+            return
+        for sig in EXIT_SIGNALS:
+            previous = signal.getsignal(sig)
+            try:
+                loop.add_signal_handler(sig, self._exit_on_signal, sig)
+            except (ValueError, RuntimeError, NotImplementedError):  # not the main thread, or no Unix signals
+                continue
+            self._signals[sig] = previous
+
+    def _remove_signal_handlers(self) -> None:
+        """Undo :meth:`_install_signal_handlers`, giving each signal its previous handler back (idempotent)."""
+        signals, self._signals = self._signals, {}
+        try:
+            loop = asyncio.get_running_loop()
+        except RuntimeError:
+            loop = None
+        for sig, previous in signals.items():
+            try:
+                if loop is not None:
+                    loop.remove_signal_handler(sig)
+                signal.signal(sig, previous if previous is not None else signal.SIG_DFL)
+            except (ValueError, RuntimeError):
+                pass
+
+    def _exit_on_signal(self, signum: int) -> None:
+        """A clean exit (the terminal is restored) with code 128 + signal; the controller is stopped after
+        the app has ended (:func:`run_app`), so the terminal comes back at once."""
+        if self.refresh_timer is not None:
+            self.refresh_timer.stop()
+        self.exit(None, return_code=128 + int(signum))
 
     def on_resize(self, event: events.Resize) -> None:
         if hasattr(self, "w"):
@@ -167,13 +221,24 @@ class KvtuiApp(App[int]):
             self.apply(frame)
 
     def _adopt(self, frame: Frame) -> None:
-        """Take knob values from the frame when the engine changed them (so key presses between frames add up)."""
+        """Take knob values from the frame when the engine changed them (so key presses between frames add up).
+        A change that only shows one of our own earlier requests (``_pending``) while a newer one is still on
+        its way is not taken: the knob keeps the newest request."""
         w, st = frame.workload or {}, frame.status or {}
         seen = {k: w.get(k) for k in ("overlap", "pool", "rate", "scenario")}
         seen["paused"] = st.get("paused")
         for k, v in seen.items():
-            if v is not None and v != self._seen.get(k):
-                self.knobs[k] = v
+            pending = self._pending.get(k)
+            if v is not None and pending and _same(v, self.knobs.get(k)):
+                pending.clear()  # the engine shows the newest request
+            elif v is not None and v != self._seen.get(k):
+                echoed = next((i for i, p in enumerate(pending or ()) if _same(p, v)), None)
+                if echoed is None:  # changed by someone else (or refused): the engine's value wins
+                    self.knobs[k] = v
+                    if pending:
+                        pending.clear()
+                else:  # an earlier request of ours arriving: keep the newer one the knob already holds
+                    del pending[:echoed + 1]
         self._seen = seen
         own_master_down = bool(st.get("outage")) and st.get("store_mode") == "embedded" and st.get("mode", "live") == "live"
         gate = (self.controller is not None, st.get("mode", "live"), w.get("kind", "synthetic"), own_master_down)
@@ -223,14 +288,21 @@ class KvtuiApp(App[int]):
                 return None
         return True
 
-    def _control(self, knob: str, value, call: Callable[[], object], text: str) -> None:
+    def _control(self, knob: str, value, call: Callable[[], object], text: str) -> bool:
+        """Set ``knob`` to ``value`` through ``call`` and log ``text``; nothing at all when the knob already
+        has that value. Returns whether the controller was called successfully."""
+        if knob in self.knobs and _same(self.knobs[knob], value):
+            return False
         try:
             call()
         except Exception as exc:  # the controller is another component: report, keep the old value
             self.log_line(f"{text} failed: {type(exc).__name__}: {exc}", "error")
-            return
+            return False
         self.knobs[knob] = value
+        self._pending.setdefault(knob, []).append(value)
+        del self._pending[knob][:-8]  # bounded: only the last few requests can still be on their way
         self.log_line(text, "control")
+        return True
 
     def set_overlap(self, fraction: float) -> None:
         value = round(min(1.0, max(0.0, fraction)) * 100) / 100
@@ -252,6 +324,8 @@ class KvtuiApp(App[int]):
         self.set_pool(int(self.knobs.get("pool", 1)) + delta)
 
     def action_rate(self, direction: int) -> None:
+        """One step up or down (:func:`next_rate`: down from closed loop goes to the highest step not above
+        the measured request rate, 0.5 req/s before anything was measured)."""
         measured = self.frame.rates.get("rps", 0.0) if self.frame else 0.0
         self.set_rate(next_rate(float(self.knobs.get("rate", 0.0)), direction > 0, measured))
 
@@ -294,6 +368,18 @@ class KvtuiApp(App[int]):
         self.log_line(text(rp))
 
     def action_replay_pause(self) -> None:
+        """Play / pause; at the end of the recording: play it again from the start."""
+        self.tick()  # where the player is now (it may have reached the end since the last frame)
+        rp = (self.frame.status or {}).get("replay", {}) if self.frame else {}
+        if rp.get("ended"):
+            def restart() -> None:
+                self.player.seek_start()
+                if rp.get("paused"):
+                    self.player.toggle_pause()
+
+            self._replay(restart, lambda rp: f"replay restarted from {fmt_position(rp.get('position', 0))}")
+            return
+
         def text(rp: dict) -> str:
             at = fmt_position(rp.get("position", 0))
             return f"replay paused at {at}" if rp.get("paused") else f"replay playing from {at}"
@@ -374,13 +460,19 @@ class KvtuiApp(App[int]):
         elif event.state == WorkerState.ERROR:
             self.log_line(f"clear store failed: {event.worker.error}", "error")
 
-    def action_screenshot(self) -> str:
-        os.makedirs(self.screenshot_dir, exist_ok=True)
-        stamp = time.strftime("%Y%m%d-%H%M%S", time.localtime(self._clock()))
-        name, n = f"kvtui-{stamp}.svg", 1
-        while os.path.exists(os.path.join(self.screenshot_dir, name)):
-            name, n = f"kvtui-{stamp}-{n}.svg", n + 1
-        path = self.save_screenshot(name, self.screenshot_dir)
+    def action_screenshot(self) -> str | None:
+        """Save an SVG into ``screenshot_dir``; returns its path, or None (one error line in the event log)
+        when the folder cannot be created or written."""
+        try:
+            os.makedirs(self.screenshot_dir, exist_ok=True)
+            stamp = time.strftime("%Y%m%d-%H%M%S", time.localtime(self._clock()))
+            name, n = f"kvtui-{stamp}.svg", 1
+            while os.path.exists(os.path.join(self.screenshot_dir, name)):
+                name, n = f"kvtui-{stamp}-{n}.svg", n + 1
+            path = self.save_screenshot(name, self.screenshot_dir)
+        except OSError as exc:  # e.g. --screenshot-dir names a file, or a read-only folder: keep running
+            self.log_line(f"screenshot failed: {type(exc).__name__}: {exc}", "error")
+            return None
         self.log_line(f"screenshot → {path}")
         return path
 
@@ -393,7 +485,8 @@ class KvtuiApp(App[int]):
         return key_help(self)
 
     def get_system_commands(self, screen: Screen) -> Iterable[SystemCommand]:
-        yield from super().get_system_commands(screen)
+        """Textual's entries without its own "Screenshot" (ours saves into ``screenshot_dir``), then ours."""
+        yield from (c for c in super().get_system_commands(screen) if c.title != "Screenshot")
         yield from system_commands(self)
 
     # -- exit ----------------------------------------------------------------------------------------------
@@ -419,12 +512,21 @@ class KvtuiApp(App[int]):
         self.exit(0)
 
 
+def _same(a, b) -> bool:
+    """Knob values equal (floats to 1e-9: overlap steps are sums of 0.05)."""
+    if isinstance(a, (int, float)) and isinstance(b, (int, float)) and not isinstance(a, bool) \
+            and not isinstance(b, bool):
+        return abs(float(a) - float(b)) < 1e-9
+    return a == b
+
+
 def run_app(source: FrameSource | None, controller: Controller | None, *, headless: bool = False,
             duration_s: float | None = None, screenshot: str | None = None, screenshot_dir: str = "screenshots",
             size: tuple[int, int] = (120, 40), **app_kwargs) -> int:
     """Run the monitor until quit (or for ``duration_s``); headless runs without a terminal at ``size``
     (1 s when no duration is given). ``screenshot``: SVG path written just before exiting after
-    ``duration_s``. ``controller.stop()`` is called on the way out. Returns the exit code (0).
+    ``duration_s``. ``controller.stop()`` is called on the way out. Returns the exit code: 0, or 128 + the
+    signal number after SIGTERM / SIGHUP (143 / 129), which end the app cleanly.
     Replay: ``run_app(None, None, player=ReplayPlayer(SessionReader(path)))``."""
     app = KvtuiApp(source, controller, screenshot_dir=screenshot_dir, **app_kwargs)
     app.finish_after = 1.0 if headless and duration_s is None else duration_s
@@ -432,5 +534,6 @@ def run_app(source: FrameSource | None, controller: Controller | None, *, headle
     try:
         app.run(headless=headless, size=size if headless else None)
     finally:
+        app._remove_signal_handlers()  # normally done on unmount already
         app.stop_controller()
     return int(app.return_code or 0)

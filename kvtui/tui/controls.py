@@ -24,7 +24,10 @@ SEEK_STEP_S = 10.0
 
 def next_rate(current: float, up: bool, measured: float = 0.0) -> float:
     """The rate knob one step ``up`` or down. 0 (closed loop) sits above the top step; stepping down from it
-    goes to the highest step not above the ``measured`` request rate."""
+    goes to the highest step not above the ``measured`` request rate (the lowest step, 0.5 req/s, while
+    nothing has been measured yet, e.g. before the first frame), so the open loop starts near the rate the
+    closed loop reached. At either end the result equals ``current`` (R in closed loop, r at 0.5 req/s):
+    the app then neither calls the controller nor logs anything."""
     if current <= 0:
         if up:
             return 0.0
@@ -37,6 +40,7 @@ def next_rate(current: float, up: bool, measured: float = 0.0) -> float:
     return float(lower[-1] if lower else RATE_STEPS[0])
 
 
+# Compact groups show their keys side by side ("rR rate"); app.tcss spaces a group's label from the next key.
 _OVERLAP = Binding.Group("overlap", compact=True)
 _POOL = Binding.Group("pool", compact=True)
 _RATE = Binding.Group("rate", compact=True)
@@ -47,6 +51,8 @@ _SPEED = Binding.Group("speed", compact=True)
 BINDINGS: list[Binding] = [
     Binding("question_mark", "help", "help", key_display="?"),
     Binding("q", "quit", "quit"),
+    # Ctrl-C ends the monitor (Textual would only say "press ctrl+q"); priority: also from a modal or an input
+    Binding("ctrl+c", "quit", "quit", show=False, priority=True),
     Binding("p,space", "toggle_pause", "pause", key_display="p"),
     # replay only (shown instead of the live controls when the app has a player; same keys, other meaning)
     Binding("space,p", "replay_pause", "play/pause", key_display="space"),
@@ -54,8 +60,8 @@ BINDINGS: list[Binding] = [
     Binding("full_stop", "replay_step(1)", "step +1", key_display=".", group=_STEP),
     Binding("left", "replay_seek(-1)", "-10 s", key_display="←", group=_SEEK),
     Binding("right", "replay_seek(1)", "+10 s", key_display="→", group=_SEEK),
-    Binding("home", "replay_start", "start"),
-    Binding("end", "replay_end", "end"),
+    Binding("home", "replay_start", "first"),
+    Binding("end", "replay_end", "last"),
     Binding("minus,less_than_sign", "replay_speed(-1)", "slower", key_display="-", group=_SPEED),
     Binding("plus,equals_sign,greater_than_sign", "replay_speed(1)", "faster", key_display="+", group=_SPEED),
     # live
@@ -78,7 +84,8 @@ BINDINGS: list[Binding] = [
 
 def key_help(app: "KvtuiApp") -> list[tuple[str, str]]:
     """(keys, description) for every binding of :data:`BINDINGS` that the current mode shows (live or replay:
-    bindings hidden by ``app.check_action`` are left out; disabled ones are listed)."""
+    bindings hidden by ``app.check_action`` are left out; disabled ones are listed). Bindings of the same
+    action share one entry (``q ^c`` → quit)."""
     running = "playback" if getattr(app, "player", None) is not None else "workload"
     names = {"toggle_pause": "pause / resume the workload", "freeze": f"freeze the view ({running} keeps running)",
              "window": "latency: last N seconds ↔ whole session", "clear_store": "clear the store (asks first)",
@@ -86,9 +93,10 @@ def key_help(app: "KvtuiApp") -> list[tuple[str, str]]:
              "quit": "quit", "scenario": "next scenario", "settings": "type overlap %, rate, pool",
              "overlap(1)": "prefix overlap +5 %", "overlap(-1)": "prefix overlap −5 %",
              "pool(1)": "pool size +1", "pool(-1)": "pool size −1", "rate(1)": "request rate up a step",
-             "rate(-1)": "request rate down a step (closed loop is above the top step)",
+             "rate(-1)": "request rate down a step (from closed loop: the highest step not above the "
+                         "measured rate)",
              "toggle_recording": "start / stop recording to a session file (play it: kvtui replay FILE)",
-             "replay_pause": "replay: play / pause", "replay_step(1)": "replay: one frame forward (pauses)",
+             "replay_pause": "replay: play / pause (at the end: play again from the start)", "replay_step(1)": "replay: one frame forward (pauses)",
              "replay_step(-1)": "replay: one frame back (pauses)",
              "replay_seek(1)": f"replay: forward {SEEK_STEP_S:g} s",
              "replay_seek(-1)": f"replay: back {SEEK_STEP_S:g} s",
@@ -96,15 +104,17 @@ def key_help(app: "KvtuiApp") -> list[tuple[str, str]]:
              "replay_speed(1)": "replay: twice as fast (up to ×64)",
              "replay_speed(-1)": "replay: half as fast (down to ×⅛)",
              "restart_master": "restart the master kvtui started (offered while it is down)"}
-    out = []
+    out: dict[str, tuple[str, str]] = {}
     for b in BINDINGS:
         action, params = _split_action(b.action)
         live_only_key = action == "restart_master" and getattr(app, "player", None) is None
         if app.check_action(action, params) is False and not live_only_key:
             continue
         keys = " ".join(app.get_key_display(Binding(k, b.action)) for k in b.key.split(","))
-        out.append((keys, names.get(b.action, b.description)))
-    return out
+        if b.action in out:
+            keys = f"{out[b.action][0]} {keys}"
+        out[b.action] = (keys, names.get(b.action, b.description))
+    return list(out.values())
 
 
 def _split_action(action: str) -> tuple[str, tuple]:

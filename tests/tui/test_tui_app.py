@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+import signal
 
 import pytest
-from textual.widgets import Static
-from tui_helpers import PROCS, STORE, AggSource, RecordingController, log_texts, pilot_test
+from textual.widgets import Input, Static
+from tui_helpers import PROCS, STORE, SYNTH, AggSource, RecordingController, log_texts, pilot_test, screen_lines
 
-from kvtui.tui.app import KvtuiApp, run_app
+from kvtui.tui.app import RATE_STEPS, KvtuiApp, run_app
 from kvtui.tui.demo import DemoController, DemoSource, StaticSource
 from kvtui.tui.fmt import fmt_count, fmt_int, fmt_pct, format_bytes
 from kvtui.tui.screens import ConfirmScreen, HelpScreen, SettingsScreen
@@ -57,11 +58,68 @@ def test_knobs_are_clamped():
     async def scenario(pilot):
         await pilot.press("right_square_bracket", "right_square_bracket", "comma", "R", "s")
         ctl = app.controller
-        assert [c[1] for c in ctl.named("set_overlap")] == [1.0, 1.0]
-        assert ctl.named("set_pool") == [("set_pool", 1)]
+        assert [c[1] for c in ctl.named("set_overlap")] == [1.0]  # the 2nd press changes nothing
+        assert ctl.named("set_pool") == []  # already 1
         assert ctl.named("set_rate") == [("set_rate", 0.0)]  # above the top step: closed loop
         assert ctl.named("set_scenario") == [("set_scenario", "shared-system-prompt")]  # wraps around
-        assert "rate → closed loop" in log_texts(app)
+        assert log_texts(app)[-3:] == ["overlap → 100 %", "rate → closed loop", "scenario → shared-system-prompt"]
+
+    pilot_test(app, scenario)
+
+
+def test_presses_that_change_nothing_are_not_sent_or_logged():
+    """At either end of a knob's range a press changes nothing: no controller call, no event-log line."""
+    src = AggSource(workload={"kind": "synthetic", "scenario": "random", "overlap": 0.0, "pool": 1, "rate": 0.0})
+    app = app_for(src)
+
+    async def scenario(pilot):
+        ctl = app.controller
+        before = list(log_texts(app))
+        await pilot.press("R", "R", "minus", "comma", "less_than_sign")  # closed loop is above the top step
+        assert ctl.calls == [] and log_texts(app) == before
+        # r from closed loop: the highest step not above the measured rate (0 here: the lowest step) …
+        assert app.frame.rates.get("rps", 0.0) < RATE_STEPS[0]
+        await pilot.press("r", "r", "r")
+        assert ctl.named("set_rate") == [("set_rate", RATE_STEPS[0])]  # … and no further down, nor logged
+        assert log_texts(app)[len(before):] == [f"rate → {RATE_STEPS[0]:g} req/s"]
+        await pilot.press("R", "R", "R")  # 0.5 → 1 → 2 → 5
+        assert [c[1] for c in ctl.named("set_rate")] == [0.5, 1, 2, 5]
+        assert log_texts(app)[-3:] == ["rate → 1 req/s", "rate → 2 req/s", "rate → 5 req/s"]
+        app.refresh_timer.pause()  # keep the frame below
+        app.knobs["rate"] = 0.0  # closed loop again, with 2.3 req/s measured
+        app.frame.rates["rps"] = 2.3
+        await pilot.press("r")
+        assert ctl.named("set_rate")[-1] == ("set_rate", 2.0)
+        app.set_pool(1)  # typed / palette values that change nothing are skipped too
+        app.set_scenario("random")
+        assert not ctl.named("set_pool") and not ctl.named("set_scenario")
+
+    pilot_test(app, scenario)
+
+
+def test_engine_echo_of_an_earlier_request_does_not_undo_a_newer_one():
+    """R R from 20 req/s asks for 50 then 100; the engine applying 50 first must not make the next R ask for
+    100 again (which logged "rate → 100 req/s" twice in a row)."""
+    src = AggSource(workload={**SYNTH, "rate": 20.0})
+    app = app_for(src)
+
+    async def scenario(pilot):
+        ctl = app.controller
+        await pilot.press("R", "R")
+        src.workload["rate"] = 50.0  # the first request arrives at the engine
+        app.tick()
+        assert app.knobs["rate"] == 100.0
+        await pilot.press("R")
+        assert [c[1] for c in ctl.named("set_rate")] == [50.0, 100.0, 200.0]
+        assert log_texts(app)[-3:] == ["rate → 50 req/s", "rate → 100 req/s", "rate → 200 req/s"]
+        for applied in (100.0, 200.0):
+            src.workload["rate"] = applied
+            app.tick()
+        assert app.knobs["rate"] == 200.0 and app._pending["rate"] == []
+        src.workload["rate"] = 5.0  # changed by someone else: adopted
+        app.tick()
+        await pilot.press("R")
+        assert ctl.named("set_rate")[-1] == ("set_rate", 10.0)
 
     pilot_test(app, scenario)
 
@@ -151,16 +209,41 @@ def test_one_timer_after_many_toggles():
 
 
 # -- quit ---------------------------------------------------------------------------------------------------
-def test_quit_stops_the_controller():
+@pytest.mark.parametrize("key", ["q", "ctrl+c"])
+def test_quit_stops_the_controller(key):
     app = app_for()
 
     async def scenario(pilot):
-        await pilot.press("q")
+        await pilot.press(key)
+        await pilot.pause()
+        assert app.controller.named("stop") == [("stop",)]
+        assert not app.is_running or app._exit
+        assert app.return_code == 0
+
+    pilot_test(app, scenario)
+
+
+def test_ctrl_c_quits_from_a_modal_and_is_listed_with_q():
+    """ctrl+c ends the monitor (Textual alone only says "press ctrl+q"), also over a modal; the footer does not
+    show it, the help lists it with q."""
+    app = app_for()
+    before = signal.getsignal(signal.SIGTERM)
+
+    async def scenario(pilot):
+        assert set(app._signals) == {signal.SIGTERM, signal.SIGHUP}  # see test_tui_signals.py
+        footer = {b.binding.key for b in app.screen.active_bindings.values() if b.binding.show}
+        assert "ctrl+c" not in footer and "q" in footer
+        await pilot.press("question_mark")
+        assert ("q ^c", "quit") in app.screen.keys
+        await pilot.press("escape", "e")  # ctrl+c from the settings dialog, where an Input has the focus
+        assert isinstance(app.screen, SettingsScreen) and isinstance(app.focused, Input)
+        await pilot.press("ctrl+c")
         await pilot.pause()
         assert app.controller.named("stop") == [("stop",)]
         assert not app.is_running or app._exit
 
     pilot_test(app, scenario)
+    assert signal.getsignal(signal.SIGTERM) is before and not app._signals  # given back on unmount
 
 
 # -- without a controller / replay / trace ------------------------------------------------------------------
@@ -329,3 +412,65 @@ def test_restart_master_is_offered_only_while_the_embedded_master_is_down():
         assert app.check_action("restart_master", ()) is False
 
     pilot_test(app, scenario)
+
+
+# -- throughput units, footer text --------------------------------------------------------------------------
+def test_throughput_values_keep_their_units():
+    """Values are updated without a layout pass: each must still show its unit after growing from a short
+    first text (it lost "MB/s", "tok/s", "%" at 120×40 until a resize)."""
+    import dataclasses
+
+    from kvtui.tui.demo import fixture_frame
+    from kvtui.tui.widgets import Throughput
+    from kvtui.tui.widgets.throughput import RATES
+
+    base = fixture_frame()
+    zero = dataclasses.replace(base, rates={key: 0.0 for key, _, _ in RATES})
+    big = dataclasses.replace(base, rates={"reuse_MBps": 1234.5, "publish_MBps": 999.9, "rps": 12_345.0,
+                                           "tokens_skipped_ps": 12_345.0, "hit_rate": 1.0})
+    src = StaticSource(zero)
+    app = KvtuiApp(src, None)
+
+    async def scenario(pilot):
+        tp = app.query_one(Throughput)
+        for size in ((80, 24), (120, 40)):
+            await pilot.resize_terminal(*size)
+            for frame in (zero, big):
+                src._frame = frame
+                app.tick()
+                await pilot.pause()
+            shown = 0
+            for key, _, fmt in RATES:
+                label = tp.query_one(f"#tp-value-{key}")
+                if not label.display:
+                    continue  # page hit rate: only ≥ 100×32
+                want = fmt(float(big.rates[key]))
+                assert label.render_line(0).text.strip() == want, (size, key)
+                assert label.region.right <= tp.content_region.right, (size, key)
+                assert any(want in line for line in screen_lines(app)), (size, key)
+                shown += 1
+            assert shown == (5 if size == (120, 40) else 4)
+        assert {"1.23 GB/s", "999.9 MB/s", "12.3k req/s", "12.3k tok/s", "100.0 %"} == set(tp.values.values())
+
+    pilot_test(app, scenario, size=(80, 24))
+
+
+def test_footer_text_at_120_columns(session_file):
+    """Every footer item reads "key description", separated from the next (no "seekhome", no "rates scenario"
+    with the s key lost)."""
+    from kvtui.session.reader import ReplayPlayer, SessionReader
+
+    live = KvtuiApp(AggSource(), RecordingController())
+    replay = KvtuiApp(None, None, player=ReplayPlayer(SessionReader(session_file), clock=lambda: 0.0))
+    expected = {
+        live: "? help q quit p pause <> pool [] overlap rR rate s scenario f freeze w window c clear ^r record "
+              "S shot",
+        replay: "? help q quit space play/pause ,. step ←→ seek home first end last -+ speed f freeze w window "
+                "S shot",
+    }
+    for app, text in expected.items():
+        async def scenario(pilot, app=app):
+            await pilot.pause()
+            return screen_lines(app)[-1]
+
+        assert pilot_test(app, scenario).rstrip() == text

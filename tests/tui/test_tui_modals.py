@@ -10,6 +10,7 @@ from tui_helpers import AggSource, RecordingController, log_texts, pilot_test
 
 from kvtui.tui.app import KvtuiApp
 from kvtui.tui.screens import ConfirmScreen, HelpScreen, SettingsScreen
+from kvtui.tui.widgets import EventLog
 
 
 def app_for(**kw) -> KvtuiApp:
@@ -24,9 +25,9 @@ def test_help_screen_lists_every_binding_and_closes():
         await pilot.press("question_mark")
         assert isinstance(app.screen, HelpScreen)
         listed = dict(app.screen.keys)
-        live = [b for b in KvtuiApp.BINDINGS if not b.action.startswith("replay_")]
-        assert len(app.screen.keys) == len(live)  # live mode: every binding but the replay ones
-        for key in ("?", "q", "p", "s", "f", "w", "c", "e", "r", "R", "]", "[", "<", ">", "^s", "^r"):
+        live = {b.action for b in KvtuiApp.BINDINGS if not b.action.startswith("replay_")}
+        assert len(app.screen.keys) == len(live)  # live mode: every action but the replay ones, once
+        for key in ("?", "q", "^c", "p", "s", "f", "w", "c", "e", "r", "R", "]", "[", "<", ">", "^s", "^r"):
             assert any(key in k.split() for k in listed), key
         await pilot.press("escape")
         assert not isinstance(app.screen, HelpScreen)
@@ -94,6 +95,7 @@ def test_command_palette_entries():
         for t in ("Set prefix overlap %", "Set request rate", "Set pool size", "Scenario: multi-turn",
                   "Toggle latency window", "Save SVG screenshot"):
             assert t in titles
+        assert [t for t in titles if "screenshot" in t.lower()] == ["Save SVG screenshot"]  # not Textual's too
         cmd = next(c for c in app.get_system_commands(app.screen) if c.title == "Scenario: multi-turn")
         cmd.callback()
         assert app.controller.named("set_scenario") == [("set_scenario", "multi-turn")]
@@ -115,6 +117,28 @@ def test_screenshot_keys_write_svg(tmp_path):
         assert len(files) == 2 and all(f.endswith(".svg") for f in files)
         assert "<svg" in (tmp_path / "shots" / files[0]).read_text()
         assert log_texts(app)[-1].startswith("screenshot → ")
+
+    pilot_test(app, scenario)
+
+
+def test_screenshot_into_a_bad_folder_keeps_running(tmp_path):
+    """--screenshot-dir naming a file: one error line in the event log, the monitor keeps running."""
+    not_a_dir = tmp_path / "passwd"
+    not_a_dir.write_text("root:x:0:0\n")
+    app = app_for(screenshot_dir=str(not_a_dir), clock=lambda: 0.0)
+
+    async def scenario(pilot):
+        before = len(log_texts(app))
+        await pilot.press("S")
+        await pilot.pause()
+        assert app.is_running and not app._exit
+        new = log_texts(app)[before:]
+        assert len(new) == 1 and new[0].startswith("screenshot failed: FileExistsError:"), new
+        assert app.query_one(EventLog).entries()[-1].kind == "error"
+        assert app.action_screenshot() is None
+        await pilot.press("f")  # still alive
+        assert log_texts(app)[-1].startswith("view frozen")
+        assert not_a_dir.read_text() == "root:x:0:0\n"
 
     pilot_test(app, scenario)
 

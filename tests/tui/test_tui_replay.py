@@ -16,20 +16,24 @@ from kvtui.tui.widgets.kpis import replay_text
 
 def test_replay_text():
     assert replay_text({"position": 65.34, "length": 199.2, "speed": 2, "paused": True}) \
-        == "REPLAY 1:05.3 / 3:20 ×2 ⏸"
+        == "REPLAY 1:05.3 / 3:19.2 ×2 ⏸"
     assert replay_text({"position": 3.0, "length": 30, "speed": 0.5, "paused": False}) \
-        == "REPLAY 0:03.0 / 0:30 ×0.5 ▶"
+        == "REPLAY 0:03.0 / 0:30.0 ×0.5 ▶"
+    # position and length are formatted alike: at the end they read the same (not 0:25.0 / 0:26)
+    assert replay_text({"position": 25.04, "length": 25.04, "speed": 1, "ended": True}) \
+        == "REPLAY 0:25.0 / 0:25.0 ×1 ■"
     assert replay_text({"position": 30, "length": 30, "speed": 1, "paused": False, "ended": True}).endswith("■")
     assert replay_text({}) == "REPLAY"
 
 
 def test_replay_controls(session_file):
-    reader = SessionReader(session_file)
-    assert len(reader) == SESSION_FRAMES and reader.duration == pytest.approx(SESSION_FRAMES * SESSION_TICK_S)
+    reader = SessionReader(session_file)  # positions count from the first frame (t = 0.5 s)
+    end = (SESSION_FRAMES - 1) * SESSION_TICK_S
+    assert len(reader) == SESSION_FRAMES and reader.duration == pytest.approx(end)
     clock = FakeClock(100.0)
     player = ReplayPlayer(reader, clock=clock)
     app = KvtuiApp(None, None, player=player)
-    length = "0:30"
+    length = fmt_position(end)  # 0:29.5, formatted like the position
 
     def shows(pos: float, speed: str = "×1", state: str = "⏸") -> None:
         """The header equals the recorded frame at ``pos`` and the badge says where we are."""
@@ -44,45 +48,57 @@ def test_replay_controls(session_file):
         assert "● REC" not in kpis  # the recorded frames said "recording": not a live recording
 
     async def scenario(pilot):
-        shows(0.5, state="▶")  # starts at the first frame, playing (the fake clock stands still)
+        shows(0.0, state="▶")  # starts at the first frame, playing (the fake clock stands still)
         assert reader.frame_at(0).totals["requests"] != reader.frame_at(20).totals["requests"]
         await pilot.press("space")
-        assert log_texts(app)[-1] == "replay paused at 0:00.5"
-        shows(0.5)
+        assert log_texts(app)[-1] == "replay paused at 0:00.0"
+        shows(0.0)
         clock.t += 50  # paused: the position stays
         app.tick()
-        shows(0.5)
+        shows(0.0)
         await pilot.press("right")
-        assert log_texts(app)[-1] == "seek → 0:10.5"
-        shows(10.5)
+        assert log_texts(app)[-1] == "seek → 0:10.0"
+        shows(10.0)
         await pilot.press("right", "left", "left")
-        assert log_texts(app)[-3:] == ["seek → 0:20.5", "seek → 0:10.5", "seek → 0:00.5"]
-        shows(0.5)
+        assert log_texts(app)[-3:] == ["seek → 0:20.0", "seek → 0:10.0", "seek → 0:00.0"]
+        shows(0.0)
         await pilot.press("end")
-        assert log_texts(app)[-1] == "seek → 0:30.0 (end)"
-        shows(30.0)
+        assert log_texts(app)[-1] == f"seek → {length} (end)"
+        shows(end)
+        assert f" REPLAY {length} / {length} ×1 ⏸ " in app.query_one(Kpis).chips  # the same figure twice
         await pilot.press("home")
         assert log_texts(app)[-1] == "seek → 0:00.0 (start)"
         shows(0.0)
-        await pilot.press("full_stop", "full_stop")  # 0.0 shows the first frame (0.5 s): on to the 2nd, the 3rd
-        assert log_texts(app)[-2:] == ["step +1 → 0:01.0", "step +1 → 0:01.5"]
-        shows(1.5)
+        await pilot.press("full_stop", "full_stop")  # the 2nd frame, the 3rd
+        assert log_texts(app)[-2:] == ["step +1 → 0:00.5", "step +1 → 0:01.0"]
+        shows(1.0)
         await pilot.press("comma", "comma")
-        assert log_texts(app)[-2:] == ["step -1 → 0:01.0", "step -1 → 0:00.5"]
-        shows(0.5)
+        assert log_texts(app)[-2:] == ["step -1 → 0:00.5", "step -1 → 0:00.0"]
+        shows(0.0)
         await pilot.press("plus", "greater_than_sign", "minus", "less_than_sign", "less_than_sign")
         assert log_texts(app)[-5:] == ["speed ×2", "speed ×4", "speed ×2", "speed ×1", "speed ×0.5"]
-        shows(0.5, speed="×0.5")
+        shows(0.0, speed="×0.5")
         await pilot.press("equals_sign")
         await pilot.press("p")  # play again: 10 s of wall clock at ×1 is 10 s of session
-        assert log_texts(app)[-1] == "replay playing from 0:00.5"
+        assert log_texts(app)[-1] == "replay playing from 0:00.0"
         clock.t += 10
         app.tick()
-        shows(10.5, state="▶")
+        shows(10.0, state="▶")
         clock.t += 100  # played to the end
         app.tick()
-        shows(30.0, state="■")
+        shows(end, state="■")
         assert app.shown.status["replay"]["ended"]
+        await pilot.press("space")  # at the end: play again from the start (not just pause)
+        assert log_texts(app)[-1] == "replay restarted from 0:00.0"
+        shows(0.0, state="▶")
+        await pilot.press("end", "full_stop")  # paused at the end (a step pauses)
+        shows(end, state="⏸")
+        await pilot.press("space")
+        assert log_texts(app)[-1] == "replay restarted from 0:00.0"
+        shows(0.0, state="▶")
+        clock.t += 5
+        app.tick()
+        shows(5.0, state="▶")
 
         # the live controls are hidden and do nothing; the view controls work
         before = len(log_texts(app))
@@ -101,14 +117,14 @@ def test_replay_controls(session_file):
         await pilot.press("f")
         assert "FROZEN" in app.query_one(Kpis).plain
         await pilot.press("home")  # the player moves, the frozen view does not
-        assert player.position == 0.0 and app.shown.status["replay"]["position"] == 30.0
+        assert player.position == 0.0 and app.shown.status["replay"]["position"] == 5.0
         await pilot.press("f", "w")
         shows(0.0, state="▶")
         assert "whole session" in app.query_one(LatencyPanel).border_title
         await pilot.press("question_mark")
         assert isinstance(app.screen, HelpScreen)
         listed = dict(app.screen.keys)
-        for keys in ("space p", ",", ".", "←", "→", "home", "end", "- <", "+ = >", "f", "w", "?", "q"):
+        for keys in ("space p", ",", ".", "←", "→", "home", "end", "- <", "+ = >", "f", "w", "?", "q ^c"):
             assert keys in listed, keys
         assert not any("overlap" in d or "pool" in d for d in listed.values())
         await pilot.press("escape", "q")

@@ -14,7 +14,7 @@ from kvtui.metrics.aggregate import PageRow
 from kvtui.metrics.latency import LatencyRecorder
 from kvtui.tui.app import RATE_STEPS, next_rate
 from kvtui.tui.fmt import fmt_elapsed, fmt_mbps, fmt_ms, fmt_pct, fmt_rate
-from kvtui.tui.widgets.event_log import EventLog
+from kvtui.tui.widgets.event_log import EventLog, wrap_words
 from kvtui.tui.widgets.latency import LatencyPanel, bar_rows, bucket_of, merge_buckets
 from kvtui.tui.widgets.page_grid import CLASS, GLYPH, PageGrid, compress, scale_for
 
@@ -207,9 +207,32 @@ def test_event_log_merges_engine_and_ui_lines_and_wraps():
         lg.add_line(20, "a very long line " * 6)
         lines = lg.wrapped(30, 4)
         assert len(lines) == 4 and all(ln.cell_len <= 30 for ln in lines)
+        lg.add_line(21, "recording stopped: kvtui-20261130-114921.kvtui")
+        lines = [ln.plain for ln in lg.wrapped(34, 2)]  # 6 cells of time stamp, 28 of text
+        assert lines == [" 0:21 recording stopped:", "      kvtui-20261130-114921.kvtui"]
         return True
 
     assert with_widget(log, check, size=(30, 6))
+
+
+@pytest.mark.parametrize("width,lines", [
+    (40, ["recording → kvtui-20261130-114921.kvtui"]),
+    (30, ["recording →", "kvtui-20261130-114921.kvtui"]),  # fits on a line of its own: moved, not broken
+    (27, ["recording →", "kvtui-20261130-114921.kvtui"]),
+    (20, ["recording →", "kvtui-20261130-", "114921.kvtui"]),  # longer than a line: broken after a "-"
+    (8, ["recordin", "g →", "kvtui-", "20261130", "-", "114921.k", "vtui"]),
+])
+def test_event_log_wraps_without_breaking_words(width, lines):
+    assert wrap_words("recording → kvtui-20261130-114921.kvtui", width) == lines
+
+
+def test_event_log_breaks_a_long_path_after_a_slash():
+    text = "screenshot → screenshots/kvtui-20261130-114921.svg"
+    assert wrap_words(text, 34) == ["screenshot →", "screenshots/", "kvtui-20261130-114921.svg"]
+    for width in range(1, 60):
+        lines = wrap_words(text, width)
+        assert all(len(ln) <= width for ln in lines) and "".join(lines).replace(" ", "") == text.replace(" ", "")
+    assert wrap_words("", 10) == [""]
 
 
 # -- formatting and knobs -----------------------------------------------------------------------------------
@@ -225,3 +248,34 @@ def test_formatters_carry_units():
     (0, True, 0, 0.0), (0, False, 73.0, 50), (0, False, 0.1, RATE_STEPS[0]), (7, True, 0, 10), (7, False, 0, 5)])
 def test_rate_steps(current, up, measured, expected):
     assert next_rate(current, up, measured) == expected
+
+
+# -- header: store state ------------------------------------------------------------------------------------
+def test_store_state_unknown_before_the_first_scrape_is_not_down():
+    """The first (recorded) frame has ``store["up"] is None`` (no scrape yet; the status then says
+    ``store_up: False``): the header shows "—", not DOWN. Only False is down."""
+    import dataclasses
+
+    from tui_helpers import AggSource
+
+    from kvtui.tui.widgets.kpis import Kpis, store_up
+
+    base = AggSource().frame()
+
+    def frame(up, status_up=True):
+        store = {**base.store, "up": up} if up != "absent" else dict(base.store)
+        return dataclasses.replace(base, store=store, status={**base.status, "store_up": status_up})
+
+    assert store_up(frame(None, False)) is None and store_up(frame(False, False)) is False
+    assert store_up(frame(True)) is True and store_up(frame("absent", True)) is True
+    assert store_up(frame("absent", False)) is False
+
+    def check(kpis):
+        out = {}
+        for name, f in (("unknown", frame(None, False)), ("down", frame(False, False)), ("up", frame(True))):
+            kpis.update_frame(f)
+            out[name] = next(c for c in kpis.chips if c.startswith("store"))
+        return out
+
+    assert with_widget(Kpis(), check, size=(200, 6)) == {
+        "unknown": "store embedded ● —", "down": "store embedded ● DOWN", "up": "store embedded ● up"}

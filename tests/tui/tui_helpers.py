@@ -114,3 +114,8 @@ def log_texts(app) -> list[str]:
     from kvtui.tui.widgets import EventLog
 
     return app.query_one(EventLog).texts
+
+
+def screen_lines(app) -> list[str]:
+    """The plain text of every line on the app's screen, as drawn (Textual's compositor)."""
+    return [strip.text for strip in app.screen._compositor.render_strips()]

@@ -3,15 +3,62 @@ changes, screenshots, clear-store results), newest at the bottom; ``frame.errors
 
 from __future__ import annotations
 
-import textwrap
+import re
 from collections import deque
 from typing import ClassVar
 
+from rich.cells import cell_len
 from rich.text import Text
 from textual.widget import Widget
 
 from kvtui.events import EngineEvent
 from kvtui.tui.fmt import fmt_elapsed, fmt_int
+
+def wrap_words(text: str, width: int) -> list[str]:
+    """``text`` wrapped to lines of at most ``width`` cells. A word never breaks when it fits on a line of its
+    own (it moves to the next line whole); only a word longer than a line is broken: it starts a new line and
+    breaks after a "/" where it can (so a file name stays whole), then after a "-", else at the line width."""
+    width = max(1, width)
+    lines: list[str] = []
+    line = ""
+    for word in text.split():
+        if cell_len(word) <= width:
+            if line and cell_len(line) + 1 + cell_len(word) > width:
+                lines.append(line)
+                line = word
+            else:
+                line = f"{line} {word}" if line else word
+            continue
+        if line:
+            lines.append(line)
+        line = ""
+        for piece in _pieces(word, width):  # each fits on a line
+            if line and cell_len(line) + cell_len(piece) > width:
+                lines.append(line)
+                line = piece
+            else:
+                line += piece
+    if line or not lines:
+        lines.append(line)
+    return lines
+
+
+def _pieces(word: str, width: int, seps: str = "/-") -> list[str]:
+    """``word`` cut after each ``seps[0]``; a piece still longer than ``width`` is cut after the next separator,
+    and in the end at ``width`` cells."""
+    if cell_len(word) <= width:
+        return [word]
+    if not seps:
+        out, cur = [], ""
+        for ch in word:
+            if cur and cell_len(cur + ch) > width:
+                out.append(cur)
+                cur = ""
+            cur += ch
+        return [*out, cur] if cur else out
+    parts = re.findall(rf"[^{re.escape(seps[0])}]*{re.escape(seps[0])}|[^{re.escape(seps[0])}]+", word)
+    return [q for part in parts for q in _pieces(part, width, seps[1:])]
+
 
 KIND_CLASS = {"error": "event-log--error", "outage": "event-log--outage", "control": "event-log--control",
               "ui": "event-log--ui", "info": "event-log--info"}
@@ -67,14 +114,15 @@ class EventLog(Widget):
         return [e.text for e in self.entries()]
 
     def wrapped(self, width: int, height: int) -> list[Text]:
-        """The last ``height`` lines of the entries wrapped to ``width`` cells (continuation lines indented)."""
+        """The last ``height`` lines of the entries wrapped to ``width`` cells (continuation lines indented;
+        words are kept whole, see :func:`wrap_words`)."""
         time_s = self.get_component_rich_style("event-log--time", partial=True)
         out: list[Text] = []
         for e in reversed(self.entries()):
             stamp = f"{fmt_elapsed(e.t):>5} "
             body_w = max(8, width - len(stamp))
             style = self.get_component_rich_style(KIND_CLASS.get(e.kind, "event-log--info"), partial=True)
-            chunks = textwrap.wrap(e.text, body_w, break_long_words=True, break_on_hyphens=False) or [""]
+            chunks = wrap_words(e.text, body_w)
             lines = [Text(stamp if i == 0 else " " * len(stamp), time_s) + Text(c, style)
                      for i, c in enumerate(chunks)]
             out = lines + out

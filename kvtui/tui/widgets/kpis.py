@@ -18,14 +18,25 @@ SEP = "  "
 
 
 def replay_text(rp: dict) -> str:
-    """The REPLAY badge of ``frame.status["replay"]``: ``'REPLAY 1:05.3 / 3:20 ×2 ⏸'`` (▶ playing, ⏸ paused,
-    ■ at the end)."""
+    """The REPLAY badge of ``frame.status["replay"]``: ``'REPLAY 1:05.3 / 3:19.2 ×2 ⏸'`` (▶ playing, ⏸ paused,
+    ■ at the end). Position and length are formatted alike, so at the end they read the same."""
     if not rp:
         return "REPLAY"
-    length = fmt_elapsed(-(-float(rp.get("length", 0.0)) // 1))  # whole seconds, rounded up
+    length = fmt_position(rp.get("length", 0.0))
     state = "⏸" if rp.get("paused") else ("■" if rp.get("ended") else "▶")
     return (f"REPLAY {fmt_position(rp.get('position', 0.0))} / {length} "
             f"{fmt_speed(rp.get('speed', 1.0))} {state}")
+
+
+def store_up(frame) -> bool | None:
+    """Whether the store answers: the store panel's ``up`` when it has one (None before the first scrape,
+    e.g. in the first recorded frame: unknown, not down), else ``status["store_up"]``. Only False is down."""
+    store = frame.store or {}
+    if "up" in store:
+        up = store["up"]
+    else:
+        up = (frame.status or {}).get("store_up")
+    return None if up is None else bool(up)
 
 
 def workload_text(w: dict, short: int = 0) -> str:
@@ -103,7 +114,8 @@ class Kpis(Widget):
 
     def update_frame(self, frame, *, frozen: bool = False, window_label: str = "") -> None:
         """Rebuild the chips from ``frame`` (``frozen``: show the FROZEN flag)."""
-        key = (self._compact, frame.t, repr(frame.totals), repr(frame.status), repr(frame.workload), frozen, window_label)
+        key = (self._compact, frame.t, repr(frame.totals), repr(frame.status), repr(frame.workload), store_up(frame),
+               frozen, window_label)
         if key == self._key:
             return
         self._key = key
@@ -135,10 +147,10 @@ class Kpis(Widget):
         chips.append(self._chip("mism" if short else "mismatches", fmt_int(mism),
                                 "kpis--bad" if mism else "kpis--value"))
         if st:
-            up = st.get("store_up")
-            state = "up" if up else ("DOWN" if up is not None else "?")
+            up = store_up(frame)
+            state = "up" if up else ("DOWN" if up is False else "—")
             chips.append(self._chip("store" if short > 1 else f"store {st.get('store_mode', '?')}", f"● {state}",
-                                    "kpis--good" if up else "kpis--bad"))
+                                    "kpis--good" if up else ("kpis--bad" if up is False else "kpis--label")))
         chips.append(self._chip("", workload_text(frame.workload, short)))
         chips.append(self._chip("elapsed", fmt_elapsed(frame.t)))
         if st.get("layout") and not short:

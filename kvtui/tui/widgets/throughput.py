@@ -19,10 +19,17 @@ RATES = (
 
 
 class Throughput(Grid):
-    """One line per rate: label, current value, sparkline (fed a fresh tuple each tick)."""
+    """One line per rate: label, current value, sparkline (fed a fresh tuple each tick).
+
+    The labels fill their grid column (``width: 1fr``): values are updated without a layout pass, so a
+    content-sized label would keep the width of its first text and cut the unit off a longer one. The value
+    column (13 cells; 12 below 80 columns) holds the longest value with its unit (``'12.3k tok/s'``,
+    ``'1.23 GB/s'``) and a space; the label column (14) the longest label (``'publish write'``) and a space."""
 
     DEFAULT_CSS = """
     Throughput { grid-size: 3; grid-columns: 14 13 1fr; grid-rows: 1; height: auto; }
+    Throughput > Label { width: 1fr; text-wrap: nowrap; text-overflow: ellipsis; }
+    Throughput > .tp-label { padding-right: 1; }
     Throughput > .tp-value { text-align: right; padding-right: 1; }
     Throughput > Sparkline { height: 1; }
     """

@@ -1,0 +1,114 @@
+"""SIGTERM / SIGHUP end the monitor cleanly: in a subprocess (as ``kvtui watch`` runs it: kvtui/cli.py turns
+SIGTERM into KeyboardInterrupt), headless and on a pseudo-terminal. The app must exit within seconds with code
+128 + signal, without tracebacks, and on a terminal leave the alternate screen and turn mouse reporting off."""
+
+from __future__ import annotations
+
+import fcntl
+import os
+import pty
+import signal
+import struct
+import subprocess
+import sys
+import termios
+import threading
+import time
+from pathlib import Path
+
+import kvtui
+
+ROOT = Path(kvtui.__file__).resolve().parent.parent
+
+SCRIPT = """
+import signal, sys
+signal.signal(signal.SIGTERM, signal.default_int_handler)  # what kvtui/cli.py installs
+from kvtui.tui.app import run_app
+from kvtui.tui.demo import DemoController, DemoSource
+
+class Source(DemoSource):
+    def frame(self):
+        if self.t == 0:  # the first frame: the app is mounted (and its signal handlers installed)
+            open(sys.argv[1], "w").close()
+        return super().frame()
+
+src = Source()
+try:
+    rc = run_app(src, DemoController(src), headless=sys.argv[2] == "headless", duration_s=30)
+except KeyboardInterrupt:
+    rc = 130
+sys.exit(rc)
+"""
+
+
+class Run:
+    """The script in a subprocess: headless (stderr piped) or on a pty of 120×40 (all output read)."""
+
+    def __init__(self, tmp_path: Path, name: str, headless: bool):
+        self.ready = tmp_path / f"{name}.ready"
+        self.out = bytearray()
+        env = dict(os.environ, TERM="xterm-256color", PYTHONPATH=str(ROOT))
+        args = [sys.executable, "-c", SCRIPT, str(self.ready), "headless" if headless else "tty"]
+        if headless:
+            self.proc = subprocess.Popen(args, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                                         stderr=subprocess.PIPE, env=env, cwd=tmp_path)
+            self._reader = threading.Thread(target=self._read, args=(self.proc.stderr.fileno(),), daemon=True)
+        else:
+            master, slave = pty.openpty()
+            fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", 40, 120, 0, 0))
+            self.proc = subprocess.Popen(args, stdin=slave, stdout=slave, stderr=slave, env=env, cwd=tmp_path,
+                                         start_new_session=True)
+            os.close(slave)
+            self._reader = threading.Thread(target=self._read, args=(master,), daemon=True)
+        self._reader.start()
+
+    def _read(self, fd: int) -> None:
+        while True:
+            try:
+                data = os.read(fd, 65536)
+            except OSError:  # the pty closed
+                break
+            if not data:
+                break
+            self.out.extend(data)
+
+    def finish(self, timeout: float) -> int | None:
+        try:
+            rc = self.proc.wait(timeout)
+        except subprocess.TimeoutExpired:
+            rc = None
+            self.proc.kill()
+            self.proc.wait()
+        self._reader.join(2)
+        return rc
+
+
+def test_sigterm_and_sighup_end_the_app_cleanly(tmp_path):
+    runs = {("headless", signal.SIGTERM): Run(tmp_path, "term", True),
+            ("headless", signal.SIGHUP): Run(tmp_path, "hup", True),
+            ("tty", signal.SIGTERM): Run(tmp_path, "tty", False)}
+    try:
+        deadline = time.monotonic() + 30
+        while not all(r.ready.exists() for r in runs.values()):
+            assert time.monotonic() < deadline, {k: bytes(r.out[-2000:]) for k, r in runs.items()}
+            assert all(r.proc.poll() is None for r in runs.values()), {k: bytes(r.out) for k, r in runs.items()}
+            time.sleep(0.05)
+        time.sleep(0.3)
+        for (_, sig), run in runs.items():
+            run.proc.send_signal(sig)
+        sent = time.monotonic()
+        codes = {key: run.finish(max(0.5, sent + 5 - time.monotonic())) for key, run in runs.items()}
+    finally:
+        for run in runs.values():
+            if run.proc.poll() is None:
+                run.proc.kill()
+    for (mode, sig), run in runs.items():
+        out = bytes(run.out)
+        assert codes[mode, sig] == 128 + sig, (mode, sig, codes[mode, sig], out[-3000:])
+        assert b"Traceback" not in out and b"Exception ignored" not in out, out[-3000:]
+        if mode == "headless":
+            assert out.strip() == b"", out[-3000:]
+        else:  # the terminal is given back: alternate screen left, mouse reporting off, after the last frame
+            assert out.rfind(b"\x1b[?1049l") > out.rfind(b"\x1b[?1049h") > -1
+            for mouse in (b"1000", b"1003", b"1006"):
+                assert out.rfind(b"\x1b[?" + mouse + b"l") > out.rfind(b"\x1b[?" + mouse + b"h") > -1, mouse
