@@ -292,6 +292,7 @@ def _trace_bench(args, layout, store_bytes: int) -> int:
 def _ui_bench(args, layout, store_bytes: int) -> int:
     """Requests/s of the same scenario without and with the monitor (headless, 10 Hz), then the monitor
     process's CPU over 3 s with the workload paused. Both phases start from an empty store."""
+    import threading
     import time
 
     import psutil
@@ -327,10 +328,13 @@ def _ui_bench(args, layout, store_bytes: int) -> int:
                 if phase == "monitor":
                     session.pause()
                     session.driver.done.wait(0.5)
-                    _say("monitor idle with the workload paused: 3 s of CPU…")
-                    cpu0 = sum(me.cpu_times()[:2])
-                    run_app(session, None, headless=True, duration_s=3.0)
-                    idle_cpu = (sum(me.cpu_times()[:2]) - cpu0) / 3.0 * 100
+                    _say("monitor idle with the workload paused: CPU over 3 s, after 1.5 s of start-up…")
+                    marks: list[float] = []
+                    timers = [threading.Timer(t, lambda: marks.append(sum(me.cpu_times()[:2]))) for t in (1.5, 4.5)]
+                    for timer in timers:
+                        timer.start()
+                    run_app(session, None, headless=True, duration_s=5.0)
+                    idle_cpu = (marks[1] - marks[0]) / 3.0 * 100
             finally:
                 session.stop()
     finally:

@@ -100,6 +100,8 @@ class Aggregator:
         self._sub_s = window_s / 6
         self._win: deque[tuple[float, dict[str, LatencyRecorder]]] = deque(maxlen=6)
         self._window = {k: LatencyRecorder() for k in LATENCIES}
+        self._lat_key: tuple | None = None  # (rows seen, live sub-windows) the cached snapshots are for
+        self._lat_snaps: tuple[dict, dict] = ({}, {})
         self._c = Counter()
         self._codes = Counter()
         self._row_seq = self._event_seq = self._series_seq = 0
@@ -199,18 +201,23 @@ class Aggregator:
                         self._series[k].append(v)
                     self._series_seq += 1
                 self._series_t, self._series_snap = now, snap
-            window = self._window  # reused: a fresh HdrHistogram per frame would churn ~0.5 MB at 10 Hz
-            for rec in window.values():
-                rec.reset()
-            for t_sub, recs in self._win:
-                if now - t_sub <= self.window_s:
-                    for k in LATENCIES:
-                        window[k].merge(recs[k])
+            live = tuple(t_sub for t_sub, _ in self._win if now - t_sub <= self.window_s)
+            key = (self._row_seq, live)
+            if key != self._lat_key:  # new results or a sub-window expired: recompute the six snapshots
+                window = self._window  # reused: a fresh HdrHistogram per frame would churn ~0.5 MB at 10 Hz
+                for rec in window.values():
+                    rec.reset()
+                for t_sub, recs in self._win:
+                    if now - t_sub <= self.window_s:
+                        for k in LATENCIES:
+                            window[k].merge(recs[k])
+                self._lat_key = key
+                self._lat_snaps = ({k: r.snapshot() for k, r in self._lat.items()},
+                                   {k: r.snapshot() for k, r in window.items()})
             return Frame(
                 t=now - self.t0, totals=self._totals_locked(), rates=rates,
                 series={k: tuple(v) for k, v in self._series.items()},
-                latency={k: r.snapshot() for k, r in self._lat.items()},
-                latency_window={k: r.snapshot() for k, r in window.items()},
+                latency=self._lat_snaps[0], latency_window=self._lat_snaps[1],
                 rows=tuple(self._rows), errors=dict(self._codes), events=tuple(self._events),
                 row_seq=self._row_seq, event_seq=self._event_seq, series_seq=self._series_seq, **panels)
 

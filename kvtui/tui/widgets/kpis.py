@@ -114,7 +114,7 @@ class Kpis(Widget):
 
     def update_frame(self, frame, *, frozen: bool = False, window_label: str = "") -> None:
         """Rebuild the chips from ``frame`` (``frozen``: show the FROZEN flag)."""
-        key = (self._compact, frame.t, repr(frame.totals), repr(frame.status), repr(frame.workload), store_up(frame),
+        key = (self._compact, int(frame.t), repr(frame.totals), repr(frame.status), repr(frame.workload), store_up(frame),
                frozen, window_label)
         if key == self._key:
             return
