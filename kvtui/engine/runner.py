@@ -184,7 +184,7 @@ class Engine:
 class Driver:
     """Feeds requests from a workload into an :class:`Engine`, honouring arrival times and concurrency.
 
-    ``requests``: an iterable of ``workload.Request`` (or an object with ``next_request()``);
+    ``requests``: an iterable of ``workload.Request`` (a synthetic workload iterates forever);
     ``on_result`` / ``on_event``: callbacks invoked from the driver's threads. Controls are thread-safe:
     :meth:`pause`, :meth:`resume`, :meth:`stop`, :meth:`control` (a callable run on the feeder thread before
     the next request, e.g. a workload knob change). ``max_requests`` / ``duration_s`` bound the run.
@@ -335,7 +335,8 @@ class Driver:
     def _feed(self) -> None:
         try:
             while not self._stop.is_set():
-                self._running.wait()
+                while not self._running.wait(0.1):  # paused or outage: knob changes still apply (and log)
+                    self._drain_controls()
                 self._drain_controls()
                 if self._stop.is_set():
                     break
