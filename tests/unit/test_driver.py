@@ -3,7 +3,6 @@ paused, bounds stop the run, an RPC_FAIL holds dispatch until the master answers
 
 from __future__ import annotations
 
-import threading
 import time
 
 import numpy as np
