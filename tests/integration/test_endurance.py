@@ -21,18 +21,23 @@ from workload import SyntheticWorkload, WorkloadSpec
 pytestmark = pytest.mark.integration
 
 
-def _ours(snapshot) -> int:
-    """Bytes held by allocations made outside pytest's own machinery (captured output, reports, ...)."""
-    keep = snapshot.filter_traces([tracemalloc.Filter(False, "*_pytest*"), tracemalloc.Filter(False, "*pluggy*"),
+def _ours(snapshot):
+    """Allocations made outside pytest's own machinery (captured output, reports, ...)."""
+    return snapshot.filter_traces([tracemalloc.Filter(False, "*_pytest*"), tracemalloc.Filter(False, "*pluggy*"),
                                    tracemalloc.Filter(False, tracemalloc.__file__)])
-    return sum(s.size for s in keep.statistics("filename"))
+
+
+def _size(snapshot) -> int:
+    return sum(s.size for s in snapshot.statistics("filename"))
 
 
 def test_memory_stays_flat_over_thousands_of_requests(cluster):
     layout = PageLayout(1, 1, 8, 8, 1)  # 128-byte pages: thousands of requests in seconds
     engine = Engine(EngineOptions(layout=layout, model=f"mem-{uuid.uuid4().hex[:6]}"), endpoints=cluster.endpoints)
     engine.start()
-    agg = Aggregator(history=5)  # series (bounded) are full after 5 s, so later growth would be a leak
+    # every bounded buffer is full after a few seconds: rate series (5 points, one a second) and the latency
+    # window (6 sub-windows of 0.5 s, each 3 HdrHistograms); growth after that would be a leak
+    agg = Aggregator(history=5, window_s=3.0)
     me = psutil.Process()
     try:
         wl = SyntheticWorkload(WorkloadSpec(scenario="shared-system-prompt", pool=16, prompt_tokens=64, page_tokens=8))
@@ -46,7 +51,7 @@ def test_memory_stays_flat_over_thousands_of_requests(cluster):
                 frames.append(agg.frame())  # a UI pulling frames the whole time
                 frames = frames[-5:]
                 n = agg.totals()["requests"]
-                full = all(len(v) == 5 for v in frames[-1].series.values())
+                full = all(len(v) == 5 for v in frames[-1].series.values()) and len(agg._win) == agg._win.maxlen
                 if n >= 1500 and full and "early" not in rss:
                     gc.collect()
                     rss["early"], traced["early"] = me.memory_info().rss, _ours(tracemalloc.take_snapshot())
@@ -59,7 +64,9 @@ def test_memory_stays_flat_over_thousands_of_requests(cluster):
         assert len(f.rows) <= 64 and len(f.events) <= 200 and all(len(v) <= 300 for v in f.series.values())
         # bounded buffers: Python objects kept do not grow with the request count (4,500 more requests
         # retaining even 200 bytes each would be 900 kB), and RSS stays within allocator noise
-        assert traced["late"] - traced["early"] < 512 << 10, traced
+        grown = _size(traced["late"]) - _size(traced["early"])
+        top = traced["late"].compare_to(traced["early"], "lineno")[:8]
+        assert grown < 512 << 10, "\n".join(map(str, top))
         assert rss["late"] - rss["early"] < 24 << 20, rss
     finally:
         engine.stop()
