@@ -219,6 +219,17 @@ def synthetic_description(spec) -> dict:
             "rate": spec.rate, "prompt_tokens": spec.prompt_tokens}
 
 
+def start_recording(session, path: str | None) -> None:
+    """``--record``: start recording ``session`` into ``path`` (if given); ``KvtuiError`` if it cannot."""
+    from kvtui.session import SessionError
+
+    if path:
+        try:
+            session.start_recording(path)
+        except SessionError as exc:
+            raise KvtuiError(str(exc)) from None
+
+
 def start_engine(options, endpoints):
     """Start an :class:`~kvtui.engine.runner.Engine`, turning start-up failures into one-line errors."""
     from kvtui.cluster import ClusterError

@@ -14,7 +14,7 @@ import tempfile
 from pathlib import Path
 
 from kvtui.commands.common import (add_cluster_arguments, add_page_arguments, add_workload_arguments,
-                                   engine_options, layout_of, make_workload, start_engine)
+                                   engine_options, layout_of, make_workload, start_engine, start_recording)
 from kvtui.errors import KvtuiError
 
 
@@ -87,7 +87,6 @@ def run(args: argparse.Namespace) -> int:
     """Run the workload; exit 0, or 1 if any loaded page failed verification."""
     from kvtui.live import LiveSession
     from kvtui.metrics.aggregate import summary_from_frame
-    from kvtui.session import SessionError
 
     layout = layout_of(args)
     if args.concurrency < 1:
@@ -117,11 +116,7 @@ def run(args: argparse.Namespace) -> int:
                           header=session_header(args, layout, desc, endpoints))
     final = None
     try:
-        if args.record:
-            try:
-                session.start_recording(args.record)
-            except SessionError as exc:
-                raise KvtuiError(str(exc)) from None
+        start_recording(session, args.record)
         session.start()
         _progress(session.driver, session.agg, total, quiet=args.quiet or not sys.stderr.isatty())
         final = session.final_frame()

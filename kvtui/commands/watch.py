@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 import argparse
-import signal
+from pathlib import Path
 import sys
 
 from kvtui.commands.common import (add_cluster_arguments, add_page_arguments, add_workload_arguments,
-                                   engine_options, layout_of, make_workload, start_engine)
-from kvtui.commands.run import check_writable, session_header
+                                   engine_options, layout_of, make_workload, start_engine, start_recording)
+from kvtui.commands.run import check_new_file, check_writable, session_header
 from kvtui.errors import KvtuiError
 
 
@@ -63,7 +63,6 @@ def parse_size(text: str) -> tuple[int, int]:
 def run(args: argparse.Namespace) -> int:
     """Start everything, run the app until it quits, tear everything down."""
     from kvtui.live import LiveSession
-    from kvtui.session import SessionError
     from kvtui.tui.app import run_app
 
     layout = layout_of(args)
@@ -72,7 +71,9 @@ def run(args: argparse.Namespace) -> int:
     if not (0 < args.refresh_hz <= 15):
         raise KvtuiError("--refresh-hz must be within (0, 15]")
     if args.record:
-        check_writable(args.record, "--record")
+        check_new_file(args.record, "--record")
+    if Path(args.screenshot_dir).exists() and not Path(args.screenshot_dir).is_dir():
+        raise KvtuiError(f"--screenshot-dir: {args.screenshot_dir} exists and is not a folder")
     size = screen_arguments(args, "watch")
     workload, desc, problems = make_workload(args, layout)
     options, endpoints = engine_options(args, layout)
@@ -84,17 +85,11 @@ def run(args: argparse.Namespace) -> int:
         session._log("info", f"network {options.cluster.isolation}")  # shown in the event log, not stderr
     if problems:
         session._log("error", f"skipped {len(problems)} bad trace rows (first: line {problems[0].line_no}: {problems[0].reason})")
-    previous = signal.getsignal(signal.SIGTERM)
     try:
-        if args.record:
-            try:
-                session.start_recording(args.record)
-            except SessionError as exc:
-                raise KvtuiError(str(exc)) from None
+        start_recording(session, args.record)
         session.start()
         return run_app(session, session, headless=args.headless, duration_s=args.duration,
                        screenshot=args.screenshot, screenshot_dir=args.screenshot_dir, size=size,
                        refresh_hz=args.refresh_hz)
     finally:
         session.stop()
-        signal.signal(signal.SIGTERM, previous)
