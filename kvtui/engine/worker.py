@@ -55,7 +55,8 @@ def worker_main(conn, spec: WorkerSpec) -> None:
     from kvtui.procs import parent_death_signal
 
     parent_death_signal(signal.SIGTERM)
-    signal.signal(signal.SIGINT, signal.SIG_IGN)  # the parent decides when we stop
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # the parent decides when we stop (a Ctrl-C or a hang-up of
+    signal.signal(signal.SIGHUP, signal.SIG_IGN)  # the terminal reaches our process group too)
     stop = {"flag": False}
 
     def on_term(*_):

@@ -183,6 +183,11 @@ class KvtuiApp(App[int]):
         the app has ended (:func:`run_app`), so the terminal comes back at once."""
         if self.refresh_timer is not None:
             self.refresh_timer.stop()
+        if signum == getattr(signal, "SIGHUP", None) and not self.is_headless:
+            # The terminal is gone: Textual cannot restore it, and its output thread can block forever on
+            # the dead tty. Stop the engine and everything it started now, then leave at once.
+            self.stop_controller()
+            os._exit(128 + int(signum))
         self.exit(None, return_code=128 + int(signum))
 
     def on_resize(self, event: events.Resize) -> None:
