@@ -93,18 +93,13 @@ class SessionReader:
         index = max(0, min(len(self.records) - 1, index))
         if self._cache and self._cache[0] == index:
             return self._cache[1]
-        start = max((i for i in self._checkpoints if i <= index), default=-1)
-        dec = copy.deepcopy(self._checkpoints[start]) if start >= 0 else FrameDecoder()
-        frame = None
-        for i in range(start + 1, index + 1):
-            frame = dec.apply(decode_record(self.records[i]))
+        # a checkpoint i holds the decoder state *before* record i, so at least one record is applied
+        start = max((i for i in self._checkpoints if i <= index), default=0)
+        dec = copy.deepcopy(self._checkpoints[start]) if start in self._checkpoints else FrameDecoder()
+        for i in range(start, index + 1):
             if i % CHECKPOINT_EVERY == 0 and i not in self._checkpoints:
                 self._checkpoints[i] = copy.deepcopy(dec)
-        if frame is None:  # index == a checkpoint: re-apply its own record on a copy of the one before
-            prev = max((i for i in self._checkpoints if i < index), default=-1)
-            dec = copy.deepcopy(self._checkpoints[prev]) if prev >= 0 else FrameDecoder()
-            for i in range(prev + 1, index + 1):
-                frame = dec.apply(decode_record(self.records[i]))
+            frame = dec.apply(decode_record(self.records[i]))
         self._cache = (index, frame)
         return frame
 

@@ -123,3 +123,25 @@ def test_latency_reset_matches_hdrhistogram_reset():
     a.record(2.0)
     b.record(2.0)
     assert a.snapshot() == b.snapshot()
+
+
+def test_session_random_access_equals_sequential_decoding(tmp_path):
+    from kvtui.session.codec import FrameDecoder, decode_record
+    from kvtui.session.reader import CHECKPOINT_EVERY, SessionReader
+    from kvtui.session.writer import SessionWriter
+
+    clock = Clock()
+    agg = Aggregator(rows=8, clock=clock)
+    w = SessionWriter(tmp_path / "s.kvtui", {})
+    n = 2 * CHECKPOINT_EVERY + 7
+    for i in range(n):
+        agg.add(_result(i, i % 5, 8, 8 - i % 5))
+        clock.t += 0.1
+        w.write(agg.frame())
+    w.close()
+    r = SessionReader(tmp_path / "s.kvtui")
+    dec = FrameDecoder()
+    expected = [dec.apply(decode_record(b)) for b in r.records]
+    for i in (n - 1, 0, CHECKPOINT_EVERY, CHECKPOINT_EVERY - 1, 2 * CHECKPOINT_EVERY, 5, CHECKPOINT_EVERY + 3):
+        f = r.frame_at(i)
+        assert f.totals == expected[i].totals and f.rows == expected[i].rows, i
