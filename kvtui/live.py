@@ -91,8 +91,6 @@ class LiveSession:
             except ValueError as exc:
                 self._log("error", f"control refused: {exc}")
                 return
-            from kvtui.commands.common import synthetic_description
-
             self.description.update(synthetic_description(spec))
             self._log("control", ", ".join(_change_text(k, v) for k, v in changes.items()))
 
@@ -202,3 +200,9 @@ def _change_text(knob: str, value) -> str:
     if knob == "rate":
         return f"rate → {value:g} req/s" if value > 0 else "rate → closed loop"
     return f"{knob} → {value}"
+
+
+def synthetic_description(spec) -> dict:
+    """The ``frame.workload`` dict of a ``workload.WorkloadSpec`` (the knobs the monitor shows)."""
+    return {"kind": "synthetic", "scenario": spec.scenario, "overlap": spec.overlap, "pool": spec.pool,
+            "rate": spec.rate, "prompt_tokens": spec.prompt_tokens}

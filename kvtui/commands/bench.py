@@ -297,7 +297,7 @@ def _ui_bench(args, layout, store_bytes: int) -> int:
 
     import psutil
 
-    from kvtui.live import LiveSession
+    from kvtui.live import LiveSession, synthetic_description
     from kvtui.tui.app import run_app
     from workload import SyntheticWorkload, WorkloadSpec
 
@@ -305,8 +305,7 @@ def _ui_bench(args, layout, store_bytes: int) -> int:
         raise KvtuiError("--seconds must be positive")
     spec = WorkloadSpec(scenario="shared-system-prompt", overlap=0.75, pool=8, prompt_tokens=8 * layout.page_tokens,
                         page_tokens=layout.page_tokens, seed=0)
-    desc = {"kind": "synthetic", "scenario": spec.scenario, "overlap": spec.overlap, "pool": spec.pool,
-            "rate": spec.rate, "prompt_tokens": spec.prompt_tokens}
+    desc = synthetic_description(spec)
     _say(f"starting embedded cluster and workers ({layout.describe()})…")
     engine = _engine(layout, args, store_bytes)
     me = psutil.Process()

@@ -210,13 +210,9 @@ def make_workload(args: argparse.Namespace, layout: PageLayout):
         wl = SyntheticWorkload(spec)
     except ValueError as exc:
         raise KvtuiError(str(exc)) from None
+    from kvtui.live import synthetic_description
+
     return wl, synthetic_description(spec), []
-
-
-def synthetic_description(spec) -> dict:
-    """The ``frame.workload`` dict of a synthetic spec."""
-    return {"kind": "synthetic", "scenario": spec.scenario, "overlap": spec.overlap, "pool": spec.pool,
-            "rate": spec.rate, "prompt_tokens": spec.prompt_tokens}
 
 
 def start_recording(session, path: str | None) -> None:

@@ -14,7 +14,7 @@ import pytest
 
 from kvtui.engine.runner import Engine, EngineOptions
 from kvtui.layout import PRESETS
-from kvtui.live import LiveSession
+from kvtui.live import LiveSession, synthetic_description
 from kvtui.tui.app import KvtuiApp
 from kvtui.tui.fmt import fmt_count, fmt_int, fmt_pct, format_bytes
 from kvtui.tui.widgets import Kpis
@@ -29,8 +29,7 @@ def test_figures_on_screen_are_the_runs_counters_and_quit_stops_workers(cluster)
     engine.start()
     pids = [engine.prefill.pid, engine.decode.pid]
     spec = WorkloadSpec(scenario="shared-system-prompt", pool=3, prompt_tokens=96, page_tokens=8)
-    desc = {"kind": "synthetic", "scenario": spec.scenario, "overlap": spec.overlap, "pool": spec.pool,
-            "rate": spec.rate, "prompt_tokens": spec.prompt_tokens}
+    desc = synthetic_description(spec)
     session = LiveSession(engine, SyntheticWorkload(spec), desc, layout_text=layout.describe())
     app = KvtuiApp(session, session)
 
