@@ -63,7 +63,9 @@ class ReloadResult:
     and the leading run the probe reported present; ``pages_hit``: pages loaded and verified (the usable
     run; tokens skipped = ``pages_hit · page_tokens``); ``stop_state``: why the run ended early (EVICTED,
     FAILED, MISMATCH) or ``None``; ``codes``: store return codes other than success, counted by value;
-    times in ms; ``bytes_loaded`` counts only the usable run.
+    times in ms; ``bytes_loaded`` counts only the usable run. ``rest_probe``: the probe's answers (1, 0 or a
+    negative code) for the pages after the reloaded run that the probe already covered — empty when the run
+    ended early for another reason than absence — so publishing them needs no second probe.
     """
 
     pages_total: int
@@ -79,6 +81,7 @@ class ReloadResult:
     probe_ms: float = 0.0
     read_ms: float = 0.0
     verify_ms: float = 0.0
+    rest_probe: list[int] = field(default_factory=list)
 
 
 @dataclass
@@ -145,26 +148,30 @@ class PagedKVConnector:
         return self.keyer.keys(toks)
 
     # ---- probe ---------------------------------------------------------------------------------------
-    def probe_leading_run(self, keys: Sequence[str], codes: Counter) -> tuple[int, int]:
-        """``(present_run, pages_probed)``: leading run of present keys, probing in doubling chunks.
+    def probe_leading_run(self, keys: Sequence[str], codes: Counter, first_chunk: int | None = None
+                          ) -> tuple[int, int, list[int]]:
+        """``(present_run, pages_probed, tail)``: leading run of present keys, probing in doubling chunks
+        from ``first_chunk`` pages (default ``first_probe_pages``); ``tail`` holds the answers of the last
+        chunk for keys ``present_run .. pages_probed-1``.
 
         A negative probe code is counted in ``codes`` and ends the run (never taken as present).
         """
         run = probed = 0
-        chunk = self.first_probe_pages
+        chunk = max(1, first_chunk or self.first_probe_pages)
         while probed < len(keys):
             part = keys[probed : probed + chunk]
-            res = self.store.batch_is_exist(part)
+            res = [int(r) for r in self.store.batch_is_exist(part)]
+            start = probed
             probed += len(part)
             for r in res:
                 if r == 1:
                     run += 1
                     continue
                 if r != 0:
-                    codes[int(r)] += 1
-                return run, probed
+                    codes[r] += 1
+                return run, probed, res[run - start :]
             chunk *= 2
-        return run, probed
+        return run, probed, []
 
     # ---- reload --------------------------------------------------------------------------------------
     def _read(self, keys: Sequence[str], buf: np.ndarray) -> list[int]:
@@ -188,21 +195,24 @@ class PagedKVConnector:
         return [r for part in parts for r in part]
 
     def load_cached_prefix(self, tokens: Sequence[int] | np.ndarray, cacheable_tokens: int | None = None,
-                           keys: Sequence[str] | None = None) -> tuple[ReloadResult, np.ndarray]:
+                           keys: Sequence[str] | None = None, probe_all: bool = False) -> tuple[ReloadResult, np.ndarray]:
         """Reload the longest cached leading run of the request's pages.
 
         Returns the result and a ``(pages_hit, page_bytes)`` uint8 view of the loaded, verified pages (valid
-        until the next call). Allowed for every role.
+        until the next call). Allowed for every role. ``probe_all``: probe every page in one call instead of
+        chunks that stop at the first absent page — for a caller that publishes the rest right after (the
+        publish probe would lease the same pages), so :attr:`ReloadResult.rest_probe` covers all of them.
         """
         keys = list(keys) if keys is not None else self.keys_for(tokens, cacheable_tokens)
         res = ReloadResult(pages_total=len(keys))
         t0 = time.perf_counter()
-        run, res.pages_probed = self.probe_leading_run(keys, res.codes)
+        run, res.pages_probed, tail = self.probe_leading_run(keys, res.codes, len(keys) if probe_all else None)
         res.probed_present = run
         t1 = time.perf_counter()
         res.probe_ms = (t1 - t0) * 1e3
         buf = self.buffer(run)
         if run == 0:
+            res.rest_probe = tail
             return res, buf
         rcs = self._read(keys[:run], buf)
         t2 = time.perf_counter()
@@ -224,34 +234,42 @@ class PagedKVConnector:
                 res.stop_code = rc
                 res.codes[rc] += 1
             break
-        if self.verify:
-            for i in range(good):
-                if not self.content.matches(keys[i], buf[i]):
-                    res.mismatches += 1
-                    res.stop_state, res.stop_code = PageState.MISMATCH, CONTENT_MISMATCH
-                    good = i
-                    break
-                res.verified += 1
+        if self.verify and good:
+            ok = self.content.leading_matches(keys[:good], buf)
+            res.verified = ok
+            if ok < good:
+                res.mismatches += 1
+                res.stop_state, res.stop_code = PageState.MISMATCH, CONTENT_MISMATCH
+                good = ok
         res.verify_ms = (time.perf_counter() - t2) * 1e3
+        if good == run:  # the run ended where the probe said absent: its answers for what follows still hold
+            res.rest_probe = tail
         res.pages_hit = good
         res.bytes_loaded = good * self.page_bytes
         return res, buf[:good]
 
-    def reload_and_rest(self, tokens, cacheable_tokens: int | None = None) -> tuple[ReloadResult, list[str]]:
+    def reload_and_rest(self, tokens, cacheable_tokens: int | None = None,
+                        keys: Sequence[str] | None = None, probe_all: bool = False) -> tuple[ReloadResult, list[str]]:
         """:meth:`load_cached_prefix`, plus the keys of the pages after the reloaded run (what prefill must
-        compute and publish), so the request's hash chain is computed once."""
-        keys = self.keys_for(tokens, cacheable_tokens)
-        res, _pages = self.load_cached_prefix(tokens, keys=keys)
+        compute and publish, with ``res.rest_probe`` as their known probe answers), so the request's hash
+        chain is computed once. ``keys``: the request's page keys when already computed."""
+        keys = list(keys) if keys is not None else self.keys_for(tokens, cacheable_tokens)
+        res, _pages = self.load_cached_prefix(tokens, keys=keys, probe_all=probe_all)
         return res, keys[res.pages_hit:]
 
     # ---- publish -------------------------------------------------------------------------------------
     def store_computed_prefix(self, tokens: Sequence[int] | np.ndarray, start_page: int = 0,
                               cacheable_tokens: int | None = None,
-                              keys: Sequence[str] | None = None) -> PublishResult:
+                              keys: Sequence[str] | None = None, known: Sequence[int] = ()) -> PublishResult:
         """Compute and publish the absent pages from ``start_page`` on (put-if-absent).
 
         Raises :class:`RoleError` for a decode worker. Pages present at probe time, and a key repeated
         within the batch, count as already present; a failed put counts as failed with its code.
+        ``known``: probe answers already obtained for the first pages of the range (the decode worker's
+        :attr:`ReloadResult.rest_probe`); only the pages after them are probed. A known negative answer
+        makes its page FAILED without counting the code again (the reload counted it). A peer that stores
+        a page between that probe and the put makes it count as published, not already present (the put
+        of an existing key succeeds without writing).
         """
         if self.role == "decode":
             raise RoleError("a decode worker may not publish KV pages (role=decode); use prefill or mixed")
@@ -262,9 +280,10 @@ class PagedKVConnector:
             return res
         t0 = time.perf_counter()
         states = [int(PageState.FAILED)] * len(todo)
-        probe: list[int] = []
-        for i in range(0, len(todo), self.batch_pages * 4):
-            probe.extend(self.store.batch_is_exist(todo[i : i + self.batch_pages * 4]))
+        known = [int(r) for r in known[: len(todo)]]
+        probe: list[int] = list(known)
+        for i in range(len(known), len(todo), self.batch_pages * 4):
+            probe.extend(int(r) for r in self.store.batch_is_exist(todo[i : i + self.batch_pages * 4]))
         t1 = time.perf_counter()
         res.probe_ms = (t1 - t0) * 1e3
         seen: set[str] = set()
@@ -274,7 +293,7 @@ class PagedKVConnector:
                 states[i] = int(PageState.PRESENT)
             elif r == 0:
                 absent.append(i)
-            else:  # probe failed: do not guess, count it
+            elif i >= len(known):  # probe failed: do not guess, count it (a known failure was counted already)
                 res.codes[int(r)] += 1
             seen.add(key)
         compute_s = put_s = 0.0
@@ -282,8 +301,7 @@ class PagedKVConnector:
             idx = absent[j : j + self.batch_pages]
             t2 = time.perf_counter()
             buf = self.buffer(len(idx))
-            for row, i in enumerate(idx):
-                self.content.fill(todo[i], buf[row])
+            self.content.fill_many([todo[i] for i in idx], buf)
             t3 = time.perf_counter()
             rcs = self.store.batch_put_from([todo[i] for i in idx], [buf[r].ctypes.data for r in range(len(idx))],
                                             [self.page_bytes] * len(idx))

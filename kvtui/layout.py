@@ -12,6 +12,8 @@ import argparse
 import hashlib
 from dataclasses import asdict, dataclass, replace
 
+from typing import Sequence
+
 import numpy as np
 
 _FIELDS = ("layers", "kv_heads", "head_dim", "page_tokens", "elem_bytes")
@@ -155,6 +157,45 @@ class PageContent:
         self._pattern(key, words)
         if self._tail:
             page[self._words * 8 :] = np.frombuffer(hashlib.sha256(key.encode()).digest(), np.uint8)[: self._tail]
+
+    BATCH_BYTES = 4 << 20  # expected bytes built at once by the batched calls (bounds their scratch memory)
+
+    def _batched(self) -> bool:
+        return self._tail == 0 and self._words % 4 == 0 and self._words > 0
+
+    def _patterns(self, keys: Sequence[str]) -> np.ndarray:
+        """Expected words of ``keys``: shape ``(len(keys), page_bytes/8)`` uint64 (batched path only)."""
+        d = np.frombuffer(b"".join(hashlib.sha256(k.encode("utf-8")).digest() for k in keys), dtype=np.uint64)
+        idx = self._index.reshape(-1, 4)
+        return (idx[None, :, :] ^ d.reshape(-1, 1, 4)).reshape(len(keys), self._words)
+
+    def fill_many(self, keys: Sequence[str], pages: np.ndarray) -> None:
+        """:meth:`fill` for each key into the rows of ``pages`` (uint8, shape ``(len(keys), page_bytes)``),
+        vectorised over pages in slices of about :attr:`BATCH_BYTES`."""
+        if not self._batched():
+            for key, page in zip(keys, pages):
+                self.fill(key, page)
+            return
+        step = max(1, self.BATCH_BYTES // self.page_bytes)
+        for a in range(0, len(keys), step):
+            b = min(len(keys), a + step)
+            pages[a:b].view(np.uint64)[:] = self._patterns(keys[a:b])
+
+    def leading_matches(self, keys: Sequence[str], pages: np.ndarray) -> int:
+        """How many leading rows of ``pages`` (uint8, ``(≥len(keys), page_bytes)``) hold exactly what
+        :meth:`fill` writes for the same-index key: the index of the first mismatch, or ``len(keys)``."""
+        if not self._batched():
+            for i, key in enumerate(keys):
+                if not self.matches(key, pages[i]):
+                    return i
+            return len(keys)
+        step = max(1, self.BATCH_BYTES // self.page_bytes)
+        for a in range(0, len(keys), step):
+            b = min(len(keys), a + step)
+            ok = (pages[a:b].view(np.uint64) == self._patterns(keys[a:b])).all(axis=1)
+            if not ok.all():
+                return a + int(np.argmin(ok))
+        return len(keys)
 
     def matches(self, key: str, page: np.ndarray) -> bool:
         """True when ``page`` (uint8, ``page_bytes``) holds exactly the bytes :meth:`fill` writes for ``key``."""

@@ -5,15 +5,20 @@ Per request (prefill/decode disaggregation over the store):
 1. the **decode** worker reloads the longest cached leading run of the request's pages
    (``load_cached_prefix``): these are prefix hits, prefill is skipped for them;
 2. the **prefill** worker computes the remaining cacheable pages and publishes the absent ones
-   (``store_computed_prefix`` from the first page not reloaded).
+   (``store_computed_prefix`` from the first page not reloaded, reusing the reload's probe answers).
 
-With ``concurrency`` 1 the next request starts only after the previous one published (exact replay);
-with more, a decode thread and a prefill thread pipeline up to ``concurrency`` requests in flight.
-Results leave through ``on_result`` (called from an engine thread) as :class:`~kvtui.events.RequestResult`.
+Requests flow parent → decode → prefill → parent as a chain of pipes (:mod:`kvtui.engine.worker`): the
+parent submits, decode hands its result straight to prefill, prefill acknowledges to decode and sends the
+finished request back. With ``concurrency`` 1 the next request's store calls start only after the previous
+one published (exact replay); its page keys are hashed meanwhile. With more, up to ``concurrency``
+requests are between reload and end of publish. Results leave through ``on_result`` (called from an engine
+thread) as :class:`~kvtui.events.RequestResult`.
 """
 
 from __future__ import annotations
 
+import itertools
+import multiprocessing as mp
 import queue
 import threading
 import time
@@ -102,6 +107,9 @@ class Engine:
         self.prefill: WorkerHandle | None = None
         self.decode: WorkerHandle | None = None
         self.t0 = time.monotonic()
+        self._results = None  # read end of the results pipe from prefill
+        self._seq = itertools.count()
+        self._pending: dict[int, object] = {}  # seq → submitted request, until its result arrives
 
     def __enter__(self) -> "Engine":
         self.start()
@@ -123,10 +131,18 @@ class Engine:
             lay = o.layout.as_dict()
             common = dict(endpoints=ep, layout=lay, model=o.model, scheme=o.scheme, namespace=o.namespace)
             seg = {r: (o.store_bytes if o.segment_on == r and self.cluster is not None else 0) for r in ("prefill", "decode")}
-            self.prefill, self.decode = start_workers([
-                WorkerSpec("prefill", segment_bytes=seg["prefill"], **common),
-                WorkerSpec("decode", segment_bytes=seg["decode"], read_streams=o.read_streams, **common),
-            ], log_dir=self.endpoints.log_dir or None)
+            ctx = mp.get_context("spawn")
+            decode_end, prefill_end = ctx.Pipe()
+            self._results, results_end = ctx.Pipe(duplex=False)
+            try:
+                self.prefill, self.decode = start_workers([
+                    WorkerSpec("prefill", segment_bytes=seg["prefill"], **common),
+                    WorkerSpec("decode", segment_bytes=seg["decode"], read_streams=o.read_streams, **common),
+                ], log_dir=self.endpoints.log_dir or None, ends=[(prefill_end, results_end), (decode_end, None)])
+            finally:
+                for end in (decode_end, prefill_end, results_end):
+                    end.close()  # the workers hold their own copies
+            self.set_concurrency(o.concurrency)
         except BaseException:
             self.stop()
             raise
@@ -136,12 +152,43 @@ class Engine:
         """Seconds since the engine started."""
         return time.monotonic() - self.t0
 
+    def set_concurrency(self, n: int) -> None:
+        """Allow up to ``n`` requests between the start of their reload and the end of their publish."""
+        self.decode.send("limit", max(1, int(n)))
+
+    def submit(self, req) -> None:
+        """Hand ``req`` (a ``workload.Request``) to the decode worker; its result comes from
+        :meth:`next_result`. Thread-safe with respect to :meth:`next_result`."""
+        seq = next(self._seq)
+        self._pending[seq] = req
+        self.decode.send("submit", seq, req.tokens, req.cacheable_tokens)
+
+    def next_result(self, timeout_s: float | None = None) -> RequestResult | None:
+        """The next finished request, in submission order with ``concurrency`` 1; ``None`` after ``timeout_s``
+        without one. Raises ``WorkerError`` when a worker failed or died."""
+        from kvtui.engine.workers import WorkerError
+
+        results = self._results
+        try:
+            if results is None:
+                raise EOFError
+            if timeout_s is not None and not results.poll(timeout_s):
+                return None
+            msg = results.recv()
+        except (EOFError, OSError):
+            code = self.prefill.process.exitcode if self.prefill is not None else None
+            raise WorkerError(f"prefill worker died (exit code {code})") from None
+        if msg[0] == "error":
+            raise WorkerError(msg[2])
+        _, seq, reload, publish, t_start, t_end = msg
+        req = self._pending.pop(seq)
+        return result_from(req, reload, publish, self.options.layout, t_start - self.t0, t_end - self.t0)
+
     def process(self, req) -> RequestResult:
-        """Run one request to completion (reload on decode, then publish on prefill)."""
-        t_start = self.now()
-        reload = self.decode.call("reload", req.tokens, req.cacheable_tokens)
-        publish = self.prefill.call("publish_keys", reload.pop("rest_keys"))
-        return result_from(req, reload, publish, self.options.layout, t_start, self.now())
+        """Run one request to completion (reload on decode, then publish on prefill). Not while a
+        :class:`Driver` is running on this engine."""
+        self.submit(req)
+        return self.next_result()
 
     def worker_pids(self) -> dict[str, int]:
         """``{role: pid}`` of every process kvtui runs (workers and, when embedded, cluster processes)."""
@@ -176,9 +223,17 @@ class Engine:
             if h is not None:
                 h.stop()
         self.decode = self.prefill = None
+        if self._results is not None:
+            self._results.close()
+            self._results = None
+        self._pending.clear()
         if self.cluster is not None:
             self.cluster.stop()
             self.cluster = None
+
+
+
+LOOKAHEAD = 1  # requests submitted beyond ``concurrency``: hashed by decode while the previous one publishes
 
 
 class Driver:
@@ -188,6 +243,10 @@ class Driver:
     ``on_result`` / ``on_event``: callbacks invoked from the driver's threads. Controls are thread-safe:
     :meth:`pause`, :meth:`resume`, :meth:`stop`, :meth:`control` (a callable run on the feeder thread before
     the next request, e.g. a workload knob change). ``max_requests`` / ``duration_s`` bound the run.
+
+    Two threads: the feeder draws a request when one of ``concurrency + LOOKAHEAD`` slots is free (so a
+    knob change applies to the next request drawn) and submits it; the collector takes finished requests
+    from the engine, reports them, and frees their slots.
     """
 
     def __init__(self, engine: Engine, requests: Iterable, on_result: Callable[[RequestResult], None],
@@ -200,9 +259,7 @@ class Driver:
         self.concurrency = max(1, int(concurrency))
         self.max_requests = max_requests
         self.duration_s = duration_s
-        self._slots = threading.Semaphore(self.concurrency)
-        self._decode_q: queue.Queue = queue.Queue()
-        self._prefill_q: queue.Queue = queue.Queue()
+        self._slots = threading.Semaphore(self.concurrency + LOOKAHEAD)
         self._controls: queue.Queue = queue.Queue()
         self._running = threading.Event()
         self._running.set()
@@ -210,6 +267,7 @@ class Driver:
         self._user_paused = False
         self._outage_since: float | None = None
         self._stop = threading.Event()
+        self._fed = threading.Event()  # the feeder will submit nothing more
         self.done = threading.Event()
         self.issued = 0
         self.completed = 0
@@ -294,9 +352,10 @@ class Driver:
 
     # -- threads ----------------------------------------------------------------------------------------
     def start(self) -> "Driver":
-        """Start the feeder, decode and prefill threads."""
+        """Start the feeder and collector threads."""
         self._start_t = time.monotonic()
-        for name, target in (("feeder", self._feed), ("decode", self._decode_loop), ("prefill", self._prefill_loop)):
+        self.engine.set_concurrency(self.concurrency)
+        for name, target in (("feeder", self._feed), ("collector", self._collect)):
             t = threading.Thread(target=target, name=f"kvtui-{name}", daemon=True)
             t.start()
             self._threads.append(t)
@@ -311,8 +370,9 @@ class Driver:
             raise self.error
 
     def _backoff(self, codes: dict[int, int]) -> None:
-        """After NO_AVAILABLE_HANDLE (store full, everything leased) wait before the next request, doubling
-        up to 1 s; failed puts are never retried (each failed put evicts something)."""
+        """After NO_AVAILABLE_HANDLE (store full, everything leased) wait before the next request is drawn,
+        doubling up to 1 s; failed puts are never retried (each failed put evicts something). A request
+        already submitted (``LOOKAHEAD``) is not held back."""
         if NO_SPACE in codes:
             self._backoff_s = min(1.0, max(0.05, self._backoff_s * 2))
             self.backoffs += 1
@@ -335,6 +395,9 @@ class Driver:
     def _feed(self) -> None:
         try:
             while not self._stop.is_set():
+                if not self._slots.acquire(timeout=0.1):
+                    self._drain_controls()
+                    continue
                 while not self._running.wait(0.1):  # paused or outage: knob changes still apply (and log)
                     self._drain_controls()
                 self._drain_controls()
@@ -354,48 +417,24 @@ class Driver:
                             break
                         self._stop.wait(min(wait, 0.1))
                     self._running.wait()
-                while not self._slots.acquire(timeout=0.1):
-                    if self._stop.is_set():
-                        break
-                else:
-                    self.issued += 1
-                    self._decode_q.put(req)
-                    continue
-                break
+                self.issued += 1
+                self.engine.submit(req)
         except BaseException as exc:  # a workload error ends the run; reported by run()
             self.error = exc
         finally:
-            self._decode_q.put(None)
+            self._fed.set()
 
-    def _decode_loop(self) -> None:
+    def _collect(self) -> None:
         try:
-            while True:
-                req = self._decode_q.get()
-                if req is None:
-                    break
-                t_start = self.engine.now()
-                reload = self.engine.decode.call("reload", req.tokens, req.cacheable_tokens)
-                self._prefill_q.put((req, reload, t_start))
-        except BaseException as exc:
-            self.error = self.error or exc
-            self._stop.set()
-        finally:
-            self._prefill_q.put(None)
-
-    def _prefill_loop(self) -> None:
-        try:
-            while True:
-                item = self._prefill_q.get()
-                if item is None:
-                    break
-                req, reload, t_start = item
-                publish = self.engine.prefill.call("publish_keys", reload.pop("rest_keys"))
-                result = result_from(req, reload, publish, self.engine.options.layout, t_start, self.engine.now())
+            while not (self._fed.is_set() and self.completed >= self.issued):
+                result = self.engine.next_result(timeout_s=0.1)
+                if result is None:
+                    continue
                 self.completed += 1
+                self.on_result(result)
                 self._check_outage(result.codes)
                 self._backoff(result.codes)
                 self._slots.release()
-                self.on_result(result)
         except BaseException as exc:
             self.error = self.error or exc
             self._stop.set()

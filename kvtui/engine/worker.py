@@ -6,9 +6,19 @@ The parent talks to a worker over a ``multiprocessing`` pipe with plain tuples a
 ``("reload", tokens, cacheable_tokens)`` → reload dict (``ReloadResult`` fields, codes as ``{code: n}``,
 and ``rest_keys``: the keys of the pages after the reloaded run)
 ``("publish", tokens, cacheable_tokens, start_page)`` → publish dict (``PublishResult`` fields)
-``("publish_keys", keys)`` → publish dict for exactly these page keys (the rest of a reload: ``rest_keys``)
 ``("bench_reload", tokens, iterations)`` / ``("bench_raw_get", keys, iterations)`` → per-iteration timings
 ``("remove_all",)`` → count removed; ``("stop",)`` → closes the client and exits.
+
+**The request chain** (how the engine drives requests; no answer on the command pipe):
+``("submit", seq, tokens, cacheable_tokens)`` to the decode worker, which hashes the request's page keys at
+once (while prefill may still be publishing the previous request), queues it, and reloads it as soon as
+fewer than ``limit`` requests are between its reload and the end of their publish (``("limit", n)`` sets
+it; default 1, so store calls of consecutive requests never overlap). It forwards
+``("publish", seq, rest_keys, reload_dict, t_start)`` to the prefill worker over the peer pipe; prefill
+publishes with the reload's probe answers (``known``), sends ``("ack",)`` back to decode, then
+``("result", seq, reload_dict, publish_dict, t_start, t_end)`` on the results pipe to the parent (times
+are ``time.monotonic()`` seconds, one clock for every process of the machine). A failure is reported as
+``("error", seq, message)`` on the same path and ends the worker.
 """
 
 from __future__ import annotations
@@ -17,7 +27,8 @@ import os
 import signal
 import time
 import traceback
-from dataclasses import asdict, dataclass
+from collections import deque
+from dataclasses import dataclass
 
 
 
@@ -43,15 +54,21 @@ class WorkerSpec:
 
 
 def _result_dict(res) -> dict:
-    d = asdict(res)
+    """A ``ReloadResult``/``PublishResult`` as plain data (a shallow copy: ``dataclasses.asdict`` deep-copies
+    and costs more than a small store call)."""
+    d = dict(vars(res))
     d["codes"] = {int(k): int(v) for k, v in res.codes.items()}
-    if "stop_state" in d and d["stop_state"] is not None:
+    if d.get("stop_state") is not None:
         d["stop_state"] = int(d["stop_state"])
     return d
 
 
-def worker_main(conn, spec: WorkerSpec) -> None:
-    """Process entry point: set up, answer ``("ready", info)`` or ``("error", message)``, then serve."""
+def worker_main(conn, spec: WorkerSpec, peer=None, results=None) -> None:
+    """Process entry point: set up, answer ``("ready", info)`` or ``("error", message)``, then serve.
+
+    ``conn``: command pipe to the parent; ``peer``: the other worker's end of the request chain (decode ↔
+    prefill); ``results``: prefill's write end of the results pipe to the parent (None for decode).
+    """
     from kvtui.procs import parent_death_signal
 
     parent_death_signal(signal.SIGTERM)
@@ -85,7 +102,7 @@ def worker_main(conn, spec: WorkerSpec) -> None:
         connector = PagedKVConnector(client, layout, keyer, spec.role, read_streams=spec.read_streams,
                                      max_batch_bytes=spec.max_batch_bytes)
         conn.send(("ready", {"pid": os.getpid(), "role": spec.role}))
-        _serve(conn, connector, client)
+        _serve(conn, connector, client, peer, results)
     except (EOFError, BrokenPipeError, KeyboardInterrupt, SystemExit):
         pass
     except Exception as exc:  # report, then exit: the parent shows it as one line
@@ -101,12 +118,79 @@ def worker_main(conn, spec: WorkerSpec) -> None:
             client.close()
 
 
-def _serve(conn, connector, client) -> None:
+class _Chain:
+    """This worker's part of the request chain (see the module docstring)."""
+
+    def __init__(self, connector, peer, results):
+        self.connector, self.peer, self.results = connector, peer, results
+        self.queue: deque = deque()  # decode: (seq, keys) hashed, waiting for their turn
+        self.limit = 1
+        self.in_flight = 0  # decode: forwarded to prefill and not yet acknowledged
+
+    def submit(self, seq: int, tokens, cacheable: int) -> None:
+        self.queue.append((seq, self.connector.keys_for(tokens, cacheable)))
+
+    def can_reload(self) -> bool:
+        return bool(self.queue) and self.in_flight < self.limit
+
+    def reload_next(self) -> None:
+        seq, keys = self.queue.popleft()
+        try:
+            t_start = time.monotonic()
+            res, rest = self.connector.reload_and_rest(None, keys=keys, probe_all=True)
+            self.peer.send(("publish", seq, rest, _result_dict(res), t_start))
+        except Exception as exc:
+            self.peer.send(("error", seq, f"decode worker: {type(exc).__name__}: {exc}"))
+            raise
+        self.in_flight += 1
+
+    def on_peer(self, msg) -> None:
+        kind = msg[0]
+        if kind == "ack":  # decode: prefill finished a publish
+            self.in_flight -= 1
+        elif kind == "publish":  # prefill: publish the rest of a reloaded request
+            _, seq, rest, reload, t_start = msg
+            try:
+                pub = self.connector.store_computed_prefix(None, 0, keys=rest, known=reload.pop("rest_probe", ()))
+                t_end = time.monotonic()
+            except Exception as exc:
+                self.results.send(("error", seq, f"prefill worker: {type(exc).__name__}: {exc}"))
+                raise
+            self.peer.send(("ack",))
+            self.results.send(("result", seq, reload, _result_dict(pub), t_start, t_end))
+        elif kind == "error":  # prefill: relay the decode worker's failure
+            self.results.send(msg)
+
+
+def _serve(conn, connector, client, peer=None, results=None) -> None:
+    from multiprocessing.connection import wait
+
     from kvtui.connector import RoleError
 
+    chain = _Chain(connector, peer, results)
+    sources = [conn] + ([peer] if peer is not None else [])
     while True:
+        if chain.can_reload():
+            chain.reload_next()
+            continue
+        ready = wait(sources)
+        if peer is not None and peer in ready:
+            try:
+                chain.on_peer(peer.recv())
+            except EOFError:  # the other worker is gone: say so once, keep answering the parent
+                sources.remove(peer)
+                peer = None
+                if results is not None:
+                    results.send(("error", None, "decode worker died"))
+            continue  # a reload this made possible goes before hashing a request that arrived meanwhile
         msg = conn.recv()
         cmd = msg[0]
+        if cmd == "submit":
+            chain.submit(*msg[1:])
+            continue
+        if cmd == "limit":
+            chain.limit = max(1, int(msg[1]))
+            continue
         try:
             if cmd == "stop":
                 conn.send(("ok", None))
@@ -118,9 +202,6 @@ def _serve(conn, connector, client) -> None:
             elif cmd == "publish":
                 _, tokens, cacheable, start = msg
                 conn.send(("ok", _result_dict(connector.store_computed_prefix(tokens, start, cacheable))))
-            elif cmd == "publish_keys":
-                _, keys = msg
-                conn.send(("ok", _result_dict(connector.store_computed_prefix(None, 0, keys=keys))))
             elif cmd == "bench_reload":
                 _, tokens, iterations = msg
                 out = []

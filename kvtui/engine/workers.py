@@ -17,17 +17,25 @@ class WorkerError(RuntimeError):
 
 
 class WorkerHandle:
-    """One worker process and its pipe. ``call`` sends a command and waits for the answer."""
+    """One worker process and its command pipe. ``call`` sends a command and waits for the answer.
 
-    def __init__(self, spec: WorkerSpec):
+    ``peer`` / ``results``: the worker's ends of the request chain's pipes (see :mod:`kvtui.engine.worker`);
+    they are handed to the child and closed here.
+    """
+
+    def __init__(self, spec: WorkerSpec, peer=None, results=None):
         self.spec = spec
         ctx = mp.get_context("spawn")
         self.conn, child = ctx.Pipe()
-        self.process = ctx.Process(target=worker_main, args=(child, spec), name=f"kvtui-{spec.role}", daemon=True)
+        self.process = ctx.Process(target=worker_main, args=(child, spec, peer, results), name=f"kvtui-{spec.role}",
+                                   daemon=True)
         self.process.start()
-        child.close()
+        for end in (child, peer, results):
+            if end is not None:
+                end.close()
         self.pid = self.process.pid
         self._lock = threading.Lock()  # one command/answer at a time when several threads share the worker
+        self._send_lock = threading.Lock()  # one writer at a time on the pipe (``call`` and ``send``)
 
     def wait_ready(self, timeout_s: float = START_TIMEOUT_S) -> dict:
         """Wait for the worker's set-up; ``WorkerError`` with its reason if it fails."""
@@ -43,7 +51,8 @@ class WorkerHandle:
 
     def send(self, *msg) -> None:
         """Send a command without waiting (answers arrive in order; read them with :meth:`recv`)."""
-        self.conn.send(msg)
+        with self._send_lock:
+            self.conn.send(msg)
 
     def recv(self, timeout_s: float | None = None):
         """The next answer's payload; ``WorkerError`` on an error answer or a dead worker."""
@@ -80,14 +89,19 @@ class WorkerHandle:
         self.conn.close()
 
 
-def start_workers(specs: list[WorkerSpec], log_dir: str | None = None) -> list[WorkerHandle]:
-    """Start the workers in parallel and wait until every one is ready (stopping all on any failure)."""
+def start_workers(specs: list[WorkerSpec], log_dir: str | None = None,
+                  ends: list[tuple] | None = None) -> list[WorkerHandle]:
+    """Start the workers in parallel and wait until every one is ready (stopping all on any failure).
+
+    ``ends``: per worker, ``(peer, results)`` pipe ends to hand over (see :class:`WorkerHandle`).
+    """
     handles: list[WorkerHandle] = []
     try:
-        for spec in specs:
+        for i, spec in enumerate(specs):
             if log_dir and not spec.log_path:
                 spec = replace(spec, log_path=str(Path(log_dir) / f"{spec.role}.log"))
-            handles.append(WorkerHandle(spec))
+            peer, results = ends[i] if ends else (None, None)
+            handles.append(WorkerHandle(spec, peer, results))
         for h in handles:
             h.wait_ready()
     except BaseException:

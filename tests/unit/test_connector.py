@@ -85,6 +85,52 @@ def test_probe_stops_at_first_absent_page_in_growing_chunks():
     assert len(s.probed) == 6 and res.pages_probed == 6
 
 
+def test_probe_all_hands_its_answers_to_the_publish():
+    s = FakeStore()
+    c = _conn(s, first_probe_pages=2)
+    keys = c.keys_for(toks(4 * 8))
+    c.store_computed_prefix(None, keys=keys[:3])
+    s.objects[keys[5]] = c.buffer(1)[0].tobytes()  # a peer stored page 5 (contents irrelevant here)
+    s.probed.clear()
+    res, rest = c.reload_and_rest(toks(4 * 8), probe_all=True)
+    assert res.pages_hit == 3 and len(s.probed) == 8  # one call for every page
+    assert rest == keys[3:] and res.rest_probe == [0, 0, 1, 0, 0]
+    s.probed.clear()
+    pub = c.store_computed_prefix(None, keys=rest, known=res.rest_probe)
+    assert s.probed == []  # nothing probed twice
+    assert pub.states == [PageState.PUBLISHED, PageState.PUBLISHED, PageState.PRESENT, PageState.PUBLISHED,
+                          PageState.PUBLISHED]
+    # chunked (the default): the answers of the chunk that held the first absent page
+    s2 = FakeStore()
+    c2 = _conn(s2, first_probe_pages=2)
+    c2.store_computed_prefix(None, keys=keys[:3])
+    res, rest = c2.reload_and_rest(toks(4 * 8))
+    assert res.pages_hit == 3 and res.pages_probed == 6 and res.rest_probe == [0, 0, 0]
+    s2.probed.clear()
+    c2.store_computed_prefix(None, keys=rest, known=res.rest_probe)
+    assert s2.probed == keys[6:]  # only the pages the reload did not probe
+
+
+def test_known_probe_failure_is_failed_and_counted_once():
+    s = FakeStore()
+    c = _conn(s)
+    keys = c.keys_for(toks(4 * 3))
+    pub = c.store_computed_prefix(None, keys=keys, known=[0, -900])
+    assert pub.states == [PageState.PUBLISHED, PageState.FAILED, PageState.PUBLISHED] and pub.codes == {}
+    assert s.probed == keys[2:]
+
+
+def test_rest_probe_is_dropped_when_the_run_ended_on_a_failed_read():
+    s = FakeStore()
+    c = _conn(s)
+    keys = c.keys_for(toks(4 * 5))
+    c.store_computed_prefix(toks(4 * 5))
+    s.read_codes[keys[2]] = -704
+    res, rest = c.reload_and_rest(toks(4 * 5), probe_all=True)
+    assert res.pages_hit == 2 and res.stop_state == PageState.EVICTED and res.rest_probe == []
+    assert rest == keys[2:]
+
+
 def test_read_failure_truncates_the_run():
     s = FakeStore()
     c = _conn(s)

@@ -3,34 +3,42 @@ paused, bounds stop the run, an RPC_FAIL holds dispatch until the master answers
 
 from __future__ import annotations
 
+import queue
 import time
 
 import numpy as np
 
-from kvtui.engine.runner import Driver
+from kvtui.engine.runner import Driver, result_from
 from kvtui.layout import PageLayout
 from workload import Request
 
 
-class FakeWorker:
-    def __init__(self, role, engine):
-        self.role, self.engine = role, engine
-
-    def call(self, cmd, *args):
-        if cmd == "reload":
-            return {"pages_hit": 0, "pages_total": 2, "rest_keys": ["a", "b"], "bytes_loaded": 0, "verified": 0,
-                    "mismatches": 0, "probe_ms": 0.1, "read_ms": 0.0, "verify_ms": 0.0, "stop_state": None,
-                    "codes": dict(self.engine.codes)}
-        return {"states": [1, 1], "stored": 2, "already_present": 0, "failed": 0, "bytes_written": 8,
-                "probe_ms": 0.1, "compute_ms": 0.0, "put_ms": 0.1, "codes": {}}
-
-
 class FakeEngine:
+    """The engine interface the driver uses (submit / next_result / set_concurrency), answering at once."""
+
     def __init__(self):
         self.options = type("O", (), {"layout": PageLayout(1, 1, 1, 4, 1)})()
-        self.decode, self.prefill = FakeWorker("decode", self), FakeWorker("prefill", self)
         self.codes: dict[int, int] = {}
         self.reachable = True
+        self.submitted: queue.Queue = queue.Queue()
+        self.limit = None
+
+    def set_concurrency(self, n):
+        self.limit = n
+
+    def submit(self, req):
+        self.submitted.put(req)
+
+    def next_result(self, timeout_s=None):
+        try:
+            req = self.submitted.get(timeout=timeout_s)
+        except queue.Empty:
+            return None
+        reload = {"pages_hit": 0, "pages_total": 2, "bytes_loaded": 0, "verified": 0, "mismatches": 0,
+                  "probe_ms": 0.1, "read_ms": 0.0, "verify_ms": 0.0, "stop_state": None, "codes": dict(self.codes)}
+        publish = {"states": [1, 1], "stored": 2, "already_present": 0, "failed": 0, "bytes_written": 8,
+                   "probe_ms": 0.1, "compute_ms": 0.0, "put_ms": 0.1, "codes": {}}
+        return result_from(req, reload, publish, self.options.layout, 0.0, 0.0)
 
     def now(self):
         return time.monotonic()

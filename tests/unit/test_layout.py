@@ -60,3 +60,21 @@ def test_page_content_detects_shifted_copy():
     pc.fill("k", page[:4096])
     page[4096:] = page[:32]
     assert not pc.matches("k", page[32:])
+
+
+@pytest.mark.parametrize("page_bytes", [32, 1024, 40, 6, 3 << 20])
+def test_batched_fill_and_verify_equal_the_per_page_ones(page_bytes):
+    pc = PageContent(page_bytes)
+    keys = [f"mc/ollama/m/{i:x}" for i in range(7)]
+    pages = np.empty((7, page_bytes), dtype=np.uint8)
+    pc.fill_many(keys, pages)
+    one = np.empty(page_bytes, dtype=np.uint8)
+    for key, page in zip(keys, pages):
+        pc.fill(key, one)
+        assert np.array_equal(page, one) and pc.matches(key, page)
+    assert pc.leading_matches(keys, pages) == 7
+    pages[4, page_bytes - 1] ^= 0x10  # the last byte of page 4
+    assert pc.leading_matches(keys, pages) == 4
+    assert pc.leading_matches(keys[:4], pages) == 4
+    assert pc.leading_matches(keys[1:], pages[1:]) == 3
+    assert pc.leading_matches([keys[1]] + keys[1:], pages) == 0  # page 0 checked against another key
