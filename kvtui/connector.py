@@ -183,10 +183,11 @@ class PagedKVConnector:
             step = min(step, -(-n // streams))
         spans = [(i, min(n, i + step)) for i in range(0, n, step)]
         pb = self.page_bytes
+        base = buf.ctypes.data  # rows are contiguous: row i starts at base + i·page_bytes
 
         def one(span):
             a, b = span
-            return self.store.batch_get_into(list(keys[a:b]), [buf[i].ctypes.data for i in range(a, b)], [pb] * (b - a))
+            return self.store.batch_get_into(list(keys[a:b]), [base + i * pb for i in range(a, b)], [pb] * (b - a))
 
         if self._pool is not None and len(spans) > 1:
             parts = list(self._pool.map(one, spans))
@@ -303,8 +304,9 @@ class PagedKVConnector:
             buf = self.buffer(len(idx))
             self.content.fill_many([todo[i] for i in idx], buf)
             t3 = time.perf_counter()
-            rcs = self.store.batch_put_from([todo[i] for i in idx], [buf[r].ctypes.data for r in range(len(idx))],
-                                            [self.page_bytes] * len(idx))
+            base, pb = buf.ctypes.data, self.page_bytes
+            rcs = self.store.batch_put_from([todo[i] for i in idx], [base + r * pb for r in range(len(idx))],
+                                            [pb] * len(idx))
             put_s += time.perf_counter() - t3
             compute_s += t3 - t2
             for i, rc in zip(idx, rcs):

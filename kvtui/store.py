@@ -40,6 +40,7 @@ ERROR_CODES: dict[int, str] = {
 }
 
 # Codes kvtui makes itself for outcomes the store reports as success or as a size.
+MASTER_DOWN_CODES = (-900, -901)  # RPC_FAIL, RPC_TIMEOUT: the master does not answer
 SIZE_MISMATCH = -10001  # a read returned a size other than the layout's page_bytes
 CONTENT_MISMATCH = -10002  # bytes loaded differ from what the page key says was published
 CLIENT_CLOSED = -10003  # the call was refused because this client is closed

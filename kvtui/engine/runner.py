@@ -9,8 +9,9 @@ Per request (prefill/decode disaggregation over the store):
 
 Requests flow parent → decode → prefill → parent as a chain of pipes (:mod:`kvtui.engine.worker`): the
 parent submits, decode hands its result straight to prefill, prefill acknowledges to decode and sends the
-finished request back. With ``concurrency`` 1 the next request's store calls start only after the previous
-one published (exact replay); its page keys are hashed meanwhile. With more, up to ``concurrency``
+finished request back. The parent hashes a request's page keys when it submits it, ahead of the store
+calls. With ``concurrency`` 1 the next request's store calls start only after the previous one published
+(exact replay). With more, up to ``concurrency``
 requests are between reload and end of publish. Results leave through ``on_result`` (called from an engine
 thread) as :class:`~kvtui.events.RequestResult`.
 """
@@ -30,10 +31,11 @@ from kvtui.connector import PageState
 from kvtui.engine.worker import WorkerSpec
 from kvtui.engine.workers import WorkerHandle, start_workers
 from kvtui.events import EngineEvent, RequestResult
+from kvtui.keys import PageKeyer
 from kvtui.layout import PageLayout
+from kvtui.store import MASTER_DOWN_CODES
 
 SEGMENT_PLACES = ("store", "prefill", "decode")
-MASTER_DOWN_CODES = (-900, -901)  # RPC_FAIL, RPC_TIMEOUT
 NO_SPACE = -200  # NO_AVAILABLE_HANDLE
 REMOUNT_S = 1.5
 
@@ -110,6 +112,7 @@ class Engine:
         self._results = None  # read end of the results pipe from prefill
         self._seq = itertools.count()
         self._pending: dict[int, object] = {}  # seq → submitted request, until its result arrives
+        self.keyer = PageKeyer(options.model, options.layout.page_tokens, options.scheme, options.namespace)
 
     def __enter__(self) -> "Engine":
         self.start()
@@ -156,12 +159,19 @@ class Engine:
         """Allow up to ``n`` requests between the start of their reload and the end of their publish."""
         self.decode.send("limit", max(1, int(n)))
 
+    def hold(self, held: bool) -> None:
+        """Hold (True) or release (False) the submitted requests whose reload has not started. The decode
+        worker also holds by itself when a reload fails with RPC_FAIL / RPC_TIMEOUT (the master is down)."""
+        self.decode.send("hold", bool(held))
+
     def submit(self, req) -> None:
-        """Hand ``req`` (a ``workload.Request``) to the decode worker; its result comes from
-        :meth:`next_result`. Thread-safe with respect to :meth:`next_result`."""
+        """Hash the page keys of ``req`` (a ``workload.Request``: its cacheable full pages) and hand them to
+        the decode worker; the result comes from :meth:`next_result`. Thread-safe with respect to
+        :meth:`next_result`."""
+        keys = self.keyer.keys(req.tokens[: req.cacheable_tokens])
         seq = next(self._seq)
         self._pending[seq] = req
-        self.decode.send("submit", seq, req.tokens, req.cacheable_tokens)
+        self.decode.send("submit", seq, keys)
 
     def next_result(self, timeout_s: float | None = None) -> RequestResult | None:
         """The next finished request, in submission order with ``concurrency`` 1; ``None`` after ``timeout_s``
@@ -233,7 +243,9 @@ class Engine:
 
 
 
-LOOKAHEAD = 1  # requests submitted beyond ``concurrency``: hashed by decode while the previous one publishes
+
+LOOKAHEAD = 2  # requests submitted beyond ``concurrency``, so decode never waits for the parent (its GIL may be
+# busy rendering the monitor) and a knob change still applies within a few requests
 
 
 class Driver:
@@ -315,9 +327,13 @@ class Driver:
         self._controls.put(fn)
 
     def stop(self) -> None:
-        """Stop issuing; in-flight requests finish, then :attr:`done` is set."""
+        """Stop issuing; submitted requests finish, then :attr:`done` is set."""
         self._stop.set()
         self._set_running()
+        try:
+            self.engine.hold(False)  # requests held during an outage finish (or fail) rather than wait forever
+        except Exception:  # the engine is already gone: nothing is waiting
+            pass
 
     # -- outages ----------------------------------------------------------------------------------------
     def _check_outage(self, codes: dict[int, int]) -> None:
@@ -333,6 +349,7 @@ class Driver:
                 return
             self._outage_since = time.monotonic()
         self._set_running()
+        self.engine.hold(True)
         self.on_event(EngineEvent("outage", self.engine.now(), "master unreachable (RPC_FAIL): dispatch held"))
         threading.Thread(target=self._watch_master, name="kvtui-outage", daemon=True).start()
 
@@ -344,6 +361,7 @@ class Driver:
                 with self._state_lock:
                     self._outage_since = None
                 self._set_running()
+                self.engine.hold(False)
                 self.on_event(EngineEvent("outage", self.engine.now(),
                                           f"master back after {down:.1f} s; dispatch resumed (a restarted master "
                                           "has lost every key: hit rate restarts from zero)"))

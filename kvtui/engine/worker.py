@@ -10,15 +10,19 @@ and ``rest_keys``: the keys of the pages after the reloaded run)
 ``("remove_all",)`` → count removed; ``("stop",)`` → closes the client and exits.
 
 **The request chain** (how the engine drives requests; no answer on the command pipe):
-``("submit", seq, tokens, cacheable_tokens)`` to the decode worker, which hashes the request's page keys at
-once (while prefill may still be publishing the previous request), queues it, and reloads it as soon as
-fewer than ``limit`` requests are between its reload and the end of their publish (``("limit", n)`` sets
-it; default 1, so store calls of consecutive requests never overlap). It forwards
-``("publish", seq, rest_keys, reload_dict, t_start)`` to the prefill worker over the peer pipe; prefill
-publishes with the reload's probe answers (``known``), sends ``("ack",)`` back to decode, then
+``("submit", seq, keys)`` to the decode worker, with the request's page keys (hashed by the parent, as an
+LLM scheduler hashes blocks before its KV connector sees them); decode queues it and reloads it as soon
+as fewer than ``limit`` requests are between their reload and the end of their publish (``("limit", n)``
+sets it; default 1, so store calls of consecutive requests never overlap). It forwards
+``("publish", seq, rest_keys, reload_dict, t_start, needs_ack)`` to the prefill worker over the peer pipe;
+prefill publishes with the reload's probe answers (``known``), sends ``("ack",)`` back to decode, then
 ``("result", seq, reload_dict, publish_dict, t_start, t_end)`` on the results pipe to the parent (times
-are ``time.monotonic()`` seconds, one clock for every process of the machine). A failure is reported as
-``("error", seq, message)`` on the same path and ends the worker.
+are ``time.monotonic()`` seconds, one clock for every process of the machine). When the reload's probe
+already answered for every page left to publish and none is absent, prefill will make no store call, so
+decode goes on at once (``needs_ack`` False) and prefill only reports. ``("hold", True|False)`` holds or
+releases the queue; decode holds it by itself after a reload fails with RPC_FAIL / RPC_TIMEOUT, so requests
+already submitted do not pile errors onto a dead master (the parent releases it when the master is back).
+A failure is reported as ``("error", seq, message)`` on the same path and ends the worker.
 """
 
 from __future__ import annotations
@@ -29,6 +33,8 @@ import time
 import traceback
 from collections import deque
 from dataclasses import dataclass
+
+from kvtui.store import MASTER_DOWN_CODES
 
 
 
@@ -126,37 +132,43 @@ class _Chain:
         self.queue: deque = deque()  # decode: (seq, keys) hashed, waiting for their turn
         self.limit = 1
         self.in_flight = 0  # decode: forwarded to prefill and not yet acknowledged
+        self.held = False
 
-    def submit(self, seq: int, tokens, cacheable: int) -> None:
-        self.queue.append((seq, self.connector.keys_for(tokens, cacheable)))
+    def submit(self, seq: int, keys: list[str]) -> None:
+        self.queue.append((seq, keys))
 
     def can_reload(self) -> bool:
-        return bool(self.queue) and self.in_flight < self.limit
+        return bool(self.queue) and self.in_flight < self.limit and not self.held
 
     def reload_next(self) -> None:
         seq, keys = self.queue.popleft()
         try:
             t_start = time.monotonic()
             res, rest = self.connector.reload_and_rest(None, keys=keys, probe_all=True)
-            self.peer.send(("publish", seq, rest, _result_dict(res), t_start))
+            if any(c in res.codes for c in MASTER_DOWN_CODES):
+                self.held = True
+            known = res.rest_probe
+            needs_ack = len(known) < len(rest) or 0 in known  # will prefill call the store?
+            self.peer.send(("publish", seq, rest, _result_dict(res), t_start, needs_ack))
         except Exception as exc:
             self.peer.send(("error", seq, f"decode worker: {type(exc).__name__}: {exc}"))
             raise
-        self.in_flight += 1
+        self.in_flight += needs_ack
 
     def on_peer(self, msg) -> None:
         kind = msg[0]
         if kind == "ack":  # decode: prefill finished a publish
             self.in_flight -= 1
         elif kind == "publish":  # prefill: publish the rest of a reloaded request
-            _, seq, rest, reload, t_start = msg
+            _, seq, rest, reload, t_start, needs_ack = msg
             try:
                 pub = self.connector.store_computed_prefix(None, 0, keys=rest, known=reload.pop("rest_probe", ()))
                 t_end = time.monotonic()
             except Exception as exc:
                 self.results.send(("error", seq, f"prefill worker: {type(exc).__name__}: {exc}"))
                 raise
-            self.peer.send(("ack",))
+            if needs_ack:
+                self.peer.send(("ack",))
             self.results.send(("result", seq, reload, _result_dict(pub), t_start, t_end))
         elif kind == "error":  # prefill: relay the decode worker's failure
             self.results.send(msg)
@@ -187,6 +199,9 @@ def _serve(conn, connector, client, peer=None, results=None) -> None:
         cmd = msg[0]
         if cmd == "submit":
             chain.submit(*msg[1:])
+            continue
+        if cmd == "hold":
+            chain.held = bool(msg[1])
             continue
         if cmd == "limit":
             chain.limit = max(1, int(msg[1]))

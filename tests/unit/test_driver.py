@@ -22,9 +22,13 @@ class FakeEngine:
         self.reachable = True
         self.submitted: queue.Queue = queue.Queue()
         self.limit = None
+        self.holds: list[bool] = []
 
     def set_concurrency(self, n):
         self.limit = n
+
+    def hold(self, held):
+        self.holds.append(held)
 
     def submit(self, req):
         self.submitted.put(req)
@@ -96,5 +100,6 @@ def test_rpc_fail_holds_dispatch_until_master_answers():
     while d.outage and time.monotonic() < deadline:
         time.sleep(0.05)
     assert not d.outage and any("back after" in e.text for e in events)
+    assert engine.holds[:2] == [True, False]  # the engine's submitted requests were held, then released
     d.stop()
     assert d.done.wait(5)

@@ -1,0 +1,69 @@
+"""The request chain's decisions inside one worker (kvtui.engine.worker._Chain) over the store double:
+when decode waits for prefill's ack, and when it holds its queue."""
+
+from __future__ import annotations
+
+from test_connector import FakeStore, _conn, toks
+
+from kvtui.engine.worker import _Chain
+
+
+class Pipe:
+    def __init__(self):
+        self.sent = []
+
+    def send(self, msg):
+        self.sent.append(msg)
+
+
+def _decode(store):
+    conn = _conn(store, role="decode")
+    return _Chain(conn, Pipe(), None), conn
+
+
+def test_decode_waits_for_the_ack_only_when_prefill_will_call_the_store():
+    store = FakeStore()
+    writer = _conn(store)
+    chain, conn = _decode(store)
+    keys = conn.keys_for(toks(4 * 4))
+    writer.store_computed_prefix(None, keys=keys[:2])
+    chain.submit(0, keys)  # pages 2-3 absent: prefill must put them
+    chain.submit(1, keys[:2])  # fully cached: nothing for prefill to store
+    assert chain.can_reload()
+    chain.reload_next()
+    kind, seq, rest, reload, _t, needs_ack = chain.peer.sent[-1]
+    assert (kind, seq, rest, needs_ack) == ("publish", 0, keys[2:], True) and reload["pages_hit"] == 2
+    assert not chain.can_reload()  # limit 1: request 1 waits for the ack of request 0
+    chain.on_peer(("ack",))
+    chain.reload_next()
+    assert chain.peer.sent[-1][5] is False and chain.in_flight == 0  # no store call left: no ack awaited
+
+
+def test_decode_holds_its_queue_when_the_master_is_down():
+    class Down(FakeStore):
+        def batch_is_exist(self, keys):
+            return [-900] * len(keys)
+
+    chain, conn = _decode(Down())
+    keys = conn.keys_for(toks(8))
+    chain.submit(0, keys)
+    chain.submit(1, keys)
+    chain.reload_next()
+    assert chain.held and not chain.can_reload()  # request 1 is not sent to a dead master
+    assert chain.peer.sent[-1][5] is False  # prefill makes no store call for failed probes either
+    chain.held = False  # the parent's ("hold", False) once the master answers
+    assert chain.can_reload()
+
+
+def test_prefill_publishes_with_the_known_answers_then_acks_and_reports():
+    store = FakeStore()
+    prefill = _conn(store, role="prefill")
+    results = Pipe()
+    chain = _Chain(prefill, Pipe(), results)
+    keys = prefill.keys_for(toks(4 * 3))
+    chain.on_peer(("publish", 7, keys, {"rest_probe": [0, 0, 0], "pages_hit": 0}, 1.0, True))
+    assert store.probed == [] and len(store.objects) == 3
+    assert chain.peer.sent == [("ack",)]
+    kind, seq, reload, pub, t_start, t_end = results.sent[-1]
+    assert (kind, seq, pub["stored"], t_start) == ("result", 7, 3, 1.0) and t_end >= t_start
+    assert "rest_probe" not in reload
