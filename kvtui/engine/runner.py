@@ -56,6 +56,9 @@ class EngineOptions:
     cluster: ClusterOptions = field(default_factory=ClusterOptions)
 
 
+_CELL = {state: bytes((int(state),)) for state in PageState}  # one page cell of each state
+
+
 def result_from(req, reload: dict, publish: dict | None, layout: PageLayout, t_start: float, t_end: float) -> RequestResult:
     """Combine the decode worker's reload and the prefill worker's publish into one :class:`RequestResult`.
 
@@ -66,15 +69,15 @@ def result_from(req, reload: dict, publish: dict | None, layout: PageLayout, t_s
     """
     hit = reload["pages_hit"]
     total = reload["pages_total"]
-    states = bytearray([PageState.HIT]) * hit
-    pub_states = list(publish["states"]) if publish else [int(PageState.COMPUTED)] * (total - hit)
+    states = bytearray(_CELL[PageState.HIT] * hit)  # (bytes arithmetic: extending by enum members is slow)
+    pub_states = bytearray(publish["states"]) if publish else bytearray(_CELL[PageState.COMPUTED] * (total - hit))
     stop = reload.get("stop_state")
     if stop is not None and pub_states:
         pub_states[0] = stop
-    states.extend(pub_states)
+    states += pub_states
     rest = len(req.tokens) - total * layout.page_tokens
     if rest > 0:
-        states.extend([PageState.PARTIAL] * (-(-rest // layout.page_tokens)))
+        states += _CELL[PageState.PARTIAL] * (-(-rest // layout.page_tokens))
     codes: dict[int, int] = {}
     for src in (reload, publish or {}):
         for k, v in src.get("codes", {}).items():

@@ -103,3 +103,4 @@ def test_rpc_fail_holds_dispatch_until_master_answers():
     assert engine.holds[:2] == [True, False]  # the engine's submitted requests were held, then released
     d.stop()
     assert d.done.wait(5)
+

@@ -99,6 +99,8 @@ def test_result_from_marks_states():
     assert r.pages_published == 2
     assert r.codes == {-704: 1, -200: 1}
     assert r.tokens_hit == 32
+    computed = result_from(req, dict(reload, stop_state=None), None, lay, 0.0, 1.0)  # nothing published
+    assert list(computed.states) == [PageState.HIT] * 2 + [PageState.COMPUTED] * 3 + [PageState.PARTIAL]
 
 
 def test_prometheus_parse_and_store_rates():
