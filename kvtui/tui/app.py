@@ -39,6 +39,7 @@ from textual.worker import Worker, WorkerState
 from kvtui.metrics.aggregate import Frame
 from kvtui.tui.controls import (BINDINGS, ENGINE_ACTIONS, OVERLAP_STEP, RATE_STEPS, REPLAY_ACTIONS, SCENARIOS,
                                 SEEK_STEP_S, WORKLOAD_ACTIONS, key_help, next_rate, system_commands)
+from kvtui.tui.defaults import DEFAULT_HZ, MAX_HZ
 from kvtui.tui.fmt import fmt_position, fmt_rps_knob, fmt_speed
 from kvtui.tui.screens import ConfirmScreen, HelpScreen, SettingsScreen
 from kvtui.tui.widgets import EventLog, Kpis, LatencyPanel, PageGrid, ProcsPanel, StorePanel, Throughput
@@ -46,7 +47,6 @@ from kvtui.tui.widgets import EventLog, Kpis, LatencyPanel, PageGrid, ProcsPanel
 __all__ = ["FrameSource", "Controller", "Player", "KvtuiApp", "run_app", "SCENARIOS", "RATE_STEPS", "next_rate"]
 
 MIN_SIZE = (60, 16)
-MAX_HZ = 15.0
 EXIT_SIGNALS = tuple(getattr(signal, name) for name in ("SIGTERM", "SIGHUP") if hasattr(signal, name))
 
 class FrameSource(Protocol):
@@ -89,7 +89,7 @@ class KvtuiApp(App[int]):
     ENABLE_COMMAND_PALETTE = True
     BINDINGS = BINDINGS
 
-    def __init__(self, source: FrameSource | None, controller: Controller | None = None, *, refresh_hz: float = 10,
+    def __init__(self, source: FrameSource | None, controller: Controller | None = None, *, refresh_hz: float = DEFAULT_HZ,
                  screenshot_dir: str = "screenshots", title: str = "kvtui", scenarios: Sequence[str] = SCENARIOS,
                  clock: Callable[[], float] | None = None, window_s: float = 30.0,
                  player: Player | None = None) -> None:
