@@ -2,7 +2,8 @@
 process, without kvtui's engine (no worker processes, no pipes, no page verification, zero-filled pages).
 
 Per request: page keys (the same hash chain), ``batch_is_exist`` of the pages, ``batch_get_into`` of the
-leading present run, ``batch_put_from`` of the absent pages after it. Used only by ``kvtui bench --trace``.
+leading present run, ``batch_put_from`` of the absent pages after it. Both sides of the bench build the
+trace's requests (token ids) before their clock starts. Used only by ``kvtui bench --trace``.
 """
 
 from __future__ import annotations

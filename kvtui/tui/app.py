@@ -47,6 +47,7 @@ from kvtui.tui.widgets import EventLog, Kpis, LatencyPanel, PageGrid, ProcsPanel
 __all__ = ["FrameSource", "Controller", "Player", "KvtuiApp", "run_app", "SCENARIOS", "RATE_STEPS", "next_rate"]
 
 MIN_SIZE = (60, 16)
+CONTROL_ECHO_S = 0.05  # an extra frame pull this long after a control change
 EXIT_SIGNALS = tuple(getattr(signal, name) for name in ("SIGTERM", "SIGHUP") if hasattr(signal, name))
 
 class FrameSource(Protocol):
@@ -307,6 +308,8 @@ class KvtuiApp(App[int]):
         self._pending.setdefault(knob, []).append(value)
         del self._pending[knob][:-8]  # bounded: only the last few requests can still be on their way
         self.log_line(text, "control")
+        if self.is_running:  # the engine applies a change before its next request: show it then, not a
+            self.set_timer(CONTROL_ECHO_S, self.tick, name="control-echo")  # whole refresh period later
         return True
 
     def set_overlap(self, fraction: float) -> None:
