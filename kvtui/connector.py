@@ -2,7 +2,8 @@
 
 * :meth:`PagedKVConnector.load_cached_prefix` (Go ``LoadCachedPrefix``): probe the request's page keys with
   ``batch_is_exist`` (in growing chunks, stopping at the first absent page, because every probe grants a
-  read lease that blocks eviction), take the longest leading run of present pages, read it with
+  read lease that blocks eviction; or all at once with ``probe_all`` when the caller publishes the rest
+  right after and would probe it anyway), take the longest leading run of present pages, read it with
   ``batch_get_into`` in bounded batches, and stop at the first read that is not exactly ``page_bytes`` (a
   page can vanish between probe and read) or whose bytes do not verify.
 * :meth:`PagedKVConnector.store_computed_prefix` (Go ``StoreComputedPrefix``): probe the pages from a start
@@ -268,7 +269,8 @@ class PagedKVConnector:
         within the batch, count as already present; a failed put counts as failed with its code.
         ``known``: probe answers already obtained for the first pages of the range (the decode worker's
         :attr:`ReloadResult.rest_probe`); only the pages after them are probed. A known negative answer
-        makes its page FAILED without counting the code again (the reload counted it). A peer that stores
+        makes its page FAILED; its code is counted here except for the first page (where the reload's run
+        ended: the reload counted it). A peer that stores
         a page between that probe and the put makes it count as published, not already present (the put
         of an existing key succeeds without writing).
         """
@@ -294,7 +296,7 @@ class PagedKVConnector:
                 states[i] = int(PageState.PRESENT)
             elif r == 0:
                 absent.append(i)
-            elif i >= len(known):  # probe failed: do not guess, count it (a known failure was counted already)
+            elif i > 0 or not known:  # probe failed: do not guess, count it (the reload counted known[0])
                 res.codes[int(r)] += 1
             seen.add(key)
         compute_s = put_s = 0.0

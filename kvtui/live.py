@@ -123,7 +123,8 @@ class LiveSession:
         self._log("control", "workload resumed")
 
     def clear_store(self) -> int:
-        """Remove every object from the store (pauses issuing around it); returns the count removed."""
+        """Remove every object from the store (pauses issuing around it; the few requests already submitted
+        may still run meanwhile); returns the count removed."""
         was_paused = self.driver.paused
         self.driver.pause()
         try:

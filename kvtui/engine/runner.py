@@ -148,7 +148,7 @@ class Engine:
             finally:
                 for end in (decode_end, prefill_end, results_end):
                     end.close()  # the workers hold their own copies
-            self.set_concurrency(o.concurrency)
+            self.begin_run(o.concurrency)
         except BaseException:
             self.stop()
             raise
@@ -158,14 +158,20 @@ class Engine:
         """Seconds since the engine started."""
         return time.monotonic() - self.t0
 
-    def set_concurrency(self, n: int) -> None:
-        """Allow up to ``n`` requests between the start of their reload and the end of their publish."""
-        self.decode.send("limit", max(1, int(n)))
+    def begin_run(self, concurrency: int) -> None:
+        """Start a run (a :class:`Driver`): allow up to ``concurrency`` requests between the start of their
+        reload and the end of their publish, and clear a hold or drain left by an earlier run."""
+        self.decode.send("begin", max(1, int(concurrency)))
 
     def hold(self, held: bool) -> None:
         """Hold (True) or release (False) the submitted requests whose reload has not started. The decode
         worker also holds by itself when a reload fails with RPC_FAIL / RPC_TIMEOUT (the master is down)."""
         self.decode.send("hold", bool(held))
+
+    def drain(self) -> None:
+        """Nothing more will be submitted: run the requests already submitted, holding no more (a run
+        that ends during a master outage then finishes, its requests failing, instead of waiting)."""
+        self.decode.send("drain")
 
     def submit(self, req) -> None:
         """Hash the page keys of ``req`` (a ``workload.Request``: its cacheable full pages) and hand them to
@@ -177,8 +183,8 @@ class Engine:
         self.decode.send("submit", seq, keys)
 
     def next_result(self, timeout_s: float | None = None) -> RequestResult | None:
-        """The next finished request, in submission order with ``concurrency`` 1; ``None`` after ``timeout_s``
-        without one. Raises ``WorkerError`` when a worker failed or died."""
+        """The next finished request (in submission order: each worker handles requests in turn); ``None``
+        after ``timeout_s`` without one. Raises ``WorkerError`` when a worker failed or died."""
         from kvtui.engine.workers import WorkerError
 
         results = self._results
@@ -261,7 +267,8 @@ class Driver:
 
     Two threads: the feeder draws a request when one of ``concurrency + LOOKAHEAD`` slots is free (so a
     knob change applies to the next request drawn) and submits it; the collector takes finished requests
-    from the engine, reports them, and frees their slots.
+    from the engine, reports them, and frees their slots. Only the feeder writes to the engine (submits,
+    holds and the final drain), so the collector never waits on a pipe the workers may be waiting on.
     """
 
     def __init__(self, engine: Engine, requests: Iterable, on_result: Callable[[RequestResult], None],
@@ -292,6 +299,8 @@ class Driver:
         self._threads: list[threading.Thread] = []
         self._backoff_s = 0.0
         self.backoffs = 0
+        self._want_hold = False  # engine hold wanted (a master outage); the feeder sends changes
+        self._sent_hold = False
 
     # -- controls ---------------------------------------------------------------------------------------
     def _set_running(self) -> None:
@@ -330,13 +339,10 @@ class Driver:
         self._controls.put(fn)
 
     def stop(self) -> None:
-        """Stop issuing; submitted requests finish, then :attr:`done` is set."""
+        """Stop issuing; requests already submitted finish (during an outage: fail), then :attr:`done` is
+        set."""
         self._stop.set()
         self._set_running()
-        try:
-            self.engine.hold(False)  # requests held during an outage finish (or fail) rather than wait forever
-        except Exception:  # the engine is already gone: nothing is waiting
-            pass
 
     # -- outages ----------------------------------------------------------------------------------------
     def _check_outage(self, codes: dict[int, int]) -> None:
@@ -351,8 +357,8 @@ class Driver:
             if self._outage_since is not None:
                 return
             self._outage_since = time.monotonic()
+            self._want_hold = True
         self._set_running()
-        self.engine.hold(True)
         self.on_event(EngineEvent("outage", self.engine.now(), "master unreachable (RPC_FAIL): dispatch held"))
         threading.Thread(target=self._watch_master, name="kvtui-outage", daemon=True).start()
 
@@ -363,8 +369,8 @@ class Driver:
                 down = time.monotonic() - (self._outage_since or time.monotonic())
                 with self._state_lock:
                     self._outage_since = None
+                    self._want_hold = False
                 self._set_running()
-                self.engine.hold(False)
                 self.on_event(EngineEvent("outage", self.engine.now(),
                                           f"master back after {down:.1f} s; dispatch resumed (a restarted master "
                                           "has lost every key: hit rate restarts from zero)"))
@@ -375,7 +381,7 @@ class Driver:
     def start(self) -> "Driver":
         """Start the feeder and collector threads."""
         self._start_t = time.monotonic()
-        self.engine.set_concurrency(self.concurrency)
+        self.engine.begin_run(self.concurrency)
         for name, target in (("feeder", self._feed), ("collector", self._collect)):
             t = threading.Thread(target=target, name=f"kvtui-{name}", daemon=True)
             t.start()
@@ -405,7 +411,14 @@ class Driver:
         paused = self._paused_total + ((time.monotonic() - self._paused_at) if self._paused_at else 0.0)
         return time.monotonic() - self._start_t - paused
 
+    def _sync_hold(self) -> None:
+        want = self._want_hold
+        if want != self._sent_hold:
+            self.engine.hold(want)
+            self._sent_hold = want
+
     def _drain_controls(self) -> None:
+        self._sync_hold()
         while True:
             try:
                 fn = self._controls.get_nowait()
@@ -438,11 +451,15 @@ class Driver:
                             break
                         self._stop.wait(min(wait, 0.1))
                     self._running.wait()
-                self.issued += 1
                 self.engine.submit(req)
+                self.issued += 1
         except BaseException as exc:  # a workload error ends the run; reported by run()
             self.error = exc
         finally:
+            try:
+                self.engine.drain()
+            except Exception:  # the engine is gone already: nothing is queued
+                pass
             self._fed.set()
 
     def _collect(self) -> None:

@@ -12,8 +12,8 @@ and ``rest_keys``: the keys of the pages after the reloaded run)
 **The request chain** (how the engine drives requests; no answer on the command pipe):
 ``("submit", seq, keys)`` to the decode worker, with the request's page keys (hashed by the parent, as an
 LLM scheduler hashes blocks before its KV connector sees them); decode queues it and reloads it as soon
-as fewer than ``limit`` requests are between their reload and the end of their publish (``("limit", n)``
-sets it; default 1, so store calls of consecutive requests never overlap). It forwards
+as fewer than ``limit`` requests are between their reload and the end of their publish (``("begin", n)``
+starts a run with limit ``n``; default 1, so store calls of consecutive requests never overlap). It forwards
 ``("publish", seq, rest_keys, reload_dict, t_start, needs_ack)`` to the prefill worker over the peer pipe;
 prefill publishes with the reload's probe answers (``known``), sends ``("ack",)`` back to decode, then
 ``("result", seq, reload_dict, publish_dict, t_start, t_end)`` on the results pipe to the parent (times
@@ -22,6 +22,10 @@ already answered for every page left to publish and none is absent, prefill will
 decode goes on at once (``needs_ack`` False) and prefill only reports. ``("hold", True|False)`` holds or
 releases the queue; decode holds it by itself after a reload fails with RPC_FAIL / RPC_TIMEOUT, so requests
 already submitted do not pile errors onto a dead master (the parent releases it when the master is back).
+``("drain",)``: nothing more will be submitted; run what is queued and never hold again (so a run that
+ends, or stops, during an outage finishes instead of waiting for the master). The probe answers go to
+prefill only when no earlier publish is still running (``in_flight`` 0): otherwise a page an earlier
+request is publishing could be put twice and counted as published twice, so prefill probes again.
 A failure is reported as ``("error", seq, message)`` on the same path and ends the worker.
 """
 
@@ -133,6 +137,7 @@ class _Chain:
         self.limit = 1
         self.in_flight = 0  # decode: forwarded to prefill and not yet acknowledged
         self.held = False
+        self.draining = False
 
     def submit(self, seq: int, keys: list[str]) -> None:
         self.queue.append((seq, keys))
@@ -144,9 +149,12 @@ class _Chain:
         seq, keys = self.queue.popleft()
         try:
             t_start = time.monotonic()
+            alone = self.in_flight == 0  # no publish of an earlier request can change the store meanwhile
             res, rest = self.connector.reload_and_rest(None, keys=keys, probe_all=True)
-            if any(c in res.codes for c in MASTER_DOWN_CODES):
+            if any(c in res.codes for c in MASTER_DOWN_CODES) and not self.draining:
                 self.held = True
+            if not alone:
+                res.rest_probe = []
             known = res.rest_probe
             needs_ack = len(known) < len(rest) or 0 in known  # will prefill call the store?
             self.peer.send(("publish", seq, rest, _result_dict(res), t_start, needs_ack))
@@ -168,7 +176,10 @@ class _Chain:
                 self.results.send(("error", seq, f"prefill worker: {type(exc).__name__}: {exc}"))
                 raise
             if needs_ack:
-                self.peer.send(("ack",))
+                try:
+                    self.peer.send(("ack",))
+                except OSError:  # decode is gone: this result still counts; its EOF is reported next
+                    pass
             self.results.send(("result", seq, reload, _result_dict(pub), t_start, t_end))
         elif kind == "error":  # prefill: relay the decode worker's failure
             self.results.send(msg)
@@ -201,10 +212,13 @@ def _serve(conn, connector, client, peer=None, results=None) -> None:
             chain.submit(*msg[1:])
             continue
         if cmd == "hold":
-            chain.held = bool(msg[1])
+            chain.held = bool(msg[1]) and not chain.draining
             continue
-        if cmd == "limit":
-            chain.limit = max(1, int(msg[1]))
+        if cmd == "drain":
+            chain.draining, chain.held = True, False
+            continue
+        if cmd == "begin":  # a new run: its concurrency; no hold or drain left from an earlier run
+            chain.limit, chain.held, chain.draining = max(1, int(msg[1])), False, False
             continue
         try:
             if cmd == "stop":

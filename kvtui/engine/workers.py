@@ -75,10 +75,13 @@ class WorkerHandle:
     def stop(self, timeout_s: float = 6.0) -> None:
         """Ask the worker to close its client and exit; terminate it if it does not."""
         if self.process.is_alive():
-            try:
-                self.conn.send(("stop",))
-            except (OSError, BrokenPipeError):
-                pass
+            if self._send_lock.acquire(timeout=2.0):  # never interleave with a send in progress
+                try:
+                    self.conn.send(("stop",))
+                except OSError:
+                    pass
+                finally:
+                    self._send_lock.release()
             self.process.join(timeout_s)
         if self.process.is_alive():
             self.process.terminate()

@@ -14,7 +14,7 @@ from workload import Request
 
 
 class FakeEngine:
-    """The engine interface the driver uses (submit / next_result / set_concurrency), answering at once."""
+    """The engine interface the driver uses (begin_run / submit / next_result / hold / drain), answering at once."""
 
     def __init__(self):
         self.options = type("O", (), {"layout": PageLayout(1, 1, 1, 4, 1)})()
@@ -22,10 +22,14 @@ class FakeEngine:
         self.reachable = True
         self.submitted: queue.Queue = queue.Queue()
         self.limit = None
+        self.drained = False
         self.holds: list[bool] = []
 
-    def set_concurrency(self, n):
+    def begin_run(self, n):
         self.limit = n
+
+    def drain(self):
+        self.drained = True
 
     def hold(self, held):
         self.holds.append(held)
@@ -61,8 +65,10 @@ def requests():
 
 def test_bounds_and_pause_and_controls_while_paused():
     results, applied = [], []
-    d = Driver(FakeEngine(), requests(), results.append, max_requests=50).start()
+    engine = FakeEngine()
+    d = Driver(engine, requests(), results.append, max_requests=50).start()
     assert d.done.wait(5) and len(results) == 50 and d.issued == 50
+    assert engine.limit == 1 and engine.drained  # the run began with its concurrency and ended with a drain
 
     d = Driver(FakeEngine(), requests(), results.append)
     d.pause()

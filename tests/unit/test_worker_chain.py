@@ -67,3 +67,32 @@ def test_prefill_publishes_with_the_known_answers_then_acks_and_reports():
     kind, seq, reload, pub, t_start, t_end = results.sent[-1]
     assert (kind, seq, pub["stored"], t_start) == ("result", 7, 3, 1.0) and t_end >= t_start
     assert "rest_probe" not in reload
+
+
+def test_with_a_publish_still_running_prefill_probes_again():
+    store = FakeStore()
+    chain, conn = _decode(store)
+    chain.limit = 2  # concurrency 2
+    keys = conn.keys_for(toks(4 * 3))
+    chain.submit(0, keys)
+    chain.submit(1, keys)
+    chain.reload_next()
+    assert chain.peer.sent[-1][3]["rest_probe"] == [0, 0, 0]  # alone: prefill may trust these answers
+    chain.reload_next()  # request 0's pages may be stored meanwhile: no answers handed over, wait for the ack
+    _kind, _seq, _rest, reload, _t, needs_ack = chain.peer.sent[-1]
+    assert reload["rest_probe"] == [] and needs_ack and chain.in_flight == 2
+
+
+def test_drain_runs_the_queue_even_when_the_master_is_down():
+    class Down(FakeStore):
+        def batch_is_exist(self, keys):
+            return [-900] * len(keys)
+
+    chain, conn = _decode(Down())
+    keys = conn.keys_for(toks(8))
+    for seq in range(3):
+        chain.submit(seq, keys)
+    chain.draining = True  # ("drain",): the run ended or stopped
+    while chain.can_reload():
+        chain.reload_next()
+    assert not chain.queue and not chain.held and len(chain.peer.sent) == 3
