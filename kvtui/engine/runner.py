@@ -253,8 +253,9 @@ class Engine:
 
 
 
-LOOKAHEAD = 2  # requests submitted beyond ``concurrency``, so decode never waits for the parent (its GIL may be
-# busy rendering the monitor) and a knob change still applies within a few requests
+LOOKAHEAD = 8  # requests submitted beyond ``concurrency``: ~30 ms of work at 300 req/s, so decode does not run dry
+# while the parent's GIL is busy with a repaint of the monitor; knob changes and pauses apply within as many
+# requests, and decode holds them itself when the master is down
 
 
 class Driver:

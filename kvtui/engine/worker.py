@@ -186,26 +186,31 @@ class _Chain:
 
 
 def _serve(conn, connector, client, peer=None, results=None) -> None:
-    from multiprocessing.connection import wait
+    import selectors
 
     from kvtui.connector import RoleError
 
     chain = _Chain(connector, peer, results)
-    sources = [conn] + ([peer] if peer is not None else [])
+    sources = selectors.DefaultSelector()  # registered once: ``connection.wait`` builds a selector per call
+    sources.register(conn, selectors.EVENT_READ)
+    if peer is not None:
+        sources.register(peer, selectors.EVENT_READ)
     while True:
         if chain.can_reload():
             chain.reload_next()
             continue
-        ready = wait(sources)
+        ready = [key.fileobj for key, _ in sources.select()]
         if peer is not None and peer in ready:
             try:
                 chain.on_peer(peer.recv())
             except EOFError:  # the other worker is gone: say so once, keep answering the parent
-                sources.remove(peer)
+                sources.unregister(peer)
                 peer = None
                 if results is not None:
                     results.send(("error", None, "decode worker died"))
-            continue  # a reload this made possible goes before hashing a request that arrived meanwhile
+            continue  # a reload this made possible goes before the next command
+        if conn not in ready:
+            continue
         msg = conn.recv()
         cmd = msg[0]
         if cmd == "submit":
