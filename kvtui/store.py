@@ -41,6 +41,8 @@ ERROR_CODES: dict[int, str] = {
 
 # Codes kvtui makes itself for outcomes the store reports as success or as a size.
 MASTER_DOWN_CODES = (-900, -901)  # RPC_FAIL, RPC_TIMEOUT: the master does not answer
+NO_SPACE = -200  # NO_AVAILABLE_HANDLE: the store is full and nothing can be evicted (all leased)
+BACKOFF_FIRST_S, BACKOFF_MAX_S = 0.05, 1.0  # wait after NO_SPACE, doubling up to the maximum
 SIZE_MISMATCH = -10001  # a read returned a size other than the layout's page_bytes
 CONTENT_MISMATCH = -10002  # bytes loaded differ from what the page key says was published
 CLIENT_CLOSED = -10003  # the call was refused because this client is closed

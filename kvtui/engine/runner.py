@@ -11,9 +11,8 @@ Requests flow parent → decode → prefill → parent as a chain of pipes (:mod
 parent submits, decode hands its result straight to prefill, prefill acknowledges to decode and sends the
 finished request back. The parent hashes a request's page keys when it submits it, ahead of the store
 calls. With ``concurrency`` 1 the next request's store calls start only after the previous one published
-(exact replay). With more, up to ``concurrency``
-requests are between reload and end of publish. Results leave through ``on_result`` (called from an engine
-thread) as :class:`~kvtui.events.RequestResult`.
+(exact replay); with more, up to ``concurrency`` requests are between reload and end of publish. Results
+leave through ``on_result`` (called from an engine thread) as :class:`~kvtui.events.RequestResult`.
 """
 
 from __future__ import annotations
@@ -33,10 +32,9 @@ from kvtui.engine.workers import WorkerHandle, start_workers
 from kvtui.events import EngineEvent, RequestResult
 from kvtui.keys import PageKeyer
 from kvtui.layout import PageLayout
-from kvtui.store import MASTER_DOWN_CODES
+from kvtui.store import BACKOFF_FIRST_S, BACKOFF_MAX_S, MASTER_DOWN_CODES, NO_SPACE
 
 SEGMENT_PLACES = ("store", "prefill", "decode")
-NO_SPACE = -200  # NO_AVAILABLE_HANDLE
 REMOUNT_S = 1.5
 
 
@@ -399,10 +397,10 @@ class Driver:
 
     def _backoff(self, codes: dict[int, int]) -> None:
         """After NO_AVAILABLE_HANDLE (store full, everything leased) wait before the next request is drawn,
-        doubling up to 1 s; failed puts are never retried (each failed put evicts something). A request
-        already submitted (``LOOKAHEAD``) is not held back."""
+        doubling up to 1 s; failed puts are never retried (each failed put evicts something). Requests
+        already submitted wait the same way in the decode worker."""
         if NO_SPACE in codes:
-            self._backoff_s = min(1.0, max(0.05, self._backoff_s * 2))
+            self._backoff_s = min(BACKOFF_MAX_S, max(BACKOFF_FIRST_S, self._backoff_s * 2))
             self.backoffs += 1
             self._stop.wait(self._backoff_s)
         else:

@@ -15,7 +15,9 @@ LLM scheduler hashes blocks before its KV connector sees them); decode queues it
 as fewer than ``limit`` requests are between their reload and the end of their publish (``("begin", n)``
 starts a run with limit ``n``; default 1, so store calls of consecutive requests never overlap). It forwards
 ``("publish", seq, rest_keys, reload_dict, t_start, needs_ack)`` to the prefill worker over the peer pipe;
-prefill publishes with the reload's probe answers (``known``), sends ``("ack",)`` back to decode, then
+prefill publishes with the reload's probe answers (``known``), sends ``("ack", store_full)`` back to decode
+(``store_full``: a put failed with NO_AVAILABLE_HANDLE, and decode waits 50 ms, doubling up to 1 s, before
+its next reload), then
 ``("result", seq, reload_dict, publish_dict, t_start, t_end)`` on the results pipe to the parent (times
 are ``time.monotonic()`` seconds, one clock for every process of the machine). When the reload's probe
 already answered for every page left to publish and none is absent, prefill will make no store call, so
@@ -38,7 +40,7 @@ import traceback
 from collections import deque
 from dataclasses import dataclass
 
-from kvtui.store import MASTER_DOWN_CODES
+from kvtui.store import BACKOFF_FIRST_S, BACKOFF_MAX_S, MASTER_DOWN_CODES, NO_SPACE
 
 
 
@@ -138,12 +140,21 @@ class _Chain:
         self.in_flight = 0  # decode: forwarded to prefill and not yet acknowledged
         self.held = False
         self.draining = False
+        self.backoff_s = 0.0  # decode: after a full store, no reload before ``resume_at`` (monotonic s)
+        self.resume_at = 0.0
 
     def submit(self, seq: int, keys: list[str]) -> None:
         self.queue.append((seq, keys))
 
     def can_reload(self) -> bool:
-        return bool(self.queue) and self.in_flight < self.limit and not self.held
+        return (bool(self.queue) and self.in_flight < self.limit and not self.held
+                and time.monotonic() >= self.resume_at)
+
+    def wait_s(self) -> float | None:
+        """How long the worker may block for messages: until a back-off ends, or without limit."""
+        if self.queue and not self.held and self.in_flight < self.limit:
+            return max(0.0, self.resume_at - time.monotonic())
+        return None
 
     def reload_next(self) -> None:
         seq, keys = self.queue.popleft()
@@ -167,6 +178,11 @@ class _Chain:
         kind = msg[0]
         if kind == "ack":  # decode: prefill finished a publish
             self.in_flight -= 1
+            if msg[1]:  # the store was full: back off before the next reload (puts are not retried)
+                self.backoff_s = min(BACKOFF_MAX_S, max(BACKOFF_FIRST_S, self.backoff_s * 2))
+                self.resume_at = time.monotonic() + self.backoff_s
+            else:
+                self.backoff_s = 0.0
         elif kind == "publish":  # prefill: publish the rest of a reloaded request
             _, seq, rest, reload, t_start, needs_ack = msg
             try:
@@ -177,7 +193,7 @@ class _Chain:
                 raise
             if needs_ack:
                 try:
-                    self.peer.send(("ack",))
+                    self.peer.send(("ack", NO_SPACE in pub.codes))
                 except OSError:  # decode is gone: this result still counts; its EOF is reported next
                     pass
             self.results.send(("result", seq, reload, _result_dict(pub), t_start, t_end))
@@ -199,7 +215,7 @@ def _serve(conn, connector, client, peer=None, results=None) -> None:
         if chain.can_reload():
             chain.reload_next()
             continue
-        ready = [key.fileobj for key, _ in sources.select()]
+        ready = [key.fileobj for key, _ in sources.select(chain.wait_s())]
         if peer is not None and peer in ready:
             try:
                 chain.on_peer(peer.recv())

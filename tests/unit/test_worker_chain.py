@@ -34,7 +34,7 @@ def test_decode_waits_for_the_ack_only_when_prefill_will_call_the_store():
     kind, seq, rest, reload, _t, needs_ack = chain.peer.sent[-1]
     assert (kind, seq, rest, needs_ack) == ("publish", 0, keys[2:], True) and reload["pages_hit"] == 2
     assert not chain.can_reload()  # limit 1: request 1 waits for the ack of request 0
-    chain.on_peer(("ack",))
+    chain.on_peer(("ack", False))
     chain.reload_next()
     assert chain.peer.sent[-1][5] is False and chain.in_flight == 0  # no store call left: no ack awaited
 
@@ -63,7 +63,7 @@ def test_prefill_publishes_with_the_known_answers_then_acks_and_reports():
     keys = prefill.keys_for(toks(4 * 3))
     chain.on_peer(("publish", 7, keys, {"rest_probe": [0, 0, 0], "pages_hit": 0}, 1.0, True))
     assert store.probed == [] and len(store.objects) == 3
-    assert chain.peer.sent == [("ack",)]
+    assert chain.peer.sent == [("ack", False)]
     kind, seq, reload, pub, t_start, t_end = results.sent[-1]
     assert (kind, seq, pub["stored"], t_start) == ("result", 7, 3, 1.0) and t_end >= t_start
     assert "rest_probe" not in reload
@@ -96,3 +96,19 @@ def test_drain_runs_the_queue_even_when_the_master_is_down():
     while chain.can_reload():
         chain.reload_next()
     assert not chain.queue and not chain.held and len(chain.peer.sent) == 3
+
+
+def test_decode_backs_off_after_the_store_was_full():
+    store = FakeStore()
+    chain, conn = _decode(store)
+    keys = conn.keys_for(toks(8))
+    chain.submit(0, keys)
+    chain.submit(1, keys)
+    chain.reload_next()
+    chain.on_peer(("ack", True))  # prefill: NO_AVAILABLE_HANDLE
+    assert not chain.can_reload() and 0 < chain.wait_s() <= 0.05
+    chain.resume_at = 0.0  # the 50 ms have passed
+    assert chain.can_reload()
+    chain.reload_next()
+    chain.on_peer(("ack", True))
+    assert chain.backoff_s == 0.1  # doubled
