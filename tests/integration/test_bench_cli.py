@@ -1,0 +1,47 @@
+"""`kvtui bench --trace` and `--ui` end to end on a short run: the figures printed come from the replays."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from kvtui.cli import main
+from workload import read_trace
+from workload.stats import ideal_hits
+
+pytestmark = pytest.mark.integration
+TRACES = Path(__file__).resolve().parents[2].parent / "shared" / "data" / "traces"
+SMALL = ["--layers", "1", "--kv-heads", "1", "--head-dim", "1", "--elem-bytes", "1", "--page-tokens", "512"]
+
+
+def test_bench_trace_rounds_replay_exactly_and_report_their_ratio(tmp_path):
+    source = TRACES / "conversation_head1000.jsonl"
+    if not source.exists():
+        pytest.skip("../shared/data/traces is not present")
+    trace = tmp_path / "head300.jsonl"
+    trace.write_text("".join(source.read_text().splitlines(keepends=True)[:300]))
+    rows, _ = read_trace(trace)
+    ideal, _tokens = ideal_hits(rows)  # one request at a time, room for every page: 512-token pages = blocks
+    out = tmp_path / "bench.json"
+    assert main(["bench", "--trace", str(trace), *SMALL, "--rounds", "2", "--json", str(out)]) == 0
+    b = json.loads(out.read_text())
+    assert len(b["rounds"]) == 2 and ideal > 0
+    for r in b["rounds"]:
+        assert r["pages_hit"] == r["bare_loop_pages_hit"] == ideal and r["mismatches"] == 0
+        assert r["ratio"] == pytest.approx(r["bare_loop_s"] / r["engine_s"])
+    assert b["engine"]["seconds"] == min(r["engine_s"] for r in b["rounds"])
+    assert b["bare_loop"]["seconds"] == min(r["bare_loop_s"] for r in b["rounds"])
+    assert b["ratios"]["engine_vs_bare_loop"] == pytest.approx(b["bare_loop"]["seconds"] / b["engine"]["seconds"])
+    assert b["engine"]["requests_per_s"] == pytest.approx(300 / b["engine"]["seconds"])
+
+
+def test_bench_ui_reports_both_rates_and_the_paused_cpu(tmp_path):
+    out = tmp_path / "ui.json"
+    assert main(["bench", "--ui", "--layout", "tiny", "--seconds", "1", "--rounds", "1", "--json", str(out)]) == 0
+    b = json.loads(out.read_text())
+    assert len(b["rounds"]["headless"]) == len(b["rounds"]["monitor"]) == 1
+    assert b["headless_rps"] == b["rounds"]["headless"][0] > 0 and b["monitor_rps"] == b["rounds"]["monitor"][0] > 0
+    assert b["ratios"]["monitor_vs_headless"] == pytest.approx(b["monitor_rps"] / b["headless_rps"])
+    assert 0 <= b["idle_paused_cpu_percent"] < 100 and b["refresh_hz"] == 4.0
