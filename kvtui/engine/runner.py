@@ -28,7 +28,7 @@ from typing import Callable, Iterable, Iterator
 from kvtui.cluster import ClusterEndpoints, ClusterOptions, EmbeddedCluster
 from kvtui.connector import PageState
 from kvtui.engine.worker import WorkerSpec
-from kvtui.engine.workers import WorkerHandle, start_workers
+from kvtui.engine.workers import WorkerError, WorkerHandle, start_workers, stop_all
 from kvtui.events import EngineEvent, RequestResult
 from kvtui.keys import PageKeyer
 from kvtui.layout import PageLayout
@@ -55,6 +55,13 @@ class EngineOptions:
 
 
 _CELL = {state: bytes((int(state),)) for state in PageState}  # one page cell of each state
+
+
+@dataclass(frozen=True)
+class Dropped:
+    """A submitted request dropped without any store call (see :meth:`Engine.drain`)."""
+
+    req: object
 
 
 def result_from(req, reload: dict, publish: dict | None, layout: PageLayout, t_start: float, t_end: float) -> RequestResult:
@@ -167,8 +174,9 @@ class Engine:
         self.decode.send("hold", bool(held))
 
     def drain(self) -> None:
-        """Nothing more will be submitted: run the requests already submitted, holding no more (a run
-        that ends during a master outage then finishes, its requests failing, instead of waiting)."""
+        """Nothing more will be submitted: run the requests already submitted, or, while decode holds them
+        for a dead master, drop them unrun (:meth:`next_result` gives a :class:`Dropped` for each), so a run
+        that ends during an outage finishes at once."""
         self.decode.send("drain")
 
     def submit(self, req) -> None:
@@ -178,13 +186,15 @@ class Engine:
         keys = self.keyer.keys(req.tokens[: req.cacheable_tokens])
         seq = next(self._seq)
         self._pending[seq] = req
-        self.decode.send("submit", seq, keys)
+        try:
+            self.decode.send("submit", seq, keys)
+        except OSError:
+            self._pending.pop(seq, None)
+            raise WorkerError(f"decode worker died (exit code {self.decode.exit_code()})") from None
 
-    def next_result(self, timeout_s: float | None = None) -> RequestResult | None:
+    def next_result(self, timeout_s: float | None = None) -> "RequestResult | Dropped | None":
         """The next finished request (in submission order: each worker handles requests in turn); ``None``
         after ``timeout_s`` without one. Raises ``WorkerError`` when a worker failed or died."""
-        from kvtui.engine.workers import WorkerError
-
         results = self._results
         try:
             if results is None:
@@ -193,10 +203,14 @@ class Engine:
                 return None
             msg = results.recv()
         except (EOFError, OSError):
-            code = self.prefill.process.exitcode if self.prefill is not None else None
+            code = self.prefill.exit_code() if self.prefill is not None else None
             raise WorkerError(f"prefill worker died (exit code {code})") from None
         if msg[0] == "error":
+            if msg[1] is None and self.decode is not None:  # relayed by prefill: decode is gone
+                raise WorkerError(f"{msg[2]} (exit code {self.decode.exit_code()})")
             raise WorkerError(msg[2])
+        if msg[0] == "dropped":
+            return Dropped(self._pending.pop(msg[1]))
         _, seq, reload, publish, t_start, t_end = msg
         req = self._pending.pop(seq)
         return result_from(req, reload, publish, self.options.layout, t_start - self.t0, t_end - self.t0)
@@ -236,9 +250,7 @@ class Engine:
 
     def stop(self) -> None:
         """Stop workers (each closes its client once), then the embedded cluster. Safe to call twice."""
-        for h in (self.decode, self.prefill):
-            if h is not None:
-                h.stop()
+        stop_all([h for h in (self.decode, self.prefill) if h is not None])
         self.decode = self.prefill = None
         if self._results is not None:
             self._results.close()
@@ -292,14 +304,17 @@ class Driver:
         self.done = threading.Event()
         self.issued = 0
         self.completed = 0
+        self.dropped = 0  # submitted, then dropped unrun because the run ended while the master was down
         self.error: BaseException | None = None
         self._paused_total = 0.0
         self._paused_at: float | None = None
         self._threads: list[threading.Thread] = []
         self._backoff_s = 0.0
         self.backoffs = 0
-        self._want_hold = False  # engine hold wanted (a master outage); the feeder sends changes
-        self._sent_hold = False
+        self._want_hold = False  # engine hold wanted (a master outage); the feeder sends each change: decode
+        self._hold_epoch = 0  # may also have held by itself, so an outage's end is always sent as a release
+        self._sent_epoch = 0
+        self._outage_total = 0.0  # seconds of ended outages (the duration bound counts them, arrivals do not)
 
     # -- controls ---------------------------------------------------------------------------------------
     def _set_running(self) -> None:
@@ -357,6 +372,7 @@ class Driver:
                 return
             self._outage_since = time.monotonic()
             self._want_hold = True
+            self._hold_epoch += 1
         self._set_running()
         self.on_event(EngineEvent("outage", self.engine.now(), "master unreachable (RPC_FAIL): dispatch held"))
         threading.Thread(target=self._watch_master, name="kvtui-outage", daemon=True).start()
@@ -368,7 +384,9 @@ class Driver:
                 down = time.monotonic() - (self._outage_since or time.monotonic())
                 with self._state_lock:
                     self._outage_since = None
+                    self._outage_total += down
                     self._want_hold = False
+                    self._hold_epoch += 1
                 self._set_running()
                 self.on_event(EngineEvent("outage", self.engine.now(),
                                           f"master back after {down:.1f} s; dispatch resumed (a restarted master "
@@ -410,11 +428,21 @@ class Driver:
         paused = self._paused_total + ((time.monotonic() - self._paused_at) if self._paused_at else 0.0)
         return time.monotonic() - self._start_t - paused
 
+    def _run_time(self) -> float:
+        """Seconds the run has lasted for ``duration_s``: user pauses excluded, master outages included."""
+        with self._state_lock:
+            down = self._outage_total + (time.monotonic() - self._outage_since if self._outage_since else 0.0)
+        return self._elapsed() + down
+
+    def _duration_over(self) -> bool:
+        return self.duration_s is not None and self._run_time() >= self.duration_s
+
     def _sync_hold(self) -> None:
-        want = self._want_hold
-        if want != self._sent_hold:
+        with self._state_lock:
+            epoch, want = self._hold_epoch, self._want_hold
+        if epoch != self._sent_epoch:
             self.engine.hold(want)
-            self._sent_hold = want
+            self._sent_epoch = epoch
 
     def _drain_controls(self) -> None:
         self._sync_hold()
@@ -430,15 +458,19 @@ class Driver:
             while not self._stop.is_set():
                 if not self._slots.acquire(timeout=0.1):
                     self._drain_controls()
+                    if self._duration_over():
+                        break
                     continue
                 while not self._running.wait(0.1):  # paused or outage: knob changes still apply (and log)
                     self._drain_controls()
+                    if self._duration_over():
+                        break
                 self._drain_controls()
                 if self._stop.is_set():
                     break
                 if self.max_requests is not None and self.issued >= self.max_requests:
                     break
-                if self.duration_s is not None and self._elapsed() >= self.duration_s:
+                if self._duration_over():
                     break
                 req = next(self._iter, None)
                 if req is None:
@@ -449,7 +481,9 @@ class Driver:
                         if wait <= 0 or not self._running.is_set():
                             break
                         self._stop.wait(min(wait, 0.1))
-                    self._running.wait()
+                        self._drain_controls()
+                    while not self._running.wait(0.1):  # an outage or a pause began meanwhile
+                        self._drain_controls()
                 self.engine.submit(req)
                 self.issued += 1
         except BaseException as exc:  # a workload error ends the run; reported by run()
@@ -463,9 +497,13 @@ class Driver:
 
     def _collect(self) -> None:
         try:
-            while not (self._fed.is_set() and self.completed >= self.issued):
+            while not (self._fed.is_set() and self.completed + self.dropped >= self.issued):
                 result = self.engine.next_result(timeout_s=0.1)
                 if result is None:
+                    continue
+                if isinstance(result, Dropped):
+                    self.dropped += 1
+                    self._slots.release()
                     continue
                 self.completed += 1
                 self.on_result(result)

@@ -24,8 +24,9 @@ already answered for every page left to publish and none is absent, prefill will
 decode goes on at once (``needs_ack`` False) and prefill only reports. ``("hold", True|False)`` holds or
 releases the queue; decode holds it by itself after a reload fails with RPC_FAIL / RPC_TIMEOUT, so requests
 already submitted do not pile errors onto a dead master (the parent releases it when the master is back).
-``("drain",)``: nothing more will be submitted; run what is queued and never hold again (so a run that
-ends, or stops, during an outage finishes instead of waiting for the master). The probe answers go to
+``("drain",)``: nothing more will be submitted; run what is queued and never hold again, or, if the queue
+is held for a dead master, drop it: ``("dropped", seq)`` for each request goes the same way as a result (so
+a run that ends, or stops, during an outage finishes at once instead of waiting for the master). The probe answers go to
 prefill only when no earlier publish is still running (``in_flight`` 0): otherwise a page an earlier
 request is publishing could be put twice and counted as published twice, so prefill probes again.
 A failure is reported as ``("error", seq, message)`` on the same path and ends the worker.
@@ -146,6 +147,13 @@ class _Chain:
     def submit(self, seq: int, keys: list[str]) -> None:
         self.queue.append((seq, keys))
 
+    def drain(self) -> None:
+        if self.held:
+            while self.queue:
+                seq, _keys = self.queue.popleft()
+                self.peer.send(("dropped", seq))
+        self.draining, self.held = True, False
+
     def can_reload(self) -> bool:
         return (bool(self.queue) and self.in_flight < self.limit and not self.held
                 and time.monotonic() >= self.resume_at)
@@ -197,7 +205,7 @@ class _Chain:
                 except OSError:  # decode is gone: this result still counts; its EOF is reported next
                     pass
             self.results.send(("result", seq, reload, _result_dict(pub), t_start, t_end))
-        elif kind == "error":  # prefill: relay the decode worker's failure
+        elif kind in ("error", "dropped"):  # prefill: relay the decode worker's failure or dropped request
             self.results.send(msg)
 
 
@@ -219,7 +227,7 @@ def _serve(conn, connector, client, peer=None, results=None) -> None:
         if peer is not None and peer in ready:
             try:
                 chain.on_peer(peer.recv())
-            except EOFError:  # the other worker is gone: say so once, keep answering the parent
+            except (EOFError, OSError):  # the other worker is gone: say so once, keep answering the parent
                 sources.unregister(peer)
                 peer = None
                 if results is not None:
@@ -236,7 +244,7 @@ def _serve(conn, connector, client, peer=None, results=None) -> None:
             chain.held = bool(msg[1]) and not chain.draining
             continue
         if cmd == "drain":
-            chain.draining, chain.held = True, False
+            chain.drain()
             continue
         if cmd == "begin":  # a new run: its concurrency; no hold or drain left from an earlier run
             chain.limit, chain.held, chain.draining = max(1, int(msg[1])), False, False

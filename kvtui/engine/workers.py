@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import multiprocessing as mp
 import threading
+import time
 from dataclasses import replace
 from pathlib import Path
 
@@ -66,6 +67,11 @@ class WorkerHandle:
             raise WorkerError(payload)
         return payload
 
+    def exit_code(self, wait_s: float = 1.0) -> int | None:
+        """The process's exit code (negative: killed by that signal), waiting up to ``wait_s`` for it to end."""
+        self.process.join(wait_s)
+        return self.process.exitcode
+
     def call(self, *msg, timeout_s: float | None = None):
         """Send ``msg`` and return the answer's payload (thread-safe)."""
         with self._lock:
@@ -74,15 +80,22 @@ class WorkerHandle:
 
     def stop(self, timeout_s: float = 6.0) -> None:
         """Ask the worker to close its client and exit; terminate it if it does not."""
-        if self.process.is_alive():
-            if self._send_lock.acquire(timeout=2.0):  # never interleave with a send in progress
-                try:
-                    self.conn.send(("stop",))
-                except OSError:
-                    pass
-                finally:
-                    self._send_lock.release()
-            self.process.join(timeout_s)
+        self.ask_stop()
+        self.finish_stop(timeout_s)
+
+    def ask_stop(self) -> None:
+        """Send ``stop`` (the worker answers once its current store call returns)."""
+        if self.process.is_alive() and self._send_lock.acquire(timeout=2.0):  # never interleave with a send
+            try:
+                self.conn.send(("stop",))
+            except OSError:
+                pass
+            finally:
+                self._send_lock.release()
+
+    def finish_stop(self, timeout_s: float = 6.0) -> None:
+        """Wait up to ``timeout_s`` for the exit :meth:`ask_stop` asked for, then terminate, then kill."""
+        self.process.join(timeout_s)
         if self.process.is_alive():
             self.process.terminate()
             self.process.join(3)
@@ -90,6 +103,16 @@ class WorkerHandle:
             self.process.kill()
             self.process.join(3)
         self.conn.close()
+
+
+def stop_all(handles: list[WorkerHandle], timeout_s: float = 6.0) -> None:
+    """Stop several workers at once: ask all, then wait for each (a worker blocked in a store call to a dead
+    master does not delay the others' exit)."""
+    for h in handles:
+        h.ask_stop()
+    deadline = time.monotonic() + timeout_s
+    for h in handles:
+        h.finish_stop(max(0.0, deadline - time.monotonic()))
 
 
 def start_workers(specs: list[WorkerSpec], log_dir: str | None = None,

@@ -112,3 +112,21 @@ def test_decode_backs_off_after_the_store_was_full():
     chain.reload_next()
     chain.on_peer(("ack", True))
     assert chain.backoff_s == 0.1  # doubled
+
+
+def test_drain_while_held_drops_the_queue_unrun():
+    class Down(FakeStore):
+        def batch_is_exist(self, keys):
+            self.probed.extend(keys)
+            return [-900] * len(keys)
+
+    store = Down()
+    chain, conn = _decode(store)
+    keys = conn.keys_for(toks(8))
+    for seq in range(3):
+        chain.submit(seq, keys)
+    chain.reload_next()  # fails: decode holds the other two
+    store.probed.clear()
+    chain.drain()  # the run ended during the outage
+    assert [m[:2] for m in chain.peer.sent[1:]] == [("dropped", 1), ("dropped", 2)]
+    assert not chain.queue and store.probed == [] and not chain.held
