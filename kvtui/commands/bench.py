@@ -49,7 +49,8 @@ def register(subparsers) -> None:
                         "(use a small layout, e.g. --layout tiny)")
     p.add_argument("--seconds", type=float, default=8.0, metavar="SECONDS", help="--ui: length of each phase (default 8)")
     p.add_argument("--refresh-hz", type=float, default=DEFAULT_HZ, metavar="HZ",
-                   help=f"--ui: the monitor's screen updates per second (default {DEFAULT_HZ:g}, as kvtui watch)")
+                   help=f"--ui: the monitor's screen updates per second, ≤ {MAX_HZ:g} (default {DEFAULT_HZ:g}, as kvtui "
+                        "watch)")
     p.add_argument("--rounds", type=int, default=2, metavar="N",
                    help="--trace / --ui: alternate the two sides N times, each from an empty store, and compare the "
                         "best of each side (every round is printed too; default 2)")

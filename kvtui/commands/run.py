@@ -168,8 +168,10 @@ def _progress(driver, agg, total, quiet: bool) -> None:
         task = prog.add_task("run", total=total, status="")
         while not driver.done.wait(0.25):
             t = agg.totals()
-            prog.update(task, completed=t["requests"],
-                        status=f"hit {t['token_hit_rate']:.1%} · published {t['pages_published']}")
+            status = f"hit {t['token_hit_rate']:.1%} · published {t['pages_published']}"
+            if driver.outage:
+                status = "[bold red]master unreachable: dispatch held until it answers[/]"
+            prog.update(task, completed=t["requests"], status=status)
 
 
 def _percentiles(d: dict) -> str:
