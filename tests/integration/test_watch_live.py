@@ -31,7 +31,7 @@ def test_figures_on_screen_are_the_runs_counters_and_quit_stops_workers(cluster)
     spec = WorkloadSpec(scenario="shared-system-prompt", pool=3, prompt_tokens=96, page_tokens=8)
     desc = synthetic_description(spec)
     session = LiveSession(engine, SyntheticWorkload(spec), desc, layout_text=layout.describe())
-    app = KvtuiApp(session, session)
+    app = KvtuiApp(session, session, refresh_hz=10)  # the waits below allow for 10 frames a second
 
     async def go():
         async with app.run_test(size=(120, 40)) as pilot:

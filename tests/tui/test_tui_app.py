@@ -15,8 +15,12 @@ from kvtui.tui.screens import ConfirmScreen, HelpScreen, SettingsScreen
 from kvtui.tui.widgets import EventLog, Kpis, PageGrid, ProcsPanel, StorePanel
 
 
+TICK_HZ = 10  # the pauses below allow for frames pulled 10 times a second, whatever the app's default
+
+
 def app_for(source=None, controller="rec", **kw) -> KvtuiApp:
     ctl = RecordingController() if controller == "rec" else controller
+    kw.setdefault("refresh_hz", TICK_HZ)
     return KvtuiApp(source or AggSource(), ctl, screenshot_dir=kw.pop("screenshot_dir", "screenshots"), **kw)
 
 
@@ -333,7 +337,7 @@ def test_figures_on_screen_equal_the_frame(agg_source):
 # -- sizes --------------------------------------------------------------------------------------------------
 def test_any_terminal_size():
     src = DemoSource(3)
-    app = KvtuiApp(src, DemoController(src))
+    app = KvtuiApp(src, DemoController(src), refresh_hz=TICK_HZ)
     heights = (5, 60, 15, 16, 24, 9, 40, 21, 33, 12)
     sizes = [(w, heights[i % len(heights)]) for i, w in enumerate(range(20, 201, 9))]
     sizes += [(20, 5), (59, 60), (60, 15), (60, 16), (200, 5), (80, 24), (120, 40), (200, 60)]
@@ -363,7 +367,7 @@ def test_run_app_headless_writes_screenshot(tmp_path):
 
 
 def test_static_source_without_controller_quits():
-    app = KvtuiApp(StaticSource(DemoSource(2).frame()), None)
+    app = KvtuiApp(StaticSource(DemoSource(2).frame()), None, refresh_hz=TICK_HZ)
 
     async def scenario(pilot):
         await pilot.press("p", "c", "q")
@@ -379,7 +383,7 @@ def test_bare_frame_renders():
 
     bare = Frame(t=0.0, totals={}, rates={}, series={}, latency={}, latency_window={}, rows=(), errors={},
                  events=(), status={"mode": "replay"})
-    app = KvtuiApp(StaticSource(bare), None)
+    app = KvtuiApp(StaticSource(bare), None, refresh_hz=TICK_HZ)
 
     async def scenario(pilot):
         kpis = app.query_one(Kpis).plain
@@ -394,7 +398,7 @@ def test_bare_frame_renders():
 def test_restart_master_is_offered_only_while_the_embedded_master_is_down():
     src = AggSource()
     ctl = RecordingController()
-    app = KvtuiApp(src, ctl)
+    app = KvtuiApp(src, ctl, refresh_hz=TICK_HZ)
 
     async def scenario(pilot):
         assert app.check_action("restart_master", ()) is False  # hidden while the master is up
@@ -429,7 +433,7 @@ def test_throughput_values_keep_their_units():
     big = dataclasses.replace(base, rates={"reuse_MBps": 1234.5, "publish_MBps": 999.9, "rps": 12_345.0,
                                            "tokens_skipped_ps": 12_345.0, "hit_rate": 1.0})
     src = StaticSource(zero)
-    app = KvtuiApp(src, None)
+    app = KvtuiApp(src, None, refresh_hz=TICK_HZ)
 
     async def scenario(pilot):
         tp = app.query_one(Throughput)
@@ -460,8 +464,8 @@ def test_footer_text_at_120_columns(session_file):
     with the s key lost)."""
     from kvtui.session.reader import ReplayPlayer, SessionReader
 
-    live = KvtuiApp(AggSource(), RecordingController())
-    replay = KvtuiApp(None, None, player=ReplayPlayer(SessionReader(session_file), clock=lambda: 0.0))
+    live = KvtuiApp(AggSource(), RecordingController(), refresh_hz=TICK_HZ)
+    replay = KvtuiApp(None, None, player=ReplayPlayer(SessionReader(session_file), clock=lambda: 0.0), refresh_hz=TICK_HZ)
     expected = {
         live: "? help q quit p pause <> pool [] overlap rR rate s scenario f freeze w window c clear ^r record "
               "S shot",

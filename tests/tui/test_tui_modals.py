@@ -14,6 +14,7 @@ from kvtui.tui.widgets import EventLog
 
 
 def app_for(**kw) -> KvtuiApp:
+    kw.setdefault("refresh_hz", 10)  # the pauses below allow for 10 frames a second, whatever the default
     return KvtuiApp(AggSource(), RecordingController(), **kw)
 
 

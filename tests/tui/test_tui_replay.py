@@ -32,7 +32,7 @@ def test_replay_controls(session_file):
     assert len(reader) == SESSION_FRAMES and reader.duration == pytest.approx(end)
     clock = FakeClock(100.0)
     player = ReplayPlayer(reader, clock=clock)
-    app = KvtuiApp(None, None, player=player)
+    app = KvtuiApp(None, None, player=player, refresh_hz=10)  # the pauses below allow for 10 frames a second
     length = fmt_position(end)  # 0:29.5, formatted like the position
 
     def shows(pos: float, speed: str = "×1", state: str = "⏸") -> None:
@@ -137,7 +137,7 @@ def test_replay_controls(session_file):
 def test_recording_toggle(tmp_path):
     src = AggSource()
     ctl = RecordingController(str(tmp_path / "a.kvtui"))
-    app = KvtuiApp(src, ctl)
+    app = KvtuiApp(src, ctl, refresh_hz=10)  # the pauses below allow for 10 frames a second
 
     async def scenario(pilot):
         footer = {b.binding.action: b.enabled for b in app.screen.active_bindings.values()}
