@@ -177,6 +177,7 @@ class LiveSession:
         """Embedded mode: start the master kvtui owns again on the same ports (``RuntimeError`` otherwise).
         Dispatch resumes by itself once the master answers (the driver watches it)."""
         self.engine.restart_master()
+        self.panels.proc_sampler.set_pids(self.engine.worker_pids())  # the new master has a new pid
         self._log("control", "master restarted on the same ports (it starts with no keys)")
 
     def stop(self, final: Frame | None = None) -> None:

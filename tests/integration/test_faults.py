@@ -93,6 +93,32 @@ def test_stop_during_a_master_outage_finishes_the_run():
         engine.stop()
 
 
+def test_restart_from_the_live_session_shows_the_new_master_in_the_processes_panel():
+    from kvtui.live import LiveSession, synthetic_description
+
+    engine = _engine()
+    spec = WorkloadSpec(scenario="shared-system-prompt", pool=2, prompt_tokens=64, page_tokens=8)
+    session = LiveSession(engine, SyntheticWorkload(spec), synthetic_description(spec), layout_text="tiny")
+    try:
+        session.start()
+        old = engine.cluster.process("master")
+        os.kill(old.pid, signal.SIGKILL)
+        old.popen.wait(5)
+        session.restart_master()
+        new_pid = engine.cluster.process("master").pid
+        assert new_pid != old.pid
+        deadline = time.monotonic() + 10
+        while time.monotonic() < deadline:
+            rows = {p["name"]: p for p in session.frame().procs}
+            if rows.get("master", {}).get("pid") == new_pid and rows["master"]["alive"]:
+                break
+            time.sleep(0.2)
+        else:
+            raise AssertionError(f"processes panel still shows {rows.get('master')}")
+    finally:
+        session.stop()
+
+
 def test_store_node_killed_counts_errors_without_stall():
     engine = _engine(client_ttl_s=3)
     agg, events = Aggregator(), []
