@@ -34,6 +34,21 @@ def _driver(engine, agg, events, rate=0.0, **kw):
     return Driver(engine, wl, agg.add, events.append, **kw)
 
 
+def _kill_master(engine) -> int:
+    """SIGKILL the embedded master and wait until it is gone; returns its pid."""
+    master = engine.cluster.process("master")
+    os.kill(master.pid, signal.SIGKILL)
+    master.popen.wait(5)
+    return master.pid
+
+
+def _wait_outage(driver, timeout_s: float = 15) -> bool:
+    deadline = time.monotonic() + timeout_s
+    while not driver.outage and time.monotonic() < deadline:
+        time.sleep(0.1)
+    return driver.outage
+
+
 @pytest.mark.parametrize("rate", [0.0, 100.0])  # closed loop, and arrivals at a rate (another wait path)
 def test_master_killed_and_restarted_holds_dispatch_then_resumes(rate):
     engine = _engine()
@@ -43,13 +58,8 @@ def test_master_killed_and_restarted_holds_dispatch_then_resumes(rate):
         time.sleep(1.5)
         before = agg.totals()
         assert before["requests"] > 5 and before["pages_hit"] > 0
-        master = engine.cluster.process("master")
-        os.kill(master.pid, signal.SIGKILL)
-        master.popen.wait(5)
-        deadline = time.monotonic() + 15
-        while not d.outage and time.monotonic() < deadline:
-            time.sleep(0.1)
-        assert d.outage, "no outage detected"
+        _kill_master(engine)
+        assert _wait_outage(d), "no outage detected"
         held = agg.totals()["requests"]
         time.sleep(2.0)
         assert agg.totals()["requests"] <= held + 1  # dispatch is held: errors do not pile up
@@ -78,14 +88,9 @@ def test_stop_during_a_master_outage_finishes_the_run():
     try:
         d = _driver(engine, agg, events).start()
         time.sleep(1.0)
-        master = engine.cluster.process("master")
-        os.kill(master.pid, signal.SIGKILL)
-        master.popen.wait(5)
-        deadline = time.monotonic() + 15
-        while not d.outage and time.monotonic() < deadline:
-            time.sleep(0.1)
-        assert d.outage
-        d.stop()  # the requests decode holds for the dead master run (and fail) instead of waiting for it
+        _kill_master(engine)
+        assert _wait_outage(d)
+        d.stop()  # the requests decode holds for the dead master are dropped instead of waiting for it
         assert d.done.wait(40), "the run did not finish after stop during an outage"
         assert d.completed + d.dropped == d.issued and d.error is None  # held requests are dropped unrun
     finally:
@@ -101,12 +106,10 @@ def test_restart_from_the_live_session_shows_the_new_master_in_the_processes_pan
     session = LiveSession(engine, SyntheticWorkload(spec), synthetic_description(spec), layout_text="tiny")
     try:
         session.start()
-        old = engine.cluster.process("master")
-        os.kill(old.pid, signal.SIGKILL)
-        old.popen.wait(5)
+        old_pid = _kill_master(engine)
         session.restart_master()
         new_pid = engine.cluster.process("master").pid
-        assert new_pid != old.pid
+        assert new_pid != old_pid
         deadline = time.monotonic() + 10
         while time.monotonic() < deadline:
             rows = {p["name"]: p for p in session.frame().procs}

@@ -57,6 +57,14 @@ class FakeStore:
         return out
 
 
+class MasterDown(FakeStore):
+    """Every probe fails with RPC_FAIL (-900), as with a dead master; probed keys are still recorded."""
+
+    def batch_is_exist(self, keys):
+        self.probed.extend(keys)
+        return [-900] * len(keys)
+
+
 def _conn(store, role="mixed", **kw):
     return PagedKVConnector(store, LAYOUT, PageKeyer("m", LAYOUT.page_tokens), role, **kw)
 
@@ -188,11 +196,7 @@ def test_failed_puts_are_counted_and_never_retried():
 
 
 def test_probe_errors_are_never_taken_as_present():
-    class Down(FakeStore):
-        def batch_is_exist(self, keys):
-            return [-900] * len(keys)
-
-    c = _conn(Down())
+    c = _conn(MasterDown())
     res, _ = c.load_cached_prefix(toks(8))
     assert res.pages_hit == 0 and res.codes == {-900: 1}
     pub = c.store_computed_prefix(toks(8))

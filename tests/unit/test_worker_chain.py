@@ -3,7 +3,7 @@ when decode waits for prefill's ack, and when it holds its queue."""
 
 from __future__ import annotations
 
-from test_connector import FakeStore, _conn, toks
+from test_connector import FakeStore, MasterDown, _conn, toks
 
 from kvtui.engine.worker import _Chain
 
@@ -40,11 +40,7 @@ def test_decode_waits_for_the_ack_only_when_prefill_will_call_the_store():
 
 
 def test_decode_holds_its_queue_when_the_master_is_down():
-    class Down(FakeStore):
-        def batch_is_exist(self, keys):
-            return [-900] * len(keys)
-
-    chain, conn = _decode(Down())
+    chain, conn = _decode(MasterDown())
     keys = conn.keys_for(toks(8))
     chain.submit(0, keys)
     chain.submit(1, keys)
@@ -84,11 +80,7 @@ def test_with_a_publish_still_running_prefill_probes_again():
 
 
 def test_drain_runs_the_queue_even_when_the_master_is_down():
-    class Down(FakeStore):
-        def batch_is_exist(self, keys):
-            return [-900] * len(keys)
-
-    chain, conn = _decode(Down())
+    chain, conn = _decode(MasterDown())
     keys = conn.keys_for(toks(8))
     for seq in range(3):
         chain.submit(seq, keys)
@@ -115,12 +107,7 @@ def test_decode_backs_off_after_the_store_was_full():
 
 
 def test_drain_while_held_drops_the_queue_unrun():
-    class Down(FakeStore):
-        def batch_is_exist(self, keys):
-            self.probed.extend(keys)
-            return [-900] * len(keys)
-
-    store = Down()
+    store = MasterDown()
     chain, conn = _decode(store)
     keys = conn.keys_for(toks(8))
     for seq in range(3):
