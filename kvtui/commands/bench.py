@@ -16,7 +16,7 @@ import sys
 
 import numpy as np
 
-from kvtui.commands.common import add_page_arguments, layout_of
+from kvtui.commands.common import add_page_arguments, check_refresh_hz, layout_of
 from kvtui.commands.run import check_writable, write_json_atomic
 from kvtui.errors import KvtuiError
 from kvtui.tui.defaults import DEFAULT_HZ, MAX_HZ
@@ -342,8 +342,7 @@ def _ui_bench(args, layout, store_bytes: int) -> int:
         raise KvtuiError("--seconds must be positive")
     if args.rounds < 1:
         raise KvtuiError("--rounds must be at least 1")
-    if not (0 < args.refresh_hz <= MAX_HZ):
-        raise KvtuiError(f"--refresh-hz must be within (0, {MAX_HZ:g}]")
+    check_refresh_hz(args.refresh_hz)
     spec = WorkloadSpec(scenario="shared-system-prompt", overlap=0.75, pool=8, prompt_tokens=8 * layout.page_tokens,
                         page_tokens=layout.page_tokens, seed=0)
     desc = synthetic_description(spec)

@@ -11,6 +11,7 @@ import math
 from pathlib import Path
 
 from kvtui.errors import KvtuiError
+from kvtui.tui.defaults import MAX_HZ
 from kvtui.layout import PageLayout, add_layout_arguments, layout_from_args, parse_bytes
 
 
@@ -238,3 +239,9 @@ def start_engine(options, endpoints):
     except (ClusterError, WorkerError, ValueError) as exc:
         raise KvtuiError(str(exc).splitlines()[0] if isinstance(exc, WorkerError) else str(exc)) from None
     return engine
+
+
+def check_refresh_hz(hz: float) -> None:
+    """``KvtuiError`` unless ``hz`` (screen updates per second) is within (0, ``MAX_HZ``]."""
+    if not (0 < hz <= MAX_HZ):
+        raise KvtuiError(f"--refresh-hz must be within (0, {MAX_HZ:g}]")

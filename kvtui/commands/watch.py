@@ -7,7 +7,8 @@ from pathlib import Path
 import sys
 
 from kvtui.commands.common import (add_cluster_arguments, add_page_arguments, add_workload_arguments,
-                                   engine_options, layout_of, make_workload, start_engine, start_recording)
+                                   check_refresh_hz, engine_options, layout_of, make_workload, start_engine,
+                                   start_recording)
 from kvtui.commands.run import check_new_file, check_writable, session_header
 from kvtui.errors import KvtuiError
 from kvtui.tui.defaults import DEFAULT_HZ, MAX_HZ
@@ -71,8 +72,7 @@ def run(args: argparse.Namespace) -> int:
     layout = layout_of(args)
     if args.concurrency < 1:
         raise KvtuiError("--concurrency must be at least 1")
-    if not (0 < args.refresh_hz <= MAX_HZ):
-        raise KvtuiError(f"--refresh-hz must be within (0, {MAX_HZ:g}]")
+    check_refresh_hz(args.refresh_hz)
     if args.record:
         check_new_file(args.record, "--record")
     if Path(args.screenshot_dir).exists() and not Path(args.screenshot_dir).is_dir():

@@ -154,15 +154,16 @@ class _Chain:
                 self.peer.send(("dropped", seq))
         self.draining, self.held = True, False
 
+    def _next_allowed(self) -> bool:
+        """A request is waiting and nothing but a back-off keeps it from starting."""
+        return bool(self.queue) and self.in_flight < self.limit and not self.held
+
     def can_reload(self) -> bool:
-        return (bool(self.queue) and self.in_flight < self.limit and not self.held
-                and time.monotonic() >= self.resume_at)
+        return self._next_allowed() and time.monotonic() >= self.resume_at
 
     def wait_s(self) -> float | None:
         """How long the worker may block for messages: until a back-off ends, or without limit."""
-        if self.queue and not self.held and self.in_flight < self.limit:
-            return max(0.0, self.resume_at - time.monotonic())
-        return None
+        return max(0.0, self.resume_at - time.monotonic()) if self._next_allowed() else None
 
     def reload_next(self) -> None:
         seq, keys = self.queue.popleft()
