@@ -32,7 +32,7 @@ from kvtui.engine.workers import WorkerError, WorkerHandle, start_workers, stop_
 from kvtui.events import EngineEvent, RequestResult
 from kvtui.keys import PageKeyer
 from kvtui.layout import PageLayout
-from kvtui.store import BACKOFF_FIRST_S, BACKOFF_MAX_S, MASTER_DOWN_CODES, NO_SPACE
+from kvtui.store import MASTER_DOWN_CODES, NO_SPACE
 
 SEGMENT_PLACES = ("store", "prefill", "decode")
 REMOUNT_S = 1.5
@@ -309,8 +309,7 @@ class Driver:
         self._paused_total = 0.0
         self._paused_at: float | None = None
         self._threads: list[threading.Thread] = []
-        self._backoff_s = 0.0
-        self.backoffs = 0
+        self.backoffs = 0  # results with NO_AVAILABLE_HANDLE: the decode worker backed off after each
         self._want_hold = False  # engine hold wanted (a master outage); the feeder sends each change: decode
         self._hold_epoch = 0  # may also have held by itself, so an outage's end is always sent as a release
         self._sent_epoch = 0
@@ -413,17 +412,6 @@ class Driver:
         if self.error is not None:
             raise self.error
 
-    def _backoff(self, codes: dict[int, int]) -> None:
-        """After NO_AVAILABLE_HANDLE (store full, everything leased) wait before the next request is drawn,
-        doubling up to 1 s; failed puts are never retried (each failed put evicts something). Requests
-        already submitted wait the same way in the decode worker."""
-        if NO_SPACE in codes:
-            self._backoff_s = min(BACKOFF_MAX_S, max(BACKOFF_FIRST_S, self._backoff_s * 2))
-            self.backoffs += 1
-            self._stop.wait(self._backoff_s)
-        else:
-            self._backoff_s = 0.0
-
     def _elapsed(self) -> float:
         paused = self._paused_total + ((time.monotonic() - self._paused_at) if self._paused_at else 0.0)
         return time.monotonic() - self._start_t - paused
@@ -508,7 +496,7 @@ class Driver:
                 self.completed += 1
                 self.on_result(result)
                 self._check_outage(result.codes)
-                self._backoff(result.codes)
+                self.backoffs += NO_SPACE in result.codes
                 self._slots.release()
         except BaseException as exc:
             self.error = self.error or exc
