@@ -13,6 +13,7 @@ from textual.widget import Widget
 
 from kvtui.tui.fmt import (fmt_count, fmt_elapsed, fmt_int, fmt_pct, fmt_position, fmt_rps_knob, fmt_speed,
                            format_bytes)
+from kvtui.tui.widgets.styled import CachedStyles
 
 SEP = "  "
 
@@ -59,7 +60,7 @@ def workload_text(w: dict, short: int = 0) -> str:
     return " · ".join(parts)
 
 
-class Kpis(Widget):
+class Kpis(CachedStyles, Widget):
     """Header figures of one frame; :attr:`chips` holds the plain text of each (for tests)."""
 
     COMPONENT_CLASSES: ClassVar[set[str]] = {
@@ -103,7 +104,7 @@ class Kpis(Widget):
         return SEP.join(self.chips)
 
     def _s(self, name: str):
-        return self.get_component_rich_style(name, partial=True)
+        return self.style_of(name)
 
     def _chip(self, label: str, value: str, value_class: str = "kpis--value") -> Text:
         t = Text()

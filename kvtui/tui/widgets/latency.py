@@ -16,6 +16,7 @@ from textual.widget import Widget
 
 from kvtui.metrics.latency import EMPTY, LatencySnapshot
 from kvtui.tui.fmt import fmt_int, fmt_ms
+from kvtui.tui.widgets.styled import CachedStyles
 
 KINDS = (("reload", "reload"), ("publish", "publish"), ("probe", "probe"))
 BLOCKS = " ▁▂▃▄▅▆▇█"
@@ -54,7 +55,7 @@ def summary(snap: LatencySnapshot) -> str:
     return f"p50 {fmt_ms(snap.p50)}  p90 {fmt_ms(snap.p90)}  p99 {fmt_ms(snap.p99)}  n {fmt_int(snap.count)}"
 
 
-class LatencyPanel(Widget):
+class LatencyPanel(CachedStyles, Widget):
     """Three histograms; :meth:`update_frame` picks ``frame.latency_window`` or ``frame.latency``."""
 
     COMPONENT_CLASSES: ClassVar[set[str]] = set(REGIONS) | {"latency--name", "latency--stats", "latency--marker"}
@@ -80,7 +81,7 @@ class LatencyPanel(Widget):
             self.refresh()
 
     def _s(self, name: str):
-        return self.get_component_rich_style(name, partial=True)
+        return self.style_of(name)
 
     def _bars(self, snap: LatencySnapshot, width: int, rows: int) -> tuple[list[Text], list[tuple[float, int]], int]:
         """Bar rows of ``snap`` in ``width`` cells; also the (merged) buckets and the column width per bucket."""
@@ -93,7 +94,7 @@ class LatencyPanel(Widget):
         lines = []
         for levels in bar_rows([c for _, c in buckets], rows):
             t = Text()
-            for i, lv in enumerate(levels):
+            for i, lv in enumerate(levels):  # one span per bucket: SVG screenshots place each run by itself
                 t.append(BLOCKS[lv] * cw, self._s(REGIONS[region[i]]))
             lines.append(t)
         return lines, buckets, cw

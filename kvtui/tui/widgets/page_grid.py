@@ -25,6 +25,7 @@ from textual.strip import Strip
 from textual.widget import Widget
 
 from kvtui.connector import PageState as S
+from kvtui.tui.widgets.styled import CachedStyles
 
 # (state, glyph, component class, legend word, full description) in legend order.
 STATES: tuple[tuple[int, str, str, str, str], ...] = (
@@ -67,7 +68,7 @@ def scale_for(longest: int, columns: int) -> int:
     return max(1, math.ceil(longest / columns))
 
 
-class PageGrid(Widget):
+class PageGrid(CachedStyles, Widget):
     """Recent requests × pages. Feed it with :meth:`set_rows` (``PageRow`` s, newest last)."""
 
     COMPONENT_CLASSES: ClassVar[set[str]] = {s[2] for s in STATES} | {
@@ -84,7 +85,6 @@ class PageGrid(Widget):
         self.show_legend = legend
         self.scale = 1
         self._strips: list[Strip] | None = None
-        self._styles: dict[str, Style] = {}
         self.border_title = "Page grid · newest first"
 
     # -- data ----------------------------------------------------------------------------------------------
@@ -105,7 +105,6 @@ class PageGrid(Widget):
 
     def notify_style_update(self) -> None:
         super().notify_style_update()
-        self._styles.clear()
         self._strips = None
 
     # -- geometry ------------------------------------------------------------------------------------------
@@ -159,10 +158,7 @@ class PageGrid(Widget):
 
     # -- rendering -----------------------------------------------------------------------------------------
     def _style(self, name: str) -> Style:
-        style = self._styles.get(name)
-        if style is None:
-            style = self._styles[name] = self.get_component_rich_style(name)
-        return style
+        return self.style_of(name, partial=False)
 
     def _row_strip(self, row, label_w: int, width: int) -> Strip:
         segments: list[Segment] = []
@@ -182,17 +178,17 @@ class PageGrid(Widget):
             else:
                 segments.append(Segment(UNKNOWN_GLYPH * (end - start), self._style("page-grid--unknown")))
             start = end
-        return Strip(segments).adjust_cell_length(width, self.rich_style)
+        return Strip(segments).adjust_cell_length(width, self._style(""))
 
     def _legend_strip(self, items: list[tuple[str, int]], width: int) -> Strip:
         segments: list[Segment] = []
         for i, (text, state) in enumerate(items):
             if i:
-                segments.append(Segment("  ", self.rich_style))
+                segments.append(Segment("  ", self._style("")))
             glyph, rest = text.split(" ", 1)
             segments.append(Segment(glyph, self._style(CLASS[state])))
             segments.append(Segment(" " + rest, self._style("page-grid--legend")))
-        return Strip(segments).adjust_cell_length(width, self.rich_style)
+        return Strip(segments).adjust_cell_length(width, self._style(""))
 
     def _build(self) -> list[Strip]:
         width, height = self.size
@@ -204,9 +200,9 @@ class PageGrid(Widget):
         strips = [self._row_strip(r, label_w, width) for r in visible]
         if not self.rows and height > 0:
             strips = [Strip([Segment("waiting for requests…", self._style("page-grid--empty"))])
-                      .adjust_cell_length(width, self.rich_style)]
+                      .adjust_cell_length(width, self._style(""))]
         legend = [self._legend_strip(items, width) for items in self.legend_lines()]
-        blank = Strip.blank(width, self.rich_style)
+        blank = Strip.blank(width, self._style(""))
         strips = strips[: height - len(legend)]
         strips += [blank] * (height - len(legend) - len(strips))
         return strips + legend
@@ -216,4 +212,4 @@ class PageGrid(Widget):
             self._strips = self._build()
         if 0 <= y < len(self._strips):
             return self._strips[y]
-        return Strip.blank(self.size.width, self.rich_style)
+        return Strip.blank(self.size.width, self._style(""))

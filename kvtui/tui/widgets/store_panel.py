@@ -8,9 +8,10 @@ from rich.text import Text
 
 from kvtui.tui.fmt import fmt_count, fmt_int, fmt_pct, fmt_rate, format_bytes
 from kvtui.tui.widgets.lines import LinesPanel
+from kvtui.tui.widgets.styled import CachedStyles
 
 
-class StorePanel(LinesPanel):
+class StorePanel(CachedStyles, LinesPanel):
     """Renders ``frame.store`` (may be empty when the sampler knows nothing yet)."""
 
     COMPONENT_CLASSES: ClassVar[set[str]] = {
@@ -32,7 +33,7 @@ class StorePanel(LinesPanel):
             self.refresh()
 
     def _s(self, name: str):
-        return self.get_component_rich_style(name, partial=True)
+        return self.style_of(name)
 
     def lines(self, width: int) -> list[Text]:
         """The panel's lines at ``width`` cells."""
