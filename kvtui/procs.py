@@ -14,6 +14,7 @@ import subprocess
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Callable
 
 _PR_SET_PDEATHSIG = 1
 
@@ -89,3 +90,31 @@ def spawn(name: str, argv: list[str], log_path: Path, env: dict[str, str] | None
             env=env, preexec_fn=_child_preexec, close_fds=True,
         )
     return ManagedProcess(name, popen, log_path)
+
+
+def lower_thread_priority(nice: int) -> Callable[[], None]:
+    """Raise the calling thread's nice value by ``nice`` (capped at 19) and return a function that puts it back.
+
+    On Linux the nice value belongs to each thread (setpriority(2), ``PRIO_PROCESS`` with a thread id), so
+    only this thread and the threads it starts afterwards run at the lower priority. Putting it back needs
+    CAP_SYS_NICE (or RLIMIT_NICE); without it the restore function does nothing. Never raises: a system that
+    refuses leaves the priority as it was.
+    """
+    import threading
+
+    if nice <= 0 or not hasattr(os, "setpriority"):
+        return lambda: None
+    tid = threading.get_native_id()
+    try:
+        old = os.getpriority(os.PRIO_PROCESS, tid)
+        os.setpriority(os.PRIO_PROCESS, tid, min(19, old + int(nice)))
+    except OSError:
+        return lambda: None
+
+    def restore() -> None:
+        try:
+            os.setpriority(os.PRIO_PROCESS, tid, old)
+        except OSError:  # lowering a nice value again is a privilege
+            pass
+
+    return restore

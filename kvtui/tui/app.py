@@ -38,9 +38,10 @@ from textual.widgets import Footer, Static
 from textual.worker import Worker, WorkerState
 
 from kvtui.metrics.aggregate import Frame
+from kvtui.procs import lower_thread_priority
 from kvtui.tui.controls import (BINDINGS, ENGINE_ACTIONS, OVERLAP_STEP, RATE_STEPS, REPLAY_ACTIONS, SCENARIOS,
                                 SEEK_STEP_S, WORKLOAD_ACTIONS, key_help, next_rate, system_commands)
-from kvtui.tui.defaults import DEFAULT_HZ, MAX_HZ
+from kvtui.tui.defaults import DEFAULT_HZ, MAX_HZ, UI_NICE
 from kvtui.tui.fmt import fmt_position, fmt_rps_knob, fmt_speed
 from kvtui.tui.screens import ConfirmScreen, HelpScreen, SettingsScreen
 from kvtui.tui.widgets import EventLog, Kpis, LatencyPanel, PageGrid, ProcsPanel, StorePanel, Throughput
@@ -532,11 +533,13 @@ def _same(a, b) -> bool:
 
 def run_app(source: FrameSource | None, controller: Controller | None, *, headless: bool = False,
             duration_s: float | None = None, screenshot: str | None = None, screenshot_dir: str = "screenshots",
-            size: tuple[int, int] = (120, 40), **app_kwargs) -> int:
+            size: tuple[int, int] = (120, 40), ui_nice: int = UI_NICE, **app_kwargs) -> int:
     """Run the monitor until quit (or for ``duration_s``); headless runs without a terminal at ``size``
     (1 s when no duration is given). ``screenshot``: SVG path written just before exiting after
     ``duration_s``. ``controller.stop()`` is called on the way out. Returns the exit code: 0, or 128 + the
-    signal number after SIGTERM / SIGHUP (143 / 129), which end the app cleanly.
+    signal number after SIGTERM / SIGHUP (143 / 129), which end the app cleanly. ``ui_nice``: the calling
+    thread (Textual's, and the threads it starts) runs this much nicer while the app runs; threads started
+    before, such as the engine's feeder and collector, keep their priority.
     Replay: ``run_app(None, None, player=ReplayPlayer(SessionReader(path)))``."""
     app = KvtuiApp(source, controller, screenshot_dir=screenshot_dir, **app_kwargs)
     app.finish_after = 1.0 if headless and duration_s is None else duration_s
@@ -545,9 +548,11 @@ def run_app(source: FrameSource | None, controller: Controller | None, *, headle
     # repaints run ~25 ms of Python: hand the GIL over every 1 ms instead of 5 ms so they keep decode fed.
     switch = sys.getswitchinterval()
     sys.setswitchinterval(GIL_SWITCH_S)
+    restore_priority = lower_thread_priority(ui_nice)
     try:
         app.run(headless=headless, size=size if headless else None)
     finally:
+        restore_priority()
         sys.setswitchinterval(switch)
         app._remove_signal_handlers()  # normally done on unmount already
         app.stop_controller()

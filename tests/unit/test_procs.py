@@ -1,0 +1,59 @@
+"""``lower_thread_priority``: the monitor's thread gets nicer, the engine's threads keep their priority."""
+
+from __future__ import annotations
+
+import os
+import threading
+
+from kvtui.procs import lower_thread_priority
+
+
+def _nice(tid: int) -> int:
+    return os.getpriority(os.PRIO_PROCESS, tid)
+
+
+def test_only_the_calling_thread_and_its_later_threads_get_nicer():
+    seen: dict[str, int] = {}
+    started = threading.Event()
+    release = threading.Event()
+
+    def engine_thread() -> None:  # started before the change, like the driver's feeder and collector
+        seen["engine_tid"] = threading.get_native_id()
+        started.set()
+        release.wait(10)
+
+    def ui_thread() -> None:
+        before = _nice(threading.get_native_id())
+        restore = lower_thread_priority(5)
+        seen["ui_before"], seen["ui_after"] = before, _nice(threading.get_native_id())
+        child = threading.Thread(target=lambda: seen.__setitem__("child", _nice(threading.get_native_id())))
+        child.start()
+        child.join()
+        seen["engine_during"] = _nice(seen["engine_tid"])
+        restore()
+        seen["ui_restored"] = _nice(threading.get_native_id())
+
+    base = _nice(threading.get_native_id())
+    engine = threading.Thread(target=engine_thread)
+    engine.start()
+    started.wait(10)
+    ui = threading.Thread(target=ui_thread)
+    ui.start()
+    ui.join()
+    release.set()
+    engine.join()
+    assert seen["ui_after"] == min(19, seen["ui_before"] + 5)
+    assert seen["child"] == seen["ui_after"]  # Textual's own threads follow the UI thread
+    assert seen["engine_during"] == base  # the engine's threads are untouched
+    assert _nice(threading.get_native_id()) == base
+    # putting it back needs CAP_SYS_NICE: either it is back, or it stayed where it was, never anything else
+    assert seen["ui_restored"] in (seen["ui_before"], seen["ui_after"])
+    if os.geteuid() == 0:
+        assert seen["ui_restored"] == seen["ui_before"]
+
+
+def test_zero_changes_nothing():
+    tid = threading.get_native_id()
+    before = _nice(tid)
+    lower_thread_priority(0)()
+    assert _nice(tid) == before
