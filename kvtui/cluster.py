@@ -204,6 +204,10 @@ class EmbeddedCluster:
                     "--endpoints", json.dumps(self.endpoints.as_dict()), "--segment-bytes", str(o.store_bytes),
                 ], log_dir / "store.log", env))
                 self._wait("store", lambda: self.capacity_bytes() >= o.store_bytes)
+            # the thread that restarts the master (M), made now: a thread made later by the monitor's
+            # thread would inherit its nice +10, and so would the master it forks
+            self._spawner = ThreadPoolExecutor(1, thread_name_prefix="kvtui-spawner")
+            self._spawner.submit(lambda: None).result()
         except BaseException:
             self.stop(keep_logs=True)
             raise

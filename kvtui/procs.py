@@ -92,13 +92,18 @@ def spawn(name: str, argv: list[str], log_path: Path, env: dict[str, str] | None
     return ManagedProcess(name, popen, log_path)
 
 
+_BASE_NICE = os.getpriority(os.PRIO_PROCESS, os.getpid()) if hasattr(os, "getpriority") else 0  # at start-up
+
+
 def lower_thread_priority(nice: int) -> Callable[[], None]:
-    """Raise the calling thread's nice value by ``nice`` (capped at 19) and return a function that puts it back.
+    """Make the calling thread ``nice`` nicer than kvtui started (capped at 19) and return a function that
+    puts it back.
 
     On Linux the nice value belongs to each thread (setpriority(2), ``PRIO_PROCESS`` with a thread id), so
     only this thread and the threads it starts afterwards run at the lower priority. Putting it back needs
-    CAP_SYS_NICE (or RLIMIT_NICE); without it the restore function does nothing. Never raises: a system that
-    refuses leaves the priority as it was.
+    CAP_SYS_NICE (or RLIMIT_NICE); without it the restore function does nothing, and a later call on the
+    same thread changes nothing either (the target is relative to the start-up value, so calls never stack).
+    Never raises: a system that refuses leaves the priority as it was.
     """
     import threading
 
@@ -107,7 +112,10 @@ def lower_thread_priority(nice: int) -> Callable[[], None]:
     tid = threading.get_native_id()
     try:
         old = os.getpriority(os.PRIO_PROCESS, tid)
-        os.setpriority(os.PRIO_PROCESS, tid, min(19, old + int(nice)))
+        target = min(19, _BASE_NICE + int(nice))
+        if old >= target:
+            return lambda: None
+        os.setpriority(os.PRIO_PROCESS, tid, target)
     except OSError:
         return lambda: None
 

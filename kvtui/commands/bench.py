@@ -373,10 +373,10 @@ def _ui_bench(args, layout, store_bytes: int) -> int:
                     counts.append((time.monotonic(), session.agg.totals()["requests"]))
 
                 timers = [threading.Timer(t, mark) for t in (UI_WARM_S, UI_WARM_S + args.seconds)]
-                launcher.submit(session.start).result()
-                for timer in timers:
-                    timer.start()
                 try:
+                    launcher.submit(session.start).result()
+                    for timer in timers:
+                        timer.start()
                     if phase == "headless":
                         timers[1].join()
                     else:
@@ -391,10 +391,13 @@ def _ui_bench(args, layout, store_bytes: int) -> int:
                         timer.cancel()
                     session.stop()
         rates = {phase: max(v) for phase, v in runs.items()}
+        if min(runs["headless"]) <= 0:
+            raise KvtuiError("a round without the monitor completed no request: no ratio to report "
+                             "(the per-round rates are above)")
         paired = statistics.median(m / h for m, h in zip(runs["monitor"], runs["headless"]))
         session = LiveSession(engine, SyntheticWorkload(spec), desc, layout_text=layout.describe(), owns_engine=False)
-        launcher.submit(session.start).result()
         try:
+            launcher.submit(session.start).result()
             time.sleep(1.0)
             session.pause()
             session.driver.done.wait(0.5)
