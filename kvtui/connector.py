@@ -20,6 +20,7 @@ from __future__ import annotations
 import time
 from collections import Counter
 from concurrent.futures import ThreadPoolExecutor
+import dataclasses
 from dataclasses import dataclass, field
 from enum import IntEnum
 from typing import Sequence
@@ -126,6 +127,7 @@ class PagedKVConnector:
             raise ValueError("key page size and layout page size differ")
         self.store, self.layout, self.keyer, self.role = store, layout, keyer, role
         self.page_bytes = layout.page_bytes
+        self.max_batch_bytes = max_batch_bytes
         self.batch_pages = max(1, max_batch_bytes // self.page_bytes)
         self.read_streams = max(1, int(read_streams))
         self.first_probe_pages = max(1, int(first_probe_pages))
@@ -323,6 +325,13 @@ class PagedKVConnector:
         res.failed = states.count(PageState.FAILED)
         res.bytes_written = res.stored * self.page_bytes
         return res
+
+    def with_layout(self, layout: PageLayout) -> "PagedKVConnector":
+        """A connector like this one (same store, role, model, key scheme, read streams, batch bytes) for
+        another page ``layout``; its keys follow ``layout.page_tokens``. Close this one afterwards."""
+        return PagedKVConnector(self.store, layout, dataclasses.replace(self.keyer, page_tokens=layout.page_tokens),
+                                self.role, max_batch_bytes=self.max_batch_bytes, read_streams=self.read_streams,
+                                first_probe_pages=self.first_probe_pages, verify=self.verify)
 
     def set_read_streams(self, n: int) -> None:
         """Split later reloads across ``n`` concurrent ``batch_get_into`` calls (1 = a single call)."""

@@ -12,6 +12,9 @@ from kvtui.metrics.aggregate import Aggregator, Frame
 from kvtui.metrics.samplers import PanelThread, ProcessSampler, StoreSampler
 
 
+LAYOUT_WAIT_S = 10.0  # a layout switch waits this long for the requests under way to finish
+
+
 class LiveSession:
     """Owns a running :class:`~kvtui.engine.runner.Driver` over an started engine.
 
@@ -21,7 +24,8 @@ class LiveSession:
 
     def __init__(self, engine, workload, description: dict, *, concurrency: int = 1, max_requests=None,
                  duration_s=None, aggregator: Aggregator | None = None, layout_text: str = "",
-                 header: dict | None = None, owns_engine: bool = True):
+                 header: dict | None = None, owns_engine: bool = True, prompt_pages: int | None = None,
+                 layout_name: str = "custom"):
         from kvtui.engine.runner import Driver
 
         self.engine = engine
@@ -38,6 +42,9 @@ class LiveSession:
         self.header = dict(header or {})
         self.owns_engine = owns_engine  # False: stop() leaves the engine running (the bench reuses it)
         self.recorder = None  # RecordingThread while recording
+        self.prompt_pages = prompt_pages  # prompts of this many pages of the layout (None: --prompt-tokens fixed)
+        if self.description.get("kind") == "synthetic":
+            self.description["layout"] = layout_name
 
     def start(self) -> "LiveSession":
         """Start sampling and issuing requests."""
@@ -111,6 +118,57 @@ class LiveSession:
     def set_scenario(self, name: str) -> None:
         """Switch scenario, from the next request."""
         self._update(scenario=name)
+
+    def set_layout(self, name: str) -> None:
+        """Switch to page layout preset ``name`` (``kvtui.layout.PRESETS``) from the next request: the
+        requests under way finish first (up to ``LAYOUT_WAIT_S``), then both workers and the workload switch
+        (prompts of ``prompt_pages`` pages follow the new page size). Synthetic workloads only; refused, with
+        an event-log line, when a page would not fit the store's segment or would reuse the current pages'
+        keys with another size (same tokens per page, other bytes)."""
+        from kvtui.layout import PRESETS
+
+        if self.description.get("kind") != "synthetic":
+            self._log("control", "this workload (a trace) keeps the page layout it started with")
+            return
+        if name not in PRESETS:
+            self._log("error", f"control refused: unknown layout {name!r} (choose from {', '.join(sorted(PRESETS))})")
+            return
+        new = PRESETS[name]
+
+        def apply() -> None:
+            old = self.engine.options.layout
+            store_bytes = self.engine.options.store_bytes if self.engine.cluster is not None else None
+            if new == old:
+                self.description["layout"] = name
+                return
+            if new.page_tokens == old.page_tokens and new.page_bytes != old.page_bytes:
+                self._log("error", f"control refused: layout {name} has {new.page_tokens} tokens per page like "
+                                   "the current one but other page bytes: its pages would take the stored pages' "
+                                   "keys")
+                return
+            if store_bytes is not None and new.page_bytes > store_bytes:
+                self._log("error", f"control refused: a {name} page ({new.page_bytes} bytes) is larger than the "
+                                   f"store segment ({store_bytes} bytes)")
+                return
+            if not self.driver.wait_idle(LAYOUT_WAIT_S):
+                self._log("error", f"control refused: requests still under way after {LAYOUT_WAIT_S:g} s; "
+                                   "layout unchanged")
+                return
+            changes = {"page_tokens": new.page_tokens}
+            if self.prompt_pages:
+                changes["prompt_tokens"] = self.prompt_pages * new.page_tokens
+            try:
+                self.workload.update(**changes)  # first: a refused spec leaves the workers as they were
+                self.engine.set_layout(new)
+            except Exception as exc:
+                self.workload.update(page_tokens=old.page_tokens, prompt_tokens=self.description["prompt_tokens"])
+                self._log("error", f"control refused: layout {name}: {exc}")
+                return
+            self.layout_text = new.describe()
+            self.description.update(synthetic_description(self.workload.spec), layout=name)
+            self._log("control", f"layout → {name} ({self.layout_text})")
+
+        self.driver.control(apply)
 
     def pause(self) -> None:
         """Stop issuing requests (in-flight ones finish)."""

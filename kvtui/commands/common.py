@@ -70,6 +70,16 @@ def add_workload_arguments(p: argparse.ArgumentParser, default_scenario: str = "
     g.add_argument("--strict", action="store_true", help="stop at the first bad trace row (default: skip and count)")
 
 
+DEFAULT_PROMPT_PAGES = 8  # without --prompt-tokens, prompts are this many pages long (also after a layout switch)
+
+
+def layout_name(args: argparse.Namespace, layout: PageLayout) -> str:
+    """The preset name of ``layout`` (``--layout``), or ``custom`` when a field flag changed it."""
+    from kvtui.layout import PRESETS
+
+    return args.layout if PRESETS.get(args.layout) == layout else "custom"
+
+
 def add_page_arguments(p: argparse.ArgumentParser, default_layout: str = "seed") -> None:
     """Layout preset + overrides + model + key scheme."""
     add_layout_arguments(p, default_layout)
@@ -203,7 +213,7 @@ def make_workload(args: argparse.Namespace, layout: PageLayout):
                     "complete": False}, problems
     if not (0.0 <= args.overlap <= 100.0):
         raise KvtuiError(f"--overlap must be within 0-100 %, got {args.overlap:g}")
-    prompt = args.prompt_tokens if args.prompt_tokens is not None else 8 * layout.page_tokens
+    prompt = args.prompt_tokens if args.prompt_tokens is not None else DEFAULT_PROMPT_PAGES * layout.page_tokens
     try:
         spec = WorkloadSpec(scenario=args.scenario, overlap=args.overlap / 100.0, pool=args.pool, rate=args.rate,
                             prompt_tokens=prompt, page_tokens=layout.page_tokens, seed=args.seed)

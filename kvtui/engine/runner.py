@@ -238,6 +238,17 @@ class Engine:
         host, port = split_hostport(self.endpoints.master)
         return probe_tcp(host, port, timeout_s=0.5)
 
+    def set_layout(self, layout: PageLayout) -> None:
+        """Use page ``layout`` from the next submitted request on: both workers switch their connector and
+        the parent its keyer. Only while no request is submitted and unfinished (``Driver.wait_idle``);
+        ``RuntimeError`` otherwise, ``WorkerError`` if a worker refuses or died."""
+        if self._pending:
+            raise RuntimeError(f"{len(self._pending)} requests are still under way")
+        for handle in (self.decode, self.prefill):
+            handle.call("set_layout", layout.as_dict(), timeout_s=10)
+        self.options = replace(self.options, layout=layout)
+        self.keyer = replace(self.keyer, page_tokens=layout.page_tokens)
+
     def restart_master(self) -> None:
         """Embedded mode: start the master again on the same ports (``RuntimeError`` when attached)."""
         if self.cluster is None:
@@ -350,6 +361,17 @@ class Driver:
     def control(self, fn: Callable[[], None]) -> None:
         """Run ``fn`` on the feeder thread before the next request is drawn."""
         self._controls.put(fn)
+
+    def wait_idle(self, timeout_s: float) -> bool:
+        """From a :meth:`control` function: wait until every submitted request has finished (nothing more is
+        submitted meanwhile: the feeder is the caller); False after ``timeout_s`` (e.g. a master outage holds
+        them)."""
+        deadline = time.monotonic() + timeout_s
+        while self.completed + self.dropped < self.issued:
+            if time.monotonic() >= deadline or self.done.is_set():
+                return self.completed + self.dropped >= self.issued
+            time.sleep(0.005)
+        return True
 
     def stop(self) -> None:
         """Stop issuing; requests already submitted finish (during an outage: fail), then :attr:`done` is

@@ -8,6 +8,8 @@ and ``rest_keys``: the keys of the pages after the reloaded run)
 ``("publish", tokens, cacheable_tokens, start_page)`` → publish dict (``PublishResult`` fields)
 ``("bench_reload", tokens, iterations)`` / ``("bench_raw_get", keys, iterations)`` → per-iteration timings
 ``("remove_all",)`` → count removed; ``("stop",)`` → closes the client and exits.
+``("set_layout", layout_dict)`` → page bytes: later requests use that page layout (``PageLayout.as_dict()``);
+an error answer while a request is queued or being published (the parent waits until none is).
 
 **The request chain** (how the engine drives requests; no answer on the command pipe):
 ``("submit", seq, keys)`` to the decode worker, with the request's page keys (hashed by the parent, as an
@@ -249,6 +251,18 @@ def _serve(conn, connector, client, peer=None, results=None) -> None:
             continue
         if cmd == "begin":  # a new run: its concurrency; no hold or drain left from an earlier run
             chain.limit, chain.held, chain.draining = max(1, int(msg[1])), False, False
+            continue
+        if cmd == "set_layout":
+            from kvtui.layout import PageLayout
+
+            if chain.queue or chain.in_flight:
+                conn.send(("error", f"cannot change the page layout with {len(chain.queue) + chain.in_flight} "
+                                    "requests under way"))
+                continue
+            old, connector = connector, connector.with_layout(PageLayout(**msg[1]))
+            old.close()
+            chain.connector = connector
+            conn.send(("ok", connector.page_bytes))
             continue
         try:
             if cmd == "stop":
