@@ -18,8 +18,8 @@ def register(subparsers) -> None:
                                           "speed; ? lists them all.")
     p.add_argument("file", metavar="FILE", help="session file (.kvtui)")
     p.add_argument("--speed", type=float, default=1.0, metavar="X", help="playback speed factor (default 1; 0.125-64)")
-    p.add_argument("--headless", action="store_true", help="run without a terminal (for CI and screenshots)")
-    p.add_argument("--duration", type=float, metavar="SECONDS", help="quit after this many seconds")
+    p.add_argument("--headless", action="store_true", help="run without a terminal for --duration seconds (for CI and screenshots)")
+    p.add_argument("--duration", type=float, metavar="SECONDS", help="quit after this many seconds (default: until q; required with --headless)")
     p.add_argument("--screenshot", metavar="PATH", help="with --duration: save an SVG of the screen at the end")
     p.add_argument("--size", default="120x40", metavar="COLSxROWS", help="headless screen size (default 120x40)")
     p.set_defaults(func=run)
@@ -33,8 +33,8 @@ def run(args: argparse.Namespace) -> int:
 
     if not (0.125 <= args.speed <= 64):
         raise KvtuiError(f"--speed must be within 0.125-64, got {args.speed:g}")
+    reader = open_session(args.file)  # a wrong file is the first thing to say, terminal or not
     size = screen_arguments(args, "replay")
-    reader = open_session(args.file)
     if reader.damaged:
         print(f"kvtui: {args.file} is damaged after frame {len(reader)}; playing up to there", file=sys.stderr)
     player = ReplayPlayer(reader, speed=args.speed)

@@ -6,9 +6,9 @@ import argparse
 from pathlib import Path
 import sys
 
-from kvtui.commands.common import (add_cluster_arguments, add_page_arguments, add_workload_arguments,
-                                   check_refresh_hz, engine_options, layout_of, make_workload, start_engine,
-                                   start_recording)
+from kvtui.commands.common import (DEFAULT_PROMPT_PAGES, add_cluster_arguments, add_page_arguments,
+                                   add_workload_arguments, check_refresh_hz, engine_options, layout_name, layout_of,
+                                   make_workload, start_engine, start_recording)
 from kvtui.commands.run import check_new_file, check_writable, session_header
 from kvtui.errors import KvtuiError
 from kvtui.tui.defaults import DEFAULT_HZ, MAX_HZ
@@ -27,8 +27,8 @@ def register(subparsers) -> None:
     g.add_argument("--refresh-hz", type=float, default=DEFAULT_HZ, metavar="HZ",
                    help=f"screen updates per second, ≤ {MAX_HZ:g} (default {DEFAULT_HZ:g}: every repaint costs CPU the "
                         "workload could use; key presses show at once whatever the rate)")
-    g.add_argument("--headless", action="store_true", help="run without a terminal (for CI and screenshots)")
-    g.add_argument("--duration", type=float, metavar="SECONDS", help="quit after this many seconds (default: until q)")
+    g.add_argument("--headless", action="store_true", help="run without a terminal for --duration seconds (for CI and screenshots)")
+    g.add_argument("--duration", type=float, metavar="SECONDS", help="quit after this many seconds (default: until q; required with --headless)")
     g.add_argument("--screenshot", metavar="PATH", help="with --duration: save an SVG of the screen at the end")
     g.add_argument("--screenshot-dir", default="screenshots", metavar="DIR", help="where the screenshot key saves SVGs (default screenshots/)")
     g.add_argument("--record", metavar="FILE", help="record the session to FILE from the start (Ctrl+R toggles "
@@ -48,10 +48,22 @@ def screen_arguments(args: argparse.Namespace, command: str) -> tuple[int, int]:
         if args.duration is None:
             raise KvtuiError("--screenshot needs --duration (the screenshot is taken at the end)")
         check_writable(args.screenshot, "--screenshot")
+    if args.headless and args.duration is None:
+        raise KvtuiError("--headless needs --duration SECONDS (without a terminal there is no q to quit with)")
     size = parse_size(args.size)
     if not args.headless and not sys.stdout.isatty():
         raise KvtuiError(f"kvtui {command} needs a terminal; use --headless --duration S [--screenshot PATH] without one")
     return size
+
+
+def check_screenshot_dir(path: str) -> None:
+    """``--screenshot-dir``: ``KvtuiError`` now if it names a file, or a folder whose parent does not exist
+    (the screenshot key creates the folder itself, one level only)."""
+    folder = Path(path)
+    if folder.exists() and not folder.is_dir():
+        raise KvtuiError(f"--screenshot-dir: {path} exists and is not a folder")
+    if not folder.exists() and not folder.resolve().parent.is_dir():
+        raise KvtuiError(f"--screenshot-dir: folder {folder.resolve().parent} does not exist")
 
 
 def parse_size(text: str) -> tuple[int, int]:
@@ -66,6 +78,7 @@ def parse_size(text: str) -> tuple[int, int]:
 
 def run(args: argparse.Namespace) -> int:
     """Start everything, run the app until it quits, tear everything down."""
+    from kvtui.layout import PRESETS
     from kvtui.live import LiveSession
     from kvtui.tui.app import run_app
 
@@ -75,14 +88,15 @@ def run(args: argparse.Namespace) -> int:
     check_refresh_hz(args.refresh_hz)
     if args.record:
         check_new_file(args.record, "--record")
-    if Path(args.screenshot_dir).exists() and not Path(args.screenshot_dir).is_dir():
-        raise KvtuiError(f"--screenshot-dir: {args.screenshot_dir} exists and is not a folder")
+    check_screenshot_dir(args.screenshot_dir)
     size = screen_arguments(args, "watch")
     workload, desc, problems = make_workload(args, layout)
     options, endpoints = engine_options(args, layout)
     print("kvtui: starting the store and workers…", file=sys.stderr, flush=True)
     engine = start_engine(options, endpoints)  # from the main thread: children die with it
     session = LiveSession(engine, workload, desc, concurrency=args.concurrency, layout_text=layout.describe(),
+                          layout_name=layout_name(args, layout),
+                          prompt_pages=DEFAULT_PROMPT_PAGES if args.prompt_tokens is None else None,
                           header=session_header(args, layout, desc, endpoints))
     if options.cluster.isolation:
         session._log("info", f"network {options.cluster.isolation}")  # shown in the event log, not stderr
@@ -93,6 +107,6 @@ def run(args: argparse.Namespace) -> int:
         session.start()
         return run_app(session, session, headless=args.headless, duration_s=args.duration,
                        screenshot=args.screenshot, screenshot_dir=args.screenshot_dir, size=size,
-                       refresh_hz=args.refresh_hz)
+                       refresh_hz=args.refresh_hz, layouts={n: p.describe() for n, p in sorted(PRESETS.items())})
     finally:
         session.stop()

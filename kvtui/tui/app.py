@@ -63,6 +63,7 @@ class Controller(Protocol):
     def set_pool(self, n: int) -> None: ...
     def set_rate(self, rps: float) -> None: ...
     def set_scenario(self, name: str) -> None: ...
+    def set_layout(self, name: str) -> None: ...
     def pause(self) -> None: ...
     def resume(self) -> None: ...
     def clear_store(self) -> int: ...
@@ -87,7 +88,8 @@ class Player(FrameSource, Protocol):
 class KvtuiApp(App[int]):
     """The kvtui monitor. ``clock`` (default :func:`time.time`) only names screenshot files; everything shown
     comes from frames (elapsed time is ``frame.t``). ``window_s`` labels the latency window. ``player``: replay
-    mode (the player is the frame source when ``source`` is None)."""
+    mode (the player is the frame source when ``source`` is None). ``layouts``: page layout presets the command
+    palette offers (name → one-line summary; none by default)."""
 
     CSS_PATH = "app.tcss"
     ENABLE_COMMAND_PALETTE = True
@@ -96,7 +98,7 @@ class KvtuiApp(App[int]):
     def __init__(self, source: FrameSource | None, controller: Controller | None = None, *, refresh_hz: float = DEFAULT_HZ,
                  screenshot_dir: str = "screenshots", title: str = "kvtui", scenarios: Sequence[str] = SCENARIOS,
                  clock: Callable[[], float] | None = None, window_s: float = 30.0,
-                 player: Player | None = None) -> None:
+                 player: Player | None = None, layouts: dict[str, str] | None = None) -> None:
         super().__init__()
         if source is None and player is None:
             raise ValueError("KvtuiApp needs a frame source or a player")
@@ -104,6 +106,7 @@ class KvtuiApp(App[int]):
         self.controller, self.player = controller, player
         self.refresh_hz = min(MAX_HZ, max(0.5, float(refresh_hz)))
         self.screenshot_dir, self.scenarios = screenshot_dir, tuple(scenarios) or SCENARIOS
+        self.layouts = dict(layouts or {})  # page layout presets offered in the command palette: name → summary
         self.title, self.window_s = title, window_s
         self._clock = clock or time.time
         self.frame: Frame | None = None  # newest pulled
@@ -135,7 +138,7 @@ class KvtuiApp(App[int]):
                 yield StorePanel(id="store")
                 yield ProcsPanel(id="procs")
                 yield EventLog(id="events")
-        yield Footer(compact=True, show_command_palette=False)
+        yield Footer(compact=True)
 
     def on_mount(self) -> None:
         self._install_signal_handlers()
@@ -234,7 +237,7 @@ class KvtuiApp(App[int]):
         A change that only shows one of our own earlier requests (``_pending``) while a newer one is still on
         its way is not taken: the knob keeps the newest request."""
         w, st = frame.workload or {}, frame.status or {}
-        seen = {k: w.get(k) for k in ("overlap", "pool", "rate", "scenario")}
+        seen = {k: w.get(k) for k in ("overlap", "pool", "rate", "scenario", "layout")}
         seen["paused"] = st.get("paused")
         for k, v in seen.items():
             pending = self._pending.get(k)
@@ -286,6 +289,8 @@ class KvtuiApp(App[int]):
         """``False``: hidden (the other mode's keys), ``None``: shown disabled, ``True``: enabled."""
         if action in REPLAY_ACTIONS:
             return self.player is not None
+        if action == "settings" and self.screen is not getattr(self, "main_screen", self.screen):
+            return False  # a priority key: on top of another screen (an input, a dialog) e is just a key
         if action == "restart_master":  # offered only while the master kvtui started is down
             return bool(self.controller is not None and self.player is None and self._gate and self._gate[3])
         if action in WORKLOAD_ACTIONS or action in ENGINE_ACTIONS:
@@ -338,10 +343,20 @@ class KvtuiApp(App[int]):
         """One step up or down (:func:`next_rate`: down from closed loop goes to the highest step not above
         the measured request rate, 0.5 req/s before anything was measured)."""
         measured = self.frame.rates.get("rps", 0.0) if self.frame else 0.0
-        self.set_rate(next_rate(float(self.knobs.get("rate", 0.0)), direction > 0, measured))
+        current = float(self.knobs.get("rate", 0.0))
+        rate = next_rate(current, direction > 0, measured)
+        if _same(rate, current):  # at either end: say why nothing changes
+            self.log_line("rate is already closed loop (the next request as soon as one finishes)" if current <= 0
+                          else f"rate is already at its lowest step ({fmt_rps_knob(current)})")
+            return
+        self.set_rate(rate)
 
     def set_scenario(self, name: str) -> None:
         self._control("scenario", name, lambda: self.controller.set_scenario(name), f"scenario → {name}")
+
+    def set_layout(self, name: str) -> None:
+        """Ask for page layout preset ``name`` (the engine switches once the requests under way are done)."""
+        self._control("layout", name, lambda: self.controller.set_layout(name), f"layout → {name}")
 
     def action_scenario(self) -> None:
         current = self.knobs.get("scenario")
@@ -489,7 +504,7 @@ class KvtuiApp(App[int]):
 
     def action_help(self) -> None:
         self.push_screen(HelpScreen(self.key_help(), "replay controls, view commands" if self.player is not None
-                                    else "set overlap %, rate, pool by value"))
+                                    else "set overlap %, rate, pool by value; page layout presets"))
 
     def key_help(self) -> list[tuple[str, str]]:
         """(keys, description) for every binding (built from :data:`BINDINGS`, so the help never drifts)."""
@@ -508,7 +523,7 @@ class KvtuiApp(App[int]):
             self.controller.stop()
 
     async def action_quit(self) -> None:
-        self.stop_controller()
+        """Leave at once (the terminal comes back); :func:`run_app` then stops the controller, saying so."""
         self.refresh_timer.stop()
         self.exit(0)
 
@@ -555,5 +570,7 @@ def run_app(source: FrameSource | None, controller: Controller | None, *, headle
         restore_priority()
         sys.setswitchinterval(switch)
         app._remove_signal_handlers()  # normally done on unmount already
+        if app.controller is not None and not app._stopped and not headless:
+            print("kvtui: stopping the workload, the workers and the store…", file=sys.stderr, flush=True)
         app.stop_controller()
     return int(app.return_code or 0)

@@ -27,7 +27,7 @@ def next_rate(current: float, up: bool, measured: float = 0.0) -> float:
     goes to the highest step not above the ``measured`` request rate (the lowest step, 0.5 req/s, while
     nothing has been measured yet, e.g. before the first frame), so the open loop starts near the rate the
     closed loop reached. At either end the result equals ``current`` (R in closed loop, r at 0.5 req/s):
-    the app then neither calls the controller nor logs anything."""
+    the app then does not call the controller and logs why nothing changed."""
     if current <= 0:
         if up:
             return 0.0
@@ -74,9 +74,10 @@ BINDINGS: list[Binding] = [
     Binding("s", "scenario", "scenario"),
     Binding("f", "freeze", "freeze"),
     Binding("w", "window", "window"),
-    Binding("e", "settings", "set…", show=False),
+    # priority: the dialog opens before the app routes the next key, so a value typed right after e reaches it
+    Binding("e", "settings", "set…", priority=True),
     Binding("c", "clear_store", "clear"),
-    Binding("ctrl+r", "toggle_recording", "record"),
+    Binding("ctrl+r", "toggle_recording", "rec"),
     Binding("M", "restart_master", "restart master", key_display="M"),  # only during an outage, embedded
     Binding("ctrl+s,S", "screenshot", "shot", key_display="S"),
 ]
@@ -90,7 +91,7 @@ def key_help(app: "KvtuiApp") -> list[tuple[str, str]]:
     names = {"toggle_pause": "pause / resume the workload", "freeze": f"freeze the view ({running} keeps running)",
              "window": "latency: last N seconds ↔ whole session", "clear_store": "clear the store (asks first)",
              "screenshot": f"save an SVG screenshot into {app.screenshot_dir}/", "help": "this help",
-             "quit": "quit", "scenario": "next scenario", "settings": "type overlap %, rate, pool",
+             "quit": "quit", "scenario": "next scenario", "settings": "type overlap %, rate, pool (layout presets: ^p)",
              "overlap(1)": "prefix overlap +5 %", "overlap(-1)": "prefix overlap −5 %",
              "pool(1)": "pool size +1", "pool(-1)": "pool size −1", "rate(1)": "request rate up a step",
              "rate(-1)": "request rate down a step (from closed loop: the highest step not above the "
@@ -126,7 +127,8 @@ def _split_action(action: str) -> tuple[str, tuple]:
 
 
 def system_commands(app: "KvtuiApp") -> Iterable[SystemCommand]:
-    """Command-palette entries: typed knob values, every scenario, recording, replay, and the view commands."""
+    """Command-palette entries: typed knob values, every scenario and page layout preset, recording, replay, and
+    the view commands."""
     if app.check_action("settings", ()):
         yield SystemCommand("Set prefix overlap %", "Type the shared-prefix fraction",
                             lambda: app.action_settings("overlap"))
@@ -136,6 +138,9 @@ def system_commands(app: "KvtuiApp") -> Iterable[SystemCommand]:
         for name in app.scenarios:
             yield SystemCommand(f"Scenario: {name}", "Switch the synthetic scenario",
                                 lambda name=name: app.set_scenario(name))
+        for name, summary in app.layouts.items():
+            yield SystemCommand(f"Layout: {name}", f"Page layout {summary} (after the requests under way)",
+                                lambda name=name: app.set_layout(name))
     if app.check_action("toggle_recording", ()):
         yield SystemCommand("Start / stop recording", "Record the session to a file (ctrl+r)",
                             app.action_toggle_recording)

@@ -168,6 +168,9 @@ class DemoController:
     def set_scenario(self, name: str) -> None:
         self.source.workload["scenario"] = name
 
+    def set_layout(self, name: str) -> None:
+        self.source.workload["layout"] = name
+
     def pause(self) -> None:
         self.source.paused = True
 

@@ -119,6 +119,10 @@ def test_sigkill_of_kvtui_takes_every_child_down(tmp_path):
     (["run", "--trace", "binary.jsonl", "--layout", "tiny"], "binary"),
     (["watch", "--headless", "--screenshot", "x.svg"], "--screenshot needs --duration"),
     (["replay", "nothing.kvtui", "--speed", "0"], "--speed"),
+    (["watch", "--headless"], "--headless needs --duration"),
+    (["replay", "nothing.kvtui"], "nothing.kvtui"),  # the file first, even without a terminal
+    (["watch", "--screenshot-dir", "/nonexistent-dir/deep/shots"], "folder /nonexistent-dir/deep does not exist"),
+    (["watch", "--screenshot-dir", "x.jsonl"], "is not a folder"),
     (["run", "--record", "x.jsonl", "--layout", "tiny"], "exists already"),
     (["run", "--log-dir", "x.jsonl", "--layout", "tiny"], "--log-dir"),
     (["run", "--master-port", "23456", "--metrics-port", "23456"], "both 23456"),

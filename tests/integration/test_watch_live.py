@@ -23,7 +23,7 @@ from workload import SyntheticWorkload, WorkloadSpec
 pytestmark = pytest.mark.integration
 
 
-def test_figures_on_screen_are_the_runs_counters_and_quit_stops_workers(cluster):
+def test_figures_on_screen_are_the_runs_counters(cluster):
     layout = PRESETS["tiny"]
     engine = Engine(EngineOptions(layout=layout, model=f"ui-{uuid.uuid4().hex[:6]}"), endpoints=cluster.endpoints)
     engine.start()
@@ -53,14 +53,83 @@ def test_figures_on_screen_are_the_runs_counters_and_quit_stops_workers(cluster)
             assert f"verified {fmt_int(totals['verified_pages'])} pages" in kpis
             assert totals["verified_pages"] == totals["pages_hit"] > 0 and totals["mismatches"] == 0
             await pilot.press("q")
+            assert app.return_code == 0
         return True
 
     try:
         assert asyncio.run(go())
+    finally:
+        session.stop()
+
+
+def test_quit_stops_every_worker(cluster, monkeypatch):
+    """q ends the app at once; run_app (what `kvtui watch` runs) then stops the session and its workers."""
+    from kvtui.tui.app import run_app
+
+    layout = PRESETS["tiny"]
+    engine = Engine(EngineOptions(layout=layout, model=f"ui-{uuid.uuid4().hex[:6]}"), endpoints=cluster.endpoints)
+    engine.start()
+    pids = [engine.prefill.pid, engine.decode.pid]
+    spec = WorkloadSpec(scenario="shared-system-prompt", pool=3, prompt_tokens=96, page_tokens=8)
+    session = LiveSession(engine, SyntheticWorkload(spec), synthetic_description(spec), layout_text=layout.describe())
+    mount = KvtuiApp.on_mount
+
+    def on_mount(self):
+        mount(self)
+        self.set_timer(1.5, lambda: self.run_action("quit"))
+
+    monkeypatch.setattr(KvtuiApp, "on_mount", on_mount)
+    try:
+        session.start()
+        assert run_app(session, session, headless=True, duration_s=60) == 0
+        assert session.driver.completed > 0
         gone, alive = psutil.wait_procs([psutil.Process(p) for p in pids if psutil.pid_exists(p)], timeout=10)
         assert alive == [], "workers still running after q"
     finally:
         session.stop()
+
+
+def test_layout_switch_from_the_palette(cluster):
+    """Layout presets switch while the workload runs: the requests under way finish on the old layout, later
+    ones use the new page size (pages verified, prompts follow the page size); a switch that would give the
+    stored pages' keys another size is refused."""
+    seed, tiny = PRESETS["seed"], PRESETS["tiny"]
+    engine = Engine(EngineOptions(layout=tiny, model=f"lay-{uuid.uuid4().hex[:6]}"), endpoints=cluster.endpoints)
+    engine.start()
+    spec = WorkloadSpec(scenario="shared-system-prompt", pool=1, prompt_tokens=8 * 8, page_tokens=8)
+    results = []
+    session = LiveSession(engine, SyntheticWorkload(spec), synthetic_description(spec), layout_text=tiny.describe(),
+                          layout_name="tiny", prompt_pages=8)
+    session.driver.on_result = lambda r: (results.append(r), session._on_result(r))
+    app = KvtuiApp(session, session, refresh_hz=10, layouts={"seed": seed.describe(), "tiny": tiny.describe()})
+
+    async def go():
+        async with app.run_test(size=(120, 40)) as pilot:
+            session.start()
+            await pilot.pause(1.0)
+            cmd = next(c for c in app.get_system_commands(app.screen) if c.title == "Layout: seed")
+            cmd.callback()
+            deadline = time.monotonic() + 60
+            while sum(r.page_bytes == seed.page_bytes for r in results) < 3 and time.monotonic() < deadline:
+                await pilot.pause(0.2)
+            await pilot.pause(0.5)
+            assert seed.describe() in app.query_one(Kpis).plain and app.knobs["layout"] == "seed"
+            return [e.text for e in session.frame().events]
+
+    try:
+        texts = asyncio.run(go())
+        session.driver.stop()
+        session.driver.done.wait(30)
+        engine.clear_store()  # 14 MiB pages: leave the shared test store empty for the tests after this one
+    finally:
+        session.stop()
+    sizes = [r.page_bytes for r in results]
+    switch = sizes.index(seed.page_bytes)
+    assert switch > 0 and set(sizes[:switch]) == {tiny.page_bytes} and set(sizes[switch:]) == {seed.page_bytes}
+    after = results[switch:]
+    assert all(r.page_tokens == 256 for r in after) and session.description["prompt_tokens"] == 8 * 256
+    assert sum(r.mismatches for r in results) == 0 and sum(r.pages_hit for r in after) > 0
+    assert f"layout → seed ({seed.describe()})" in texts
 
 
 def test_watch_headless_writes_a_screenshot(tmp_path):
@@ -71,3 +140,31 @@ def test_watch_headless_writes_a_screenshot(tmp_path):
     assert r.returncode == 0, r.stderr[-800:]
     svg = shot.read_text().replace("&#160;", " ")
     assert svg.startswith("<svg") and "requests" in svg and "Page grid" in svg
+
+
+def test_layout_switch_refused_when_keys_would_collide(cluster):
+    """Same tokens per page, other page bytes: the new pages would take the stored pages' keys, so the switch
+    is refused with one event-log line and nothing changes."""
+    from dataclasses import replace
+
+    custom = replace(PRESETS["tiny"], layers=1)  # 8 tokens/page like tiny, a quarter of its bytes
+    engine = Engine(EngineOptions(layout=custom, model=f"lay-{uuid.uuid4().hex[:6]}"), endpoints=cluster.endpoints)
+    engine.start()
+    spec = WorkloadSpec(scenario="random", prompt_tokens=32, page_tokens=8)
+    session = LiveSession(engine, SyntheticWorkload(spec), synthetic_description(spec), layout_text=custom.describe(),
+                          prompt_pages=4)
+    try:
+        session.start()
+        session.set_layout("tiny")
+        session.set_layout("huge")
+        deadline = time.monotonic() + 10
+        texts: list[str] = []
+        while sum("refused" in t for t in texts) < 2 and time.monotonic() < deadline:
+            time.sleep(0.1)
+            texts = [e.text for e in session.frame().events]
+        assert any("layout tiny has 8 tokens per page like the current one" in t for t in texts), texts
+        assert any("unknown layout 'huge'" in t for t in texts), texts
+        assert engine.options.layout == custom and session.description["layout"] == "custom"
+        assert session.driver.error is None and session.driver.completed > 0
+    finally:
+        session.stop()

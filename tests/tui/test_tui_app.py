@@ -71,21 +71,26 @@ def test_knobs_are_clamped():
     pilot_test(app, scenario)
 
 
-def test_presses_that_change_nothing_are_not_sent_or_logged():
-    """At either end of a knob's range a press changes nothing: no controller call, no event-log line."""
+def test_presses_that_change_nothing_are_not_sent():
+    """At either end of a knob's range a press changes nothing: no controller call; the rate keys, whose ends
+    are not visible on the knob, say why in the event log, the others stay quiet."""
     src = AggSource(workload={"kind": "synthetic", "scenario": "random", "overlap": 0.0, "pool": 1, "rate": 0.0})
     app = app_for(src)
 
     async def scenario(pilot):
         ctl = app.controller
         before = list(log_texts(app))
-        await pilot.press("R", "R", "minus", "comma", "less_than_sign")  # closed loop is above the top step
+        await pilot.press("minus", "comma", "less_than_sign")
         assert ctl.calls == [] and log_texts(app) == before
+        await pilot.press("R")  # closed loop is above the top step
+        assert ctl.calls == []
+        assert log_texts(app)[len(before):] == ["rate is already closed loop (the next request as soon as one finishes)"]
         # r from closed loop: the highest step not above the measured rate (0 here: the lowest step) …
         assert app.frame.rates.get("rps", 0.0) < RATE_STEPS[0]
-        await pilot.press("r", "r", "r")
-        assert ctl.named("set_rate") == [("set_rate", RATE_STEPS[0])]  # … and no further down, nor logged
-        assert log_texts(app)[len(before):] == [f"rate → {RATE_STEPS[0]:g} req/s"]
+        await pilot.press("r", "r")
+        assert ctl.named("set_rate") == [("set_rate", RATE_STEPS[0])]  # … and no further down
+        assert log_texts(app)[len(before) + 1:] == [f"rate → {RATE_STEPS[0]:g} req/s",
+                                                    f"rate is already at its lowest step ({RATE_STEPS[0]:g} req/s)"]
         await pilot.press("R", "R", "R")  # 0.5 → 1 → 2 → 5
         assert [c[1] for c in ctl.named("set_rate")] == [0.5, 1, 2, 5]
         assert log_texts(app)[-3:] == ["rate → 1 req/s", "rate → 2 req/s", "rate → 5 req/s"]
@@ -214,17 +219,32 @@ def test_one_timer_after_many_toggles():
 
 # -- quit ---------------------------------------------------------------------------------------------------
 @pytest.mark.parametrize("key", ["q", "ctrl+c"])
-def test_quit_stops_the_controller(key):
+def test_quit_leaves_at_once(key):
+    """q / ctrl+c end the app without waiting for the engine to stop (that takes seconds and the screen would
+    look frozen meanwhile): run_app stops the controller after the terminal is back."""
     app = app_for()
 
     async def scenario(pilot):
         await pilot.press(key)
         await pilot.pause()
-        assert app.controller.named("stop") == [("stop",)]
         assert not app.is_running or app._exit
         assert app.return_code == 0
+        assert app.controller.named("stop") == []
 
     pilot_test(app, scenario)
+
+
+def test_run_app_stops_the_controller_after_quit(monkeypatch):
+    mount = KvtuiApp.on_mount
+
+    def on_mount(self):
+        mount(self)
+        self.set_timer(0.3, lambda: self.run_action("quit"))
+
+    monkeypatch.setattr(KvtuiApp, "on_mount", on_mount)
+    ctl = RecordingController()
+    assert run_app(DemoSource(1), ctl, headless=True, duration_s=30) == 0
+    assert ctl.named("stop") == [("stop",)]
 
 
 def test_ctrl_c_quits_from_a_modal_and_is_listed_with_q():
@@ -243,7 +263,6 @@ def test_ctrl_c_quits_from_a_modal_and_is_listed_with_q():
         assert isinstance(app.screen, SettingsScreen) and isinstance(app.focused, Input)
         await pilot.press("ctrl+c")
         await pilot.pause()
-        assert app.controller.named("stop") == [("stop",)]
         assert not app.is_running or app._exit
 
     pilot_test(app, scenario)
@@ -467,10 +486,10 @@ def test_footer_text_at_120_columns(session_file):
     live = KvtuiApp(AggSource(), RecordingController(), refresh_hz=TICK_HZ)
     replay = KvtuiApp(None, None, player=ReplayPlayer(SessionReader(session_file), clock=lambda: 0.0), refresh_hz=TICK_HZ)
     expected = {
-        live: "? help q quit p pause <> pool [] overlap rR rate s scenario f freeze w window c clear ^r record "
-              "S shot",
+        live: "? help q quit p pause <> pool [] overlap rR rate s scenario f freeze w window e set… c clear ^r rec "
+              "S shot  ▏^p palette",
         replay: "? help q quit space play/pause ,. step ←→ seek home first end last -+ speed f freeze w window "
-                "S shot",
+                "S shot        ▏^p palette",
     }
     for app, text in expected.items():
         async def scenario(pilot, app=app):

@@ -88,8 +88,52 @@ def test_settings_modal_types_values():
     pilot_test(app, scenario)
 
 
-def test_command_palette_entries():
+def test_settings_keys_typed_in_a_burst_all_count():
+    """e, Ctrl+U, 6, 1, Enter arriving together (a paste, ``tmux send-keys``, a busy machine): the dialog opens
+    before the next key is routed, and the field's own keys (Ctrl+U, Enter) run in the order they came."""
+    from textual import events
+
     app = app_for()
+
+    async def scenario(pilot):
+        await pilot.pause()
+        for key, char in (("e", "e"), ("ctrl+u", None), ("6", "6"), ("1", "1"), ("enter", "\r")):
+            event = events.Key(key, char)
+            event.set_sender(app)
+            app._driver.send_message(event)  # no wait between keys, unlike pilot.press
+        await pilot.pause(0.3)
+        assert not isinstance(app.screen, SettingsScreen)
+        assert app.controller.named("set_overlap") == [("set_overlap", 0.61)]
+        assert log_texts(app)[-1] == "overlap → 61 %"
+
+    pilot_test(app, scenario)
+
+
+def test_settings_rejects_values_out_of_range():
+    """The dialog keeps the command line's ranges: each bad field is named in the dialog, nothing is applied."""
+    app = app_for()
+
+    async def scenario(pilot):
+        await pilot.press("e")
+        for key, raw in (("overlap", "150"), ("rate", "-5"), ("pool", "2.5")):
+            app.screen.query_one(f"#set-{key}", Input).value = raw
+        await pilot.press("enter")
+        assert isinstance(app.screen, SettingsScreen)
+        shown = str(app.screen.query_one("#settings-error").render())
+        for part in ("must be within 0-100 %, got 150", "must be at least 0 req/s, got -5",
+                     "must be a whole number, got 2.5"):
+            assert part in shown, shown
+        app.screen.query_one("#set-rate", Input).value = "abc"
+        await pilot.press("enter")
+        assert "not a number: 'abc'" in str(app.screen.query_one("#settings-error").render())
+        await pilot.press("escape")
+        assert app.controller.calls == []
+
+    pilot_test(app, scenario)
+
+
+def test_command_palette_entries():
+    app = app_for(layouts={"seed": "28×4×128 …", "tiny": "4×2×16 …"})
 
     async def scenario(pilot):
         titles = [c.title for c in app.get_system_commands(app.screen)]
@@ -100,6 +144,12 @@ def test_command_palette_entries():
         cmd = next(c for c in app.get_system_commands(app.screen) if c.title == "Scenario: multi-turn")
         cmd.callback()
         assert app.controller.named("set_scenario") == [("set_scenario", "multi-turn")]
+        cmd = next(c for c in app.get_system_commands(app.screen) if c.title == "Layout: tiny")
+        assert "4×2×16 …" in cmd.help
+        cmd.callback()
+        assert app.controller.named("set_layout") == [("set_layout", "tiny")]
+        assert log_texts(app)[-1] == "layout → tiny"
+        assert app_for().layouts == {}  # no presets given: no layout entries
         cmd = next(c for c in app.get_system_commands(app.screen) if c.title == "Set request rate")
         cmd.callback()
         await pilot.pause()

@@ -66,7 +66,7 @@ class RecordingController:
         self.recording, self.record_path = False, record_path
 
     def __getattr__(self, name):
-        if name in ("set_overlap", "set_pool", "set_rate", "set_scenario", "pause", "resume", "stop",
+        if name in ("set_overlap", "set_pool", "set_rate", "set_scenario", "set_layout", "pause", "resume", "stop",
                     "restart_master"):
             return lambda *a: self.calls.append((name, *a))
         raise AttributeError(name)

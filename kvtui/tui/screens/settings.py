@@ -2,21 +2,48 @@
 
 from __future__ import annotations
 
+import math
+
+from textual import events
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Grid, Vertical
 from textual.screen import ModalScreen
 from textual.widgets import Input, Label
 
-FIELDS = (  # (key, label, parse → value or ValueError)
-    ("overlap", "prefix overlap %", lambda s: max(0.0, min(100.0, float(s))) / 100.0),
-    ("rate", "request rate (req/s, 0 = closed loop)", lambda s: max(0.0, float(s))),
-    ("pool", "pool size", lambda s: max(1, int(s))),
+
+def _number(raw: str, low: float, high: float, unit: str = "") -> float:
+    """``raw`` as a finite number within ``[low, high]``; ``ValueError`` with the message shown otherwise."""
+    try:
+        value = float(raw)
+    except ValueError:
+        raise ValueError(f"not a number: {raw!r}") from None
+    if not math.isfinite(value):
+        raise ValueError(f"must be a finite number, got {raw}")
+    if not (low <= value <= high):
+        if high == float("inf"):
+            raise ValueError(f"must be at least {low:g}{unit}, got {raw}")
+        raise ValueError(f"must be within {low:g}-{high:g}{unit}, got {raw}")
+    return value
+
+
+def _pool(raw: str) -> int:
+    value = _number(raw, 1, float("inf"))
+    if value != int(value):
+        raise ValueError(f"must be a whole number, got {raw}")
+    return int(value)
+
+
+FIELDS = (  # (key, label, parse → value or ValueError); the same ranges as the command line's flags
+    ("overlap", "prefix overlap %", lambda s: _number(s, 0, 100, " %") / 100.0),
+    ("rate", "request rate (req/s, 0 = closed loop)", lambda s: _number(s, 0, float("inf"), " req/s")),
+    ("pool", "pool size", _pool),
 )
 
 
 def parse(values: dict[str, str]) -> tuple[dict, list[str]]:
-    """Parse typed ``values`` (by field key); returns (parsed values, error messages)."""
+    """Parse typed ``values`` (by field key); returns (parsed values, error messages such as
+    ``"prefix overlap %: must be within 0-100 %, got 150"``)."""
     out, errors = {}, []
     for key, label, conv in FIELDS:
         raw = values.get(key, "").strip()
@@ -24,9 +51,25 @@ def parse(values: dict[str, str]) -> tuple[dict, list[str]]:
             continue
         try:
             out[key] = conv(raw)
-        except ValueError:
-            errors.append(f"{label}: not a number: {raw!r}")
+        except ValueError as exc:
+            errors.append(f"{label}: {exc}")
     return out, errors
+
+
+class OrderedInput(Input):
+    """An :class:`Input` that runs its own key bindings (Ctrl+U, Backspace, Enter, arrows…) in the order the
+    keys arrived. Textual runs a widget's bindings only after the key has bubbled up to the app, so in a burst
+    of keys (a paste, ``tmux send-keys C-u 61 Enter``, a fast typist on a busy machine) ``6`` and ``1`` were
+    inserted before the earlier Ctrl+U ran, which then erased them."""
+
+    async def _on_key(self, event: events.Key) -> None:
+        bindings = self._bindings.key_to_bindings.get(event.key)
+        if bindings and not event.is_printable:
+            event.stop()
+            event.prevent_default()
+            await self.run_action(bindings[0].action)
+            return
+        await super()._on_key(event)
 
 
 class SettingsScreen(ModalScreen[dict | None]):
@@ -52,7 +95,7 @@ class SettingsScreen(ModalScreen[dict | None]):
             with Grid(id="settings-grid"):
                 for key, label, _ in FIELDS:
                     yield Label(label)
-                    yield Input(self._initial(key), id=f"set-{key}", type="number")
+                    yield OrderedInput(self._initial(key), id=f"set-{key}")  # free text: a bad value gets a message
             yield Label("", id="settings-error")
 
     def on_mount(self) -> None:
