@@ -23,6 +23,7 @@ asyncio signal handlers installed while the app runs, instead of a KeyboardInter
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import os
 import signal
 import sys
@@ -50,6 +51,7 @@ __all__ = ["FrameSource", "Controller", "Player", "KvtuiApp", "run_app", "SCENAR
 
 MIN_SIZE = (60, 16)
 CONTROL_ECHO_S = 0.05  # an extra frame pull this long after a control change
+ASKED_SHOWN_S = 3.0  # the header shows a requested knob value this long before the engine's value wins
 GIL_SWITCH_S = 0.001  # while the monitor runs (see run_app)
 EXIT_SIGNALS = tuple(getattr(signal, name) for name in ("SIGTERM", "SIGHUP") if hasattr(signal, name))
 
@@ -116,6 +118,7 @@ class KvtuiApp(App[int]):
         self.knobs: dict = {}
         self._seen: dict = {}
         self._pending: dict[str, list] = {}  # knob → values requested that the frames have not shown yet
+        self._asked_at: dict[str, float] = {}  # knob → time.monotonic() of its newest request
         self._signals: dict[int, object] = {}  # signal → the handler it had before ours
         self._gate: tuple | None = None
         self._source_error: str | None = None
@@ -272,13 +275,27 @@ class KvtuiApp(App[int]):
         """Render ``frame`` on every widget."""
         self.shown = frame
         w = self.w
-        w[Kpis].update_frame(frame, frozen=self.frozen, window_label=self._latency_text())
+        self._show_kpis(frame)
         w[PageGrid].set_rows(frame.rows)
         w[Throughput].update_frame(frame)
         w[LatencyPanel].update_frame(frame, window=self.window, window_label=self.window_label)
         w[StorePanel].update_frame(frame)
         w[ProcsPanel].update_frame(frame)
         w[EventLog].update_frame(frame)
+
+    def _show_kpis(self, frame: Frame) -> None:
+        """The header of ``frame``, with knobs the engine has not applied yet shown at their requested value
+        (so a key press shows in the header at once, not when the next frame after the engine's change
+        arrives); for at most ``ASKED_SHOWN_S``: a change the engine refused gives way to its value."""
+        now = time.monotonic()
+        asked = {k: self.knobs[k] for k, pending in self._pending.items()
+                 if pending and k in self.knobs and now - self._asked_at.get(k, 0.0) < ASKED_SHOWN_S}
+        if asked:
+            paused = {"paused": asked.pop("paused")} if "paused" in asked else {}
+            workload = {**frame.workload, **asked} if asked and (frame.workload or {}).get("kind") == "synthetic" \
+                else frame.workload
+            frame = dataclasses.replace(frame, workload=workload, status={**(frame.status or {}), **paused})
+        self.w[Kpis].update_frame(frame, frozen=self.frozen, window_label=self._latency_text())
 
     def log_line(self, text: str, kind: str = "ui") -> None:
         """Add a UI line to the event log, stamped with the newest frame's time."""
@@ -314,8 +331,11 @@ class KvtuiApp(App[int]):
             return False
         self.knobs[knob] = value
         self._pending.setdefault(knob, []).append(value)
+        self._asked_at[knob] = time.monotonic()
         del self._pending[knob][:-8]  # bounded: only the last few requests can still be on their way
         self.log_line(text, "control")
+        if self.shown is not None and not self.frozen:
+            self._show_kpis(self.shown)
         if self.is_running:  # the engine applies a change before its next request: show it then, not a
             self.set_timer(CONTROL_ECHO_S, self.tick, name="control-echo")  # whole refresh period later
         return True
@@ -436,7 +456,7 @@ class KvtuiApp(App[int]):
         running = "playback" if self.player is not None else "workload"
         self.log_line(f"view frozen ({running} keeps running)" if self.frozen else "view live")
         if self.shown is not None:
-            self.w[Kpis].update_frame(self.shown, frozen=self.frozen, window_label=self._latency_text())
+            self._show_kpis(self.shown)
         if not self.frozen and self.frame is not None:
             self.apply(self.frame)
 

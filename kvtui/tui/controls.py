@@ -129,7 +129,7 @@ def _split_action(action: str) -> tuple[str, tuple]:
 def system_commands(app: "KvtuiApp") -> Iterable[SystemCommand]:
     """Command-palette entries: typed knob values, every scenario and page layout preset, recording, replay, and
     the view commands."""
-    if app.check_action("settings", ()):
+    if app.check_action("overlap", ()):  # not "settings": that priority key is off while the palette is open
         yield SystemCommand("Set prefix overlap %", "Type the shared-prefix fraction",
                             lambda: app.action_settings("overlap"))
         yield SystemCommand("Set request rate", "Type req/s (0 = closed loop)", lambda: app.action_settings("rate"))

@@ -106,6 +106,28 @@ def test_presses_that_change_nothing_are_not_sent():
     pilot_test(app, scenario)
 
 
+def test_header_shows_a_request_before_the_engine_applies_it(monkeypatch):
+    """A key press shows in the header at once (the engine applies it before its next request, a frame
+    later); if the engine never shows it (refused), its own value wins after ASKED_SHOWN_S."""
+    import kvtui.tui.app as app_module
+
+    app = app_for()  # RecordingController: the frames never change the knobs
+
+    async def scenario(pilot):
+        await pilot.pause()
+        app.refresh_timer.pause()  # no new frame from here on
+        assert "overlap 50 %" in app.query_one(Kpis).plain
+        await pilot.press("right_square_bracket", "p")
+        kpis = app.query_one(Kpis).plain
+        assert "overlap 55 %" in kpis and "PAUSED" in kpis
+        monkeypatch.setattr(app_module, "ASKED_SHOWN_S", 0.0)
+        app.apply(app.frame)
+        kpis = app.query_one(Kpis).plain
+        assert "overlap 50 %" in kpis and "PAUSED" not in kpis
+
+    pilot_test(app, scenario)
+
+
 def test_engine_echo_of_an_earlier_request_does_not_undo_a_newer_one():
     """R R from 20 req/s asks for 50 then 100; the engine applying 50 first must not make the next R ask for
     100 again (which logged "rate → 100 req/s" twice in a row)."""

@@ -150,6 +150,12 @@ def test_command_palette_entries():
         assert app.controller.named("set_layout") == [("set_layout", "tiny")]
         assert log_texts(app)[-1] == "layout → tiny"
         assert app_for().layouts == {}  # no presets given: no layout entries
+        await pilot.press("ctrl+p")  # the entries are built while the palette is the active screen
+        assert app.screen is not app.main_screen
+        titles = [c.title for c in app.get_system_commands(app.screen)]
+        assert {"Set prefix overlap %", "Layout: seed", "Scenario: few-shot"} <= set(titles)
+        await pilot.press("e", "escape")  # e is a letter in the palette's search, not the settings key
+        assert not isinstance(app.screen, SettingsScreen)
         cmd = next(c for c in app.get_system_commands(app.screen) if c.title == "Set request rate")
         cmd.callback()
         await pilot.pause()
