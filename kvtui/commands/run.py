@@ -14,7 +14,8 @@ import tempfile
 from pathlib import Path
 
 from kvtui.commands.common import (add_cluster_arguments, add_page_arguments, add_workload_arguments,
-                                   engine_options, layout_of, make_workload, start_engine, start_recording)
+                                   engine_options, layout_name, layout_of, make_workload, start_engine,
+                                   start_recording)
 from kvtui.errors import KvtuiError
 
 
@@ -112,7 +113,7 @@ def run(args: argparse.Namespace) -> int:
     if args.requests and total:
         total = min(total, args.requests)
     session = LiveSession(engine, workload, desc, concurrency=args.concurrency, max_requests=args.requests,
-                          duration_s=duration, layout_text=layout.describe(),
+                          duration_s=duration, layout_text=layout.describe(), layout_name=layout_name(args, layout),
                           header=session_header(args, layout, desc, endpoints))
     final = None
     try:
