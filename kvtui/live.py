@@ -123,8 +123,8 @@ class LiveSession:
         """Switch to page layout preset ``name`` (``kvtui.layout.PRESETS``) from the next request: the
         requests under way finish first (up to ``LAYOUT_WAIT_S``), then both workers and the workload switch
         (prompts of ``prompt_pages`` pages follow the new page size). Synthetic workloads only; refused, with
-        an event-log line, when a page would not fit the store's segment or would reuse the current pages'
-        keys with another size (same tokens per page, other bytes)."""
+        an event-log line, when one prompt's pages would not fit the store's segment, or when the pages would
+        reuse the current pages' keys with another size (same tokens per page, other bytes)."""
         from kvtui.layout import PRESETS
 
         if self.description.get("kind") != "synthetic":
@@ -146,17 +146,19 @@ class LiveSession:
                                    "the current one but other page bytes: its pages would take the stored pages' "
                                    "keys")
                 return
-            if store_bytes is not None and new.page_bytes > store_bytes:
-                self._log("error", f"control refused: a {name} page ({new.page_bytes} bytes) is larger than the "
-                                   f"store segment ({store_bytes} bytes)")
+            changes = {"page_tokens": new.page_tokens}
+            if self.prompt_pages:
+                changes["prompt_tokens"] = self.prompt_pages * new.page_tokens
+            prompt_pages = changes.get("prompt_tokens", self.description["prompt_tokens"]) // new.page_tokens
+            if store_bytes is not None and prompt_pages * new.page_bytes > store_bytes:
+                self._log("error", f"control refused: one {name} prompt ({prompt_pages} pages of "
+                                   f"{new.page_bytes / 2**20:.1f} MiB) is larger than the store segment "
+                                   f"({store_bytes / 2**20:.0f} MiB): every publish would fail")
                 return
             if not self.driver.wait_idle(LAYOUT_WAIT_S):
                 self._log("error", f"control refused: requests still under way after {LAYOUT_WAIT_S:g} s; "
                                    "layout unchanged")
                 return
-            changes = {"page_tokens": new.page_tokens}
-            if self.prompt_pages:
-                changes["prompt_tokens"] = self.prompt_pages * new.page_tokens
             try:
                 self.workload.update(**changes)  # first: a refused spec leaves the workers as they were
                 self.engine.set_layout(new)

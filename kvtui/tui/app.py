@@ -376,7 +376,8 @@ class KvtuiApp(App[int]):
 
     def set_layout(self, name: str) -> None:
         """Ask for page layout preset ``name`` (the engine switches once the requests under way are done)."""
-        self._control("layout", name, lambda: self.controller.set_layout(name), f"layout → {name}")
+        self._control("layout", name, lambda: self.controller.set_layout(name),
+                      f"layout {name} asked for (after the requests under way)")
 
     def action_scenario(self) -> None:
         current = self.knobs.get("scenario")

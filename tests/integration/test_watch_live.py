@@ -143,12 +143,14 @@ def test_watch_headless_writes_a_screenshot(tmp_path):
 
 
 def test_layout_switch_refused_when_keys_would_collide(cluster):
-    """Same tokens per page, other page bytes: the new pages would take the stored pages' keys, so the switch
-    is refused with one event-log line and nothing changes."""
+    """Same tokens per page, other page bytes (the new pages would take the stored pages' keys), an unknown
+    preset, or prompts larger than the store segment: each switch is refused with one event-log line and
+    nothing changes."""
     from dataclasses import replace
 
     custom = replace(PRESETS["tiny"], layers=1)  # 8 tokens/page like tiny, a quarter of its bytes
-    engine = Engine(EngineOptions(layout=custom, model=f"lay-{uuid.uuid4().hex[:6]}"), endpoints=cluster.endpoints)
+    engine = Engine(EngineOptions(layout=custom, model=f"lay-{uuid.uuid4().hex[:6]}", store_bytes=32 << 20),
+                    endpoints=cluster.endpoints)
     engine.start()
     spec = WorkloadSpec(scenario="random", prompt_tokens=32, page_tokens=8)
     session = LiveSession(engine, SyntheticWorkload(spec), synthetic_description(spec), layout_text=custom.describe(),
@@ -157,13 +159,18 @@ def test_layout_switch_refused_when_keys_would_collide(cluster):
         session.start()
         session.set_layout("tiny")
         session.set_layout("huge")
+        engine.cluster = cluster  # as if embedded, so the 32 MiB segment above counts: seed prompts do not fit
+        session.set_layout("seed")
         deadline = time.monotonic() + 10
         texts: list[str] = []
-        while sum("refused" in t for t in texts) < 2 and time.monotonic() < deadline:
+        while sum("refused" in t for t in texts) < 3 and time.monotonic() < deadline:
             time.sleep(0.1)
             texts = [e.text for e in session.frame().events]
+        engine.cluster = None  # the session cluster is not this engine's to stop
         assert any("layout tiny has 8 tokens per page like the current one" in t for t in texts), texts
         assert any("unknown layout 'huge'" in t for t in texts), texts
+        assert any("one seed prompt (4 pages of 14.0 MiB) is larger than the store segment (32 MiB)" in t
+                   for t in texts), texts
         assert engine.options.layout == custom and session.description["layout"] == "custom"
         assert session.driver.error is None and session.driver.completed > 0
     finally:

@@ -109,6 +109,29 @@ def test_settings_keys_typed_in_a_burst_all_count():
     pilot_test(app, scenario)
 
 
+def test_settings_tab_in_a_burst_moves_to_the_next_field():
+    """e C-u 61 Tab C-u 3 Tab C-u 5 Enter in one go: each value lands in its own field."""
+    from textual import events
+
+    app = app_for()
+
+    async def scenario(pilot):
+        await pilot.pause()
+        keys = [("e", "e"), ("ctrl+u", None), ("6", "6"), ("1", "1"), ("tab", "\t"), ("ctrl+u", None), ("3", "3"),
+                ("tab", "\t"), ("ctrl+u", None), ("5", "5"), ("enter", "\r")]
+        for key, char in keys:
+            event = events.Key(key, char)
+            event.set_sender(app)
+            app._driver.send_message(event)
+        await pilot.pause(0.3)
+        assert not isinstance(app.screen, SettingsScreen)
+        ctl = app.controller
+        assert ctl.named("set_overlap") == [("set_overlap", 0.61)]
+        assert ctl.named("set_rate") == [("set_rate", 3.0)] and ctl.named("set_pool") == [("set_pool", 5)]
+
+    pilot_test(app, scenario)
+
+
 def test_settings_rejects_values_out_of_range():
     """The dialog keeps the command line's ranges: each bad field is named in the dialog, nothing is applied."""
     app = app_for()
@@ -148,7 +171,7 @@ def test_command_palette_entries():
         assert "4×2×16 …" in cmd.help
         cmd.callback()
         assert app.controller.named("set_layout") == [("set_layout", "tiny")]
-        assert log_texts(app)[-1] == "layout → tiny"
+        assert log_texts(app)[-1] == "layout tiny asked for (after the requests under way)"
         assert app_for().layouts == {}  # no presets given: no layout entries
         await pilot.press("ctrl+p")  # the entries are built while the palette is the active screen
         assert app.screen is not app.main_screen

@@ -60,9 +60,22 @@ class OrderedInput(Input):
     """An :class:`Input` that runs its own key bindings (Ctrl+U, Backspace, Enter, arrows…) in the order the
     keys arrived. Textual runs a widget's bindings only after the key has bubbled up to the app, so in a burst
     of keys (a paste, ``tmux send-keys C-u 61 Enter``, a fast typist on a busy machine) ``6`` and ``1`` were
-    inserted before the earlier Ctrl+U ran, which then erased them."""
+    inserted before the earlier Ctrl+U ran, which then erased them. Tab / Shift+Tab move the focus in order
+    too, and keys the app had already routed to this field after such a Tab go on to the field now focused."""
 
     async def _on_key(self, event: events.Key) -> None:
+        focused = self.screen.focused
+        if focused is not self and isinstance(focused, OrderedInput):
+            # routed here before an earlier Tab (handled below, in order) moved the focus: pass it on
+            event.stop()
+            event.prevent_default()
+            focused.post_message(events.Key(event.key, event.character))
+            return
+        if event.key in ("tab", "shift+tab"):  # focus moves in key order too, not after later keys
+            event.stop()
+            event.prevent_default()
+            self.screen.focus_next() if event.key == "tab" else self.screen.focus_previous()
+            return
         bindings = self._bindings.key_to_bindings.get(event.key)
         if bindings and not event.is_printable:
             event.stop()
@@ -106,7 +119,7 @@ class SettingsScreen(ModalScreen[dict | None]):
         values = {key: self.query_one(f"#set-{key}", Input).value for key, _, _ in FIELDS}
         parsed, errors = parse(values)
         if errors:
-            self.query_one("#settings-error", Label).update("; ".join(errors))
+            self.query_one("#settings-error", Label).update("\n".join(errors))
             return
         changed = {k: v for k, v in parsed.items() if v != self.current.get(k)}
         self.dismiss(changed)
