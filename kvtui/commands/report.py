@@ -6,6 +6,7 @@ from __future__ import annotations
 import argparse
 
 from kvtui.commands.run import check_writable, format_summary, write_json_atomic
+from kvtui.layout import PageLayout
 from kvtui.errors import KvtuiError
 
 
@@ -51,6 +52,9 @@ def run(args: argparse.Namespace) -> int:
     summary.update(ctx)
     if final.workload:
         summary["workload"] = final.workload  # the knobs as they were at the end, not at start-up
+    at_end = (final.status or {}).get("layout")
+    if at_end and "layout" in summary and at_end != PageLayout(**summary["layout"]).describe():
+        summary["layout_at_end"] = at_end  # switched from the command palette; the totals cover both layouts
     summary["session"] = {"file": args.file, "frames": len(reader), "duration_s": reader.duration,
                           "kvtui_version": reader.meta.get("kvtui_version"),
                           "mooncake_version": reader.meta.get("mooncake_version"),

@@ -50,6 +50,28 @@ def test_record_then_report_gives_the_live_summary(recorded, capsys):
     assert rep["session"]["frames"] >= 2 and rep["session"]["mooncake_version"].startswith("mooncake")
 
 
+def test_report_names_the_layout_at_the_end_after_a_switch(recorded, tmp_path):
+    """A session whose layout was switched while recording: `layout` is the one it started with,
+    `layout_at_end` the one on screen at the end (the totals cover both)."""
+    import dataclasses
+
+    from kvtui.commands.report import open_session
+    from kvtui.layout import PRESETS
+    from kvtui.session.writer import SessionWriter
+
+    reader = open_session(str(recorded / "s.kvtui"))
+    final = reader.final_frame()
+    switched = tmp_path / "switched.kvtui"
+    writer = SessionWriter(switched, reader.header)
+    writer.write(dataclasses.replace(final, status={**final.status, "layout": PRESETS["seed"].describe()}))
+    writer.close()
+    assert main(["report", str(switched), "--json", str(tmp_path / "r.json")]) == 0
+    rep = json.loads((tmp_path / "r.json").read_text())
+    assert rep["layout"] == PRESETS["tiny"].as_dict() and rep["layout_at_end"] == PRESETS["seed"].describe()
+    assert main(["report", str(recorded / "s.kvtui"), "--json", str(tmp_path / "same.json")]) == 0
+    assert "layout_at_end" not in json.loads((tmp_path / "same.json").read_text())
+
+
 def test_report_svg(recorded):
     svg = recorded / "final.svg"
     assert main(["report", str(recorded / "s.kvtui"), "--svg", str(svg)]) == 0
