@@ -88,6 +88,17 @@ def test_settings_modal_types_values():
     pilot_test(app, scenario)
 
 
+async def until_dialog_closed(pilot, timeout_s: float = 10.0) -> None:
+    """Let a burst of keys play out (each hop between widgets is a message; a loaded machine takes longer)."""
+    import time
+
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        await pilot.pause(0.05)
+        if not isinstance(pilot.app.screen, SettingsScreen) and pilot.app.controller.calls:
+            return
+
+
 def test_settings_keys_typed_in_a_burst_all_count():
     """e, Ctrl+U, 6, 1, Enter arriving together (a paste, ``tmux send-keys``, a busy machine): the dialog opens
     before the next key is routed, and the field's own keys (Ctrl+U, Enter) run in the order they came."""
@@ -101,7 +112,7 @@ def test_settings_keys_typed_in_a_burst_all_count():
             event = events.Key(key, char)
             event.set_sender(app)
             app._driver.send_message(event)  # no wait between keys, unlike pilot.press
-        await pilot.pause(0.3)
+        await until_dialog_closed(pilot)
         assert not isinstance(app.screen, SettingsScreen)
         assert app.controller.named("set_overlap") == [("set_overlap", 0.61)]
         assert log_texts(app)[-1] == "overlap → 61 %"
@@ -123,7 +134,7 @@ def test_settings_tab_in_a_burst_moves_to_the_next_field():
             event = events.Key(key, char)
             event.set_sender(app)
             app._driver.send_message(event)
-        await pilot.pause(0.3)
+        await until_dialog_closed(pilot)
         assert not isinstance(app.screen, SettingsScreen)
         ctl = app.controller
         assert ctl.named("set_overlap") == [("set_overlap", 0.61)]
