@@ -126,3 +126,25 @@ def lower_thread_priority(nice: int) -> Callable[[], None]:
             pass
 
     return restore
+
+
+_START_CPUS: frozenset[int] = frozenset(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else frozenset()
+
+
+def pin_calling_thread(pinned: bool) -> bool:
+    """Run the calling thread on one CPU (``pinned``), the highest one this process was allowed at start-up,
+    or on all of those again; returns whether it is pinned now.
+
+    Linux affinity belongs to each thread (sched_setaffinity(2) with pid 0), so threads started earlier keep
+    theirs, and threads started later by this one inherit it. Every process of kvtui starts with the same set,
+    so the two workers pick the same CPU: their calling threads take turns on it at concurrency 1, and the
+    store's transfer threads keep the other CPUs (``kvtui bench --trace`` measures the effect). Never raises:
+    with one CPU, no affinity support, or a refusal, nothing changes and the result is False.
+    """
+    if len(_START_CPUS) < 2:
+        return False
+    try:
+        os.sched_setaffinity(0, {max(_START_CPUS)} if pinned else set(_START_CPUS))
+    except OSError:
+        return False
+    return pinned

@@ -165,8 +165,10 @@ class Engine:
 
     def begin_run(self, concurrency: int) -> None:
         """Start a run (a :class:`Driver`): allow up to ``concurrency`` requests between the start of their
-        reload and the end of their publish, and clear a hold or drain left by an earlier run."""
-        self.decode.send("begin", max(1, int(concurrency)))
+        reload and the end of their publish, and clear a hold or drain left by an earlier run. Both workers
+        hear it: at 1 they run their store calls on the same CPU (``kvtui.engine.worker._Chain.pin``)."""
+        for handle in (self.decode, self.prefill):
+            handle.send("begin", max(1, int(concurrency)))
 
     def hold(self, held: bool) -> None:
         """Hold (True) or release (False) the submitted requests whose reload has not started. The decode

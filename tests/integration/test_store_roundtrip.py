@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import threading
 import uuid
 
@@ -130,3 +131,25 @@ def test_real_client_used_after_close_does_not_crash(cluster):
                        capture_output=True, text=True, timeout=60)
     assert r.returncode == 0, r.stderr[-500:]  # a native call after close() would be exit 139
     assert r.stdout.strip() == "[-10003] [-10003] 1"
+
+
+@pytest.mark.skipif(len(os.sched_getaffinity(0)) < 2, reason="pinning needs at least 2 CPUs")
+def test_workers_share_one_cpu_one_request_at_a_time(attached_engine):
+    """At concurrency 1 both workers' calling threads run on the same single CPU (they take turns); at
+    concurrency 2, or with several read streams, on every CPU again."""
+    import time
+
+    e = attached_engine(LAYOUT, model=f"pin-{uuid.uuid4().hex[:6]}")
+    allowed = os.sched_getaffinity(0)
+
+    def cpus() -> list[set[int]]:
+        time.sleep(0.3)  # "begin" has no answer: let the workers take it
+        return [os.sched_getaffinity(e.prefill.pid), os.sched_getaffinity(e.decode.pid)]
+
+    assert cpus() == [{max(allowed)}] * 2
+    e.begin_run(2)
+    assert cpus() == [allowed] * 2
+    e.begin_run(1)
+    assert cpus() == [{max(allowed)}] * 2
+    e.decode.call("set_read_streams", 2)
+    assert cpus() == [{max(allowed)}, allowed]

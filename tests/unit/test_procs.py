@@ -1,11 +1,14 @@
-"""``lower_thread_priority``: the monitor's thread gets nicer, the engine's threads keep their priority."""
+"""``lower_thread_priority``: the monitor's thread gets nicer, the engine's threads keep their priority;
+``pin_calling_thread``: a worker's calling thread moves to one CPU, other threads stay where they were."""
 
 from __future__ import annotations
 
 import os
 import threading
 
-from kvtui.procs import lower_thread_priority
+import pytest
+
+from kvtui.procs import _START_CPUS, lower_thread_priority, pin_calling_thread
 
 
 def _nice(tid: int) -> int:
@@ -86,3 +89,24 @@ def test_zero_changes_nothing():
     before = _nice(tid)
     lower_thread_priority(0)()
     assert _nice(tid) == before
+
+
+@pytest.mark.skipif(len(_START_CPUS) < 2, reason="pinning needs at least 2 CPUs")
+def test_pin_calling_thread_moves_only_this_thread_and_its_later_threads():
+    seen = {}
+
+    def worker_thread() -> None:
+        seen["pinned"] = pin_calling_thread(True)
+        seen["cpus"] = os.sched_getaffinity(0)
+        child = threading.Thread(target=lambda: seen.__setitem__("child", os.sched_getaffinity(0)))
+        child.start()
+        child.join()
+        seen["unpinned"] = pin_calling_thread(False)
+        seen["cpus_after"] = os.sched_getaffinity(0)
+
+    t = threading.Thread(target=worker_thread)
+    t.start()
+    t.join()
+    assert seen["pinned"] is True and seen["cpus"] == {max(_START_CPUS)} and seen["child"] == seen["cpus"]
+    assert seen["unpinned"] is False and seen["cpus_after"] == set(_START_CPUS)
+    assert os.sched_getaffinity(0) == set(_START_CPUS)  # this thread was never touched
