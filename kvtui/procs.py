@@ -139,9 +139,10 @@ def pin_calling_thread(pinned: bool) -> bool:
     theirs, and threads started later by this one inherit it. Every process of kvtui starts with the same set,
     so the two workers pick the same CPU: their calling threads take turns on it at concurrency 1, and the
     store's transfer threads keep the other CPUs (``kvtui bench --trace`` measures the effect). Never raises:
-    with one CPU, no affinity support, or a refusal, nothing changes and the result is False.
+    with one CPU, no affinity support, a refusal, or ``KVTUI_PIN=0`` in the environment (several kvtui at
+    once would all pick the same CPU), nothing changes and the result is False.
     """
-    if len(_START_CPUS) < 2:
+    if len(_START_CPUS) < 2 or os.environ.get("KVTUI_PIN") == "0":
         return False
     try:
         os.sched_setaffinity(0, {max(_START_CPUS)} if pinned else set(_START_CPUS))

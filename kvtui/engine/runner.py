@@ -168,7 +168,10 @@ class Engine:
         reload and the end of their publish, and clear a hold or drain left by an earlier run. Both workers
         hear it: at 1 they run their store calls on the same CPU (``kvtui.engine.worker._Chain.pin``)."""
         for handle in (self.decode, self.prefill):
-            handle.send("begin", max(1, int(concurrency)))
+            try:
+                handle.send("begin", max(1, int(concurrency)))
+            except OSError:
+                raise WorkerError(f"{handle.spec.role} worker died (exit code {handle.exit_code()})") from None
 
     def hold(self, held: bool) -> None:
         """Hold (True) or release (False) the submitted requests whose reload has not started. The decode

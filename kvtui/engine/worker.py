@@ -288,6 +288,7 @@ def _serve(conn, connector, client, peer=None, results=None) -> None:
                 conn.send(("ok", _result_dict(connector.store_computed_prefix(tokens, start, cacheable))))
             elif cmd == "bench_reload":
                 _, tokens, iterations = msg
+                pin_calling_thread(False)  # a measurement on its own, not turns with prefill: every CPU
                 out = []
                 for _ in range(iterations):
                     t0 = time.perf_counter()
@@ -295,8 +296,10 @@ def _serve(conn, connector, client, peer=None, results=None) -> None:
                     wall = (time.perf_counter() - t0) * 1e3
                     out.append({"wall_ms": wall, **_result_dict(res)})
                 conn.send(("ok", out))
+                chain.pin()  # back to the chain's setting
             elif cmd == "bench_raw_get":
                 _, keys, iterations = msg
+                pin_calling_thread(False)
                 pb = connector.page_bytes
                 buf = connector.buffer(len(keys))
                 ptrs = [buf[i].ctypes.data for i in range(len(keys))]
@@ -306,6 +309,7 @@ def _serve(conn, connector, client, peer=None, results=None) -> None:
                     rcs = client.batch_get_into(keys, ptrs, [pb] * len(keys))
                     out.append({"wall_ms": (time.perf_counter() - t0) * 1e3, "ok": all(r == pb for r in rcs)})
                 conn.send(("ok", out))
+                chain.pin()
             elif cmd == "keys":
                 _, tokens, cacheable = msg
                 conn.send(("ok", connector.keys_for(tokens, cacheable)))

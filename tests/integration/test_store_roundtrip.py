@@ -147,6 +147,12 @@ def test_workers_share_one_cpu_one_request_at_a_time(attached_engine):
         return [os.sched_getaffinity(e.prefill.pid), os.sched_getaffinity(e.decode.pid)]
 
     assert cpus() == [{max(allowed)}] * 2
+    for n in range(3):  # store calls first: threads the client makes on first use must not be pinned
+        e.process(_req(n, _tokens(16 * 3, n)))
+    for pid in (e.prefill.pid, e.decode.pid):
+        pinned = [int(t) for t in os.listdir(f"/proc/{pid}/task")
+                  if os.sched_getaffinity(int(t)) != allowed]
+        assert pinned == [pid], "only the thread that calls the store is pinned"
     e.begin_run(2)
     assert cpus() == [allowed] * 2
     e.begin_run(1)
