@@ -269,6 +269,8 @@ def _trace_bench(args, layout, store_bytes: int) -> int:
         raise KvtuiError(str(exc)) from None
     if args.rounds < 1:
         raise KvtuiError("--rounds must be at least 1")
+    if problems:  # as `kvtui run` says it; both sides replay the same good rows
+        _say(f"skipped {len(problems)} bad trace rows (first: line {problems[0].line_no}: {problems[0].reason})")
     args.model = f"{args.model}-engine-{uuid.uuid4().hex[:6]}"
     _say(f"starting embedded cluster and workers ({layout.describe()})…")
     engine = _engine(layout, args, store_bytes)
