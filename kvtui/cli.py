@@ -14,7 +14,7 @@ import threading
 
 from kvtui import __version__
 from kvtui.commands import COMMANDS
-from kvtui.errors import KvtuiError
+from kvtui.core.errors import KvtuiError
 
 
 class OneLineParser(argparse.ArgumentParser):

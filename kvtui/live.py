@@ -7,16 +7,15 @@ next request; every control change is also logged as an engine event (shown in t
 
 from __future__ import annotations
 
-from kvtui.events import EngineEvent
+from kvtui.core.events import EngineEvent
+from kvtui.engine.samplers import PanelThread, ProcessSampler, StoreSampler
 from kvtui.metrics.aggregate import Aggregator, Frame
-from kvtui.metrics.samplers import PanelThread, ProcessSampler, StoreSampler
-
 
 LAYOUT_WAIT_S = 10.0  # a layout switch waits this long for the requests under way to finish
 
 
 class LiveSession:
-    """Owns a running :class:`~kvtui.engine.runner.Driver` over an started engine.
+    """Owns a running :class:`~kvtui.engine.driver.Driver` over an started engine.
 
     ``workload``: the request source (a ``SyntheticWorkload`` accepts knob changes; a trace does not);
     ``description``: the ``frame.workload`` dict; ``layout_text``: shown in the header.
@@ -26,7 +25,7 @@ class LiveSession:
                  duration_s=None, aggregator: Aggregator | None = None, layout_text: str = "",
                  header: dict | None = None, owns_engine: bool = True, prompt_pages: int | None = None,
                  layout_name: str = "custom"):
-        from kvtui.engine.runner import Driver
+        from kvtui.engine.driver import Driver
 
         self.engine = engine
         self.workload = workload
@@ -125,7 +124,7 @@ class LiveSession:
         (prompts of ``prompt_pages`` pages follow the new page size). Synthetic workloads only; refused, with
         an event-log line, when one prompt's pages would not fit the store's segment, or when the pages would
         reuse the current pages' keys with another size (same tokens per page, other bytes)."""
-        from kvtui.layout import PRESETS
+        from kvtui.core.layout import PRESETS
 
         if self.description.get("kind") != "synthetic":
             self._log("control", "this workload (a trace) keeps the page layout it started with")

@@ -14,7 +14,7 @@ os.environ.setdefault("KVTUI_ISOLATE", "off")
 @pytest.fixture(scope="session")
 def cluster():
     """A real master + metadata server + 256 MiB store node on free loopback ports."""
-    from kvtui.cluster import ClusterOptions, EmbeddedCluster
+    from kvtui.engine.cluster import ClusterOptions, EmbeddedCluster
 
     c = EmbeddedCluster(ClusterOptions(store_bytes=256 << 20))
     c.start()
@@ -25,7 +25,7 @@ def cluster():
 @pytest.fixture
 def attached_engine(cluster):
     """Factory: an Engine (prefill + decode workers) attached to the session cluster; stopped after the test."""
-    from kvtui.engine.runner import Engine, EngineOptions
+    from kvtui.engine.engine import Engine, EngineOptions
 
     engines = []
 

@@ -12,7 +12,12 @@ This package imports nothing from :mod:`kvtui` and no store client, so it can be
 
 from workload.request import Request
 from workload.stats import TraceStats, hit_rate_curve, ideal_hits, trace_stats
-from workload.synthetic import SCENARIOS, SyntheticWorkload, WorkloadSpec, shared_prefix_tokens
+from workload.synthetic import (
+    SCENARIOS,
+    SyntheticWorkload,
+    WorkloadSpec,
+    shared_prefix_tokens,
+)
 from workload.trace import (
     DEFAULT_BLOCK_TOKENS,
     TraceError,

@@ -18,8 +18,8 @@ import numpy as np
 
 from kvtui.commands.common import add_page_arguments, check_refresh_hz, layout_of
 from kvtui.commands.run import check_writable, write_json_atomic
-from kvtui.errors import KvtuiError
-from kvtui.tui.defaults import DEFAULT_HZ, MAX_HZ
+from kvtui.core.defaults import DEFAULT_HZ, MAX_HZ
+from kvtui.core.errors import KvtuiError
 
 
 def register(subparsers) -> None:
@@ -71,9 +71,9 @@ def _say(msg: str) -> None:
 
 
 def _engine(layout, args, store_bytes, segment_on="store", endpoints=None):
-    from kvtui.cluster import ClusterOptions
     from kvtui.commands.common import start_engine
-    from kvtui.engine.runner import EngineOptions
+    from kvtui.engine.cluster import ClusterOptions
+    from kvtui.engine.engine import EngineOptions
 
     opts = EngineOptions(layout=layout, model=args.model, scheme=args.scheme, namespace=args.key_prefix,
                          segment_on=segment_on, store_bytes=store_bytes, read_streams=1, cluster=ClusterOptions())
@@ -98,8 +98,8 @@ def _reload_figures(runs: list[dict]) -> dict:
 
 def run(args: argparse.Namespace) -> int:
     """Run every step, print the table, write ``--json``; exit 1 if any page failed verification."""
-    from kvtui.baselines import loopback_tcp_mbps, memcpy_mbps
-    from kvtui.layout import parse_bytes
+    from kvtui.bench.baselines import loopback_tcp_mbps, memcpy_mbps
+    from kvtui.core.units import parse_bytes
 
     layout = layout_of(args)
     try:
@@ -201,7 +201,7 @@ def run(args: argparse.Namespace) -> int:
 
 def _tiny_case(engine, args) -> dict:
     """Publish 32 tokens with the tiny layout on the same store and reload a request sharing 24 (3/4 pages)."""
-    from kvtui.layout import PRESETS
+    from kvtui.core.layout import PRESETS
 
     tiny = PRESETS["tiny"]
     t = _engine(tiny, args, 0, endpoints=engine.endpoints)
@@ -257,8 +257,8 @@ def _trace_bench(args, layout, store_bytes: int) -> int:
     import time
     import uuid
 
-    from kvtui.engine.bare import bare_replay
-    from kvtui.engine.runner import Driver
+    from kvtui.bench.bare import bare_replay
+    from kvtui.engine.driver import Driver
     from kvtui.metrics.aggregate import Aggregator
     from workload import TraceError, TraceWorkload, check_page_divides_block, read_trace
 

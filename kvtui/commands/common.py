@@ -1,21 +1,47 @@
 """Options shared by the commands that move pages (``run``, ``watch``, ``bench``): cluster, layout, workload.
 
 Every parser here only collects strings and numbers; :func:`engine_options` and :func:`make_workload` turn
-them into objects and raise :class:`~kvtui.errors.KvtuiError` (one line, exit 2) on bad values.
+them into objects and raise :class:`~kvtui.core.errors.KvtuiError` (one line, exit 2) on bad values.
 """
 
 from __future__ import annotations
 
 import argparse
 import math
+from dataclasses import replace
 from pathlib import Path
 
-from kvtui.errors import KvtuiError
-from kvtui.tui.defaults import MAX_HZ
-from kvtui.layout import PageLayout, add_layout_arguments, layout_from_args, parse_bytes
+from kvtui.core.defaults import (
+    DEFAULT_MODEL,
+    DEFAULT_PROMPT_PAGES,
+    MAX_HZ,
+    MIN_SEGMENT_BYTES,
+)
+from kvtui.core.errors import KvtuiError
+from kvtui.core.layout import FIELDS, PRESETS, PageLayout
+from kvtui.core.units import parse_bytes
 
 
-MIN_SEGMENT_BYTES = 16 << 20  # Mooncake refuses smaller segments ("Total size must be at least 16777216")
+def add_layout_arguments(parser: argparse.ArgumentParser, default_preset: str = "seed") -> None:
+    """Add ``--layout PRESET``, the per-field overrides and ``--model`` to a command's parser."""
+    g = parser.add_argument_group("KV page layout")
+    g.add_argument("--layout", choices=sorted(PRESETS), default=default_preset,
+                   help=f"layout preset (default {default_preset}): seed = 28 layers × 4 KV heads × 128 head-dim, "
+                        "256 tokens/page, fp16 (14 MiB/page); tiny = 4 × 2 × 16, 8 tokens/page, fp16 (4 KiB/page)")
+    g.add_argument("--layers", type=int, metavar="N", help="override: transformer layers per page")
+    g.add_argument("--kv-heads", type=int, metavar="N", help="override: KV heads per layer")
+    g.add_argument("--head-dim", type=int, metavar="N", help="override: elements per head")
+    g.add_argument("--page-tokens", type=int, metavar="TOKENS", help="override: tokens per KV page")
+    g.add_argument("--elem-bytes", type=int, metavar="BYTES", help="override: bytes per element (2 = fp16)")
+    g.add_argument("--model", default=DEFAULT_MODEL, help=f"model name hashed into every page key (default {DEFAULT_MODEL})")
+
+
+def layout_from_args(args: argparse.Namespace) -> PageLayout:
+    """Build the layout from ``--layout`` plus overrides; ``ValueError`` on a non-positive field."""
+    base = PRESETS[args.layout]
+    overrides = {f: getattr(args, f) for f in FIELDS if getattr(args, f, None) is not None}
+    return replace(base, **overrides)
+
 
 
 def add_cluster_arguments(p: argparse.ArgumentParser) -> None:
@@ -70,13 +96,8 @@ def add_workload_arguments(p: argparse.ArgumentParser, default_scenario: str = "
     g.add_argument("--strict", action="store_true", help="stop at the first bad trace row (default: skip and count)")
 
 
-DEFAULT_PROMPT_PAGES = 8  # without --prompt-tokens, prompts are this many pages long (also after a layout switch)
-
-
 def layout_name(args: argparse.Namespace, layout: PageLayout) -> str:
     """The preset name of ``layout`` (``--layout``), or ``custom`` when a field flag changed it."""
-    from kvtui.layout import PRESETS
-
     return args.layout if PRESETS.get(args.layout) == layout else "custom"
 
 
@@ -97,9 +118,9 @@ def layout_of(args: argparse.Namespace) -> PageLayout:
 
 
 def engine_options(args: argparse.Namespace, layout: PageLayout):
-    """Build :class:`~kvtui.engine.runner.EngineOptions` and the attach endpoints (or ``None``)."""
-    from kvtui.cluster import ClusterError, ClusterOptions, attach
-    from kvtui.engine.runner import EngineOptions
+    """Build :class:`~kvtui.engine.engine.EngineOptions` and the attach endpoints (or ``None``)."""
+    from kvtui.engine.cluster import ClusterError, ClusterOptions, attach
+    from kvtui.engine.engine import EngineOptions
 
     try:
         store_bytes = parse_bytes(args.store_size)
@@ -163,7 +184,7 @@ def isolate(mode: str, explicit_ports: bool = False) -> str:
     """Apply ``--isolate-network``; returns a one-line description of the network isolation for the user."""
     import os
 
-    from kvtui.netns import isolate_network
+    from kvtui.engine.netns import isolate_network
 
     why = "--isolate-network off"
     if explicit_ports and mode == "off":
@@ -199,7 +220,14 @@ def make_workload(args: argparse.Namespace, layout: PageLayout):
 
     Trace: checks the page size divides the block size and reports skipped rows; synthetic: validates knobs.
     """
-    from workload import SyntheticWorkload, TraceError, TraceWorkload, WorkloadSpec, check_page_divides_block, read_trace
+    from workload import (
+        SyntheticWorkload,
+        TraceError,
+        TraceWorkload,
+        WorkloadSpec,
+        check_page_divides_block,
+        read_trace,
+    )
 
     if args.trace:
         try:
@@ -238,9 +266,9 @@ def start_recording(session, path: str | None) -> None:
 
 
 def start_engine(options, endpoints):
-    """Start an :class:`~kvtui.engine.runner.Engine`, turning start-up failures into one-line errors."""
-    from kvtui.cluster import ClusterError
-    from kvtui.engine.runner import Engine
+    """Start an :class:`~kvtui.engine.engine.Engine`, turning start-up failures into one-line errors."""
+    from kvtui.engine.cluster import ClusterError
+    from kvtui.engine.engine import Engine
     from kvtui.engine.workers import WorkerError
 
     engine = Engine(options, endpoints)

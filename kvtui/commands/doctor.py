@@ -96,13 +96,13 @@ def checks() -> list[tuple[bool, str]]:
     if wheels:
         out.append(check_import())
         try:
-            from kvtui.cluster import ClusterError, master_binary
+            from kvtui.engine.cluster import ClusterError, master_binary
 
             out.append((True, f"mooncake_master binary: {master_binary()}"))
         except ClusterError as exc:
             out.append((False, str(exc)))
     out.append(check_ports())
-    from kvtui.netns import isolation_possible
+    from kvtui.engine.netns import isolation_possible
 
     reason = isolation_possible()
     if reason is None:

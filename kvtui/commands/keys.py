@@ -7,7 +7,7 @@ import json
 import re
 import sys
 
-from kvtui.errors import KvtuiError
+from kvtui.core.errors import KvtuiError
 
 
 def register(subparsers) -> None:
@@ -54,7 +54,7 @@ def parse_token_text(text: str, source: str) -> list[int]:
 
 def run(args: argparse.Namespace) -> int:
     """Print the keys; exit 0 (also when the tokens are shorter than one page: no keys)."""
-    from kvtui.keys import PageKeyer
+    from kvtui.engine.keys import PageKeyer
 
     if args.page_tokens <= 0:
         raise KvtuiError(f"--page-tokens must be positive, got {args.page_tokens}")

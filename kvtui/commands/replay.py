@@ -7,7 +7,7 @@ import argparse
 import sys
 
 from kvtui.commands.report import open_session
-from kvtui.errors import KvtuiError
+from kvtui.core.errors import KvtuiError
 
 
 def register(subparsers) -> None:

@@ -6,8 +6,8 @@ from __future__ import annotations
 import argparse
 
 from kvtui.commands.run import check_writable, format_summary, write_json_atomic
-from kvtui.layout import PageLayout
-from kvtui.errors import KvtuiError
+from kvtui.core.errors import KvtuiError
+from kvtui.core.layout import PageLayout
 
 
 def register(subparsers) -> None:
@@ -64,8 +64,8 @@ def run(args: argparse.Namespace) -> int:
     if args.json:
         write_json_atomic(args.json, summary)
     if args.svg:
+        from kvtui.testing.demo import StaticSource
         from kvtui.tui.app import run_app
-        from kvtui.tui.demo import StaticSource
 
         run_app(StaticSource(final), None, headless=True, duration_s=0.5, screenshot=args.svg, size=(120, 40))
     return 0

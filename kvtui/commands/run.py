@@ -13,10 +13,18 @@ import sys
 import tempfile
 from pathlib import Path
 
-from kvtui.commands.common import (add_cluster_arguments, add_page_arguments, add_workload_arguments,
-                                   engine_options, layout_name, layout_of, make_workload, start_engine,
-                                   start_recording)
-from kvtui.errors import KvtuiError
+from kvtui.commands.common import (
+    add_cluster_arguments,
+    add_page_arguments,
+    add_workload_arguments,
+    engine_options,
+    layout_name,
+    layout_of,
+    make_workload,
+    start_engine,
+    start_recording,
+)
+from kvtui.core.errors import KvtuiError
 
 
 def register(subparsers) -> None:
@@ -161,7 +169,14 @@ def _progress(driver, agg, total, quiet: bool) -> None:
             pass
         return
     from rich.console import Console
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
+    from rich.progress import (
+        BarColumn,
+        MofNCompleteColumn,
+        Progress,
+        TextColumn,
+        TimeElapsedColumn,
+        TimeRemainingColumn,
+    )
 
     cols = [TextColumn("[bold]kvtui run"), BarColumn(), MofNCompleteColumn(), TextColumn("{task.fields[status]}"),
             TimeElapsedColumn(), TimeRemainingColumn()]

@@ -10,7 +10,7 @@ from __future__ import annotations
 import argparse
 import re
 
-from kvtui.errors import KvtuiError
+from kvtui.core.errors import KvtuiError
 
 _SUFFIX = {"": 1, "k": 10**3, "m": 10**6, "g": 10**9}
 _SIZE_RE = re.compile(r"^\s*(\d+(?:\.\d*)?|\.\d+)\s*([kmg]?)\s*$", re.IGNORECASE)

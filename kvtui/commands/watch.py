@@ -3,15 +3,25 @@
 from __future__ import annotations
 
 import argparse
-from pathlib import Path
 import sys
+from pathlib import Path
 
-from kvtui.commands.common import (DEFAULT_PROMPT_PAGES, add_cluster_arguments, add_page_arguments,
-                                   add_workload_arguments, check_refresh_hz, engine_options, layout_name, layout_of,
-                                   make_workload, start_engine, start_recording)
+from kvtui.commands.common import (
+    DEFAULT_PROMPT_PAGES,
+    add_cluster_arguments,
+    add_page_arguments,
+    add_workload_arguments,
+    check_refresh_hz,
+    engine_options,
+    layout_name,
+    layout_of,
+    make_workload,
+    start_engine,
+    start_recording,
+)
 from kvtui.commands.run import check_new_file, check_writable, session_header
-from kvtui.errors import KvtuiError
-from kvtui.tui.defaults import DEFAULT_HZ, MAX_HZ
+from kvtui.core.defaults import DEFAULT_HZ, MAX_HZ
+from kvtui.core.errors import KvtuiError
 
 
 def register(subparsers) -> None:
@@ -78,7 +88,7 @@ def parse_size(text: str) -> tuple[int, int]:
 
 def run(args: argparse.Namespace) -> int:
     """Start everything, run the app until it quits, tear everything down."""
-    from kvtui.layout import PRESETS
+    from kvtui.core.layout import PRESETS
     from kvtui.live import LiveSession
     from kvtui.tui.app import run_app
 

@@ -13,7 +13,7 @@ import signal
 import sys
 import threading
 
-from kvtui.procs import parent_death_signal
+from kvtui.engine.procs import parent_death_signal
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -26,7 +26,7 @@ def main(argv: list[str] | None = None) -> int:
     stop = threading.Event()
     for sig in (signal.SIGTERM, signal.SIGINT):
         signal.signal(sig, lambda *_: stop.set())
-    from kvtui.store import StoreError, open_client
+    from kvtui.engine.store import StoreError, open_client
 
     try:
         client = open_client(json.loads(args.endpoints), segment_bytes=args.segment_bytes)

@@ -44,9 +44,8 @@ import traceback
 from collections import deque
 from dataclasses import dataclass
 
-from kvtui.procs import pin_calling_thread
-from kvtui.store import BACKOFF_FIRST_S, BACKOFF_MAX_S, MASTER_DOWN_CODES, NO_SPACE
-
+from kvtui.core.codes import BACKOFF_FIRST_S, BACKOFF_MAX_S, MASTER_DOWN_CODES, NO_SPACE
+from kvtui.core.sched import pin_calling_thread
 
 
 @dataclass(frozen=True)
@@ -86,7 +85,7 @@ def worker_main(conn, spec: WorkerSpec, peer=None, results=None) -> None:
     ``conn``: command pipe to the parent; ``peer``: the other worker's end of the request chain (decode ↔
     prefill); ``results``: prefill's write end of the results pipe to the parent (None for decode).
     """
-    from kvtui.procs import parent_death_signal
+    from kvtui.engine.procs import parent_death_signal
 
     parent_death_signal(signal.SIGTERM)
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # the parent decides when we stop (a Ctrl-C or a hang-up of
@@ -99,15 +98,15 @@ def worker_main(conn, spec: WorkerSpec, peer=None, results=None) -> None:
 
     signal.signal(signal.SIGTERM, on_term)
     if spec.log_path:
-        from kvtui.store import redirect_native_stderr
+        from kvtui.engine.store import redirect_native_stderr
 
         redirect_native_stderr(spec.log_path)
     client = connector = None
     try:
-        from kvtui.connector import PagedKVConnector
-        from kvtui.keys import PageKeyer
-        from kvtui.layout import PageLayout
-        from kvtui.store import StoreError, open_client
+        from kvtui.core.layout import PageLayout
+        from kvtui.engine.connector import PagedKVConnector
+        from kvtui.engine.keys import PageKeyer
+        from kvtui.engine.store import StoreError, open_client
 
         layout = PageLayout(**spec.layout)
         try:
@@ -225,7 +224,7 @@ class _Chain:
 def _serve(conn, connector, client, peer=None, results=None) -> None:
     import selectors
 
-    from kvtui.connector import RoleError
+    from kvtui.engine.connector import RoleError
 
     chain = _Chain(connector, peer, results)
     sources = selectors.DefaultSelector()  # registered once: ``connection.wait`` builds a selector per call
@@ -264,7 +263,7 @@ def _serve(conn, connector, client, peer=None, results=None) -> None:
             chain.pin()
             continue
         if cmd == "set_layout":
-            from kvtui.layout import PageLayout
+            from kvtui.core.layout import PageLayout
 
             if chain.queue or chain.in_flight:
                 conn.send(("error", f"cannot change the page layout with {len(chain.queue) + chain.in_flight} "

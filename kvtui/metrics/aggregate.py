@@ -12,9 +12,9 @@ import time
 from collections import Counter, deque
 from dataclasses import dataclass, field
 
-from kvtui.events import EngineEvent, RequestResult
+from kvtui.core.codes import code_name
+from kvtui.core.events import EngineEvent, RequestResult
 from kvtui.metrics.latency import LatencyRecorder, LatencySnapshot
-from kvtui.store import code_name
 
 LATENCIES = ("reload", "publish", "probe")
 SERIES = ("reuse_MBps", "publish_MBps", "rps", "tokens_skipped_ps", "hit_rate")

@@ -4,10 +4,9 @@ from __future__ import annotations
 
 import math
 import sys
-
-import numpy as np
 from dataclasses import dataclass
 
+import numpy as np
 from hdrh.histogram import HdrHistogram
 
 _MAX_US = 3_600_000_000  # one hour

@@ -12,7 +12,7 @@ import json
 import zlib
 from collections import deque
 
-from kvtui.events import EngineEvent
+from kvtui.core.events import EngineEvent
 from kvtui.metrics.aggregate import Frame, PageRow
 from kvtui.metrics.latency import LatencySnapshot
 

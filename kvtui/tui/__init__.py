@@ -1,7 +1,7 @@
 """The live Textual monitor (``kvtui watch``): renders metric frames, sends controls through a controller.
 
 The names below load Textual on first use (PEP 562), so light modules of this package (e.g.
-:mod:`kvtui.tui.defaults`, read by the command line) do not.
+:mod:`kvtui.tui.fmt`) do not.
 """
 
 __all__ = ["Controller", "FrameSource", "KvtuiApp", "run_app"]

@@ -38,14 +38,33 @@ from textual.screen import Screen
 from textual.widgets import Footer, Static
 from textual.worker import Worker, WorkerState
 
+from kvtui.core.defaults import DEFAULT_HZ, MAX_HZ, UI_NICE
+from kvtui.core.sched import lower_thread_priority
 from kvtui.metrics.aggregate import Frame
-from kvtui.procs import lower_thread_priority
-from kvtui.tui.controls import (BINDINGS, ENGINE_ACTIONS, OVERLAP_STEP, RATE_STEPS, REPLAY_ACTIONS, SCENARIOS,
-                                SEEK_STEP_S, WORKLOAD_ACTIONS, key_help, next_rate, system_commands)
-from kvtui.tui.defaults import DEFAULT_HZ, MAX_HZ, UI_NICE
+from kvtui.tui.controls import (
+    BINDINGS,
+    ENGINE_ACTIONS,
+    OVERLAP_STEP,
+    RATE_STEPS,
+    REPLAY_ACTIONS,
+    SCENARIOS,
+    SEEK_STEP_S,
+    WORKLOAD_ACTIONS,
+    key_help,
+    next_rate,
+    system_commands,
+)
 from kvtui.tui.fmt import fmt_position, fmt_rps_knob, fmt_speed
 from kvtui.tui.screens import ConfirmScreen, HelpScreen, SettingsScreen
-from kvtui.tui.widgets import EventLog, Kpis, LatencyPanel, PageGrid, ProcsPanel, StorePanel, Throughput
+from kvtui.tui.widgets import (
+    EventLog,
+    Kpis,
+    LatencyPanel,
+    PageGrid,
+    ProcsPanel,
+    StorePanel,
+    Throughput,
+)
 
 __all__ = ["FrameSource", "Controller", "Player", "KvtuiApp", "run_app", "SCENARIOS", "RATE_STEPS", "next_rate"]
 

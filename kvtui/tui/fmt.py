@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from kvtui.layout import format_bytes
+from kvtui.core.units import format_bytes
 
 __all__ = ["format_bytes", "fmt_int", "fmt_count", "fmt_pct", "fmt_ms", "fmt_mbps", "fmt_rate", "fmt_elapsed",
            "fmt_rps_knob", "fmt_position", "fmt_speed"]

@@ -3,18 +3,19 @@
 from __future__ import annotations
 
 import gc
-import tracemalloc
 import signal
 import subprocess
 import sys
 import time
+import tracemalloc
 import uuid
 
 import psutil
 import pytest
 
-from kvtui.engine.runner import Driver, Engine, EngineOptions
-from kvtui.layout import PageLayout
+from kvtui.core.layout import PageLayout
+from kvtui.engine.driver import Driver
+from kvtui.engine.engine import Engine, EngineOptions
 from kvtui.metrics.aggregate import Aggregator
 from workload import SyntheticWorkload, WorkloadSpec
 

@@ -9,10 +9,11 @@ import uuid
 
 import pytest
 
-from kvtui.cluster import ClusterOptions
-from kvtui.engine.runner import Driver, Engine, EngineOptions
-from kvtui.events import EngineEvent
-from kvtui.layout import PageLayout
+from kvtui.core.events import EngineEvent
+from kvtui.core.layout import PageLayout
+from kvtui.engine.cluster import ClusterOptions
+from kvtui.engine.driver import Driver
+from kvtui.engine.engine import Engine, EngineOptions
 from kvtui.metrics.aggregate import Aggregator
 from workload import SyntheticWorkload, WorkloadSpec
 

@@ -11,7 +11,7 @@ import time
 import psutil
 import pytest
 
-from kvtui.netns import current_netns, isolation_possible
+from kvtui.engine.netns import current_netns, isolation_possible
 
 pytestmark = pytest.mark.integration
 

@@ -56,7 +56,7 @@ def test_report_names_the_layout_at_the_end_after_a_switch(recorded, tmp_path):
     import dataclasses
 
     from kvtui.commands.report import open_session
-    from kvtui.layout import PRESETS
+    from kvtui.core.layout import PRESETS
     from kvtui.session.writer import SessionWriter
 
     reader = open_session(str(recorded / "s.kvtui"))

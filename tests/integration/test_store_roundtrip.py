@@ -9,11 +9,11 @@ import uuid
 import numpy as np
 import pytest
 
-from kvtui.connector import PageState
-from kvtui.engine.workers import WorkerError, WorkerHandle
+from kvtui.core.layout import PageLayout
+from kvtui.core.pages import PageState
+from kvtui.engine.keys import PageKeyer
 from kvtui.engine.worker import WorkerSpec
-from kvtui.keys import PageKeyer
-from kvtui.layout import PageLayout
+from kvtui.engine.workers import WorkerError, WorkerHandle
 
 pytestmark = pytest.mark.integration
 LAYOUT = PageLayout(2, 2, 16, 16, 2)  # 4 KiB pages, 16 tokens/page
@@ -83,7 +83,7 @@ def test_racing_publishers_do_not_clobber_or_fail(cluster):
 
 
 def test_page_removed_from_middle_truncates_reload(attached_engine, cluster):
-    from kvtui.store import open_client
+    from kvtui.engine.store import open_client
 
     model = f"hole-{uuid.uuid4().hex[:8]}"
     e = attached_engine(LAYOUT, model=model)
@@ -124,7 +124,7 @@ def test_real_client_used_after_close_does_not_crash(cluster):
     import subprocess
     import sys
 
-    code = ("import json, sys\nfrom kvtui.store import open_client\n"
+    code = ("import json, sys\nfrom kvtui.engine.store import open_client\n"
             "c = open_client(json.loads(sys.argv[1]))\nc.close()\nc.close()\n"
             "print(c.batch_is_exist(['k']), c.batch_get_into(['k'], [0], [8]), c.health())\n")
     r = subprocess.run([sys.executable, "-c", code, json.dumps(cluster.endpoints.as_dict())],

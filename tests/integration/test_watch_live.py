@@ -12,8 +12,8 @@ import uuid
 import psutil
 import pytest
 
-from kvtui.engine.runner import Engine, EngineOptions
-from kvtui.layout import PRESETS
+from kvtui.core.layout import PRESETS
+from kvtui.engine.engine import Engine, EngineOptions
 from kvtui.live import LiveSession, synthetic_description
 from kvtui.tui.app import KvtuiApp
 from kvtui.tui.fmt import fmt_count, fmt_int, fmt_pct, format_bytes

@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 from tui_helpers import AggSource, result
 
-from kvtui.connector import PageState as S
-from kvtui.tui.demo import DemoController, DemoSource, StaticSource, fixture_frame
+from kvtui.core.pages import PageState as S
+from kvtui.testing.demo import DemoController, DemoSource, StaticSource, fixture_frame
 
 SESSION_FRAMES, SESSION_TICK_S = 60, 0.5
 

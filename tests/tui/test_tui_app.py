@@ -6,14 +6,22 @@ import signal
 
 import pytest
 from textual.widgets import Input, Static
-from tui_helpers import PROCS, STORE, SYNTH, AggSource, RecordingController, log_texts, pilot_test, screen_lines
+from tui_helpers import (
+    PROCS,
+    STORE,
+    SYNTH,
+    AggSource,
+    RecordingController,
+    log_texts,
+    pilot_test,
+    screen_lines,
+)
 
+from kvtui.testing.demo import DemoController, DemoSource, StaticSource
 from kvtui.tui.app import RATE_STEPS, KvtuiApp, run_app
-from kvtui.tui.demo import DemoController, DemoSource, StaticSource
 from kvtui.tui.fmt import fmt_count, fmt_int, fmt_pct, format_bytes
 from kvtui.tui.screens import ConfirmScreen, HelpScreen, SettingsScreen
 from kvtui.tui.widgets import EventLog, Kpis, PageGrid, ProcsPanel, StorePanel
-
 
 TICK_HZ = 10  # the pauses below allow for frames pulled 10 times a second, whatever the app's default
 
@@ -465,7 +473,7 @@ def test_throughput_values_keep_their_units():
     first text (it lost "MB/s", "tok/s", "%" at 120×40 until a resize)."""
     import dataclasses
 
-    from kvtui.tui.demo import fixture_frame
+    from kvtui.testing.demo import fixture_frame
     from kvtui.tui.widgets import Throughput
     from kvtui.tui.widgets.throughput import RATES
 

@@ -173,7 +173,7 @@ def test_recording_toggle(tmp_path):
 
 
 def test_demo_controller_records_a_replayable_session(tmp_path):
-    from kvtui.tui.demo import DemoController, DemoSource
+    from kvtui.testing.demo import DemoController, DemoSource
 
     src = DemoSource(2)
     ctl = DemoController(src, record_dir=str(tmp_path))

@@ -24,7 +24,7 @@ SCRIPT = """
 import signal, sys
 signal.signal(signal.SIGTERM, signal.default_int_handler)  # what kvtui/cli.py installs
 from kvtui.tui.app import run_app
-from kvtui.tui.demo import DemoController, DemoSource
+from kvtui.testing.demo import DemoController, DemoSource
 
 class Source(DemoSource):
     def frame(self):

@@ -11,8 +11,8 @@ from __future__ import annotations
 import pytest
 
 from kvtui.session.reader import ReplayPlayer, SessionReader
+from kvtui.testing.demo import DemoController, DemoSource, StaticSource, fixture_frame
 from kvtui.tui.app import KvtuiApp
-from kvtui.tui.demo import DemoController, DemoSource, StaticSource, fixture_frame
 
 
 def monitor(controller: bool = True) -> KvtuiApp:

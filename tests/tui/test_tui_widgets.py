@@ -9,7 +9,7 @@ from textual.app import App, ComposeResult
 from tui_helpers import result, run
 
 import kvtui.tui
-from kvtui.connector import PageState as S
+from kvtui.core.pages import PageState as S
 from kvtui.metrics.aggregate import PageRow
 from kvtui.metrics.latency import LatencyRecorder
 from kvtui.tui.app import RATE_STEPS, next_rate

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import asyncio
 
-from kvtui.connector import PageState as S
-from kvtui.events import EngineEvent, RequestResult
+from kvtui.core.events import EngineEvent, RequestResult
+from kvtui.core.pages import PageState as S
 from kvtui.metrics.aggregate import Aggregator
 
 PT, PB = 256, 14 << 20

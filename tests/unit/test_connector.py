@@ -7,10 +7,12 @@ import ctypes
 import numpy as np
 import pytest
 
-from kvtui.connector import PagedKVConnector, PageState, RoleError
-from kvtui.keys import PageKeyer
-from kvtui.layout import PageLayout
-from kvtui.store import CLIENT_CLOSED, ClientConfig, StoreClient
+from kvtui.core.codes import CLIENT_CLOSED
+from kvtui.core.layout import PageLayout
+from kvtui.core.pages import PageState
+from kvtui.engine.connector import PagedKVConnector, RoleError
+from kvtui.engine.keys import PageKeyer
+from kvtui.engine.store import ClientConfig, StoreClient
 
 LAYOUT = PageLayout(1, 1, 4, 4, 2)  # 64-byte pages, 4 tokens/page
 

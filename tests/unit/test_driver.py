@@ -8,8 +8,9 @@ import time
 
 import numpy as np
 
-from kvtui.engine.runner import Driver, result_from
-from kvtui.layout import PageLayout
+from kvtui.core.layout import PageLayout
+from kvtui.engine.driver import Driver
+from kvtui.engine.engine import result_from
 from workload import Request
 
 

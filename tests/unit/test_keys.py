@@ -7,7 +7,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from kvtui.keys import PageKeyer, page_keys
+from kvtui.engine.keys import PageKeyer, page_keys
 
 VECTORS = Path(__file__).resolve().parents[2].parent / "shared" / "data" / "key_vectors_ollama.json"
 
@@ -81,7 +81,7 @@ def test_numpy_and_list_inputs_agree():
 
 
 def test_keys_identical_across_processes_and_hash_seeds():
-    code = "from kvtui.keys import page_keys; print(page_keys(range(64), model='m', page_tokens=16))"
+    code = "from kvtui.engine.keys import page_keys; print(page_keys(range(64), model='m', page_tokens=16))"
     outs = set()
     for seed in ("0", "1", "12345"):
         env = dict(os.environ, PYTHONHASHSEED=seed)

@@ -3,7 +3,10 @@ import argparse
 import numpy as np
 import pytest
 
-from kvtui.layout import PRESETS, PageContent, PageLayout, add_layout_arguments, layout_from_args, parse_bytes
+from kvtui.commands.common import add_layout_arguments, layout_from_args
+from kvtui.core.layout import PRESETS, PageLayout
+from kvtui.core.units import parse_bytes
+from kvtui.engine.contents import PageContent
 
 
 def test_page_bytes_formula_and_presets():

@@ -1,12 +1,12 @@
 import pytest
 
-from kvtui.connector import PageState
-from kvtui.engine.runner import result_from
-from kvtui.events import RequestResult
-from kvtui.layout import PageLayout
+from kvtui.core.events import RequestResult
+from kvtui.core.layout import PageLayout
+from kvtui.core.pages import PageState
+from kvtui.engine.engine import result_from
+from kvtui.engine.samplers import StoreSampler, parse_prometheus
 from kvtui.metrics.aggregate import Aggregator
 from kvtui.metrics.latency import LatencyRecorder
-from kvtui.metrics.samplers import StoreSampler, parse_prometheus
 
 
 class Clock:
@@ -83,8 +83,9 @@ def test_latency_percentiles_match_hdrhistogram():
 
 
 def test_result_from_marks_states():
-    from workload import Request
     import numpy as np
+
+    from workload import Request
 
     lay = PageLayout(1, 1, 1, 16, 2)
     req = Request(req_id=3, tokens=np.zeros(16 * 5 + 3, np.uint32), arrival_s=None, cacheable_tokens=16 * 5, scenario="x")

@@ -8,7 +8,7 @@ import threading
 
 import pytest
 
-from kvtui.procs import _START_CPUS, lower_thread_priority, pin_calling_thread
+from kvtui.core.sched import _START_CPUS, lower_thread_priority, pin_calling_thread
 
 
 def _nice(tid: int) -> int:

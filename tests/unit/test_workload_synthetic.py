@@ -9,7 +9,12 @@ import numpy as np
 import pytest
 
 from workload.request import Request
-from workload.synthetic import SCENARIOS, SyntheticWorkload, WorkloadSpec, shared_prefix_tokens
+from workload.synthetic import (
+    SCENARIOS,
+    SyntheticWorkload,
+    WorkloadSpec,
+    shared_prefix_tokens,
+)
 
 
 def take(w: SyntheticWorkload, n: int) -> list[Request]:

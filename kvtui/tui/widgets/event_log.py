@@ -11,8 +11,9 @@ from rich.cells import cell_len
 from rich.text import Text
 from textual.widget import Widget
 
-from kvtui.events import EngineEvent
+from kvtui.core.events import EngineEvent
 from kvtui.tui.fmt import fmt_elapsed, fmt_int
+
 
 def wrap_words(text: str, width: int) -> list[str]:
     """``text`` wrapped to lines of at most ``width`` cells. A word never breaks when it fits on a line of its

@@ -11,8 +11,16 @@ from rich.text import Text
 from textual.geometry import Size
 from textual.widget import Widget
 
-from kvtui.tui.fmt import (fmt_count, fmt_elapsed, fmt_int, fmt_pct, fmt_position, fmt_rps_knob, fmt_speed,
-                           format_bytes)
+from kvtui.tui.fmt import (
+    fmt_count,
+    fmt_elapsed,
+    fmt_int,
+    fmt_pct,
+    fmt_position,
+    fmt_rps_knob,
+    fmt_speed,
+    format_bytes,
+)
 from kvtui.tui.widgets.styled import CachedStyles
 
 SEP = "  "

@@ -24,7 +24,7 @@ from rich.style import Style
 from textual.strip import Strip
 from textual.widget import Widget
 
-from kvtui.connector import PageState as S
+from kvtui.core.pages import PageState as S
 from kvtui.tui.widgets.styled import CachedStyles
 
 # (state, glyph, component class, legend word, full description) in legend order.

@@ -29,8 +29,8 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from kvtui.procs import ManagedProcess, spawn
-from kvtui.store import probe_tcp, split_hostport
+from kvtui.engine.procs import ManagedProcess, spawn
+from kvtui.engine.store import probe_tcp, split_hostport
 
 READY_TIMEOUT_S = 20.0
 

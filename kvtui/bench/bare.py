@@ -15,15 +15,15 @@ import numpy as np
 
 
 def _bare_main(conn, endpoints: dict, layout: dict, model: str, trace: str, block_tokens: int) -> None:
-    from kvtui.keys import PageKeyer
-    from kvtui.layout import PageLayout
-    from kvtui.procs import parent_death_signal
-    from kvtui.store import open_client
+    from kvtui.core.layout import PageLayout
+    from kvtui.engine.keys import PageKeyer
+    from kvtui.engine.procs import parent_death_signal
+    from kvtui.engine.store import open_client
     from workload import TraceWorkload, read_trace
 
     parent_death_signal()
     if endpoints.get("log_dir"):
-        from kvtui.store import redirect_native_stderr
+        from kvtui.engine.store import redirect_native_stderr
 
         redirect_native_stderr(f"{endpoints['log_dir']}/bare-loop.log")
     lay = PageLayout(**layout)

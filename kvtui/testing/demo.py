@@ -5,11 +5,11 @@
 call advances it by ``tick_s``), so every figure on screen comes from the same code path as a live run.
 :class:`DemoController` turns the knobs of a DemoSource. Nothing here touches a store or an engine.
 
-``python -m kvtui.tui.demo [--static | --replay FILE] [--headless --duration S --screenshot PATH --size WxH]``
+``python -m kvtui.testing.demo [--static | --replay FILE] [--headless --duration S --screenshot PATH --size WxH]``
 runs the monitor on it (``--static``: one fixed fixture frame, as the snapshot tests use; ``--replay``: play a
 recorded session file, e.g. one that ctrl+r wrote from the demo). The README fixture SVGs:
 
-    python -m kvtui.tui.demo --static --headless --duration 0.5 --size 120x40 \
+    python -m kvtui.testing.demo --static --headless --duration 0.5 --size 120x40 \
         --screenshot screenshots/watch-120x40.svg
 """
 
@@ -20,9 +20,9 @@ import os
 import random
 import time
 
-from kvtui.connector import PageState as S
-from kvtui.events import EngineEvent, RequestResult
-from kvtui.layout import PRESETS, PageLayout
+from kvtui.core.events import EngineEvent, RequestResult
+from kvtui.core.layout import PRESETS, PageLayout
+from kvtui.core.pages import PageState as S
 from kvtui.metrics.aggregate import Aggregator, Frame
 
 NO_AVAILABLE_HANDLE, OBJECT_NOT_FOUND, CONTENT_MISMATCH = -200, -704, -10002
@@ -225,7 +225,7 @@ def fixture_frame(ticks: int = 150, seed: int = 7, **kwargs) -> Frame:
 def main(argv: list[str] | None = None) -> int:
     from kvtui.tui.app import run_app
 
-    ap = argparse.ArgumentParser(prog="python -m kvtui.tui.demo", description=__doc__.split("\n")[0])
+    ap = argparse.ArgumentParser(prog="python -m kvtui.testing.demo", description=__doc__.split("\n")[0])
     ap.add_argument("--static", action="store_true", help="show one fixed fixture frame (knobs go nowhere)")
     ap.add_argument("--replay", metavar="FILE", default=None, help="play a recorded session file")
     ap.add_argument("--headless", action="store_true")

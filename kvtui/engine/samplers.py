@@ -12,7 +12,7 @@ import time
 
 import psutil
 
-from kvtui.cluster import http_get
+from kvtui.engine.cluster import http_get
 
 # Prometheus names (mooncake master, see shared/reference/mooncake-facts.md §5) → panel fields.
 STORE_GAUGES = {"master_key_count": "keys", "master_allocated_bytes": "used_bytes",

@@ -19,23 +19,18 @@ from __future__ import annotations
 
 import itertools
 import multiprocessing as mp
-import queue
-import threading
 import time
 from dataclasses import dataclass, field, replace
-from typing import Callable, Iterable, Iterator
 
-from kvtui.cluster import ClusterEndpoints, ClusterOptions, EmbeddedCluster
-from kvtui.connector import PageState
+from kvtui.core.events import RequestResult
+from kvtui.core.layout import PageLayout
+from kvtui.core.pages import PageState
+from kvtui.engine.cluster import ClusterEndpoints, ClusterOptions, EmbeddedCluster
+from kvtui.engine.keys import PageKeyer
 from kvtui.engine.worker import WorkerSpec
 from kvtui.engine.workers import WorkerError, WorkerHandle, start_workers, stop_all
-from kvtui.events import EngineEvent, RequestResult
-from kvtui.keys import PageKeyer
-from kvtui.layout import PageLayout
-from kvtui.store import MASTER_DOWN_CODES, NO_SPACE
 
 SEGMENT_PLACES = ("store", "prefill", "decode")
-REMOUNT_S = 1.5
 
 
 @dataclass
@@ -238,7 +233,7 @@ class Engine:
 
     def master_reachable(self) -> bool:
         """True if the master's RPC port accepts a TCP connection (no store call, no lease)."""
-        from kvtui.store import probe_tcp, split_hostport
+        from kvtui.engine.store import probe_tcp, split_hostport
 
         host, port = split_hostport(self.endpoints.master)
         return probe_tcp(host, port, timeout_s=0.5)
@@ -275,258 +270,3 @@ class Engine:
         if self.cluster is not None:
             self.cluster.stop()
             self.cluster = None
-
-
-
-
-LOOKAHEAD = 8  # requests submitted beyond ``concurrency``: ~30 ms of work at 300 req/s, so decode does not run dry
-# while the parent's GIL is busy with a repaint of the monitor; knob changes and pauses apply within as many
-# requests, and decode holds them itself when the master is down
-
-
-class Driver:
-    """Feeds requests from a workload into an :class:`Engine`, honouring arrival times and concurrency.
-
-    ``requests``: an iterable of ``workload.Request`` (a synthetic workload iterates forever);
-    ``on_result`` / ``on_event``: callbacks invoked from the driver's threads. Controls are thread-safe:
-    :meth:`pause`, :meth:`resume`, :meth:`stop`, :meth:`control` (a callable run on the feeder thread before
-    the next request, e.g. a workload knob change). ``max_requests`` / ``duration_s`` bound the run.
-
-    Two threads: the feeder draws a request when one of ``concurrency + LOOKAHEAD`` slots is free (so a
-    knob change applies to the next request drawn) and submits it; the collector takes finished requests
-    from the engine, reports them, and frees their slots. Only the feeder writes to the engine (submits,
-    holds and the final drain), so the collector never waits on a pipe the workers may be waiting on.
-    """
-
-    def __init__(self, engine: Engine, requests: Iterable, on_result: Callable[[RequestResult], None],
-                 on_event: Callable[[EngineEvent], None] | None = None, *, concurrency: int = 1,
-                 max_requests: int | None = None, duration_s: float | None = None):
-        self.engine = engine
-        self._iter: Iterator = iter(requests)
-        self.on_result = on_result
-        self.on_event = on_event or (lambda e: None)
-        self.concurrency = max(1, int(concurrency))
-        self.max_requests = max_requests
-        self.duration_s = duration_s
-        self._slots = threading.Semaphore(self.concurrency + LOOKAHEAD)
-        self._controls: queue.Queue = queue.Queue()
-        self._running = threading.Event()
-        self._running.set()
-        self._state_lock = threading.RLock()
-        self._user_paused = False
-        self._outage_since: float | None = None
-        self._stop = threading.Event()
-        self._fed = threading.Event()  # the feeder will submit nothing more
-        self.done = threading.Event()
-        self.issued = 0
-        self.completed = 0
-        self.dropped = 0  # submitted, then dropped unrun because the run ended while the master was down
-        self.error: BaseException | None = None
-        self._paused_total = 0.0
-        self._paused_at: float | None = None
-        self._threads: list[threading.Thread] = []
-        self.backoffs = 0  # results with NO_AVAILABLE_HANDLE: the decode worker backed off after each
-        self._want_hold = False  # engine hold wanted (a master outage); the feeder sends each change: decode
-        self._hold_epoch = 0  # may also have held by itself, so an outage's end is always sent as a release
-        self._sent_epoch = 0
-        self._outage_total = 0.0  # seconds of ended outages (the duration bound counts them, arrivals do not)
-
-    # -- controls ---------------------------------------------------------------------------------------
-    def _set_running(self) -> None:
-        with self._state_lock:
-            run = not (self._user_paused or self._outage_since is not None) or self._stop.is_set()
-            if run and not self._running.is_set():
-                self._paused_total += time.monotonic() - (self._paused_at or time.monotonic())
-                self._paused_at = None
-                self._running.set()
-            elif not run and self._running.is_set():
-                self._paused_at = time.monotonic()
-                self._running.clear()
-
-    def pause(self) -> None:
-        """Stop issuing new requests (in-flight ones finish)."""
-        self._user_paused = True
-        self._set_running()
-
-    def resume(self) -> None:
-        """Resume issuing; time spent paused does not count against arrival times."""
-        self._user_paused = False
-        self._set_running()
-
-    @property
-    def paused(self) -> bool:
-        """True while the user paused the workload."""
-        return self._user_paused
-
-    @property
-    def outage(self) -> bool:
-        """True while the master is unreachable (issuing is held until it answers again)."""
-        return self._outage_since is not None
-
-    def control(self, fn: Callable[[], None]) -> None:
-        """Run ``fn`` on the feeder thread before the next request is drawn."""
-        self._controls.put(fn)
-
-    def wait_idle(self, timeout_s: float) -> bool:
-        """From a :meth:`control` function: wait until every submitted request has finished (nothing more is
-        submitted meanwhile: the feeder is the caller); False after ``timeout_s`` (e.g. a master outage holds
-        them)."""
-        deadline = time.monotonic() + timeout_s
-        while self.completed + self.dropped < self.issued:
-            if time.monotonic() >= deadline or self.done.is_set():
-                return self.completed + self.dropped >= self.issued
-            time.sleep(0.005)
-        return True
-
-    def stop(self) -> None:
-        """Stop issuing; requests already submitted finish (during an outage: fail), then :attr:`done` is
-        set."""
-        self._stop.set()
-        self._set_running()
-
-    # -- outages ----------------------------------------------------------------------------------------
-    def _check_outage(self, codes: dict[int, int]) -> None:
-        """On RPC_FAIL / RPC_TIMEOUT, hold issuing and watch the master until it answers again.
-
-        Calls to a dead master fail at once at first, then block ~4.3 s each (mooncake-facts §4), so
-        issuing more requests would only pile up errors.
-        """
-        if not any(c in codes for c in MASTER_DOWN_CODES) or self._stop.is_set():
-            return
-        with self._state_lock:
-            if self._outage_since is not None:
-                return
-            self._outage_since = time.monotonic()
-            self._want_hold = True
-            self._hold_epoch += 1
-        self._set_running()
-        self.on_event(EngineEvent("outage", self.engine.now(), "master unreachable (RPC_FAIL): dispatch held"))
-        threading.Thread(target=self._watch_master, name="kvtui-outage", daemon=True).start()
-
-    def _watch_master(self) -> None:
-        while not self._stop.is_set():
-            if self.engine.master_reachable():
-                self._stop.wait(REMOUNT_S)  # clients remount their segments by themselves within ~1.5 s
-                down = time.monotonic() - (self._outage_since or time.monotonic())
-                with self._state_lock:
-                    self._outage_since = None
-                    self._outage_total += down
-                    self._want_hold = False
-                    self._hold_epoch += 1
-                self._set_running()
-                self.on_event(EngineEvent("outage", self.engine.now(),
-                                          f"master back after {down:.1f} s; dispatch resumed (a restarted master "
-                                          "has lost every key: hit rate restarts from zero)"))
-                return
-            self._stop.wait(0.5)
-
-    # -- threads ----------------------------------------------------------------------------------------
-    def start(self) -> "Driver":
-        """Start the feeder and collector threads."""
-        self._start_t = time.monotonic()
-        self.engine.begin_run(self.concurrency)
-        for name, target in (("feeder", self._feed), ("collector", self._collect)):
-            t = threading.Thread(target=target, name=f"kvtui-{name}", daemon=True)
-            t.start()
-            self._threads.append(t)
-        return self
-
-    def run(self) -> None:
-        """Start and block until the workload ends, the bounds are reached, or :meth:`stop`."""
-        self.start()
-        while not self.done.wait(0.2):
-            pass
-        if self.error is not None:
-            raise self.error
-
-    def _elapsed(self) -> float:
-        paused = self._paused_total + ((time.monotonic() - self._paused_at) if self._paused_at else 0.0)
-        return time.monotonic() - self._start_t - paused
-
-    def _run_time(self) -> float:
-        """Seconds the run has lasted for ``duration_s``: user pauses excluded, master outages included."""
-        with self._state_lock:
-            down = self._outage_total + (time.monotonic() - self._outage_since if self._outage_since else 0.0)
-        return self._elapsed() + down
-
-    def _duration_over(self) -> bool:
-        return self.duration_s is not None and self._run_time() >= self.duration_s
-
-    def _sync_hold(self) -> None:
-        with self._state_lock:
-            epoch, want = self._hold_epoch, self._want_hold
-        if epoch != self._sent_epoch:
-            self.engine.hold(want)
-            self._sent_epoch = epoch
-
-    def _drain_controls(self) -> None:
-        self._sync_hold()
-        while True:
-            try:
-                fn = self._controls.get_nowait()
-            except queue.Empty:
-                return
-            fn()
-
-    def _feed(self) -> None:
-        try:
-            while not self._stop.is_set():
-                if not self._slots.acquire(timeout=0.1):
-                    self._drain_controls()
-                    if self._duration_over():
-                        break
-                    continue
-                while not self._running.wait(0.1):  # paused or outage: knob changes still apply (and log)
-                    self._drain_controls()
-                    if self._duration_over():
-                        break
-                self._drain_controls()
-                if self._stop.is_set():
-                    break
-                if self.max_requests is not None and self.issued >= self.max_requests:
-                    break
-                if self._duration_over():
-                    break
-                req = next(self._iter, None)
-                if req is None:
-                    break
-                if req.arrival_s is not None:
-                    while not self._stop.is_set():
-                        wait = req.arrival_s - self._elapsed()
-                        if wait <= 0 or not self._running.is_set():
-                            break
-                        self._stop.wait(min(wait, 0.1))
-                        self._drain_controls()
-                    while not self._running.wait(0.1):  # an outage or a pause began meanwhile
-                        self._drain_controls()
-                self.engine.submit(req)
-                self.issued += 1
-        except BaseException as exc:  # a workload error ends the run; reported by run()
-            self.error = exc
-        finally:
-            try:
-                self.engine.drain()
-            except Exception:  # the engine is gone already: nothing is queued
-                pass
-            self._fed.set()
-
-    def _collect(self) -> None:
-        try:
-            while not (self._fed.is_set() and self.completed + self.dropped >= self.issued):
-                result = self.engine.next_result(timeout_s=0.1)
-                if result is None:
-                    continue
-                if isinstance(result, Dropped):
-                    self.dropped += 1
-                    self._slots.release()
-                    continue
-                self.completed += 1
-                self.on_result(result)
-                self._check_outage(result.codes)
-                self.backoffs += NO_SPACE in result.codes
-                self._slots.release()
-        except BaseException as exc:
-            self.error = self.error or exc
-            self._stop.set()
-        finally:
-            self.done.set()

@@ -12,42 +12,33 @@
   probe and by duplicate keys within the batch.
 
 Return codes are never treated as success unless they are (``0`` for puts, ``page_bytes`` for reads) and a
-missing page is never counted as present. Codes are counted by value; :func:`kvtui.store.code_name` names them.
+missing page is never counted as present. Codes are counted by value; :func:`kvtui.core.codes.code_name` names them.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import time
 from collections import Counter
 from concurrent.futures import ThreadPoolExecutor
-import dataclasses
 from dataclasses import dataclass, field
-from enum import IntEnum
 from typing import Sequence
 
 import numpy as np
 
-from kvtui.keys import PageKeyer
-from kvtui.layout import PageContent, PageLayout
-from kvtui.store import CONTENT_MISMATCH, SIZE_MISMATCH, StoreClient
+from kvtui.core.codes import (
+    CONTENT_MISMATCH,
+    INVALID_PARAMS,
+    OBJECT_NOT_FOUND,
+    SIZE_MISMATCH,
+)
+from kvtui.core.layout import PageLayout
+from kvtui.core.pages import PageState
+from kvtui.engine.contents import PageContent
+from kvtui.engine.keys import PageKeyer
+from kvtui.engine.store import StoreClient
 
 MIN_STREAM_BYTES = 8 << 20  # a concurrent read stream is worth it from about this many bytes
-OBJECT_NOT_FOUND = -704
-NO_AVAILABLE_HANDLE = -200
-INVALID_PARAMS = -600
-
-
-class PageState(IntEnum):
-    """What happened to one page of a request (one cell of the page grid)."""
-
-    HIT = 0  # loaded from the store and verified: prefill skipped for it
-    PUBLISHED = 1  # miss: computed by prefill and stored
-    PRESENT = 2  # miss: computed, but a peer had already stored it
-    PARTIAL = 3  # trailing partial page (or beyond the cacheable part): never keyed, always computed
-    FAILED = 4  # a store call failed (see the request's codes)
-    EVICTED = 5  # the probe said present, the read said gone: evicted between probe and read
-    MISMATCH = 6  # loaded, but the size or bytes were not what the layout and key say
-    COMPUTED = 7  # miss: computed and not published (decode role, or publish skipped)
 
 
 class RoleError(RuntimeError):

@@ -20,39 +20,7 @@ import threading
 from dataclasses import dataclass
 from typing import Sequence
 
-# ErrorCode values of upstream mooncake-store/include/types.h (names as in the enum).
-ERROR_CODES: dict[int, str] = {
-    0: "OK", -1: "INTERNAL_ERROR", -10: "BUFFER_OVERFLOW",
-    -100: "SHARD_INDEX_OUT_OF_RANGE", -101: "SEGMENT_NOT_FOUND", -102: "SEGMENT_ALREADY_EXISTS",
-    -103: "CLIENT_NOT_FOUND", -200: "NO_AVAILABLE_HANDLE", -300: "INVALID_VERSION", -400: "INVALID_KEY",
-    -500: "WRITE_FAIL", -600: "INVALID_PARAMS", -601: "ILLEGAL_CLIENT",
-    -700: "INVALID_WRITE", -701: "INVALID_READ", -702: "INVALID_REPLICA", -703: "REPLICA_IS_NOT_READY",
-    -704: "OBJECT_NOT_FOUND", -705: "OBJECT_ALREADY_EXISTS", -706: "OBJECT_HAS_LEASE", -707: "LEASE_EXPIRED",
-    -708: "OBJECT_HAS_REPLICATION_TASK", -709: "OBJECT_NO_REPLICATION_TASK", -710: "REPLICA_NOT_FOUND",
-    -711: "REPLICA_ALREADY_EXISTS", -712: "REPLICA_IS_GONE", -713: "REPLICA_NOT_IN_LOCAL_MEMORY",
-    -714: "OBJECT_REPLICA_BUSY", -800: "TRANSFER_FAIL", -801: "CHECKSUM_MISMATCH",
-    -900: "RPC_FAIL", -901: "RPC_TIMEOUT",
-    -1000: "ETCD_OPERATION_ERROR", -1001: "ETCD_KEY_NOT_EXIST", -1002: "ETCD_TRANSACTION_FAIL",
-    -1003: "ETCD_CTX_CANCELLED", -1004: "OPLOG_ENTRY_NOT_FOUND", -1010: "UNAVAILABLE_IN_CURRENT_STATUS",
-    -1011: "UNAVAILABLE_IN_CURRENT_MODE", -1012: "NOT_SUPPORTED",
-    -1300: "UNABLE_OFFLOAD", -1301: "UNABLE_OFFLOADING",
-    -1700: "TENANT_QUOTA_EXCEEDED", -1701: "TENANT_NOT_REGISTERED", -1702: "TENANT_NOT_EMPTY",
-}
-
-# Codes kvtui makes itself for outcomes the store reports as success or as a size.
-MASTER_DOWN_CODES = (-900, -901)  # RPC_FAIL, RPC_TIMEOUT: the master does not answer
-NO_SPACE = -200  # NO_AVAILABLE_HANDLE: the store is full and nothing can be evicted (all leased)
-BACKOFF_FIRST_S, BACKOFF_MAX_S = 0.05, 1.0  # wait after NO_SPACE, doubling up to the maximum
-SIZE_MISMATCH = -10001  # a read returned a size other than the layout's page_bytes
-CONTENT_MISMATCH = -10002  # bytes loaded differ from what the page key says was published
-CLIENT_CLOSED = -10003  # the call was refused because this client is closed
-ERROR_CODES.update({SIZE_MISMATCH: "SIZE_MISMATCH", CONTENT_MISMATCH: "CONTENT_MISMATCH",
-                    CLIENT_CLOSED: "CLIENT_CLOSED"})
-
-
-def code_name(code: int) -> str:
-    """Name of a Mooncake (or kvtui) return code, e.g. ``-704`` → ``OBJECT_NOT_FOUND``; unknown → ``E<code>``."""
-    return ERROR_CODES.get(int(code), f"E{int(code)}")
+from kvtui.core.codes import CLIENT_CLOSED
 
 
 class StoreError(RuntimeError):

@@ -1,0 +1,14 @@
+"""Defaults that several layers share, each defined once: the model name hashed into keys, the embedded
+store's size, prompt length, and the monitor's refresh limits (importable without Textual or Mooncake)."""
+
+DEFAULT_MODEL = "demo-model"  # hashed into every page key unless --model says otherwise
+DEFAULT_STORE_BYTES = 1 << 30  # the embedded store node's segment (--store-size 1GiB)
+DEFAULT_STORE_SIZE_TEXT = "1GiB"  # the same, as the command line writes it
+MIN_SEGMENT_BYTES = 16 << 20  # Mooncake refuses smaller segments ("Total size must be at least 16777216")
+DEFAULT_PROMPT_PAGES = 8  # without --prompt-tokens, prompts are this many pages long (also after a layout switch)
+
+MAX_HZ = 15.0  # repaint at most 15 times a second whatever the request rate
+DEFAULT_HZ = 4.0  # each repaint of a busy 120×40 screen costs Textual ~25 ms of CPU: at 10 Hz the monitor
+# took about a third of a core from the workload it shows on a 2-core machine (``kvtui bench --ui``)
+UI_NICE = 10  # the monitor's thread runs this much nicer than the engine's threads and workers: on a busy
+# machine the workload it shows gets the CPU first (``kvtui bench --ui``)

@@ -1,0 +1,50 @@
+"""Units: byte sizes in and out (binary and decimal prefixes), and the median of a sample."""
+
+from __future__ import annotations
+
+from typing import Sequence
+
+
+def format_bytes(n: float) -> str:
+    """``1536`` → ``'1.5 KiB'`` (binary units)."""
+    n = float(n)
+    for unit in ("B", "KiB", "MiB", "GiB", "TiB"):
+        if abs(n) < 1024 or unit == "TiB":
+            return f"{n:.0f} {unit}" if unit == "B" else f"{n:.1f} {unit}"
+        n /= 1024
+    raise AssertionError("unreachable")
+
+
+_UNITS = {"": 1, "b": 1, "k": 1 << 10, "kb": 1000, "kib": 1 << 10, "m": 1 << 20, "mb": 1000**2, "mib": 1 << 20,
+          "g": 1 << 30, "gb": 1000**3, "gib": 1 << 30, "t": 1 << 40, "tb": 1000**4, "tib": 1 << 40}
+
+
+def parse_bytes(text: str) -> int:
+    """Parse a size such as ``1GiB``, ``512MB``, ``64m`` or ``4096`` into bytes (``ValueError`` if bad).
+
+    ``K/M/G/T`` and ``KiB/MiB/GiB/TiB`` are powers of 1024; ``KB/MB/GB/TB`` are powers of 1000.
+    """
+    s = str(text).strip().replace(" ", "")
+    i = len(s)
+    while i and not s[i - 1].isdigit() and s[i - 1] != ".":
+        i -= 1
+    number, unit = s[:i], s[i:].lower()
+    if unit not in _UNITS or not number:
+        raise ValueError(f"not a size: {text!r} (use e.g. 1GiB, 512MiB, 4096)")
+    try:
+        value = float(number) * _UNITS[unit]
+    except ValueError:
+        raise ValueError(f"not a size: {text!r} (use e.g. 1GiB, 512MiB, 4096)") from None
+    if value <= 0:
+        raise ValueError(f"size must be positive: {text!r}")
+    return int(value)
+
+
+def median(values: Sequence[float]) -> float:
+    """The median (p50) of ``values`` (the mean of the two middle values for an even count); ``0.0`` for an
+    empty sequence."""
+    s = sorted(values)
+    n = len(s)
+    if n == 0:
+        return 0.0
+    return float(s[n // 2]) if n % 2 else (s[n // 2 - 1] + s[n // 2]) / 2.0
