@@ -1,13 +1,19 @@
 """A live session: engine + driver + aggregator + samplers behind the two interfaces the TUI needs.
 
-:class:`LiveSession` is the UI's ``FrameSource`` (``frame()``) and ``Controller`` (knob changes, pause,
-clear store, stop). Knob changes go to the workload on the driver's feeder thread, so they apply from the
-next request; every control change is also logged as an engine event (shown in the event log).
+:class:`LiveSession` is the UI's ``FrameSource`` (``frame()``) and ``Controller``: ``send(control)`` for
+knob and layout changes (typed messages of :mod:`kvtui.core.controls`, checked against
+:mod:`kvtui.core.knobs`), ``pause``, ``resume``, ``clear_store``, ``toggle_recording``, ``restart_master``,
+``stop``. Controls reach the workload on the driver's feeder thread, so they apply from the next request;
+every control change (or its refusal) is also logged as an engine event (shown in the event log).
 """
 
 from __future__ import annotations
 
+from dataclasses import replace
+
+from kvtui.core.controls import Control, SetLayout, SetOverlap, SetPool, SetRate, SetScenario
 from kvtui.core.events import EngineEvent
+from kvtui.core.knobs import KNOBS, OVERLAP, POOL, RATE, SCENARIOS
 from kvtui.engine.samplers import PanelThread, ProcessSampler, StoreSampler
 from kvtui.metrics.aggregate import Aggregator, Frame
 
@@ -15,10 +21,13 @@ LAYOUT_WAIT_S = 10.0  # a layout switch waits this long for the requests under w
 
 
 class LiveSession:
-    """Owns a running :class:`~kvtui.engine.driver.Driver` over an started engine.
+    """Owns a running :class:`~kvtui.engine.driver.Driver` over a started engine.
 
     ``workload``: the request source (a ``SyntheticWorkload`` accepts knob changes; a trace does not);
-    ``description``: the ``frame.workload`` dict; ``layout_text``: shown in the header.
+    ``description``: the ``frame.workload`` dict at the start (:func:`synthetic_description`, or a trace's
+    name and row count); ``layout_text``: shown in the header; ``layout_name``: the page layout preset the
+    engine started with (``custom`` when none); ``prompt_pages``: prompts of this many pages of the layout
+    (after a layout switch too; None: the prompt length in tokens stays as it is).
     """
 
     def __init__(self, engine, workload, description: dict, *, concurrency: int = 1, max_requests=None,
@@ -29,11 +38,12 @@ class LiveSession:
 
         self.engine = engine
         self.workload = workload
-        self.description = dict(description)
+        self._description = dict(description)
         self.layout_text = layout_text
+        self.layout_name = layout_name
         self.agg = aggregator or Aggregator()
-        self.driver = Driver(engine, workload, self._on_result, self.agg.event, concurrency=concurrency,
-                             max_requests=max_requests, duration_s=duration_s)
+        self.driver = Driver(engine, workload, self._on_result, self.agg.event, on_control=self._apply,
+                             concurrency=concurrency, max_requests=max_requests, duration_s=duration_s)
         ep = engine.endpoints
         self.panels = PanelThread(StoreSampler(ep.metrics_url if ep else None), ProcessSampler(engine.worker_pids()))
         self._stopped = False
@@ -42,8 +52,19 @@ class LiveSession:
         self.owns_engine = owns_engine  # False: stop() leaves the engine running (the bench reuses it)
         self.recorder = None  # RecordingThread while recording
         self.prompt_pages = prompt_pages  # prompts of this many pages of the layout (None: --prompt-tokens fixed)
-        if self.description.get("kind") == "synthetic":
-            self.description["layout"] = layout_name
+
+    @property
+    def description(self) -> dict:
+        """The ``frame.workload`` dict now (a copy): a trace's progress (``done`` of ``total`` rows), or a
+        synthetic workload's knobs, read from the workload's current spec (so the header never disagrees with
+        what the next request uses), and its layout preset name (``layout``)."""
+        d = dict(self._description)
+        spec = getattr(self.workload, "spec", None)
+        if d.get("kind") == "synthetic":
+            if spec is not None:
+                d.update(synthetic_description(spec))
+            d["layout"] = self.layout_name
+        return d
 
     def start(self) -> "LiveSession":
         """Start sampling and issuing requests."""
@@ -55,9 +76,9 @@ class LiveSession:
 
     def _on_result(self, result) -> None:
         self.agg.add(result)
-        if self.description.get("kind") == "trace":
-            self.description["done"] = self.driver.completed
-            self.description["complete"] = self.driver.completed >= self.description.get("total", 0)
+        if self._description.get("kind") == "trace":
+            self._description["done"] = self.driver.completed
+            self._description["complete"] = self.driver.completed >= self._description.get("total", 0)
 
     def _log(self, kind: str, text: str) -> None:
         self.agg.event(EngineEvent(kind, self.agg.now(), text))
@@ -83,93 +104,89 @@ class LiveSession:
         rec = self.recorder
         if rec is not None:
             status.update(recording=True, record_path=str(rec.writer.path))
-        return self.agg.frame(store=store, procs=self.panels.procs, workload=dict(self.description), status=status)
+        return self.agg.frame(store=store, procs=self.panels.procs, workload=self.description, status=status)
 
     # -- Controller -------------------------------------------------------------------------------------
-    def _update(self, **changes) -> None:
+    def send(self, control: Control) -> None:
+        """Change a knob or the page layout (:mod:`kvtui.core.controls`), from the next request: queued on
+        the driver, applied on its feeder thread by :meth:`_apply`, which logs one event-log line, either the
+        change (``overlap → 60 %``) or ``control refused: …`` (a value outside its
+        :mod:`kvtui.core.knobs` range, which is refused, never clamped; an unknown scenario or layout; a
+        layout that cannot be used). ``TypeError`` if ``control`` is not a control message."""
+        self.driver.send(control)
+
+    def _apply(self, control: Control) -> None:
+        """The driver's control handler (feeder thread, before the next request is drawn)."""
+        if isinstance(control, SetLayout):
+            self._switch_layout(control.name)
+            return
         if not hasattr(self.workload, "update"):
             self._log("control", "this workload (a trace) has no knobs to change")
             return
+        try:
+            knob, value = _knob_change(control)
+            self.workload.update(**{knob: value})
+        except ValueError as exc:
+            self._log("error", f"control refused: {exc}")
+            return
+        self._log("control", _change_text(knob, value))
 
-        def apply() -> None:
-            try:
-                spec = self.workload.update(**changes)
-            except ValueError as exc:
-                self._log("error", f"control refused: {exc}")
-                return
-            self.description.update(synthetic_description(spec))
-            self._log("control", ", ".join(_change_text(k, v) for k, v in changes.items()))
-
-        self.driver.control(apply)
-
-    def set_overlap(self, fraction: float) -> None:
-        """Shared-prefix fraction 0..1, from the next request."""
-        self._update(overlap=min(1.0, max(0.0, round(float(fraction), 4))))
-
-    def set_pool(self, n: int) -> None:
-        """Pool size (≥ 1), from the next request."""
-        self._update(pool=max(1, int(n)))
-
-    def set_rate(self, rps: float) -> None:
-        """Arrival rate in requests/s (0 = closed loop), from the next request."""
-        self._update(rate=max(0.0, float(rps)))
-
-    def set_scenario(self, name: str) -> None:
-        """Switch scenario, from the next request."""
-        self._update(scenario=name)
-
-    def set_layout(self, name: str) -> None:
-        """Switch to page layout preset ``name`` (``kvtui.layout.PRESETS``) from the next request: the
-        requests under way finish first (up to ``LAYOUT_WAIT_S``), then both workers and the workload switch
-        (prompts of ``prompt_pages`` pages follow the new page size). Synthetic workloads only; refused, with
-        an event-log line, when one prompt's pages would not fit the store's segment, or when the pages would
-        reuse the current pages' keys with another size (same tokens per page, other bytes)."""
+    def _switch_layout(self, name: str) -> None:
+        """Switch to page layout preset ``name`` (:data:`kvtui.core.layout.PRESETS`), all or nothing: the
+        requests under way finish first (up to ``LAYOUT_WAIT_S``), then both workers switch (the engine puts
+        both back if one refuses), then the workload (prompts of ``prompt_pages`` pages follow the new page
+        size). Synthetic workloads only. Refused, with an event-log line and the workload, the engine, the
+        header and :attr:`description` as they were, when one prompt's pages would not fit the store's
+        segment, when the pages would reuse the current pages' keys with another size (same tokens per page,
+        other bytes), when the new prompt length is out of range, or when a worker refuses."""
         from kvtui.core.layout import PRESETS
 
-        if self.description.get("kind") != "synthetic":
+        if self._description.get("kind") != "synthetic" or not hasattr(self.workload, "update"):
             self._log("control", "this workload (a trace) keeps the page layout it started with")
             return
         if name not in PRESETS:
             self._log("error", f"control refused: unknown layout {name!r} (choose from {', '.join(sorted(PRESETS))})")
             return
-        new = PRESETS[name]
-
-        def apply() -> None:
-            old = self.engine.options.layout
-            store_bytes = self.engine.options.store_bytes if self.engine.cluster is not None else None
-            if new == old:
-                self.description["layout"] = name
-                return
-            if new.page_tokens == old.page_tokens and new.page_bytes != old.page_bytes:
-                self._log("error", f"control refused: layout {name} has {new.page_tokens} tokens per page like "
-                                   "the current one but other page bytes: its pages would take the stored pages' "
-                                   "keys")
-                return
-            changes = {"page_tokens": new.page_tokens}
-            if self.prompt_pages:
-                changes["prompt_tokens"] = self.prompt_pages * new.page_tokens
-            prompt_pages = changes.get("prompt_tokens", self.description["prompt_tokens"]) // new.page_tokens
-            if store_bytes is not None and prompt_pages * new.page_bytes > store_bytes:
-                self._log("error", f"control refused: one {name} prompt ({prompt_pages} pages of "
-                                   f"{new.page_bytes / 2**20:.1f} MiB) is larger than the store segment "
-                                   f"({store_bytes / 2**20:.0f} MiB): every publish would fail")
-                return
-            if not self.driver.wait_idle(LAYOUT_WAIT_S):
-                self._log("error", f"control refused: requests still under way after {LAYOUT_WAIT_S:g} s; "
-                                   "layout unchanged")
-                return
-            try:
-                self.workload.update(**changes)  # first: a refused spec leaves the workers as they were
-                self.engine.set_layout(new)
-            except Exception as exc:
-                self.workload.update(page_tokens=old.page_tokens, prompt_tokens=self.description["prompt_tokens"])
-                self._log("error", f"control refused: layout {name}: {exc}")
-                return
-            self.layout_text = new.describe()
-            self.description.update(synthetic_description(self.workload.spec), layout=name)
-            self._log("control", f"layout → {name} ({self.layout_text})")
-
-        self.driver.control(apply)
+        new, old = PRESETS[name], self.engine.options.layout
+        if new == old:
+            self.layout_name = name
+            return
+        if new.page_tokens == old.page_tokens and new.page_bytes != old.page_bytes:
+            self._log("error", f"control refused: layout {name} has {new.page_tokens} tokens per page like "
+                               "the current one but other page bytes: its pages would take the stored pages' keys")
+            return
+        spec = self.workload.spec
+        changes = {"page_tokens": new.page_tokens,
+                   "prompt_tokens": self.prompt_pages * new.page_tokens if self.prompt_pages else spec.prompt_tokens}
+        try:
+            replace(spec, **changes).validate()  # checked before anything switches
+        except ValueError as exc:
+            self._log("error", f"control refused: layout {name}: {exc}")
+            return
+        prompt_pages = changes["prompt_tokens"] // new.page_tokens
+        store_bytes = self.engine.options.store_bytes if self.engine.cluster is not None else None
+        if store_bytes is not None and prompt_pages * new.page_bytes > store_bytes:
+            self._log("error", f"control refused: one {name} prompt ({prompt_pages} pages of "
+                               f"{new.page_bytes / 2**20:.1f} MiB) is larger than the store segment "
+                               f"({store_bytes / 2**20:.0f} MiB): every publish would fail")
+            return
+        if not self.driver.wait_idle(LAYOUT_WAIT_S):
+            self._log("error", f"control refused: requests still under way after {LAYOUT_WAIT_S:g} s; "
+                               "layout unchanged")
+            return
+        try:
+            self.engine.set_layout(new)  # both workers or neither
+        except Exception as exc:
+            self._log("error", f"control refused: layout {name}: {exc}")
+            return
+        try:
+            self.workload.update(**changes)  # validated above: cannot refuse, but if it did, switch back
+        except ValueError as exc:
+            self.engine.set_layout(old)
+            self._log("error", f"control refused: layout {name}: {exc}")
+            return
+        self.layout_text, self.layout_name = new.describe(), name
+        self._log("control", f"layout → {name} ({self.layout_text})")
 
     def pause(self) -> None:
         """Stop issuing requests (in-flight ones finish)."""
@@ -201,7 +218,7 @@ class LiveSession:
 
         if self.recorder is not None:
             return str(self.recorder.writer.path)
-        header = {**self.header, "workload_now": dict(self.description)}
+        header = {**self.header, "workload_now": self.description}
         self.recorder = RecordingThread(self, SessionWriter(path, header)).start()
         self._log("control", f"recording → {path}")
         return path
@@ -254,12 +271,29 @@ class LiveSession:
             self.engine.stop()
 
 
+_KNOB_OF = {SetOverlap: (OVERLAP, "fraction"), SetPool: (POOL, "n"), SetRate: (RATE, "rps")}
+
+
+def _knob_change(control: Control) -> tuple[str, object]:
+    """``(workload knob, value)`` of a knob control, checked against its :mod:`kvtui.core.knobs` spec (or
+    the scenario list); ``ValueError`` (one line) when out of range or unknown."""
+    if isinstance(control, SetScenario):
+        if control.name not in SCENARIOS:
+            raise ValueError(f"unknown scenario {control.name!r} (choose from {', '.join(SCENARIOS)})")
+        return "scenario", control.name
+    if type(control) not in _KNOB_OF:
+        raise ValueError(f"not a knob control: {control!r}")
+    knob, field = _KNOB_OF[type(control)]
+    value = knob.check(getattr(control, field))
+    if knob is OVERLAP:
+        value = round(value, 4)  # 0.6 rather than 0.6000000000000001 in the header
+    return knob.name, value
+
+
 def _change_text(knob: str, value) -> str:
     """The event-log line of a knob change (the UI shows its own request with the same text until then)."""
-    if knob == "overlap":
-        return f"overlap → {value * 100:g} %"
-    if knob == "rate":
-        return f"rate → {value:g} req/s" if value > 0 else "rate → closed loop"
+    if knob in KNOBS:
+        return f"{knob} → {KNOBS[knob].text(value)}"
     return f"{knob} → {value}"
 
 

@@ -28,6 +28,7 @@ from workload.trace import (
     check_page_divides_block,
     read_trace,
     row_tokens,
+    skipped_rows_text,
 )
 
 __all__ = [
@@ -44,6 +45,7 @@ __all__ = [
     "block_tokens_ids",
     "row_tokens",
     "check_page_divides_block",
+    "skipped_rows_text",
     "DEFAULT_BLOCK_TOKENS",
     "TraceStats",
     "trace_stats",

@@ -35,6 +35,7 @@ __all__ = [
     "block_tokens_ids",
     "TraceWorkload",
     "check_page_divides_block",
+    "skipped_rows_text",
     "DEFAULT_BLOCK_TOKENS",
 ]
 
@@ -73,6 +74,15 @@ class TraceProblem:
 
     line_no: int
     reason: str
+
+
+def skipped_rows_text(problems: Sequence[TraceProblem]) -> str:
+    """What kvtui says about the bad rows :func:`read_trace` skipped, e.g. ``skipped 2 bad trace rows (first:
+    line 7: bad JSON: ...)``; ``""`` when there are none. Every command that replays a trace says it this way."""
+    if not problems:
+        return ""
+    first = problems[0]
+    return f"skipped {len(problems)} bad trace rows (first: line {first.line_no}: {first.reason})"
 
 
 class TraceError(ValueError):

@@ -8,10 +8,7 @@ import time
 
 import numpy as np
 
-
-def _p50(values: list[float]) -> float:
-    values = sorted(values)
-    return values[len(values) // 2]
+from kvtui.core.units import median
 
 
 def memcpy_mbps(nbytes: int, iterations: int = 20) -> float:
@@ -24,7 +21,7 @@ def memcpy_mbps(nbytes: int, iterations: int = 20) -> float:
         t0 = time.perf_counter()
         np.copyto(dst, src)
         times.append(time.perf_counter() - t0)
-    return nbytes / _p50(times) / 1e6
+    return nbytes / median(times) / 1e6
 
 
 def _sender(port: int, nbytes: int, iterations: int) -> None:
@@ -61,4 +58,4 @@ def loopback_tcp_mbps(nbytes: int, iterations: int = 20) -> float:
                 if i:  # the first transfer warms the socket buffers
                     times.append(time.perf_counter() - t0)
         proc.join(5)
-    return nbytes / _p50(times) / 1e6
+    return nbytes / median(times) / 1e6

@@ -1,4 +1,5 @@
-"""Options shared by the commands that move pages (``run``, ``watch``, ``bench``): cluster, layout, workload.
+"""Options shared by the commands that move pages (``run``, ``watch``, ``bench``): cluster, layout, workload,
+and the screen flags of the commands that show the monitor (``watch``, ``replay``).
 
 Every parser here only collects strings and numbers; :func:`engine_options` and :func:`make_workload` turn
 them into objects and raise :class:`~kvtui.core.errors.KvtuiError` (one line, exit 2) on bad values.
@@ -8,12 +9,15 @@ from __future__ import annotations
 
 import argparse
 import math
+import sys
 from dataclasses import replace
 from pathlib import Path
 
+from kvtui.commands.output import check_writable
 from kvtui.core.defaults import (
     DEFAULT_MODEL,
     DEFAULT_PROMPT_PAGES,
+    DEFAULT_STORE_SIZE_TEXT,
     MAX_HZ,
     MIN_SEGMENT_BYTES,
 )
@@ -47,8 +51,9 @@ def layout_from_args(args: argparse.Namespace) -> PageLayout:
 def add_cluster_arguments(p: argparse.ArgumentParser) -> None:
     """``--store-size``, ``--segment-on``, attach-mode flags, ``--lease-ttl``, ``--log-dir``."""
     g = p.add_argument_group("store (embedded by default; --master/--metadata attach to an existing cluster)")
-    g.add_argument("--store-size", default="1GiB", metavar="BYTES",
-                   help="embedded store segment size, bytes with units (1GiB, 512MiB; at least 16MiB; default 1GiB)")
+    g.add_argument("--store-size", default=DEFAULT_STORE_SIZE_TEXT, metavar="BYTES",
+                   help=f"embedded store segment size, bytes with units (1GiB, 512MiB; at least "
+                        f"{MIN_SEGMENT_BYTES >> 20}MiB; default {DEFAULT_STORE_SIZE_TEXT})")
     g.add_argument("--segment-on", choices=("store", "prefill", "decode"), default="store",
                    help="where the embedded segment lives: a separate store node (default; decode reads cross "
                         "TCP) or co-located with the prefill or decode worker")
@@ -74,17 +79,19 @@ def add_cluster_arguments(p: argparse.ArgumentParser) -> None:
                         "(default 1: on 2 cores more streams were slower in `kvtui bench`)")
 
 
-def add_workload_arguments(p: argparse.ArgumentParser, default_scenario: str = "shared-system-prompt") -> None:
-    """Synthetic scenario knobs and trace replay flags."""
+def add_workload_arguments(p: argparse.ArgumentParser, default_scenario: str | None = None) -> None:
+    """Synthetic scenario knobs (:mod:`kvtui.core.knobs`: defaults, units and ranges; ``default_scenario``
+    None: :data:`~kvtui.core.knobs.DEFAULT_SCENARIO`) and trace replay flags. Knob values stay in the user's
+    unit (``--overlap`` in %); :func:`make_workload` checks them."""
+    from kvtui.core.knobs import DEFAULT_SCENARIO, OVERLAP, POOL, RATE, SCENARIOS
+
+    default_scenario = default_scenario or DEFAULT_SCENARIO
     g = p.add_argument_group("workload (synthetic scenario, or --trace FILE)")
-    g.add_argument("--scenario", default=default_scenario,
-                   choices=("shared-system-prompt", "few-shot", "multi-turn", "random"),
+    g.add_argument("--scenario", default=default_scenario, choices=SCENARIOS,
                    help=f"synthetic scenario (default {default_scenario})")
-    g.add_argument("--overlap", type=float, default=75.0, metavar="PERCENT",
-                   help="share of each prompt that is a shared prefix, 0-100 %% (page-aligned; default 75)")
-    g.add_argument("--pool", type=int, default=8, metavar="N", help="system prompts / templates / conversations (default 8)")
-    g.add_argument("--rate", type=float, default=0.0, metavar="REQ_PER_S",
-                   help="Poisson arrival rate in requests/s; 0 = closed loop, next request when a slot frees (default 0)")
+    for knob in (OVERLAP, POOL, RATE):
+        g.add_argument(knob.flag, type=int if knob.integer else float, default=knob.user(knob.default),
+                       metavar=knob.metavar, help=knob.help_text().replace("%", "%%"))
     g.add_argument("--prompt-tokens", type=int, default=None, metavar="TOKENS",
                    help="mean prompt length in tokens (default 8 pages of the layout)")
     g.add_argument("--seed", type=int, default=0, metavar="N", help="workload random seed (default 0)")
@@ -117,22 +124,30 @@ def layout_of(args: argparse.Namespace) -> PageLayout:
         raise KvtuiError(str(exc)) from None
 
 
+def store_size(text: str) -> int:
+    """``--store-size`` in bytes; ``KvtuiError`` if it is not a size, is below Mooncake's smallest segment
+    (``MIN_SEGMENT_BYTES``) or is more than this machine's memory."""
+    import psutil
+
+    try:
+        store_bytes = parse_bytes(text)
+    except ValueError as exc:
+        raise KvtuiError(f"--store-size: {exc}") from None
+    if store_bytes < MIN_SEGMENT_BYTES:
+        raise KvtuiError(f"--store-size must be at least {MIN_SEGMENT_BYTES >> 20} MiB (Mooncake's smallest segment), "
+                         f"got {store_bytes} bytes")
+    total = psutil.virtual_memory().total
+    if store_bytes > total:
+        raise KvtuiError(f"--store-size {text} is more than this machine's memory ({total >> 20} MiB)")
+    return store_bytes
+
+
 def engine_options(args: argparse.Namespace, layout: PageLayout):
     """Build :class:`~kvtui.engine.engine.EngineOptions` and the attach endpoints (or ``None``)."""
     from kvtui.engine.cluster import ClusterError, ClusterOptions, attach
     from kvtui.engine.engine import EngineOptions
 
-    try:
-        store_bytes = parse_bytes(args.store_size)
-    except ValueError as exc:
-        raise KvtuiError(f"--store-size: {exc}") from None
-    if store_bytes < MIN_SEGMENT_BYTES:
-        raise KvtuiError(f"--store-size must be at least 16 MiB (Mooncake's smallest segment), got {store_bytes} bytes")
-    import psutil
-
-    total = psutil.virtual_memory().total
-    if store_bytes > total:
-        raise KvtuiError(f"--store-size {args.store_size} is more than this machine's memory ({total >> 20} MiB)")
+    store_bytes = store_size(args.store_size)
     if args.read_streams < 1:
         raise KvtuiError("--read-streams must be at least 1")
     if not (args.lease_ttl > 0):
@@ -218,8 +233,11 @@ def parse_speed(text: str) -> float | None:
 def make_workload(args: argparse.Namespace, layout: PageLayout):
     """The request source of ``args``: ``(workload, description dict, problems)``.
 
-    Trace: checks the page size divides the block size and reports skipped rows; synthetic: validates knobs.
+    Trace: checks the page size divides the block size and reports skipped rows; synthetic: checks each
+    knob against its :mod:`kvtui.core.knobs` spec (``KvtuiError`` such as ``--overlap must be within 0-100 %,
+    got 120``), then the whole spec.
     """
+    from kvtui.core.knobs import OVERLAP, POOL, RATE
     from workload import (
         SyntheticWorkload,
         TraceError,
@@ -239,12 +257,16 @@ def make_workload(args: argparse.Namespace, layout: PageLayout):
             raise KvtuiError(str(exc)) from None
         return wl, {"kind": "trace", "name": Path(args.trace).name, "done": 0, "total": wl.rows_total,
                     "complete": False}, problems
-    if not (0.0 <= args.overlap <= 100.0):
-        raise KvtuiError(f"--overlap must be within 0-100 %, got {args.overlap:g}")
+    knobs = {}
+    for knob in (OVERLAP, POOL, RATE):
+        try:
+            knobs[knob.name] = knob.check(getattr(args, knob.name) / knob.scale)
+        except ValueError as exc:
+            raise KvtuiError(f"--{exc}") from None  # "overlap must be …" → "--overlap must be …"
     prompt = args.prompt_tokens if args.prompt_tokens is not None else DEFAULT_PROMPT_PAGES * layout.page_tokens
     try:
-        spec = WorkloadSpec(scenario=args.scenario, overlap=args.overlap / 100.0, pool=args.pool, rate=args.rate,
-                            prompt_tokens=prompt, page_tokens=layout.page_tokens, seed=args.seed)
+        spec = WorkloadSpec(scenario=args.scenario, **knobs, prompt_tokens=prompt, page_tokens=layout.page_tokens,
+                            seed=args.seed)
         spec.validate()
         wl = SyntheticWorkload(spec)
     except ValueError as exc:
@@ -283,3 +305,40 @@ def check_refresh_hz(hz: float) -> None:
     """``KvtuiError`` unless ``hz`` (screen updates per second) is within (0, ``MAX_HZ``]."""
     if not (0 < hz <= MAX_HZ):
         raise KvtuiError(f"--refresh-hz must be within (0, {MAX_HZ:g}]")
+
+
+def add_screen_arguments(p) -> None:
+    """``--headless``, ``--duration``, ``--screenshot`` and ``--size`` of the commands that show the monitor
+    (``watch``, ``replay``) on a parser or argument group; :func:`screen_arguments` checks them."""
+    p.add_argument("--headless", action="store_true", help="run without a terminal for --duration seconds (for CI and screenshots)")
+    p.add_argument("--duration", type=float, metavar="SECONDS", help="quit after this many seconds (default: until q; required with --headless)")
+    p.add_argument("--screenshot", metavar="PATH", help="with --duration: save an SVG of the screen at the end")
+    p.add_argument("--size", default="120x40", metavar="COLSxROWS", help="headless screen size (default 120x40)")
+
+
+def screen_arguments(args: argparse.Namespace, command: str) -> tuple[int, int]:
+    """Check ``--duration``, ``--screenshot``, ``--size`` and that there is a terminal unless ``--headless``;
+    returns the headless screen size ``(columns, rows)``. Shared by ``watch`` and ``replay``."""
+    if args.duration is not None and not args.duration > 0:
+        raise KvtuiError("--duration must be positive seconds")
+    if args.screenshot:
+        if args.duration is None:
+            raise KvtuiError("--screenshot needs --duration (the screenshot is taken at the end)")
+        check_writable(args.screenshot, "--screenshot")
+    if args.headless and args.duration is None:
+        raise KvtuiError("--headless needs --duration SECONDS (without a terminal there is no q to quit with)")
+    size = parse_size(args.size)
+    if not args.headless and not sys.stdout.isatty():
+        raise KvtuiError(f"kvtui {command} needs a terminal; use --headless --duration S [--screenshot PATH] without one")
+    return size
+
+
+def parse_size(text: str) -> tuple[int, int]:
+    """``--size COLSxROWS`` (e.g. ``120x40``) as ``(columns, rows)``; ``KvtuiError`` if malformed or not positive."""
+    try:
+        w, h = (int(x) for x in text.lower().split("x"))
+    except ValueError:
+        raise KvtuiError(f"--size must look like 120x40, got {text!r}") from None
+    if w < 1 or h < 1:
+        raise KvtuiError("--size must be positive")
+    return w, h

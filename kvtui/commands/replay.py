@@ -6,7 +6,8 @@ from __future__ import annotations
 import argparse
 import sys
 
-from kvtui.commands.report import open_session
+from kvtui.commands.common import add_screen_arguments, screen_arguments
+from kvtui.commands.output import open_session
 from kvtui.core.errors import KvtuiError
 
 
@@ -18,16 +19,12 @@ def register(subparsers) -> None:
                                           "speed; ? lists them all.")
     p.add_argument("file", metavar="FILE", help="session file (.kvtui)")
     p.add_argument("--speed", type=float, default=1.0, metavar="X", help="playback speed factor (default 1; 0.125-64)")
-    p.add_argument("--headless", action="store_true", help="run without a terminal for --duration seconds (for CI and screenshots)")
-    p.add_argument("--duration", type=float, metavar="SECONDS", help="quit after this many seconds (default: until q; required with --headless)")
-    p.add_argument("--screenshot", metavar="PATH", help="with --duration: save an SVG of the screen at the end")
-    p.add_argument("--size", default="120x40", metavar="COLSxROWS", help="headless screen size (default 120x40)")
+    add_screen_arguments(p)
     p.set_defaults(func=run)
 
 
 def run(args: argparse.Namespace) -> int:
     """Play the session until quit (or ``--duration``)."""
-    from kvtui.commands.watch import screen_arguments
     from kvtui.session.reader import ReplayPlayer
     from kvtui.tui.app import run_app
 

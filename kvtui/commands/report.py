@@ -5,8 +5,7 @@ from __future__ import annotations
 
 import argparse
 
-from kvtui.commands.run import check_writable, format_summary, write_json_atomic
-from kvtui.core.errors import KvtuiError
+from kvtui.commands.output import check_writable, format_summary, open_session, write_json_atomic
 from kvtui.core.layout import PageLayout
 
 
@@ -20,17 +19,6 @@ def register(subparsers) -> None:
     p.add_argument("--json", metavar="PATH", help="write the summary as JSON to PATH")
     p.add_argument("--svg", metavar="PATH", help="write an SVG of the final dashboard (120x40) to PATH")
     p.set_defaults(func=run)
-
-
-def open_session(path: str):
-    """A :class:`~kvtui.session.reader.SessionReader`, or ``KvtuiError`` with the reader's one-line reason."""
-    from kvtui.session import SessionError
-    from kvtui.session.reader import SessionReader
-
-    try:
-        return SessionReader(path)
-    except SessionError as exc:
-        raise KvtuiError(str(exc)) from None
 
 
 def run(args: argparse.Namespace) -> int:

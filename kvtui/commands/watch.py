@@ -7,20 +7,21 @@ import sys
 from pathlib import Path
 
 from kvtui.commands.common import (
-    DEFAULT_PROMPT_PAGES,
     add_cluster_arguments,
     add_page_arguments,
+    add_screen_arguments,
     add_workload_arguments,
     check_refresh_hz,
     engine_options,
     layout_name,
     layout_of,
     make_workload,
+    screen_arguments,
     start_engine,
     start_recording,
 )
-from kvtui.commands.run import check_new_file, check_writable, session_header
-from kvtui.core.defaults import DEFAULT_HZ, MAX_HZ
+from kvtui.commands.output import check_new_file, session_header
+from kvtui.core.defaults import DEFAULT_HZ, DEFAULT_PROMPT_PAGES, MAX_HZ
 from kvtui.core.errors import KvtuiError
 
 
@@ -37,33 +38,13 @@ def register(subparsers) -> None:
     g.add_argument("--refresh-hz", type=float, default=DEFAULT_HZ, metavar="HZ",
                    help=f"screen updates per second, ≤ {MAX_HZ:g} (default {DEFAULT_HZ:g}: every repaint costs CPU the "
                         "workload could use; key presses show at once whatever the rate)")
-    g.add_argument("--headless", action="store_true", help="run without a terminal for --duration seconds (for CI and screenshots)")
-    g.add_argument("--duration", type=float, metavar="SECONDS", help="quit after this many seconds (default: until q; required with --headless)")
-    g.add_argument("--screenshot", metavar="PATH", help="with --duration: save an SVG of the screen at the end")
+    add_screen_arguments(g)
     g.add_argument("--screenshot-dir", default="screenshots", metavar="DIR", help="where the screenshot key saves SVGs (default screenshots/)")
     g.add_argument("--record", metavar="FILE", help="record the session to FILE from the start (Ctrl+R toggles "
                    "recording while running)")
-    g.add_argument("--size", default="120x40", metavar="COLSxROWS", help="headless screen size (default 120x40)")
     add_page_arguments(p)
     add_cluster_arguments(p)
     p.set_defaults(func=run, prompt_tokens=None)
-
-
-def screen_arguments(args: argparse.Namespace, command: str) -> tuple[int, int]:
-    """Check ``--duration``, ``--screenshot``, ``--size`` and that there is a terminal unless ``--headless``;
-    returns the headless screen size. Shared by ``watch`` and ``replay``."""
-    if args.duration is not None and not args.duration > 0:
-        raise KvtuiError("--duration must be positive seconds")
-    if args.screenshot:
-        if args.duration is None:
-            raise KvtuiError("--screenshot needs --duration (the screenshot is taken at the end)")
-        check_writable(args.screenshot, "--screenshot")
-    if args.headless and args.duration is None:
-        raise KvtuiError("--headless needs --duration SECONDS (without a terminal there is no q to quit with)")
-    size = parse_size(args.size)
-    if not args.headless and not sys.stdout.isatty():
-        raise KvtuiError(f"kvtui {command} needs a terminal; use --headless --duration S [--screenshot PATH] without one")
-    return size
 
 
 def check_screenshot_dir(path: str) -> None:
@@ -76,21 +57,12 @@ def check_screenshot_dir(path: str) -> None:
         raise KvtuiError(f"--screenshot-dir: folder {folder.resolve().parent} does not exist")
 
 
-def parse_size(text: str) -> tuple[int, int]:
-    try:
-        w, h = (int(x) for x in text.lower().split("x"))
-    except ValueError:
-        raise KvtuiError(f"--size must look like 120x40, got {text!r}") from None
-    if w < 1 or h < 1:
-        raise KvtuiError("--size must be positive")
-    return w, h
-
-
 def run(args: argparse.Namespace) -> int:
     """Start everything, run the app until it quits, tear everything down."""
     from kvtui.core.layout import PRESETS
     from kvtui.live import LiveSession
     from kvtui.tui.app import run_app
+    from workload import skipped_rows_text
 
     layout = layout_of(args)
     if args.concurrency < 1:
@@ -111,7 +83,7 @@ def run(args: argparse.Namespace) -> int:
     if options.cluster.isolation:
         session._log("info", f"network {options.cluster.isolation}")  # shown in the event log, not stderr
     if problems:
-        session._log("error", f"skipped {len(problems)} bad trace rows (first: line {problems[0].line_no}: {problems[0].reason})")
+        session._log("error", skipped_rows_text(problems))
     try:
         start_recording(session, args.record)
         session.start()

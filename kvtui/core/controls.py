@@ -1,13 +1,18 @@
 """The one channel back from the views to the engine: typed control messages, plain data (no closures).
 
-The monitor (through its ``Controller``) and the commands send these; :class:`kvtui.live.LiveSession`
-checks them against :mod:`kvtui.core.knobs` and hands them to the driver, whose feeder thread applies them
-before the next request is drawn (so a knob change takes effect from the next request).
+The monitor (through its ``Controller.send``) and the commands send these to
+:meth:`kvtui.live.LiveSession.send`, which queues them on its :class:`~kvtui.engine.driver.Driver`. The
+driver's feeder thread hands each one to the session's control handler before it draws the next request
+(so a knob change takes effect from the next request); the handler checks the value against
+:mod:`kvtui.core.knobs`, applies it, and logs one event-log line (``overlap → 60 %``, or ``control refused:
+…`` when the value is out of range or the workload cannot take it). Values are in the engine's units.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+
+__all__ = ["SetOverlap", "SetPool", "SetRate", "SetScenario", "SetLayout", "Control", "CONTROLS"]
 
 
 @dataclass(frozen=True)
@@ -48,4 +53,6 @@ class SetLayout:
 
 Control = SetOverlap | SetPool | SetRate | SetScenario | SetLayout
 """A control the driver's feeder thread applies before the next request (pause, resume and clearing the
-store act at once and are methods of the controller instead)."""
+store act at once and are methods of the controller instead). ``isinstance(x, Control)`` works."""
+CONTROLS: tuple[type, ...] = (SetOverlap, SetPool, SetRate, SetScenario, SetLayout)
+"""Every control message type, in the order above."""

@@ -1,6 +1,6 @@
 """Plain-data events the engine emits: one :class:`RequestResult` per request, :class:`EngineEvent` for the rest.
 
-These are the only things that flow from the engine to metrics and views (see design notes: workload →
+These are the only things that flow from the engine to metrics and views (the one-way flow: workload →
 engine → events → metrics → views). They hold no store objects and pickle/JSON cleanly.
 """
 

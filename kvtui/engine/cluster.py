@@ -3,13 +3,14 @@
 Embedded mode starts, each on a free 127.0.0.1 port and each dying with kvtui (:mod:`kvtui.procs`):
 
 * ``mooncake_master`` (RPC ``--rpc_address=127.0.0.1``, admin/metrics ``--metrics_host=127.0.0.1``, its
-  embedded HTTP metadata server off because it ignores its host flag);
+  embedded HTTP metadata server off because it binds 0.0.0.0 whatever ``--http_metadata_server_host`` says);
 * the wheel's Python metadata server (``mooncake.http_metadata_server --host 127.0.0.1``);
 * with ``segment_on="store"``, a store node (:mod:`kvtui.engine.store_node`) contributing the segment.
 
 Readiness is probed with bounded waits (the master answers ``/health`` ~1.1 s after start); a process that
-exits early stops start-up with the tail of its log. Native logs go to files in ``log_dir``.
-Attach mode starts nothing and only records the endpoints. Facts: ``shared/reference/mooncake-facts.md``.
+exits early stops start-up with the tail of its log (a master whose RPC or metrics port is taken exits with
+code 1 about 2 s after start, without naming the port). Native logs go to files in ``log_dir``.
+Attach mode starts nothing and only records the endpoints.
 """
 
 from __future__ import annotations
@@ -29,6 +30,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from kvtui.core.defaults import DEFAULT_STORE_BYTES
 from kvtui.engine.procs import ManagedProcess, spawn
 from kvtui.engine.store import probe_tcp, split_hostport
 
@@ -126,7 +128,7 @@ def master_binary() -> str:
 class ClusterOptions:
     """Embedded-cluster settings. Sizes in bytes, times in seconds. Explicit ports of 0 mean "pick free"."""
 
-    store_bytes: int = 1 << 30
+    store_bytes: int = DEFAULT_STORE_BYTES
     segment_on: str = "store"  # store | prefill | decode
     rpc_port: int = 0
     metrics_port: int = 0

@@ -39,6 +39,7 @@ from kvtui.engine.keys import PageKeyer
 from kvtui.engine.store import StoreClient
 
 MIN_STREAM_BYTES = 8 << 20  # a concurrent read stream is worth it from about this many bytes
+MAX_BATCH_BYTES = 256 << 20  # default bytes per store batch: one ends well inside a read lease (10 s by default)
 
 
 class RoleError(RuntimeError):
@@ -55,10 +56,12 @@ class ReloadResult:
     ``pages_total``: full cacheable pages of the request; ``pages_probed``/``probed_present``: pages probed
     and the leading run the probe reported present; ``pages_hit``: pages loaded and verified (the usable
     run; tokens skipped = ``pages_hit · page_tokens``); ``stop_state``: why the run ended early (EVICTED,
-    FAILED, MISMATCH) or ``None``; ``codes``: store return codes other than success, counted by value;
-    times in ms; ``bytes_loaded`` counts only the usable run. ``rest_probe``: the probe's answers (1, 0 or a
-    negative code) for the pages after the reloaded run that the probe already covered — empty when the run
-    ended early for another reason than absence — so publishing them needs no second probe.
+    FAILED, MISMATCH) or ``None``, and ``stop_code`` the code behind it (the store's, or kvtui's
+    SIZE_MISMATCH / CONTENT_MISMATCH); ``codes``: return codes other than success, counted by value, the
+    stop code once among them; times in ms; ``bytes_loaded`` counts only the usable run. ``rest_probe``: the
+    probe's answers (1, 0 or a negative code) for the pages after the reloaded run that the probe already
+    covered — empty when the run ended early for another reason than absence — so publishing them needs no
+    second probe.
     """
 
     pages_total: int
@@ -110,7 +113,7 @@ class PagedKVConnector:
     """
 
     def __init__(self, store: StoreClient, layout: PageLayout, keyer: PageKeyer, role: str = "mixed", *,
-                 max_batch_bytes: int = 256 << 20, read_streams: int = 1, first_probe_pages: int = 32,
+                 max_batch_bytes: int = MAX_BATCH_BYTES, read_streams: int = 1, first_probe_pages: int = 32,
                  verify: bool = True):
         if role not in ROLES:
             raise ValueError(f"role must be one of {', '.join(ROLES)}, got {role!r}")
@@ -217,17 +220,16 @@ class PagedKVConnector:
             if rc == self.page_bytes:
                 good += 1
                 continue
-            if rc >= 0:  # a different object size: a writer with another layout under this model name
+            if rc < 0:
+                res.codes[rc] += 1  # the store's code, as it returned it
+            # a size other than ours (rc >= 0), or an object larger than our page buffer (INVALID_PARAMS): a
+            # writer with another layout under this model name
+            if rc >= 0 or rc == INVALID_PARAMS:
                 res.stop_state, res.stop_code = PageState.MISMATCH, SIZE_MISMATCH
                 res.mismatches += 1
-            elif rc == INVALID_PARAMS:  # object larger than our page buffer: another layout again
-                res.stop_state, res.stop_code = PageState.MISMATCH, SIZE_MISMATCH
-                res.mismatches += 1
-                res.codes[rc] += 1
             else:
                 res.stop_state = PageState.EVICTED if rc == OBJECT_NOT_FOUND else PageState.FAILED
                 res.stop_code = rc
-                res.codes[rc] += 1
             break
         if self.verify and good:
             ok = self.content.leading_matches(keys[:good], buf)
@@ -236,6 +238,8 @@ class PagedKVConnector:
                 res.mismatches += 1
                 res.stop_state, res.stop_code = PageState.MISMATCH, CONTENT_MISMATCH
                 good = ok
+        if res.stop_code in (SIZE_MISMATCH, CONTENT_MISMATCH):  # kvtui's own: the store said success or a size
+            res.codes[res.stop_code] += 1
         res.verify_ms = (time.perf_counter() - t2) * 1e3
         if good == run:  # the run ended where the probe said absent: its answers for what follows still hold
             res.rest_probe = tail

@@ -1,6 +1,6 @@
 """The driver: feeds a workload's requests into an :class:`~kvtui.engine.engine.Engine`, honouring arrival
-times, concurrency, pauses and master outages, and applies typed controls (:mod:`kvtui.core.controls`) from
-its feeder thread before the next request is drawn."""
+times, concurrency, pauses and master outages, and hands typed controls (:mod:`kvtui.core.controls`) to one
+control handler on its feeder thread before the next request is drawn."""
 
 from __future__ import annotations
 
@@ -10,6 +10,7 @@ import time
 from typing import Callable, Iterable, Iterator
 
 from kvtui.core.codes import MASTER_DOWN_CODES, NO_SPACE
+from kvtui.core.controls import Control
 from kvtui.core.events import EngineEvent, RequestResult
 from kvtui.engine.engine import Dropped, Engine
 
@@ -25,9 +26,12 @@ class Driver:
     """Feeds requests from a workload into an :class:`Engine`, honouring arrival times and concurrency.
 
     ``requests``: an iterable of ``workload.Request`` (a synthetic workload iterates forever);
-    ``on_result`` / ``on_event``: callbacks invoked from the driver's threads. Controls are thread-safe:
-    :meth:`pause`, :meth:`resume`, :meth:`stop`, :meth:`control` (a callable run on the feeder thread before
-    the next request, e.g. a workload knob change). ``max_requests`` / ``duration_s`` bound the run.
+    ``on_result`` / ``on_event``: callbacks invoked from the driver's threads; ``on_control``: the one
+    handler of the typed controls given to :meth:`send` (:data:`kvtui.core.controls.Control`), called on the
+    feeder thread, one message at a time in the order sent, before the next request is drawn (also while
+    paused or during an outage); it may call :meth:`wait_idle`, and an exception it raises ends the run
+    (:attr:`error`). Thread-safe: :meth:`pause`, :meth:`resume`, :meth:`stop`, :meth:`send`.
+    ``max_requests`` / ``duration_s`` bound the run.
 
     Two threads: the feeder draws a request when one of ``concurrency + LOOKAHEAD`` slots is free (so a
     knob change applies to the next request drawn) and submits it; the collector takes finished requests
@@ -36,17 +40,19 @@ class Driver:
     """
 
     def __init__(self, engine: Engine, requests: Iterable, on_result: Callable[[RequestResult], None],
-                 on_event: Callable[[EngineEvent], None] | None = None, *, concurrency: int = 1,
+                 on_event: Callable[[EngineEvent], None] | None = None, *,
+                 on_control: Callable[[Control], None] | None = None, concurrency: int = 1,
                  max_requests: int | None = None, duration_s: float | None = None):
         self.engine = engine
         self._iter: Iterator = iter(requests)
         self.on_result = on_result
         self.on_event = on_event or (lambda e: None)
+        self.on_control = on_control
         self.concurrency = max(1, int(concurrency))
         self.max_requests = max_requests
         self.duration_s = duration_s
         self._slots = threading.Semaphore(self.concurrency + LOOKAHEAD)
-        self._controls: queue.Queue = queue.Queue()
+        self._controls: queue.Queue[Control] = queue.Queue()
         self._running = threading.Event()
         self._running.set()
         self._state_lock = threading.RLock()
@@ -100,12 +106,18 @@ class Driver:
         """True while the master is unreachable (issuing is held until it answers again)."""
         return self._outage_since is not None
 
-    def control(self, fn: Callable[[], None]) -> None:
-        """Run ``fn`` on the feeder thread before the next request is drawn."""
-        self._controls.put(fn)
+    def send(self, control: Control) -> None:
+        """Queue ``control`` for the ``on_control`` handler (called on the feeder thread before the next
+        request is drawn); ``TypeError`` if it is not a :data:`~kvtui.core.controls.Control` message,
+        ``RuntimeError`` if this driver has no handler."""
+        if not isinstance(control, Control):
+            raise TypeError(f"not a control message: {control!r}")
+        if self.on_control is None:
+            raise RuntimeError("this driver was built without an on_control handler")
+        self._controls.put(control)
 
     def wait_idle(self, timeout_s: float) -> bool:
-        """From a :meth:`control` function: wait until every submitted request has finished (nothing more is
+        """From the ``on_control`` handler: wait until every submitted request has finished (nothing more is
         submitted meanwhile: the feeder is the caller); False after ``timeout_s`` (e.g. a master outage holds
         them)."""
         deadline = time.monotonic() + timeout_s
@@ -125,8 +137,8 @@ class Driver:
     def _check_outage(self, codes: dict[int, int]) -> None:
         """On RPC_FAIL / RPC_TIMEOUT, hold issuing and watch the master until it answers again.
 
-        Calls to a dead master fail at once at first, then block ~4.3 s each (mooncake-facts §4), so
-        issuing more requests would only pile up errors.
+        Calls to a dead master fail at once at first, then block ~4.3 s each (measured here against a
+        SIGKILLed master), so issuing more requests would only pile up errors.
         """
         if not any(c in codes for c in MASTER_DOWN_CODES) or self._stop.is_set():
             return
@@ -200,10 +212,10 @@ class Driver:
         self._sync_hold()
         while True:
             try:
-                fn = self._controls.get_nowait()
+                control = self._controls.get_nowait()
             except queue.Empty:
                 return
-            fn()
+            self.on_control(control)
 
     def _feed(self) -> None:
         try:

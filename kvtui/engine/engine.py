@@ -7,7 +7,7 @@ Per request (prefill/decode disaggregation over the store):
 2. the **prefill** worker computes the remaining cacheable pages and publishes the absent ones
    (``store_computed_prefix`` from the first page not reloaded, reusing the reload's probe answers).
 
-Requests flow parent → decode → prefill → parent as a chain of pipes (:mod:`kvtui.engine.worker`): the
+Requests flow parent → decode → prefill → parent as a chain of pipes (:mod:`kvtui.engine.protocol`): the
 parent submits, decode hands its result straight to prefill, prefill acknowledges to decode and sends the
 finished request back. The parent hashes a request's page keys when it submits it, ahead of the store
 calls. With ``concurrency`` 1 the next request's store calls start only after the previous one published
@@ -22,11 +22,16 @@ import multiprocessing as mp
 import time
 from dataclasses import dataclass, field, replace
 
+from kvtui.core.defaults import DEFAULT_MODEL, DEFAULT_STORE_BYTES
 from kvtui.core.events import RequestResult
 from kvtui.core.layout import PageLayout
 from kvtui.core.pages import PageState
 from kvtui.engine.cluster import ClusterEndpoints, ClusterOptions, EmbeddedCluster
+from kvtui.engine.connector import PublishResult, ReloadResult
 from kvtui.engine.keys import PageKeyer
+from kvtui.engine.protocol import (
+    Begin, Drain, Hold, RemoveAll, RequestDone, RequestDropped, RequestFailed, SetLayout, Submit,
+)
 from kvtui.engine.worker import WorkerSpec
 from kvtui.engine.workers import WorkerError, WorkerHandle, start_workers, stop_all
 
@@ -39,11 +44,11 @@ class EngineOptions:
     so decode reads cross TCP; ``prefill``/``decode``: co-located with that worker). Sizes in bytes."""
 
     layout: PageLayout
-    model: str = "demo-model"
+    model: str = DEFAULT_MODEL
     scheme: str = "ollama"
     namespace: str | None = None
     segment_on: str = "store"
-    store_bytes: int = 1 << 30
+    store_bytes: int = DEFAULT_STORE_BYTES
     concurrency: int = 1
     read_streams: int = 1
     cluster: ClusterOptions = field(default_factory=ClusterOptions)
@@ -59,41 +64,42 @@ class Dropped:
     req: object
 
 
-def result_from(req, reload: dict, publish: dict | None, layout: PageLayout, t_start: float, t_end: float) -> RequestResult:
-    """Combine the decode worker's reload and the prefill worker's publish into one :class:`RequestResult`.
+def result_from(req, reload: ReloadResult, publish: PublishResult | None, layout: PageLayout, t_start: float,
+                t_end: float) -> RequestResult:
+    """Combine the decode worker's reload and the prefill worker's publish (None: nothing published) of
+    ``req`` (a ``workload.Request``) into one :class:`RequestResult`; ``t_start``/``t_end`` in seconds.
 
     Page cells: HIT for the reloaded run; then the reload's stop state (EVICTED, FAILED, MISMATCH) for the
     page where the run ended early, even when prefill then recomputed and republished it (the counts still
     say so); the publish states after it; then one PARTIAL cell per started page of tokens beyond the
-    cacheable full pages.
+    cacheable full pages. ``codes``: the reload's and the publish's codes added up (the reload's include
+    its stop code).
     """
-    hit = reload["pages_hit"]
-    total = reload["pages_total"]
+    hit = reload.pages_hit
+    total = reload.pages_total
     states = bytearray(_CELL[PageState.HIT] * hit)  # (bytes arithmetic: extending by enum members is slow)
-    pub_states = bytearray(publish["states"]) if publish else bytearray(_CELL[PageState.COMPUTED] * (total - hit))
-    stop = reload.get("stop_state")
-    if stop is not None and pub_states:
-        pub_states[0] = stop
+    pub_states = bytearray(publish.states) if publish else bytearray(_CELL[PageState.COMPUTED] * (total - hit))
+    if reload.stop_state is not None and pub_states:
+        pub_states[0] = reload.stop_state
     states += pub_states
     rest = len(req.tokens) - total * layout.page_tokens
     if rest > 0:
         states += _CELL[PageState.PARTIAL] * (-(-rest // layout.page_tokens))
-    codes: dict[int, int] = {}
-    for src in (reload, publish or {}):
-        for k, v in src.get("codes", {}).items():
-            codes[int(k)] = codes.get(int(k), 0) + int(v)
+    codes = {int(k): int(v) for k, v in reload.codes.items()}
+    for k, v in (publish.codes.items() if publish else ()):
+        codes[int(k)] = codes.get(int(k), 0) + int(v)
     return RequestResult(
         req_id=req.req_id, scenario=req.scenario, n_tokens=len(req.tokens), cacheable_tokens=req.cacheable_tokens,
         page_tokens=layout.page_tokens, page_bytes=layout.page_bytes, pages_total=total, pages_hit=hit,
         states=bytes(states),
-        pages_published=publish["stored"] if publish else 0,
-        pages_already_present=publish["already_present"] if publish else 0,
-        pages_failed=publish["failed"] if publish else 0,
-        bytes_loaded=reload["bytes_loaded"], bytes_written=publish["bytes_written"] if publish else 0,
-        verified=reload["verified"], mismatches=reload["mismatches"],
-        probe_ms=reload["probe_ms"], read_ms=reload["read_ms"], verify_ms=reload["verify_ms"],
-        publish_probe_ms=publish["probe_ms"] if publish else 0.0, compute_ms=publish["compute_ms"] if publish else 0.0,
-        put_ms=publish["put_ms"] if publish else 0.0, codes=codes, arrival_s=req.arrival_s,
+        pages_published=publish.stored if publish else 0,
+        pages_already_present=publish.already_present if publish else 0,
+        pages_failed=publish.failed if publish else 0,
+        bytes_loaded=reload.bytes_loaded, bytes_written=publish.bytes_written if publish else 0,
+        verified=reload.verified, mismatches=reload.mismatches,
+        probe_ms=reload.probe_ms, read_ms=reload.read_ms, verify_ms=reload.verify_ms,
+        publish_probe_ms=publish.probe_ms if publish else 0.0, compute_ms=publish.compute_ms if publish else 0.0,
+        put_ms=publish.put_ms if publish else 0.0, codes=codes, arrival_s=req.arrival_s,
         t_start=t_start, t_end=t_end, labels=tuple(req.labels),
     )
 
@@ -106,7 +112,7 @@ class Engine:
     """
 
     def __init__(self, options: EngineOptions, endpoints: ClusterEndpoints | None = None):
-        self.options = options
+        self.options = options  # (also sets ``keyer``)
         self.cluster: EmbeddedCluster | None = None
         self.endpoints = endpoints
         self.prefill: WorkerHandle | None = None
@@ -115,6 +121,16 @@ class Engine:
         self._results = None  # read end of the results pipe from prefill
         self._seq = itertools.count()
         self._pending: dict[int, object] = {}  # seq → submitted request, until its result arrives
+
+    @property
+    def options(self) -> EngineOptions:
+        """How the engine runs; setting it also sets :attr:`keyer`, the parent's page keys, which follow
+        the options' model, key scheme and layout (the workers' keys are derived from the same fields)."""
+        return self._options
+
+    @options.setter
+    def options(self, options: EngineOptions) -> None:
+        self._options = options
         self.keyer = PageKeyer(options.model, options.layout.page_tokens, options.scheme, options.namespace)
 
     def __enter__(self) -> "Engine":
@@ -164,20 +180,20 @@ class Engine:
         hear it: at 1 they run their store calls on the same CPU (``kvtui.engine.worker._Chain.pin``)."""
         for handle in (self.decode, self.prefill):
             try:
-                handle.send("begin", max(1, int(concurrency)))
+                handle.send(Begin(max(1, int(concurrency))))
             except OSError:
                 raise WorkerError(f"{handle.spec.role} worker died (exit code {handle.exit_code()})") from None
 
     def hold(self, held: bool) -> None:
         """Hold (True) or release (False) the submitted requests whose reload has not started. The decode
         worker also holds by itself when a reload fails with RPC_FAIL / RPC_TIMEOUT (the master is down)."""
-        self.decode.send("hold", bool(held))
+        self.decode.send(Hold(bool(held)))
 
     def drain(self) -> None:
         """Nothing more will be submitted: run the requests already submitted, or, while decode holds them
         for a dead master, drop them unrun (:meth:`next_result` gives a :class:`Dropped` for each), so a run
         that ends during an outage finishes at once."""
-        self.decode.send("drain")
+        self.decode.send(Drain())
 
     def submit(self, req) -> None:
         """Hash the page keys of ``req`` (a ``workload.Request``: its cacheable full pages) and hand them to
@@ -187,7 +203,7 @@ class Engine:
         seq = next(self._seq)
         self._pending[seq] = req
         try:
-            self.decode.send("submit", seq, keys)
+            self.decode.send(Submit(seq, keys))
         except OSError:
             self._pending.pop(seq, None)
             raise WorkerError(f"decode worker died (exit code {self.decode.exit_code()})") from None
@@ -205,15 +221,17 @@ class Engine:
         except (EOFError, OSError):
             code = self.prefill.exit_code() if self.prefill is not None else None
             raise WorkerError(f"prefill worker died (exit code {code})") from None
-        if msg[0] == "error":
-            if msg[1] is None and self.decode is not None:  # relayed by prefill: decode is gone
-                raise WorkerError(f"{msg[2]} (exit code {self.decode.exit_code()})")
-            raise WorkerError(msg[2])
-        if msg[0] == "dropped":
-            return Dropped(self._pending.pop(msg[1]))
-        _, seq, reload, publish, t_start, t_end = msg
-        req = self._pending.pop(seq)
-        return result_from(req, reload, publish, self.options.layout, t_start - self.t0, t_end - self.t0)
+        match msg:
+            case RequestDone(seq, reload, publish, t_start, t_end):
+                req = self._pending.pop(seq)
+                return result_from(req, reload, publish, self.options.layout, t_start - self.t0, t_end - self.t0)
+            case RequestDropped(seq):
+                return Dropped(self._pending.pop(seq))
+            case RequestFailed(None, message) if self.decode is not None:  # relayed by prefill: decode is gone
+                raise WorkerError(f"{message} (exit code {self.decode.exit_code()})")
+            case RequestFailed(_seq, message):
+                raise WorkerError(message)
+        raise WorkerError(f"unexpected result message {type(msg).__name__}")
 
     def process(self, req) -> RequestResult:
         """Run one request to completion (reload on decode, then publish on prefill). Not while a
@@ -240,14 +258,22 @@ class Engine:
 
     def set_layout(self, layout: PageLayout) -> None:
         """Use page ``layout`` from the next submitted request on: both workers switch their connector and
-        the parent its keyer. Only while no request is submitted and unfinished (``Driver.wait_idle``);
-        ``RuntimeError`` otherwise, ``WorkerError`` if a worker refuses or died."""
+        the parent its keyer, or none does. Only while no request is submitted and unfinished
+        (``Driver.wait_idle``); ``RuntimeError`` otherwise. ``WorkerError`` if a worker refuses or died:
+        decode, switched first, is switched back when prefill refuses, and the engine keeps its layout."""
         if self._pending:
             raise RuntimeError(f"{len(self._pending)} requests are still under way")
-        for handle in (self.decode, self.prefill):
-            handle.call("set_layout", layout.as_dict(), timeout_s=10)
+        old = self.options.layout
+        self.decode.call(SetLayout(layout), timeout_s=10)
+        try:
+            self.prefill.call(SetLayout(layout), timeout_s=10)
+        except WorkerError as exc:
+            try:
+                self.decode.call(SetLayout(old), timeout_s=10)
+            except WorkerError as back:
+                raise WorkerError(f"{exc}; decode did not switch back to the old layout either: {back}") from None
+            raise
         self.options = replace(self.options, layout=layout)
-        self.keyer = replace(self.keyer, page_tokens=layout.page_tokens)
 
     def restart_master(self) -> None:
         """Embedded mode: start the master again on the same ports (``RuntimeError`` when attached)."""
@@ -257,7 +283,7 @@ class Engine:
 
     def clear_store(self) -> int:
         """Remove every object in the store (global, also other clients'); returns the count removed."""
-        return int(self.prefill.call("remove_all"))
+        return int(self.prefill.call(RemoveAll()))
 
     def stop(self) -> None:
         """Stop workers (each closes its client once), then the embedded cluster. Safe to call twice."""

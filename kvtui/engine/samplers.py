@@ -12,9 +12,11 @@ import time
 
 import psutil
 
+from kvtui.core.panels import ProcRow, StorePanel
 from kvtui.engine.cluster import http_get
 
-# Prometheus names (mooncake master, see shared/reference/mooncake-facts.md §5) → panel fields.
+# Prometheus names of the Mooncake master's /metrics (served on its --metrics_port; upstream
+# mooncake-store/src/master_metric_manager.cpp) → panel fields.
 STORE_GAUGES = {"master_key_count": "keys", "master_allocated_bytes": "used_bytes",
                 "master_total_capacity_bytes": "capacity_bytes", "master_evicted_key_count": "evicted_keys",
                 "master_put_start_alloc_failures_total": "alloc_failures", "master_active_clients": "clients"}
@@ -43,14 +45,14 @@ def parse_prometheus(text: str) -> dict[str, float]:
 
 
 class StoreSampler:
-    """Turns successive ``/metrics`` scrapes into the store panel dict (see ``Frame.store``)."""
+    """Turns successive ``/metrics`` scrapes into the store panel (:class:`kvtui.core.panels.StorePanel`)."""
 
     def __init__(self, metrics_url: str | None):
         self.url = metrics_url
         self._prev: tuple[float, dict[str, float]] | None = None
-        self.panel: dict = {"up": None} if metrics_url else {}
+        self.panel: StorePanel = {"up": None} if metrics_url else {}
 
-    def sample(self) -> dict:
+    def sample(self) -> StorePanel:
         """Scrape once; returns the panel (``up`` False when the master does not answer)."""
         if not self.url:
             return self.panel
@@ -60,7 +62,7 @@ class StoreSampler:
             self.panel = {**self.panel, "up": False}
             return self.panel
         m = parse_prometheus(body)
-        panel: dict = {"up": True}
+        panel: StorePanel = {"up": True}
         for name, field in STORE_GAUGES.items():
             if name in m:
                 panel[field] = int(m[name])
@@ -99,8 +101,8 @@ class ProcessSampler:
                 pass
         self._procs = procs
 
-    def sample(self) -> tuple:
-        """``({"name", "pid", "cpu_percent", "rss_bytes", "alive"}, ...)``."""
+    def sample(self) -> tuple[ProcRow, ...]:
+        """One :class:`kvtui.core.panels.ProcRow` per process: ``({"name", "pid", "cpu_percent", "rss_bytes", "alive"}, ...)``."""
         rows = []
         for name, p in self._procs.items():
             try:

@@ -1,14 +1,16 @@
-"""A guarded Mooncake Store client for one process, plus the store's return-code names.
+"""A guarded Mooncake Store client for one process.
 
-Mooncake store calls return negative codes instead of raising (``mooncake-store/include/types.h``); this
-module names them and wraps ``mooncake.store.MooncakeDistributedStore`` so that:
+Mooncake store calls return negative codes instead of raising (``mooncake-store/include/types.h``; names in
+:mod:`kvtui.core.codes`). This module wraps ``mooncake.store.MooncakeDistributedStore`` so that:
 
-* the native library is only imported here, after ``MC_LOG_LEVEL`` is set (it is read at import time);
-* a closed client is never called again (calling most methods after ``close()`` segfaults, exit 139);
-* ``setup()`` is preceded by a TCP probe of the master so a wrong address fails in seconds, not ~90 s;
-* ``close()`` runs exactly once.
-
-Facts behind each rule: ``shared/reference/mooncake-facts.md`` §0, §1, §6, §7.
+* the native library is only imported here, after ``MC_LOG_LEVEL=ERROR`` is set: the client reads it once,
+  when ``mooncake.store`` is imported, accepts only upper-case TRACE/INFO/WARNING/ERROR, and ignores the
+  ``GLOG_*`` variables;
+* a closed client is never called again: calling most methods of a closed ``MooncakeDistributedStore``
+  segfaults the process (exit 139); only ``health_check()`` (1), ``get()`` and a second ``close()`` are safe;
+* ``setup()`` is preceded by a TCP probe of the master, and ``MC_STORE_CLIENT_SETUP_RETRIES`` is set low:
+  against a missing master ``setup()`` retries 20 times, about 4.4 s each, and returns -1 after ~90 s;
+* ``close()`` runs exactly once, after the data calls in flight returned.
 """
 
 from __future__ import annotations

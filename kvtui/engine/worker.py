@@ -1,38 +1,9 @@
 """Prefill and decode worker processes: each owns one store client and one connector.
 
-The parent talks to a worker over a ``multiprocessing`` pipe with plain tuples and gets plain dicts back
-(no Mooncake object ever crosses a process boundary). Commands:
-
-``("reload", tokens, cacheable_tokens)`` → reload dict (``ReloadResult`` fields, codes as ``{code: n}``,
-and ``rest_keys``: the keys of the pages after the reloaded run)
-``("publish", tokens, cacheable_tokens, start_page)`` → publish dict (``PublishResult`` fields)
-``("bench_reload", tokens, iterations)`` / ``("bench_raw_get", keys, iterations)`` → per-iteration timings
-``("remove_all",)`` → count removed; ``("stop",)`` → closes the client and exits.
-``("set_layout", layout_dict)`` → page bytes: later requests use that page layout (``PageLayout.as_dict()``);
-an error answer while a request is queued or being published (the parent waits until none is).
-
-**The request chain** (how the engine drives requests; no answer on the command pipe):
-``("submit", seq, keys)`` to the decode worker, with the request's page keys (hashed by the parent, as an
-LLM scheduler hashes blocks before its KV connector sees them); decode queues it and reloads it as soon
-as fewer than ``limit`` requests are between their reload and the end of their publish (``("begin", n)``
-starts a run with limit ``n``; default 1, so store calls of consecutive requests never overlap; at 1, with one
-read stream, both workers run their store calls on the same CPU, see ``_Chain.pin``). It forwards
-``("publish", seq, rest_keys, reload_dict, t_start, needs_ack)`` to the prefill worker over the peer pipe;
-prefill publishes with the reload's probe answers (``known``), sends ``("ack", store_full)`` back to decode
-(``store_full``: a put failed with NO_AVAILABLE_HANDLE, and decode waits 50 ms, doubling up to 1 s, before
-its next reload), then
-``("result", seq, reload_dict, publish_dict, t_start, t_end)`` on the results pipe to the parent (times
-are ``time.monotonic()`` seconds, one clock for every process of the machine). When the reload's probe
-already answered for every page left to publish and none is absent, prefill will make no store call, so
-decode goes on at once (``needs_ack`` False) and prefill only reports. ``("hold", True|False)`` holds or
-releases the queue; decode holds it by itself after a reload fails with RPC_FAIL / RPC_TIMEOUT, so requests
-already submitted do not pile errors onto a dead master (the parent releases it when the master is back).
-``("drain",)``: nothing more will be submitted; run what is queued and never hold again, or, if the queue
-is held for a dead master, drop it: ``("dropped", seq)`` for each request goes the same way as a result (so
-a run that ends, or stops, during an outage finishes at once instead of waiting for the master). The probe answers go to
-prefill only when no earlier publish is still running (``in_flight`` 0): otherwise a page an earlier
-request is publishing could be put twice and counted as published twice, so prefill probes again.
-A failure is reported as ``("error", seq, message)`` on the same path and ends the worker.
+The parent talks to a worker over its command pipe, and the two workers run the request chain over the
+chain pipe and the results pipe, with the typed messages of :mod:`kvtui.engine.protocol` (which documents
+every message and pipe). This module is the worker's side: :func:`worker_main` sets up and serves,
+:class:`_Chain` makes the chain's decisions and :class:`_Commands` answers the parent's commands.
 """
 
 from __future__ import annotations
@@ -45,7 +16,14 @@ from collections import deque
 from dataclasses import dataclass
 
 from kvtui.core.codes import BACKOFF_FIRST_S, BACKOFF_MAX_S, MASTER_DOWN_CODES, NO_SPACE
+from kvtui.core.defaults import DEFAULT_MODEL
 from kvtui.core.sched import pin_calling_thread
+from kvtui.engine.connector import MAX_BATCH_BYTES
+from kvtui.engine.protocol import (
+    ANSWERED, CHAIN, Ack, Begin, BenchRawGet, BenchReload, Drain, Failed, Hold, Keys, Ok, Publish, PublishRest,
+    RawGetRun, Ready, Reload, RemoveAll, RequestDone, RequestDropped, RequestFailed, SetLayout, SetReadStreams,
+    Stop, Submit, TimedReload,
+)
 
 
 @dataclass(frozen=True)
@@ -60,29 +38,23 @@ class WorkerSpec:
     role: str
     endpoints: dict
     layout: dict
-    model: str = "demo-model"
+    model: str = DEFAULT_MODEL
     scheme: str = "ollama"
     namespace: str | None = None
     segment_bytes: int = 0
     read_streams: int = 1
-    max_batch_bytes: int = 256 << 20
+    max_batch_bytes: int = MAX_BATCH_BYTES
     log_path: str | None = None
 
 
-def _result_dict(res) -> dict:
-    """A ``ReloadResult``/``PublishResult`` as plain data (a shallow copy: ``dataclasses.asdict`` deep-copies
-    and costs more than a small store call)."""
-    d = dict(vars(res))
-    d["codes"] = {int(k): int(v) for k, v in res.codes.items()}
-    if d.get("stop_state") is not None:
-        d["stop_state"] = int(d["stop_state"])
-    return d
+def _exit(*_) -> None:
+    raise SystemExit(0)
 
 
 def worker_main(conn, spec: WorkerSpec, peer=None, results=None) -> None:
-    """Process entry point: set up, answer ``("ready", info)`` or ``("error", message)``, then serve.
+    """Process entry point: set up, answer :class:`Ready` or :class:`Failed`, then serve until :class:`Stop`.
 
-    ``conn``: command pipe to the parent; ``peer``: the other worker's end of the request chain (decode ↔
+    ``conn``: command pipe to the parent; ``peer``: the other worker's end of the chain pipe (decode ↔
     prefill); ``results``: prefill's write end of the results pipe to the parent (None for decode).
     """
     from kvtui.engine.procs import parent_death_signal
@@ -90,18 +62,12 @@ def worker_main(conn, spec: WorkerSpec, peer=None, results=None) -> None:
     parent_death_signal(signal.SIGTERM)
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # the parent decides when we stop (a Ctrl-C or a hang-up of
     signal.signal(signal.SIGHUP, signal.SIG_IGN)  # the terminal reaches our process group too)
-    stop = {"flag": False}
-
-    def on_term(*_):
-        stop["flag"] = True
-        raise SystemExit(0)
-
-    signal.signal(signal.SIGTERM, on_term)
+    signal.signal(signal.SIGTERM, _exit)
     if spec.log_path:
         from kvtui.engine.store import redirect_native_stderr
 
         redirect_native_stderr(spec.log_path)
-    client = connector = None
+    client = chain = None
     try:
         from kvtui.core.layout import PageLayout
         from kvtui.engine.connector import PagedKVConnector
@@ -112,30 +78,31 @@ def worker_main(conn, spec: WorkerSpec, peer=None, results=None) -> None:
         try:
             client = open_client(spec.endpoints, segment_bytes=spec.segment_bytes)
         except StoreError as exc:
-            conn.send(("error", str(exc)))
+            conn.send(Failed(str(exc)))
             return
         keyer = PageKeyer(spec.model, layout.page_tokens, spec.scheme, spec.namespace)
-        connector = PagedKVConnector(client, layout, keyer, spec.role, read_streams=spec.read_streams,
-                                     max_batch_bytes=spec.max_batch_bytes)
-        conn.send(("ready", {"pid": os.getpid(), "role": spec.role}))
-        _serve(conn, connector, client, peer, results)
+        chain = _Chain(PagedKVConnector(client, layout, keyer, spec.role, read_streams=spec.read_streams,
+                                        max_batch_bytes=spec.max_batch_bytes), peer, results)
+        conn.send(Ready(os.getpid(), spec.role))
+        _serve(conn, chain, _Commands(chain, client))
     except (EOFError, BrokenPipeError, KeyboardInterrupt, SystemExit):
         pass
     except Exception as exc:  # report, then exit: the parent shows it as one line
         try:
-            conn.send(("error", f"{spec.role} worker: {type(exc).__name__}: {exc}"))
+            conn.send(Failed(f"{spec.role} worker: {type(exc).__name__}: {exc}"))
         except OSError:
             pass
         traceback.print_exc()
     finally:
-        if connector is not None:
-            connector.close()
+        if chain is not None:
+            chain.connector.close()
         if client is not None:
             client.close()
 
 
 class _Chain:
-    """This worker's part of the request chain (see the module docstring)."""
+    """This worker's part of the request chain (:mod:`kvtui.engine.protocol`): decode's queue, its limit
+    of requests in flight, hold, drain and back-off; prefill's publish, ack and report."""
 
     def __init__(self, connector, peer, results):
         self.connector, self.peer, self.results = connector, peer, results
@@ -162,8 +129,21 @@ class _Chain:
         if self.held:
             while self.queue:
                 seq, _keys = self.queue.popleft()
-                self.peer.send(("dropped", seq))
+                self.peer.send(RequestDropped(seq))
         self.draining, self.held = True, False
+
+    def on_command(self, msg) -> None:
+        """A chain command from the parent (:data:`~kvtui.engine.protocol.CHAIN`)."""
+        match msg:
+            case Submit(seq, keys):
+                self.submit(seq, keys)
+            case Hold(held):
+                self.held = bool(held) and not self.draining
+            case Drain():
+                self.drain()
+            case Begin(concurrency):  # a new run: its concurrency; no hold or drain left from an earlier run
+                self.limit, self.held, self.draining = max(1, int(concurrency)), False, False
+                self.pin()
 
     def _next_allowed(self) -> bool:
         """A request is waiting and nothing but a back-off keeps it from starting."""
@@ -184,49 +164,129 @@ class _Chain:
             res, rest = self.connector.reload_and_rest(None, keys=keys, probe_all=True)
             if any(c in res.codes for c in MASTER_DOWN_CODES) and not self.draining:
                 self.held = True
-            if not alone:
-                res.rest_probe = []
-            known = res.rest_probe
+            known, res.rest_probe = (res.rest_probe if alone else []), []
             needs_ack = len(known) < len(rest) or 0 in known  # will prefill call the store?
-            self.peer.send(("publish", seq, rest, _result_dict(res), t_start, needs_ack))
+            self.peer.send(PublishRest(seq, rest, known, res, t_start, needs_ack))
         except Exception as exc:
-            self.peer.send(("error", seq, f"decode worker: {type(exc).__name__}: {exc}"))
+            self.peer.send(RequestFailed(seq, f"decode worker: {type(exc).__name__}: {exc}"))
             raise
         self.in_flight += needs_ack
 
     def on_peer(self, msg) -> None:
-        kind = msg[0]
-        if kind == "ack":  # decode: prefill finished a publish
-            self.in_flight -= 1
-            if msg[1]:  # the store was full: back off before the next reload (puts are not retried)
-                self.backoff_s = min(BACKOFF_MAX_S, max(BACKOFF_FIRST_S, self.backoff_s * 2))
-                self.resume_at = time.monotonic() + self.backoff_s
-            else:
-                self.backoff_s = 0.0
-        elif kind == "publish":  # prefill: publish the rest of a reloaded request
-            _, seq, rest, reload, t_start, needs_ack = msg
+        """A message from the other worker on the chain pipe."""
+        match msg:
+            case Ack(store_full):  # decode: prefill finished a publish
+                self.in_flight -= 1
+                if store_full:  # back off before the next reload (puts are not retried)
+                    self.backoff_s = min(BACKOFF_MAX_S, max(BACKOFF_FIRST_S, self.backoff_s * 2))
+                    self.resume_at = time.monotonic() + self.backoff_s
+                else:
+                    self.backoff_s = 0.0
+            case PublishRest():  # prefill: publish the rest of a reloaded request
+                self._publish(msg)
+            case RequestFailed() | RequestDropped():  # prefill: relay decode's failure or dropped request
+                self.results.send(msg)
+            case _:
+                raise TypeError(f"unexpected chain message {type(msg).__name__}")
+
+    def _publish(self, msg: PublishRest) -> None:
+        try:
+            pub = self.connector.store_computed_prefix(None, 0, keys=msg.rest_keys, known=msg.known)
+            t_end = time.monotonic()
+        except Exception as exc:
+            self.results.send(RequestFailed(msg.seq, f"prefill worker: {type(exc).__name__}: {exc}"))
+            raise
+        if msg.needs_ack:
             try:
-                pub = self.connector.store_computed_prefix(None, 0, keys=rest, known=reload.pop("rest_probe", ()))
-                t_end = time.monotonic()
-            except Exception as exc:
-                self.results.send(("error", seq, f"prefill worker: {type(exc).__name__}: {exc}"))
-                raise
-            if needs_ack:
-                try:
-                    self.peer.send(("ack", NO_SPACE in pub.codes))
-                except OSError:  # decode is gone: this result still counts; its EOF is reported next
-                    pass
-            self.results.send(("result", seq, reload, _result_dict(pub), t_start, t_end))
-        elif kind in ("error", "dropped"):  # prefill: relay the decode worker's failure or dropped request
-            self.results.send(msg)
+                self.peer.send(Ack(NO_SPACE in pub.codes))
+            except OSError:  # decode is gone: this result still counts; its EOF is reported next
+                pass
+        self.results.send(RequestDone(msg.seq, msg.reload, pub, msg.t_start, t_end))
 
 
-def _serve(conn, connector, client, peer=None, results=None) -> None:
+class _Refused(Exception):
+    """A command this worker cannot run now; answered as :class:`Failed`, the worker goes on."""
+
+
+class _Commands:
+    """The answered commands (:data:`~kvtui.engine.protocol.ANSWERED`): one method per message type,
+    each returning the payload of its :class:`Ok` answer."""
+
+    def __init__(self, chain: _Chain, client):
+        self.chain, self.client = chain, client
+
+    def answer(self, msg) -> Ok | Failed:
+        from kvtui.engine.connector import RoleError
+
+        try:
+            return Ok(self._HANDLERS[type(msg)](self, msg))
+        except (RoleError, _Refused) as exc:
+            return Failed(str(exc))
+
+    def reload(self, msg: Reload):
+        return self.chain.connector.reload_and_rest(msg.tokens, msg.cacheable_tokens)[0]
+
+    def publish(self, msg: Publish):
+        return self.chain.connector.store_computed_prefix(msg.tokens, msg.start_page, msg.cacheable_tokens)
+
+    def bench_reload(self, msg: BenchReload) -> list[TimedReload]:
+        connector = self.chain.connector
+        pin_calling_thread(False)  # a measurement on its own, not turns with prefill: every CPU
+        out = []
+        for _ in range(msg.iterations):
+            t0 = time.perf_counter()
+            res, _pages = connector.load_cached_prefix(msg.tokens)
+            out.append(TimedReload((time.perf_counter() - t0) * 1e3, res))
+        self.chain.pin()  # back to the chain's setting
+        return out
+
+    def bench_raw_get(self, msg: BenchRawGet) -> list[RawGetRun]:
+        connector, keys = self.chain.connector, msg.keys
+        pin_calling_thread(False)
+        pb = connector.page_bytes
+        buf = connector.buffer(len(keys))
+        ptrs = [buf[i].ctypes.data for i in range(len(keys))]
+        out = []
+        for _ in range(msg.iterations):
+            t0 = time.perf_counter()
+            rcs = self.client.batch_get_into(keys, ptrs, [pb] * len(keys))
+            out.append(RawGetRun((time.perf_counter() - t0) * 1e3, all(r == pb for r in rcs)))
+        self.chain.pin()
+        return out
+
+    def keys(self, msg: Keys) -> list[str]:
+        return self.chain.connector.keys_for(msg.tokens, msg.cacheable_tokens)
+
+    def set_read_streams(self, msg: SetReadStreams) -> int:
+        self.chain.connector.set_read_streams(msg.n)
+        self.chain.pin()  # before the read threads start: they inherit this thread's CPUs
+        return msg.n
+
+    def remove_all(self, _msg: RemoveAll) -> int:
+        return self.client.remove_all(True)
+
+    def set_layout(self, msg: SetLayout) -> int:
+        chain = self.chain
+        if chain.queue or chain.in_flight:
+            raise _Refused(f"cannot change the page layout with {len(chain.queue) + chain.in_flight} "
+                           "requests under way")
+        old, chain.connector = chain.connector, chain.connector.with_layout(msg.layout)
+        old.close()
+        return chain.connector.page_bytes
+
+    def stop(self, _msg: Stop) -> None:
+        return None
+
+    _HANDLERS = {Reload: reload, Publish: publish, BenchReload: bench_reload, BenchRawGet: bench_raw_get,
+                 Keys: keys, SetReadStreams: set_read_streams, RemoveAll: remove_all, SetLayout: set_layout,
+                 Stop: stop}
+
+
+def _serve(conn, chain: _Chain, commands: _Commands) -> None:
+    """Serve the command pipe and the chain pipe until :class:`Stop` (reloads go before new messages)."""
     import selectors
 
-    from kvtui.engine.connector import RoleError
-
-    chain = _Chain(connector, peer, results)
+    peer, results = chain.peer, chain.results
     sources = selectors.DefaultSelector()  # registered once: ``connection.wait`` builds a selector per call
     sources.register(conn, selectors.EVENT_READ)
     if peer is not None:
@@ -243,84 +303,16 @@ def _serve(conn, connector, client, peer=None, results=None) -> None:
                 sources.unregister(peer)
                 peer = None
                 if results is not None:
-                    results.send(("error", None, "decode worker died"))
+                    results.send(RequestFailed(None, "decode worker died"))
             continue  # a reload this made possible goes before the next command
         if conn not in ready:
             continue
         msg = conn.recv()
-        cmd = msg[0]
-        if cmd == "submit":
-            chain.submit(*msg[1:])
-            continue
-        if cmd == "hold":
-            chain.held = bool(msg[1]) and not chain.draining
-            continue
-        if cmd == "drain":
-            chain.drain()
-            continue
-        if cmd == "begin":  # a new run: its concurrency; no hold or drain left from an earlier run
-            chain.limit, chain.held, chain.draining = max(1, int(msg[1])), False, False
-            chain.pin()
-            continue
-        if cmd == "set_layout":
-            from kvtui.core.layout import PageLayout
-
-            if chain.queue or chain.in_flight:
-                conn.send(("error", f"cannot change the page layout with {len(chain.queue) + chain.in_flight} "
-                                    "requests under way"))
-                continue
-            old, connector = connector, connector.with_layout(PageLayout(**msg[1]))
-            old.close()
-            chain.connector = connector
-            conn.send(("ok", connector.page_bytes))
-            continue
-        try:
-            if cmd == "stop":
-                conn.send(("ok", None))
+        if isinstance(msg, CHAIN):
+            chain.on_command(msg)
+        elif isinstance(msg, ANSWERED):
+            conn.send(commands.answer(msg))
+            if isinstance(msg, Stop):
                 return
-            if cmd == "reload":
-                _, tokens, cacheable = msg
-                res, rest = connector.reload_and_rest(tokens, cacheable)
-                conn.send(("ok", {**_result_dict(res), "rest_keys": rest}))
-            elif cmd == "publish":
-                _, tokens, cacheable, start = msg
-                conn.send(("ok", _result_dict(connector.store_computed_prefix(tokens, start, cacheable))))
-            elif cmd == "bench_reload":
-                _, tokens, iterations = msg
-                pin_calling_thread(False)  # a measurement on its own, not turns with prefill: every CPU
-                out = []
-                for _ in range(iterations):
-                    t0 = time.perf_counter()
-                    res, _pages = connector.load_cached_prefix(tokens)
-                    wall = (time.perf_counter() - t0) * 1e3
-                    out.append({"wall_ms": wall, **_result_dict(res)})
-                conn.send(("ok", out))
-                chain.pin()  # back to the chain's setting
-            elif cmd == "bench_raw_get":
-                _, keys, iterations = msg
-                pin_calling_thread(False)
-                pb = connector.page_bytes
-                buf = connector.buffer(len(keys))
-                ptrs = [buf[i].ctypes.data for i in range(len(keys))]
-                out = []
-                for _ in range(iterations):
-                    t0 = time.perf_counter()
-                    rcs = client.batch_get_into(keys, ptrs, [pb] * len(keys))
-                    out.append({"wall_ms": (time.perf_counter() - t0) * 1e3, "ok": all(r == pb for r in rcs)})
-                conn.send(("ok", out))
-                chain.pin()
-            elif cmd == "keys":
-                _, tokens, cacheable = msg
-                conn.send(("ok", connector.keys_for(tokens, cacheable)))
-            elif cmd == "set_read_streams":
-                _, n = msg
-                connector.set_read_streams(n)
-                chain.pin()  # before the read threads start: they inherit this thread's CPUs
-                conn.send(("ok", n))
-            elif cmd == "remove_all":
-                conn.send(("ok", client.remove_all(True)))
-            else:
-                conn.send(("error", f"unknown command {cmd!r}"))
-        except RoleError as exc:
-            conn.send(("error", str(exc)))
-
+        else:
+            conn.send(Failed(f"unknown command {type(msg).__name__}"))

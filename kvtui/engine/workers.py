@@ -1,4 +1,5 @@
-"""Parent-side handles of the worker processes (spawned with ``multiprocessing``'s spawn context)."""
+"""Parent-side handles of the worker processes (spawned with ``multiprocessing``'s spawn context); the
+messages they exchange are those of :mod:`kvtui.engine.protocol`."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ import time
 from dataclasses import replace
 from pathlib import Path
 
+from kvtui.engine.protocol import ANSWERED, Failed, Ok, Ready, Stop
 from kvtui.engine.worker import WorkerSpec, worker_main
 
 START_TIMEOUT_S = 30.0
@@ -18,9 +20,10 @@ class WorkerError(RuntimeError):
 
 
 class WorkerHandle:
-    """One worker process and its command pipe. ``call`` sends a command and waits for the answer.
+    """One worker process and its command pipe. ``call`` sends a command (a :mod:`kvtui.engine.protocol`
+    message) and waits for the answer's payload; ``send`` sends one without waiting.
 
-    ``peer`` / ``results``: the worker's ends of the request chain's pipes (see :mod:`kvtui.engine.worker`);
+    ``peer`` / ``results``: the worker's ends of the request chain's pipes (see :mod:`kvtui.engine.protocol`);
     they are handed to the child and closed here.
     """
 
@@ -38,44 +41,49 @@ class WorkerHandle:
         self._lock = threading.Lock()  # one command/answer at a time when several threads share the worker
         self._send_lock = threading.Lock()  # one writer at a time on the pipe (``call`` and ``send``)
 
-    def wait_ready(self, timeout_s: float = START_TIMEOUT_S) -> dict:
+    def wait_ready(self, timeout_s: float = START_TIMEOUT_S) -> Ready:
         """Wait for the worker's set-up; ``WorkerError`` with its reason if it fails."""
         if not self.conn.poll(timeout_s):
             raise WorkerError(f"{self.spec.role} worker did not start within {timeout_s:.0f} s")
         try:
-            kind, payload = self.conn.recv()
+            msg = self.conn.recv()
         except EOFError:
             raise WorkerError(f"{self.spec.role} worker exited during set-up (code {self.process.exitcode})") from None
-        if kind != "ready":
-            raise WorkerError(payload)
-        return payload
+        if not isinstance(msg, Ready):
+            raise WorkerError(msg.message if isinstance(msg, Failed) else f"unexpected {type(msg).__name__}")
+        return msg
 
-    def send(self, *msg) -> None:
-        """Send a command without waiting (answers arrive in order; read them with :meth:`recv`)."""
+    def send(self, msg) -> None:
+        """Send a command without waiting (answers of answered commands arrive in order; read them with
+        :meth:`recv`). ``OSError`` when the worker is gone."""
         with self._send_lock:
             self.conn.send(msg)
 
     def recv(self, timeout_s: float | None = None):
-        """The next answer's payload; ``WorkerError`` on an error answer or a dead worker."""
+        """The next answer's payload (:class:`~kvtui.engine.protocol.Ok`); ``WorkerError`` on a
+        :class:`~kvtui.engine.protocol.Failed` answer, a dead worker, or no answer within ``timeout_s``."""
         if timeout_s is not None and not self.conn.poll(timeout_s):
             raise WorkerError(f"{self.spec.role} worker did not answer within {timeout_s:.0f} s")
         try:
-            kind, payload = self.conn.recv()
+            msg = self.conn.recv()
         except (EOFError, OSError):
             raise WorkerError(f"{self.spec.role} worker died (exit code {self.process.exitcode})") from None
-        if kind != "ok":
-            raise WorkerError(payload)
-        return payload
+        if not isinstance(msg, Ok):
+            raise WorkerError(msg.message if isinstance(msg, Failed) else f"unexpected {type(msg).__name__}")
+        return msg.payload
 
     def exit_code(self, wait_s: float = 1.0) -> int | None:
         """The process's exit code (negative: killed by that signal), waiting up to ``wait_s`` for it to end."""
         self.process.join(wait_s)
         return self.process.exitcode
 
-    def call(self, *msg, timeout_s: float | None = None):
-        """Send ``msg`` and return the answer's payload (thread-safe)."""
+    def call(self, msg, timeout_s: float | None = None):
+        """Send ``msg`` (one of :data:`~kvtui.engine.protocol.ANSWERED`) and return the answer's payload
+        (thread-safe). ``TypeError`` for a command that gets no answer."""
+        if not isinstance(msg, ANSWERED):
+            raise TypeError(f"{type(msg).__name__} gets no answer: use send()")
         with self._lock:
-            self.send(*msg)
+            self.send(msg)
             return self.recv(timeout_s)
 
     def stop(self, timeout_s: float = 6.0) -> None:
@@ -84,10 +92,10 @@ class WorkerHandle:
         self.finish_stop(timeout_s)
 
     def ask_stop(self) -> None:
-        """Send ``stop`` (the worker answers once its current store call returns)."""
+        """Send :class:`~kvtui.engine.protocol.Stop` (the worker answers once its current store call returns)."""
         if self.process.is_alive() and self._send_lock.acquire(timeout=2.0):  # never interleave with a send
             try:
-                self.conn.send(("stop",))
+                self.conn.send(Stop())
             except OSError:
                 pass
             finally:

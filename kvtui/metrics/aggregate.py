@@ -10,56 +10,14 @@ from __future__ import annotations
 import threading
 import time
 from collections import Counter, deque
-from dataclasses import dataclass, field
 
 from kvtui.core.codes import code_name
 from kvtui.core.events import EngineEvent, RequestResult
-from kvtui.metrics.latency import LatencyRecorder, LatencySnapshot
+from kvtui.metrics.frame import Frame, PageRow
+from kvtui.metrics.latency import LatencyRecorder
 
 LATENCIES = ("reload", "publish", "probe")
 SERIES = ("reuse_MBps", "publish_MBps", "rps", "tokens_skipped_ps", "hit_rate")
-
-
-@dataclass(frozen=True)
-class PageRow:
-    """One request in the page grid: ``states`` has one :class:`~kvtui.connector.PageState` per cell."""
-
-    req_id: int
-    scenario: str
-    n_tokens: int
-    pages_hit: int
-    states: bytes
-
-
-@dataclass(frozen=True)
-class Frame:
-    """Everything a view shows at one moment (immutable).
-
-    ``t``: seconds since the run started; ``totals``: cumulative counters (see :meth:`Aggregator.totals`);
-    ``rates``: per-second values over the last ~2 s (MB/s are 10^6 bytes/s); ``series``: the recent history
-    of each rate (oldest first, one value per second); ``latency`` / ``latency_window``: whole-session and
-    last-``window_s`` snapshots per kind (reload, publish, probe); ``rows``: newest request rows (newest
-    last); ``errors``: counts by Mooncake code name; ``events``: the bounded event log (newest last);
-    ``store``, ``procs``, ``workload``, ``status``: panels filled by their samplers (plain dicts);
-    ``row_seq`` / ``event_seq`` / ``series_seq``: how many rows, events and series points were ever added.
-    """
-
-    t: float
-    totals: dict
-    rates: dict
-    series: dict
-    latency: dict
-    latency_window: dict
-    rows: tuple
-    errors: dict
-    events: tuple
-    store: dict = field(default_factory=dict)
-    procs: tuple = ()
-    workload: dict = field(default_factory=dict)
-    status: dict = field(default_factory=dict)
-    row_seq: int = 0  # rows ever added (the newest row is number row_seq); lets a recorder store only new rows
-    event_seq: int = 0  # events ever added
-    series_seq: int = 0  # series points ever appended
 
 
 def _mbps(nbytes: float, seconds: float) -> float:
@@ -176,17 +134,14 @@ class Aggregator:
         t["token_hit_rate"] = c["tokens_hit"] / c["tokens_input"] if c["tokens_input"] else 0.0
         return t
 
-    def latency(self, kind: str) -> LatencySnapshot:
-        """Whole-session latency snapshot of ``kind`` (reload, publish, probe)."""
-        with self._lock:
-            return self._lat[kind].snapshot()
-
     def frame(self, **panels) -> Frame:
         """Return a new :class:`Frame`. Rates are per second over the last ``rate_window_s`` (2 s); the
         series get one value per ``series_interval_s`` (1 s), so sparklines span the last minutes.
 
-        ``panels``: ``store``, ``procs``, ``workload``, ``status`` dicts from the samplers.
+        ``panels``: ``store``, ``procs``, ``workload``, ``status`` dicts from the samplers (keys:
+        :mod:`kvtui.metrics.frame`); ``status["window_s"]`` is set to this aggregator's latency window.
         """
+        panels["status"] = {"window_s": self.window_s, **panels.get("status", {})}
         with self._lock:
             now = self._clock()
             c = self._c

@@ -13,7 +13,7 @@ import zlib
 from collections import deque
 
 from kvtui.core.events import EngineEvent
-from kvtui.metrics.aggregate import Frame, PageRow
+from kvtui.metrics.frame import Frame, PageRow
 from kvtui.metrics.latency import LatencySnapshot
 
 

@@ -10,7 +10,7 @@ import time
 import zlib
 from pathlib import Path
 
-from kvtui.metrics.aggregate import Frame
+from kvtui.metrics.frame import Frame
 from kvtui.session import APPLICATION_ID, FORMAT_VERSION, SessionError
 from kvtui.session.codec import FrameDecoder, decode_record
 

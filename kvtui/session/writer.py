@@ -11,7 +11,7 @@ import time
 from pathlib import Path
 
 from kvtui import __version__
-from kvtui.metrics.aggregate import Frame
+from kvtui.metrics.frame import Frame
 from kvtui.session import APPLICATION_ID, FORMAT_VERSION, SessionError
 from kvtui.session.codec import FrameEncoder
 
@@ -73,11 +73,6 @@ class SessionWriter:
             if self._seq % CHECKPOINT_FRAMES == 0:  # keep the main file itself current, not only its -wal
                 self.db.execute("PRAGMA wal_checkpoint(PASSIVE)")
 
-    @property
-    def frames(self) -> int:
-        """Frames written so far."""
-        return self._seq
-
     def close(self) -> None:
         """Checkpoint the WAL into the file, leave WAL mode and close (safe to call twice)."""
         with self._lock:
@@ -98,7 +93,6 @@ class RecordingThread:
         self.source, self.writer, self.interval = source, writer, 1.0 / hz
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._loop, name="kvtui-recorder", daemon=True)
-        self.last_frame: Frame | None = None
 
     def start(self) -> "RecordingThread":
         """Start recording."""
@@ -108,8 +102,7 @@ class RecordingThread:
     def _loop(self) -> None:
         next_t = time.monotonic()
         while not self._stop.is_set():
-            self.last_frame = self.source.frame()
-            self.writer.write(self.last_frame)
+            self.writer.write(self.source.frame())
             next_t += self.interval
             self._stop.wait(max(0.0, next_t - time.monotonic()))
 

@@ -1,9 +1,10 @@
 """A deterministic, store-less frame source for tests, snapshots and README screenshots.
 
 :class:`DemoSource` feeds a real :class:`~kvtui.metrics.aggregate.Aggregator` with hand-made
-:class:`~kvtui.events.RequestResult` s of a shared-prefix workload on a simulated clock (each ``frame()``
+:class:`~kvtui.core.events.RequestResult` s of a shared-prefix workload on a simulated clock (each ``frame()``
 call advances it by ``tick_s``), so every figure on screen comes from the same code path as a live run.
-:class:`DemoController` turns the knobs of a DemoSource. Nothing here touches a store or an engine.
+:class:`DemoController` turns the knobs of a DemoSource through the same typed controls
+(:mod:`kvtui.core.controls`) as the live session. Nothing here touches a store or an engine.
 
 ``python -m kvtui.testing.demo [--static | --replay FILE] [--headless --duration S --screenshot PATH --size WxH]``
 runs the monitor on it (``--static``: one fixed fixture frame, as the snapshot tests use; ``--replay``: play a
@@ -20,12 +21,12 @@ import os
 import random
 import time
 
+from kvtui.core.codes import CONTENT_MISMATCH, NO_AVAILABLE_HANDLE, OBJECT_NOT_FOUND
+from kvtui.core.controls import Control, SetLayout, SetOverlap, SetPool, SetRate, SetScenario
 from kvtui.core.events import EngineEvent, RequestResult
 from kvtui.core.layout import PRESETS, PageLayout
 from kvtui.core.pages import PageState as S
 from kvtui.metrics.aggregate import Aggregator, Frame
-
-NO_AVAILABLE_HANDLE, OBJECT_NOT_FOUND, CONTENT_MISMATCH = -200, -704, -10002
 
 
 class DemoSource:
@@ -156,20 +157,24 @@ class DemoController:
     def __init__(self, source: DemoSource, record_dir: str = "."):
         self.source, self.record_dir = source, record_dir
 
-    def set_overlap(self, fraction: float) -> None:
-        self.source.workload["overlap"] = fraction
-
-    def set_pool(self, n: int) -> None:
-        self.source.workload["pool"] = n
-
-    def set_rate(self, rps: float) -> None:
-        self.source.workload["rate"] = rps
-
-    def set_scenario(self, name: str) -> None:
-        self.source.workload["scenario"] = name
-
-    def set_layout(self, name: str) -> None:
-        self.source.workload["layout"] = name
+    def send(self, control: Control) -> None:
+        """Apply a knob change at once (the next ``frame()`` shows it): SetOverlap / SetPool / SetRate /
+        SetScenario set that workload knob; SetLayout only records the preset's name (``workload["layout"]``:
+        the demo's pages keep their size). ``TypeError`` for anything else."""
+        w = self.source.workload
+        match control:
+            case SetOverlap(fraction):
+                w["overlap"] = fraction
+            case SetPool(n):
+                w["pool"] = n
+            case SetRate(rps):
+                w["rate"] = rps
+            case SetScenario(name):
+                w["scenario"] = name
+            case SetLayout(name):
+                w["layout"] = name
+            case _:
+                raise TypeError(f"not a control: {control!r}")
 
     def pause(self) -> None:
         self.source.paused = True

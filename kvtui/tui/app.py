@@ -7,106 +7,55 @@ the engine: every workload change goes through :class:`Controller`, whose method
 disabled through :meth:`KvtuiApp.check_action`.
 
 Replay (``player``, a :class:`~kvtui.session.reader.ReplayPlayer`, also the frame source): the live controls
-are hidden and their keys drive the player instead (play/pause, step, seek, start/end, speed); the header
-shows a REPLAY badge with position / length and speed; space at the end of the recording plays it again from
-the start. Live mode: ``ctrl+r`` toggles recording through ``Controller.toggle_recording`` and the header shows
-``● REC`` while frames say ``status["recording"]``.
+are hidden and their keys drive the player instead (:mod:`kvtui.tui.replay`); the header shows a REPLAY badge
+with position / length and speed. Live mode: ``ctrl+r`` toggles recording through
+``Controller.toggle_recording`` and the header shows ``● REC`` while frames say ``status["recording"]``.
 
-Knob keys change a knob by one step; a press that changes nothing (at either end of the range) neither calls
-the controller nor logs. Values the engine echoes of requests still on their way do not override the newer
-request (so ``R R`` from 20 req/s asks for 50 then 100, never 100 twice).
-
-Quitting: q or ctrl+c; SIGTERM and SIGHUP end the app the same clean way (the terminal is restored) through
-asyncio signal handlers installed while the app runs, instead of a KeyboardInterrupt inside the event loop.
+Knob keys change a knob by one step (:mod:`kvtui.core.knobs`) and send a typed control
+(:mod:`kvtui.core.controls`) through ``Controller.send``; which requests are sent and shown is
+:mod:`kvtui.tui.knobs`. Quitting: q or ctrl+c; SIGTERM and SIGHUP end the app the same clean way
+(:mod:`kvtui.tui.signals`).
 """
 
 from __future__ import annotations
 
-import asyncio
 import dataclasses
 import os
-import signal
 import sys
 import time
 from collections.abc import Iterable, Sequence
-from typing import Callable, Protocol
+from typing import Callable
 
 from textual import events
 from textual.app import App, ComposeResult, SystemCommand
 from textual.containers import Horizontal, Vertical
 from textual.screen import Screen
 from textual.widgets import Footer, Static
-from textual.worker import Worker, WorkerState
 
+from kvtui.core.controls import Control, SetLayout, SetOverlap, SetPool, SetRate, SetScenario
 from kvtui.core.defaults import DEFAULT_HZ, MAX_HZ, UI_NICE
+from kvtui.core.knobs import OVERLAP, POOL, RATE, SCENARIOS, next_rate
 from kvtui.core.sched import lower_thread_priority
 from kvtui.metrics.aggregate import Frame
-from kvtui.tui.controls import (
-    BINDINGS,
-    ENGINE_ACTIONS,
-    OVERLAP_STEP,
-    RATE_STEPS,
-    REPLAY_ACTIONS,
-    SCENARIOS,
-    SEEK_STEP_S,
-    WORKLOAD_ACTIONS,
-    key_help,
-    next_rate,
-    system_commands,
-)
-from kvtui.tui.fmt import fmt_position, fmt_rps_knob, fmt_speed
-from kvtui.tui.screens import ConfirmScreen, HelpScreen, SettingsScreen
-from kvtui.tui.widgets import (
-    EventLog,
-    Kpis,
-    LatencyPanel,
-    PageGrid,
-    ProcsPanel,
-    StorePanel,
-    Throughput,
-)
+from kvtui.tui.controls import BINDINGS, ENGINE_ACTIONS, REPLAY_ACTIONS, WORKLOAD_ACTIONS, key_help
+from kvtui.tui.fmt import fmt_rps_knob
+from kvtui.tui.knobs import KnobState, same, seen_in
+from kvtui.tui.palette import system_commands
+from kvtui.tui.protocols import Controller, FrameSource, Player
+from kvtui.tui.replay import ReplayActions
+from kvtui.tui.screens import HelpScreen, SettingsScreen
+from kvtui.tui.signals import ExitSignals
+from kvtui.tui.store_actions import StoreActions
+from kvtui.tui.widgets import EventLog, Kpis, LatencyPanel, PageGrid, ProcsPanel, StorePanel, Throughput
 
-__all__ = ["FrameSource", "Controller", "Player", "KvtuiApp", "run_app", "SCENARIOS", "RATE_STEPS", "next_rate"]
+__all__ = ["FrameSource", "Controller", "Player", "KvtuiApp", "run_app"]
 
 MIN_SIZE = (60, 16)
 CONTROL_ECHO_S = 0.05  # an extra frame pull this long after a control change
-ASKED_SHOWN_S = 3.0  # the header shows a requested knob value this long before the engine's value wins
 GIL_SWITCH_S = 0.001  # while the monitor runs (see run_app)
-EXIT_SIGNALS = tuple(getattr(signal, name) for name in ("SIGTERM", "SIGHUP") if hasattr(signal, name))
-
-class FrameSource(Protocol):
-    def frame(self) -> Frame:
-        """Build/return the newest frame (cheap, a few ms)."""
 
 
-class Controller(Protocol):
-    def set_overlap(self, fraction: float) -> None: ...
-    def set_pool(self, n: int) -> None: ...
-    def set_rate(self, rps: float) -> None: ...
-    def set_scenario(self, name: str) -> None: ...
-    def set_layout(self, name: str) -> None: ...
-    def pause(self) -> None: ...
-    def resume(self) -> None: ...
-    def clear_store(self) -> int: ...
-    def stop(self) -> None: ...
-    def toggle_recording(self) -> tuple[bool, str | None]:
-        """Start recording the session to a file, or stop; returns (recording now, the file's path)."""
-
-
-class Player(FrameSource, Protocol):
-    """Replay controls (:class:`kvtui.session.reader.ReplayPlayer`); ``frame()`` carries ``status["replay"]``."""
-
-    speed: float
-
-    def toggle_pause(self) -> bool: ...
-    def step(self, frames: int = 1) -> None: ...
-    def seek(self, seconds: float) -> None: ...
-    def seek_start(self) -> None: ...
-    def seek_end(self) -> None: ...
-    def set_speed(self, speed: float) -> None: ...
-
-
-class KvtuiApp(App[int]):
+class KvtuiApp(ReplayActions, StoreActions, ExitSignals, App[int]):
     """The kvtui monitor. ``clock`` (default :func:`time.time`) only names screenshot files; everything shown
     comes from frames (elapsed time is ``frame.t``). ``window_s`` labels the latency window. ``player``: replay
     mode (the player is the frame source when ``source`` is None). ``layouts``: page layout presets the command
@@ -134,10 +83,7 @@ class KvtuiApp(App[int]):
         self.shown: Frame | None = None  # newest applied to the widgets
         self.frozen = False
         self.window = True
-        self.knobs: dict = {}
-        self._seen: dict = {}
-        self._pending: dict[str, list] = {}  # knob → values requested that the frames have not shown yet
-        self._asked_at: dict[str, float] = {}  # knob → time.monotonic() of its newest request
+        self.knob_state = KnobState()  # the knobs asked for here and adopted from the frames
         self._signals: dict[int, object] = {}  # signal → the handler it had before ours
         self._gate: tuple | None = None
         self._source_error: str | None = None
@@ -177,48 +123,6 @@ class KvtuiApp(App[int]):
     def on_unmount(self) -> None:
         self._remove_signal_handlers()
 
-    # -- signals -------------------------------------------------------------------------------------------
-    def _install_signal_handlers(self) -> None:
-        """SIGTERM / SIGHUP → :meth:`_exit_on_signal` (the main thread only; elsewhere nothing changes)."""
-        try:
-            loop = asyncio.get_running_loop()
-        except RuntimeError:
-            return
-        for sig in EXIT_SIGNALS:
-            previous = signal.getsignal(sig)
-            try:
-                loop.add_signal_handler(sig, self._exit_on_signal, sig)
-            except (ValueError, RuntimeError, NotImplementedError):  # not the main thread, or no Unix signals
-                continue
-            self._signals[sig] = previous
-
-    def _remove_signal_handlers(self) -> None:
-        """Undo :meth:`_install_signal_handlers`, giving each signal its previous handler back (idempotent)."""
-        signals, self._signals = self._signals, {}
-        try:
-            loop = asyncio.get_running_loop()
-        except RuntimeError:
-            loop = None
-        for sig, previous in signals.items():
-            try:
-                if loop is not None:
-                    loop.remove_signal_handler(sig)
-                signal.signal(sig, previous if previous is not None else signal.SIG_DFL)
-            except (ValueError, RuntimeError):
-                pass
-
-    def _exit_on_signal(self, signum: int) -> None:
-        """A clean exit (the terminal is restored) with code 128 + signal; the controller is stopped after
-        the app has ended (:func:`run_app`), so the terminal comes back at once."""
-        if self.refresh_timer is not None:
-            self.refresh_timer.stop()
-        if signum == getattr(signal, "SIGHUP", None) and not self.is_headless:
-            # The terminal is gone: Textual cannot restore it, and its output thread can block forever on
-            # the dead tty. Stop the engine and everything it started now, then leave at once.
-            self.stop_controller()
-            os._exit(128 + int(signum))
-        self.exit(None, return_code=128 + int(signum))
-
     def on_resize(self, event: events.Resize) -> None:
         if hasattr(self, "w"):
             self._size_classes(event.size.width, event.size.height)
@@ -254,26 +158,20 @@ class KvtuiApp(App[int]):
         if not self.frozen:
             self.apply(frame)
 
+    @property
+    def knobs(self) -> dict:
+        """Knob → the newest value asked for here or shown by the engine (:class:`KnobState` ``.values``)."""
+        return self.knob_state.values
+
+    @knobs.setter
+    def knobs(self, values: dict) -> None:
+        self.knob_state.values = dict(values)
+
     def _adopt(self, frame: Frame) -> None:
-        """Take knob values from the frame when the engine changed them (so key presses between frames add up).
-        A change that only shows one of our own earlier requests (``_pending``) while a newer one is still on
-        its way is not taken: the knob keeps the newest request."""
+        """Take knob values from the frame (:meth:`KnobState.adopt`), and refresh the bindings when the
+        controls on offer change (controller, mode, workload kind, an outage of the master kvtui started)."""
         w, st = frame.workload or {}, frame.status or {}
-        seen = {k: w.get(k) for k in ("overlap", "pool", "rate", "scenario", "layout")}
-        seen["paused"] = st.get("paused")
-        for k, v in seen.items():
-            pending = self._pending.get(k)
-            if v is not None and pending and _same(v, self.knobs.get(k)):
-                pending.clear()  # the engine shows the newest request
-            elif v is not None and v != self._seen.get(k):
-                echoed = next((i for i, p in enumerate(pending or ()) if _same(p, v)), None)
-                if echoed is None:  # changed by someone else (or refused): the engine's value wins
-                    self.knobs[k] = v
-                    if pending:
-                        pending.clear()
-                else:  # an earlier request of ours arriving: keep the newer one the knob already holds
-                    del pending[:echoed + 1]
-        self._seen = seen
+        self.knob_state.adopt(seen_in(w, st))
         own_master_down = bool(st.get("outage")) and st.get("store_mode") == "embedded" and st.get("mode", "live") == "live"
         gate = (self.controller is not None, st.get("mode", "live"), w.get("kind", "synthetic"), own_master_down)
         if gate != self._gate:
@@ -305,15 +203,11 @@ class KvtuiApp(App[int]):
     def _show_kpis(self, frame: Frame) -> None:
         """The header of ``frame``, with knobs the engine has not applied yet shown at their requested value
         (so a key press shows in the header at once, not when the next frame after the engine's change
-        arrives); for at most ``ASKED_SHOWN_S``: a change the engine refused gives way to its value."""
-        now = time.monotonic()
-        asked = {k: self.knobs[k] for k, pending in self._pending.items()
-                 if pending and k in self.knobs and now - self._asked_at.get(k, 0.0) < ASKED_SHOWN_S}
-        if asked:
-            paused = {"paused": asked.pop("paused")} if "paused" in asked else {}
-            workload = {**frame.workload, **asked} if asked and (frame.workload or {}).get("kind") == "synthetic" \
-                else frame.workload
-            frame = dataclasses.replace(frame, workload=workload, status={**(frame.status or {}), **paused})
+        arrives); for at most ``ASKED_SHOWN_S`` (:mod:`kvtui.tui.knobs`): a change the engine refused gives way
+        to its value."""
+        asked = self.knob_state.overlay(frame.workload, frame.status, time.monotonic())
+        if asked is not None:
+            frame = dataclasses.replace(frame, workload=asked[0], status=asked[1])
         self.w[Kpis].update_frame(frame, frozen=self.frozen, window_label=self._latency_text())
 
     def log_line(self, text: str, kind: str = "ui") -> None:
@@ -340,18 +234,13 @@ class KvtuiApp(App[int]):
 
     def _control(self, knob: str, value, call: Callable[[], object], text: str) -> bool:
         """Set ``knob`` to ``value`` through ``call`` and log ``text``; nothing at all when the knob already
-        has that value. Returns whether the controller was called successfully."""
-        if knob in self.knobs and _same(self.knobs[knob], value):
-            return False
+        has that value (:meth:`KnobState.request`). Returns whether the controller was called successfully."""
         try:
-            call()
+            if not self.knob_state.request(knob, value, call, time.monotonic()):
+                return False
         except Exception as exc:  # the controller is another component: report, keep the old value
             self.log_line(f"{text} failed: {type(exc).__name__}: {exc}", "error")
             return False
-        self.knobs[knob] = value
-        self._pending.setdefault(knob, []).append(value)
-        self._asked_at[knob] = time.monotonic()
-        del self._pending[knob][:-8]  # bounded: only the last few requests can still be on their way
         self.log_line(text, "control")
         if self.shown is not None and not self.frozen:
             self._show_kpis(self.shown)
@@ -359,44 +248,50 @@ class KvtuiApp(App[int]):
             self.set_timer(CONTROL_ECHO_S, self.tick, name="control-echo")  # whole refresh period later
         return True
 
+    def _send(self, knob: str, value, control: Control, text: str) -> bool:
+        """:meth:`_control` with ``controller.send(control)``."""
+        return self._control(knob, value, lambda: self.controller.send(control), text)
+
     def set_overlap(self, fraction: float) -> None:
-        value = round(min(1.0, max(0.0, fraction)) * 100) / 100
-        self._control("overlap", value, lambda: self.controller.set_overlap(value), f"overlap → {value * 100:g} %")
+        """Ask for prefix overlap ``fraction`` (0–1; clamped, to whole percent)."""
+        value = round(OVERLAP.user(OVERLAP.clamp(fraction))) / OVERLAP.scale
+        self._send("overlap", value, SetOverlap(value), f"overlap → {OVERLAP.text(value)}")
 
     def set_pool(self, n: int) -> None:
-        n = max(1, int(n))
-        self._control("pool", n, lambda: self.controller.set_pool(n), f"pool → {n}")
+        """Ask for pool size ``n`` (clamped into the pool's range)."""
+        n = POOL.clamp(int(n))
+        self._send("pool", n, SetPool(n), f"pool → {n}")
 
     def set_rate(self, rps: float) -> None:
-        rps = max(0.0, float(rps))
-        self._control("rate", rps, lambda: self.controller.set_rate(rps), f"rate → {fmt_rps_knob(rps)}")
+        """Ask for request rate ``rps`` (req/s, 0 = closed loop; negative → 0)."""
+        rps = float(RATE.clamp(float(rps)))
+        self._send("rate", rps, SetRate(rps), f"rate → {fmt_rps_knob(rps)}")
 
     def action_overlap(self, steps: int) -> None:
-        current = float(self.knobs.get("overlap", 0.5))
-        self.set_overlap(round((current + steps * OVERLAP_STEP) * 20) / 20)
+        current = float(self.knobs.get("overlap", 0.5))  # steps land on the step's grid (a typed 61 % → 65 %)
+        self.set_overlap(round(current / OVERLAP.step + steps) * OVERLAP.step)
 
     def action_pool(self, delta: int) -> None:
-        self.set_pool(int(self.knobs.get("pool", 1)) + delta)
+        self.set_pool(int(self.knobs.get("pool", 1)) + delta * POOL.step)
 
     def action_rate(self, direction: int) -> None:
-        """One step up or down (:func:`next_rate`: down from closed loop goes to the highest step not above
-        the measured request rate, 0.5 req/s before anything was measured)."""
+        """One step up or down (:func:`kvtui.core.knobs.next_rate`: down from closed loop goes to the highest
+        step not above the measured request rate, 0.5 req/s before anything was measured)."""
         measured = self.frame.rates.get("rps", 0.0) if self.frame else 0.0
         current = float(self.knobs.get("rate", 0.0))
         rate = next_rate(current, direction > 0, measured)
-        if _same(rate, current):  # at either end: say why nothing changes
+        if same(rate, current):  # at either end: say why nothing changes
             self.log_line("rate is already closed loop (the next request as soon as one finishes)" if current <= 0
                           else f"rate is already at its lowest step ({fmt_rps_knob(current)})")
             return
         self.set_rate(rate)
 
     def set_scenario(self, name: str) -> None:
-        self._control("scenario", name, lambda: self.controller.set_scenario(name), f"scenario → {name}")
+        self._send("scenario", name, SetScenario(name), f"scenario → {name}")
 
     def set_layout(self, name: str) -> None:
         """Ask for page layout preset ``name`` (the engine switches once the requests under way are done)."""
-        self._control("layout", name, lambda: self.controller.set_layout(name),
-                      f"layout {name} asked for (after the requests under way)")
+        self._send("layout", name, SetLayout(name), f"layout {name} asked for (after the requests under way)")
 
     def action_scenario(self) -> None:
         current = self.knobs.get("scenario")
@@ -421,56 +316,6 @@ class KvtuiApp(App[int]):
             return
         self.log_line(f"recording → {path}" if on else f"recording stopped: {path}", "control")
 
-    # -- replay controls (only with a player) --------------------------------------------------------------
-    def _replay(self, call: Callable[[], object], text: Callable[[dict], str]) -> None:
-        """Run a player control, pull the frame at the new position at once, and log ``text(status["replay"])``."""
-        try:
-            call()
-        except Exception as exc:  # the player reads a file: report, keep the UI alive
-            self.log_line(f"replay control failed: {type(exc).__name__}: {exc}", "error")
-            return
-        self.tick()
-        rp = (self.frame.status or {}).get("replay", {}) if self.frame else {}
-        self.log_line(text(rp))
-
-    def action_replay_pause(self) -> None:
-        """Play / pause; at the end of the recording: play it again from the start."""
-        self.tick()  # where the player is now (it may have reached the end since the last frame)
-        rp = (self.frame.status or {}).get("replay", {}) if self.frame else {}
-        if rp.get("ended"):
-            def restart() -> None:
-                self.player.seek_start()
-                if rp.get("paused"):
-                    self.player.toggle_pause()
-
-            self._replay(restart, lambda rp: f"replay restarted from {fmt_position(rp.get('position', 0))}")
-            return
-
-        def text(rp: dict) -> str:
-            at = fmt_position(rp.get("position", 0))
-            return f"replay paused at {at}" if rp.get("paused") else f"replay playing from {at}"
-
-        self._replay(self.player.toggle_pause, text)
-
-    def action_replay_step(self, frames: int) -> None:
-        self._replay(lambda: self.player.step(frames),
-                     lambda rp: f"step {frames:+d} → {fmt_position(rp.get('position', 0))}")
-
-    def action_replay_seek(self, direction: int) -> None:
-        self._replay(lambda: self.player.seek(direction * SEEK_STEP_S),
-                     lambda rp: f"seek → {fmt_position(rp.get('position', 0))}")
-
-    def action_replay_start(self) -> None:
-        self._replay(self.player.seek_start, lambda rp: f"seek → {fmt_position(rp.get('position', 0))} (start)")
-
-    def action_replay_end(self) -> None:
-        self._replay(self.player.seek_end, lambda rp: f"seek → {fmt_position(rp.get('position', 0))} (end)")
-
-    def action_replay_speed(self, direction: int) -> None:
-        speed = self.player.speed * (2.0 if direction > 0 else 0.5)
-        self._replay(lambda: self.player.set_speed(speed),
-                     lambda rp: f"speed {fmt_speed(rp.get('speed', self.player.speed))}")
-
     def action_freeze(self) -> None:
         self.frozen = not self.frozen
         running = "playback" if self.player is not None else "workload"
@@ -493,38 +338,6 @@ class KvtuiApp(App[int]):
 
         current = {k: self.knobs.get(k) for k in ("overlap", "rate", "pool")}
         self.push_screen(SettingsScreen(current, focus), done)
-
-    def action_clear_store(self) -> None:
-        def answered(yes: bool | None) -> None:
-            if not yes:
-                self.log_line("clear store cancelled")
-                return
-            self.log_line("clearing the store…", "control")
-            self.run_worker(self.controller.clear_store, name="clear-store", group="clear-store", thread=True,
-                            exclusive=True)
-
-        self.push_screen(ConfirmScreen("Remove every key from the store?  (y / n)", "Clear store", "Cancel"), answered)
-
-    def action_restart_master(self) -> None:
-        """Restart the embedded master (in a thread: it takes about a second to answer)."""
-        restart = getattr(self.controller, "restart_master", None)
-        if restart is None:
-            self.log_line("restarting the master is unavailable here", "error")
-            return
-        self.log_line("restarting the master…", "control")
-        self.run_worker(restart, name="restart-master", group="restart-master", thread=True, exclusive=True)
-
-    def on_worker_state_changed(self, event: Worker.StateChanged) -> None:
-        if event.worker.name == "restart-master":
-            if event.state == WorkerState.ERROR:
-                self.log_line(f"master restart failed: {event.worker.error}", "error")
-            return
-        if event.worker.name != "clear-store":
-            return
-        if event.state == WorkerState.SUCCESS:
-            self.log_line(f"store cleared: {event.worker.result} keys removed", "control")
-        elif event.state == WorkerState.ERROR:
-            self.log_line(f"clear store failed: {event.worker.error}", "error")
 
     def action_screenshot(self) -> str | None:
         """Save an SVG into ``screenshot_dir``; returns its path, or None (one error line in the event log)
@@ -576,14 +389,6 @@ class KvtuiApp(App[int]):
         self.stop_controller()
         self.refresh_timer.stop()
         self.exit(0)
-
-
-def _same(a, b) -> bool:
-    """Knob values equal (floats to 1e-9: overlap steps are sums of 0.05)."""
-    if isinstance(a, (int, float)) and isinstance(b, (int, float)) and not isinstance(a, bool) \
-            and not isinstance(b, bool):
-        return abs(float(a) - float(b)) < 1e-9
-    return a == b
 
 
 def run_app(source: FrameSource | None, controller: Controller | None, *, headless: bool = False,

@@ -1,43 +1,22 @@
-"""Keys, knob steps and command-palette entries of the monitor (the app's actions live in app.py)."""
+"""Keys of the monitor: its bindings, which mode each action belongs to, and the help built from them.
+
+The knobs' steps and the rate steps come from :mod:`kvtui.core.knobs`; the app's actions live in app.py (live
+controls), replay.py (the player's keys) and palette.py (command-palette entries).
+"""
 
 from __future__ import annotations
 
-from collections.abc import Iterable
-from typing import TYPE_CHECKING
-
-from textual.app import SystemCommand
+from textual.app import App
 from textual.binding import Binding
 
-if TYPE_CHECKING:
-    from kvtui.tui.app import KvtuiApp
+from kvtui.core.knobs import OVERLAP, POOL, RATE, SCENARIO_KEY
 
-SCENARIOS: tuple[str, ...] = ("shared-system-prompt", "few-shot", "multi-turn", "random")
-"""Same as ``workload.synthetic.SCENARIOS`` (kept here so the UI imports no workload code)."""
-OVERLAP_STEP = 0.05
-RATE_STEPS: tuple[float, ...] = (0.5, 1, 2, 5, 10, 20, 50, 100, 200, 500, 1000)
 WORKLOAD_ACTIONS = frozenset({"overlap", "pool", "rate", "scenario", "settings"})  # synthetic + live + controller
 ENGINE_ACTIONS = frozenset({"toggle_pause", "clear_store", "toggle_recording"})  # live + controller
 REPLAY_ACTIONS = frozenset({"replay_pause", "replay_step", "replay_seek", "replay_start", "replay_end",
                             "replay_speed"})  # replay (a player): these take over the keys of the live controls
-SEEK_STEP_S = 10.0
-
-
-def next_rate(current: float, up: bool, measured: float = 0.0) -> float:
-    """The rate knob one step ``up`` or down. 0 (closed loop) sits above the top step; stepping down from it
-    goes to the highest step not above the ``measured`` request rate (the lowest step, 0.5 req/s, while
-    nothing has been measured yet, e.g. before the first frame), so the open loop starts near the rate the
-    closed loop reached. At either end the result equals ``current`` (R in closed loop, r at 0.5 req/s):
-    the app then does not call the controller and logs why nothing changed."""
-    if current <= 0:
-        if up:
-            return 0.0
-        below = [s for s in RATE_STEPS if s <= measured]
-        return float(below[-1] if below else RATE_STEPS[0])
-    if up:
-        higher = [s for s in RATE_STEPS if s > current + 1e-9]
-        return float(higher[0]) if higher else 0.0
-    lower = [s for s in RATE_STEPS if s < current - 1e-9]
-    return float(lower[-1] if lower else RATE_STEPS[0])
+SEEK_STEP_S = 10.0  # one ← / → in replay (seconds of the recording)
+_OVERLAP_STEP, _POOL_STEP = OVERLAP.step_text(), POOL.step_text()  # "5 %", "1"
 
 
 # Compact groups show their keys side by side ("rR rate"); app.tcss spaces a group's label from the next key.
@@ -65,13 +44,17 @@ BINDINGS: list[Binding] = [
     Binding("minus,less_than_sign", "replay_speed(-1)", "slower", key_display="-", group=_SPEED),
     Binding("plus,equals_sign,greater_than_sign", "replay_speed(1)", "faster", key_display="+", group=_SPEED),
     # live
-    Binding("left_square_bracket,minus", "overlap(-1)", "overlap -5 %", key_display="[", group=_OVERLAP),
-    Binding("right_square_bracket,plus,equals_sign", "overlap(1)", "overlap +5 %", key_display="]", group=_OVERLAP),
-    Binding("comma,less_than_sign", "pool(-1)", "pool -1", key_display="<", group=_POOL),
-    Binding("full_stop,greater_than_sign", "pool(1)", "pool +1", key_display=">", group=_POOL),
-    Binding("r", "rate(-1)", "rate down", key_display="r", group=_RATE),
-    Binding("R", "rate(1)", "rate up", key_display="R", group=_RATE),
-    Binding("s", "scenario", "scenario"),
+    # (the knobs' keys as shown are kvtui.core.knobs' Knob.keys, which the README's knob table lists too)
+    Binding("left_square_bracket,minus", "overlap(-1)", f"overlap -{_OVERLAP_STEP}", key_display=OVERLAP.keys[0],
+            group=_OVERLAP),
+    Binding("right_square_bracket,plus,equals_sign", "overlap(1)", f"overlap +{_OVERLAP_STEP}",
+            key_display=OVERLAP.keys[1], group=_OVERLAP),
+    Binding("comma,less_than_sign", "pool(-1)", f"pool -{_POOL_STEP}", key_display=POOL.keys[0], group=_POOL),
+    Binding("full_stop,greater_than_sign", "pool(1)", f"pool +{_POOL_STEP}", key_display=POOL.keys[1],
+            group=_POOL),
+    Binding(RATE.keys[0], "rate(-1)", "rate down", key_display=RATE.keys[0], group=_RATE),
+    Binding(RATE.keys[1], "rate(1)", "rate up", key_display=RATE.keys[1], group=_RATE),
+    Binding(SCENARIO_KEY, "scenario", "scenario"),
     Binding("f", "freeze", "freeze"),
     Binding("w", "window", "window"),
     # priority: the dialog opens before the app routes the next key, so a value typed right after e reaches it
@@ -83,7 +66,7 @@ BINDINGS: list[Binding] = [
 ]
 
 
-def key_help(app: "KvtuiApp") -> list[tuple[str, str]]:
+def key_help(app: App) -> list[tuple[str, str]]:
     """(keys, description) for every binding of :data:`BINDINGS` that the current mode shows (live or replay:
     bindings hidden by ``app.check_action`` are left out; disabled ones are listed). Bindings of the same
     action share one entry (``q ^c`` → quit)."""
@@ -92,8 +75,8 @@ def key_help(app: "KvtuiApp") -> list[tuple[str, str]]:
              "window": "latency: last N seconds ↔ whole session", "clear_store": "clear the store (asks first)",
              "screenshot": f"save an SVG screenshot into {app.screenshot_dir}/", "help": "this help",
              "quit": "quit", "scenario": "next scenario", "settings": "type overlap %, rate, pool (layout presets: ^p)",
-             "overlap(1)": "prefix overlap +5 %", "overlap(-1)": "prefix overlap −5 %",
-             "pool(1)": "pool size +1", "pool(-1)": "pool size −1", "rate(1)": "request rate up a step",
+             "overlap(1)": f"prefix overlap +{_OVERLAP_STEP}", "overlap(-1)": f"prefix overlap −{_OVERLAP_STEP}",
+             "pool(1)": f"pool size +{_POOL_STEP}", "pool(-1)": f"pool size −{_POOL_STEP}", "rate(1)": "request rate up a step",
              "rate(-1)": "request rate down a step (from closed loop: the highest step not above the "
                          "measured rate)",
              "toggle_recording": "start / stop recording to a session file (play it: kvtui replay FILE)",
@@ -124,30 +107,3 @@ def _split_action(action: str) -> tuple[str, tuple]:
 
     _, name, params = parse(action)
     return name, params
-
-
-def system_commands(app: "KvtuiApp") -> Iterable[SystemCommand]:
-    """Command-palette entries: typed knob values, every scenario and page layout preset, recording, replay, and
-    the view commands."""
-    if app.check_action("overlap", ()):  # not "settings": that priority key is off while the palette is open
-        yield SystemCommand("Set prefix overlap %", "Type the shared-prefix fraction",
-                            lambda: app.action_settings("overlap"))
-        yield SystemCommand("Set request rate", "Type req/s (0 = closed loop)", lambda: app.action_settings("rate"))
-        yield SystemCommand("Set pool size", "Type the number of shared prefixes",
-                            lambda: app.action_settings("pool"))
-        for name in app.scenarios:
-            yield SystemCommand(f"Scenario: {name}", "Switch the synthetic scenario",
-                                lambda name=name: app.set_scenario(name))
-        for name, summary in app.layouts.items():
-            yield SystemCommand(f"Layout: {name}", f"Page layout {summary} (after the requests under way)",
-                                lambda name=name: app.set_layout(name))
-    if app.check_action("toggle_recording", ()):
-        yield SystemCommand("Start / stop recording", "Record the session to a file (ctrl+r)",
-                            app.action_toggle_recording)
-    if app.check_action("replay_pause", ()):
-        yield SystemCommand("Replay: play / pause", "Pause or resume the playback", app.action_replay_pause)
-        yield SystemCommand("Replay: go to start", "Seek to the first frame", app.action_replay_start)
-        yield SystemCommand("Replay: go to end", "Seek to the last frame", app.action_replay_end)
-    yield SystemCommand("Toggle latency window", "Last N seconds ↔ whole session", app.action_window)
-    yield SystemCommand("Freeze / unfreeze view", "Stop applying frames", app.action_freeze)
-    yield SystemCommand("Save SVG screenshot", f"Into {app.screenshot_dir}/", app.action_screenshot)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from kvtui.core.knobs import RATE
 from kvtui.core.units import format_bytes
 
 __all__ = ["format_bytes", "fmt_int", "fmt_count", "fmt_pct", "fmt_ms", "fmt_mbps", "fmt_rate", "fmt_elapsed",
@@ -57,10 +58,9 @@ def fmt_rate(per_s: float, unit: str = "/s") -> str:
 
 
 def fmt_rps_knob(rps: float) -> str:
-    """The request-rate knob: ``0`` → ``'closed loop'``, ``20`` → ``'20 req/s'``."""
-    if rps <= 0:
-        return "closed loop"
-    return f"{rps:g} req/s"
+    """The request-rate knob (:meth:`kvtui.core.knobs.RATE.text <kvtui.core.knobs.Knob.text>`): ``0`` (or
+    less) → ``'closed loop'``, ``20`` → ``'20 req/s'``."""
+    return RATE.text(max(0.0, float(rps)))
 
 
 def fmt_elapsed(seconds: float) -> str:

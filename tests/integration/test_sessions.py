@@ -55,7 +55,7 @@ def test_report_names_the_layout_at_the_end_after_a_switch(recorded, tmp_path):
     `layout_at_end` the one on screen at the end (the totals cover both)."""
     import dataclasses
 
-    from kvtui.commands.report import open_session
+    from kvtui.commands.output import open_session
     from kvtui.core.layout import PRESETS
     from kvtui.session.writer import SessionWriter
 

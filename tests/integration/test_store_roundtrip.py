@@ -9,9 +9,11 @@ import uuid
 import numpy as np
 import pytest
 
+from kvtui.core.codes import SIZE_MISMATCH
 from kvtui.core.layout import PageLayout
 from kvtui.core.pages import PageState
 from kvtui.engine.keys import PageKeyer
+from kvtui.engine.protocol import Keys, Publish, Reload, SetReadStreams
 from kvtui.engine.worker import WorkerSpec
 from kvtui.engine.workers import WorkerError, WorkerHandle
 
@@ -47,9 +49,9 @@ def test_decode_role_refuses_to_publish(cluster):
     try:
         h.wait_ready()
         with pytest.raises(WorkerError, match="decode worker may not publish"):
-            h.call("publish", _tokens(32), None, 0)
+            h.call(Publish(_tokens(32)))
         # the worker stays usable after refusing
-        assert h.call("reload", _tokens(32), None)["pages_hit"] == 0
+        assert h.call(Reload(_tokens(32))).pages_hit == 0
     finally:
         h.stop()
 
@@ -65,7 +67,7 @@ def test_racing_publishers_do_not_clobber_or_fail(cluster):
         results = [None, None]
 
         def go(i):
-            results[i] = handles[i].call("publish", prompt, None, 0)
+            results[i] = handles[i].call(Publish(prompt))
 
         threads = [threading.Thread(target=go, args=(i,)) for i in range(2)]
         for t in threads:
@@ -73,10 +75,10 @@ def test_racing_publishers_do_not_clobber_or_fail(cluster):
         for t in threads:
             t.join()
         for r in results:
-            assert r["failed"] == 0 and not r["codes"]
-            assert r["stored"] + r["already_present"] == 64
-        reload = handles[0].call("reload", prompt, None)
-        assert reload["pages_hit"] == 64 and reload["verified"] == 64 and reload["mismatches"] == 0
+            assert r.failed == 0 and not r.codes
+            assert r.stored + r.already_present == 64
+        reload = handles[0].call(Reload(prompt))
+        assert reload.pages_hit == 64 and reload.verified == 64 and reload.mismatches == 0
     finally:
         for h in handles:
             h.stop()
@@ -108,9 +110,9 @@ def test_object_of_another_layout_is_a_visible_miss(attached_engine):
     prompt = _tokens(4 * 16, 77)
     writer.process(_req(0, prompt))
     reader = attached_engine(LAYOUT, model=model)
-    r = reader.decode.call("reload", prompt, None)
-    assert r["pages_hit"] == 0 and r["mismatches"] == 1
-    assert r["stop_state"] == PageState.MISMATCH
+    r = reader.decode.call(Reload(prompt))
+    assert r.pages_hit == 0 and r.mismatches == 1
+    assert r.stop_state == PageState.MISMATCH and r.codes == {SIZE_MISMATCH: 1}  # shown in the errors panel
 
 
 def _req(i, tokens):
@@ -137,13 +139,12 @@ def test_real_client_used_after_close_does_not_crash(cluster):
 def test_workers_share_one_cpu_one_request_at_a_time(attached_engine):
     """At concurrency 1 both workers' calling threads run on the same single CPU (they take turns); at
     concurrency 2, or with several read streams, on every CPU again."""
-    import time
-
     e = attached_engine(LAYOUT, model=f"pin-{uuid.uuid4().hex[:6]}")
     allowed = os.sched_getaffinity(0)
 
     def cpus() -> list[set[int]]:
-        time.sleep(0.3)  # "begin" has no answer: let the workers take it
+        for h in (e.prefill, e.decode):  # Begin has no answer; a command answered after it shows it was taken
+            h.call(Keys(_tokens(16)))
         return [os.sched_getaffinity(e.prefill.pid), os.sched_getaffinity(e.decode.pid)]
 
     assert cpus() == [{max(allowed)}] * 2
@@ -157,5 +158,5 @@ def test_workers_share_one_cpu_one_request_at_a_time(attached_engine):
     assert cpus() == [allowed] * 2
     e.begin_run(1)
     assert cpus() == [{max(allowed)}] * 2
-    e.decode.call("set_read_streams", 2)
+    e.decode.call(SetReadStreams(2))
     assert cpus() == [{max(allowed)}, allowed]

@@ -12,6 +12,7 @@ import uuid
 import psutil
 import pytest
 
+from kvtui.core.controls import SetLayout
 from kvtui.core.layout import PRESETS
 from kvtui.engine.engine import Engine, EngineOptions
 from kvtui.live import LiveSession, synthetic_description
@@ -27,7 +28,6 @@ def test_figures_on_screen_are_the_runs_counters(cluster):
     layout = PRESETS["tiny"]
     engine = Engine(EngineOptions(layout=layout, model=f"ui-{uuid.uuid4().hex[:6]}"), endpoints=cluster.endpoints)
     engine.start()
-    pids = [engine.prefill.pid, engine.decode.pid]
     spec = WorkloadSpec(scenario="shared-system-prompt", pool=3, prompt_tokens=96, page_tokens=8)
     desc = synthetic_description(spec)
     session = LiveSession(engine, SyntheticWorkload(spec), desc, layout_text=layout.describe())
@@ -157,10 +157,10 @@ def test_layout_switch_refused_when_keys_would_collide(cluster):
                           prompt_pages=4)
     try:
         session.start()
-        session.set_layout("tiny")
-        session.set_layout("huge")
+        session.send(SetLayout("tiny"))
+        session.send(SetLayout("huge"))
         engine.cluster = cluster  # as if embedded, so the 32 MiB segment above counts: seed prompts do not fit
-        session.set_layout("seed")
+        session.send(SetLayout("seed"))
         deadline = time.monotonic() + 10
         texts: list[str] = []
         while sum("refused" in t for t in texts) < 3 and time.monotonic() < deadline:

@@ -17,8 +17,10 @@ from tui_helpers import (
     screen_lines,
 )
 
+from kvtui.core.controls import SetOverlap, SetPool, SetRate, SetScenario
+from kvtui.core.knobs import RATE_STEPS
 from kvtui.testing.demo import DemoController, DemoSource, StaticSource
-from kvtui.tui.app import RATE_STEPS, KvtuiApp, run_app
+from kvtui.tui.app import KvtuiApp, run_app
 from kvtui.tui.fmt import fmt_count, fmt_int, fmt_pct, format_bytes
 from kvtui.tui.screens import ConfirmScreen, HelpScreen, SettingsScreen
 from kvtui.tui.widgets import EventLog, Kpis, PageGrid, ProcsPanel, StorePanel
@@ -33,31 +35,32 @@ def app_for(source=None, controller="rec", **kw) -> KvtuiApp:
 
 
 # -- knob controls ------------------------------------------------------------------------------------------
-KNOB_CASES = [  # keys pressed from overlap 50 %, pool 4, rate 10, shared-system-prompt → calls, last log line
-    (["right_square_bracket", "right_square_bracket"], "set_overlap", [0.55, 0.6], "overlap → 60 %"),
-    (["plus", "equals_sign"], "set_overlap", [0.55, 0.6], "overlap → 60 %"),
-    (["left_square_bracket"], "set_overlap", [0.45], "overlap → 45 %"),
-    (["minus", "minus", "minus"], "set_overlap", [0.45, 0.4, 0.35], "overlap → 35 %"),
-    (["full_stop", "greater_than_sign"], "set_pool", [5, 6], "pool → 6"),
-    (["comma", "less_than_sign"], "set_pool", [3, 2], "pool → 2"),
-    (["R"], "set_rate", [20.0], "rate → 20 req/s"),
-    (["r", "r"], "set_rate", [5.0, 2.0], "rate → 2 req/s"),
-    (["s"], "set_scenario", ["few-shot"], "scenario → few-shot"),
-    (["s", "s", "s"], "set_scenario", ["few-shot", "multi-turn", "random"], "scenario → random"),
+KNOB_CASES = [  # keys pressed from overlap 50 %, pool 4, rate 10, shared-system-prompt → controls sent, last log line
+    (["right_square_bracket", "right_square_bracket"], [SetOverlap(0.55), SetOverlap(0.6)], "overlap → 60 %"),
+    (["plus", "equals_sign"], [SetOverlap(0.55), SetOverlap(0.6)], "overlap → 60 %"),
+    (["left_square_bracket"], [SetOverlap(0.45)], "overlap → 45 %"),
+    (["minus", "minus", "minus"], [SetOverlap(0.45), SetOverlap(0.4), SetOverlap(0.35)], "overlap → 35 %"),
+    (["full_stop", "greater_than_sign"], [SetPool(5), SetPool(6)], "pool → 6"),
+    (["comma", "less_than_sign"], [SetPool(3), SetPool(2)], "pool → 2"),
+    (["R"], [SetRate(20.0)], "rate → 20 req/s"),
+    (["r", "r"], [SetRate(5.0), SetRate(2.0)], "rate → 2 req/s"),
+    (["s"], [SetScenario("few-shot")], "scenario → few-shot"),
+    (["s", "s", "s"], [SetScenario("few-shot"), SetScenario("multi-turn"), SetScenario("random")],
+     "scenario → random"),
 ]
 
 
 def test_knob_keys():
+    """Each knob key sends one typed control (kvtui.core.controls) through Controller.send and logs it."""
     app = app_for()
 
     async def scenario(pilot):
         start = dict(app.knobs)
-        for keys, method, values, line in KNOB_CASES:
+        for keys, controls, line in KNOB_CASES:
             app.controller.calls.clear()
             app.knobs = dict(start)
             await pilot.press(*keys)
-            assert [c[0] for c in app.controller.calls] == [method] * len(values), keys
-            assert [c[1] for c in app.controller.calls] == pytest.approx(values), keys
+            assert app.controller.calls == [("send", c) for c in controls], keys
             assert log_texts(app)[-1] == line, keys
 
     pilot_test(app, scenario)
@@ -70,10 +73,10 @@ def test_knobs_are_clamped():
     async def scenario(pilot):
         await pilot.press("right_square_bracket", "right_square_bracket", "comma", "R", "s")
         ctl = app.controller
-        assert [c[1] for c in ctl.named("set_overlap")] == [1.0]  # the 2nd press changes nothing
-        assert ctl.named("set_pool") == []  # already 1
-        assert ctl.named("set_rate") == [("set_rate", 0.0)]  # above the top step: closed loop
-        assert ctl.named("set_scenario") == [("set_scenario", "shared-system-prompt")]  # wraps around
+        assert ctl.sent(SetOverlap) == [SetOverlap(1.0)]  # the 2nd press changes nothing
+        assert ctl.sent(SetPool) == []  # already 1
+        assert ctl.sent(SetRate) == [SetRate(0.0)]  # above the top step: closed loop
+        assert ctl.sent(SetScenario) == [SetScenario("shared-system-prompt")]  # wraps around
         assert log_texts(app)[-3:] == ["overlap → 100 %", "rate → closed loop", "scenario → shared-system-prompt"]
 
     pilot_test(app, scenario)
@@ -96,29 +99,27 @@ def test_presses_that_change_nothing_are_not_sent():
         # r from closed loop: the highest step not above the measured rate (0 here: the lowest step) …
         assert app.frame.rates.get("rps", 0.0) < RATE_STEPS[0]
         await pilot.press("r", "r")
-        assert ctl.named("set_rate") == [("set_rate", RATE_STEPS[0])]  # … and no further down
+        assert ctl.sent(SetRate) == [SetRate(RATE_STEPS[0])]  # … and no further down
         assert log_texts(app)[len(before) + 1:] == [f"rate → {RATE_STEPS[0]:g} req/s",
                                                     f"rate is already at its lowest step ({RATE_STEPS[0]:g} req/s)"]
         await pilot.press("R", "R", "R")  # 0.5 → 1 → 2 → 5
-        assert [c[1] for c in ctl.named("set_rate")] == [0.5, 1, 2, 5]
+        assert [c.rps for c in ctl.sent(SetRate)] == [0.5, 1, 2, 5]
         assert log_texts(app)[-3:] == ["rate → 1 req/s", "rate → 2 req/s", "rate → 5 req/s"]
         app.refresh_timer.pause()  # keep the frame below
         app.knobs["rate"] = 0.0  # closed loop again, with 2.3 req/s measured
         app.frame.rates["rps"] = 2.3
         await pilot.press("r")
-        assert ctl.named("set_rate")[-1] == ("set_rate", 2.0)
+        assert ctl.sent(SetRate)[-1] == SetRate(2.0)
         app.set_pool(1)  # typed / palette values that change nothing are skipped too
         app.set_scenario("random")
-        assert not ctl.named("set_pool") and not ctl.named("set_scenario")
+        assert not ctl.sent(SetPool) and not ctl.sent(SetScenario)
 
     pilot_test(app, scenario)
 
 
-def test_header_shows_a_request_before_the_engine_applies_it(monkeypatch):
+def test_header_shows_a_request_before_the_engine_applies_it():
     """A key press shows in the header at once (the engine applies it before its next request, a frame
     later); if the engine never shows it (refused), its own value wins after ASKED_SHOWN_S."""
-    import kvtui.tui.app as app_module
-
     app = app_for()  # RecordingController: the frames never change the knobs
 
     async def scenario(pilot):
@@ -128,7 +129,7 @@ def test_header_shows_a_request_before_the_engine_applies_it(monkeypatch):
         await pilot.press("right_square_bracket", "p")
         kpis = app.query_one(Kpis).plain
         assert "overlap 55 %" in kpis and "PAUSED" in kpis
-        monkeypatch.setattr(app_module, "ASKED_SHOWN_S", 0.0)
+        app.knob_state.shown_s = 0.0  # as if ASKED_SHOWN_S had passed
         app.apply(app.frame)
         kpis = app.query_one(Kpis).plain
         assert "overlap 50 %" in kpis and "PAUSED" not in kpis
@@ -149,16 +150,16 @@ def test_engine_echo_of_an_earlier_request_does_not_undo_a_newer_one():
         app.tick()
         assert app.knobs["rate"] == 100.0
         await pilot.press("R")
-        assert [c[1] for c in ctl.named("set_rate")] == [50.0, 100.0, 200.0]
+        assert ctl.sent(SetRate) == [SetRate(50.0), SetRate(100.0), SetRate(200.0)]
         assert log_texts(app)[-3:] == ["rate → 50 req/s", "rate → 100 req/s", "rate → 200 req/s"]
         for applied in (100.0, 200.0):
             src.workload["rate"] = applied
             app.tick()
-        assert app.knobs["rate"] == 200.0 and app._pending["rate"] == []
+        assert app.knobs["rate"] == 200.0 and app.knob_state.pending["rate"] == []
         src.workload["rate"] = 5.0  # changed by someone else: adopted
         app.tick()
         await pilot.press("R")
-        assert ctl.named("set_rate")[-1] == ("set_rate", 10.0)
+        assert ctl.sent(SetRate)[-1] == SetRate(10.0)
 
     pilot_test(app, scenario)
 
@@ -171,7 +172,7 @@ def test_engine_changes_are_adopted():
         src.workload["overlap"] = 0.2  # changed by someone else (e.g. the CLI)
         app.tick()
         await pilot.press("right_square_bracket")
-        assert app.controller.named("set_overlap")[-1][1] == pytest.approx(0.25)
+        assert app.controller.sent(SetOverlap)[-1] == SetOverlap(0.25)
 
     pilot_test(app, scenario)
 
@@ -381,6 +382,25 @@ def test_figures_on_screen_equal_the_frame(agg_source):
         assert "OBJECT_NOT_FOUND ×1" in app.query_one(EventLog).border_subtitle
 
     pilot_test(app, scenario)
+
+
+def test_demo_controller_applies_the_typed_controls():
+    """Keys → Controller.send → the demo's next frames show the knobs; its header agrees with the engine's."""
+    src = DemoSource(4)
+    app = KvtuiApp(src, DemoController(src), refresh_hz=TICK_HZ, layouts={"tiny": "…"})
+
+    async def scenario(pilot):
+        await pilot.press("right_square_bracket", "greater_than_sign", "R", "s")
+        app.set_layout("tiny")
+        app.tick()
+        w = app.frame.workload
+        assert (w["overlap"], w["pool"], w["rate"], w["scenario"], w["layout"]) == (0.8, 9, 50.0, "few-shot", "tiny")
+        assert app.knob_state.pending == {k: [] for k in ("overlap", "pool", "rate", "scenario", "layout")}
+        assert "overlap 80 %" in app.query_one(Kpis).plain and "50 req/s" in app.query_one(Kpis).plain
+
+    pilot_test(app, scenario)
+    with pytest.raises(TypeError, match="not a control"):
+        DemoController(src).send(("set_overlap", 0.5))
 
 
 # -- sizes --------------------------------------------------------------------------------------------------

@@ -8,6 +8,7 @@ import os
 from textual.widgets import Input
 from tui_helpers import AggSource, RecordingController, log_texts, pilot_test
 
+from kvtui.core.controls import SetLayout, SetOverlap, SetPool, SetRate, SetScenario
 from kvtui.tui.app import KvtuiApp
 from kvtui.tui.screens import ConfirmScreen, HelpScreen, SettingsScreen
 from kvtui.tui.widgets import EventLog
@@ -75,15 +76,15 @@ def test_settings_modal_types_values():
         await pilot.press("enter")
         assert not isinstance(app.screen, SettingsScreen)
         ctl = app.controller
-        assert ctl.named("set_overlap") == [("set_overlap", 0.8)]
-        assert ctl.named("set_rate") == [("set_rate", 0.0)] and ctl.named("set_pool") == [("set_pool", 12)]
+        assert ctl.sent(SetOverlap) == [SetOverlap(0.8)]
+        assert ctl.sent(SetRate) == [SetRate(0.0)] and ctl.sent(SetPool) == [SetPool(12)]
         assert {"overlap → 80 %", "rate → closed loop", "pool → 12"} <= set(log_texts(app))
         await pilot.press("e")
         app.screen.query_one("#set-pool", Input).value = "abc"
         await pilot.press("enter")
         assert isinstance(app.screen, SettingsScreen)  # a bad value keeps the dialog open
         await pilot.press("escape")
-        assert len(ctl.named("set_pool")) == 1
+        assert len(ctl.sent(SetPool)) == 1
 
     pilot_test(app, scenario)
 
@@ -114,7 +115,7 @@ def test_settings_keys_typed_in_a_burst_all_count():
             app._driver.send_message(event)  # no wait between keys, unlike pilot.press
         await until_dialog_closed(pilot)
         assert not isinstance(app.screen, SettingsScreen)
-        assert app.controller.named("set_overlap") == [("set_overlap", 0.61)]
+        assert app.controller.sent(SetOverlap) == [SetOverlap(0.61)]
         assert log_texts(app)[-1] == "overlap → 61 %"
 
     pilot_test(app, scenario)
@@ -137,8 +138,8 @@ def test_settings_tab_in_a_burst_moves_to_the_next_field():
         await until_dialog_closed(pilot)
         assert not isinstance(app.screen, SettingsScreen)
         ctl = app.controller
-        assert ctl.named("set_overlap") == [("set_overlap", 0.61)]
-        assert ctl.named("set_rate") == [("set_rate", 3.0)] and ctl.named("set_pool") == [("set_pool", 5)]
+        assert ctl.sent(SetOverlap) == [SetOverlap(0.61)]
+        assert ctl.sent(SetRate) == [SetRate(3.0)] and ctl.sent(SetPool) == [SetPool(5)]
 
     pilot_test(app, scenario)
 
@@ -177,11 +178,11 @@ def test_command_palette_entries():
         assert [t for t in titles if "screenshot" in t.lower()] == ["Save SVG screenshot"]  # not Textual's too
         cmd = next(c for c in app.get_system_commands(app.screen) if c.title == "Scenario: multi-turn")
         cmd.callback()
-        assert app.controller.named("set_scenario") == [("set_scenario", "multi-turn")]
+        assert app.controller.sent(SetScenario) == [SetScenario("multi-turn")]
         cmd = next(c for c in app.get_system_commands(app.screen) if c.title == "Layout: tiny")
         assert "4×2×16 …" in cmd.help
         cmd.callback()
-        assert app.controller.named("set_layout") == [("set_layout", "tiny")]
+        assert app.controller.sent(SetLayout) == [SetLayout("tiny")]
         assert log_texts(app)[-1] == "layout tiny asked for (after the requests under way)"
         assert app_for().layouts == {}  # no presets given: no layout entries
         await pilot.press("ctrl+p")  # the entries are built while the palette is the active screen
@@ -245,3 +246,19 @@ def test_resize_under_a_modal():
         assert "59×15" in str(app.main_screen.query_one("#too-small").render())
 
     pilot_test(app, scenario)
+
+
+def test_settings_fields_are_the_knobs_of_the_command_line():
+    """The dialog parses with kvtui.core.knobs (Knob.parse): the same units, ranges and messages as the flags."""
+    from kvtui.core.knobs import OVERLAP, POOL, RATE
+    from kvtui.tui.screens.settings import FIELDS, parse
+
+    assert [k for k, _ in FIELDS] == [OVERLAP, RATE, POOL]
+    assert [label for _, label in FIELDS] == ["prefix overlap (%)", "request rate (req/s, 0 = closed loop)",
+                                              "pool size"]
+    assert parse({"overlap": " 61 ", "rate": "0", "pool": "12"}) == ({"overlap": 0.61, "rate": 0.0, "pool": 12}, [])
+    assert parse({"overlap": "", "rate": ""}) == ({}, [])
+    too_big = int(POOL.high) + 1
+    assert parse({"pool": str(too_big), "overlap": "-1"}) == (
+        {}, ["prefix overlap (%): must be within 0-100 %, got -1",
+             f"pool size: must be within 1-{int(POOL.high)}, got {too_big}"])

@@ -12,7 +12,7 @@ import kvtui.tui
 from kvtui.core.pages import PageState as S
 from kvtui.metrics.aggregate import PageRow
 from kvtui.metrics.latency import LatencyRecorder
-from kvtui.tui.app import RATE_STEPS, next_rate
+from kvtui.core.knobs import RATE_STEPS, next_rate
 from kvtui.tui.fmt import fmt_elapsed, fmt_mbps, fmt_ms, fmt_pct, fmt_rate
 from kvtui.tui.widgets.event_log import EventLog, wrap_words
 from kvtui.tui.widgets.latency import LatencyPanel, bar_rows, bucket_of, merge_buckets

@@ -58,18 +58,21 @@ class AggSource:
 
 
 class RecordingController:
-    """Records every call as ``(method, value)``; ``clear_store`` returns 42; ``toggle_recording`` flips
-    between recording to ``record_path`` and not."""
+    """Records every call as ``(method, *args)`` (knob changes as ``("send", control)``); ``clear_store``
+    returns 42; ``toggle_recording`` flips between recording to ``record_path`` and not. It has no other
+    methods, so the app calling one the Controller protocol does not have fails the test."""
 
     def __init__(self, record_path: str = "sessions/kvtui-test.kvtui"):
         self.calls: list[tuple] = []
         self.recording, self.record_path = False, record_path
 
     def __getattr__(self, name):
-        if name in ("set_overlap", "set_pool", "set_rate", "set_scenario", "set_layout", "pause", "resume", "stop",
-                    "restart_master"):
+        if name in ("pause", "resume", "stop", "restart_master"):
             return lambda *a: self.calls.append((name, *a))
         raise AttributeError(name)
+
+    def send(self, control) -> None:
+        self.calls.append(("send", control))
 
     def clear_store(self) -> int:
         self.calls.append(("clear_store",))
@@ -82,6 +85,10 @@ class RecordingController:
 
     def named(self, name: str) -> list[tuple]:
         return [c for c in self.calls if c[0] == name]
+
+    def sent(self, kind: type) -> list:
+        """The controls of type ``kind`` (e.g. ``SetRate``) sent so far, oldest first."""
+        return [c[1] for c in self.calls if c[0] == "send" and isinstance(c[1], kind)]
 
 
 class FakeClock:

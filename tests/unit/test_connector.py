@@ -7,7 +7,7 @@ import ctypes
 import numpy as np
 import pytest
 
-from kvtui.core.codes import CLIENT_CLOSED
+from kvtui.core.codes import CLIENT_CLOSED, CONTENT_MISMATCH, INVALID_PARAMS, SIZE_MISMATCH
 from kvtui.core.layout import PageLayout
 from kvtui.core.pages import PageState
 from kvtui.engine.connector import PagedKVConnector, RoleError
@@ -240,3 +240,27 @@ def test_closed_client_refuses_calls_without_touching_native_object():
     assert client.batch_is_exist(["a", "b"]) == [CLIENT_CLOSED] * 2
     assert client.batch_get_into(["a"], [0], [1]) == [CLIENT_CLOSED]
     assert client.remove("a") == CLIENT_CLOSED and client.health() == 1
+
+
+def _request(tokens):
+    from workload import Request
+
+    return Request(req_id=0, tokens=tokens, arrival_s=None, cacheable_tokens=len(tokens), scenario="t")
+
+
+@pytest.mark.parametrize("fault", ["smaller", "larger", "bytes"])
+def test_a_mismatch_stop_code_reaches_the_request_codes_once(fault):
+    from kvtui.engine.engine import result_from
+
+    s = FakeStore()
+    c = _conn(s)
+    prompt = toks(4 * 3)
+    c.store_computed_prefix(prompt)
+    k1 = c.keys_for(prompt)[1]
+    s.objects[k1] = {"smaller": b"x" * 32, "larger": b"y" * 128, "bytes": bytes(LAYOUT.page_bytes)}[fault]
+    res, _ = c.load_cached_prefix(prompt)
+    expected = {"smaller": {SIZE_MISMATCH: 1}, "larger": {SIZE_MISMATCH: 1, INVALID_PARAMS: 1},
+                "bytes": {CONTENT_MISMATCH: 1}}[fault]
+    assert res.pages_hit == 1 and res.stop_code in expected
+    r = result_from(_request(prompt), res, None, LAYOUT, 0.0, 0.0)
+    assert r.codes == expected  # what the errors panel counts

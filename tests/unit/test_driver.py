@@ -1,5 +1,5 @@
-"""The driver's controls with a fake engine (no store): pause holds issuing, knob changes apply while
-paused, bounds stop the run, an RPC_FAIL holds dispatch until the master answers."""
+"""The driver's controls with a fake engine (no store): pause holds issuing, typed controls reach the one
+handler while paused, bounds stop the run, an RPC_FAIL holds dispatch until the master answers."""
 
 from __future__ import annotations
 
@@ -7,8 +7,11 @@ import queue
 import time
 
 import numpy as np
+import pytest
 
+from kvtui.core.controls import SetOverlap, SetPool
 from kvtui.core.layout import PageLayout
+from kvtui.engine.connector import PublishResult, ReloadResult
 from kvtui.engine.driver import Driver
 from kvtui.engine.engine import result_from
 from workload import Request
@@ -43,11 +46,12 @@ class FakeEngine:
             req = self.submitted.get(timeout=timeout_s)
         except queue.Empty:
             return None
-        reload = {"pages_hit": 0, "pages_total": 2, "bytes_loaded": 0, "verified": 0, "mismatches": 0,
-                  "probe_ms": 0.1, "read_ms": 0.0, "verify_ms": 0.0, "stop_state": None, "codes": dict(self.codes)}
-        publish = {"states": [1, 1], "stored": 2, "already_present": 0, "failed": 0, "bytes_written": 8,
-                   "probe_ms": 0.1, "compute_ms": 0.0, "put_ms": 0.1, "codes": {}}
-        return result_from(req, reload, publish, self.options.layout, 0.0, 0.0)
+        layout = self.options.layout
+        pages = len(req.tokens) // layout.page_tokens
+        reload = ReloadResult(pages_total=pages, probe_ms=0.1, codes=dict(self.codes))
+        publish = PublishResult(start_page=0, pages_total=pages, stored=pages, bytes_written=pages * layout.page_bytes,
+                                states=[1] * pages, probe_ms=0.1, put_ms=0.1)
+        return result_from(req, reload, publish, layout, 0.0, 0.0)
 
     def now(self):
         return time.monotonic()
@@ -64,6 +68,13 @@ def requests():
         i += 1
 
 
+def wait_for(cond, timeout_s: float = 5.0) -> bool:
+    deadline = time.monotonic() + timeout_s
+    while not cond() and time.monotonic() < deadline:
+        time.sleep(0.01)
+    return cond()
+
+
 def test_bounds_and_pause_and_controls_while_paused():
     results, applied = [], []
     engine = FakeEngine()
@@ -71,19 +82,57 @@ def test_bounds_and_pause_and_controls_while_paused():
     assert d.done.wait(5) and len(results) == 50 and d.issued == 50
     assert engine.limit == 1 and engine.drained  # the run began with its concurrency and ended with a drain
 
-    d = Driver(FakeEngine(), requests(), results.append)
+    d = Driver(FakeEngine(), requests(), results.append, on_control=lambda c: applied.append((c, d.issued)))
     d.pause()
     d.start()
     time.sleep(0.3)
     assert d.issued == 0 and d.paused
-    d.control(lambda: applied.append("knob"))
-    time.sleep(0.3)
-    assert applied == ["knob"] and d.issued == 0  # applied while paused, nothing issued
+    d.send(SetOverlap(0.5))
+    d.send(SetPool(3))
+    assert wait_for(lambda: len(applied) == 2)
+    assert applied == [(SetOverlap(0.5), 0), (SetPool(3), 0)]  # in order, while paused, nothing issued
     d.resume()
-    time.sleep(0.2)
-    assert d.issued > 0
+    assert wait_for(lambda: d.issued > 0)
     d.stop()
     assert d.done.wait(5)
+
+
+def test_send_takes_only_control_messages_and_needs_a_handler():
+    d = Driver(FakeEngine(), requests(), lambda r: None, on_control=lambda c: None)
+    with pytest.raises(TypeError):
+        d.send(lambda: None)  # closures are not controls
+    with pytest.raises(RuntimeError):
+        Driver(FakeEngine(), requests(), lambda r: None).send(SetPool(2))
+
+
+def test_the_handler_runs_before_the_next_request_and_may_wait_idle():
+    """Each control is handled before the next request is drawn: requests drawn after it see its effect;
+    ``wait_idle`` from the handler returns once the submitted requests have finished."""
+    seen = []
+    state = {"pool": 1}
+
+    def reqs():
+        for i in range(10_000):
+            seen.append(state["pool"])
+            yield Request(req_id=i, tokens=np.arange(8, dtype=np.uint32), arrival_s=None, cacheable_tokens=8,
+                          scenario="t")
+
+    d = None
+
+    def handle(c):
+        idle.append(d.wait_idle(5.0) and d.completed + d.dropped == d.issued)
+        state["pool"] = c.n
+        marks.append(len(seen))
+
+    idle, marks = [], []
+    d = Driver(FakeEngine(), reqs(), lambda r: None, on_control=handle).start()
+    assert wait_for(lambda: d.issued > 20)
+    d.send(SetPool(7))
+    assert wait_for(lambda: marks and len(seen) > marks[0] + 5)
+    d.stop()
+    assert d.done.wait(5)
+    assert idle == [True]
+    assert set(seen[:marks[0]]) == {1} and set(seen[marks[0]:]) == {7}
 
 
 def test_rpc_fail_holds_dispatch_until_master_answers():

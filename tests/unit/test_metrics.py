@@ -83,16 +83,19 @@ def test_latency_percentiles_match_hdrhistogram():
 
 
 def test_result_from_marks_states():
+    from dataclasses import replace
+
     import numpy as np
 
+    from kvtui.engine.connector import PublishResult, ReloadResult
     from workload import Request
 
     lay = PageLayout(1, 1, 1, 16, 2)
     req = Request(req_id=3, tokens=np.zeros(16 * 5 + 3, np.uint32), arrival_s=None, cacheable_tokens=16 * 5, scenario="x")
-    reload = {"pages_hit": 2, "pages_total": 5, "stop_state": int(PageState.EVICTED), "codes": {-704: 1},
-              "bytes_loaded": 64, "verified": 2, "mismatches": 0, "probe_ms": 1, "read_ms": 1, "verify_ms": 0}
-    publish = {"states": [int(PageState.PUBLISHED)] * 2 + [int(PageState.FAILED)], "stored": 2, "already_present": 0,
-               "failed": 1, "bytes_written": 64, "probe_ms": 0, "compute_ms": 0, "put_ms": 1, "codes": {-200: 1}}
+    reload = ReloadResult(pages_total=5, pages_hit=2, stop_state=PageState.EVICTED, stop_code=-704, codes={-704: 1},
+                          bytes_loaded=64, verified=2, probe_ms=1, read_ms=1)
+    publish = PublishResult(start_page=2, pages_total=5, states=[int(PageState.PUBLISHED)] * 2 + [int(PageState.FAILED)],
+                            stored=2, failed=1, bytes_written=64, put_ms=1, codes={-200: 1})
     r = result_from(req, reload, publish, lay, 0.0, 1.0)
     # the page where the reload stopped shows why (evicted), though prefill then republished it
     assert list(r.states) == [PageState.HIT] * 2 + [PageState.EVICTED, PageState.PUBLISHED, PageState.FAILED,
@@ -100,7 +103,7 @@ def test_result_from_marks_states():
     assert r.pages_published == 2
     assert r.codes == {-704: 1, -200: 1}
     assert r.tokens_hit == 32
-    computed = result_from(req, dict(reload, stop_state=None), None, lay, 0.0, 1.0)  # nothing published
+    computed = result_from(req, replace(reload, stop_state=None), None, lay, 0.0, 1.0)  # nothing published
     assert list(computed.states) == [PageState.HIT] * 2 + [PageState.COMPUTED] * 3 + [PageState.PARTIAL]
 
 

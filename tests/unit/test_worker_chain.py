@@ -1,11 +1,20 @@
 """The request chain's decisions inside one worker (kvtui.engine.worker._Chain) over the store double:
-when decode waits for prefill's ack, and when it holds its queue."""
+when decode waits for prefill's ack, and when it holds its queue; the typed messages it exchanges."""
 
 from __future__ import annotations
 
-from test_connector import FakeStore, MasterDown, _conn, toks
+import pickle
 
-from kvtui.engine.worker import _Chain
+import pytest
+from test_connector import LAYOUT, FakeStore, MasterDown, _conn, toks
+
+from kvtui.core.layout import PageLayout
+from kvtui.engine.connector import ReloadResult
+from kvtui.engine.protocol import (
+    ANSWERED, CHAIN, Ack, Begin, Drain, Failed, Hold, Ok, Publish, PublishRest, RemoveAll, RequestDone,
+    RequestDropped, RequestFailed, SetLayout, Submit,
+)
+from kvtui.engine.worker import _Chain, _Commands
 
 
 class Pipe:
@@ -31,12 +40,13 @@ def test_decode_waits_for_the_ack_only_when_prefill_will_call_the_store():
     chain.submit(1, keys[:2])  # fully cached: nothing for prefill to store
     assert chain.can_reload()
     chain.reload_next()
-    kind, seq, rest, reload, _t, needs_ack = chain.peer.sent[-1]
-    assert (kind, seq, rest, needs_ack) == ("publish", 0, keys[2:], True) and reload["pages_hit"] == 2
+    msg = chain.peer.sent[-1]
+    assert isinstance(msg, PublishRest) and (msg.seq, msg.rest_keys, msg.needs_ack) == (0, keys[2:], True)
+    assert msg.reload.pages_hit == 2 and msg.known == [0, 0] and msg.reload.rest_probe == []  # sent once
     assert not chain.can_reload()  # limit 1: request 1 waits for the ack of request 0
-    chain.on_peer(("ack", False))
+    chain.on_peer(Ack(False))
     chain.reload_next()
-    assert chain.peer.sent[-1][5] is False and chain.in_flight == 0  # no store call left: no ack awaited
+    assert chain.peer.sent[-1].needs_ack is False and chain.in_flight == 0  # no store call left: no ack awaited
 
 
 def test_decode_holds_its_queue_when_the_master_is_down():
@@ -46,8 +56,8 @@ def test_decode_holds_its_queue_when_the_master_is_down():
     chain.submit(1, keys)
     chain.reload_next()
     assert chain.held and not chain.can_reload()  # request 1 is not sent to a dead master
-    assert chain.peer.sent[-1][5] is False  # prefill makes no store call for failed probes either
-    chain.held = False  # the parent's ("hold", False) once the master answers
+    assert chain.peer.sent[-1].needs_ack is False  # prefill makes no store call for failed probes either
+    chain.held = False  # the parent's Hold(False) once the master answers
     assert chain.can_reload()
 
 
@@ -57,12 +67,13 @@ def test_prefill_publishes_with_the_known_answers_then_acks_and_reports():
     results = Pipe()
     chain = _Chain(prefill, Pipe(), results)
     keys = prefill.keys_for(toks(4 * 3))
-    chain.on_peer(("publish", 7, keys, {"rest_probe": [0, 0, 0], "pages_hit": 0}, 1.0, True))
+    reload = ReloadResult(pages_total=3)
+    chain.on_peer(PublishRest(7, keys, [0, 0, 0], reload, 1.0, True))
     assert store.probed == [] and len(store.objects) == 3
-    assert chain.peer.sent == [("ack", False)]
-    kind, seq, reload, pub, t_start, t_end = results.sent[-1]
-    assert (kind, seq, pub["stored"], t_start) == ("result", 7, 3, 1.0) and t_end >= t_start
-    assert "rest_probe" not in reload
+    assert chain.peer.sent == [Ack(False)]
+    done = results.sent[-1]
+    assert isinstance(done, RequestDone) and (done.seq, done.publish.stored, done.t_start) == (7, 3, 1.0)
+    assert done.t_end >= done.t_start and done.reload is reload
 
 
 def test_with_a_publish_still_running_prefill_probes_again():
@@ -73,10 +84,10 @@ def test_with_a_publish_still_running_prefill_probes_again():
     chain.submit(0, keys)
     chain.submit(1, keys)
     chain.reload_next()
-    assert chain.peer.sent[-1][3]["rest_probe"] == [0, 0, 0]  # alone: prefill may trust these answers
+    assert chain.peer.sent[-1].known == [0, 0, 0]  # alone: prefill may trust these answers
     chain.reload_next()  # request 0's pages may be stored meanwhile: no answers handed over, wait for the ack
-    _kind, _seq, _rest, reload, _t, needs_ack = chain.peer.sent[-1]
-    assert reload["rest_probe"] == [] and needs_ack and chain.in_flight == 2
+    msg = chain.peer.sent[-1]
+    assert msg.known == [] and msg.needs_ack and chain.in_flight == 2
 
 
 def test_drain_runs_the_queue_even_when_the_master_is_down():
@@ -84,7 +95,7 @@ def test_drain_runs_the_queue_even_when_the_master_is_down():
     keys = conn.keys_for(toks(8))
     for seq in range(3):
         chain.submit(seq, keys)
-    chain.draining = True  # ("drain",): the run ended or stopped
+    chain.draining = True  # Drain(): the run ended or stopped
     while chain.can_reload():
         chain.reload_next()
     assert not chain.queue and not chain.held and len(chain.peer.sent) == 3
@@ -97,12 +108,12 @@ def test_decode_backs_off_after_the_store_was_full():
     chain.submit(0, keys)
     chain.submit(1, keys)
     chain.reload_next()
-    chain.on_peer(("ack", True))  # prefill: NO_AVAILABLE_HANDLE
+    chain.on_peer(Ack(True))  # prefill: NO_AVAILABLE_HANDLE
     assert not chain.can_reload() and 0 < chain.wait_s() <= 0.05
     chain.resume_at = 0.0  # the 50 ms have passed
     assert chain.can_reload()
     chain.reload_next()
-    chain.on_peer(("ack", True))
+    chain.on_peer(Ack(True))
     assert chain.backoff_s == 0.1  # doubled
 
 
@@ -115,5 +126,49 @@ def test_drain_while_held_drops_the_queue_unrun():
     chain.reload_next()  # fails: decode holds the other two
     store.probed.clear()
     chain.drain()  # the run ended during the outage
-    assert [m[:2] for m in chain.peer.sent[1:]] == [("dropped", 1), ("dropped", 2)]
+    assert chain.peer.sent[1:] == [RequestDropped(1), RequestDropped(2)]
     assert not chain.queue and store.probed == [] and not chain.held
+
+
+def test_chain_commands_dispatch_on_their_type(monkeypatch):
+    monkeypatch.setenv("KVTUI_PIN", "0")  # Begin pins the calling thread: not the test's
+    chain, conn = _decode(FakeStore())
+    chain.on_command(Submit(0, conn.keys_for(toks(8))))
+    chain.on_command(Hold(True))
+    assert len(chain.queue) == 1 and not chain.can_reload()
+    chain.on_command(Drain())  # held: the queue is dropped, and a later hold is ignored
+    chain.on_command(Hold(True))
+    assert chain.peer.sent == [RequestDropped(0)] and not chain.held and chain.draining
+    chain.on_command(Begin(3))  # a new run clears the drain
+    assert (chain.limit, chain.held, chain.draining) == (3, False, False)
+
+
+def test_prefill_relays_decode_failures_and_drops_to_the_parent():
+    results = Pipe()
+    chain = _Chain(_conn(FakeStore(), role="prefill"), Pipe(), results)
+    chain.on_peer(RequestFailed(4, "decode worker: boom"))
+    chain.on_peer(RequestDropped(5))
+    assert results.sent == [RequestFailed(4, "decode worker: boom"), RequestDropped(5)]
+    with pytest.raises(TypeError):
+        chain.on_peer(("ack", True))  # the old tagged tuples are no messages
+
+
+def test_every_answered_command_has_a_handler_and_set_layout_waits_for_an_idle_chain():
+    assert set(_Commands._HANDLERS) == set(ANSWERED) and not set(ANSWERED) & set(CHAIN)
+    store = FakeStore()
+    chain, conn = _decode(store)
+    commands = _Commands(chain, store)
+    chain.submit(0, conn.keys_for(toks(8)))
+    refused = commands.answer(SetLayout(PageLayout(1, 1, 4, 8, 2)))
+    assert isinstance(refused, Failed) and "1 requests under way" in refused.message
+    chain.queue.clear()
+    assert commands.answer(SetLayout(PageLayout(1, 1, 4, 8, 2))) == Ok(128)
+    assert chain.connector.keyer.page_tokens == 8  # the keys follow the new layout
+    assert isinstance(commands.answer(Publish(toks(8))), Failed)  # decode may not publish: refused, not fatal
+
+
+def test_messages_survive_pickling():
+    res, _ = _conn(FakeStore()).load_cached_prefix(toks(8))
+    msgs = [PublishRest(1, ["k"], [0], res, 1.5, True), Ack(True), RequestDone(1, res, None, 1.0, 2.0),
+            RequestDropped(2), RequestFailed(None, "x"), Submit(3, ["a", "b"]), SetLayout(LAYOUT), RemoveAll()]
+    assert [pickle.loads(pickle.dumps(m)) for m in msgs] == msgs

@@ -1,8 +1,10 @@
-"""A small modal to type workload knobs: overlap %, request rate (0 = closed loop), pool size."""
+"""A small modal to type workload knobs: overlap %, request rate (0 = closed loop), pool size.
+
+Each field's label, unit, range and parsing are its knob's (:mod:`kvtui.core.knobs`), the same as the command
+line's flags.
+"""
 
 from __future__ import annotations
-
-import math
 
 from textual import events
 from textual.app import ComposeResult
@@ -11,48 +13,33 @@ from textual.containers import Grid, Vertical
 from textual.screen import ModalScreen
 from textual.widgets import Input, Label
 
-
-def _number(raw: str, low: float, high: float, unit: str = "") -> float:
-    """``raw`` as a finite number within ``[low, high]``; ``ValueError`` with the message shown otherwise."""
-    try:
-        value = float(raw)
-    except ValueError:
-        raise ValueError(f"not a number: {raw!r}") from None
-    if not math.isfinite(value):
-        raise ValueError(f"must be a finite number, got {raw}")
-    if not (low <= value <= high):
-        if high == float("inf"):
-            raise ValueError(f"must be at least {low:g}{unit}, got {raw}")
-        raise ValueError(f"must be within {low:g}-{high:g}{unit}, got {raw}")
-    return value
+from kvtui.core.knobs import OVERLAP, POOL, RATE, Knob
+from kvtui.tui.knobs import same
 
 
-def _pool(raw: str) -> int:
-    value = _number(raw, 1, float("inf"))
-    if value != int(value):
-        raise ValueError(f"must be a whole number, got {raw}")
-    return int(value)
+def field_label(knob: Knob) -> str:
+    """``"prefix overlap (%)"``, ``"request rate (req/s, 0 = closed loop)"``, ``"pool size"``."""
+    extra = ", ".join(part for part in (knob.unit, knob.zero_text and f"0 = {knob.zero_text}") if part)
+    return f"{knob.label} ({extra})" if extra else knob.label
 
 
-FIELDS = (  # (key, label, parse → value or ValueError); the same ranges as the command line's flags
-    ("overlap", "prefix overlap %", lambda s: _number(s, 0, 100, " %") / 100.0),
-    ("rate", "request rate (req/s, 0 = closed loop)", lambda s: _number(s, 0, float("inf"), " req/s")),
-    ("pool", "pool size", _pool),
-)
+FIELDS: tuple[tuple[Knob, str], ...] = tuple((k, field_label(k)) for k in (OVERLAP, RATE, POOL))
+"""(knob, label) of each field, in the dialog's order."""
 
 
 def parse(values: dict[str, str]) -> tuple[dict, list[str]]:
-    """Parse typed ``values`` (by field key); returns (parsed values, error messages such as
-    ``"prefix overlap %: must be within 0-100 %, got 150"``)."""
+    """Parse typed ``values`` (by knob name, in the user's unit: overlap in %) with :meth:`Knob.parse`;
+    returns (parsed values in the engine's units, error messages such as
+    ``"prefix overlap (%): must be within 0-100 %, got 150"``). Empty fields are left out."""
     out, errors = {}, []
-    for key, label, conv in FIELDS:
-        raw = values.get(key, "").strip()
+    for knob, label in FIELDS:
+        raw = values.get(knob.name, "").strip()
         if raw == "":
             continue
         try:
-            out[key] = conv(raw)
+            out[knob.name] = knob.parse(raw)
         except ValueError as exc:
-            errors.append(f"{label}: {exc}")
+            errors.append(f"{label}: {str(exc).removeprefix(knob.name + ' ')}")
     return out, errors
 
 
@@ -96,19 +83,18 @@ class SettingsScreen(ModalScreen[dict | None]):
         self.current = current
         self.start = focus
 
-    def _initial(self, key: str) -> str:
-        v = self.current.get(key)
-        if v is None:
-            return ""
-        return f"{round(100 * v)}" if key == "overlap" else f"{v:g}"
+    def _initial(self, key: Knob) -> str:
+        """The field's text at first: the knob now, in the user's unit (overlap 0.75 → ``75``)."""
+        v = self.current.get(key.name)
+        return "" if v is None else f"{key.user(v):g}"
 
     def compose(self) -> ComposeResult:
         with Vertical(id="dialog"):
             yield Label("Workload settings — Enter applies, Esc cancels", id="settings-title")
             with Grid(id="settings-grid"):
-                for key, label, _ in FIELDS:
+                for knob, label in FIELDS:
                     yield Label(label)
-                    yield OrderedInput(self._initial(key), id=f"set-{key}")  # free text: a bad value gets a message
+                    yield OrderedInput(self._initial(knob), id=f"set-{knob.name}")  # free text: a bad value gets a message
             yield Label("", id="settings-error")
 
     def on_mount(self) -> None:
@@ -116,12 +102,12 @@ class SettingsScreen(ModalScreen[dict | None]):
 
     def on_input_submitted(self, event: Input.Submitted) -> None:
         event.stop()
-        values = {key: self.query_one(f"#set-{key}", Input).value for key, _, _ in FIELDS}
+        values = {knob.name: self.query_one(f"#set-{knob.name}", Input).value for knob, _ in FIELDS}
         parsed, errors = parse(values)
         if errors:
             self.query_one("#settings-error", Label).update("\n".join(errors))
             return
-        changed = {k: v for k, v in parsed.items() if v != self.current.get(k)}
+        changed = {k: v for k, v in parsed.items() if not same(v, self.current.get(k))}
         self.dismiss(changed)
 
     def action_cancel(self) -> None:

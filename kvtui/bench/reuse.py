@@ -1,0 +1,147 @@
+"""The demo card's reuse figures (``kvtui bench``), with same-run baselines.
+
+Steps: the prefill worker publishes a prompt; the decode worker reloads a second request sharing its
+first ``shared_tokens`` tokens ``iterations`` times; the same keys are read with a plain
+``batch_get_into`` (no connector) from the same decode process; the reload is repeated for 1..N
+concurrent read streams; the PR example's ``tiny`` case (3 of 4 pages shared) runs on the same store;
+then the reload is repeated with the segment co-located with decode. Baselines: one loopback TCP stream
+and an in-process memcpy of the same bytes. MB/s are 10^6 bytes per second; every p50 is a median.
+"""
+
+from __future__ import annotations
+
+import statistics
+from dataclasses import dataclass
+
+import numpy as np
+
+from kvtui.bench.baselines import loopback_tcp_mbps, memcpy_mbps
+from kvtui.bench.engines import BenchEngines, say
+from kvtui.core.units import median
+from kvtui.engine.protocol import BenchRawGet, BenchReload, Keys, Publish, Reload, SetReadStreams
+
+
+@dataclass(frozen=True)
+class ReuseCase:
+    """What ``kvtui bench`` measures: a prompt of ``prompt_tokens`` tokens, a second request sharing its first
+    ``shared_tokens`` (tokens), ``iterations`` timed reloads, reloads split across 1..``max_streams`` streams."""
+
+    prompt_tokens: int = 2048
+    shared_tokens: int = 1792
+    iterations: int = 20
+    max_streams: int = 4
+
+
+def _stats(values: list[float]) -> dict:
+    """``{min, p50, mean, max}`` of ``values`` (same unit as the values)."""
+    return {"min": min(values), "p50": median(values), "mean": statistics.fmean(values), "max": max(values)}
+
+
+def _reuse_case(engine, prompt: np.ndarray, second: np.ndarray, iterations: int) -> dict:
+    """Publish ``prompt`` on prefill, reload ``second`` ``iterations`` times on decode."""
+    pub = engine.prefill.call(Publish(prompt))
+    runs = [t.result for t in engine.decode.call(BenchReload(second, iterations))]
+    return {"publish": pub, "runs": runs}
+
+
+def _reload_figures(runs: list) -> dict:
+    """Reload time (probe + read, ms) stats, p50 MB/s of the per-reload rates, p50 verify ms, all verified?
+    ``runs``: the ``ReloadResult`` of each reload."""
+    reload_ms = [r.probe_ms + r.read_ms for r in runs]
+    nbytes = runs[0].bytes_loaded
+    mbps = [nbytes / (ms / 1e3) / 1e6 for ms in reload_ms if ms > 0]
+    return {"reload_ms": _stats(reload_ms), "MBps_p50": median(mbps),
+            "verify_ms_p50": median([r.verify_ms for r in runs]),
+            "verified": all(r.verified == r.pages_hit and r.mismatches == 0 for r in runs)}
+
+
+def _tiny_case(engines: BenchEngines, endpoints) -> dict:
+    """Publish 32 tokens with the tiny layout on the same store and reload a request sharing 24 (3/4 pages)."""
+    from kvtui.core.layout import PRESETS
+
+    tiny = PRESETS["tiny"]
+    t = engines.engine(tiny, endpoints=endpoints)
+    try:
+        prompt = np.arange(4 * tiny.page_tokens, dtype=np.uint32) + 7
+        second = prompt.copy()
+        second[3 * tiny.page_tokens:] += 5000
+        t.prefill.call(Publish(prompt))
+        r = t.decode.call(Reload(second))
+    finally:
+        t.stop()
+    return {"pages_total": r.pages_total, "pages_hit": r.pages_hit, "tokens_skipped": r.pages_hit * tiny.page_tokens,
+            "verified": r.verified == r.pages_hit and r.mismatches == 0, "page_bytes": tiny.page_bytes}
+
+
+def measure_reuse(engines: BenchEngines, layout, case: ReuseCase) -> dict:
+    """Run every step on embedded clusters of ``layout`` and return every figure (the fields of
+    ``kvtui bench --json``): ms, bytes, MB/s, hit rate, ``verified`` and the ratios to the baselines."""
+    prompt = np.arange(case.prompt_tokens, dtype=np.uint32) + 1000
+    second = prompt.copy()
+    second[case.shared_tokens:] += 1_000_000  # diverges after the shared prefix
+    out: dict = {"layout": layout.as_dict(), "page_bytes": layout.page_bytes, "iterations": case.iterations}
+
+    say("starting embedded cluster (segment on a separate store node) and workers…")
+    engine = engines.engine(layout)
+    try:
+        say(f"publishing a {case.prompt_tokens}-token prompt, reloading the shared prefix {case.iterations}×…")
+        first = _reuse_case(engine, prompt, second, case.iterations)
+        pub, runs = first["publish"], first["runs"]
+        main = _reload_figures(runs)
+        hit = runs[0].pages_hit
+        keys = engine.decode.call(Keys(second))[:hit]
+        say("raw batch_get_into of the same keys (no connector)…")
+        raw = engine.decode.call(BenchRawGet(keys, case.iterations))
+        raw_ms_p50 = median([r.wall_ms for r in raw])
+        raw_mbps = hit * layout.page_bytes / (raw_ms_p50 / 1e3) / 1e6
+        streams = {}
+        for n in range(1, case.max_streams + 1):
+            say(f"reload split across {n} concurrent read stream(s)…")
+            engine.decode.call(SetReadStreams(n))
+            streams[n] = _reload_figures([t.result for t in engine.decode.call(BenchReload(second, case.iterations))])
+        best_n = max(streams, key=lambda n: streams[n]["MBps_p50"])
+        say("the PR example's tiny layout (3 of 4 pages shared)…")
+        tiny = _tiny_case(engines, engine.endpoints)
+    finally:
+        engine.stop()
+
+    say("again with the segment co-located with the decode worker…")
+    engine = engines.engine(layout, segment_on="decode")
+    try:
+        _reuse_case(engine, prompt, second, case.iterations)
+        co_streams = {}
+        for n in sorted({1, best_n}):
+            engine.decode.call(SetReadStreams(n))
+            co_streams[n] = _reload_figures([t.result for t in engine.decode.call(BenchReload(second, case.iterations))])
+    finally:
+        engine.stop()
+    co = max(co_streams.values(), key=lambda f: f["MBps_p50"])
+
+    nbytes = hit * layout.page_bytes
+    say("baselines: memcpy and one loopback TCP stream of the same bytes…")
+    memcpy = memcpy_mbps(nbytes, case.iterations)
+    tcp = loopback_tcp_mbps(nbytes, case.iterations)
+    best = streams[best_n]
+    publish_mbps = pub.bytes_written / (pub.put_ms / 1e3) / 1e6 if pub.put_ms > 0 else 0.0
+    verified = main["verified"] and all(s["verified"] for s in streams.values()) and tiny["verified"] \
+        and co["verified"] and all(s["verified"] for s in co_streams.values())
+    out.update({
+        "tokens_requested": int(case.prompt_tokens), "tokens_skipped": hit * layout.page_tokens,
+        "pages_total": runs[0].pages_total, "pages_hit": hit, "hit_rate": hit / runs[0].pages_total,
+        "pages_published": pub.stored, "publish_ms": pub.probe_ms + pub.put_ms,
+        "reload_ms": main["reload_ms"], "reload_read_streams": 1,
+        "reuse_read_MBps_p50": main["MBps_p50"], "publish_write_MBps": publish_mbps,
+        "bytes_reloaded": nbytes, "verify_ms_p50": main["verify_ms_p50"], "verified": bool(verified),
+        "best_read_streams": best_n, "best_reload_ms": best["reload_ms"], "best_reuse_read_MBps_p50": best["MBps_p50"],
+        "read_streams": {str(n): {"reload_ms_p50": f["reload_ms"]["p50"], "MBps_p50": f["MBps_p50"]} for n, f in streams.items()},
+        "colocated": {"reload_ms": co["reload_ms"], "reuse_read_MBps_p50": co["MBps_p50"]},
+        "tiny": tiny,
+        "baselines": {"raw_get_MBps_p50": raw_mbps, "raw_get_ms_p50": raw_ms_p50,
+                      "loopback_tcp_MBps": tcp, "memcpy_MBps": memcpy,
+                      "colocated_reload_MBps_p50": co["MBps_p50"]},
+        "ratios": {"connector_vs_raw": main["MBps_p50"] / raw_mbps,
+                   "best_streams_vs_raw": best["MBps_p50"] / raw_mbps,
+                   "reload_vs_loopback_tcp": best["MBps_p50"] / tcp,
+                   "reload_vs_memcpy": co["MBps_p50"] / memcpy},
+    })
+    return out

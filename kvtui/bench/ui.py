@@ -1,0 +1,106 @@
+"""``kvtui bench --ui``: what the live monitor costs the workload it shows.
+
+Requests/s of the same scenario without and with the monitor (headless, at ``refresh_hz``), counted over
+``seconds`` once ``UI_WARM_S`` have passed, alternated ``rounds`` times in ABBA order; then the monitor
+process's CPU over 3 s with the workload paused. Every phase starts from an empty store.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+
+from kvtui.bench.engines import BenchEngines, say
+from kvtui.core.defaults import DEFAULT_PROMPT_PAGES
+from kvtui.core.errors import KvtuiError
+from kvtui.core.knobs import DEFAULT_SCENARIO, OVERLAP, POOL
+from kvtui.core.units import median
+
+UI_WARM_S = 1.5  # requests are counted from this long after a phase starts (the monitor's start-up)
+
+
+def measure_ui(engines: BenchEngines, layout, seconds: float, rounds: int, refresh_hz: float) -> dict:
+    """Run the phases on one embedded cluster of ``layout``; returns the fields of ``kvtui bench --ui --json``:
+    per-round rates (requests/s), each side's best, the ratios monitor/headless (median of the rounds' ratios,
+    and of the best runs) and ``idle_paused_cpu_percent`` (% of one core). ``KvtuiError`` if a round without
+    the monitor completed no request."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    import psutil
+
+    from kvtui.live import LiveSession, synthetic_description
+    from kvtui.tui.app import run_app
+    from workload import SyntheticWorkload, WorkloadSpec
+
+    # kvtui watch's default workload: the first scenario, the knobs' defaults, prompts of the default length
+    spec = WorkloadSpec(scenario=DEFAULT_SCENARIO, overlap=OVERLAP.default, pool=POOL.default,
+                        prompt_tokens=DEFAULT_PROMPT_PAGES * layout.page_tokens, page_tokens=layout.page_tokens, seed=0)
+    desc = synthetic_description(spec)
+    say(f"starting embedded cluster and workers ({layout.describe()})…")
+    engine = engines.engine(layout)
+    me = psutil.Process()
+    # Sessions are started from one thread made now: threads inherit the nice value of the thread that
+    # starts them, and run_app leaves this thread nicer when it may not lower it again (no CAP_SYS_NICE),
+    # so later rounds' feeder and collector would otherwise run nicer than kvtui watch's.
+    launcher = ThreadPoolExecutor(1, thread_name_prefix="kvtui-bench-launcher")
+    launcher.submit(lambda: None).result()
+    try:
+        runs: dict[str, list[float]] = {"headless": [], "monitor": []}
+        for r in range(rounds):
+            for phase in ("headless", "monitor")[:: 1 if r % 2 == 0 else -1]:  # ABBA: warm-up favours neither
+                engine.clear_store()
+                session = LiveSession(engine, SyntheticWorkload(spec), desc, layout_text=layout.describe(),
+                                      owns_engine=False)
+                say(f"round {r + 1}/{rounds}, {phase}: {seconds:g} s of {spec.scenario} after "
+                    f"{UI_WARM_S:g} s of start-up…")
+                counts: list[tuple[float, int]] = []
+
+                def mark(session=session, counts=counts):
+                    counts.append((time.monotonic(), session.agg.totals()["requests"]))
+
+                timers = [threading.Timer(t, mark) for t in (UI_WARM_S, UI_WARM_S + seconds)]
+                try:
+                    launcher.submit(session.start).result()
+                    for timer in timers:
+                        timer.start()
+                    if phase == "headless":
+                        timers[1].join()
+                    else:
+                        run_app(session, None, headless=True, duration_s=UI_WARM_S + seconds + 0.3,
+                                refresh_hz=refresh_hz)
+                        timers[1].join()
+                    (t0, n0), (t1, n1) = counts
+                    runs[phase].append((n1 - n0) / (t1 - t0))
+                    say(f"round {r + 1}/{rounds}, {phase}: {runs[phase][-1]:.1f} req/s")
+                finally:
+                    for timer in timers:
+                        timer.cancel()
+                    session.stop()
+        rates = {phase: max(v) for phase, v in runs.items()}
+        if min(runs["headless"]) <= 0:
+            raise KvtuiError("a round without the monitor completed no request: no ratio to report "
+                             "(the per-round rates are above)")
+        paired = median([m / h for m, h in zip(runs["monitor"], runs["headless"])])
+        session = LiveSession(engine, SyntheticWorkload(spec), desc, layout_text=layout.describe(), owns_engine=False)
+        try:
+            launcher.submit(session.start).result()
+            time.sleep(1.0)
+            session.pause()
+            session.driver.done.wait(0.5)
+            say("monitor idle with the workload paused: CPU over 3 s, after 1.5 s of start-up…")
+            marks: list[float] = []
+            idle = [threading.Timer(t, lambda: marks.append(sum(me.cpu_times()[:2]))) for t in (1.5, 4.5)]
+            for timer in idle:
+                timer.start()
+            run_app(session, None, headless=True, duration_s=5.0, refresh_hz=refresh_hz)
+            idle_cpu = (marks[1] - marks[0]) / 3.0 * 100
+        finally:
+            session.stop()
+    finally:
+        launcher.shutdown()
+        engine.stop()
+    return {"layout": layout.as_dict(), "seconds": seconds, "warm_up_seconds": UI_WARM_S, "rounds": runs,
+            "refresh_hz": refresh_hz,
+            "headless_rps": rates["headless"], "monitor_rps": rates["monitor"],
+            "ratios": {"monitor_vs_headless": paired, "monitor_vs_headless_best_of": rates["monitor"] / rates["headless"]},
+            "idle_paused_cpu_percent": idle_cpu}

@@ -1,0 +1,108 @@
+"""What the commands write and read besides their flags: output files (checked before any work, written
+atomically), the run summary (its human table and the context fields ``run``, ``watch`` and ``report`` add
+to it) and recorded session files. Shared by several commands, so no command imports another."""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+import tempfile
+from pathlib import Path
+
+from kvtui.core.errors import KvtuiError
+
+
+def check_writable(path: str, flag: str) -> None:
+    """``KvtuiError`` now, before any work, if ``path`` cannot be written later (tries to open it for
+    appending, and removes it again if that created it)."""
+    target = Path(path)
+    parent = target.resolve().parent
+    if target.is_dir():
+        raise KvtuiError(f"{flag}: {path} is a directory")
+    if not parent.is_dir():
+        raise KvtuiError(f"{flag}: folder {parent} does not exist")
+    existed = target.exists()
+    try:
+        with open(target, "ab"):
+            pass
+    except OSError as exc:
+        raise KvtuiError(f"{flag}: {path} is not writable ({exc.strerror})") from None
+    if not existed:
+        target.unlink()
+
+
+def check_new_file(path: str, flag: str) -> None:
+    """``KvtuiError`` if ``path`` exists (a recording never overwrites anything) or cannot be created."""
+    if Path(path).exists():
+        raise KvtuiError(f"{flag}: {path} exists already; choose another name (kvtui never overwrites a file)")
+    check_writable(path, flag)
+
+
+def write_json_atomic(path: str, data: dict) -> None:
+    """Write ``data`` as JSON via a temporary file and rename (a reader never sees half a file);
+    ``-`` writes to standard output."""
+    if path == "-":
+        json.dump(data, sys.stdout, indent=2, sort_keys=True)
+        sys.stdout.write("\n")
+        return
+    target = Path(path)
+    fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", dir=str(target.resolve().parent))
+    with os.fdopen(fd, "w") as f:
+        json.dump(data, f, indent=2, sort_keys=True)
+        f.write("\n")
+    os.replace(tmp, target)
+
+
+def open_session(path: str):
+    """A :class:`~kvtui.session.reader.SessionReader`, or ``KvtuiError`` with the reader's one-line reason."""
+    from kvtui.session import SessionError
+    from kvtui.session.reader import SessionReader
+
+    try:
+        return SessionReader(path)
+    except SessionError as exc:
+        raise KvtuiError(str(exc)) from None
+
+
+def run_context(args, layout, desc: dict, endpoints, bad_rows: int) -> dict:
+    """What a summary says about the run besides its figures (also kept in a recorded session's header):
+    layout, ``page_bytes`` (bytes), workload description, ``bad_rows_skipped``, concurrency, store mode."""
+    return {"layout": layout.as_dict(), "page_bytes": layout.page_bytes, "workload": desc,
+            "bad_rows_skipped": bad_rows, "concurrency": args.concurrency,
+            "store_mode": "attached" if endpoints else "embedded"}
+
+
+def session_header(args, layout, desc: dict, endpoints) -> dict:
+    """The header of a recorded session: layout, workload spec and seed, cluster mode, model, keys."""
+    return {**run_context(args, layout, desc, endpoints, 0), "seed": getattr(args, "seed", None),
+            "model": args.model, "scheme": args.scheme, "trace": getattr(args, "trace", None),
+            "layout_text": layout.describe(), "command": getattr(args, "command", None)}
+
+
+def _percentiles(d: dict) -> str:
+    """One latency line from a summary's ``{count, p50, p90, p99, max}`` (ms, HdrHistogram figures)."""
+    if not d.get("count"):
+        return "n/a (no samples)"
+    return f"p50 {d['p50']:.2f} ms · p90 {d['p90']:.2f} · p99 {d['p99']:.2f} · max {d['max']:.2f} ({d['count']:,} samples)"
+
+
+def format_summary(s: dict) -> str:
+    """The human summary table of a run (``s``: :meth:`kvtui.metrics.aggregate.Aggregator.summary` fields)."""
+    thr = s["throughput"]
+    rel, pub = s["reload_ms"], s["publish_ms"]
+    errors = ", ".join(f"{k} ×{v}" for k, v in s["errors"].items()) or "none"
+    lines = [
+        f"requests              {s['requests']:,} in {s['elapsed_s']:.1f} s ({thr['requests_per_s']:.1f} req/s)",
+        f"prefill skipped       {s['tokens_hit']:,} of {s['tokens_input']:,} tokens ({s['token_hit_rate']:.2%})",
+        f"KV page hits          {s['pages_hit']:,} of {s['pages_total']:,} full pages ({s['page_hit_rate']:.2%})",
+        f"published             {s['pages_published']:,} pages; already present {s['pages_already_present']:,}; "
+        f"failed {s['pages_failed']:,}",
+        f"verified              {s['verified_pages']:,} pages byte-exact; mismatches {s['mismatches']:,}",
+        f"reload latency        {_percentiles(rel)}",
+        f"publish latency       {_percentiles(pub)}",
+        f"throughput            reuse read {thr['reuse_read_MBps']:.0f} MB/s · publish write "
+        f"{thr['publish_write_MBps']:.0f} MB/s · {thr['tokens_skipped_per_s']:,.0f} tokens skipped/s",
+        f"store errors          {errors}",
+    ]
+    return "\n".join(lines)

@@ -1,0 +1,234 @@
+"""The messages on the worker pipes: one frozen type per message, grouped by pipe.
+
+Three kinds of ``multiprocessing`` pipe connect the parent and the two workers. Every message is pickled,
+so each is a small frozen dataclass of plain data, page layouts and the connector's result dataclasses
+(:class:`~kvtui.engine.connector.ReloadResult`, :class:`~kvtui.engine.connector.PublishResult`); no
+Mooncake object ever crosses a process boundary. Receivers dispatch on the message's type. Times are
+``time.monotonic()`` seconds (one clock for every process of the machine), durations ms, sizes bytes.
+
+**Command pipe** (parent ↔ each worker). A worker first answers :class:`Ready` or :class:`Failed`. The
+*answered* commands (:data:`ANSWERED`) get exactly one :class:`Ok` or :class:`Failed` each, in order. The
+*chain* commands (:data:`CHAIN`: :class:`Submit`, :class:`Hold`, :class:`Drain`, :class:`Begin`) drive the
+request chain and get no answer.
+
+**Chain pipe** (decode ↔ prefill). For each submitted request, decode waits until fewer than the run's
+concurrency are between their reload and the end of their publish, reloads, and sends :class:`PublishRest`.
+Prefill publishes and, when decode waits for it (``needs_ack``), sends :class:`Ack` back. Decode also sends
+:class:`RequestDropped` and :class:`RequestFailed`, which prefill passes on to the parent unchanged.
+
+**Results pipe** (prefill → parent): :class:`RequestDone`, :class:`RequestDropped` or :class:`RequestFailed`
+per submitted request, in submission order; :class:`RequestFailed` with ``seq`` None when decode died.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    import numpy as np
+
+    from kvtui.core.layout import PageLayout
+    from kvtui.engine.connector import PublishResult, ReloadResult
+
+_msg = dataclass(frozen=True, slots=True)
+
+
+# ---- command pipe, parent → worker: answered commands --------------------------------------------------
+@_msg
+class Reload:
+    """Reload the cached leading run of ``tokens`` (its first ``cacheable_tokens``, None: all full pages).
+    Answer: :class:`Ok` of a ``ReloadResult``."""
+
+    tokens: np.ndarray
+    cacheable_tokens: int | None = None
+
+
+@_msg
+class Publish:
+    """Publish the absent pages of ``tokens`` from page ``start_page`` on (prefill or mixed only; a decode
+    worker answers :class:`Failed`). Answer: :class:`Ok` of a ``PublishResult``."""
+
+    tokens: np.ndarray
+    cacheable_tokens: int | None = None
+    start_page: int = 0
+
+
+@_msg
+class BenchReload:
+    """Reload ``tokens`` ``iterations`` times on every CPU. Answer: :class:`Ok` of ``list[TimedReload]``."""
+
+    tokens: np.ndarray
+    iterations: int
+
+
+@_msg
+class BenchRawGet:
+    """``batch_get_into`` of ``keys`` (one page each) ``iterations`` times, without the connector.
+    Answer: :class:`Ok` of ``list[RawGetRun]``."""
+
+    keys: list[str]
+    iterations: int
+
+
+@_msg
+class Keys:
+    """The page keys of the cacheable full pages of ``tokens``. Answer: :class:`Ok` of ``list[str]``."""
+
+    tokens: np.ndarray
+    cacheable_tokens: int | None = None
+
+
+@_msg
+class SetReadStreams:
+    """Split later reloads across ``n`` concurrent reads. Answer: :class:`Ok` of ``n``."""
+
+    n: int
+
+
+@_msg
+class RemoveAll:
+    """Remove every object of every client (global). Answer: :class:`Ok` of the count removed."""
+
+
+@_msg
+class SetLayout:
+    """Use page ``layout`` from the next request on. Answer: :class:`Ok` of its page bytes, or
+    :class:`Failed` while a request is queued or being published (wait until none is)."""
+
+    layout: PageLayout
+
+
+@_msg
+class Stop:
+    """Close the store client and exit. Answer: :class:`Ok` of None, once the current store call returned."""
+
+
+# ---- command pipe, parent → worker: the request chain (no answer) ---------------------------------------
+@_msg
+class Submit:
+    """Decode: queue request ``seq`` with its page ``keys`` (hashed by the parent, as an LLM scheduler
+    hashes blocks before its KV connector sees them)."""
+
+    seq: int
+    keys: list[str]
+
+
+@_msg
+class Hold:
+    """Decode: hold (True) or release (False) the queue. Decode also holds by itself after a reload failed
+    with RPC_FAIL / RPC_TIMEOUT, so queued requests do not pile errors onto a dead master."""
+
+    held: bool
+
+
+@_msg
+class Drain:
+    """Decode: nothing more will be submitted; run what is queued and never hold again, or, if the queue is
+    held, drop it (a :class:`RequestDropped` per request), so a run that ends during an outage ends at once."""
+
+
+@_msg
+class Begin:
+    """Both workers: a new run with up to ``concurrency`` requests between the start of their reload and the
+    end of their publish (1: store calls of consecutive requests never overlap, and both workers call the
+    store from the same CPU); clears a hold or drain of an earlier run."""
+
+    concurrency: int
+
+
+ANSWERED = (Reload, Publish, BenchReload, BenchRawGet, Keys, SetReadStreams, RemoveAll, SetLayout, Stop)
+CHAIN = (Submit, Hold, Drain, Begin)
+
+
+# ---- command pipe, worker → parent ------------------------------------------------------------------
+@_msg
+class Ready:
+    """The worker is set up: its process id and role."""
+
+    pid: int
+    role: str
+
+
+@_msg
+class Ok:
+    """The answer of an answered command (its payload is documented on the command)."""
+
+    payload: object = None
+
+
+@_msg
+class Failed:
+    """Set-up failed, a command was refused, or the worker failed and exits: one line for the user."""
+
+    message: str
+
+
+@_msg
+class TimedReload:
+    """One iteration of :class:`BenchReload`: wall time in ms around the reload, and its result."""
+
+    wall_ms: float
+    result: ReloadResult
+
+
+@_msg
+class RawGetRun:
+    """One iteration of :class:`BenchRawGet`: wall time in ms; ``ok``: every read returned the page bytes."""
+
+    wall_ms: float
+    ok: bool
+
+
+# ---- chain pipe, decode ↔ prefill, and results pipe, prefill → parent -----------------------------------
+@_msg
+class PublishRest:
+    """Decode → prefill: publish ``rest_keys`` (the pages after request ``seq``'s reloaded run).
+
+    ``known``: the reload's probe answers (1, 0 or a negative code) for the first of those pages, so prefill
+    need not probe them again; empty when an earlier publish was still running (it could store the same
+    pages meanwhile and have them counted as published twice). ``reload``: decode's result (its
+    ``rest_probe`` emptied: ``known`` carries it). ``t_start``: when the reload began. ``needs_ack``: prefill
+    will call the store, and decode counts the request as in flight until :class:`Ack`.
+    """
+
+    seq: int
+    rest_keys: list[str]
+    known: list[int]
+    reload: ReloadResult
+    t_start: float
+    needs_ack: bool
+
+
+@_msg
+class Ack:
+    """Prefill → decode: a publish decode waits for ended. ``store_full``: a put failed with
+    NO_AVAILABLE_HANDLE; decode waits 50 ms, doubling up to 1 s, before its next reload (puts are not retried)."""
+
+    store_full: bool
+
+
+@_msg
+class RequestDone:
+    """Prefill → parent: request ``seq`` finished; its reload and publish, and when it began and ended."""
+
+    seq: int
+    reload: ReloadResult
+    publish: PublishResult
+    t_start: float
+    t_end: float
+
+
+@_msg
+class RequestDropped:
+    """Decode → prefill → parent: request ``seq`` was dropped by :class:`Drain` without any store call."""
+
+    seq: int
+
+
+@_msg
+class RequestFailed:
+    """A worker failed on request ``seq`` (None: decode died) and exits; ``message`` is one line."""
+
+    seq: int | None
+    message: str

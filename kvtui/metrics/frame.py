@@ -1,0 +1,51 @@
+"""What a view gets: the immutable :class:`Frame` and its page-grid rows (panel keys: :mod:`kvtui.core.panels`)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from kvtui.core.panels import FrameStatus, ProcRow, StorePanel, WorkloadPanel
+
+
+@dataclass(frozen=True)
+class PageRow:
+    """One request in the page grid: ``states`` has one :class:`~kvtui.core.pages.PageState` per cell."""
+
+    req_id: int
+    scenario: str
+    n_tokens: int
+    pages_hit: int
+    states: bytes
+
+
+@dataclass(frozen=True)
+class Frame:
+    """Everything a view shows at one moment (immutable).
+
+    ``t``: seconds since the run started; ``totals``: cumulative counters (see :meth:`Aggregator.totals`);
+    ``rates``: per-second values over the last ~2 s (MB/s are 10^6 bytes/s); ``series``: the recent history
+    of each rate (oldest first, one value per second); ``latency`` / ``latency_window``: whole-session and
+    last-``window_s`` snapshots per kind (reload, publish, probe); ``rows``: newest request rows (newest
+    last); ``errors``: counts by Mooncake code name; ``events``: the bounded event log (newest last);
+    ``store`` (:class:`StorePanel`), ``procs`` (:class:`ProcRow` s), ``workload`` (:class:`WorkloadPanel`),
+    ``status`` (:class:`FrameStatus`): panels filled by the live session's samplers, as plain dicts (they
+    record to JSON and replay unchanged) whose keys :mod:`kvtui.core.panels` defines;
+    ``row_seq`` / ``event_seq`` / ``series_seq``: how many rows, events and series points were ever added.
+    """
+
+    t: float
+    totals: dict
+    rates: dict
+    series: dict
+    latency: dict
+    latency_window: dict
+    rows: tuple
+    errors: dict
+    events: tuple
+    store: StorePanel = field(default_factory=dict)
+    procs: tuple[ProcRow, ...] = ()
+    workload: WorkloadPanel = field(default_factory=dict)
+    status: FrameStatus = field(default_factory=dict)
+    row_seq: int = 0  # rows ever added (the newest row is number row_seq); lets a recorder store only new rows
+    event_seq: int = 0  # events ever added
+    series_seq: int = 0  # series points ever appended

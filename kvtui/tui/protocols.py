@@ -1,0 +1,55 @@
+"""What the monitor talks to: a frame source, a controller (the one control channel back), a replay player.
+
+:class:`kvtui.live.LiveSession` is the live source and controller; :class:`kvtui.testing.demo.DemoSource` /
+:class:`~kvtui.testing.demo.DemoController` the store-less ones; :class:`kvtui.session.reader.ReplayPlayer`
+the player (and frame source) of a recorded session.
+"""
+
+from __future__ import annotations
+
+from typing import Protocol
+
+from kvtui.core.controls import Control
+from kvtui.metrics.aggregate import Frame
+
+__all__ = ["FrameSource", "Controller", "Player"]
+
+
+class FrameSource(Protocol):
+    def frame(self) -> Frame:
+        """Build/return the newest frame (cheap, a few ms)."""
+
+
+class Controller(Protocol):
+    """The workload's controls. Every method returns quickly except ``clear_store`` (the app runs it in a
+    thread worker); ``restart_master()`` (optional: only a controller that started the master has it)
+    likewise. ``toggle_recording`` is optional too: without it the app says recording is unavailable."""
+
+    def send(self, control: Control) -> None:
+        """Ask for a knob change (:mod:`kvtui.core.controls`: SetOverlap, SetPool, SetRate, SetScenario,
+        SetLayout); the engine applies it before its next request and reports a change it refuses in the
+        event log (the frames then keep showing the old value)."""
+
+    def pause(self) -> None: ...
+    def resume(self) -> None: ...
+
+    def clear_store(self) -> int:
+        """Remove every key from the store; returns how many were removed."""
+
+    def stop(self) -> None: ...
+
+    def toggle_recording(self) -> tuple[bool, str | None]:
+        """Start recording the session to a file, or stop; returns (recording now, the file's path)."""
+
+
+class Player(FrameSource, Protocol):
+    """Replay controls (:class:`kvtui.session.reader.ReplayPlayer`); ``frame()`` carries ``status["replay"]``."""
+
+    speed: float
+
+    def toggle_pause(self) -> bool: ...
+    def step(self, frames: int = 1) -> None: ...
+    def seek(self, seconds: float) -> None: ...
+    def seek_start(self) -> None: ...
+    def seek_end(self) -> None: ...
+    def set_speed(self, speed: float) -> None: ...

@@ -1,0 +1,111 @@
+"""`kvtui bench` without a store: its figures' arithmetic, its printed lines, and the flags it refuses before
+starting anything; and the helpers the commands share (output files, the skipped-rows line)."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from kvtui.bench.reuse import _reload_figures, _stats
+from kvtui.cli import main
+from kvtui.commands.bench import TARGETS, format_trace, format_ui
+from kvtui.commands.common import parse_size
+from kvtui.commands.output import check_new_file, write_json_atomic
+from kvtui.core.errors import KvtuiError
+from kvtui.engine.connector import ReloadResult
+from workload import TraceProblem, skipped_rows_text
+
+
+def _run(ms: float, *, verified: int = 3, mismatches: int = 0) -> ReloadResult:
+    return ReloadResult(pages_total=3, probe_ms=1.0, read_ms=ms - 1.0, bytes_loaded=4_000_000, verify_ms=ms / 10,
+                        verified=verified, pages_hit=3, mismatches=mismatches)
+
+
+def test_reload_figures_are_medians_of_the_reloads():
+    figs = _reload_figures([_run(4.0), _run(2.0), _run(8.0), _run(10.0)])
+    assert figs["reload_ms"] == {"min": 2.0, "p50": 6.0, "mean": 6.0, "max": 10.0}  # even count: mean of the middle two
+    # per-reload rates 4 MB / (2, 4, 8, 10 ms) = 2000, 1000, 500, 400 MB/s: median (1000 + 500) / 2
+    assert figs["MBps_p50"] == pytest.approx(750.0)
+    assert figs["verify_ms_p50"] == pytest.approx(0.6) and figs["verified"] is True
+
+
+def test_a_mismatch_in_any_reload_is_not_verified():
+    assert _reload_figures([_run(2.0), _run(3.0, mismatches=1)])["verified"] is False
+    assert _reload_figures([_run(2.0, verified=2)])["verified"] is False
+    assert _stats([5.0]) == {"min": 5.0, "p50": 5.0, "mean": 5.0, "max": 5.0}
+
+
+def test_trace_lines_show_each_side_and_the_median_ratio_against_its_target():
+    o = {"trace": "t.jsonl", "rows": 300, "rounds": [{"ratio": 0.9}, {"ratio": 0.7}, {"ratio": 0.85}],
+         "engine": {"seconds": 10.0, "requests_per_s": 30.0, "pages_hit": 1234, "token_hit_rate": 0.5},
+         "bare_loop": {"seconds": 8.0, "requests_per_s": 37.5, "pages_hit": 1234},
+         "ratios": {"engine_vs_bare_loop": 0.85, "engine_vs_bare_loop_best_of": 0.8}}
+    text = format_trace(o)
+    assert "trace t.jsonl: 300 rows, 3 round(s)" in text
+    assert "engine       10.0 s     30.0 req/s  hits 1,234 pages (50.00% of tokens)" in text
+    assert "bare loop     8.0 s     37.5 req/s" in text
+    assert (f"median of the rounds (0.90, 0.70, 0.85) → target ≥ {TARGETS['engine_vs_bare_loop']:g}: met; "
+            "of the best runs 0.80") in text
+    o["ratios"]["engine_vs_bare_loop"] = 0.5
+    assert "NOT met" in format_trace(o)
+
+
+def test_ui_lines_show_both_rates_the_ratio_and_the_paused_cpu():
+    o = {"seconds": 2.0, "warm_up_seconds": 1.5, "refresh_hz": 4.0,
+         "rounds": {"headless": [100.0, 80.0], "monitor": [90.0, 80.0]}, "headless_rps": 100.0,
+         "monitor_rps": 90.0, "ratios": {"monitor_vs_headless": 0.95, "monitor_vs_headless_best_of": 0.9},
+         "idle_paused_cpu_percent": 1.25}
+    text = format_ui(o)
+    assert text.startswith("2 round(s), requests counted over 2 s after 1.5 s; monitor at 4 Hz")
+    assert "workload rate headless      100.0 req/s" in text and "with the monitor             90.0 req/s" in text
+    assert "median of the rounds (0.90, 1.00) → target ≥ 0.95: met; of the best runs 0.90" in text
+    assert "monitor CPU, paused           1.2 % of one core" in text
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["bench", "--ui", "--layout", "tiny", "--rounds", "0"], "--rounds must be at least 1"),
+    (["bench", "--ui", "--layout", "tiny", "--seconds", "0"], "--seconds must be positive"),
+    (["bench", "--ui", "--layout", "tiny", "--refresh-hz", "100"], "--refresh-hz must be within"),
+    (["bench", "--layout", "tiny", "--iterations", "0"], "--iterations and --max-streams must be at least 1"),
+    (["bench", "--layout", "tiny", "--shared-tokens", "0"], "--shared-tokens must be within"),
+    (["bench", "--layout", "tiny", "--store-size", "12 parsecs"], "--store-size: not a size"),
+    (["bench", "--layout", "tiny", "--store-size", "8MiB"], "--store-size must be at least 16 MiB"),
+])
+def test_bench_refuses_bad_flags_before_starting_anything(argv, message, capsys):
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert message in err and "kvtui bench: network" not in err  # nothing was started
+
+
+def test_bench_trace_refuses_pages_that_straddle_trace_blocks(tmp_path, capsys):
+    trace = tmp_path / "t.jsonl"
+    trace.write_text('{"timestamp": 0, "input_length": 600, "output_length": 1, "hash_ids": [1, 2]}\n')
+    assert main(["bench", "--trace", str(trace), "--layout", "tiny", "--page-tokens", "384"]) == 2
+    assert "kvtui bench: network" not in capsys.readouterr().err
+
+
+def test_skipped_rows_are_said_one_way():
+    assert skipped_rows_text([]) == ""
+    problems = [TraceProblem(7, "bad JSON: Expecting value (column 1)"), TraceProblem(9, "'input_length' is 0")]
+    assert skipped_rows_text(problems) == "skipped 2 bad trace rows (first: line 7: bad JSON: Expecting value (column 1))"
+
+
+def test_output_files_are_new_and_written_whole(tmp_path, capsys):
+    path = tmp_path / "out.json"
+    write_json_atomic(str(path), {"b": 1, "a": [1.5]})
+    assert json.loads(path.read_text()) == {"a": [1.5], "b": 1} and path.read_text().index('"a"') < path.read_text().index('"b"')
+    assert list(tmp_path.iterdir()) == [path]  # no temporary file left behind
+    with pytest.raises(KvtuiError, match="exists already"):
+        check_new_file(str(path), "--record")
+    with pytest.raises(KvtuiError, match="does not exist"):
+        check_new_file(str(tmp_path / "missing" / "s.kvtui"), "--record")
+    write_json_atomic("-", {"x": 2})
+    assert json.loads(capsys.readouterr().out) == {"x": 2}
+
+
+def test_screen_size_flag():
+    assert parse_size("120x40") == (120, 40) and parse_size("80X24") == (80, 24)
+    for bad in ("120", "axb", "0x10"):
+        with pytest.raises(KvtuiError, match="--size"):
+            parse_size(bad)

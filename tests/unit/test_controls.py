@@ -1,0 +1,233 @@
+"""LiveSession's control channel with a fake engine (no store): typed controls change the workload from the
+next request, values outside a knob's range are refused with an event-log line (never clamped), and a
+layout switch is all or nothing (a refusal leaves the workload, the engine, the header and the description
+as they were)."""
+
+from __future__ import annotations
+
+import queue
+import time
+
+import pytest
+
+from kvtui.core.controls import CONTROLS, Control, SetLayout, SetOverlap, SetPool, SetRate, SetScenario
+from kvtui.core.layout import PRESETS
+from kvtui.engine.connector import PublishResult, ReloadResult
+from kvtui.engine.engine import result_from
+from kvtui.live import LiveSession, synthetic_description
+from workload import SyntheticWorkload, WorkloadSpec
+
+TINY, SEED = PRESETS["tiny"], PRESETS["seed"]
+
+
+class FakeEngine:
+    """The engine interface LiveSession and its driver use, answering every request at once; ``refuse``:
+    the error ``set_layout`` raises (as the engine does when a worker refuses: both workers stay as they
+    were)."""
+
+    def __init__(self, layout=TINY):
+        self.options = type("O", (), {"layout": layout, "store_bytes": 1 << 30})()
+        self.endpoints = None
+        self.cluster = None
+        self.refuse: Exception | None = None
+        self.layouts_set: list = []
+        self.submitted: queue.Queue = queue.Queue()
+
+    def worker_pids(self):
+        return {}
+
+    def begin_run(self, n):
+        pass
+
+    def drain(self):
+        pass
+
+    def hold(self, held):
+        pass
+
+    def submit(self, req):
+        self.submitted.put((req, self.options.layout))
+
+    def next_result(self, timeout_s=None):
+        try:
+            req, layout = self.submitted.get(timeout=timeout_s)
+        except queue.Empty:
+            return None
+        pages = len(req.tokens) // layout.page_tokens
+        reload = ReloadResult(pages_total=pages)
+        publish = PublishResult(start_page=0, pages_total=pages, stored=pages, states=[1] * pages)
+        return result_from(req, reload, publish, layout, 0.0, 0.0)
+
+    def now(self):
+        return time.monotonic()
+
+    def master_reachable(self):
+        return True
+
+    def set_layout(self, layout):
+        if self.refuse is not None:
+            raise self.refuse
+        self.layouts_set.append(layout)
+        self.options.layout = layout
+
+    def stop(self):
+        pass
+
+
+def _session(paused: bool = True, **kw) -> tuple[LiveSession, FakeEngine]:
+    engine = FakeEngine()
+    spec = WorkloadSpec(scenario="shared-system-prompt", pool=3, prompt_tokens=64, page_tokens=8, rate=200.0)
+    session = LiveSession(engine, SyntheticWorkload(spec), synthetic_description(spec), layout_text=TINY.describe(),
+                          layout_name="tiny", **kw)
+    if paused:
+        session.driver.pause()  # nothing is issued; controls still apply
+    return session.start(), engine
+
+
+def _events_after(session: LiveSession, n_before: int, count: int = 1, timeout_s: float = 5.0) -> list[str]:
+    """The texts of the events logged after the first ``n_before``, once there are ``count`` of them."""
+    deadline = time.monotonic() + timeout_s
+    while True:
+        texts = [e.text for e in session.frame().events][n_before:]
+        if len(texts) >= count or time.monotonic() > deadline:
+            return texts
+        time.sleep(0.01)
+
+
+def _n_events(session: LiveSession) -> int:
+    return len(session.frame().events)
+
+
+def test_the_controller_api_is_send_plus_the_immediate_actions():
+    session, _ = _session()
+    try:
+        for name in ("send", "pause", "resume", "clear_store", "stop", "toggle_recording", "restart_master"):
+            assert callable(getattr(session, name)), name
+        for old in ("set_overlap", "set_pool", "set_rate", "set_scenario", "set_layout"):
+            assert not hasattr(session, old), old  # one channel: typed messages through send
+        assert all(isinstance(c("x") if c in (SetScenario, SetLayout) else c(1), Control) for c in CONTROLS)
+        with pytest.raises(TypeError):
+            session.send(lambda: None)
+    finally:
+        session.stop()
+
+
+@pytest.mark.parametrize("control,field,value,text", [
+    (SetOverlap(0.6), "overlap", 0.6, "overlap → 60 %"),
+    (SetOverlap(0), "overlap", 0.0, "overlap → 0 %"),
+    (SetOverlap(1), "overlap", 1.0, "overlap → 100 %"),
+    (SetPool(5), "pool", 5, "pool → 5"),
+    (SetRate(20.0), "rate", 20.0, "rate → 20 req/s"),
+    (SetRate(0.0), "rate", 0.0, "rate → closed loop"),
+    (SetScenario("few-shot"), "scenario", "few-shot", "scenario → few-shot"),
+])
+def test_a_knob_control_changes_the_workload_and_logs_it(control, field, value, text):
+    session, _ = _session()
+    try:
+        n = _n_events(session)
+        session.send(control)
+        assert _events_after(session, n) == [text]
+        assert getattr(session.workload.spec, field) == value and session.description[field] == value
+    finally:
+        session.stop()
+
+
+@pytest.mark.parametrize("control,message", [
+    (SetOverlap(1.5), "control refused: overlap must be within 0-100 %, got 150"),
+    (SetOverlap(-0.05), "control refused: overlap must be within 0-100 %, got -5"),
+    (SetOverlap(float("nan")), "control refused: overlap must be a finite number"),
+    (SetPool(0), "control refused: pool must be within 1-1048576, got 0"),
+    (SetPool(2.5), "control refused: pool must be a whole number, got 2.5"),
+    (SetRate(-1.0), "control refused: rate must be at least 0 req/s, got -1"),
+    (SetScenario("chat"), "control refused: unknown scenario 'chat'"),
+    (SetLayout("huge"), "control refused: unknown layout 'huge'"),
+])
+def test_a_value_out_of_range_is_refused_not_clamped(control, message):
+    session, _ = _session()
+    before = session.workload.spec
+    try:
+        n = _n_events(session)
+        session.send(control)
+        texts = _events_after(session, n)
+        assert len(texts) == 1 and texts[0].startswith(message), texts
+        assert session.workload.spec == before  # nothing changed, not even to the nearest end of the range
+    finally:
+        session.stop()
+
+
+def test_a_trace_workload_has_no_knobs():
+    engine = FakeEngine()
+    session = LiveSession(engine, iter(()), {"kind": "trace", "name": "t.jsonl", "done": 0, "total": 0,
+                                             "complete": False})
+    session.driver.pause()
+    session.start()
+    try:
+        n = _n_events(session)
+        session.send(SetPool(3))
+        session.send(SetLayout("seed"))
+        assert _events_after(session, n, 2) == ["this workload (a trace) has no knobs to change",
+                                                "this workload (a trace) keeps the page layout it started with"]
+        assert engine.layouts_set == []
+    finally:
+        session.stop()
+
+
+def test_layout_switch_moves_workload_engine_and_header_together():
+    session, engine = _session(paused=False, prompt_pages=8)
+    try:
+        assert _events_after(session, 0, 1)  # "started: …"
+        while session.driver.completed < 5:
+            time.sleep(0.01)
+        n = _n_events(session)
+        session.send(SetLayout("seed"))
+        texts = _events_after(session, n)
+        assert texts == [f"layout → seed ({SEED.describe()})"]
+        assert engine.options.layout == SEED and engine.layouts_set == [SEED]
+        spec = session.workload.spec
+        assert (spec.page_tokens, spec.prompt_tokens) == (256, 8 * 256)  # prompts keep their length in pages
+        assert session.layout_text == SEED.describe() and session.frame().status["layout"] == SEED.describe()
+        d = session.description
+        assert d["layout"] == "seed" and d["prompt_tokens"] == 8 * 256
+    finally:
+        session.stop()
+
+
+@pytest.mark.parametrize("why", ["worker", "prompt", "segment"])
+def test_a_refused_layout_switch_changes_nothing(why):
+    """A worker refusing (the engine puts both back), prompts out of range, or a prompt larger than the
+    store segment: one "control refused" line, and the workload, the engine, the header and the description
+    are as they were."""
+    session, engine = _session(prompt_pages=8 if why != "prompt" else 5000)
+    if why == "worker":
+        engine.refuse = RuntimeError("decode worker refused the layout")
+    if why == "segment":
+        engine.cluster = object()  # embedded: the segment size counts
+        engine.options.store_bytes = 64 << 20
+    spec, desc, header = session.workload.spec, session.description, session.layout_text
+    try:
+        n = _n_events(session)
+        session.send(SetLayout("seed"))
+        texts = _events_after(session, n)
+        assert len(texts) == 1 and texts[0].startswith("control refused: "), texts
+        assert {"worker": "decode worker refused", "prompt": "prompt_tokens must be",
+                "segment": "larger than the store segment"}[why] in texts[0]
+        assert session.workload.spec == spec and session.description == desc and session.layout_text == header
+        assert engine.options.layout == TINY and engine.layouts_set == []
+    finally:
+        session.stop()
+
+
+def test_description_follows_the_workload_spec():
+    """The header's workload figures are read from the workload's spec, so they cannot drift from it."""
+    session, _ = _session()
+    try:
+        n = _n_events(session)
+        session.send(SetOverlap(0.25))
+        session.send(SetPool(2))
+        assert _events_after(session, n, 2) == ["overlap → 25 %", "pool → 2"]
+        spec = session.workload.spec
+        assert (spec.overlap, spec.pool) == (0.25, 2)
+        expected = {**synthetic_description(spec), "layout": "tiny"}
+        assert session.description == expected and session.frame().workload == expected
+    finally:
+        session.stop()
