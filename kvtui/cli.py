@@ -1,6 +1,6 @@
 """The ``kvtui`` command line: subcommands are registered from :mod:`kvtui.commands`.
 
-Every :class:`~kvtui.errors.KvtuiError` (and ``KeyboardInterrupt``) becomes one line on stderr and a
+Every :class:`~kvtui.core.errors.KvtuiError` (and ``KeyboardInterrupt``) becomes one line on stderr and a
 non-zero exit code; no traceback reaches the user for bad input.
 """
 

@@ -15,7 +15,8 @@ from kvtui.core.controls import Control, SetLayout, SetOverlap, SetPool, SetRate
 from kvtui.core.events import EngineEvent
 from kvtui.core.knobs import KNOBS, OVERLAP, POOL, RATE, SCENARIOS
 from kvtui.engine.samplers import PanelThread, ProcessSampler, StoreSampler
-from kvtui.metrics.aggregate import Aggregator, Frame
+from kvtui.metrics.aggregate import Aggregator
+from kvtui.metrics.frame import Frame
 
 LAYOUT_WAIT_S = 10.0  # a layout switch waits this long for the requests under way to finish
 

@@ -12,7 +12,7 @@ from dataclasses import asdict, dataclass, field
 @dataclass
 class RequestResult:
     """What happened to one request. Units: tokens, bytes, milliseconds; ``t_*`` are seconds since the
-    engine started (monotonic). ``states``: one :class:`kvtui.connector.PageState` value per page cell
+    engine started (monotonic). ``states``: one :class:`kvtui.core.pages.PageState` value per page cell
     (full cacheable pages, then partial/uncacheable cells). ``codes``: failing store return codes by value.
 
     ``tokens_hit`` counts only pages reloaded from the store before this request computed anything, so a

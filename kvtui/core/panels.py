@@ -10,7 +10,7 @@ from __future__ import annotations
 from typing import TypedDict
 
 
-class StorePanel(TypedDict, total=False):
+class StoreScrape(TypedDict, total=False):
     """The master's ``/metrics`` scrape (:mod:`kvtui.engine.samplers`), which grants no lease. ``up``: the
     last scrape answered (None before the first); ``keys``, ``used_bytes``, ``capacity_bytes``,
     ``evicted_keys``, ``alloc_failures``, ``clients``: the master's gauges (Mooncake ``master_*`` metrics);

@@ -1,6 +1,6 @@
 """The Mooncake cluster kvtui runs against: embedded on loopback (default) or attached.
 
-Embedded mode starts, each on a free 127.0.0.1 port and each dying with kvtui (:mod:`kvtui.procs`):
+Embedded mode starts, each on a free 127.0.0.1 port and each dying with kvtui (:mod:`kvtui.engine.procs`):
 
 * ``mooncake_master`` (RPC ``--rpc_address=127.0.0.1``, admin/metrics ``--metrics_host=127.0.0.1``, its
   embedded HTTP metadata server off because it binds 0.0.0.0 whatever ``--http_metadata_server_host`` says);
@@ -138,7 +138,7 @@ class ClusterOptions:
     eviction_high_watermark: float = 0.9
     eviction_ratio: float = 0.05
     log_dir: str | None = None
-    isolation: str | None = None  # one line on loopback isolation, shown to the user (see kvtui.netns)
+    isolation: str | None = None  # one line on loopback isolation, shown to the user (see kvtui.engine.netns)
 
 
 @dataclass

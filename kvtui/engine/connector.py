@@ -104,7 +104,7 @@ class PublishResult:
 class PagedKVConnector:
     """Moves one model's KV pages between a worker and the store.
 
-    ``store``: a set-up :class:`~kvtui.store.StoreClient`; ``layout``: page shape; ``keyer``: page keys
+    ``store``: a set-up :class:`~kvtui.engine.store.StoreClient`; ``layout``: page shape; ``keyer``: page keys
     (its ``page_tokens`` must equal the layout's); ``role``: ``prefill``, ``decode`` (may not publish) or
     ``mixed``. ``max_batch_bytes`` bounds one store batch (so a batch finishes well inside the read lease);
     ``read_streams`` splits a reload of at least ``MIN_STREAM_BYTES`` per stream across that many concurrent

@@ -12,7 +12,7 @@ parent submits, decode hands its result straight to prefill, prefill acknowledge
 finished request back. The parent hashes a request's page keys when it submits it, ahead of the store
 calls. With ``concurrency`` 1 the next request's store calls start only after the previous one published
 (exact replay); with more, up to ``concurrency`` requests are between reload and end of publish. Results
-leave through ``on_result`` (called from an engine thread) as :class:`~kvtui.events.RequestResult`.
+leave through ``on_result`` (called from an engine thread) as :class:`~kvtui.core.events.RequestResult`.
 """
 
 from __future__ import annotations

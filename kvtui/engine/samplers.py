@@ -12,7 +12,7 @@ import time
 
 import psutil
 
-from kvtui.core.panels import ProcRow, StorePanel
+from kvtui.core.panels import ProcRow, StoreScrape
 from kvtui.engine.cluster import http_get
 
 # Prometheus names of the Mooncake master's /metrics (served on its --metrics_port; upstream
@@ -45,14 +45,14 @@ def parse_prometheus(text: str) -> dict[str, float]:
 
 
 class StoreSampler:
-    """Turns successive ``/metrics`` scrapes into the store panel (:class:`kvtui.core.panels.StorePanel`)."""
+    """Turns successive ``/metrics`` scrapes into the store panel (:class:`kvtui.core.panels.StoreScrape`)."""
 
     def __init__(self, metrics_url: str | None):
         self.url = metrics_url
         self._prev: tuple[float, dict[str, float]] | None = None
-        self.panel: StorePanel = {"up": None} if metrics_url else {}
+        self.panel: StoreScrape = {"up": None} if metrics_url else {}
 
-    def sample(self) -> StorePanel:
+    def sample(self) -> StoreScrape:
         """Scrape once; returns the panel (``up`` False when the master does not answer)."""
         if not self.url:
             return self.panel
@@ -62,7 +62,7 @@ class StoreSampler:
             self.panel = {**self.panel, "up": False}
             return self.panel
         m = parse_prometheus(body)
-        panel: StorePanel = {"up": True}
+        panel: StoreScrape = {"up": True}
         for name, field in STORE_GAUGES.items():
             if name in m:
                 panel[field] = int(m[name])

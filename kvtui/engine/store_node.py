@@ -1,6 +1,6 @@
 """The embedded store node: a process whose only job is to contribute a memory segment to the store.
 
-Run by :class:`kvtui.cluster.EmbeddedCluster` as ``python -m kvtui.engine.store_node --endpoints JSON
+Run by :class:`kvtui.engine.cluster.EmbeddedCluster` as ``python -m kvtui.engine.store_node --endpoints JSON
 --segment-bytes N``. It exits (closing its client, so its keys leave the master at once) on SIGTERM,
 SIGINT, or when kvtui dies (parent-death signal).
 """

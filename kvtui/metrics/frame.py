@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from kvtui.core.panels import FrameStatus, ProcRow, StorePanel, WorkloadPanel
+from kvtui.core.panels import FrameStatus, ProcRow, StoreScrape, WorkloadPanel
 
 
 @dataclass(frozen=True)
@@ -27,7 +27,7 @@ class Frame:
     of each rate (oldest first, one value per second); ``latency`` / ``latency_window``: whole-session and
     last-``window_s`` snapshots per kind (reload, publish, probe); ``rows``: newest request rows (newest
     last); ``errors``: counts by Mooncake code name; ``events``: the bounded event log (newest last);
-    ``store`` (:class:`StorePanel`), ``procs`` (:class:`ProcRow` s), ``workload`` (:class:`WorkloadPanel`),
+    ``store`` (:class:`StoreScrape`), ``procs`` (:class:`ProcRow` s), ``workload`` (:class:`WorkloadPanel`),
     ``status`` (:class:`FrameStatus`): panels filled by the live session's samplers, as plain dicts (they
     record to JSON and replay unchanged) whose keys :mod:`kvtui.core.panels` defines;
     ``row_seq`` / ``event_seq`` / ``series_seq``: how many rows, events and series points were ever added.
@@ -42,7 +42,7 @@ class Frame:
     rows: tuple
     errors: dict
     events: tuple
-    store: StorePanel = field(default_factory=dict)
+    store: StoreScrape = field(default_factory=dict)
     procs: tuple[ProcRow, ...] = ()
     workload: WorkloadPanel = field(default_factory=dict)
     status: FrameStatus = field(default_factory=dict)

@@ -1,4 +1,4 @@
-"""A deterministic, store-less frame source for tests, snapshots and README screenshots.
+"""A deterministic, store-less frame source for tests, snapshot tests, and the SVG of ``kvtui report``.
 
 :class:`DemoSource` feeds a real :class:`~kvtui.metrics.aggregate.Aggregator` with hand-made
 :class:`~kvtui.core.events.RequestResult` s of a shared-prefix workload on a simulated clock (each ``frame()``
@@ -8,10 +8,11 @@ call advances it by ``tick_s``), so every figure on screen comes from the same c
 
 ``python -m kvtui.testing.demo [--static | --replay FILE] [--headless --duration S --screenshot PATH --size WxH]``
 runs the monitor on it (``--static``: one fixed fixture frame, as the snapshot tests use; ``--replay``: play a
-recorded session file, e.g. one that ctrl+r wrote from the demo). The README fixture SVGs:
+recorded session file, e.g. one that ctrl+r wrote from the demo), e.g. to look at a layout change at once:
 
-    python -m kvtui.testing.demo --static --headless --duration 0.5 --size 120x40 \
-        --screenshot screenshots/watch-120x40.svg
+    python -m kvtui.testing.demo --static --headless --duration 0.5 --size 120x40 --screenshot /tmp/demo.svg
+
+(The README's screenshots come from live runs instead: ``make screenshots``.)
 """
 
 from __future__ import annotations
@@ -26,7 +27,8 @@ from kvtui.core.controls import Control, SetLayout, SetOverlap, SetPool, SetRate
 from kvtui.core.events import EngineEvent, RequestResult
 from kvtui.core.layout import PRESETS, PageLayout
 from kvtui.core.pages import PageState as S
-from kvtui.metrics.aggregate import Aggregator, Frame
+from kvtui.metrics.aggregate import Aggregator
+from kvtui.metrics.frame import Frame
 
 
 class DemoSource:

@@ -2,7 +2,7 @@
 
 The names below load on first use (PEP 562): ``Controller`` and ``FrameSource`` (:mod:`kvtui.tui.protocols`)
 without Textual, ``KvtuiApp`` and ``run_app`` (:mod:`kvtui.tui.app`) with it; light modules of this package
-(e.g. :mod:`kvtui.tui.fmt`, :mod:`kvtui.tui.knobs`) do not load Textual either.
+(e.g. :mod:`kvtui.tui.fmt`, :mod:`kvtui.tui.knob_state`) do not load Textual either.
 """
 
 __all__ = ["Controller", "FrameSource", "KvtuiApp", "run_app"]

@@ -1,4 +1,4 @@
-"""The live monitor: renders :class:`~kvtui.metrics.aggregate.Frame` s and sends controls through a controller.
+"""The live monitor: renders :class:`~kvtui.metrics.frame.Frame` s and sends controls through a controller.
 
 One timer (``self.refresh_timer``, never re-created) pulls ``source.frame()`` at ``refresh_hz`` (≤ 15) and
 hands the frame to the widgets; freezing the view only stops applying frames. The UI never calls the store or
@@ -13,7 +13,7 @@ with position / length and speed. Live mode: ``ctrl+r`` toggles recording throug
 
 Knob keys change a knob by one step (:mod:`kvtui.core.knobs`) and send a typed control
 (:mod:`kvtui.core.controls`) through ``Controller.send``; which requests are sent and shown is
-:mod:`kvtui.tui.knobs`. Quitting: q or ctrl+c; SIGTERM and SIGHUP end the app the same clean way
+:mod:`kvtui.tui.knob_state`. Quitting: q or ctrl+c; SIGTERM and SIGHUP end the app the same clean way
 (:mod:`kvtui.tui.signals`).
 """
 
@@ -36,10 +36,10 @@ from kvtui.core.controls import Control, SetLayout, SetOverlap, SetPool, SetRate
 from kvtui.core.defaults import DEFAULT_HZ, MAX_HZ, UI_NICE
 from kvtui.core.knobs import OVERLAP, POOL, RATE, SCENARIOS, next_rate
 from kvtui.core.sched import lower_thread_priority
-from kvtui.metrics.aggregate import Frame
-from kvtui.tui.controls import BINDINGS, ENGINE_ACTIONS, REPLAY_ACTIONS, WORKLOAD_ACTIONS, key_help
+from kvtui.metrics.frame import Frame
+from kvtui.tui.bindings import BINDINGS, ENGINE_ACTIONS, REPLAY_ACTIONS, WORKLOAD_ACTIONS, key_help
 from kvtui.tui.fmt import fmt_rps_knob
-from kvtui.tui.knobs import KnobState, same, seen_in
+from kvtui.tui.knob_state import KnobState, same, seen_in
 from kvtui.tui.palette import system_commands
 from kvtui.tui.protocols import Controller, FrameSource, Player
 from kvtui.tui.replay import ReplayActions
@@ -203,7 +203,7 @@ class KvtuiApp(ReplayActions, StoreActions, ExitSignals, App[int]):
     def _show_kpis(self, frame: Frame) -> None:
         """The header of ``frame``, with knobs the engine has not applied yet shown at their requested value
         (so a key press shows in the header at once, not when the next frame after the engine's change
-        arrives); for at most ``ASKED_SHOWN_S`` (:mod:`kvtui.tui.knobs`): a change the engine refused gives way
+        arrives); for at most ``ASKED_SHOWN_S`` (:mod:`kvtui.tui.knob_state`): a change the engine refused gives way
         to its value."""
         asked = self.knob_state.overlay(frame.workload, frame.status, time.monotonic())
         if asked is not None:

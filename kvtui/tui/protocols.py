@@ -10,7 +10,7 @@ from __future__ import annotations
 from typing import Protocol
 
 from kvtui.core.controls import Control
-from kvtui.metrics.aggregate import Frame
+from kvtui.metrics.frame import Frame
 
 __all__ = ["FrameSource", "Controller", "Player"]
 

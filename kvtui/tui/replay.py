@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Callable
 
-from kvtui.tui.controls import SEEK_STEP_S
+from kvtui.tui.bindings import SEEK_STEP_S
 from kvtui.tui.fmt import fmt_position, fmt_speed
 
 __all__ = ["ReplayActions"]

@@ -448,7 +448,7 @@ def test_static_source_without_controller_quits():
 
 def test_bare_frame_renders():
     """A frame with every panel empty (nothing known yet) renders without error."""
-    from kvtui.metrics.aggregate import Frame
+    from kvtui.metrics.frame import Frame
 
     bare = Frame(t=0.0, totals={}, rates={}, series={}, latency={}, latency_window={}, rows=(), errors={},
                  events=(), status={"mode": "replay"})

@@ -10,7 +10,7 @@ from tui_helpers import result, run
 
 import kvtui.tui
 from kvtui.core.pages import PageState as S
-from kvtui.metrics.aggregate import PageRow
+from kvtui.metrics.frame import PageRow
 from kvtui.metrics.latency import LatencyRecorder
 from kvtui.core.knobs import RATE_STEPS, next_rate
 from kvtui.tui.fmt import fmt_elapsed, fmt_mbps, fmt_ms, fmt_pct, fmt_rate

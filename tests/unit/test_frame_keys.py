@@ -3,7 +3,7 @@ the latency window the monitor labels is written by the aggregator that computes
 
 from __future__ import annotations
 
-from kvtui.core.panels import FrameStatus, ProcRow, StorePanel, WorkloadPanel
+from kvtui.core.panels import FrameStatus, ProcRow, StoreScrape, WorkloadPanel
 from kvtui.metrics.aggregate import Aggregator
 
 
@@ -23,7 +23,7 @@ def test_demo_frames_use_only_the_declared_panel_keys():
     assert frame.totals["requests"] > 0
     assert set(frame.status) <= set(FrameStatus.__annotations__), set(frame.status) - set(FrameStatus.__annotations__)
     assert set(frame.workload) <= set(WorkloadPanel.__annotations__)
-    assert set(frame.store) <= set(StorePanel.__annotations__)
+    assert set(frame.store) <= set(StoreScrape.__annotations__)
     for row in frame.procs:
         assert set(row) <= set(ProcRow.__annotations__)
 
@@ -33,7 +33,7 @@ def test_samplers_fill_only_the_declared_panel_keys():
 
     from kvtui.engine.samplers import STORE_COUNTERS, STORE_GAUGES, ProcessSampler
 
-    assert set(STORE_GAUGES.values()) | set(STORE_COUNTERS.values()) | {"up"} <= set(StorePanel.__annotations__)
+    assert set(STORE_GAUGES.values()) | set(STORE_COUNTERS.values()) | {"up"} <= set(StoreScrape.__annotations__)
     rows = ProcessSampler({"self": os.getpid()}).sample()
     assert rows and all(set(r) <= set(ProcRow.__annotations__) for r in rows)
     assert {r["name"] for r in rows} >= {"kvtui"}

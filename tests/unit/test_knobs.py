@@ -104,7 +104,7 @@ def test_text_and_clamp():
 
 
 def test_the_monitor_keys_in_the_table_are_the_monitors_bindings():
-    from kvtui.tui.controls import BINDINGS
+    from kvtui.tui.bindings import BINDINGS
 
     def shown(action_prefix: str) -> set[str]:
         return {b.key_display or b.key for b in BINDINGS if b.action.split("(")[0] == action_prefix}

@@ -14,7 +14,7 @@ from textual.screen import ModalScreen
 from textual.widgets import Input, Label
 
 from kvtui.core.knobs import OVERLAP, POOL, RATE, Knob
-from kvtui.tui.knobs import same
+from kvtui.tui.knob_state import same
 
 
 def field_label(knob: Knob) -> str:

@@ -1,4 +1,4 @@
-"""Widgets of the kvtui monitor; each renders part of a :class:`~kvtui.metrics.aggregate.Frame`."""
+"""Widgets of the kvtui monitor; each renders part of a :class:`~kvtui.metrics.frame.Frame`."""
 
 from kvtui.tui.widgets.event_log import EventLog
 from kvtui.tui.widgets.kpis import Kpis

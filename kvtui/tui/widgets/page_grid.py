@@ -1,7 +1,7 @@
 """The page grid: one row per recent request, one cell per KV page (a line-API widget).
 
 Rows are drawn newest first (the newest request is always on the top line, whatever the height). Each cell
-is one :class:`~kvtui.connector.PageState` with its own glyph (so the grid reads without colour) and its own
+is one :class:`~kvtui.core.pages.PageState` with its own glyph (so the grid reads without colour) and its own
 TCSS component class (``page-grid--hit`` … ``page-grid--computed``) for colour.
 
 **Compression.** When the longest visible row has more pages than there are columns, every row is drawn at

@@ -1,4 +1,4 @@
-"""The monitor's knob bookkeeping (kvtui.tui.knobs), without Textual: which requests are sent, which frame
+"""The monitor's knob bookkeeping (kvtui.tui.knob_state), without Textual: which requests are sent, which frame
 values are adopted, and what the header shows while a request is on its way."""
 
 from __future__ import annotations
@@ -8,7 +8,7 @@ import sys
 
 import pytest
 
-from kvtui.tui.knobs import ASKED_SHOWN_S, PENDING_MAX, KnobState, same, seen_in
+from kvtui.tui.knob_state import ASKED_SHOWN_S, PENDING_MAX, KnobState, same, seen_in
 
 
 class Sender:
@@ -29,7 +29,7 @@ def frame_with(state: KnobState, **workload) -> None:
 
 
 def test_the_module_does_not_load_textual():
-    code = "import sys, kvtui.tui.knobs; print('textual' in sys.modules)"
+    code = "import sys, kvtui.tui.knob_state; print('textual' in sys.modules)"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.strip() == "False"
 
