@@ -1,7 +1,10 @@
 """The ``kvtui`` command line: subcommands are registered from :mod:`kvtui.commands`.
 
 Every :class:`~kvtui.core.errors.KvtuiError` (and ``KeyboardInterrupt``) becomes one line on stderr and a
-non-zero exit code; no traceback reaches the user for bad input.
+non-zero exit code; no traceback reaches the user for bad input. Ctrl-C (SIGINT) exits 130 and SIGTERM 143
+(128 + the signal, as a shell reports a process the signal ended), after the same teardown: SIGTERM raises
+:class:`Terminated`, a ``KeyboardInterrupt``, so every ``finally`` and ``except KeyboardInterrupt`` (an
+interrupted ``kvtui run`` still writes its summary) handles both alike.
 """
 
 from __future__ import annotations
@@ -11,10 +14,24 @@ import importlib
 import signal
 import sys
 import threading
+import time
 
 from kvtui import __version__
 from kvtui.commands import COMMANDS
 from kvtui.core.errors import KvtuiError
+
+
+class Terminated(KeyboardInterrupt):
+    """SIGTERM, raised in the main thread like Ctrl-C's ``KeyboardInterrupt``; ``signum``: the signal."""
+
+    def __init__(self, signum: int = signal.SIGTERM):
+        super().__init__(signum)
+        self.signum = int(signum)
+
+
+def on_sigterm(signum: int, _frame) -> None:
+    """The SIGTERM handler :func:`main` installs: raise :class:`Terminated` in the main thread."""
+    raise Terminated(signum)
 
 
 class OneLineParser(argparse.ArgumentParser):
@@ -48,15 +65,19 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
-    """Entry point of the console script; returns the process exit code."""
+    """Entry point of the console script; returns the process exit code. Commands find the moment it was
+    called in ``args.started_at`` (``time.monotonic()`` seconds: ``kvtui run --duration`` bounds the whole
+    command)."""
+    started_at = time.monotonic()
     parser = build_parser()
     try:
         args = parser.parse_args(argv)
     except SystemExit as exc:  # --help, --version, or a usage error already printed as one line
         return int(exc.code or 0)
+    args.started_at = started_at
     if threading.current_thread() is threading.main_thread():
         # SIGTERM tears down like Ctrl-C: context managers and finally blocks stop workers and the cluster.
-        signal.signal(signal.SIGTERM, signal.default_int_handler)
+        signal.signal(signal.SIGTERM, on_sigterm)
     if not getattr(args, "func", None):
         parser.print_help()
         return 2
@@ -65,9 +86,12 @@ def main(argv: list[str] | None = None) -> int:
     except KvtuiError as exc:
         print(f"kvtui: error: {exc}", file=sys.stderr)
         return exc.exit_code
+    except Terminated as exc:
+        print("kvtui: terminated (SIGTERM)", file=sys.stderr)
+        return 128 + exc.signum
     except KeyboardInterrupt:
         print("kvtui: interrupted", file=sys.stderr)
-        return 130
+        return 128 + signal.SIGINT
     except BrokenPipeError:  # e.g. `kvtui keys ... | head`
         return 0
 

@@ -11,14 +11,17 @@ from __future__ import annotations
 
 from dataclasses import replace
 
+from kvtui.core.codes import NO_SPACE
 from kvtui.core.controls import Control, SetLayout, SetOverlap, SetPool, SetRate, SetScenario
 from kvtui.core.events import EngineEvent
 from kvtui.core.knobs import KNOBS, OVERLAP, POOL, RATE, SCENARIOS
 from kvtui.engine.samplers import PanelThread, ProcessSampler, StoreSampler
 from kvtui.metrics.aggregate import Aggregator
 from kvtui.metrics.frame import Frame
+from kvtui.metrics.store_full import StoreFullAlarm
 
 LAYOUT_WAIT_S = 10.0  # a layout switch waits this long for the requests under way to finish
+HALT_WAIT_S = 1.0  # an abandoned driver ends within ~0.1 s (its feeder may be in a control handler a bit longer)
 
 
 class LiveSession:
@@ -34,7 +37,7 @@ class LiveSession:
     def __init__(self, engine, workload, description: dict, *, concurrency: int = 1, max_requests=None,
                  duration_s=None, aggregator: Aggregator | None = None, layout_text: str = "",
                  header: dict | None = None, owns_engine: bool = True, prompt_pages: int | None = None,
-                 layout_name: str = "custom"):
+                 layout_name: str = "custom", duration_from: float | None = None):
         from kvtui.engine.driver import Driver
 
         self.engine = engine
@@ -44,7 +47,8 @@ class LiveSession:
         self.layout_name = layout_name
         self.agg = aggregator or Aggregator()
         self.driver = Driver(engine, workload, self._on_result, self.agg.event, on_control=self._apply,
-                             concurrency=concurrency, max_requests=max_requests, duration_s=duration_s)
+                             concurrency=concurrency, max_requests=max_requests, duration_s=duration_s,
+                             duration_from=duration_from)
         ep = engine.endpoints
         self.panels = PanelThread(StoreSampler(ep.metrics_url if ep else None), ProcessSampler(engine.worker_pids()))
         self._stopped = False
@@ -53,6 +57,8 @@ class LiveSession:
         self.owns_engine = owns_engine  # False: stop() leaves the engine running (the bench reuses it)
         self.recorder = None  # RecordingThread while recording
         self.prompt_pages = prompt_pages  # prompts of this many pages of the layout (None: --prompt-tokens fixed)
+        self._page_bytes_used: dict[int, int] = {}  # tokens per page → page bytes of every layout used so far
+        self.store_full = StoreFullAlarm(self._store_full_text)  # one event-log line per burst of refused puts
 
     @property
     def description(self) -> dict:
@@ -77,12 +83,33 @@ class LiveSession:
 
     def _on_result(self, result) -> None:
         self.agg.add(result)
+        self._log_line(self.store_full.add(result.codes.get(NO_SPACE, 0), self.agg.now()))
         if self._description.get("kind") == "trace":
             self._description["done"] = self.driver.completed
             self._description["complete"] = self.driver.completed >= self._description.get("total", 0)
 
     def _log(self, kind: str, text: str) -> None:
         self.agg.event(EngineEvent(kind, self.agg.now(), text))
+
+    def _log_line(self, store_full: str | None) -> None:
+        if store_full:
+            self._log("error", store_full)
+
+    def _store_full_text(self, failed: int, seconds: float) -> str:
+        """The line of a burst of refused puts (:class:`~kvtui.metrics.store_full.StoreFullAlarm`): the
+        working set of the workload as it is now against the segment (embedded) or the scraped capacity."""
+        from kvtui.core.capacity import store_full_text
+        from workload.working_set import working_set_of
+
+        o = self.engine.options
+        try:
+            ws = working_set_of(self.workload, o.layout.page_tokens, self.driver.concurrency)
+        except ValueError:
+            ws = None
+        embedded = self.engine.cluster is not None
+        segment = o.store_bytes if embedded else (self.panels.store.get("capacity_bytes") or None)
+        return store_full_text(failed, seconds, ws, o.layout.page_bytes, segment, o.cluster.eviction_high_watermark,
+                               o.cluster.lease_ttl_ms / 1000 if embedded else None)
 
     def _workload_text(self) -> str:
         d = self.description
@@ -133,13 +160,15 @@ class LiveSession:
         self._log("control", _change_text(knob, value))
 
     def _switch_layout(self, name: str) -> None:
-        """Switch to page layout preset ``name`` (:data:`kvtui.core.layout.PRESETS`), all or nothing: the
+        """Switch to page layout preset ``name`` (:data:`kvtui.core.layout.PRESETS`: seed, tiny and every model
+        preset at its default page size; the page keys keep the session's model name), all or nothing: the
         requests under way finish first (up to ``LAYOUT_WAIT_S``), then both workers switch (the engine puts
         both back if one refuses), then the workload (prompts of ``prompt_pages`` pages follow the new page
         size). Synthetic workloads only. Refused, with an event-log line and the workload, the engine, the
         header and :attr:`description` as they were, when one prompt's pages would not fit the store's
-        segment, when the pages would reuse the current pages' keys with another size (same tokens per page,
-        other bytes), when the new prompt length is out of range, or when a worker refuses."""
+        segment, when the pages would reuse the keys of this session's pages with another size (the tokens per
+        page of the current layout or of one used earlier, other bytes), when the new prompt length is out of
+        range, or when a worker refuses."""
         from kvtui.core.layout import PRESETS
 
         if self._description.get("kind") != "synthetic" or not hasattr(self.workload, "update"):
@@ -152,9 +181,11 @@ class LiveSession:
         if new == old:
             self.layout_name = name
             return
-        if new.page_tokens == old.page_tokens and new.page_bytes != old.page_bytes:
+        self._page_bytes_used.setdefault(old.page_tokens, old.page_bytes)
+        if self._page_bytes_used.get(new.page_tokens, new.page_bytes) != new.page_bytes:  # keys hash tokens only
+            which = "the current one" if new.page_tokens == old.page_tokens else "a layout used earlier"
             self._log("error", f"control refused: layout {name} has {new.page_tokens} tokens per page like "
-                               "the current one but other page bytes: its pages would take the stored pages' keys")
+                               f"{which} but other page bytes: its pages would take the stored pages' keys")
             return
         spec = self.workload.spec
         changes = {"page_tokens": new.page_tokens,
@@ -187,6 +218,7 @@ class LiveSession:
             self._log("error", f"control refused: layout {name}: {exc}")
             return
         self.layout_text, self.layout_name = new.describe(), name
+        self._page_bytes_used[new.page_tokens] = new.page_bytes
         self._log("control", f"layout → {name} ({self.layout_text})")
 
     def pause(self) -> None:
@@ -220,7 +252,9 @@ class LiveSession:
         if self.recorder is not None:
             return str(self.recorder.writer.path)
         header = {**self.header, "workload_now": self.description}
-        self.recorder = RecordingThread(self, SessionWriter(path, header)).start()
+        writer = SessionWriter(path, header)
+        self.agg.begin_span()  # the file's report covers what happens from now on (Frame.span)
+        self.recorder = RecordingThread(self, writer).start()
         self._log("control", f"recording → {path}")
         return path
 
@@ -248,6 +282,7 @@ class LiveSession:
 
     def final_frame(self) -> Frame:
         """The frame a finished run is summarised from (and recorded as its last frame)."""
+        self._log_line(self.store_full.flush(self.agg.now()))
         return self.frame()
 
     def restart_master(self) -> None:
@@ -257,19 +292,32 @@ class LiveSession:
         self.panels.proc_sampler.set_pids(self.engine.worker_pids())  # the new master has a new pid
         self._log("control", "master restarted on the same ports (it starts with no keys)")
 
+    def halt(self, timeout_s: float = HALT_WAIT_S) -> bool:
+        """Abandon the workload now (``Driver.stop``: nothing more is issued, queued requests are dropped,
+        those under way are not waited for) and wait up to ``timeout_s`` for the driver to end; True if it
+        did. The figures then hold every request that finished before."""
+        if not self._started:
+            return True
+        self.driver.stop()
+        return self.driver.done.wait(timeout_s)
+
     def stop(self, final: Frame | None = None) -> None:
-        """Stop recording (``final`` becomes the last recorded frame), the driver, samplers, workers and the
-        (embedded) cluster. Safe to call twice."""
+        """Abandon the workload (:meth:`halt`), stop recording (``final`` becomes the last recorded frame),
+        the samplers, the workers and the (embedded) cluster: every process gone within ~1 s
+        (``Engine.stop``). A second Ctrl-C or SIGTERM meanwhile is held back until the end
+        (``kvtui.engine.procs.uninterrupted``). Safe to call twice."""
+        from kvtui.engine.procs import uninterrupted
+
         if self._stopped:
             return
         self._stopped = True
-        self.stop_recording(final)
-        if self._started:
-            self.driver.stop()
-            self.driver.done.wait(5)
-            self.panels.stop()
-        if self.owns_engine:
-            self.engine.stop()
+        with uninterrupted():
+            self.halt()
+            self.stop_recording(final)
+            if self.owns_engine:
+                self.engine.stop()
+            if self._started:
+                self.panels.stop()  # after the engine: a scrape then fails at once rather than wait on a master
 
 
 _KNOB_OF = {SetOverlap: (OVERLAP, "fraction"), SetPool: (POOL, "n"), SetRate: (RATE, "rps")}

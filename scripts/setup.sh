@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Make this machine ready for kvtui, from nothing: the libibverbs1 system library (the Mooncake store
-# library links it even over TCP), a virtual environment in .venv, and kvtui with its dependencies.
+# library links it even over TCP), libcairo2 (cairosvg loads it for kvtui export --gif), a virtual
+# environment in .venv, and kvtui with its dependencies.
 # Idempotent: a second run only checks.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -10,6 +11,12 @@ if ! ldconfig -p 2>/dev/null | grep -q 'libibverbs\.so\.1'; then
   SUDO=""; [ "$(id -u)" -eq 0 ] || SUDO="sudo"
   $SUDO apt-get update -qq >/dev/null
   DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq libibverbs1 >/dev/null
+fi
+if ! ldconfig -p 2>/dev/null | grep -q 'libcairo\.so\.2'; then  # cairosvg (kvtui export --gif) loads it
+  echo "setup: installing libcairo2 (Debian package)…" >&2
+  SUDO=""; [ "$(id -u)" -eq 0 ] || SUDO="sudo"
+  $SUDO apt-get update -qq >/dev/null
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq libcairo2 >/dev/null
 fi
 
 PY=${PYTHON:-python3}

@@ -26,8 +26,10 @@ from workload.trace import (
     TraceWorkload,
     block_tokens_ids,
     check_page_divides_block,
+    late_rows,
     read_trace,
     row_tokens,
+    skipped_count,
     skipped_rows_text,
 )
 
@@ -46,6 +48,8 @@ __all__ = [
     "row_tokens",
     "check_page_divides_block",
     "skipped_rows_text",
+    "skipped_count",
+    "late_rows",
     "DEFAULT_BLOCK_TOKENS",
     "TraceStats",
     "trace_stats",

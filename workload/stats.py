@@ -19,7 +19,7 @@ from collections import OrderedDict
 from collections.abc import Iterable, Sequence
 from dataclasses import asdict, dataclass
 
-from workload.trace import DEFAULT_BLOCK_TOKENS, TraceRow
+from workload.trace import DEFAULT_BLOCK_TOKENS, TraceRow, late_rows
 
 __all__ = ["TraceStats", "trace_stats", "ideal_hits", "hit_rate_curve", "percentile"]
 
@@ -33,7 +33,9 @@ class TraceStats:
         block_tokens: tokens per hash id used for the analysis.
         duration_s: last minus first arrival (max minus min ``timestamp``), seconds.
         arrival_rate_rps: mean arrival rate ``(rows - 1) / duration_s`` (req/s); ``None`` if duration 0.
-        out_of_order_rows: rows whose timestamp is below the previous row's (0 in the FAST'25 files).
+        out_of_order_rows: rows whose timestamp is below an earlier row's, the rows
+            :func:`workload.trace.read_trace` warns about (:func:`workload.trace.late_rows`; 0 in the FAST'25
+            files).
         input_tokens: total prompt tokens.
         input_mean: mean prompt length (tokens).
         input_p50 / input_p90 / input_p99 / input_max: prompt length percentiles (nearest rank, tokens).
@@ -198,7 +200,7 @@ def trace_stats(rows: Sequence[TraceRow], block_tokens: int = DEFAULT_BLOCK_TOKE
         block_tokens=block_tokens,
         duration_s=duration_s,
         arrival_rate_rps=(len(rows) - 1) / duration_s if duration_s > 0 else None,
-        out_of_order_rows=sum(1 for a, b in zip(ts, ts[1:]) if b < a),
+        out_of_order_rows=len(late_rows(rows)),
         input_tokens=input_tokens,
         input_mean=input_tokens / len(rows),
         input_p50=percentile(lengths, 50),

@@ -36,6 +36,8 @@ __all__ = [
     "TraceWorkload",
     "check_page_divides_block",
     "skipped_rows_text",
+    "skipped_count",
+    "late_rows",
     "DEFAULT_BLOCK_TOKENS",
 ]
 
@@ -70,19 +72,63 @@ class TraceRow:
 
 @dataclass
 class TraceProblem:
-    """A skipped bad row: its 1-based ``line_no`` and a one-line ``reason``."""
+    """A problem :func:`read_trace` found in a row: its 1-based ``line_no``, a one-line ``reason``, and
+    whether the row was ``skipped`` (a bad row) or kept with a warning (``skipped=False``: a row whose
+    timestamp is below an earlier row's, which a replay issues at that earlier row's time)."""
 
     line_no: int
     reason: str
+    skipped: bool = True
+
+
+def skipped_count(problems: Sequence[TraceProblem]) -> int:
+    """How many of ``problems`` are skipped rows (warnings about rows that are kept do not count)."""
+    return sum(1 for p in problems if p.skipped)
 
 
 def skipped_rows_text(problems: Sequence[TraceProblem]) -> str:
-    """What kvtui says about the bad rows :func:`read_trace` skipped, e.g. ``skipped 2 bad trace rows (first:
-    line 7: bad JSON: ...)``; ``""`` when there are none. Every command that replays a trace says it this way."""
-    if not problems:
-        return ""
-    first = problems[0]
-    return f"skipped {len(problems)} bad trace rows (first: line {first.line_no}: {first.reason})"
+    """What kvtui says about the problems :func:`read_trace` found, e.g. ``skipped 2 bad trace rows (first:
+    line 7: bad JSON: ...)`` and/or ``1 trace row out of order, replayed at the earlier row's time (first:
+    line 12: timestamp 900 ms is below the previous row's 1000 ms)``, joined by ``; ``; ``""`` when there are
+    none. Every command that replays a trace says it this way."""
+    skipped = [p for p in problems if p.skipped]
+    late = [p for p in problems if not p.skipped]
+    parts = []
+    if skipped:
+        first = skipped[0]
+        parts.append(f"skipped {len(skipped)} bad trace rows (first: line {first.line_no}: {first.reason})")
+    if late:
+        first = late[0]
+        parts.append(f"{len(late)} trace row{'s' if len(late) > 1 else ''} out of order, replayed at the earlier "
+                     f"row's time (first: line {first.line_no}: {first.reason})")
+    return "; ".join(parts)
+
+
+class _LateRows:
+    """Tracks the latest timestamp so far over rows in file order; :meth:`reason` is the warning for a row
+    below it (the rows a replay cannot issue at their own time: it issues them at that earlier row's)."""
+
+    def __init__(self) -> None:
+        self._latest: TraceRow | None = None  # the last row with the latest timestamp so far
+        self._prev: TraceRow | None = None
+
+    def reason(self, row: TraceRow) -> str | None:
+        """``timestamp 900 ms is below the previous row's 1000 ms`` (or ``below line 7's``), else None."""
+        latest, out = self._latest, None
+        if latest is not None and row.timestamp_ms < latest.timestamp_ms:
+            whose = "the previous row's" if latest is self._prev else f"line {latest.line_no}'s"
+            out = f"timestamp {row.timestamp_ms} ms is below {whose} {latest.timestamp_ms} ms"
+        else:
+            self._latest = row
+        self._prev = row
+        return out
+
+
+def late_rows(rows: Sequence[TraceRow]) -> list[TraceProblem]:
+    """One warning (``skipped=False``) per row of ``rows`` whose timestamp is below the latest timestamp of
+    the rows before it, as :func:`read_trace` reports them (``workload.stats`` counts them this way too)."""
+    check = _LateRows()
+    return [TraceProblem(r.line_no, why, False) for r in rows if (why := check.reason(r)) is not None]
 
 
 class TraceError(ValueError):
@@ -136,18 +182,21 @@ def read_trace(
         path: the ``.jsonl`` file.
         block_tokens: tokens per hash id (512 in the FAST'25 release); used to check
             ``len(hash_ids) == ceil(input_length / block_tokens)``.
-        strict: raise :class:`TraceError` at the first bad row instead of skipping it.
+        strict: raise :class:`TraceError` at the first bad row instead of skipping it, and at the first row
+            whose timestamp is below an earlier row's instead of warning about it.
 
     Returns:
-        ``(rows, problems)``: the valid rows in file order and one :class:`TraceProblem` per skipped bad
-        row. Blank lines and CRLF line ends are fine. A bad row is: bad JSON (including a truncated last
-        line), not an object, a missing field, a wrong type (``bool`` is not an int, floats are not ints),
-        a negative length / timestamp / id, ``input_length`` 0, or a ``hash_ids`` count that does not
-        match. Ids keep their exact value (no float round trip), even above ``2**64``.
+        ``(rows, problems)``: the valid rows in file order and, in line order, one :class:`TraceProblem` per
+        skipped bad row and one warning (``skipped=False``, the row is kept) per row whose timestamp is
+        below an earlier valid row's (see :func:`late_rows`). Blank lines and CRLF line ends are fine. A bad
+        row is: bad JSON (including a truncated last line), not an object, a missing field, a wrong type
+        (``bool`` is not an int, floats are not ints), a negative length / timestamp / id,
+        ``input_length`` 0, or a ``hash_ids`` count that does not match. Ids keep their exact value (no
+        float round trip), even above ``2**64``.
 
     Raises:
         TraceError: missing, unreadable or binary file, a directory, a file with no rows, a file where
-            every row is bad, or (``strict``) the first bad row as ``FILE:LINE: reason``.
+            every row is bad, or (``strict``) the first bad or out-of-order row as ``FILE:LINE: reason``.
         ValueError: ``block_tokens < 1``.
     """
     if isinstance(block_tokens, bool) or not isinstance(block_tokens, int) or block_tokens < 1:
@@ -171,6 +220,7 @@ def read_trace(
 
     rows: list[TraceRow] = []
     problems: list[TraceProblem] = []
+    late_check = _LateRows()
     for line_no, line in enumerate(text.split("\n"), start=1):
         line = line.strip()
         if not line:
@@ -190,13 +240,17 @@ def read_trace(
                 raise TraceError(f"{name}:{line_no}: {result}")
             problems.append(TraceProblem(line_no, result))
         else:
-            rows.append(
-                TraceRow(line_no, result.timestamp_ms, result.input_length, result.output_length, result.hash_ids)
-            )
+            row = TraceRow(line_no, result.timestamp_ms, result.input_length, result.output_length, result.hash_ids)
+            late = late_check.reason(row)
+            if late is not None:
+                if strict:
+                    raise TraceError(f"{name}:{line_no}: {late}")
+                problems.append(TraceProblem(line_no, late, skipped=False))
+            rows.append(row)
     if not rows:
         if not problems:
             raise TraceError(f"{name}: empty trace (no rows)")
-        first = problems[0]
+        first = problems[0]  # all skipped: a warning needs a kept row
         raise TraceError(
             f"{name}: no valid rows ({len(problems)} bad; first at line {first.line_no}: {first.reason})"
         )
@@ -303,7 +357,8 @@ class TraceWorkload:
         speed: time scale; ``arrival_s = (timestamp_ms - first_timestamp_ms) / 1000 / speed`` seconds
             (2.0 = twice as fast). ``None`` or ``math.inf`` = as fast as possible (closed loop,
             ``arrival_s`` None). Must be > 0. Arrival times never go backwards: a row whose timestamp
-            is below an earlier row's is issued at the earlier row's arrival time.
+            is below an earlier row's is issued at the earlier row's arrival time (:func:`read_trace`
+            names each such row).
         name: shown as ``scenario = f"trace:{name}"`` (usually the file name).
 
     Each request: ``tokens`` = the rows' block tokens concatenated, the last block cut so that

@@ -45,7 +45,8 @@ def _reuse_case(engine, prompt: np.ndarray, second: np.ndarray, iterations: int)
 
 
 def _reload_figures(runs: list) -> dict:
-    """Reload time (probe + read, ms) stats, p50 MB/s of the per-reload rates, p50 verify ms, all verified?
+    """Reload time (probe + read, ms) stats, ``MBps_p50`` (the figure "reload throughput (p50 per reload)" of
+    :mod:`kvtui.metrics.figures`: the median of the per-reload rates), p50 verify ms, all verified?
     ``runs``: the ``ReloadResult`` of each reload."""
     reload_ms = [r.probe_ms + r.read_ms for r in runs]
     nbytes = runs[0].bytes_loaded

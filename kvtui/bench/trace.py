@@ -18,11 +18,12 @@ from kvtui.core.units import median
 
 
 def measure_trace(engines: BenchEngines, layout, trace: str, rows: list, block_tokens: int, rounds: int,
-                  bad_rows: int = 0) -> dict:
+                  bad_rows: int = 0, label: str | None = None) -> dict:
     """Replay ``rows`` (the good rows of the file ``trace``, ``block_tokens`` tokens per hash id) ``rounds``
     times through each side; returns the fields of ``kvtui bench --trace --json``: per-round seconds, hits and
     ratios, each side's best run (seconds, requests/s, page hits) and the ratios (median of the rounds, and of
-    the best runs). ``bad_rows``: how many rows the reader skipped (reported, not replayed)."""
+    the best runs). ``bad_rows``: how many rows the reader skipped (reported, not replayed); ``label``: the
+    trace as the user named it (``synthetic``), reported as ``trace`` (default: the file)."""
     from kvtui.engine.driver import Driver
     from kvtui.metrics.aggregate import Aggregator
     from workload import TraceWorkload
@@ -63,7 +64,7 @@ def measure_trace(engines: BenchEngines, layout, trace: str, rows: list, block_t
     engine_s = min(x["engine_s"] for x in done)
     bare_s = min(x["bare_loop_s"] for x in done)
     last = done[-1]
-    return {"trace": trace, "rows": len(rows), "bad_rows_skipped": bad_rows, "layout": layout.as_dict(),
+    return {"trace": label or trace, "rows": len(rows), "bad_rows_skipped": bad_rows, "layout": layout.as_dict(),
             "rounds": done,
             "engine": {"seconds": engine_s, "requests_per_s": len(rows) / engine_s, "pages_hit": last["pages_hit"],
                        "tokens_hit": last["tokens_hit"], "token_hit_rate": last["token_hit_rate"],

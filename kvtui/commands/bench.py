@@ -6,7 +6,7 @@ Three benches, each measured in :mod:`kvtui.bench` (this module parses, validate
   2,048-token prompt, the decode worker reloads a second request sharing its first 1,792 tokens
   ``--iterations`` times (7 of 8 pages); against a plain ``batch_get_into`` of the same keys, one loopback
   TCP stream and memcpy of the same bytes, with 1..N read streams and with the segment co-located with decode;
-- ``--trace FILE`` (:mod:`kvtui.bench.trace`): a trace's replay rate through the engine vs a bare loop;
+- ``--trace NAME|FILE`` (:mod:`kvtui.bench.trace`): a trace's replay rate through the engine vs a bare loop;
 - ``--ui`` (:mod:`kvtui.bench.ui`): the workload rate with the live monitor vs without it.
 
 MB/s are 10^6 bytes per second.
@@ -56,8 +56,9 @@ def register(subparsers) -> None:
                    help=f"try reloads split across 1..N concurrent batch_get_into calls (default {_CASE.max_streams})")
     p.add_argument("--json", metavar="PATH", help="write every figure as JSON to PATH")
     mode = p.add_mutually_exclusive_group()
-    mode.add_argument("--trace", metavar="FILE",
-                   help="instead: replay this FAST'25 trace one request at a time through the engine and through a "
+    mode.add_argument("--trace", metavar="NAME|FILE",
+                   help="instead: replay this FAST'25 trace (a shipped one by name, see `kvtui traces`, or a file) "
+                        "one request at a time through the engine and through a "
                         "bare loop of the same store calls, and report the replay rates and their ratio "
                         "(use a small layout, e.g. --layers 1 --kv-heads 1 --head-dim 1 --elem-bytes 1 --page-tokens 512)")
     mode.add_argument("--ui", action="store_true",
@@ -111,11 +112,13 @@ def run(args: argparse.Namespace) -> int:
     say(f"network: {isolate('auto')}")
     if args.trace:
         from kvtui.bench.trace import measure_trace
-        from workload import skipped_rows_text
+        from kvtui.core.traces import resolve_trace, trace_label
+        from workload import skipped_count, skipped_rows_text
 
         if problems:  # as `kvtui run` says it; both sides replay the same good rows
             say(skipped_rows_text(problems))
-        out = measure_trace(engines, layout, args.trace, rows, args.trace_block_tokens, args.rounds, len(problems))
+        out = measure_trace(engines, layout, resolve_trace(args.trace), rows, args.trace_block_tokens, args.rounds,
+                            skipped_count(problems), label=trace_label(args.trace))
         print(format_trace(out))
         code = 0 if out["engine"]["mismatches"] == 0 else 1
     elif args.ui:
@@ -139,11 +142,13 @@ def run(args: argparse.Namespace) -> int:
 def _read_trace(args, layout) -> tuple[list, list]:
     """``--trace``: its good rows and skipped bad rows; ``KvtuiError`` if the file cannot be replayed with
     ``layout``'s pages (a page must not straddle two trace blocks)."""
+    from kvtui.core.traces import resolve_trace
     from workload import TraceError, check_page_divides_block, read_trace
 
+    path = resolve_trace(args.trace)  # a shipped trace's name (--trace synthetic) or a file
     try:
         check_page_divides_block(layout.page_tokens, args.trace_block_tokens)
-        return read_trace(args.trace, block_tokens=args.trace_block_tokens)
+        return read_trace(path, block_tokens=args.trace_block_tokens)
     except (TraceError, ValueError) as exc:
         raise KvtuiError(str(exc)) from None
 
@@ -160,16 +165,18 @@ def _streams(n) -> str:
 
 def format_bench(o: dict) -> str:
     """The human table of a reuse bench run (``o``: :func:`kvtui.bench.reuse.measure_reuse`'s figures), each
-    ratio against its :data:`TARGETS` entry."""
+    ratio against its :data:`TARGETS` entry; figures are named as in :mod:`kvtui.metrics.figures`."""
+    from kvtui.metrics.figures import PUBLISH_BUSY, RELOAD_P50
+
     r, b, q = o["reload_ms"], o["baselines"], o["ratios"]
     rows = [
         ("prefill skipped", f"{o['tokens_skipped']:,} of {o['tokens_requested']:,} tokens"),
         ("KV page hit rate", f"{o['hit_rate']:.1%} ({o['pages_hit']}/{o['pages_total']} pages from the store)"),
         ("prefix reload (1 stream)", f"min {r['min']:.1f} · p50 {r['p50']:.1f} · mean {r['mean']:.1f} · max {r['max']:.1f} ms"
                                      f" for {o['bytes_reloaded'] / 2**20:.0f} MiB ({o['iterations']} reloads)"),
-        ("reuse read p50", f"{o['reuse_read_MBps_p50']:.0f} MB/s with 1 stream; best {o['best_reuse_read_MBps_p50']:.0f} MB/s "
-                           f"with {_streams(o['best_read_streams'])} (MB/s = 10^6 B/s, p50 of per-reload rates)"),
-        ("publish write", f"{o['publish_write_MBps']:.0f} MB/s"),
+        (RELOAD_P50.name, f"{o['reuse_read_MBps_p50']:.0f} MB/s with 1 stream; best {o['best_reuse_read_MBps_p50']:.0f} MB/s "
+                          f"with {_streams(o['best_read_streams'])} (MB/s = 10^6 B/s)"),
+        (PUBLISH_BUSY.name, f"{o['publish_write_MBps']:.0f} MB/s"),
         ("verify (outside reload time)", f"p50 {o['verify_ms_p50']:.1f} ms"),
         ("byte-exact round-trip", "verified" if o["verified"] else "MISMATCH"),
         ("tiny layout (PR example)", f"{o['tiny']['pages_hit']}/{o['tiny']['pages_total']} pages hit, "

@@ -17,6 +17,7 @@ from kvtui.commands.output import check_writable
 from kvtui.core.defaults import (
     DEFAULT_MODEL,
     DEFAULT_PROMPT_PAGES,
+    DEFAULT_STORE_BYTES,
     DEFAULT_STORE_SIZE_TEXT,
     MAX_HZ,
     MIN_SEGMENT_BYTES,
@@ -27,33 +28,102 @@ from kvtui.core.units import parse_bytes
 
 
 def add_layout_arguments(parser: argparse.ArgumentParser, default_preset: str = "seed") -> None:
-    """Add ``--layout PRESET``, the per-field overrides and ``--model`` to a command's parser."""
+    """Add ``--layout PRESET`` or ``--model-config NAME|PATH``, ``--kv-dtype``, the per-field overrides and
+    ``--model`` to a command's parser."""
+    from kvtui.core.layout import MODEL_PAGE_TOKENS, MODEL_PRESETS
+    from kvtui.core.models import KV_DTYPES
+
     g = parser.add_argument_group("KV page layout")
-    g.add_argument("--layout", choices=sorted(PRESETS), default=default_preset,
-                   help=f"layout preset (default {default_preset}): seed = 28 layers × 4 KV heads × 128 head-dim, "
-                        "256 tokens/page, fp16 (14 MiB/page); tiny = 4 × 2 × 16, 8 tokens/page, fp16 (4 KiB/page)")
+    which = g.add_mutually_exclusive_group()
+    which.add_argument("--layout", choices=list(PRESETS), default=default_preset,
+                       help=f"layout preset (default {default_preset}): seed = 28 layers × 4 KV heads × 128 head-dim, "
+                            "256 tokens/page, fp16 (14 MiB/page, Qwen2.5-7B's shape); tiny = 4 × 2 × 16, 8 tokens/page, "
+                            "fp16 (4 KiB/page); or a model preset's layout at 256 tokens/page (`kvtui layout NAME`)")
+    which.add_argument("--model-config", metavar="NAME|PATH",
+                       help=f"the KV layout of a model: a preset ({', '.join(MODEL_PRESETS)}) or a Hugging Face "
+                            f"config.json; {MODEL_PAGE_TOKENS} tokens/page unless --page-tokens, and its name is hashed "
+                            "into the page keys unless --model")
+    g.add_argument("--kv-dtype", choices=list(KV_DTYPES), metavar="|".join(KV_DTYPES),
+                   help="KV cache element type (fp8 = 1 byte, fp16/bf16 = 2, fp32 = 4); default: the config's "
+                        "torch_dtype, or the preset's")
     g.add_argument("--layers", type=int, metavar="N", help="override: transformer layers per page")
     g.add_argument("--kv-heads", type=int, metavar="N", help="override: KV heads per layer")
     g.add_argument("--head-dim", type=int, metavar="N", help="override: elements per head")
     g.add_argument("--page-tokens", type=int, metavar="TOKENS", help="override: tokens per KV page")
     g.add_argument("--elem-bytes", type=int, metavar="BYTES", help="override: bytes per element (2 = fp16)")
-    g.add_argument("--model", default=DEFAULT_MODEL, help=f"model name hashed into every page key (default {DEFAULT_MODEL})")
+    g.add_argument("--model", default=None, help=f"model name hashed into every page key (default: the "
+                   f"--model-config name, else {DEFAULT_MODEL})")
+
+
+def read_model_config(text: str, flag: str = "--model-config"):
+    """The :class:`~kvtui.core.models.ModelSpec` of ``text``: a model preset name (or alias, e.g. ``seed``), else
+    a config.json path. ``KvtuiError`` (one line, after ``flag: `` when ``flag``, naming the file, and the field
+    when one is missing or bad) if it is neither, cannot be read, is not JSON or does not describe a model."""
+    import json
+
+    from kvtui.core.layout import MODEL_PRESETS, resolve_model
+    from kvtui.core.models import ModelConfigError, name_from_path, parse_model_config
+
+    at = f"{flag}: " if flag else ""
+    preset = resolve_model(text)
+    if preset is not None:
+        return preset
+    path = Path(text)
+    if not path.is_file():
+        hint = f" (it is a layout preset: --layout {text})" if text in PRESETS and flag else ""
+        raise KvtuiError(f"{at}{text} is neither a model preset ({', '.join(MODEL_PRESETS)}) nor a file{hint}")
+    try:
+        raw = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise KvtuiError(f"{at}cannot read {text} ({getattr(exc, 'strerror', None) or exc})") from None
+    try:
+        data = json.loads(raw)
+    except json.JSONDecodeError as exc:
+        raise KvtuiError(f"{at}{text} is not JSON ({exc.msg} at line {exc.lineno} column {exc.colno})") from None
+    try:
+        return parse_model_config(data, name_from_path(text), text)
+    except ModelConfigError as exc:
+        raise KvtuiError(f"{at}{exc}") from None
 
 
 def layout_from_args(args: argparse.Namespace) -> PageLayout:
-    """Build the layout from ``--layout`` plus overrides; ``ValueError`` on a non-positive field."""
-    base = PRESETS[args.layout]
+    """Build the layout from ``--layout`` or ``--model-config`` (and ``--kv-dtype``) plus overrides; ``ValueError``
+    on a non-positive field, ``KvtuiError`` on a config that cannot be used. Also sets ``args.model_spec`` (the
+    :class:`~kvtui.core.models.ModelSpec` of ``--model-config``, else None) and fills ``args.model`` when
+    ``--model`` was not given: the model's name, else ``DEFAULT_MODEL``."""
+    from kvtui.core.layout import MODEL_PAGE_TOKENS, model_layout
+    from kvtui.core.models import KV_DTYPES, ModelConfigError
+
+    kv_dtype, model = getattr(args, "kv_dtype", None), None
+    if kv_dtype and getattr(args, "elem_bytes", None) is not None:
+        raise KvtuiError("--kv-dtype and --elem-bytes both set the element size; give one")
+    if getattr(args, "model_config", None):
+        model = read_model_config(args.model_config)
+        try:
+            # --page-tokens applies below; so does --elem-bytes (then any dtype gives the shape)
+            shape_dtype = kv_dtype or ("fp16" if getattr(args, "elem_bytes", None) is not None else None)
+            base = model_layout(model, MODEL_PAGE_TOKENS, shape_dtype)
+        except ModelConfigError as exc:
+            raise KvtuiError(f"--model-config: {exc}") from None
+    else:
+        base = PRESETS[args.layout]
+        if kv_dtype:
+            base = replace(base, elem_bytes=KV_DTYPES[kv_dtype])
+    args.model_spec = model
+    if getattr(args, "model", None) is None:
+        args.model = model.name if model else DEFAULT_MODEL
     overrides = {f: getattr(args, f) for f in FIELDS if getattr(args, f, None) is not None}
     return replace(base, **overrides)
-
 
 
 def add_cluster_arguments(p: argparse.ArgumentParser) -> None:
     """``--store-size``, ``--segment-on``, attach-mode flags, ``--lease-ttl``, ``--log-dir``."""
     g = p.add_argument_group("store (embedded by default; --master/--metadata attach to an existing cluster)")
-    g.add_argument("--store-size", default=DEFAULT_STORE_SIZE_TEXT, metavar="BYTES",
+    g.add_argument("--store-size", default=None, metavar="BYTES",
                    help=f"embedded store segment size, bytes with units (1GiB, 512MiB; at least "
-                        f"{MIN_SEGMENT_BYTES >> 20}MiB; default {DEFAULT_STORE_SIZE_TEXT})")
+                        f"{MIN_SEGMENT_BYTES >> 20}MiB; default: {DEFAULT_STORE_SIZE_TEXT}, or what the workload's "
+                        "working set needs below the 90%% eviction watermark, up to half the free memory, said in "
+                        "one line)")
     g.add_argument("--segment-on", choices=("store", "prefill", "decode"), default="store",
                    help="where the embedded segment lives: a separate store node (default; decode reads cross "
                         "TCP) or co-located with the prefill or decode worker")
@@ -84,6 +154,7 @@ def add_workload_arguments(p: argparse.ArgumentParser, default_scenario: str | N
     None: :data:`~kvtui.core.knobs.DEFAULT_SCENARIO`) and trace replay flags. Knob values stay in the user's
     unit (``--overlap`` in %); :func:`make_workload` checks them."""
     from kvtui.core.knobs import DEFAULT_SCENARIO, OVERLAP, POOL, RATE, SCENARIOS
+    from kvtui.core.traces import trace_names
 
     default_scenario = default_scenario or DEFAULT_SCENARIO
     g = p.add_argument_group("workload (synthetic scenario, or --trace FILE)")
@@ -95,16 +166,24 @@ def add_workload_arguments(p: argparse.ArgumentParser, default_scenario: str | N
     g.add_argument("--prompt-tokens", type=int, default=None, metavar="TOKENS",
                    help="mean prompt length in tokens (default 8 pages of the layout)")
     g.add_argument("--seed", type=int, default=0, metavar="N", help="workload random seed (default 0)")
-    g.add_argument("--trace", metavar="FILE", help="replay a Mooncake FAST'25 JSONL trace instead of a scenario")
-    g.add_argument("--trace-block-tokens", type=int, default=512, metavar="TOKENS",
-                   help="tokens per trace hash id (default 512, the FAST'25 release)")
-    g.add_argument("--speed", default="1", metavar="X",
-                   help="trace time scale: 2 = twice as fast, max = as fast as possible (default 1)")
+    g.add_argument("--trace", metavar="NAME|FILE", help="replay a Mooncake FAST'25 JSONL trace instead of a scenario: a "
+                   f"shipped one by name ({trace_names()}; `kvtui traces` lists them) or a file")
+    g.add_argument("--trace-block-tokens", type=int, default=None, metavar="TOKENS",
+                   help="with --trace: tokens per trace hash id (default 512, the FAST'25 release)")
+    g.add_argument("--speed", default=None, metavar="X",
+                   help="with --trace: time scale, 2 = twice as fast, max = as fast as possible (default 1)")
     g.add_argument("--strict", action="store_true", help="stop at the first bad trace row (default: skip and count)")
 
 
 def layout_name(args: argparse.Namespace, layout: PageLayout) -> str:
-    """The preset name of ``layout`` (``--layout``), or ``custom`` when a field flag changed it."""
+    """The preset name of ``layout`` (``--layout``), the model's name (``--model-config``, whatever
+    ``--page-tokens`` and ``--kv-dtype`` say), or ``custom`` when a field flag changed it."""
+    model = getattr(args, "model_spec", None)
+    if model is not None:
+        from kvtui.core.layout import model_layout
+
+        shape = model_layout(model, layout.page_tokens, "fp16")  # the element size is the user's to choose
+        return model.name if replace(shape, elem_bytes=layout.elem_bytes) == layout else "custom"
     return args.layout if PRESETS.get(args.layout) == layout else "custom"
 
 
@@ -118,10 +197,12 @@ def add_page_arguments(p: argparse.ArgumentParser, default_layout: str = "seed")
 
 def layout_of(args: argparse.Namespace) -> PageLayout:
     """The page layout of ``args`` (``KvtuiError`` on a non-positive field)."""
+    from kvtui.commands.checks import flag_message
+
     try:
         return layout_from_args(args)
     except ValueError as exc:
-        raise KvtuiError(str(exc)) from None
+        raise KvtuiError(flag_message(str(exc))) from None
 
 
 def store_size(text: str) -> int:
@@ -144,10 +225,12 @@ def store_size(text: str) -> int:
 
 def engine_options(args: argparse.Namespace, layout: PageLayout):
     """Build :class:`~kvtui.engine.engine.EngineOptions` and the attach endpoints (or ``None``)."""
+    from kvtui.commands.checks import size_store
     from kvtui.engine.cluster import ClusterError, ClusterOptions, attach
     from kvtui.engine.engine import EngineOptions
 
-    store_bytes = store_size(args.store_size)
+    given = store_size(args.store_size) if args.store_size is not None else None
+    store_bytes = given if given is not None else DEFAULT_STORE_BYTES
     if args.read_streams < 1:
         raise KvtuiError("--read-streams must be at least 1")
     if not (args.lease_ttl > 0):
@@ -179,6 +262,8 @@ def engine_options(args: argparse.Namespace, layout: PageLayout):
                              "each listener needs its own port")
         if port:
             ports[port] = flag
+    store_bytes = size_store(args, layout, given, endpoints, ClusterOptions.eviction_high_watermark,
+                             DEFAULT_STORE_BYTES)  # after the checks: may say in one line the size chosen and why
     mode = args.isolate_network
     if ports and mode == "auto":
         mode = "off"  # explicit ports are meant to be reached (and checked) on this host's loopback
@@ -233,12 +318,17 @@ def parse_speed(text: str) -> float | None:
 def make_workload(args: argparse.Namespace, layout: PageLayout):
     """The request source of ``args``: ``(workload, description dict, problems)``.
 
+    First refuses flags that would change nothing (:func:`kvtui.commands.checks.check_workload_flags`).
     Trace: checks the page size divides the block size and reports skipped rows; synthetic: checks each
     knob against its :mod:`kvtui.core.knobs` spec (``KvtuiError`` such as ``--overlap must be within 0-100 %,
-    got 120``), then the whole spec.
+    got 120``), then the whole spec (its errors name flags). Sets ``args.working_set``
+    (:mod:`workload.working_set`), which :func:`engine_options` sizes the embedded store for.
     """
+    from kvtui.commands.checks import check_workload_flags, flag_message
     from kvtui.core.knobs import OVERLAP, POOL, RATE
+    from workload.working_set import synthetic_working_set, trace_working_set
     from workload import (
+        DEFAULT_BLOCK_TOKENS,
         SyntheticWorkload,
         TraceError,
         TraceWorkload,
@@ -248,15 +338,26 @@ def make_workload(args: argparse.Namespace, layout: PageLayout):
     )
 
     if args.trace:
+        from kvtui.core.traces import resolve_trace, trace_label
+
+        check_workload_flags(args, layout)
+        path = resolve_trace(args.trace)  # a shipped trace's name (--trace synthetic) or a file
+        block = args.trace_block_tokens or DEFAULT_BLOCK_TOKENS
         try:
-            check_page_divides_block(layout.page_tokens, args.trace_block_tokens)
-            rows, problems = read_trace(args.trace, block_tokens=args.trace_block_tokens, strict=args.strict)
-            wl = TraceWorkload(rows, block_tokens=args.trace_block_tokens, speed=parse_speed(args.speed),
-                               name=Path(args.trace).name)
+            check_page_divides_block(layout.page_tokens, block)
+        except ValueError:
+            raise KvtuiError(f"--page-tokens {layout.page_tokens} does not divide --trace-block-tokens {block}: "
+                             "a KV page must not straddle two trace blocks") from None
+        try:
+            rows, problems = read_trace(path, block_tokens=block, strict=args.strict)
+            wl = TraceWorkload(rows, block_tokens=block, speed=parse_speed(args.speed or "1"),
+                               name=trace_label(args.trace))
         except (TraceError, ValueError) as exc:
             raise KvtuiError(str(exc)) from None
-        return wl, {"kind": "trace", "name": Path(args.trace).name, "done": 0, "total": wl.rows_total,
+        args.working_set = trace_working_set(rows, block, layout.page_tokens)
+        return wl, {"kind": "trace", "name": trace_label(args.trace), "done": 0, "total": wl.rows_total,
                     "complete": False}, problems
+    check_workload_flags(args, layout)
     knobs = {}
     for knob in (OVERLAP, POOL, RATE):
         try:
@@ -270,7 +371,8 @@ def make_workload(args: argparse.Namespace, layout: PageLayout):
         spec.validate()
         wl = SyntheticWorkload(spec)
     except ValueError as exc:
-        raise KvtuiError(str(exc)) from None
+        raise KvtuiError(flag_message(str(exc))) from None
+    args.working_set = synthetic_working_set(spec, getattr(args, "concurrency", 1))
     from kvtui.live import synthetic_description
 
     return wl, synthetic_description(spec), []

@@ -39,8 +39,22 @@ def check_new_file(path: str, flag: str) -> None:
     check_writable(path, flag)
 
 
+def _umask() -> int:
+    """The process's umask (read from /proc where it can be, else set and restored at once)."""
+    try:
+        for line in Path("/proc/self/status").read_text().splitlines():
+            if line.startswith("Umask:"):
+                return int(line.split()[1], 8)
+    except (OSError, ValueError, IndexError):
+        pass
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return mask
+
+
 def write_json_atomic(path: str, data: dict) -> None:
-    """Write ``data`` as JSON via a temporary file and rename (a reader never sees half a file);
+    """Write ``data`` as JSON via a temporary file and rename (a reader never sees half a file), with the
+    permissions a plain ``open`` would give (0666 less the umask: the temporary file is 0600);
     ``-`` writes to standard output."""
     if path == "-":
         json.dump(data, sys.stdout, indent=2, sort_keys=True)
@@ -48,6 +62,7 @@ def write_json_atomic(path: str, data: dict) -> None:
         return
     target = Path(path)
     fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", dir=str(target.resolve().parent))
+    os.fchmod(fd, 0o666 & ~_umask())
     with os.fdopen(fd, "w") as f:
         json.dump(data, f, indent=2, sort_keys=True)
         f.write("\n")
@@ -88,7 +103,10 @@ def _percentiles(d: dict) -> str:
 
 
 def format_summary(s: dict) -> str:
-    """The human summary table of a run (``s``: :meth:`kvtui.metrics.aggregate.Aggregator.summary` fields)."""
+    """The human summary table of a run (``s``: :meth:`kvtui.metrics.aggregate.Aggregator.summary` fields);
+    figures are named as in :mod:`kvtui.metrics.figures`."""
+    from kvtui.metrics import figures as fig
+
     thr = s["throughput"]
     rel, pub = s["reload_ms"], s["publish_ms"]
     errors = ", ".join(f"{k} ×{v}" for k, v in s["errors"].items()) or "none"
@@ -99,10 +117,13 @@ def format_summary(s: dict) -> str:
         f"published             {s['pages_published']:,} pages; already present {s['pages_already_present']:,}; "
         f"failed {s['pages_failed']:,}",
         f"verified              {s['verified_pages']:,} pages byte-exact; mismatches {s['mismatches']:,}",
-        f"reload latency        {_percentiles(rel)}",
-        f"publish latency       {_percentiles(pub)}",
-        f"throughput            reuse read {thr['reuse_read_MBps']:.0f} MB/s · publish write "
-        f"{thr['publish_write_MBps']:.0f} MB/s · {thr['tokens_skipped_per_s']:,.0f} tokens skipped/s",
+        f"{fig.RELOAD_LATENCY.name:<22}{_percentiles(rel)}",
+        f"{'':<22}{fig.PROBE_ONLY.name} {s.get(fig.PROBE_ONLY.key, 0):,}; "
+        f"{fig.UNUSABLE.name} {s.get(fig.UNUSABLE.key, 0):,} (no reload latency)",
+        f"{fig.PUBLISH_LATENCY.name:<22}{_percentiles(pub)}",
+        f"{'throughput':<22}{fig.REUSE_BUSY.name} {thr[fig.REUSE_BUSY.key]:.0f} {fig.REUSE_BUSY.unit} · "
+        f"{fig.PUBLISH_BUSY.name} {thr[fig.PUBLISH_BUSY.key]:.0f} {fig.PUBLISH_BUSY.unit} · "
+        f"{thr[fig.SKIPPED_RUN.key]:,.0f} {fig.SKIPPED_RUN.label}",
         f"store errors          {errors}",
     ]
     return "\n".join(lines)

@@ -32,8 +32,9 @@ def run(args: argparse.Namespace) -> int:
         raise KvtuiError(f"--speed must be within 0.125-64, got {args.speed:g}")
     reader = open_session(args.file)  # a wrong file is the first thing to say, terminal or not
     size = screen_arguments(args, "replay")
-    if reader.damaged:
-        print(f"kvtui: {args.file} is damaged after frame {len(reader)}; playing up to there", file=sys.stderr)
+    warning = reader.warning("playing")
+    if warning:
+        print(f"kvtui: {warning}", file=sys.stderr)
     player = ReplayPlayer(reader, speed=args.speed)
     return run_app(player, None, player=player, headless=args.headless, duration_s=args.duration,
                    screenshot=args.screenshot, size=size, title=f"kvtui replay · {args.file}")

@@ -1,7 +1,10 @@
 """``kvtui run``: drive a workload through the prefill and decode workers headless, then summarise.
 
 Same engine as ``kvtui watch``; shows a progress bar (traces) or a live status line (scenarios) on stderr,
-prints the summary and, with ``--json``, writes it (fields of :meth:`kvtui.metrics.aggregate.Aggregator.summary`).
+prints the summary and, with ``--json``, writes it (fields of :meth:`kvtui.metrics.aggregate.Aggregator.summary`
+and ``interrupted``). ``--duration`` bounds the whole command: start-up counts, and the run is abandoned when
+it is reached (the command ends ~1 s later). Ctrl-C or SIGTERM abandon the run the same way, then print the
+summary of the requests that finished and write ``--json`` with ``"interrupted": true`` before exiting 130 / 143.
 """
 
 from __future__ import annotations
@@ -29,6 +32,7 @@ from kvtui.commands.output import (
     write_json_atomic,
 )
 from kvtui.core.errors import KvtuiError
+from kvtui.engine.procs import uninterrupted
 
 
 def register(subparsers) -> None:
@@ -41,8 +45,9 @@ def register(subparsers) -> None:
                     "percentiles and throughput.")
     add_workload_arguments(p)
     g = p.add_argument_group("run bounds and output")
-    g.add_argument("--duration", type=float, metavar="SECONDS", help="stop issuing after this many seconds "
-                   "(default: 10 s for scenarios, the whole file for traces)")
+    g.add_argument("--duration", type=float, metavar="SECONDS", help="end the run this many seconds after the "
+                   "command started, start-up included (requests under way are abandoned; the command ends "
+                   "within ~1 s after). Default: 10 s for scenarios, the whole file for traces")
     g.add_argument("--requests", type=int, metavar="N", help="stop after issuing N requests")
     g.add_argument("--concurrency", type=int, default=1, metavar="N",
                    help="requests in flight (default 1: strictly one after another, exact trace replay)")
@@ -59,7 +64,7 @@ def run(args: argparse.Namespace) -> int:
     """Run the workload; exit 0, or 1 if any loaded page failed verification."""
     from kvtui.live import LiveSession
     from kvtui.metrics.aggregate import summary_from_frame
-    from workload import skipped_rows_text
+    from workload import skipped_count, skipped_rows_text
 
     layout = layout_of(args)
     if args.concurrency < 1:
@@ -85,19 +90,48 @@ def run(args: argparse.Namespace) -> int:
         total = min(total, args.requests)
     session = LiveSession(engine, workload, desc, concurrency=args.concurrency, max_requests=args.requests,
                           duration_s=duration, layout_text=layout.describe(), layout_name=layout_name(args, layout),
-                          header=session_header(args, layout, desc, endpoints))
-    final = None
+                          header=session_header(args, layout, desc, endpoints),
+                          duration_from=getattr(args, "started_at", None))
+    interrupted: KeyboardInterrupt | None = None
+    shown = 0
     try:
         start_recording(session, args.record)
         session.start()
-        _progress(session.driver, session.agg, total, quiet=args.quiet or not sys.stderr.isatty())
+        shown = _progress(session.driver, session.agg, total, quiet=args.quiet or not sys.stderr.isatty(),
+                          alarm=session.store_full)
+    except KeyboardInterrupt as exc:  # Ctrl-C, or SIGTERM (kvtui.cli): summarise what finished, then re-raise
+        interrupted = exc  # (kvtui.cli exits 130 / 143)
+        shown = len(session.store_full.lines)
+    except BaseException:
+        session.stop()
+        raise
+    with uninterrupted():  # a second Ctrl-C must not cost the summary of the first
+        session.halt()  # (an interrupted run: abandon what is under way; a finished one: nothing to do)
         final = session.final_frame()
-        if session.driver.error is not None:
-            raise KvtuiError(f"run stopped: {session.driver.error}")
-    finally:
+        for _t, text in session.store_full.lines[shown:]:  # a burst the run ended in
+            print(f"kvtui: {text}", file=sys.stderr)
         session.stop(final)
-    summary = summary_from_frame(final)
-    summary.update(run_context(args, layout, final.workload or desc, endpoints, len(problems)))
+        if session.driver.error is not None and interrupted is None:
+            raise KvtuiError(f"run stopped: {session.driver.error}")
+        rc = _report(args, summary_from_frame(final), layout, final.workload or desc, endpoints,
+                     skipped_count(problems), session.driver, interrupted)
+    if interrupted is not None:
+        raise interrupted
+    return rc
+
+
+def _report(args, summary: dict, layout, desc: dict, endpoints, bad_rows: int, driver,
+            interrupted: KeyboardInterrupt | None) -> int:
+    """Print the summary and its notes, write ``--json``; the exit code (1 if a page failed verification)."""
+    summary.update(run_context(args, layout, desc, endpoints, bad_rows))
+    summary["interrupted"] = interrupted is not None
+    if interrupted is not None:
+        gone = driver.dropped + driver.abandoned
+        print(f"kvtui: interrupted: the summary covers the requests that finished ({driver.completed:,}); "
+              f"{gone:,} submitted were abandoned, queued or under way", file=sys.stderr)
+    elif summary["requests"] == 0 and args.duration is not None and driver.issued == 0:
+        print(f"kvtui: --duration {args.duration:g} s ended before the first request: it counts the whole "
+              "command, start-up included", file=sys.stderr)
     if args.json != "-":
         print(format_summary(summary))
     if summary["workload"].get("kind") == "trace" and not summary["workload"]["complete"]:
@@ -111,12 +145,25 @@ def run(args: argparse.Namespace) -> int:
     return 1 if summary["mismatches"] else 0
 
 
-def _progress(driver, agg, total, quiet: bool) -> None:
-    """Block until the driver is done, showing a rich progress bar or status line on stderr."""
+def _progress(driver, agg, total, quiet: bool, alarm=None) -> int:
+    """Block until the driver is done, showing a rich progress bar or status line on stderr, and each line of
+    ``alarm`` (:class:`~kvtui.metrics.store_full.StoreFullAlarm`: a burst of refused puts) as it comes, also
+    when ``quiet``; returns how many of its lines were shown."""
+    shown = 0
+
+    def new_lines() -> list[str]:
+        nonlocal shown
+        lines = [text for _t, text in (alarm.lines[shown:] if alarm is not None else [])]
+        shown += len(lines)
+        return lines
+
     if quiet:
         while not driver.done.wait(0.2):
-            pass
-        return
+            for text in new_lines():
+                print(f"kvtui: {text}", file=sys.stderr, flush=True)
+        return shown
+    import time
+
     from rich.console import Console
     from rich.progress import (
         BarColumn,
@@ -131,9 +178,16 @@ def _progress(driver, agg, total, quiet: bool) -> None:
             TimeElapsedColumn(), TimeRemainingColumn()]
     with Progress(*cols, console=Console(stderr=True), transient=True) as prog:
         task = prog.add_task("run", total=total, status="")
+        burst_until = 0.0
         while not driver.done.wait(0.25):
             t = agg.totals()
             status = f"hit {t['token_hit_rate']:.1%} · published {t['pages_published']}"
+            for text in new_lines():
+                prog.console.print(f"kvtui: {text}", markup=False, highlight=False)  # above the bar
+                burst_until = time.monotonic() + 10.0
+            if time.monotonic() < burst_until:
+                status += " · [bold red]store full: puts refused (see above)[/]"
             if driver.outage:
                 status = "[bold red]master unreachable: dispatch held until it answers[/]"
             prog.update(task, completed=t["requests"], status=status)
+    return shown

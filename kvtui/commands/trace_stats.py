@@ -46,6 +46,8 @@ def _parse_capacities(values: list[str] | None) -> list[int]:
 
 def register(subparsers: argparse._SubParsersAction) -> None:
     """Add the ``trace-stats`` subcommand."""
+    from kvtui.core.traces import trace_names
+
     p = subparsers.add_parser(
         "trace-stats",
         help="summarise a Mooncake FAST'25 trace and its ideal prefix-hit rate (no store needed)",
@@ -56,8 +58,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
             "published. --capacity adds the hit rate of an LRU cache of that size."
         ),
     )
-    p.add_argument("file", metavar="FILE", help="trace file, JSON Lines: {timestamp (ms), input_length, "
-                   "output_length (tokens), hash_ids}")
+    p.add_argument("file", metavar="NAME|FILE", help=f"a shipped trace by name ({trace_names()}; `kvtui traces` "
+                   "lists them) or a trace file, JSON Lines: {timestamp (ms), input_length, output_length (tokens), "
+                   "hash_ids}")
     p.add_argument(
         "--block-tokens",
         metavar="N",
@@ -71,8 +74,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         help="LRU cache capacity in tokens (e.g. 4096, 500k, 1M = 1,000,000 tokens); repeat the flag or "
         "give a comma-separated list for a hit-rate curve",
     )
-    p.add_argument("--strict", action="store_true", help="stop at the first bad row (file:line: reason, exit 2) "
-                   "instead of skipping bad rows")
+    p.add_argument("--strict", action="store_true", help="stop at the first bad row, or row whose timestamp is "
+                   "below an earlier row's (file:line: reason, exit 2), instead of skipping bad rows and noting late "
+                   "ones")
     p.add_argument("--json", metavar="PATH", help="also write the stats (token counts, seconds, req/s) as JSON "
                    "to PATH ('-' = stdout, instead of the table)")
     p.set_defaults(func=run)
@@ -87,6 +91,7 @@ def run(args: argparse.Namespace) -> int:
     import json
     import os
 
+    from kvtui.core.traces import resolve_trace
     from workload.stats import hit_rate_curve, trace_stats
     from workload.trace import TraceError, read_trace
 
@@ -94,17 +99,20 @@ def run(args: argparse.Namespace) -> int:
     if block_tokens < 1:
         raise KvtuiError(f"bad --block-tokens {args.block_tokens!r}: must be at least 1 token")
     capacities = _parse_capacities(args.capacity)
+    path = resolve_trace(args.file, "trace-stats")
 
     try:
-        rows, problems = read_trace(args.file, block_tokens=block_tokens, strict=args.strict)
+        rows, problems = read_trace(path, block_tokens=block_tokens, strict=args.strict)
         stats = trace_stats(rows, block_tokens)
         curve = hit_rate_curve(rows, capacities, block_tokens) if capacities else []
     except (TraceError, ValueError) as exc:
         raise KvtuiError(str(exc)) from None
+    skipped = [p for p in problems if p.skipped]
+    late = [p for p in problems if not p.skipped]
 
     table: list[tuple[str, str]] = [
         ("trace", os.fspath(args.file)),
-        ("rows", f"{_fmt_int(stats.rows)}" + (f"  ({_fmt_int(len(problems))} bad rows skipped)" if problems else "")),
+        ("rows", f"{_fmt_int(stats.rows)}" + (f"  ({_fmt_int(len(skipped))} bad rows skipped)" if skipped else "")),
         ("duration", f"{stats.duration_s:,.1f} s"),
         (
             "arrival rate",
@@ -140,14 +148,16 @@ def run(args: argparse.Namespace) -> int:
         )
     width = max(len(k) for k, _ in table)
     lines = [f"{k:<{width}}  {v}" for k, v in table]
-    if stats.out_of_order_rows:
-        lines.append(f"note: {_fmt_int(stats.out_of_order_rows)} rows have a timestamp below the previous row's")
-    if problems:
-        lines.append(f"skipped {_fmt_int(len(problems))} bad rows:")
-        for pr in problems[:_MAX_PROBLEMS_SHOWN]:
+    for listed, head in ((skipped, f"skipped {_fmt_int(len(skipped))} bad rows:"),
+                         (late, f"{_fmt_int(len(late))} rows out of order (kept; a replay issues each at the earlier "
+                                "row's time):")):
+        if not listed:
+            continue
+        lines.append(head)
+        for pr in listed[:_MAX_PROBLEMS_SHOWN]:
             lines.append(f"  line {pr.line_no}: {pr.reason}")
-        if len(problems) > _MAX_PROBLEMS_SHOWN:
-            lines.append(f"  ... and {_fmt_int(len(problems) - _MAX_PROBLEMS_SHOWN)} more")
+        if len(listed) > _MAX_PROBLEMS_SHOWN:
+            lines.append(f"  ... and {_fmt_int(len(listed) - _MAX_PROBLEMS_SHOWN)} more")
     if args.json != "-":
         print("\n".join(lines))
 
@@ -156,8 +166,8 @@ def run(args: argparse.Namespace) -> int:
             "file": os.fspath(args.file),
             **stats.to_dict(),
             "lru": [{"capacity_tokens": cap, "token_hit_rate": rate} for cap, rate in curve],
-            "bad_rows": len(problems),
-            "problems": [{"line": p.line_no, "reason": p.reason} for p in problems[:100]],
+            "bad_rows": len(skipped),
+            "problems": [{"line": p.line_no, "reason": p.reason, "skipped": p.skipped} for p in problems[:100]],
         }
         text = json.dumps(doc, indent=2) + "\n"
         if args.json == "-":

@@ -39,7 +39,7 @@ def register(subparsers) -> None:
                    help=f"screen updates per second, ≤ {MAX_HZ:g} (default {DEFAULT_HZ:g}: every repaint costs CPU the "
                         "workload could use; key presses show at once whatever the rate)")
     add_screen_arguments(g)
-    g.add_argument("--screenshot-dir", default="screenshots", metavar="DIR", help="where the screenshot key saves SVGs (default screenshots/)")
+    g.add_argument("--screenshot-dir", default=".", metavar="DIR", help="where the screenshot key S saves SVGs (default: the current folder)")
     g.add_argument("--record", metavar="FILE", help="record the session to FILE from the start (Ctrl+R toggles "
                    "recording while running)")
     add_page_arguments(p)
@@ -59,7 +59,7 @@ def check_screenshot_dir(path: str) -> None:
 
 def run(args: argparse.Namespace) -> int:
     """Start everything, run the app until it quits, tear everything down."""
-    from kvtui.core.layout import PRESETS
+    from kvtui.core.layout import preset_summaries
     from kvtui.live import LiveSession
     from kvtui.tui.app import run_app
     from workload import skipped_rows_text
@@ -89,6 +89,6 @@ def run(args: argparse.Namespace) -> int:
         session.start()
         return run_app(session, session, headless=args.headless, duration_s=args.duration,
                        screenshot=args.screenshot, screenshot_dir=args.screenshot_dir, size=size,
-                       refresh_hz=args.refresh_hz, layouts={n: p.describe() for n, p in sorted(PRESETS.items())})
+                       refresh_hz=args.refresh_hz, layouts=preset_summaries())
     finally:
         session.stop()

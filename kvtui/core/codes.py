@@ -30,13 +30,14 @@ ERROR_CODES: dict[int, str] = {
 INVALID_PARAMS = -600
 NO_AVAILABLE_HANDLE = -200  # the store is full and nothing can be evicted (every object leased)
 OBJECT_NOT_FOUND = -704
+OBJECT_ALREADY_EXISTS = -705  # a put-session start: the key exists, or another writer is storing it
 RPC_FAIL, RPC_TIMEOUT = -900, -901
 MASTER_DOWN_CODES = (RPC_FAIL, RPC_TIMEOUT)  # the master does not answer
 NO_SPACE = NO_AVAILABLE_HANDLE
 BACKOFF_FIRST_S, BACKOFF_MAX_S = 0.05, 1.0  # decode's wait after NO_SPACE (seconds), doubling up to the maximum
 
 # Codes kvtui makes itself for outcomes the store reports as success or as a size.
-SIZE_MISMATCH = -10001  # a read returned a size other than the layout's page_bytes
+SIZE_MISMATCH = -10001  # a read (or a ranged write) returned a size other than the layout's page_bytes
 CONTENT_MISMATCH = -10002  # bytes loaded differ from what the page key says was published
 CLIENT_CLOSED = -10003  # the call was refused because this client is closed
 ERROR_CODES.update({SIZE_MISMATCH: "SIZE_MISMATCH", CONTENT_MISMATCH: "CONTENT_MISMATCH",

@@ -7,9 +7,10 @@
   ``batch_get_into`` in bounded batches, and stop at the first read that is not exactly ``page_bytes`` (a
   page can vanish between probe and read) or whose bytes do not verify.
 * :meth:`PagedKVConnector.store_computed_prefix` (Go ``StoreComputedPrefix``): probe the pages from a start
-  page on and put only the absent ones with ``batch_put_from`` (put-if-absent: a peer's pages are never
-  clobbered). A put of an existing key returns 0 without writing, so "already present" is decided by the
-  probe and by duplicate keys within the batch.
+  page on and put only the absent ones, put-if-absent (a peer's pages are never clobbered), with
+  :meth:`~kvtui.engine.store.StoreClient.batch_put_if_absent`, which answers ``OBJECT_ALREADY_EXISTS`` for a
+  page a peer stored (or is storing) after the probe. A plain ``batch_put_from`` of an existing key returns 0
+  without writing: two writers racing on a page would both count it published.
 
 Return codes are never treated as success unless they are (``0`` for puts, ``page_bytes`` for reads) and a
 missing page is never counted as present. Codes are counted by value; :func:`kvtui.core.codes.code_name` names them.
@@ -29,6 +30,7 @@ import numpy as np
 from kvtui.core.codes import (
     CONTENT_MISMATCH,
     INVALID_PARAMS,
+    OBJECT_ALREADY_EXISTS,
     OBJECT_NOT_FOUND,
     SIZE_MISMATCH,
 )
@@ -84,8 +86,12 @@ class ReloadResult:
 class PublishResult:
     """Outcome of :meth:`PagedKVConnector.store_computed_prefix` for pages ``start_page .. pages_total-1``.
 
-    ``states``: one :class:`PageState` per page of that range (PUBLISHED, PRESENT or FAILED); ``codes``:
-    failing return codes counted by value; ``bytes_written``: bytes of the pages newly stored; times in ms.
+    ``states``: one :class:`PageState` per page of that range (PUBLISHED, PRESENT or FAILED);
+    ``stored + already_present + failed`` is the number of pages in the range. ``stored``: pages this call
+    wrote (of writers racing on a page exactly one counts it); ``already_present``: pages a peer stored — at
+    probe time, repeated keys of the range, and ``found_at_put`` of them that a peer stored (or was storing)
+    between the probe and the put; ``codes``: failing return codes counted by value; ``bytes_written``:
+    ``stored · page_bytes``, never a peer's pages; times in ms (``put_ms``: every store call of the put).
     """
 
     start_page: int
@@ -93,6 +99,7 @@ class PublishResult:
     stored: int = 0
     already_present: int = 0
     failed: int = 0
+    found_at_put: int = 0
     bytes_written: int = 0
     states: list[int] = field(default_factory=list)
     codes: Counter = field(default_factory=Counter)
@@ -262,14 +269,12 @@ class PagedKVConnector:
                               keys: Sequence[str] | None = None, known: Sequence[int] = ()) -> PublishResult:
         """Compute and publish the absent pages from ``start_page`` on (put-if-absent).
 
-        Raises :class:`RoleError` for a decode worker. Pages present at probe time, and a key repeated
-        within the batch, count as already present; a failed put counts as failed with its code.
-        ``known``: probe answers already obtained for the first pages of the range (the decode worker's
-        :attr:`ReloadResult.rest_probe`); only the pages after them are probed. A known negative answer
-        makes its page FAILED; its code is counted here except for the first page (where the reload's run
-        ended: the reload counted it). A peer that stores
-        a page between that probe and the put makes it count as published, not already present (the put
-        of an existing key succeeds without writing).
+        Raises :class:`RoleError` for a decode worker. Pages present at probe time, a key repeated within
+        the batch, and a page the put finds stored (or being stored) by a peer count as already present;
+        a failed put counts as failed with its code. ``known``: probe answers already obtained for the first
+        pages of the range (the decode worker's :attr:`ReloadResult.rest_probe`); only the pages after them
+        are probed. A known negative answer makes its page FAILED; its code is counted here except for the
+        first page (where the reload's run ended: the reload counted it).
         """
         if self.role == "decode":
             raise RoleError("a decode worker may not publish KV pages (role=decode); use prefill or mixed")
@@ -304,13 +309,16 @@ class PagedKVConnector:
             self.content.fill_many([todo[i] for i in idx], buf)
             t3 = time.perf_counter()
             base, pb = buf.ctypes.data, self.page_bytes
-            rcs = self.store.batch_put_from([todo[i] for i in idx], [base + r * pb for r in range(len(idx))],
-                                            [pb] * len(idx))
+            rcs = self.store.batch_put_if_absent([todo[i] for i in idx], [base + r * pb for r in range(len(idx))],
+                                                 [pb] * len(idx))
             put_s += time.perf_counter() - t3
             compute_s += t3 - t2
             for i, rc in zip(idx, rcs):
                 if rc == 0:
                     states[i] = int(PageState.PUBLISHED)
+                elif rc == OBJECT_ALREADY_EXISTS:  # a peer stored it after the probe, or is storing it now
+                    states[i] = int(PageState.PRESENT)
+                    res.found_at_put += 1
                 else:
                     res.codes[int(rc)] += 1
         res.compute_ms, res.put_ms = compute_s * 1e3, put_s * 1e3

@@ -1,6 +1,12 @@
 """The driver: feeds a workload's requests into an :class:`~kvtui.engine.engine.Engine`, honouring arrival
 times, concurrency, pauses and master outages, and hands typed controls (:mod:`kvtui.core.controls`) to one
-control handler on its feeder thread before the next request is drawn."""
+control handler on its feeder thread before the next request is drawn.
+
+A run ends in one of two ways. When the workload runs out or ``max_requests`` were issued, the requests
+submitted finish (a drain). When :meth:`Driver.stop` is called or ``duration_s`` is reached, the run is
+abandoned at once: decode drops the submitted requests whose reload has not started, and the ones under way
+(at most ``concurrency``) are not waited for (:attr:`Driver.abandoned`), so a run ends within ~0.1 s whatever
+the page size or the store's state."""
 
 from __future__ import annotations
 
@@ -31,7 +37,9 @@ class Driver:
     feeder thread, one message at a time in the order sent, before the next request is drawn (also while
     paused or during an outage); it may call :meth:`wait_idle`, and an exception it raises ends the run
     (:attr:`error`). Thread-safe: :meth:`pause`, :meth:`resume`, :meth:`stop`, :meth:`send`.
-    ``max_requests`` / ``duration_s`` bound the run.
+    ``max_requests`` / ``duration_s`` bound the run; ``duration_s`` counts from ``duration_from`` (a
+    ``time.monotonic()`` instant, e.g. when the command started: ``kvtui run --duration`` bounds the whole
+    command) or, when None, from :meth:`start`, user pauses excluded, master outages included.
 
     Two threads: the feeder draws a request when one of ``concurrency + LOOKAHEAD`` slots is free (so a
     knob change applies to the next request drawn) and submits it; the collector takes finished requests
@@ -42,7 +50,8 @@ class Driver:
     def __init__(self, engine: Engine, requests: Iterable, on_result: Callable[[RequestResult], None],
                  on_event: Callable[[EngineEvent], None] | None = None, *,
                  on_control: Callable[[Control], None] | None = None, concurrency: int = 1,
-                 max_requests: int | None = None, duration_s: float | None = None):
+                 max_requests: int | None = None, duration_s: float | None = None,
+                 duration_from: float | None = None):
         self.engine = engine
         self._iter: Iterator = iter(requests)
         self.on_result = on_result
@@ -51,6 +60,7 @@ class Driver:
         self.concurrency = max(1, int(concurrency))
         self.max_requests = max_requests
         self.duration_s = duration_s
+        self.duration_from = duration_from
         self._slots = threading.Semaphore(self.concurrency + LOOKAHEAD)
         self._controls: queue.Queue[Control] = queue.Queue()
         self._running = threading.Event()
@@ -59,11 +69,13 @@ class Driver:
         self._user_paused = False
         self._outage_since: float | None = None
         self._stop = threading.Event()
+        self._abandon = threading.Event()  # stop or duration: requests under way are not waited for
         self._fed = threading.Event()  # the feeder will submit nothing more
         self.done = threading.Event()
         self.issued = 0
         self.completed = 0
-        self.dropped = 0  # submitted, then dropped unrun because the run ended while the master was down
+        self.dropped = 0  # submitted, then reported dropped unrun (the run was abandoned, or ended in an outage)
+        self.abandoned = 0  # submitted and never reported: under way (or not yet dropped) when the run was abandoned
         self.error: BaseException | None = None
         self._paused_total = 0.0
         self._paused_at: float | None = None
@@ -119,17 +131,20 @@ class Driver:
     def wait_idle(self, timeout_s: float) -> bool:
         """From the ``on_control`` handler: wait until every submitted request has finished (nothing more is
         submitted meanwhile: the feeder is the caller); False after ``timeout_s`` (e.g. a master outage holds
-        them)."""
+        them) or once the run is abandoned (:meth:`stop`)."""
         deadline = time.monotonic() + timeout_s
         while self.completed + self.dropped < self.issued:
-            if time.monotonic() >= deadline or self.done.is_set():
+            if time.monotonic() >= deadline or self.done.is_set() or self._abandon.is_set():
                 return self.completed + self.dropped >= self.issued
             time.sleep(0.005)
         return True
 
     def stop(self) -> None:
-        """Stop issuing; requests already submitted finish (during an outage: fail), then :attr:`done` is
-        set."""
+        """Abandon the run: issue nothing more, have decode drop the submitted requests whose reload has not
+        started, and stop waiting for those under way (their results, if they come, are not reported; the
+        engine discards them); :attr:`done` is set within ~0.1 s, with :attr:`abandoned` counting the requests
+        submitted and not reported."""
+        self._abandon.set()
         self._stop.set()
         self._set_running()
 
@@ -193,13 +208,19 @@ class Driver:
         return time.monotonic() - self._start_t - paused
 
     def _run_time(self) -> float:
-        """Seconds the run has lasted for ``duration_s``: user pauses excluded, master outages included."""
+        """Seconds the run has lasted for ``duration_s``: since ``duration_from`` (or :meth:`start`), user
+        pauses excluded, master outages included."""
         with self._state_lock:
             down = self._outage_total + (time.monotonic() - self._outage_since if self._outage_since else 0.0)
-        return self._elapsed() + down
+        before = self._start_t - self.duration_from if self.duration_from is not None else 0.0
+        return self._elapsed() + down + max(0.0, before)
 
     def _duration_over(self) -> bool:
-        return self.duration_s is not None and self._run_time() >= self.duration_s
+        """True once ``duration_s`` is reached; the run is then abandoned like :meth:`stop`."""
+        if self.duration_s is not None and self._run_time() >= self.duration_s:
+            self._abandon.set()
+            return True
+        return False
 
     def _sync_hold(self) -> None:
         with self._state_lock:
@@ -251,9 +272,12 @@ class Driver:
                 self.engine.submit(req)
                 self.issued += 1
         except BaseException as exc:  # a workload error ends the run; reported by run()
-            self.error = exc
+            if not self._abandon.is_set():  # (a submit racing the engine's stop is no error)
+                self.error = exc
         finally:
             try:
+                if self._abandon.is_set():
+                    self.engine.hold(True)  # a drain while held: decode drops its queue unrun
                 self.engine.drain()
             except Exception:  # the engine is gone already: nothing is queued
                 pass
@@ -262,8 +286,11 @@ class Driver:
     def _collect(self) -> None:
         try:
             while not (self._fed.is_set() and self.completed + self.dropped >= self.issued):
-                result = self.engine.next_result(timeout_s=0.1)
+                abandon = self._abandon.is_set()  # then report the results already here, and end once
+                result = self.engine.next_result(timeout_s=0.02 if abandon else 0.1)  # the feeder is done
                 if result is None:
+                    if abandon and self._fed.is_set():
+                        break
                     continue
                 if isinstance(result, Dropped):
                     self.dropped += 1
@@ -275,7 +302,10 @@ class Driver:
                 self.backoffs += NO_SPACE in result.codes
                 self._slots.release()
         except BaseException as exc:
-            self.error = self.error or exc
+            if not self._abandon.is_set():  # once abandoned, workers being stopped are no error
+                self.error = self.error or exc
+            self._abandon.set()
             self._stop.set()
         finally:
+            self.abandoned = max(0, self.issued - self.completed - self.dropped)
             self.done.set()

@@ -33,9 +33,11 @@ from kvtui.engine.protocol import (
     Begin, Drain, Hold, RemoveAll, RequestDone, RequestDropped, RequestFailed, SetLayout, Submit,
 )
 from kvtui.engine.worker import WorkerSpec
-from kvtui.engine.workers import WorkerError, WorkerHandle, start_workers, stop_all
+from kvtui.engine.workers import STOP_GRACE_S as WORKER_STOP_GRACE_S
+from kvtui.engine.workers import WorkerError, WorkerHandle, start_workers
 
 SEGMENT_PLACES = ("store", "prefill", "decode")
+EMBEDDED_STOP_GRACE_S = 0.2  # an idle worker exits on Stop within ms; one inside a store call is killed after this
 
 
 @dataclass
@@ -120,7 +122,8 @@ class Engine:
         self.t0 = time.monotonic()
         self._results = None  # read end of the results pipe from prefill
         self._seq = itertools.count()
-        self._pending: dict[int, object] = {}  # seq → submitted request, until its result arrives
+        self._run = 0  # counts begin_run calls: results of requests submitted in an earlier run are discarded
+        self._pending: dict[int, tuple[int, object]] = {}  # seq → (run, submitted request), until its result
 
     @property
     def options(self) -> EngineOptions:
@@ -177,7 +180,10 @@ class Engine:
     def begin_run(self, concurrency: int) -> None:
         """Start a run (a :class:`Driver`): allow up to ``concurrency`` requests between the start of their
         reload and the end of their publish, and clear a hold or drain left by an earlier run. Both workers
-        hear it: at 1 they run their store calls on the same CPU (``kvtui.engine.worker._Chain.pin``)."""
+        hear it: at 1 they run their store calls on the same CPU (``kvtui.engine.worker._Chain.pin``).
+        Requests an earlier run abandoned (``Driver.stop``) may still finish: :meth:`next_result` discards
+        their results."""
+        self._run += 1
         for handle in (self.decode, self.prefill):
             try:
                 handle.send(Begin(max(1, int(concurrency))))
@@ -201,7 +207,7 @@ class Engine:
         :meth:`next_result`."""
         keys = self.keyer.keys(req.tokens[: req.cacheable_tokens])
         seq = next(self._seq)
-        self._pending[seq] = req
+        self._pending[seq] = (self._run, req)
         try:
             self.decode.send(Submit(seq, keys))
         except OSError:
@@ -209,24 +215,39 @@ class Engine:
             raise WorkerError(f"decode worker died (exit code {self.decode.exit_code()})") from None
 
     def next_result(self, timeout_s: float | None = None) -> "RequestResult | Dropped | None":
-        """The next finished request (in submission order: each worker handles requests in turn); ``None``
-        after ``timeout_s`` without one. Raises ``WorkerError`` when a worker failed or died."""
+        """The next finished request of the current run (in submission order: each worker handles requests
+        in turn; those of an earlier, abandoned run are discarded); ``None`` after ``timeout_s`` without one.
+        Raises ``WorkerError`` when a worker failed or died."""
+        deadline = None if timeout_s is None else time.monotonic() + timeout_s
+        while True:
+            msg = self._recv_result(deadline)
+            if msg is None:
+                return None
+            seq = getattr(msg, "seq", None)
+            if seq is not None and seq in self._pending and self._pending[seq][0] != self._run:
+                self._pending.pop(seq)  # abandoned by an earlier run
+                continue
+            return self._result_of(msg)
+
+    def _recv_result(self, deadline: float | None):
         results = self._results
         try:
             if results is None:
                 raise EOFError
-            if timeout_s is not None and not results.poll(timeout_s):
+            if deadline is not None and not results.poll(max(0.0, deadline - time.monotonic())):
                 return None
-            msg = results.recv()
+            return results.recv()
         except (EOFError, OSError):
             code = self.prefill.exit_code() if self.prefill is not None else None
             raise WorkerError(f"prefill worker died (exit code {code})") from None
+
+    def _result_of(self, msg) -> "RequestResult | Dropped":
         match msg:
             case RequestDone(seq, reload, publish, t_start, t_end):
-                req = self._pending.pop(seq)
+                _run, req = self._pending.pop(seq)
                 return result_from(req, reload, publish, self.options.layout, t_start - self.t0, t_end - self.t0)
             case RequestDropped(seq):
-                return Dropped(self._pending.pop(seq))
+                return Dropped(self._pending.pop(seq)[1])
             case RequestFailed(None, message) if self.decode is not None:  # relayed by prefill: decode is gone
                 raise WorkerError(f"{message} (exit code {self.decode.exit_code()})")
             case RequestFailed(_seq, message):
@@ -286,13 +307,24 @@ class Engine:
         return int(self.prefill.call(RemoveAll()))
 
     def stop(self) -> None:
-        """Stop workers (each closes its client once), then the embedded cluster. Safe to call twice."""
-        stop_all([h for h in (self.decode, self.prefill) if h is not None])
+        """Stop the workers and the embedded cluster together, every process gone within ~1 s: both workers
+        are asked to exit (each after its current store call, abandoning what it had queued or under way:
+        see ``workers.stop_all``), the embedded cluster is stopped while they do, then a worker still in a
+        store call is killed: after ``EMBEDDED_STOP_GRACE_S`` with an embedded cluster (it goes down with
+        them, so no store outlives an unfinished put), after ``workers.STOP_GRACE_S`` when attached (a put
+        cut short would keep its space in the shared store for minutes). Safe to call twice."""
+        handles = [h for h in (self.decode, self.prefill) if h is not None]
+        for h in handles:
+            h.ask_stop()
+        grace = EMBEDDED_STOP_GRACE_S if self.cluster is not None else WORKER_STOP_GRACE_S
+        deadline = time.monotonic() + grace
+        if self.cluster is not None:
+            self.cluster.stop()  # (its master going away only makes a worker's last store call fail sooner)
+            self.cluster = None
+        for h in handles:
+            h.finish_stop(deadline - time.monotonic())
         self.decode = self.prefill = None
         if self._results is not None:
             self._results.close()
             self._results = None
         self._pending.clear()
-        if self.cluster is not None:
-            self.cluster.stop()
-            self.cluster = None

@@ -6,6 +6,10 @@ Source: ``kvcache-ai/Mooncake`` ``mooncake-store/go/ollama/prefix`` and ``moonca
     h[i]  = SHA256(h[i-1] || tokens of page i, each a big-endian uint32)     (h[-1] = seed)
     key_i = "<namespace>/<model>/" + hex(h[i][:16])
 
+Token ids are ``int32`` in the Go code: every id in ``-2**31 .. 2**31 - 1`` is accepted, and a negative id
+is hashed as its two's-complement ``uint32`` (``-1`` → ``ff ff ff ff``). The model may be any string, the
+empty one included (the key path then has an empty segment: ``mc/ollama//<hex>``).
+
 Only full pages are keyed; a trailing partial page has no key. A shared token prefix gives identical keys
 (pages are reusable across requests); any earlier divergence changes every later key. Keys never depend on
 ``hash()``, ``PYTHONHASHSEED`` or dict/set order; model and namespace are encoded as UTF-8 exactly as given.
@@ -19,7 +23,9 @@ from typing import Iterable, Sequence
 
 import numpy as np
 
-_MAX_TOKEN = 0xFFFFFFFF
+TOKEN_MIN = -(2**31)
+TOKEN_MAX = 2**31 - 1
+"""The token ids the Go connector accepts: its token ids are ``int32``."""
 
 
 @dataclass(frozen=True)
@@ -38,19 +44,23 @@ SCHEMES: dict[str, KeyScheme] = {
 
 
 def token_array(tokens: Sequence[int] | np.ndarray) -> np.ndarray:
-    """Return ``tokens`` as a 1-D big-endian uint32 array (shape ``(n,)``).
+    """Return ``tokens`` as the bytes the hash chain reads: a 1-D big-endian uint32 array (shape ``(n,)``),
+    each negative id as its two's-complement ``uint32``.
 
-    Raises ``ValueError`` if a token id is negative or does not fit in 32 bits (the Go connector hashes
-    ``uint32`` token ids).
+    Raises ``ValueError`` if a token id is not an integer or lies outside ``int32`` (``TOKEN_MIN ..
+    TOKEN_MAX``), as the Go connector's ``int32`` token ids do.
     """
     arr = np.asarray(tokens)
     if arr.ndim != 1:
         arr = arr.reshape(-1)
+    if arr.size and arr.dtype.kind == "O" and all(isinstance(v, int) and not isinstance(v, bool) for v in arr):
+        arr = np.array([max(TOKEN_MIN - 1, min(TOKEN_MAX + 1, v)) for v in arr], dtype=np.int64)  # ints beyond int64
     if arr.size and arr.dtype.kind not in "iu":
         raise ValueError("token ids must be integers")
-    if arr.size and (int(arr.min()) < 0 or int(arr.max()) > _MAX_TOKEN):
-        raise ValueError("token ids must be in 0..4294967295 (uint32)")
-    return arr.astype(">u4", copy=False)
+    if arr.size and (int(arr.min()) < TOKEN_MIN or int(arr.max()) > TOKEN_MAX):
+        raise ValueError(f"token ids must be in {TOKEN_MIN}..{TOKEN_MAX} (int32, as in the Go connector)")
+    # big-endian int32 bytes are the two's-complement uint32 bytes; the view only renames the dtype
+    return arr.astype(">i4", copy=False).view(">u4")
 
 
 @dataclass(frozen=True)
@@ -112,4 +122,4 @@ def page_keys(
 ) -> list[str]:
     """Convenience wrapper: the page keys of ``tokens`` (see :class:`PageKeyer`)."""
     keyer = PageKeyer(model=model, page_tokens=page_tokens, scheme=scheme, namespace=namespace)
-    return keyer.keys(np.fromiter(tokens, dtype=np.int64) if not isinstance(tokens, np.ndarray) else tokens)
+    return keyer.keys(tokens if isinstance(tokens, np.ndarray) else list(tokens))

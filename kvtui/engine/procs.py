@@ -2,7 +2,9 @@
 
 Every child is started with ``PR_SET_PDEATHSIG`` (Linux): when the kvtui process dies, even by SIGKILL, the
 kernel signals the child. The signal is tied to the *thread* that forked, so spawn children from the main
-thread (or a thread that lives as long as they do). Teardown is SIGTERM, a grace period, then SIGKILL.
+thread (or a thread that lives as long as they do). Teardown (:func:`stop_processes`) signals every child at
+once, waits one shared grace period, then SIGKILLs the rest. :func:`uninterrupted` keeps a second Ctrl-C or
+SIGTERM from cutting such a teardown short.
 """
 
 from __future__ import annotations
@@ -11,9 +13,12 @@ import ctypes
 import os
 import signal
 import subprocess
+import threading
 import time
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Iterator
 
 _PR_SET_PDEATHSIG = 1
 
@@ -63,21 +68,73 @@ class ManagedProcess:
             return ""
         return "\n".join(text[-lines:])
 
-    def stop(self, grace_s: float = 3.0) -> int | None:
-        """SIGTERM, wait up to ``grace_s`` seconds, then SIGKILL; returns the exit code."""
-        if self.popen.poll() is None:
+    def send(self, sig: int) -> bool:
+        """Send ``sig`` if the process is still running; True if it was sent."""
+        if self.popen.poll() is not None:
+            return False
+        try:
+            self.popen.send_signal(sig)
+        except ProcessLookupError:  # pragma: no cover - exited meanwhile
+            return False
+        return True
+
+    def wait_until(self, deadline: float) -> int | None:
+        """Wait until it exits or ``time.monotonic()`` passes ``deadline``; then SIGKILL it if it still runs
+        (and wait up to 2 s more for that). Returns the exit code (negative: the signal that ended it)."""
+        try:
+            self.popen.wait(timeout=max(0.0, deadline - time.monotonic()))
+        except subprocess.TimeoutExpired:
+            self.send(signal.SIGKILL)
             try:
-                self.popen.send_signal(signal.SIGTERM)
-                self.popen.wait(timeout=grace_s)
-            except subprocess.TimeoutExpired:
-                self.popen.kill()
-                try:
-                    self.popen.wait(timeout=5)
-                except subprocess.TimeoutExpired:  # pragma: no cover - unkillable (D state)
-                    pass
-            except ProcessLookupError:  # pragma: no cover - already reaped
+                self.popen.wait(timeout=2.0)
+            except subprocess.TimeoutExpired:  # pragma: no cover - unkillable (D state)
                 pass
         return self.popen.returncode
+
+    def stop(self, grace_s: float = 1.0, sig: int = signal.SIGTERM) -> int | None:
+        """``sig``, wait up to ``grace_s`` seconds, then SIGKILL; returns the exit code."""
+        self.send(sig)
+        return self.wait_until(time.monotonic() + grace_s)
+
+
+def stop_processes(processes: list[tuple[ManagedProcess, int]], grace_s: float) -> list[int | None]:
+    """Send each ``(process, signal)`` its signal at once, wait for all until one shared deadline ``grace_s``
+    from now, then SIGKILL those still running. Returns the exit codes in order (negative: the signal that
+    ended it). Whatever the processes do, this returns within ``grace_s`` + 2 s."""
+    for proc, sig in processes:
+        proc.send(sig)
+    deadline = time.monotonic() + grace_s
+    return [proc.wait_until(deadline) for proc, _ in processes]
+
+
+@contextmanager
+def uninterrupted() -> Iterator[list[int]]:
+    """Hold SIGINT and SIGTERM back while the block runs (a bounded teardown: a second Ctrl-C must not leave
+    it half done), then give each its previous handler back and, if one arrived meanwhile and no exception
+    is already on its way out, deliver it once to that handler (so Ctrl-C during a normal teardown still
+    ends the command as an interrupt). Yields the list of signal numbers held back. Outside the main thread
+    (where handlers cannot be changed) it does nothing."""
+    held: list[int] = []
+    sigs = (signal.SIGINT, signal.SIGTERM)
+    if threading.current_thread() is not threading.main_thread():
+        yield held
+        return
+    previous = {sig: signal.getsignal(sig) for sig in sigs}
+    for sig in sigs:
+        signal.signal(sig, lambda signum, _frame: held.append(signum))
+    ok = False
+    try:
+        yield held
+        ok = True
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler if handler is not None else signal.SIG_DFL)
+    if ok and held:
+        handler = previous[held[0]]
+        if callable(handler):
+            handler(held[0], None)
+        elif handler == signal.SIG_DFL:
+            signal.raise_signal(held[0])
 
 
 def spawn(name: str, argv: list[str], log_path: Path, env: dict[str, str] | None = None) -> ManagedProcess:

@@ -101,7 +101,8 @@ class SetLayout:
 
 @_msg
 class Stop:
-    """Close the store client and exit. Answer: :class:`Ok` of None, once the current store call returned."""
+    """Exit at once, dropping what is queued and without closing the store client (see
+    ``kvtui.engine.worker._leave``). Answer: :class:`Ok` of None, once the current store call returned."""
 
 
 # ---- command pipe, parent → worker: the request chain (no answer) ---------------------------------------

@@ -10,7 +10,9 @@ Mooncake store calls return negative codes instead of raising (``mooncake-store/
   segfaults the process (exit 139); only ``health_check()`` (1), ``get()`` and a second ``close()`` are safe;
 * ``setup()`` is preceded by a TCP probe of the master, and ``MC_STORE_CLIENT_SETUP_RETRIES`` is set low:
   against a missing master ``setup()`` retries 20 times, about 4.4 s each, and returns -1 after ~90 s;
-* ``close()`` runs exactly once, after the data calls in flight returned.
+* ``close()`` runs exactly once, after the data calls in flight returned;
+* a publish says who wrote each page (:meth:`StoreClient.batch_put_if_absent`): a plain ``batch_put_from`` of
+  a key that exists, or that another client is putting at that moment, returns 0 without writing.
 """
 
 from __future__ import annotations
@@ -22,7 +24,7 @@ import threading
 from dataclasses import dataclass
 from typing import Sequence
 
-from kvtui.core.codes import CLIENT_CLOSED
+from kvtui.core.codes import CLIENT_CLOSED, INVALID_PARAMS, OBJECT_ALREADY_EXISTS, SIZE_MISMATCH
 
 
 class StoreError(RuntimeError):
@@ -83,8 +85,8 @@ class StoreClient:
 
     Data methods take lists of keys and return per-item codes exactly as Mooncake does (``batch_get_into``:
     bytes read or a negative code; ``batch_put_from``: 0 or a negative code; ``batch_is_exist``: 1, 0 or a
-    negative code). After :meth:`close` they return :data:`CLIENT_CLOSED` for every item instead of
-    touching the native object.
+    negative code; :meth:`batch_put_if_absent`: 0, ``OBJECT_ALREADY_EXISTS`` or a negative code). After
+    :meth:`close` they return :data:`CLIENT_CLOSED` for every item instead of touching the native object.
     """
 
     def __init__(self, config: ClientConfig):
@@ -93,6 +95,8 @@ class StoreClient:
         self._closed = False
         self._cond = threading.Condition()
         self._inflight = 0  # data calls running now; close() waits for them (a call after close segfaults)
+        self._reserving: set[str] = set()  # keys this client holds a put session on (start .. end/revoke)
+        self._unrevoked: set[str] = set()  # put sessions a revoke could not clear (revoked again before reuse)
 
     def setup(self, setup_retries: int = 2) -> None:
         """Connect to the master; ``StoreError`` (one line) if it is unreachable or ``setup()`` fails."""
@@ -153,8 +157,101 @@ class StoreClient:
         return self._call("batch_get_into", len(keys), list(keys), list(ptrs), list(sizes))
 
     def batch_put_from(self, keys: Sequence[str], ptrs: Sequence[int], sizes: Sequence[int]) -> list[int]:
-        """Put-if-absent of each buffer: 0 (stored, or already present: not overwritten) or a negative code."""
+        """Put-if-absent of each buffer: 0 (stored, or already present: not overwritten — it cannot tell which;
+        :meth:`batch_put_if_absent` can) or a negative code."""
         return self._call("batch_put_from", len(keys), list(keys), list(ptrs), list(sizes))
+
+    @property
+    def reports_existing(self) -> bool:
+        """True when :meth:`batch_put_if_absent` can tell "stored by this call" from "already there" (the
+        wheel has the put-session calls); False on a closed client or an older wheel."""
+        store = self._store
+        return store is not None and not self._closed and hasattr(store, "batch_put_session_start")
+
+    def batch_put_if_absent(self, keys: Sequence[str], ptrs: Sequence[int], sizes: Sequence[int]) -> list[int]:
+        """Put-if-absent that says who wrote each object. Per key: ``0`` stored by this call,
+        ``OBJECT_ALREADY_EXISTS`` (-705) the key exists or another writer (another process, or another thread
+        of this one) is storing it right now, nothing written; another negative code: nothing stored.
+
+        ``batch_put_from`` cannot tell (a put of an existing key, or of a key another client is putting
+        at that moment, returns 0 without writing); the put-session calls can, because the master starts a
+        put atomically per key: of writers racing on one key exactly one gets 0 and the others -705
+        (measured here; the flow is upstream's ``mooncake-store/tests/e2e/session_ranges_tcp_e2e.py``):
+
+        1. ``batch_put_session_start(keys, sizes)`` reserves each object (0), or answers -705, -200, …;
+        2. ``batch_put_from_multi_buffer_ranges`` writes each reserved object whole (answers bytes written);
+        3. ``batch_put_session_end`` makes the objects readable; one whose write or end failed is revoked
+           (``batch_put_session_revoke``), so its key is free again.
+
+        Until its end a reserved key answers -705 to other writers and is absent to readers; a writer killed
+        inside a reservation blocks the key until the master discards unfinished puts
+        (``--put_start_discard_timeout_sec``, 30 s by default), as a writer killed inside ``batch_put_from``
+        does. On a wheel without the put-session calls this is ``batch_put_from`` (0 also for a key a peer
+        stored; :attr:`reports_existing` is False). Sizes in bytes; ``ptrs[i]`` holds ``sizes[i]`` bytes.
+        """
+        keys, ptrs, sizes = list(keys), [int(p) for p in ptrs], [int(n) for n in sizes]
+        store = self._enter()
+        if store is None:
+            return [CLIENT_CLOSED] * len(keys)
+        try:
+            if len(ptrs) != len(keys) or len(sizes) != len(keys):
+                return [INVALID_PARAMS] * len(keys)
+            if not hasattr(store, "batch_put_session_start"):
+                return [int(r) for r in store.batch_put_from(keys, ptrs, sizes)]
+            return self._put_sessions(store, keys, ptrs, sizes)
+        finally:
+            self._leave()
+
+    def _put_sessions(self, store, keys: list[str], ptrs: list[int], sizes: list[int]) -> list[int]:
+        out = [OBJECT_ALREADY_EXISTS] * len(keys)
+        with self._cond:  # a key this client is already storing (another thread): -705, no second session
+            mine = []
+            for i, k in enumerate(keys):  # a key repeated in the batch: its first copy only
+                if k not in self._reserving:
+                    self._reserving.add(k)
+                    mine.append(i)
+            stale = [keys[i] for i in mine if keys[i] in self._unrevoked]
+        try:
+            if stale:
+                self._revoke(store, stale)
+            if not mine:
+                return out
+            started = [int(r) for r in store.batch_put_session_start([keys[i] for i in mine], [sizes[i] for i in mine])]
+            held = []
+            for i, r in zip(mine, started + [INVALID_PARAMS] * (len(mine) - len(started))):
+                out[i] = r
+                if r == 0:
+                    held.append(i)
+            if held:
+                wrote = [int(w) for w in store.batch_put_from_multi_buffer_ranges(
+                    [keys[i] for i in held], [[ptrs[i]] for i in held], [[sizes[i]] for i in held], [[0]] * len(held))]
+                whole = []
+                for i, w in zip(held, wrote + [INVALID_PARAMS] * (len(held) - len(wrote))):
+                    if w == sizes[i]:
+                        whole.append(i)
+                    else:
+                        out[i] = w if w < 0 else SIZE_MISMATCH
+                ended = [int(e) for e in store.batch_put_session_end([keys[i] for i in whole])] if whole else []
+                for i, e in zip(whole, ended + [INVALID_PARAMS] * (len(whole) - len(ended))):
+                    out[i] = e
+                failed = [keys[i] for i in held if out[i] != 0]
+                if failed:
+                    self._revoke(store, failed)
+            return out
+        finally:
+            with self._cond:
+                self._reserving.difference_update(keys[i] for i in mine)
+
+    def _revoke(self, store, keys: list[str]) -> None:
+        """Drop this client's put sessions on ``keys``; one whose revoke fails (master down) is revoked again
+        before the key is reserved again (a leftover session makes the next start answer INVALID_PARAMS)."""
+        rcs = [int(r) for r in store.batch_put_session_revoke(keys)]
+        with self._cond:
+            for k, r in zip(keys, rcs + [-1] * (len(keys) - len(rcs))):  # no answer: try again later
+                if r in (0, INVALID_PARAMS):  # revoked, or no session left to revoke
+                    self._unrevoked.discard(k)
+                else:
+                    self._unrevoked.add(k)
 
     def _scalar(self, name: str, closed_value: int, *args) -> int:
         store = self._enter()

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import os
 import signal
+import sys
 import time
 import traceback
 from collections import deque
@@ -47,12 +48,30 @@ class WorkerSpec:
     log_path: str | None = None
 
 
+def _leave(code: int = 0) -> None:
+    """End the worker process now, without closing its store client and without the interpreter's exit
+    (whose Mooncake destructors close the client too): a close takes ~1 s for a client without a segment and
+    ~2 s for a segment owner, and blocks ~4.3 s per call once the master is gone. Nothing is lost by it:
+    a worker owns a segment only in an embedded cluster, whose master is stopped with the workers;
+    a client without a segment leaves only its heartbeat, which the master drops after ``client_ttl``; an
+    interrupted put leaves no readable page (the master discards it after ``put_start_discard_timeout_sec``,
+    30 s by default)."""
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except (OSError, ValueError):
+            pass
+    os._exit(code)
+
+
 def _exit(*_) -> None:
-    raise SystemExit(0)
+    _leave(0)
 
 
 def worker_main(conn, spec: WorkerSpec, peer=None, results=None) -> None:
-    """Process entry point: set up, answer :class:`Ready` or :class:`Failed`, then serve until :class:`Stop`.
+    """Process entry point: set up, answer :class:`Ready` or :class:`Failed`, then serve until :class:`Stop`
+    (or the parent's end of a pipe closes, or SIGTERM), then leave at once (:func:`_leave`: requests queued
+    or under way are dropped, the store client is not closed). Never returns.
 
     ``conn``: command pipe to the parent; ``peer``: the other worker's end of the chain pipe (decode ↔
     prefill); ``results``: prefill's write end of the results pipe to the parent (None for decode).
@@ -67,7 +86,7 @@ def worker_main(conn, spec: WorkerSpec, peer=None, results=None) -> None:
         from kvtui.engine.store import redirect_native_stderr
 
         redirect_native_stderr(spec.log_path)
-    client = chain = None
+    code = 0
     try:
         from kvtui.core.layout import PageLayout
         from kvtui.engine.connector import PagedKVConnector
@@ -79,7 +98,7 @@ def worker_main(conn, spec: WorkerSpec, peer=None, results=None) -> None:
             client = open_client(spec.endpoints, segment_bytes=spec.segment_bytes)
         except StoreError as exc:
             conn.send(Failed(str(exc)))
-            return
+            _leave(1)
         keyer = PageKeyer(spec.model, layout.page_tokens, spec.scheme, spec.namespace)
         chain = _Chain(PagedKVConnector(client, layout, keyer, spec.role, read_streams=spec.read_streams,
                                         max_batch_bytes=spec.max_batch_bytes), peer, results)
@@ -93,11 +112,8 @@ def worker_main(conn, spec: WorkerSpec, peer=None, results=None) -> None:
         except OSError:
             pass
         traceback.print_exc()
-    finally:
-        if chain is not None:
-            chain.connector.close()
-        if client is not None:
-            client.close()
+        code = 1
+    _leave(code)
 
 
 class _Chain:
@@ -283,7 +299,10 @@ class _Commands:
 
 
 def _serve(conn, chain: _Chain, commands: _Commands) -> None:
-    """Serve the command pipe and the chain pipe until :class:`Stop` (reloads go before new messages)."""
+    """Serve the command pipe and the chain pipe until :class:`Stop`. A command waiting goes before the next
+    reload and before the other worker's messages, so a :class:`Hold` / :class:`Drain` / :class:`Stop` is
+    seen as soon as the current store call returns (decode with requests queued, prefill with publishes
+    queued); a reload that an :class:`Ack` made possible goes before the next chain message."""
     import selectors
 
     peer, results = chain.peer, chain.results
@@ -292,10 +311,21 @@ def _serve(conn, chain: _Chain, commands: _Commands) -> None:
     if peer is not None:
         sources.register(peer, selectors.EVENT_READ)
     while True:
-        if chain.can_reload():
+        if chain.can_reload() and not conn.poll(0):
             chain.reload_next()
             continue
         ready = [key.fileobj for key, _ in sources.select(chain.wait_s())]
+        if conn in ready:
+            msg = conn.recv()
+            if isinstance(msg, CHAIN):
+                chain.on_command(msg)
+            elif isinstance(msg, ANSWERED):
+                conn.send(commands.answer(msg))
+                if isinstance(msg, Stop):
+                    return
+            else:
+                conn.send(Failed(f"unknown command {type(msg).__name__}"))
+            continue
         if peer is not None and peer in ready:
             try:
                 chain.on_peer(peer.recv())
@@ -304,15 +334,3 @@ def _serve(conn, chain: _Chain, commands: _Commands) -> None:
                 peer = None
                 if results is not None:
                     results.send(RequestFailed(None, "decode worker died"))
-            continue  # a reload this made possible goes before the next command
-        if conn not in ready:
-            continue
-        msg = conn.recv()
-        if isinstance(msg, CHAIN):
-            chain.on_command(msg)
-        elif isinstance(msg, ANSWERED):
-            conn.send(commands.answer(msg))
-            if isinstance(msg, Stop):
-                return
-        else:
-            conn.send(Failed(f"unknown command {type(msg).__name__}"))

@@ -4,6 +4,7 @@ messages they exchange are those of :mod:`kvtui.engine.protocol`."""
 from __future__ import annotations
 
 import multiprocessing as mp
+import select
 import threading
 import time
 from dataclasses import replace
@@ -13,6 +14,10 @@ from kvtui.engine.protocol import ANSWERED, Failed, Ok, Ready, Stop
 from kvtui.engine.worker import WorkerSpec, worker_main
 
 START_TIMEOUT_S = 30.0
+STOP_GRACE_S = 0.8  # a worker asked to stop exits after its current store call (a 256 MiB batch takes ~0.2 s);
+# one still in a call after this long (a stalled transfer, a dead master: ~4.3 s a call) is SIGKILLed. The wait
+# matters in a shared (attached) store: a put cut short keeps the space it was given until the master releases
+# it (``put_start_release_timeout_sec``, 600 s by default), though its page never becomes readable
 
 
 class WorkerError(RuntimeError):
@@ -86,41 +91,44 @@ class WorkerHandle:
             self.send(msg)
             return self.recv(timeout_s)
 
-    def stop(self, timeout_s: float = 6.0) -> None:
-        """Ask the worker to close its client and exit; terminate it if it does not."""
+    def stop(self, timeout_s: float = STOP_GRACE_S) -> None:
+        """Ask the worker to exit; kill it if it has not within ``timeout_s``."""
         self.ask_stop()
         self.finish_stop(timeout_s)
 
     def ask_stop(self) -> None:
-        """Send :class:`~kvtui.engine.protocol.Stop` (the worker answers once its current store call returns)."""
-        if self.process.is_alive() and self._send_lock.acquire(timeout=2.0):  # never interleave with a send
+        """Send :class:`~kvtui.engine.protocol.Stop`: the worker exits once its current store call returns,
+        dropping whatever it had queued, without closing its store client (see
+        :func:`kvtui.engine.worker.worker_main`)."""
+        if self.process.is_alive() and self._send_lock.acquire(timeout=0.2):  # never interleave with a send
             try:
-                self.conn.send(Stop())
-            except OSError:
+                if select.select([], [self.conn], [], 0.2)[1]:  # a worker stuck with a full pipe: it gets killed
+                    self.conn.send(Stop())
+            except (OSError, ValueError):
                 pass
             finally:
                 self._send_lock.release()
 
-    def finish_stop(self, timeout_s: float = 6.0) -> None:
-        """Wait up to ``timeout_s`` for the exit :meth:`ask_stop` asked for, then terminate, then kill."""
-        self.process.join(timeout_s)
-        if self.process.is_alive():
-            self.process.terminate()
-            self.process.join(3)
+    def finish_stop(self, timeout_s: float = STOP_GRACE_S) -> None:
+        """Wait up to ``timeout_s`` for the exit :meth:`ask_stop` asked for, then SIGKILL (a SIGTERM would
+        wait as long: Python runs signal handlers only between store calls)."""
+        self.process.join(max(0.0, timeout_s))
         if self.process.is_alive():
             self.process.kill()
-            self.process.join(3)
+            self.process.join(2)
         self.conn.close()
 
 
-def stop_all(handles: list[WorkerHandle], timeout_s: float = 6.0) -> None:
-    """Stop several workers at once: ask all, then wait for each (a worker blocked in a store call to a dead
-    master does not delay the others' exit)."""
+def stop_all(handles: list[WorkerHandle], timeout_s: float = STOP_GRACE_S) -> None:
+    """Stop several workers at once: ask all, wait for all until one shared deadline ``timeout_s`` from now,
+    then kill those still in a store call (one blocked on a dead master does not delay the others). Requests
+    they had under way are abandoned: a put is all-or-nothing per page (a page becomes readable only when
+    its put completed), so the store holds no half-written page. Returns within ``timeout_s`` + ~0.2 s."""
     for h in handles:
         h.ask_stop()
     deadline = time.monotonic() + timeout_s
     for h in handles:
-        h.finish_stop(max(0.0, deadline - time.monotonic()))
+        h.finish_stop(deadline - time.monotonic())
 
 
 def start_workers(specs: list[WorkerSpec], log_dir: str | None = None,
@@ -139,7 +147,6 @@ def start_workers(specs: list[WorkerSpec], log_dir: str | None = None,
         for h in handles:
             h.wait_ready()
     except BaseException:
-        for h in handles:
-            h.stop(timeout_s=3)
+        stop_all(handles)
         raise
     return handles

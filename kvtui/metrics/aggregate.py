@@ -13,28 +13,41 @@ from collections import Counter, deque
 
 from kvtui.core.codes import code_name
 from kvtui.core.events import EngineEvent, RequestResult
+from kvtui.metrics import figures as fig
 from kvtui.metrics.frame import Frame, PageRow
-from kvtui.metrics.latency import LatencyRecorder
+from kvtui.metrics.latency import EMPTY, LatencyRecorder
 
-LATENCIES = ("reload", "publish", "probe")
-SERIES = ("reuse_MBps", "publish_MBps", "rps", "tokens_skipped_ps", "hit_rate")
+LATENCIES = tuple(f.key for f in fig.LATENCY)  # reload, publish, probe
+SERIES = tuple(f.key for f in fig.WALL)  # the keys of Frame.rates and Frame.series
+COUNTERS = ("requests", "pages_total", "pages_hit", "tokens_input", "tokens_cacheable", "tokens_hit",
+            "pages_published", "pages_already_present", "pages_failed", "verified_pages", "mismatches",
+            "bytes_loaded", "bytes_written", fig.PROBE_ONLY.key, fig.UNUSABLE.key)  # integer totals
+BUSY_MS = ("read_ms_total", "put_ms_total")  # float totals (ms)
 
 
 def _mbps(nbytes: float, seconds: float) -> float:
-    return nbytes / seconds / 1e6 if seconds > 0 else 0.0
+    return nbytes / seconds / fig.MB if seconds > 0 else 0.0
 
 
 _RATE_KEYS = ("requests", "bytes_loaded", "bytes_written", "tokens_hit", "pages_hit", "pages_total")
 
 
 def _rates(a: tuple[float, dict], b: tuple[float, dict]) -> dict:
-    """Per-second rates between two ``(t, counters)`` snapshots (MB/s = 10^6 B/s; hit_rate = pages 0..1)."""
+    """The wall-clock figures (:data:`kvtui.metrics.figures.WALL`) between two ``(t, counters)`` snapshots:
+    MB/s = 10^6 B/s, per-second rates, hit_rate = pages 0..1."""
     dt = b[0] - a[0]
     d = {k: b[1].get(k, 0) - a[1].get(k, 0) for k in _RATE_KEYS}
     per_s = (lambda v: v / dt) if dt > 0 else (lambda v: 0.0)
-    return {"reuse_MBps": _mbps(d["bytes_loaded"], dt), "publish_MBps": _mbps(d["bytes_written"], dt),
-            "rps": per_s(d["requests"]), "tokens_skipped_ps": per_s(d["tokens_hit"]),
-            "hit_rate": d["pages_hit"] / d["pages_total"] if d["pages_total"] else 0.0}
+    return {fig.REUSE_WALL.key: _mbps(d["bytes_loaded"], dt), fig.PUBLISH_WALL.key: _mbps(d["bytes_written"], dt),
+            fig.REQUESTS_WALL.key: per_s(d["requests"]), fig.SKIPPED_WALL.key: per_s(d["tokens_hit"]),
+            fig.HIT_RATE_WALL.key: d["pages_hit"] / d["pages_total"] if d["pages_total"] else 0.0}
+
+
+def derive(t: dict) -> dict:
+    """Add the derived ``page_hit_rate`` and ``token_hit_rate`` (0..1) to totals ``t`` (in place; returned)."""
+    t["page_hit_rate"] = t.get("pages_hit", 0) / t["pages_total"] if t.get("pages_total") else 0.0
+    t["token_hit_rate"] = t.get("tokens_hit", 0) / t["tokens_input"] if t.get("tokens_input") else 0.0
+    return t
 
 
 class Aggregator:
@@ -43,10 +56,15 @@ class Aggregator:
     ``rows``: page-grid rows kept (newest); ``history``: ticks of rate history kept; ``window_s``: length
     of the "last N seconds" latency window (tumbling sub-windows of ``window_s/6``); ``events_kept``: size
     of the event log. All buffers are bounded, so memory stays flat over a long run.
+
+    The reload histogram records only reloads that loaded at least one page; the others are counted as
+    ``reloads_probe_only`` (the probe found no leading page, so no read was issued) or ``reloads_unusable``
+    (a read was issued but its first page was not usable). :meth:`begin_span` starts a span (a recording):
+    from then on frames carry the totals at its start (``Frame.span``) and its own latencies.
     """
 
-    def __init__(self, rows: int = 64, history: int = 300, window_s: float = 30.0, events_kept: int = 200,
-                 clock=time.monotonic):
+    def __init__(self, rows: int = 64, history: int = 300, window_s: float = fig.LATENCY_WINDOW_S,
+                 events_kept: int = 200, clock=time.monotonic):
         self._lock = threading.Lock()
         self._clock = clock
         self.t0 = clock()
@@ -59,12 +77,14 @@ class Aggregator:
         self._win: deque[tuple[float, dict[str, LatencyRecorder]]] = deque(maxlen=6)
         self._window = {k: LatencyRecorder() for k in LATENCIES}
         self._lat_key: tuple | None = None  # (rows seen, live sub-windows) the cached snapshots are for
-        self._lat_snaps: tuple[dict, dict] = ({}, {})
+        self._lat_snaps: tuple[dict, dict, dict] = ({}, {}, {})
         self._c = Counter()
         self._codes = Counter()
+        self._span: dict = {}  # {"t", "totals", "errors"} at the start of the span; {} when none
+        self._span_lat: dict[str, LatencyRecorder] = {}
         self._row_seq = self._event_seq = self._series_seq = 0
-        self.rate_window_s = 2.0
-        self.series_interval_s = 1.0
+        self.rate_window_s = fig.RATE_WINDOW_S
+        self.series_interval_s = fig.SERIES_INTERVAL_S
         self._ticks: deque[tuple[float, dict]] = deque()
         self._series_t = 0.0
         self._series_snap: tuple[float, dict] = (self.t0, {})
@@ -89,6 +109,8 @@ class Aggregator:
             c["bytes_written"] += r.bytes_written
             c["read_ms_total"] += r.read_ms
             c["put_ms_total"] += r.put_ms
+            if not r.pages_hit:  # no page loaded: no reload latency (it would be a probe's or a failed read's)
+                c[fig.PROBE_ONLY.key if r.read_ms <= 0 else fig.UNUSABLE.key] += 1
             for code, n in r.codes.items():
                 self._codes[code_name(code)] += n
             self._rows.append(PageRow(r.req_id, r.scenario, r.n_tokens, r.pages_hit, r.states))
@@ -97,12 +119,15 @@ class Aggregator:
             if not self._win or now - self._win[-1][0] >= self._sub_s:
                 self._win.append((now, {k: LatencyRecorder() for k in LATENCIES}))
             win = self._win[-1][1]
-            values = {"reload": r.reload_ms, "publish": r.publish_ms if r.pages_published else None,
-                      "probe": r.probe_ms}
+            values = {fig.RELOAD_LATENCY.key: r.reload_ms if r.pages_hit else None,
+                      fig.PUBLISH_LATENCY.key: r.publish_ms if r.pages_published else None,
+                      fig.PROBE_LATENCY.key: r.probe_ms}
             for k, v in values.items():
                 if v is not None:
                     self._lat[k].record(v)
                     win[k].record(v)
+                    if self._span_lat:
+                        self._span_lat[k].record(v)
 
     def event(self, e: EngineEvent) -> None:
         """Append to the bounded event log."""
@@ -114,29 +139,32 @@ class Aggregator:
         """Seconds since the aggregator was created."""
         return self._clock() - self.t0
 
+    def begin_span(self) -> None:
+        """Start a span (a recording begins): frames from now on carry ``span`` = ``{"t", "totals",
+        "errors"}`` as they are at this moment and ``latency_span``, the latencies recorded since (see
+        :func:`span_summary`). A second call starts a new span."""
+        with self._lock:
+            self._span = {"t": self._clock() - self.t0, "totals": self._totals_locked(), "errors": dict(self._codes)}
+            self._span_lat = {k: LatencyRecorder() for k in LATENCIES}
+            self._lat_key = None
+
     # -- output -----------------------------------------------------------------------------------------
     def totals(self) -> dict:
-        """Cumulative counters: requests, pages_total, pages_hit, tokens_input, tokens_hit, pages_published,
-        pages_already_present, pages_failed, verified_pages, mismatches, bytes_loaded, bytes_written,
-        and the derived ``page_hit_rate`` and ``token_hit_rate`` (0..1)."""
+        """Cumulative counters: :data:`COUNTERS` (ints), :data:`BUSY_MS` (ms, floats) and the derived
+        ``page_hit_rate`` and ``token_hit_rate`` (0..1)."""
         with self._lock:
             return self._totals_locked()
 
     def _totals_locked(self) -> dict:
         c = self._c
-        keys = ("requests", "pages_total", "pages_hit", "tokens_input", "tokens_cacheable", "tokens_hit",
-                "pages_published", "pages_already_present", "pages_failed", "verified_pages", "mismatches",
-                "bytes_loaded", "bytes_written")
-        t = {k: int(c[k]) for k in keys}
-        t["read_ms_total"] = float(c["read_ms_total"])
-        t["put_ms_total"] = float(c["put_ms_total"])
-        t["page_hit_rate"] = c["pages_hit"] / c["pages_total"] if c["pages_total"] else 0.0
-        t["token_hit_rate"] = c["tokens_hit"] / c["tokens_input"] if c["tokens_input"] else 0.0
-        return t
+        t = {k: int(c[k]) for k in COUNTERS}
+        t.update({k: float(c[k]) for k in BUSY_MS})
+        return derive(t)
 
     def frame(self, **panels) -> Frame:
         """Return a new :class:`Frame`. Rates are per second over the last ``rate_window_s`` (2 s); the
-        series get one value per ``series_interval_s`` (1 s), so sparklines span the last minutes.
+        series get one value per ``series_interval_s`` (1 s), so sparklines span the last minutes (the
+        figures of :data:`kvtui.metrics.figures.WALL`).
 
         ``panels``: ``store``, ``procs``, ``workload``, ``status`` dicts from the samplers (keys:
         :mod:`kvtui.metrics.frame`); ``status["window_s"]`` is set to this aggregator's latency window.
@@ -158,7 +186,7 @@ class Aggregator:
                 self._series_t, self._series_snap = now, snap
             live = tuple(t_sub for t_sub, _ in self._win if now - t_sub <= self.window_s)
             key = (self._row_seq, live)
-            if key != self._lat_key:  # new results or a sub-window expired: recompute the six snapshots
+            if key != self._lat_key:  # new results or a sub-window expired: recompute the snapshots
                 window = self._window  # reused: a fresh HdrHistogram per frame would churn ~0.5 MB at 10 Hz
                 for rec in window.values():
                     rec.reset()
@@ -168,13 +196,15 @@ class Aggregator:
                             window[k].merge(recs[k])
                 self._lat_key = key
                 self._lat_snaps = ({k: r.snapshot() for k, r in self._lat.items()},
-                                   {k: r.snapshot() for k, r in window.items()})
+                                   {k: r.snapshot() for k, r in window.items()},
+                                   {k: r.snapshot() for k, r in self._span_lat.items()})
             return Frame(
                 t=now - self.t0, totals=self._totals_locked(), rates=rates,
                 series={k: tuple(v) for k, v in self._series.items()},
                 latency=self._lat_snaps[0], latency_window=self._lat_snaps[1],
                 rows=tuple(self._rows), errors=dict(self._codes), events=tuple(self._events),
-                row_seq=self._row_seq, event_seq=self._event_seq, series_seq=self._series_seq, **panels)
+                row_seq=self._row_seq, event_seq=self._event_seq, series_seq=self._series_seq,
+                span=self._span, latency_span=self._lat_snaps[2], **panels)
 
     def summary(self) -> dict:
         """The run summary now (see :func:`summary_from_frame`)."""
@@ -182,26 +212,47 @@ class Aggregator:
 
 
 def summary_from_frame(frame: Frame) -> dict:
-    """The run summary (``kvtui run --json``, ``kvtui report``) of a frame: totals, ``errors`` by code name,
-    whole-session latency percentiles (ms) for reload/publish/probe, and throughput over ``frame.t``.
+    """The run summary (``kvtui run --json``) of a frame: totals, ``errors`` by code name, whole-session
+    latency percentiles (ms) for reload/publish/probe, and the ``throughput`` figures of
+    :data:`kvtui.metrics.figures.RUN` over ``frame.t`` (``elapsed_s``)."""
+    return _summary(frame.totals, frame.errors, frame.latency, frame.t)
 
-    ``reuse_read_MBps`` / ``publish_write_MBps`` are bytes moved over the time spent in reads / puts
-    (10^6 B/s); the per-second rates divide by the elapsed time. A live run and a recorded session give the
-    same summary because both compute it here from the same final frame.
-    """
-    t = dict(frame.totals)
-    elapsed = frame.t
+
+def span_summary(final: Frame, first: Frame) -> dict:
+    """The summary of a recorded span (``kvtui report``): what happened between the start of the span and
+    ``final``, with the same fields as :func:`summary_from_frame`. Counters and ``errors`` are ``final``'s
+    minus those at the start of the span (``final.span``, written by :meth:`Aggregator.begin_span`),
+    latencies are the span's own and ``elapsed_s`` runs from the span's start.
+
+    A recording made before frames carried a span falls back to the first recorded frame ``first`` as the
+    start, and to whole-session latencies (``latency_covers`` says ``"session"``; else ``"span"``)."""
+    base = final.span or {"t": first.t, "totals": first.totals, "errors": first.errors}
+    latency = final.latency_span or final.latency
+    b, e = base.get("totals", {}), base.get("errors", {})
+    totals = {k: v - b.get(k, 0) for k, v in final.totals.items() if k in COUNTERS or k in BUSY_MS}
+    errors = {k: v - e.get(k, 0) for k, v in final.errors.items() if v - e.get(k, 0)}
+    s = _summary(derive(totals), errors, latency, final.t - float(base.get("t", 0.0)))
+    s["span"] = {"from_s": float(base.get("t", 0.0)), "to_s": final.t,
+                 "latency_covers": "span" if final.latency_span else "session"}
+    return s
+
+
+def _summary(totals: dict, errors: dict, latency: dict, elapsed: float) -> dict:
+    """The summary fields: ``totals`` and ``elapsed_s``; ``errors`` sorted by name; ``reload_ms`` … ``probe_ms``
+    (:meth:`~kvtui.metrics.latency.LatencySnapshot.as_dict`); ``throughput``: the figures of
+    :data:`kvtui.metrics.figures.RUN` (MB/s = 10^6 B/s over the busy time, per-second rates over
+    ``elapsed`` seconds)."""
+    t = dict(totals)
+    per_s = (lambda v: v / elapsed) if elapsed > 0 else (lambda v: 0.0)
     t.update({
         "elapsed_s": elapsed,
-        "errors": dict(sorted(frame.errors.items())),
-        "reload_ms": frame.latency["reload"].as_dict(),
-        "publish_ms": frame.latency["publish"].as_dict(),
-        "probe_ms": frame.latency["probe"].as_dict(),
+        "errors": dict(sorted(errors.items())),
+        **{f.field: latency.get(f.key, EMPTY).as_dict() for f in fig.LATENCY},
         "throughput": {
-            "requests_per_s": t.get("requests", 0) / elapsed if elapsed > 0 else 0.0,
-            "tokens_skipped_per_s": t.get("tokens_hit", 0) / elapsed if elapsed > 0 else 0.0,
-            "reuse_read_MBps": _mbps(t.get("bytes_loaded", 0), t.get("read_ms_total", 0.0) / 1e3),
-            "publish_write_MBps": _mbps(t.get("bytes_written", 0), t.get("put_ms_total", 0.0) / 1e3),
+            fig.REUSE_BUSY.key: _mbps(t.get("bytes_loaded", 0), t.get("read_ms_total", 0.0) / 1e3),
+            fig.PUBLISH_BUSY.key: _mbps(t.get("bytes_written", 0), t.get("put_ms_total", 0.0) / 1e3),
+            fig.REQUESTS_RUN.key: per_s(t.get("requests", 0)),
+            fig.SKIPPED_RUN.key: per_s(t.get("tokens_hit", 0)),
         },
     })
     return t

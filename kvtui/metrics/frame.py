@@ -30,7 +30,9 @@ class Frame:
     ``store`` (:class:`StoreScrape`), ``procs`` (:class:`ProcRow` s), ``workload`` (:class:`WorkloadPanel`),
     ``status`` (:class:`FrameStatus`): panels filled by the live session's samplers, as plain dicts (they
     record to JSON and replay unchanged) whose keys :mod:`kvtui.core.panels` defines;
-    ``row_seq`` / ``event_seq`` / ``series_seq``: how many rows, events and series points were ever added.
+    ``row_seq`` / ``event_seq`` / ``series_seq``: how many rows, events and series points were ever added;
+    ``span``: ``{"t", "totals", "errors"}`` as they were when the current span (a recording) began, ``{}``
+    when none; ``latency_span``: the latency snapshots per kind recorded since then (``{}`` when none).
     """
 
     t: float
@@ -49,3 +51,5 @@ class Frame:
     row_seq: int = 0  # rows ever added (the newest row is number row_seq); lets a recorder store only new rows
     event_seq: int = 0  # events ever added
     series_seq: int = 0  # series points ever appended
+    span: dict = field(default_factory=dict)
+    latency_span: dict = field(default_factory=dict)

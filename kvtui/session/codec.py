@@ -1,6 +1,7 @@
 """Frame ⇄ record conversion. A record holds what changed since the previous frame, so rows never grow
 with session length: the newest page-grid rows, events and series points since the last record, plus the
-current counters, rates, latency snapshots and panels (all bounded in size).
+current counters, rates, latency snapshots and panels (all bounded in size). The span a recording began
+(:attr:`Frame.span`) is stored only in the records where it changed.
 
 A reader rebuilds full frames by applying records in order with the same bounds as the live
 :class:`~kvtui.metrics.aggregate.Aggregator` (rows 64, events 200, series 300 by default).
@@ -30,6 +31,7 @@ class FrameEncoder:
 
     def __init__(self) -> None:
         self.row_seq = self.event_seq = self.series_seq = 0
+        self.span: dict | None = None
 
     def encode(self, f: Frame) -> bytes:
         """The record of ``f`` relative to the previously encoded frame."""
@@ -40,13 +42,16 @@ class FrameEncoder:
             "t": f.t, "totals": f.totals, "rates": f.rates, "errors": f.errors,
             "lat": {k: _lat(v) for k, v in f.latency.items()},
             "latw": {k: _lat(v) for k, v in f.latency_window.items()},
+            "lats": {k: _lat(v) for k, v in f.latency_span.items()},
             "rows": [[r.req_id, r.scenario, r.n_tokens, r.pages_hit, r.states.hex()] for r in f.rows[len(f.rows) - new_rows:]] if new_rows > 0 else [],
             "events": [[e.kind, e.t, e.text, e.data] for e in f.events[len(f.events) - new_events:]] if new_events > 0 else [],
             "series": {k: list(v[len(v) - new_points:]) for k, v in f.series.items()} if new_points > 0 else {},
             "store": f.store, "procs": list(f.procs), "workload": f.workload, "status": f.status,
             "seq": [f.row_seq, f.event_seq, f.series_seq],
         }
-        self.row_seq, self.event_seq, self.series_seq = f.row_seq, f.event_seq, f.series_seq
+        if f.span is not self.span and f.span != self.span:
+            rec["span"] = f.span
+        self.row_seq, self.event_seq, self.series_seq, self.span = f.row_seq, f.event_seq, f.series_seq, f.span
         return zlib.compress(json.dumps(rec, separators=(",", ":"), default=_default).encode(), 6)
 
 
@@ -71,6 +76,7 @@ class FrameDecoder:
         self.events: deque = deque(maxlen=events)
         self.series: dict[str, deque] = {}
         self.history = history
+        self.span: dict = {}
 
     def apply(self, rec: dict) -> Frame:
         """Apply one record and return the full frame it describes."""
@@ -83,6 +89,8 @@ class FrameDecoder:
         for k in rec["rates"]:
             self.series.setdefault(k, deque(maxlen=self.history))
         seq = rec.get("seq", [0, 0, 0])
+        if "span" in rec:
+            self.span = rec["span"]
         return Frame(
             t=rec["t"], totals=rec["totals"], rates=rec["rates"],
             series={k: tuple(v) for k, v in self.series.items()},
@@ -90,4 +98,5 @@ class FrameDecoder:
             latency_window={k: _unlat(v) for k, v in rec["latw"].items()},
             rows=tuple(self.rows), errors=rec["errors"], events=tuple(self.events), store=rec["store"],
             procs=tuple(rec["procs"]), workload=rec["workload"], status=rec["status"],
-            row_seq=seq[0], event_seq=seq[1], series_seq=seq[2])
+            row_seq=seq[0], event_seq=seq[1], series_seq=seq[2], span=self.span,
+            latency_span={k: _unlat(v) for k, v in rec.get("lats", {}).items()})

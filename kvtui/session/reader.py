@@ -17,10 +17,18 @@ from kvtui.session.codec import FrameDecoder, decode_record
 CHECKPOINT_EVERY = 100
 
 
+WAL_MISSING = "the -wal file beside it holds the last frames: copy it too"
+
+
 class SessionReader:
     """Opens a session file. Raises :class:`SessionError` (one line) for a missing file, a file that is not
     a kvtui session, a newer format version, or no complete frame. A file whose tail is damaged (e.g. the
-    recorder was killed mid-write) is read up to its last complete frame; ``damaged`` says so."""
+    recorder was killed mid-write) is read up to its last complete frame; ``damaged`` says so.
+
+    A recording still in SQLite's WAL mode was not closed (its writer runs, or was killed): its newest
+    frames are in ``FILE-wal`` until a checkpoint copies them into the file. Without that file beside it (a
+    copy of the file alone), the file is read as it is (``wal_missing``; it holds the frames up to the last
+    checkpoint, every 50 frames) or, before the first checkpoint, refused with :data:`WAL_MISSING`."""
 
     def __init__(self, path: str | Path):
         self.path = Path(path)
@@ -29,17 +37,27 @@ class SessionReader:
         if not self.path.is_file():
             raise SessionError(f"{self.path}: no such session file")
         with open(self.path, "rb") as f:
-            magic = f.read(16)
-        if magic != b"SQLite format 3\x00":
+            head = f.read(100)
+        if head[:16] != b"SQLite format 3\x00":
             raise SessionError(f"{self.path} is not a kvtui session (not an SQLite file)")
+        # bytes 18-19 of the header are 2 in WAL mode (sqlite.org/fileformat2.html); the writer leaves it on close
+        self.wal_missing = head[18:20] == b"\x02\x02" and not Path(f"{self.path}-wal").exists()
+        not_closed = (f"{self.path} is a recording that was not closed (its recorder still runs or was killed) "
+                      f"and has no {self.path.name}-wal here: {WAL_MISSING}")
+        # immutable: nothing to recover, so SQLite creates no -wal/-shm beside the copy
+        uri = self.path.resolve().as_uri() + "?mode=ro" + ("&immutable=1" if self.wal_missing else "")
         try:
-            db = sqlite3.connect(f"file:{self.path}?mode=ro", uri=True)
+            db = sqlite3.connect(uri, uri=True)
             try:
                 app_id = db.execute("PRAGMA application_id").fetchone()[0]
                 if app_id != APPLICATION_ID:
+                    if self.wal_missing:  # the header page with the id is still in the -wal
+                        raise SessionError(not_closed)
                     raise SessionError(f"{self.path} is not a kvtui session (another SQLite database)")
                 meta = dict(db.execute("SELECT key, value FROM meta").fetchall())
             except sqlite3.DatabaseError as exc:
+                if self.wal_missing:
+                    raise SessionError(not_closed) from None
                 raise SessionError(f"{self.path} is not a readable kvtui session ({exc})") from None
             if meta.get("format") != "kvtui-session":
                 raise SessionError(f"{self.path} is not a kvtui session")
@@ -58,6 +76,8 @@ class SessionReader:
             except (sqlite3.DatabaseError, zlib.error, ValueError):
                 self.damaged = True
         except sqlite3.DatabaseError as exc:
+            if self.wal_missing:
+                raise SessionError(not_closed) from None
             raise SessionError(f"{self.path} is not a readable kvtui session ({exc})") from None
         finally:
             try:
@@ -65,11 +85,21 @@ class SessionReader:
             except UnboundLocalError:
                 pass
         if not self.records:
-            raise SessionError(f"{self.path} holds no complete frame")
+            raise SessionError(not_closed if self.wal_missing else f"{self.path} holds no complete frame")
         self.meta = meta
         self.header = json.loads(meta.get("header", "{}"))
         self._checkpoints: dict[int, FrameDecoder] = {}
         self._cache: tuple[int, Frame] | None = None
+
+    def warning(self, doing: str) -> str | None:
+        """One line about a file read only in part (``doing``: what the command does, e.g. ``reporting``),
+        or None when it was read whole."""
+        if self.wal_missing:
+            return (f"{self.path} has no {self.path.name}-wal beside it (its recorder did not close it): "
+                    f"{WAL_MISSING}; {doing} its first {len(self)} frames")
+        if self.damaged:
+            return f"{self.path} is damaged after frame {len(self)}; {doing} up to there"
+        return None
 
     def __len__(self) -> int:
         return len(self.records)

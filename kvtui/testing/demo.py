@@ -203,6 +203,7 @@ class DemoController:
         path = os.path.join(self.record_dir, time.strftime("kvtui-demo-%Y%m%d-%H%M%S.kvtui"))
         src.writer = SessionWriter(path, {"demo": True, "layout": src.layout.describe(),
                                           "workload": dict(src.workload)})
+        src.agg.begin_span()  # as a live session does: the file's report covers what follows
         return True, path
 
     def stop(self) -> None:

@@ -44,7 +44,7 @@ from kvtui.tui.palette import system_commands
 from kvtui.tui.protocols import Controller, FrameSource, Player
 from kvtui.tui.replay import ReplayActions
 from kvtui.tui.screens import HelpScreen, SettingsScreen
-from kvtui.tui.signals import ExitSignals
+from kvtui.tui.signals import INTERRUPT_EXIT, ExitSignals
 from kvtui.tui.store_actions import StoreActions
 from kvtui.tui.widgets import EventLog, Kpis, LatencyPanel, PageGrid, ProcsPanel, StorePanel, Throughput
 
@@ -66,7 +66,7 @@ class KvtuiApp(ReplayActions, StoreActions, ExitSignals, App[int]):
     BINDINGS = BINDINGS
 
     def __init__(self, source: FrameSource | None, controller: Controller | None = None, *, refresh_hz: float = DEFAULT_HZ,
-                 screenshot_dir: str = "screenshots", title: str = "kvtui", scenarios: Sequence[str] = SCENARIOS,
+                 screenshot_dir: str = ".", title: str = "kvtui", scenarios: Sequence[str] = SCENARIOS,
                  clock: Callable[[], float] | None = None, window_s: float = 30.0,
                  player: Player | None = None, layouts: dict[str, str] | None = None) -> None:
         super().__init__()
@@ -85,6 +85,7 @@ class KvtuiApp(ReplayActions, StoreActions, ExitSignals, App[int]):
         self.window = True
         self.knob_state = KnobState()  # the knobs asked for here and adopted from the frames
         self._signals: dict[int, object] = {}  # signal → the handler it had before ours
+        self._last_key: str | None = None
         self._gate: tuple | None = None
         self._source_error: str | None = None
         self._stopped = False
@@ -375,10 +376,18 @@ class KvtuiApp(ReplayActions, StoreActions, ExitSignals, App[int]):
             self._stopped = True
             self.controller.stop()
 
+    async def on_event(self, event: events.Event) -> None:
+        if isinstance(event, events.Key):
+            self._last_key = event.key  # which key quit: ctrl+c ends the monitor as an interrupt (exit 130)
+        await super().on_event(event)
+
     async def action_quit(self) -> None:
-        """Leave at once (the terminal comes back); :func:`run_app` then stops the controller, saying so."""
+        """Leave at once (the terminal comes back) with exit code 0 for q, 130 for ctrl+c (as an interrupted
+        command: the terminal sends no SIGINT while the app has it in raw mode); :func:`run_app` then stops
+        the controller, saying so."""
         self.refresh_timer.stop()
-        self.exit(0)
+        code = INTERRUPT_EXIT if self._last_key == "ctrl+c" else 0
+        self.exit(code, return_code=code)
 
     def _finish(self) -> None:
         self.tick()
@@ -392,12 +401,13 @@ class KvtuiApp(ReplayActions, StoreActions, ExitSignals, App[int]):
 
 
 def run_app(source: FrameSource | None, controller: Controller | None, *, headless: bool = False,
-            duration_s: float | None = None, screenshot: str | None = None, screenshot_dir: str = "screenshots",
+            duration_s: float | None = None, screenshot: str | None = None, screenshot_dir: str = ".",
             size: tuple[int, int] = (120, 40), ui_nice: int = UI_NICE, **app_kwargs) -> int:
     """Run the monitor until quit (or for ``duration_s``); headless runs without a terminal at ``size``
     (1 s when no duration is given). ``screenshot``: SVG path written just before exiting after
-    ``duration_s``. ``controller.stop()`` is called on the way out. Returns the exit code: 0, or 128 + the
-    signal number after SIGTERM / SIGHUP (143 / 129), which end the app cleanly. ``ui_nice``: the calling
+    ``duration_s``. ``controller.stop()`` is called on the way out. Returns the exit code: 0 after q or
+    ``duration_s``, 130 after ctrl+c, or 128 + the signal number after SIGINT / SIGTERM / SIGHUP (130 / 143 /
+    129), which end the app cleanly. ``ui_nice``: the calling
     thread (Textual's, and the threads it starts) runs this much nicer while the app runs; threads started
     before, such as the engine's feeder and collector, keep their priority.
     Replay: ``run_app(None, None, player=ReplayPlayer(SessionReader(path)))``."""

@@ -1,5 +1,7 @@
-"""SIGTERM and SIGHUP end the monitor the same clean way as q (the terminal is restored), through asyncio
-signal handlers installed while the app runs, instead of a KeyboardInterrupt inside the event loop."""
+"""SIGINT, SIGTERM and SIGHUP end the monitor the same clean way as q (the terminal is restored), through
+asyncio signal handlers installed while the app runs, instead of a KeyboardInterrupt inside the event loop,
+with exit code 128 + the signal (130, 143, 129); ctrl+c pressed in the app exits 130 too
+(:meth:`kvtui.tui.app.KvtuiApp.action_quit`)."""
 
 from __future__ import annotations
 
@@ -7,9 +9,10 @@ import asyncio
 import os
 import signal
 
-__all__ = ["EXIT_SIGNALS", "ExitSignals"]
+__all__ = ["EXIT_SIGNALS", "INTERRUPT_EXIT", "ExitSignals"]
 
-EXIT_SIGNALS = tuple(getattr(signal, name) for name in ("SIGTERM", "SIGHUP") if hasattr(signal, name))
+EXIT_SIGNALS = tuple(getattr(signal, name) for name in ("SIGINT", "SIGTERM", "SIGHUP") if hasattr(signal, name))
+INTERRUPT_EXIT = 128 + signal.SIGINT  # the exit code of an interrupted command (Ctrl-C), as a shell reports it
 
 
 class ExitSignals:
@@ -18,7 +21,8 @@ class ExitSignals:
     ``is_headless``."""
 
     def _install_signal_handlers(self) -> None:
-        """SIGTERM / SIGHUP → :meth:`_exit_on_signal` (the main thread only; elsewhere nothing changes)."""
+        """SIGINT / SIGTERM / SIGHUP → :meth:`_exit_on_signal` (the main thread only; elsewhere nothing
+        changes)."""
         try:
             loop = asyncio.get_running_loop()
         except RuntimeError:

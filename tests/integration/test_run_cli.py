@@ -129,9 +129,9 @@ def test_sigkill_of_kvtui_takes_every_child_down(tmp_path):
     (["run", "--layers", "abc"], "invalid int value"),
     (["run", "--store-size", "1TB"], "more than this machine's memory"),
     (["bench", "--ui", "--trace", "x.jsonl"], "not allowed with"),
-    (["keys", "--model", "", "--page-tokens", "4", "--tokens", "1,2,3,4"], "--model must not be empty"),
+    (["keys", "--model", "", "--page-tokens", "4", "--tokens", "1,2,3,2147483648"], "outside int32"),
     (["report", "."], "is a directory"),
-    (["keys", "--model", "m", "--page-tokens", "4", "--tokens", "1,x"], "not a non-negative integer"),
+    (["keys", "--model", "m", "--page-tokens", "4", "--tokens", "1,x"], "not an integer token id"),
 ])
 def test_bad_input_is_one_line_exit_2(capsys, tmp_path, argv, needle, monkeypatch):
     monkeypatch.chdir(tmp_path)
@@ -166,7 +166,7 @@ SUMMARY_FIELDS = {
     "pages_already_present", "pages_failed", "verified_pages", "mismatches", "bytes_loaded", "bytes_written",
     "read_ms_total", "put_ms_total", "page_hit_rate", "token_hit_rate", "elapsed_s", "errors", "reload_ms",
     "publish_ms", "probe_ms", "throughput", "layout", "page_bytes", "workload", "bad_rows_skipped", "concurrency",
-    "store_mode"}
+    "store_mode", "interrupted", "reloads_probe_only", "reloads_unusable"}
 
 
 def test_exported_summary_names_are_stable(cluster, tmp_path):

@@ -20,8 +20,8 @@ from kvtui.cli import main
 
 pytestmark = pytest.mark.integration
 CORE = ("requests", "pages_total", "pages_hit", "tokens_input", "tokens_hit", "token_hit_rate", "pages_published",
-        "pages_already_present", "verified_pages", "mismatches", "errors", "reload_ms", "publish_ms", "throughput",
-        "elapsed_s")
+        "pages_already_present", "verified_pages", "mismatches", "errors", "reload_ms", "publish_ms", "probe_ms",
+        "reloads_probe_only", "reloads_unusable")
 
 
 def _attach(cluster):
@@ -45,6 +45,9 @@ def test_record_then_report_gives_the_live_summary(recorded, capsys):
     rep = json.loads((recorded / "report.json").read_text())
     for k in CORE:
         assert rep[k] == live[k], k
+    # the recording began as the run did, a few ms after the clock started: the same span within that
+    assert rep["elapsed_s"] == pytest.approx(live["elapsed_s"], abs=0.5) and rep["span"]["from_s"] < 0.5
+    assert rep["throughput"]["reuse_read_MBps"] == live["throughput"]["reuse_read_MBps"]
     assert rep["requests"] == 60 and rep["pages_hit"] > 0
     assert rep["layout"] == live["layout"] and rep["workload"] == live["workload"]
     assert rep["session"]["frames"] >= 2 and rep["session"]["mooncake_version"].startswith("mooncake")
@@ -63,20 +66,74 @@ def test_report_names_the_layout_at_the_end_after_a_switch(recorded, tmp_path):
     final = reader.final_frame()
     switched = tmp_path / "switched.kvtui"
     writer = SessionWriter(switched, reader.header)
+    writer.write(reader.frame_at(0))
     writer.write(dataclasses.replace(final, status={**final.status, "layout": PRESETS["seed"].describe()}))
     writer.close()
     assert main(["report", str(switched), "--json", str(tmp_path / "r.json")]) == 0
     rep = json.loads((tmp_path / "r.json").read_text())
-    assert rep["layout"] == PRESETS["tiny"].as_dict() and rep["layout_at_end"] == PRESETS["seed"].describe()
+    assert rep["layout"] == PRESETS["tiny"].as_dict() and rep["layout_at_end"] == PRESETS["seed"].as_dict()
     assert main(["report", str(recorded / "s.kvtui"), "--json", str(tmp_path / "same.json")]) == 0
     assert "layout_at_end" not in json.loads((tmp_path / "same.json").read_text())
 
 
 def test_report_svg(recorded):
-    svg = recorded / "final.svg"
-    assert main(["report", str(recorded / "s.kvtui"), "--svg", str(svg)]) == 0
+    svg, out = recorded / "final.svg", recorded / "final.json"
+    assert main(["report", str(recorded / "s.kvtui"), "--svg", str(svg), "--json", str(out)]) == 0
     text = svg.read_text().replace("&#160;", " ")
     assert text.startswith("<svg") and "requests" in text and ">60<" in text  # the final request count
+    assert reader_final_status(recorded / "s.kvtui").get("recording") is True  # the frame says it was recorded…
+    assert "REC" not in text  # …but the report's picture is no recording
+    assert os.stat(out).st_mode == os.stat(svg).st_mode  # both with the umask
+
+
+def reader_final_status(path) -> dict:
+    from kvtui.commands.output import open_session
+
+    return dict(open_session(str(path)).final_frame().status)
+
+
+def test_report_covers_only_the_recorded_span(cluster, tmp_path):
+    """Recording started mid-session (as Ctrl+R does): the report counts only the requests after it."""
+    from kvtui.core.layout import PRESETS
+    from kvtui.engine.engine import Engine, EngineOptions
+    from kvtui.live import LiveSession, synthetic_description
+    from workload import SyntheticWorkload, WorkloadSpec
+
+    layout = PRESETS["tiny"]
+    engine = Engine(EngineOptions(layout=layout, model=f"span-{uuid.uuid4().hex[:6]}"), endpoints=cluster.endpoints)
+    engine.start()
+    spec = WorkloadSpec(scenario="shared-system-prompt", pool=3, prompt_tokens=96, page_tokens=8)
+    session = LiveSession(engine, SyntheticWorkload(spec), synthetic_description(spec), layout_text=layout.describe())
+    drv = session.driver
+
+    def settled(n_at_least: int) -> int:
+        """Wait until at least ``n_at_least`` requests finished, pause, and wait for the in-flight ones."""
+        deadline = time.monotonic() + 60
+        while session.agg.totals()["requests"] < n_at_least and time.monotonic() < deadline:
+            time.sleep(0.05)
+        session.pause()
+        while not (drv.paused and session.agg.totals()["requests"] == drv.issued) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert time.monotonic() < deadline, "the workload did not settle"
+        return session.agg.totals()["requests"]
+
+    path = tmp_path / "span.kvtui"
+    try:
+        session.start()
+        before = settled(30)
+        session.start_recording(str(path))
+        session.resume()
+        after = settled(before + 20)
+        session.stop(session.final_frame())
+    finally:
+        session.stop()
+    assert main(["report", str(path), "--json", str(tmp_path / "span.json")]) == 0
+    rep = json.loads((tmp_path / "span.json").read_text())
+    assert before >= 30 and rep["requests"] == after - before > 0
+    assert rep["reload_ms"]["count"] + rep["reloads_probe_only"] + rep["reloads_unusable"] == after - before
+    assert rep["probe_ms"]["count"] == after - before
+    assert rep["span"]["from_s"] > 0 and rep["span"]["latency_covers"] == "span"
+    assert rep["elapsed_s"] == pytest.approx(rep["span"]["to_s"] - rep["span"]["from_s"])
 
 
 def test_replay_runs_without_a_store(recorded, tmp_path):
@@ -93,7 +150,7 @@ def test_replay_runs_without_a_store(recorded, tmp_path):
     assert "REPLAY" in shot.read_text().replace("&#160;", " ")
 
 
-def test_killed_recorder_leaves_a_readable_session(tmp_path):
+def test_killed_recorder_leaves_a_readable_session(tmp_path, capsys):
     path = tmp_path / "killed.kvtui"
     proc = subprocess.Popen([sys.executable, "-m", "kvtui.cli", "run", "--duration", "60", "--layout", "tiny",
                              "--store-size", "32MiB", "--quiet", "--record", str(path)],
@@ -116,6 +173,14 @@ def test_killed_recorder_leaves_a_readable_session(tmp_path):
     assert main(["report", str(path), "--json", str(out)]) == 0
     s = json.loads(out.read_text())
     assert s["session"]["frames"] >= 20 and s["requests"] > 0
+    # the file alone, without the -wal the killed recorder left beside it: the user is told to copy it too
+    (tmp_path / "copy").mkdir()
+    alone = _copy(path, tmp_path / "copy" / path.name)
+    assert Path(f"{path}-wal").exists() and not Path(f"{alone}-wal").exists()
+    rc = main(["report", str(alone), "--json", str(tmp_path / "alone.json")])
+    err = capsys.readouterr().err
+    assert "the -wal file beside it holds the last frames: copy it too" in err and "another SQLite" not in err
+    assert rc == 2 or json.loads((tmp_path / "alone.json").read_text())["session"]["wal_missing"] is True
 
 
 def _copy(src: Path, dst: Path) -> Path:

@@ -249,17 +249,18 @@ def test_one_timer_after_many_toggles():
 
 
 # -- quit ---------------------------------------------------------------------------------------------------
-@pytest.mark.parametrize("key", ["q", "ctrl+c"])
-def test_quit_leaves_at_once(key):
+@pytest.mark.parametrize("key,code", [("q", 0), ("ctrl+c", 130)])
+def test_quit_leaves_at_once(key, code):
     """q / ctrl+c end the app without waiting for the engine to stop (that takes seconds and the screen would
-    look frozen meanwhile): run_app stops the controller after the terminal is back."""
+    look frozen meanwhile): run_app stops the controller after the terminal is back. ctrl+c exits 130, as
+    an interrupted command does."""
     app = app_for()
 
     async def scenario(pilot):
         await pilot.press(key)
         await pilot.pause()
         assert not app.is_running or app._exit
-        assert app.return_code == 0
+        assert app.return_code == code
         assert app.controller.named("stop") == []
 
     pilot_test(app, scenario)
@@ -285,7 +286,7 @@ def test_ctrl_c_quits_from_a_modal_and_is_listed_with_q():
     before = signal.getsignal(signal.SIGTERM)
 
     async def scenario(pilot):
-        assert set(app._signals) == {signal.SIGTERM, signal.SIGHUP}  # see test_tui_signals.py
+        assert set(app._signals) == {signal.SIGINT, signal.SIGTERM, signal.SIGHUP}  # see test_tui_signals.py
         footer = {b.binding.key for b in app.screen.active_bindings.values() if b.binding.show}
         assert "ctrl+c" not in footer and "q" in footer
         await pilot.press("question_mark")

@@ -1,6 +1,7 @@
-"""SIGTERM / SIGHUP end the monitor cleanly: in a subprocess (as ``kvtui watch`` runs it: kvtui/cli.py turns
-SIGTERM into KeyboardInterrupt), headless and on a pseudo-terminal. The app must exit within seconds with code
-128 + signal, without tracebacks, and on a terminal leave the alternate screen and turn mouse reporting off."""
+"""SIGINT / SIGTERM / SIGHUP end the monitor cleanly: in a subprocess (as ``kvtui watch`` runs it: kvtui/cli.py
+turns SIGTERM into a KeyboardInterrupt), headless and on a pseudo-terminal. The app must exit within seconds with
+code 128 + signal (SIGINT 130, SIGTERM 143, SIGHUP 129), without tracebacks, and on a terminal leave the alternate
+screen and turn mouse reporting off."""
 
 from __future__ import annotations
 
@@ -22,7 +23,8 @@ ROOT = Path(kvtui.__file__).resolve().parent.parent
 
 SCRIPT = """
 import signal, sys
-signal.signal(signal.SIGTERM, signal.default_int_handler)  # what kvtui/cli.py installs
+from kvtui.cli import on_sigterm
+signal.signal(signal.SIGTERM, on_sigterm)  # what kvtui/cli.py installs
 from kvtui.tui.app import run_app
 from kvtui.testing.demo import DemoController, DemoSource
 
@@ -49,9 +51,10 @@ class Run:
         self.out = bytearray()
         env = dict(os.environ, TERM="xterm-256color", PYTHONPATH=str(ROOT))
         args = [sys.executable, "-c", SCRIPT, str(self.ready), "headless" if headless else "tty"]
-        if headless:
+        if headless:  # (SIGINT as a terminal gives it: a test run from a background job inherits it ignored)
             self.proc = subprocess.Popen(args, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
-                                         stderr=subprocess.PIPE, env=env, cwd=tmp_path)
+                                         stderr=subprocess.PIPE, env=env, cwd=tmp_path,
+                                         preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
             self._reader = threading.Thread(target=self._read, args=(self.proc.stderr.fileno(),), daemon=True)
         else:
             master, slave = pty.openpty()
@@ -83,9 +86,10 @@ class Run:
         return rc
 
 
-def test_sigterm_and_sighup_end_the_app_cleanly(tmp_path):
+def test_sigint_sigterm_and_sighup_end_the_app_cleanly(tmp_path):
     runs = {("headless", signal.SIGTERM): Run(tmp_path, "term", True),
             ("headless", signal.SIGHUP): Run(tmp_path, "hup", True),
+            ("headless", signal.SIGINT): Run(tmp_path, "int", True),
             ("tty", signal.SIGTERM): Run(tmp_path, "tty", False)}
     try:
         deadline = time.monotonic() + 30

@@ -7,7 +7,13 @@ import ctypes
 import numpy as np
 import pytest
 
-from kvtui.core.codes import CLIENT_CLOSED, CONTENT_MISMATCH, INVALID_PARAMS, SIZE_MISMATCH
+from kvtui.core.codes import (
+    CLIENT_CLOSED,
+    CONTENT_MISMATCH,
+    INVALID_PARAMS,
+    OBJECT_ALREADY_EXISTS,
+    SIZE_MISMATCH,
+)
 from kvtui.core.layout import PageLayout
 from kvtui.core.pages import PageState
 from kvtui.engine.connector import PagedKVConnector, RoleError
@@ -46,16 +52,18 @@ class FakeStore:
                 out.append(len(data))
         return out
 
-    def batch_put_from(self, keys, ptrs, sizes):
+    def batch_put_if_absent(self, keys, ptrs, sizes):
+        """As :meth:`StoreClient.batch_put_if_absent`: 0 stored, -705 already there (not overwritten)."""
         out = []
         for k, p, n in zip(keys, ptrs, sizes):
             self.puts += 1
             if k in self.put_codes:
                 out.append(self.put_codes[k])
-                continue
-            if k not in self.objects:  # a duplicate put returns 0 and does not overwrite
+            elif k in self.objects:
+                out.append(OBJECT_ALREADY_EXISTS)
+            else:
                 self.objects[k] = ctypes.string_at(p, n)
-            out.append(0)
+                out.append(0)
         return out
 
 
@@ -188,6 +196,19 @@ def test_duplicate_key_in_batch_and_peer_stored_page_count_as_present():
     assert pub.states == [PageState.PUBLISHED, PageState.PRESENT, PageState.PRESENT, PageState.PUBLISHED]
 
 
+def test_a_page_a_peer_stores_between_probe_and_put_is_present_not_published():
+    s = FakeStore()
+    c = _conn(s)
+    keys = c.keys_for(toks(4 * 3))
+    peer = bytes(c.buffer(1)[0])  # whatever the peer wrote stays: put-if-absent
+    s.objects[keys[1]] = peer  # after decode's probe said absent
+    pub = c.store_computed_prefix(None, keys=keys, known=[0, 0, 0])
+    assert pub.states == [PageState.PUBLISHED, PageState.PRESENT, PageState.PUBLISHED]
+    assert pub.stored == 2 and pub.already_present == 1 and pub.found_at_put == 1 and not pub.codes
+    assert pub.bytes_written == 2 * LAYOUT.page_bytes  # the peer's page is not this writer's bytes
+    assert s.objects[keys[1]] == peer
+
+
 def test_failed_puts_are_counted_and_never_retried():
     s = FakeStore()
     c = _conn(s)
@@ -264,3 +285,180 @@ def test_a_mismatch_stop_code_reaches_the_request_codes_once(fault):
     assert res.pages_hit == 1 and res.stop_code in expected
     r = result_from(_request(prompt), res, None, LAYOUT, 0.0, 0.0)
     assert r.codes == expected  # what the errors panel counts
+
+
+class SessionMaster:
+    """The master's side of put sessions: objects, and keys reserved by an unfinished put start."""
+
+    def __init__(self):
+        self.objects: dict[str, bytes] = {}
+        self.reserved: set[str] = set()
+
+
+class SessionNative:
+    """A ``MooncakeDistributedStore`` double with the put-session calls and the codes measured on the real
+    wheel: start answers -705 for a stored or reserved key and -600 while this client still holds a session
+    on it; ranged put, end and revoke answer -600 without a session. ``*_codes`` inject failures per key."""
+
+    def __init__(self, master: SessionMaster):
+        self.m = master
+        self.local: dict[str, bytearray] = {}
+        self.calls: list[str] = []
+        self.write_codes: dict[str, int] = {}
+        self.end_codes: dict[str, int] = {}
+        self.revoke_codes: dict[str, int] = {}
+
+    def batch_put_session_start(self, keys, sizes):
+        self.calls.append("start")
+        out = []
+        for k, n in zip(keys, sizes):
+            if k in self.local:
+                out.append(INVALID_PARAMS)
+            elif k in self.m.objects or k in self.m.reserved:
+                out.append(OBJECT_ALREADY_EXISTS)
+            else:
+                self.m.reserved.add(k)
+                self.local[k] = bytearray(n)
+                out.append(0)
+        return out
+
+    def batch_put_from_multi_buffer_ranges(self, keys, ptrs, sizes, offsets):
+        self.calls.append("write")
+        out = []
+        for k, (p,), (n,), (o,) in zip(keys, ptrs, sizes, offsets):
+            if k not in self.local:
+                out.append(INVALID_PARAMS)
+            elif k in self.write_codes:
+                out.append(self.write_codes[k])
+            else:
+                self.local[k][o:o + n] = ctypes.string_at(p, n)
+                out.append(n)
+        return out
+
+    def batch_put_session_end(self, keys):
+        self.calls.append("end")
+        out = []
+        for k in keys:
+            if k in self.end_codes:
+                out.append(self.end_codes[k])  # the session stays (measured after a master restart: -704)
+            elif k not in self.local:
+                out.append(INVALID_PARAMS)
+            else:
+                self.m.objects[k] = bytes(self.local.pop(k))
+                self.m.reserved.discard(k)
+                out.append(0)
+        return out
+
+    def batch_put_session_revoke(self, keys):
+        self.calls.append("revoke")
+        out = []
+        for k in keys:
+            if k in self.revoke_codes:
+                out.append(self.revoke_codes.pop(k))  # fails once (master down), then works
+            elif k not in self.local:
+                out.append(INVALID_PARAMS)
+            else:
+                del self.local[k]
+                self.m.reserved.discard(k)
+                out.append(0)
+        return out
+
+    def batch_put_from(self, keys, ptrs, sizes):
+        raise AssertionError("batch_put_from cannot tell who wrote; not used when put sessions exist")
+
+
+def _client(native) -> StoreClient:
+    client = StoreClient(ClientConfig(master="127.0.0.1:1", metadata_url="http://127.0.0.1:1/metadata"))
+    client._store = native
+    return client
+
+
+def _pages(n, fill=1):
+    buf = np.full((n, 64), fill, dtype=np.uint8)
+    return buf, [buf.ctypes.data + i * 64 for i in range(n)], [64] * n
+
+
+def test_put_if_absent_tells_the_writer_from_the_peer():
+    master = SessionMaster()
+    a, b = _client(SessionNative(master)), _client(SessionNative(master))
+    buf, ptrs, sizes = _pages(3)
+    assert a.reports_existing
+    assert a.batch_put_if_absent(["k0", "k1"], ptrs[:2], sizes[:2]) == [0, 0]
+    assert b.batch_put_if_absent(["k1", "k2"], ptrs[1:], sizes[1:]) == [OBJECT_ALREADY_EXISTS, 0]
+    assert master.objects == {k: bytes(64 * [1]) for k in ("k0", "k1", "k2")} and not master.reserved
+    # a key another writer has reserved (its put not ended yet) is -705 too, and nothing is written
+    master.reserved.add("k3")
+    assert a.batch_put_if_absent(["k3"], ptrs[:1], sizes[:1]) == [OBJECT_ALREADY_EXISTS]
+    assert "k3" not in master.objects
+    # a key repeated within one call: its first copy is put, the others are -705
+    assert a.batch_put_if_absent(["k4", "k4"], ptrs[:2], sizes[:2]) == [0, OBJECT_ALREADY_EXISTS]
+
+
+def test_put_if_absent_revokes_what_it_could_not_finish():
+    master = SessionMaster()
+    native = SessionNative(master)
+    c = _client(native)
+    buf, ptrs, sizes = _pages(3)
+    native.write_codes["w"] = -800
+    native.end_codes["e"] = -704
+    native.write_codes["s"] = 32  # a short write is never ended
+    assert c.batch_put_if_absent(["w", "e", "s"], ptrs, sizes) == [-800, -704, SIZE_MISMATCH]
+    assert native.calls == ["start", "write", "end", "revoke"]
+    assert master.objects == {} and not master.reserved and native.local == {}
+    # the keys are free again: a later put stores them
+    native.write_codes.clear()
+    native.end_codes.clear()
+    assert c.batch_put_if_absent(["w", "e", "s"], ptrs, sizes) == [0, 0, 0]
+
+
+def test_a_failed_revoke_is_retried_before_the_key_is_put_again():
+    master = SessionMaster()
+    native = SessionNative(master)
+    c = _client(native)
+    buf, ptrs, sizes = _pages(1)
+    native.write_codes["k"] = -900
+    native.revoke_codes["k"] = -900  # master down: the local session stays
+    assert c.batch_put_if_absent(["k"], ptrs, sizes) == [-900]
+    assert "k" in native.local
+    del native.write_codes["k"]
+    native.calls.clear()
+    assert c.batch_put_if_absent(["k"], ptrs, sizes) == [0]  # not INVALID_PARAMS from the leftover session
+    assert native.calls == ["revoke", "start", "write", "end"]
+
+
+def test_a_key_another_thread_of_this_client_is_storing_is_already_present():
+    import threading
+
+    master = SessionMaster()
+    native = SessionNative(master)
+    c = _client(native)
+    buf, ptrs, sizes = _pages(1)
+    inside, release = threading.Event(), threading.Event()
+    write = native.batch_put_from_multi_buffer_ranges
+
+    def slow_write(*args):
+        inside.set()
+        release.wait(5)
+        return write(*args)
+
+    native.batch_put_from_multi_buffer_ranges = slow_write
+    first = []
+    t = threading.Thread(target=lambda: first.append(c.batch_put_if_absent(["k"], ptrs, sizes)))
+    t.start()
+    assert inside.wait(5)
+    # the same client may not open a second session on the key (the real client answers -600)
+    assert c.batch_put_if_absent(["k"], ptrs, sizes) == [OBJECT_ALREADY_EXISTS]
+    release.set()
+    t.join(5)
+    assert first == [[0]] and native.calls.count("start") == 1
+
+
+def test_put_if_absent_without_put_sessions_falls_back_and_says_so():
+    class OldWheel:
+        def batch_put_from(self, keys, ptrs, sizes):
+            return [0] * len(keys)
+
+    c = _client(OldWheel())
+    assert not c.reports_existing
+    assert c.batch_put_if_absent(["a", "b"], [1, 2], [8, 8]) == [0, 0]
+    assert c.batch_put_if_absent(["a"], [1, 2], [8]) == [INVALID_PARAMS]

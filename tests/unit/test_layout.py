@@ -14,6 +14,56 @@ def test_page_bytes_formula_and_presets():
     assert PRESETS["tiny"].page_bytes == 2 * 4 * 2 * 16 * 8 * 2 == 4096
     assert PageLayout(1, 1, 1, 512, 1).page_bytes == 1024
     assert PRESETS["seed"].bytes_per_token == 14 * (1 << 20) // 256
+    # the demo presets are what they were (pages, contents and keys of old sessions stay valid)
+    assert PRESETS["seed"] == PageLayout(28, 4, 128, 256, 2) and PRESETS["tiny"] == PageLayout(4, 2, 16, 8, 2)
+    assert PRESETS["seed"].describe() == "28×4×128, 256 tok/page, 2 B/elem → 14.0 MiB/page"
+
+
+# Hand-computed KV bytes per token of every model preset (the published config.json figures).
+BYTES_PER_TOKEN = {
+    "qwen2.5-7b": 2 * 28 * 4 * 128 * 2,  # 57,344: K and V × 28 layers × 4 KV heads × 128 × bf16
+    "llama-3.1-8b": 2 * 32 * 8 * 128 * 2,  # 131,072
+    "llama-3.1-70b": 2 * 80 * 8 * 128 * 2,  # 327,680
+    "mistral-7b": 2 * 32 * 8 * 128 * 2,  # 131,072
+    "deepseek-v3": 61 * (512 + 64) * 2,  # 70,272: one MLA latent per layer, no separate K and V
+}
+
+
+def test_every_model_preset_has_its_hand_computed_bytes_per_token():
+    from kvtui.core.layout import MODEL_PAGE_TOKENS, MODEL_PRESETS
+
+    assert BYTES_PER_TOKEN == {"qwen2.5-7b": 57344, "llama-3.1-8b": 131072, "llama-3.1-70b": 327680,
+                               "mistral-7b": 131072, "deepseek-v3": 70272}
+    assert set(MODEL_PRESETS) == set(BYTES_PER_TOKEN)
+    for name, per_token in BYTES_PER_TOKEN.items():
+        assert MODEL_PRESETS[name].bytes_per_token() == per_token, name
+        assert PRESETS[name].bytes_per_token == per_token, name
+        assert PRESETS[name].page_bytes == per_token * MODEL_PAGE_TOKENS == per_token * 256, name
+    assert PRESETS["qwen2.5-7b"] == PRESETS["seed"]  # seed is Qwen2.5-7B's shape
+
+
+def test_mla_layout_is_one_latent_per_layer():
+    from kvtui.core.layout import MODEL_PRESETS, model_layout
+    from kvtui.core.models import MLA_RULE
+
+    ds = MODEL_PRESETS["deepseek-v3"]
+    lay = model_layout(ds, 16)
+    assert (ds.attention, ds.rule, lay.attention) == ("MLA", MLA_RULE, "MLA")
+    assert lay == PageLayout(61, 1, 576, 16, 2, kv_factor=1) and lay.page_bytes == 61 * 576 * 16 * 2
+    assert PageLayout(**lay.as_dict()) == lay  # what workers and recordings rebuild it from
+    assert lay.describe() == "61×576 MLA latent, 16 tok/page, 2 B/elem → 1.1 MiB/page"
+    assert PageLayout(**{k: v for k, v in PRESETS["tiny"].as_dict().items() if k != "kv_factor"}) == PRESETS["tiny"]
+    for bad in (0, 3, True):
+        with pytest.raises(ValueError, match="kv-factor"):
+            PageLayout(1, 1, 1, 1, 1, kv_factor=bad)
+
+
+def test_fp8_kv_dtype_halves_the_bytes():
+    from kvtui.core.layout import MODEL_PRESETS, model_layout
+
+    assert MODEL_PRESETS["llama-3.1-8b"].bytes_per_token("fp8") == 32 * 8 * 128 * 2 * 1 == 65536
+    assert model_layout(MODEL_PRESETS["deepseek-v3"], 256, "fp8").bytes_per_token == 61 * 576 == 35136
+    assert model_layout(MODEL_PRESETS["qwen2.5-7b"], 256, "fp32").bytes_per_token == 2 * 28 * 4 * 128 * 4
 
 
 @pytest.mark.parametrize("field", ["layers", "kv_heads", "head_dim", "page_tokens", "elem_bytes"])
@@ -33,6 +83,36 @@ def test_cli_overrides():
     assert layout_from_args(ap.parse_args(["--layout", "tiny"])) == PRESETS["tiny"]
     with pytest.raises(ValueError):
         layout_from_args(ap.parse_args(["--layers", "0"]))
+
+
+def test_model_config_flag_sets_the_layout_and_the_model_name_in_the_keys():
+    from kvtui.commands.common import layout_name
+    from kvtui.core.defaults import DEFAULT_MODEL
+    from kvtui.core.errors import KvtuiError
+
+    ap = argparse.ArgumentParser()
+    add_layout_arguments(ap)
+    args = ap.parse_args(["--model-config", "llama-3.1-8b", "--page-tokens", "16"])
+    lay = layout_from_args(args)
+    assert lay == PageLayout(32, 8, 128, 16, 2) and lay.page_bytes == 131072 * 16
+    assert args.model == "llama-3.1-8b" and args.model_spec.name == "llama-3.1-8b"
+    assert layout_name(args, lay) == "llama-3.1-8b"
+    args = ap.parse_args(["--model-config", "llama-3.1-8b", "--model", "mine", "--kv-dtype", "fp8"])
+    lay = layout_from_args(args)
+    assert (args.model, lay.page_tokens, lay.elem_bytes) == ("mine", 256, 1)  # --model wins; 256 tokens/page
+    assert layout_name(args, lay) == "llama-3.1-8b"
+    args = ap.parse_args(["--model-config", "deepseek-v3", "--layers", "2"])
+    assert layout_name(args, layout_from_args(args)) == "custom"
+    args = ap.parse_args([])
+    assert layout_from_args(args) == PRESETS["seed"] and args.model == DEFAULT_MODEL and args.model_spec is None
+    args = ap.parse_args(["--layout", "tiny", "--kv-dtype", "fp32"])
+    assert layout_from_args(args) == PageLayout(4, 2, 16, 8, 4)
+    with pytest.raises(KvtuiError, match="--kv-dtype and --elem-bytes"):
+        layout_from_args(ap.parse_args(["--model-config", "seed", "--kv-dtype", "fp8", "--elem-bytes", "1"]))
+    with pytest.raises(KvtuiError, match="layout preset: --layout tiny"):
+        layout_from_args(ap.parse_args(["--model-config", "tiny"]))
+    with pytest.raises(SystemExit):  # one or the other
+        ap.parse_args(["--layout", "tiny", "--model-config", "llama-3.1-8b"])
 
 
 def test_parse_bytes():

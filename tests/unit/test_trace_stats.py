@@ -175,3 +175,26 @@ def test_command_on_real_trace(capsys):
     assert main(["trace-stats", str(path), "--capacity", "500k"]) == 0
     out = capsys.readouterr().out
     assert "1,000" in out and "21.55 %" in out and "5,780 block hits" in out
+
+
+def test_command_names_each_out_of_order_row_and_strict_rejects_it(tmp_path, capsys):
+    p = tmp_path / "late.jsonl"
+    p.write_text("\n".join([_row(1000, 512, [1]), "{oops", _row(900, 512, [1]), _row(1200, 512, [2])]) + "\n")
+    assert main(["trace-stats", str(p), "--json", str(tmp_path / "s.json")]) == 0
+    out = capsys.readouterr().out
+    assert "(1 bad rows skipped)" in out and "skipped 1 bad rows:" in out
+    assert "1 rows out of order" in out and "  line 3: timestamp 900 ms is below the previous row's 1000 ms" in out
+    doc = json.loads((tmp_path / "s.json").read_text())
+    assert (doc["rows"], doc["bad_rows"], doc["out_of_order_rows"]) == (3, 1, 1)  # the late row is kept, counted
+    assert doc["problems"][1] == {"line": 3, "reason": "timestamp 900 ms is below the previous row's 1000 ms",
+                                  "skipped": False}
+    assert doc["ideal_block_hits"] == 1  # and analysed: it hits block 1
+    p.write_text("\n".join([_row(1000, 512, [1]), _row(900, 512, [1])]) + "\n")
+    assert main(["trace-stats", str(p), "--strict"]) == 2
+    err = capsys.readouterr().err
+    assert err == f"kvtui: error: {p}:2: timestamp 900 ms is below the previous row's 1000 ms\n"
+
+
+def test_out_of_order_rows_follow_the_reader_rule():
+    rows = [R(1, 1000, 512, [1]), R(2, 900, 512, [2]), R(3, 950, 512, [3]), R(4, 1000, 512, [4])]
+    assert trace_stats(rows, 512).out_of_order_rows == 2  # 950 is above 900 but still below 1000

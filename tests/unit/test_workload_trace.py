@@ -15,8 +15,11 @@ from workload.trace import (
     TraceWorkload,
     block_tokens_ids,
     check_page_divides_block,
+    late_rows,
     read_trace,
     row_tokens,
+    skipped_count,
+    skipped_rows_text,
 )
 
 TRACES = Path(__file__).resolve().parents[3] / "shared" / "data" / "traces"
@@ -230,6 +233,47 @@ def test_replay_rejects_block_size_mismatch_and_empty(tmp_path):
 def test_out_of_order_timestamps_never_go_backwards(tmp_path):
     rows, _ = read_trace(write(tmp_path, "\n".join([row(2000, 5, [1]), row(1000, 5, [2]), row(3000, 5, [3])])))
     assert [r.arrival_s for r in TraceWorkload(rows)] == [0.0, 0.0, 1.0]
+
+
+def _late_trace(tmp_path) -> Path:
+    return write(tmp_path, "\n".join([
+        row(1000, 5, [1]),  # 1
+        row(1000, 5, [2]),  # 2 a tie is in order
+        "{bad",  # 3 skipped
+        row(900, 5, [3]),  # 4 below the previous (valid) row's 1000 ms
+        row(950, 5, [4]),  # 5 above line 4, still below line 2's 1000 ms: replayed at 1000 ms too
+        row(2000, 5, [5]),  # 6
+        row(1500, 5, [6]),  # 7
+    ]) + "\n")
+
+
+def test_a_row_below_an_earlier_timestamp_is_named_with_its_line_and_kept(tmp_path):
+    rows, problems = read_trace(_late_trace(tmp_path))
+    assert [r.line_no for r in rows] == [1, 2, 4, 5, 6, 7]  # late rows are replayed, not dropped
+    assert [(p.line_no, p.skipped) for p in problems] == [(3, True), (4, False), (5, False), (7, False)]
+    reasons = {p.line_no: p.reason for p in problems}
+    assert reasons[4] == "timestamp 900 ms is below the previous row's 1000 ms"
+    assert reasons[5] == "timestamp 950 ms is below line 2's 1000 ms"
+    assert reasons[7] == "timestamp 1500 ms is below the previous row's 2000 ms"
+    assert skipped_count(problems) == 1
+    assert late_rows(rows) == [p for p in problems if not p.skipped]  # one rule, also used by workload.stats
+    text = skipped_rows_text(problems)
+    assert text.startswith("skipped 1 bad trace rows (first: line 3: bad JSON")
+    assert "3 trace rows out of order, replayed at the earlier row's time (first: line 4: timestamp 900 ms is " \
+           "below the previous row's 1000 ms)" in text and "\n" not in text
+    # the replay issues each late row at the latest earlier arrival
+    assert [r.arrival_s for r in TraceWorkload(rows)] == [0.0, 0.0, 0.0, 0.0, 1.0, 1.0]
+
+
+def test_strict_rejects_a_row_below_an_earlier_timestamp(tmp_path):
+    p = write(tmp_path, "\n".join([row(1000, 5, [1]), "", row(900, 5, [2])]) + "\n")
+    with pytest.raises(TraceError) as exc:
+        read_trace(p, strict=True)
+    assert str(exc.value) == f"{p}:3: timestamp 900 ms is below the previous row's 1000 ms"
+    only_late = write(tmp_path, row(10, 5, [1]) + "\n" + row(5, 5, [2]) + "\n", "late.jsonl")
+    assert skipped_rows_text(read_trace(only_late)[1]) == (
+        "1 trace row out of order, replayed at the earlier row's time (first: line 2: timestamp 5 ms is below "
+        "the previous row's 10 ms)")
 
 
 def test_real_trace_replay_is_fast_and_consistent():

@@ -14,11 +14,12 @@ from typing import ClassVar
 from rich.text import Text
 from textual.widget import Widget
 
+from kvtui.metrics.figures import LATENCY
 from kvtui.metrics.latency import EMPTY, LatencySnapshot
 from kvtui.tui.fmt import fmt_int, fmt_ms
 from kvtui.tui.widgets.styled import CachedStyles
 
-KINDS = (("reload", "reload"), ("publish", "publish"), ("probe", "probe"))
+KINDS = tuple((f.key, f.label) for f in LATENCY)  # (Frame.latency key, label): kvtui.metrics.figures
 BLOCKS = " ▁▂▃▄▅▆▇█"
 REGIONS = ("latency--p50", "latency--p90", "latency--p99", "latency--tail")
 

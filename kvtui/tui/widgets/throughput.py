@@ -6,16 +6,14 @@ from textual.app import ComposeResult
 from textual.containers import Grid
 from textual.widgets import Label, Sparkline
 
+from kvtui.metrics.figures import WALL, WALL_TITLE
 from kvtui.tui.fmt import fmt_mbps, fmt_pct, fmt_rate
 
-# (series key, label, formatter)
-RATES = (
-    ("reuse_MBps", "reuse read", fmt_mbps),
-    ("publish_MBps", "publish write", fmt_mbps),
-    ("rps", "requests", lambda v: fmt_rate(v, " req/s")),
-    ("tokens_skipped_ps", "tok skipped", lambda v: fmt_rate(v, " tok/s")),
-    ("hit_rate", "page hit rate", fmt_pct),
-)
+_FORMAT = {"MB/s": fmt_mbps, "req/s": lambda v: fmt_rate(v, " req/s"), "tok/s": lambda v: fmt_rate(v, " tok/s"),
+           "%": fmt_pct}
+# (series key, label, formatter): the wall-clock figures of kvtui.metrics.figures, whose names and windows
+# the README's figures table gives (the panel title says the window)
+RATES = tuple((f.key, f.label, _FORMAT[f.unit]) for f in WALL)
 
 
 class Throughput(Grid):
@@ -36,7 +34,7 @@ class Throughput(Grid):
 
     def __init__(self, *, id: str | None = None, classes: str | None = None) -> None:
         super().__init__(id=id, classes=classes)
-        self.border_title = "Throughput"
+        self.border_title = WALL_TITLE
         self.values: dict[str, str] = {}
         self._value: dict[str, Label] = {}
         self._spark: dict[str, Sparkline] = {}

@@ -1,0 +1,186 @@
+"""Store capacity against a workload's working set: how big the embedded segment must be, what to tell the
+user before a run starts, and what a burst of refused puts means.
+
+The working set in pages comes from :mod:`workload.working_set`. A Mooncake master starts evicting once
+the allocated bytes pass ``eviction_high_watermark_ratio`` of the capacity (kvtui's embedded master runs
+with 0.9, :class:`kvtui.engine.cluster.ClusterOptions`; upstream ``mooncake-store/src/master_service.cpp``
+evicts unleased objects, oldest first), so a segment keeps ``floor(segment · watermark / page_bytes)``
+pages without evicting any. The segment's offset allocator adds no per-object overhead: measured with
+hard-pinned puts, 73 pages of 14 MiB fill a 1 GiB segment and 65,536 objects of 1 KiB a 64 MiB one, and
+``master_allocated_bytes`` is exactly the objects' bytes.
+
+Sizes are bytes; every text is one line that names flags, never internal names.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+from kvtui.core.defaults import MIN_SEGMENT_BYTES
+from kvtui.core.units import format_bytes
+
+MEMORY_SHARE = 0.5
+"""A store sized by kvtui (no ``--store-size``) takes at most this share of the machine's available memory
+(psutil ``available``): the workers' page buffers and everything else on the machine need the rest."""
+
+_MIB, _GIB = 1 << 20, 1 << 30
+
+
+def _n_pages(n: int) -> str:
+    return f"{n:,} page" + ("" if n == 1 else "s")
+
+
+def _pct(fraction: float) -> str:
+    return f"{fraction * 100:g} %"
+
+
+def held_pages(segment_bytes: int, page_bytes: int, watermark: float) -> int:
+    """Pages of ``page_bytes`` a segment of ``segment_bytes`` keeps below the eviction ``watermark`` (0–1)."""
+    return int(segment_bytes * watermark // page_bytes)
+
+
+def segment_for(pages: int, page_bytes: int, watermark: float) -> int:
+    """Smallest segment (bytes, a whole number of MiB) that keeps ``pages`` pages below ``watermark``:
+    ``ceil(pages · page_bytes / watermark)``."""
+    return math.ceil(pages * page_bytes / watermark / _MIB) * _MIB
+
+
+def size_flag(n: int) -> str:
+    """``n`` bytes rounded up as ``--store-size`` takes it: ``448MiB``, ``3.3GiB`` (never below ``n``)."""
+    if n >= _GIB:
+        return f"{math.ceil(n * 10 / _GIB) / 10:g}GiB"
+    return f"{math.ceil(n / _MIB)}MiB"
+
+
+def working_set_text(ws, page_bytes: int) -> str:
+    """``~214 pages of 14.0 MiB = 2.9 GiB (6 shared + 8 conversations × 26 pages)`` for a
+    :class:`workload.working_set.WorkingSet`."""
+    return (f"~{ws.pages:,} pages of {format_bytes(page_bytes)} = {format_bytes(ws.pages * page_bytes)} "
+            f"({ws.formula})")
+
+
+def remedy(ws) -> str:
+    """What else than a bigger store shrinks this working set, by flag."""
+    return {"multi-turn": "lower --pool or --prompt-tokens", "shared-system-prompt": "lower --pool",
+            "few-shot": "lower --pool", "random": "lower --concurrency"}.get(
+        ws.source, "use a smaller layout (e.g. --layout tiny)")
+
+
+def _layout_hint(ws, page_bytes: int, page_tokens: int | None, budget_bytes: int, watermark: float) -> str:
+    """For a trace too big for ``budget_bytes``: the largest KV bytes per token that would fit."""
+    from kvtui.core.layout import PRESETS
+
+    if not page_tokens or ws.source != "trace" or not ws.pages:
+        return remedy(ws)
+    most = int(budget_bytes * watermark // (ws.pages * page_tokens))
+    if most < 1:
+        return "replay fewer rows (--requests N)"
+    return (f"a layout of at most {most:,} B/token fits (this one has {page_bytes // page_tokens:,}; --layout tiny "
+            f"has {PRESETS['tiny'].bytes_per_token:,})")
+
+
+def _prompt_text(ws, page_bytes: int) -> str:
+    what = "the longest trace row" if ws.source == "trace" else "one prompt"
+    return f"{what} ({ws.prompt_pages:,} pages of {format_bytes(page_bytes)} = " \
+           f"{format_bytes(ws.prompt_pages * page_bytes)})"
+
+
+def _prompt_remedy(ws) -> str:
+    return "use a smaller layout" if ws.source == "trace" else "lower --prompt-tokens, or use a smaller layout"
+
+
+@dataclass(frozen=True)
+class StorePlan:
+    """The embedded segment to start and what to say about it: ``segment_bytes``; ``line``: one line for
+    stderr before the run starts, or ``""``; ``warning``: True when the line warns (the store is too small
+    for the working set)."""
+
+    segment_bytes: int
+    line: str = ""
+    warning: bool = False
+
+
+def plan_store(ws, page_bytes: int, watermark: float, *, given_bytes: int | None, given_text: str = "",
+               available_bytes: int, default_bytes: int, page_tokens: int | None = None) -> StorePlan:
+    """Size the embedded segment for working set ``ws`` (:class:`workload.working_set.WorkingSet`).
+
+    ``given_bytes`` None (no ``--store-size``): the default (no line), or the size :func:`segment_for` the
+    working set when that is larger, at most :data:`MEMORY_SHARE` of ``available_bytes``; the line says which
+    and why.
+    ``given_bytes`` (``--store-size given_text``): that size; the line warns if it does not keep the working
+    set below the watermark, and says what would fit. ``ValueError`` (one line) when the segment cannot hold
+    one prompt (the longest request's pages) — also when the machine's memory cannot. ``page_tokens``: lets a
+    trace too big for the machine say which KV bytes per token would fit.
+    """
+    need = segment_for(ws.pages, page_bytes, watermark)
+    prompt_bytes = ws.prompt_pages * page_bytes
+    wm = f"{_pct(watermark)} eviction watermark"
+    wst = working_set_text(ws, page_bytes)
+    cap = int(available_bytes * MEMORY_SHARE) // _MIB * _MIB
+    if given_bytes is not None:
+        if prompt_bytes > given_bytes:
+            raise ValueError(f"--store-size {given_text} has room for {_n_pages(given_bytes // page_bytes)} of "
+                             f"{format_bytes(page_bytes)}, not {_prompt_text(ws, page_bytes)}: use --store-size "
+                             f"{size_flag(prompt_bytes)} at least ({size_flag(need)} keeps the working set below the "
+                             f"{wm}), or {_prompt_remedy(ws)}")
+        held = held_pages(given_bytes, page_bytes, watermark)
+        if ws.pages <= held and given_bytes > available_bytes:
+            enough = size_flag(max(need, MIN_SEGMENT_BYTES))
+            return StorePlan(given_bytes, f"warning: --store-size {given_text} is more than this machine's free memory "
+                                          f"({format_bytes(available_bytes)}): the store node can be killed as it "
+                                          f"fills; the {ws.source} working set needs {enough}", warning=True)
+        if ws.pages <= held:
+            return StorePlan(given_bytes)
+        fit = (f"--store-size {size_flag(need)} would fit, or {remedy(ws)}" if need <= cap else
+               f"it needs --store-size {size_flag(need)}, more than this machine can give: "
+               f"{_layout_hint(ws, page_bytes, page_tokens, max(cap, given_bytes), watermark)}")
+        return StorePlan(given_bytes, f"warning: --store-size {given_text} keeps {held:,} pages below the {wm}, but "
+                                      f"the {ws.source} working set is {wst}: expect evictions and refused puts; "
+                                      f"{fit}", warning=True)
+    if need <= default_bytes:
+        return StorePlan(default_bytes)  # the default holds it: nothing to say
+    if need <= cap:
+        return StorePlan(need, f"store {format_bytes(need)}: the {ws.source} working set is {wst}, kept below the "
+                               f"{wm} (--store-size overrides)")
+    size = max(cap, default_bytes)  # need > both: as much as the machine allows, never below the default
+    if size < prompt_bytes:
+        raise ValueError(f"this machine's free memory ({format_bytes(available_bytes)}; a store may take "
+                         f"{_pct(MEMORY_SHARE)}) cannot hold {_prompt_text(ws, page_bytes)}: {_prompt_remedy(ws)}")
+    return StorePlan(size, f"warning: store {format_bytes(size)}, {_pct(MEMORY_SHARE)} of the "
+                           f"{format_bytes(available_bytes)} of free memory, but the {ws.source} working set is {wst} "
+                           f"and needs {size_flag(need)}: expect evictions and refused puts; "
+                           f"{_layout_hint(ws, page_bytes, page_tokens, size, watermark)}",
+                     warning=True)
+
+
+def attached_plan_line(ws, page_bytes: int, capacity_bytes: int, watermark: float) -> str:
+    """Attach mode (kvtui sizes nothing): a one-line warning when the cluster's capacity (the sum of its
+    segments, bytes) does not keep the working set below ``watermark``, else ``""``."""
+    if ws.pages <= held_pages(capacity_bytes, page_bytes, watermark):
+        return ""
+    return (f"warning: the attached cluster's {format_bytes(capacity_bytes)} keep "
+            f"{held_pages(capacity_bytes, page_bytes, watermark):,} pages below a {_pct(watermark)} eviction "
+            f"watermark, but the {ws.source} working set is {working_set_text(ws, page_bytes)}: expect evictions "
+            f"and refused puts; it needs {size_flag(segment_for(ws.pages, page_bytes, watermark))}, or {remedy(ws)}")
+
+
+def store_full_text(failed: int, seconds: float, ws, page_bytes: int, segment_bytes: int | None,
+                    watermark: float, lease_ttl_s: float | None) -> str:
+    """The one event-log line of a burst of ``failed`` puts refused with ``NO_AVAILABLE_HANDLE`` within
+    ``seconds``: the cause (the working set ``ws`` does not fit ``segment_bytes`` below ``watermark``, or it
+    does and pages leased by recent reads fill the store) and the remedy, by flag. ``ws`` None: unknown;
+    ``segment_bytes`` None: an attached cluster of unknown size."""
+    head = f"store full: {failed:,} puts failed with NO_AVAILABLE_HANDLE in {seconds:.1f} s — "
+    if ws is None or segment_bytes is None:
+        return head + ("every page in the store is leased or in use; raise --store-size"
+                       if segment_bytes is not None else
+                       "every page in the attached cluster is leased or in use; give it more segment memory")
+    wsb, seg = format_bytes(ws.pages * page_bytes), format_bytes(segment_bytes)
+    if ws.pages > held_pages(segment_bytes, page_bytes, watermark):
+        return head + (f"the working set (~{wsb}) exceeds the segment ({seg}, evicting above {_pct(watermark)}); "
+                       f"raise --store-size to {size_flag(segment_for(ws.pages, page_bytes, watermark))} or "
+                       f"{remedy(ws)}")
+    ttl = f"{lease_ttl_s:g} s" if lease_ttl_s else "the lease TTL"
+    return head + (f"the working set (~{wsb}) fits the segment ({seg}), but pages read within the last {ttl} are "
+                   f"leased and cannot be evicted; lower --lease-ttl or raise --store-size")

@@ -1,0 +1,132 @@
+"""Every figure kvtui shows, defined once: its name, screen label, unit, formula, window and field.
+
+One name per formula, different names for different formulas: a wall-clock rate over the last 2 s (the
+monitor's Throughput panel), bytes over the time spent in store calls (the summary of ``kvtui run`` and
+``kvtui report``) and the median of per-reload rates (``kvtui bench``) are three figures, not one "reuse
+read MB/s". The aggregator takes its rate keys and windows from here, the summary its throughput keys, the
+monitor its labels and the text outputs their names; README's "Figures" table is :func:`markdown_table`
+(a test fails when they differ). MB/s are 10^6 bytes per second.
+
+A :class:`Figure`'s ``key`` is its key in the dict that holds it (``Frame.rates`` / ``Frame.series``, the
+summary's ``throughput``, ``Frame.latency``, the summary itself, the ``kvtui bench --json`` object);
+``field`` is where a user finds it in JSON output (or in a frame, for the monitor's figures).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+RATE_WINDOW_S = 2.0  # the monitor's rates: over the last 2 s of wall-clock time
+SERIES_INTERVAL_S = 1.0  # one sparkline point per second (the rate over that second)
+LATENCY_WINDOW_S = 30.0  # the monitor's "recent" latency histograms (`w` toggles the whole session)
+MB = 1e6  # MB/s = 10^6 bytes per second
+
+
+@dataclass(frozen=True)
+class Figure:
+    """One figure. ``name``: unique, used in text output and the README; ``label``: the short form on
+    screen, where the panel's title says the window (unique within ``shown``); ``unit``; ``formula`` and
+    ``window`` in words; ``shown``: where it appears; ``key`` / ``field``: see the module docstring."""
+
+    key: str
+    name: str
+    label: str
+    unit: str
+    formula: str
+    window: str
+    shown: str
+    field: str
+
+
+_MONITOR = "watch, replay: Throughput panel"
+_WALL_WINDOW = f"last {RATE_WINDOW_S:g} s (sparkline: one point per {SERIES_INTERVAL_S:g} s)"
+#: the Throughput panel title: all its figures are rates over the last RATE_WINDOW_S of wall-clock time
+WALL_TITLE = f"Throughput · wall, {RATE_WINDOW_S:g} s"
+
+REUSE_WALL = Figure("reuse_MBps", "reuse read (wall)", "reuse read", "MB/s",
+                    "bytes loaded from the store ÷ wall-clock time", _WALL_WINDOW, _MONITOR, "rates.reuse_MBps")
+PUBLISH_WALL = Figure("publish_MBps", "publish write (wall)", "publish write", "MB/s",
+                      "bytes newly written to the store ÷ wall-clock time", _WALL_WINDOW, _MONITOR,
+                      "rates.publish_MBps")
+REQUESTS_WALL = Figure("rps", "requests/s (wall)", "requests", "req/s", "requests finished ÷ wall-clock time",
+                       _WALL_WINDOW, _MONITOR, "rates.rps")
+SKIPPED_WALL = Figure("tokens_skipped_ps", "tokens skipped/s (wall)", "tok skipped", "tok/s",
+                      "prompt tokens reloaded instead of computed ÷ wall-clock time", _WALL_WINDOW, _MONITOR,
+                      "rates.tokens_skipped_ps")
+HIT_RATE_WALL = Figure("hit_rate", f"page hit rate (last {RATE_WINDOW_S:g} s)", "page hit rate", "%",
+                       "pages reloaded ÷ full pages of the requests finished in the window", _WALL_WINDOW,
+                       _MONITOR + " (≥ 100×32)", "rates.hit_rate")
+#: the Throughput panel's rows, in order (also the keys of ``Frame.rates`` and ``Frame.series``)
+WALL = (REUSE_WALL, PUBLISH_WALL, REQUESTS_WALL, SKIPPED_WALL, HIT_RATE_WALL)
+
+_RUN = "run, report: summary, --json"
+_RUN_WINDOW = "the run (report: the recorded span)"
+REUSE_BUSY = Figure("reuse_read_MBps", "reuse read (busy)", "reuse read (busy)", "MB/s",
+                    "bytes loaded ÷ time spent in store reads (probe excluded)", _RUN_WINDOW, _RUN,
+                    "throughput.reuse_read_MBps")
+PUBLISH_BUSY = Figure("publish_write_MBps", "publish write (busy)", "publish write (busy)", "MB/s",
+                      "bytes newly written ÷ time spent in puts (probe and page computation excluded)",
+                      _RUN_WINDOW + "; bench: its one publish", _RUN + "; bench", "throughput.publish_write_MBps, "
+                      "publish_write_MBps")
+REQUESTS_RUN = Figure("requests_per_s", "requests/s (run)", "req/s", "req/s", "requests ÷ elapsed_s",
+                      _RUN_WINDOW, _RUN, "throughput.requests_per_s")
+SKIPPED_RUN = Figure("tokens_skipped_per_s", "tokens skipped/s (run)", "tokens skipped/s", "tok/s",
+                     "prompt tokens reloaded ÷ elapsed_s", _RUN_WINDOW, _RUN, "throughput.tokens_skipped_per_s")
+#: the summary's ``throughput`` object, in order
+RUN = (REUSE_BUSY, PUBLISH_BUSY, REQUESTS_RUN, SKIPPED_RUN)
+
+_LAT_WINDOW = f"monitor: last {LATENCY_WINDOW_S:g} s or the whole session (`w`); summary: {_RUN_WINDOW}"
+_LAT_SHOWN = "watch, replay: Latency panel; run, report: summary, --json"
+RELOAD_LATENCY = Figure("reload", "reload latency", "reload", "ms",
+                        "probe + read of each reload that loaded at least one page (verification excluded)",
+                        _LAT_WINDOW + "; bench: `--iterations` reloads", _LAT_SHOWN + "; bench", "reload_ms")
+PUBLISH_LATENCY = Figure("publish", "publish latency", "publish", "ms",
+                         "probe + put of each request that published at least one page (page computation "
+                         "excluded)", _LAT_WINDOW, _LAT_SHOWN, "publish_ms")
+PROBE_LATENCY = Figure("probe", "probe latency", "probe", "ms", "the decode worker's probe of every request",
+                       _LAT_WINDOW, _LAT_SHOWN, "probe_ms")
+#: the latency histograms, in the Latency panel's order (keys of ``Frame.latency``)
+LATENCY = (RELOAD_LATENCY, PUBLISH_LATENCY, PROBE_LATENCY)
+
+PROBE_ONLY = Figure("reloads_probe_only", "probe-only reloads", "probe-only", "requests",
+                    "reloads whose probe found no leading page: no read issued, no reload latency recorded",
+                    _RUN_WINDOW, _RUN, "reloads_probe_only")
+UNUSABLE = Figure("reloads_unusable", "reloads with no usable page", "no usable page", "requests",
+                  "reloads that read but loaded no page (first page evicted, failed or mismatched; in `errors`)",
+                  _RUN_WINDOW, _RUN, "reloads_unusable")
+#: requests = reload latency count + probe-only reloads + reloads with no usable page
+RELOAD_COUNTS = (PROBE_ONLY, UNUSABLE)
+
+_BENCH = "bench: table, --json"
+_BENCH_WINDOW = "`--iterations` reloads of one request"
+_BASE_WINDOW = "`--iterations` repetitions of the same bytes"
+RELOAD_P50 = Figure("reuse_read_MBps_p50", "reload throughput (p50 per reload)", "reload throughput (p50 per reload)",
+                    "MB/s", "median over the reloads of bytes loaded ÷ (probe + read time) of that reload",
+                    _BENCH_WINDOW, _BENCH, "reuse_read_MBps_p50, best_reuse_read_MBps_p50, read_streams.N.MBps_p50, "
+                    "colocated.reuse_read_MBps_p50, baselines.colocated_reload_MBps_p50")
+RAW_GET_P50 = Figure("raw_get_MBps_p50", "raw batch_get_into (p50 call)", "baseline raw batch_get_into", "MB/s",
+                     "bytes of the reloaded pages ÷ median time of one plain batch_get_into of their keys",
+                     _BASE_WINDOW, _BENCH, "baselines.raw_get_MBps_p50")
+TCP_P50 = Figure("loopback_tcp_MBps", "loopback TCP (p50 transfer)", "baseline loopback TCP", "MB/s",
+                 "the same bytes ÷ median time to send them over one loopback TCP stream", _BASE_WINDOW, _BENCH,
+                 "baselines.loopback_tcp_MBps")
+MEMCPY_P50 = Figure("memcpy_MBps", "memcpy (p50 copy)", "memcpy", "MB/s",
+                    "the same bytes ÷ median time of one in-process copy", _BASE_WINDOW, _BENCH,
+                    "baselines.memcpy_MBps")
+BENCH = (RELOAD_P50, PUBLISH_BUSY, RAW_GET_P50, TCP_P50, MEMCPY_P50)
+
+#: every figure once, in the README table's order
+FIGURES = WALL + RUN + LATENCY + RELOAD_COUNTS + (RELOAD_P50, RAW_GET_P50, TCP_P50, MEMCPY_P50)
+
+
+def markdown_table() -> str:
+    """README's "Figures" table (one row per figure of :data:`FIGURES`)."""
+    rows = ["| figure | shown in | formula | window | unit | field |", "|---|---|---|---|---|---|"]
+    for f in FIGURES:
+        fields = ", ".join(f"`{x.strip()}`" for x in f.field.split(","))
+        rows.append(f"| {f.name} | {f.shown} | {f.formula} | {f.window} | {f.unit} | {fields} |")
+    return "\n".join(rows)
+
+
+if __name__ == "__main__":  # python -m kvtui.metrics.figures > the README table
+    print(markdown_table())

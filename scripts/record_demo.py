@@ -1,0 +1,74 @@
+"""Record the README's demo session (``make demo-gif``): a real run of ``kvtui run``'s engine (embedded
+Mooncake store on loopback, prefill and decode workers) on the tiny layout, with the prefix overlap changed
+live twice, so the page hit rate visibly follows it: 75 % at the start, 25 % at 6 s, 95 % at 12 s.
+
+    .venv/bin/python scripts/record_demo.py /tmp/kvtui-demo.kvtui [--duration 18]
+
+The session file is then turned into the README's GIF with ``kvtui export`` (see the Makefile).
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+
+from kvtui.cli import build_parser
+from kvtui.commands.common import (
+    engine_options,
+    layout_name,
+    layout_of,
+    make_workload,
+    start_engine,
+)
+from kvtui.commands.output import check_new_file, session_header
+from kvtui.core.controls import SetOverlap
+from kvtui.core.errors import KvtuiError
+from kvtui.live import LiveSession
+
+RUN = ["run", "--layout", "tiny", "--prompt-tokens", "256", "--overlap", "75", "--rate", "50"]
+CHANGES = ((6.0, 0.25), (12.0, 0.95))  # (seconds into the run, overlap fraction)
+
+
+def record(path: str, duration: float) -> None:
+    args = build_parser().parse_args([*RUN, "--record", path])
+    check_new_file(path, "FILE")
+    layout = layout_of(args)
+    workload, desc, _ = make_workload(args, layout)
+    options, endpoints = engine_options(args, layout)
+    engine = start_engine(options, endpoints)
+    session = LiveSession(engine, workload, desc, duration_s=duration, layout_text=layout.describe(),
+                          layout_name=layout_name(args, layout), header=session_header(args, layout, desc, endpoints))
+    final = None
+    try:
+        session.start_recording(path)
+        session.start()
+        t0 = time.monotonic()
+        for at, overlap in CHANGES:
+            if session.driver.done.wait(max(0.0, t0 + at - time.monotonic())):
+                break
+            session.send(SetOverlap(overlap))
+            print(f"record_demo: {time.monotonic() - t0:4.1f} s  overlap → {overlap:.0%}", file=sys.stderr)
+        session.driver.done.wait()
+        final = session.final_frame()
+    finally:
+        session.stop(final)
+    t = final.totals
+    print(f"record_demo: {path}: {t['requests']} requests, page hit rate {t['page_hit_rate']:.1%}", file=sys.stderr)
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("file", metavar="FILE", help="the session file to write (must not exist)")
+    ap.add_argument("--duration", type=float, default=18.0, metavar="SECONDS", help="run length (default 18)")
+    args = ap.parse_args(argv)
+    try:
+        record(args.file, args.duration)
+    except KvtuiError as exc:
+        print(f"kvtui: error: {exc}", file=sys.stderr)
+        return exc.exit_code
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,50 @@
+"""A store too small for the working set, against a real master: said once before the run, and a burst of
+refused puts (NO_AVAILABLE_HANDLE) makes exactly one event-log line and one stderr line naming cause and
+remedy, not one per failure."""
+
+from __future__ import annotations
+
+import json
+import uuid
+
+import pytest
+
+from kvtui.cli import main
+
+pytestmark = pytest.mark.integration
+MIB_PAGES = ["--layers", "1", "--kv-heads", "1", "--head-dim", "1024", "--page-tokens", "256", "--elem-bytes", "2"]
+
+
+def test_a_too_small_store_gives_one_burst_line(tmp_path, capsys):
+    """8 prompts × 6 shared pages of 1 MiB are leased by every probe of them; a 16 MiB segment keeps 14 pages
+    below the 90 % watermark, so puts are refused over and over."""
+    rec, out = tmp_path / "full.kvtui", tmp_path / "full.json"
+    rc = main(["run", "--scenario", "shared-system-prompt", "--pool", "8", "--store-size", "16MiB", *MIB_PAGES,
+               "--duration", "8", "--record", str(rec), "--json", str(out), "--model", f"full-{uuid.uuid4().hex[:6]}"])
+    assert rc == 0
+    err = capsys.readouterr().err.splitlines()
+    s = json.loads(out.read_text())
+    refused = s["errors"].get("NO_AVAILABLE_HANDLE", 0)
+    assert refused >= 5, (s["errors"], s["requests"], err)  # a burst, not a single failure
+    warned = [line for line in err if "warning: --store-size 16MiB keeps 14 pages" in line]
+    assert len(warned) == 1 and "--store-size 56MiB would fit" in warned[0]
+    burst = [line for line in err if line.startswith("kvtui: store full:")]
+    assert len(burst) == 1, err
+    assert "NO_AVAILABLE_HANDLE" in burst[0] and "raise --store-size to 56MiB or lower --pool" in burst[0]
+
+    from kvtui.session.reader import SessionReader
+
+    events = [e.text for e in SessionReader(rec).final_frame().events if e.text.startswith("store full:")]
+    assert events == [burst[0].removeprefix("kvtui: ")]
+
+
+def test_attach_mode_only_warns(cluster, capsys):
+    """The session cluster has 256 MiB; seed multi-turn keeps ~2.9 GiB live: a warning, and the run goes on."""
+    ep = cluster.endpoints
+    rc = main(["run", "--scenario", "multi-turn", "--requests", "1", "--quiet", "--master", ep.master,
+               "--metadata", ep.metadata_url, "--metrics-url", ep.metrics_url,
+               "--model", f"att-{uuid.uuid4().hex[:6]}"])
+    err = capsys.readouterr().err
+    assert rc == 0
+    assert "warning: the attached cluster's 256.0 MiB keep 16 pages below a 90 % eviction watermark" in err
+    assert len([line for line in err.splitlines() if "warning" in line]) == 1

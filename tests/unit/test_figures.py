@@ -1,0 +1,76 @@
+"""Every figure is defined once (kvtui.metrics.figures): the README table is that definition, names are unique,
+and the aggregator, the summary, the monitor's labels and the bench table all take theirs from it."""
+
+from __future__ import annotations
+
+import re
+from collections import Counter
+from pathlib import Path
+
+from kvtui.metrics import figures as fig
+
+README = Path(__file__).resolve().parents[2] / "README.md"
+
+
+def test_readme_table_is_the_module():
+    text = README.read_text()
+    m = re.search(r"<!-- figures:begin[^>]*-->\n(.*?)\n<!-- figures:end -->", text, re.S)
+    assert m, "README lacks the figures table markers"
+    assert m.group(1).strip() == fig.markdown_table(), "README figures table differs: python -m kvtui.metrics.figures"
+
+
+def test_one_name_per_figure_and_one_label_per_panel():
+    names = Counter(f.name for f in fig.FIGURES)
+    assert not [n for n, k in names.items() if k > 1]
+    assert len(set(fig.FIGURES)) == len(fig.FIGURES)
+    for group in (fig.WALL, fig.RUN, fig.LATENCY, fig.BENCH):
+        assert len({f.label for f in group}) == len(group)
+        assert len({f.key for f in group}) == len(group)
+    # the three "reuse read MB/s" of old are three names now
+    assert len({fig.REUSE_WALL.name, fig.REUSE_BUSY.name, fig.RELOAD_P50.name}) == 3
+
+
+def test_aggregator_and_summary_use_the_figures_keys():
+    from kvtui.metrics.aggregate import Aggregator
+
+    agg = Aggregator()
+    frame = agg.frame()
+    assert set(frame.rates) == set(frame.series) == {f.key for f in fig.WALL}
+    assert set(frame.latency) == {f.key for f in fig.LATENCY}
+    s = agg.summary()
+    assert list(s["throughput"]) == [f.key for f in fig.RUN]
+    assert all(f.field == "throughput." + f.key for f in fig.RUN if "," not in f.field)
+    assert all(f.field in s for f in fig.LATENCY + fig.RELOAD_COUNTS)
+    assert agg.rate_window_s == fig.RATE_WINDOW_S and agg.window_s == fig.LATENCY_WINDOW_S
+
+
+def test_monitor_labels_come_from_the_figures():
+    from kvtui.tui.widgets.latency import KINDS
+    from kvtui.tui.widgets.throughput import RATES, Throughput
+
+    assert [(k, label) for k, label, _ in RATES] == [(f.key, f.label) for f in fig.WALL]
+    assert list(KINDS) == [(f.key, f.label) for f in fig.LATENCY]
+    assert Throughput().border_title == fig.WALL_TITLE and f"{fig.RATE_WINDOW_S:g} s" in fig.WALL_TITLE
+
+
+def test_text_outputs_name_the_figures():
+    from kvtui.commands.bench import format_bench
+    from kvtui.commands.output import format_summary
+    from kvtui.metrics.aggregate import Aggregator
+
+    text = format_summary(Aggregator().summary())
+    for f in (fig.REUSE_BUSY, fig.PUBLISH_BUSY, fig.RELOAD_LATENCY, fig.PUBLISH_LATENCY, fig.PROBE_ONLY):
+        assert f.name in text, f.name
+    assert fig.REUSE_WALL.name not in text and "reuse read " not in text.replace(fig.REUSE_BUSY.name, "")
+    stats = {"min": 1.0, "p50": 2.0, "mean": 2.0, "max": 3.0}
+    bench = {"reload_ms": stats, "tokens_skipped": 1792, "tokens_requested": 2048, "hit_rate": 7 / 8, "pages_hit": 7,
+             "pages_total": 8, "bytes_reloaded": 7 << 20, "iterations": 20, "reuse_read_MBps_p50": 900.0,
+             "best_reuse_read_MBps_p50": 950.0, "best_read_streams": 1, "publish_write_MBps": 500.0,
+             "verify_ms_p50": 1.0, "verified": True, "tiny": {"pages_hit": 3, "pages_total": 4, "verified": True},
+             "read_streams": {"1": {"MBps_p50": 900.0}},
+             "baselines": {"raw_get_MBps_p50": 950.0, "loopback_tcp_MBps": 1500.0, "colocated_reload_MBps_p50": 1e3,
+                           "memcpy_MBps": 1200.0},
+             "ratios": {"connector_vs_raw": 0.95, "reload_vs_loopback_tcp": 0.6, "reload_vs_memcpy": 0.83}}
+    table = format_bench(bench)
+    assert fig.RELOAD_P50.name in table and fig.PUBLISH_BUSY.name in table
+    assert "reuse read" not in table

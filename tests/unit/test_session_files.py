@@ -1,0 +1,94 @@
+"""Files kvtui writes and reads besides the store: JSON outputs follow the umask like the SVGs; a recording
+copied without its -wal (the writer still running, or killed) says which file is missing."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import stat
+
+import pytest
+
+from kvtui.cli import main
+from kvtui.commands.output import write_json_atomic
+from kvtui.metrics.aggregate import Aggregator
+from kvtui.session import SessionError
+from kvtui.session.reader import WAL_MISSING, SessionReader
+from kvtui.session.writer import CHECKPOINT_FRAMES, SessionWriter
+
+from kvtui.core.events import RequestResult
+
+
+class Clock:
+    def __init__(self):
+        self.t = 100.0
+
+    def __call__(self):
+        return self.t
+
+
+def _result(i: int) -> RequestResult:
+    return RequestResult(req_id=i, scenario="s", n_tokens=64, cacheable_tokens=64, page_tokens=16, page_bytes=4096,
+                         pages_total=4, pages_hit=2, states=bytes([1, 1, 2, 2]), pages_published=2,
+                         bytes_loaded=2 * 4096, bytes_written=2 * 4096, verified=2, probe_ms=0.5, read_ms=1.5)
+
+
+@pytest.mark.parametrize("mask,mode", [(0o022, 0o644), (0o027, 0o640), (0o077, 0o600)])
+def test_json_outputs_are_written_with_the_umask(tmp_path, mask, mode):
+    old = os.umask(mask)
+    try:
+        write_json_atomic(str(tmp_path / "out.json"), {"a": 1})
+        with open(tmp_path / "plain.svg", "w") as f:  # what an SVG written by open() gets
+            f.write("<svg/>")
+    finally:
+        os.umask(old)
+    assert stat.S_IMODE(os.stat(tmp_path / "out.json").st_mode) == mode
+    assert stat.S_IMODE(os.stat(tmp_path / "plain.svg").st_mode) == mode
+    assert (tmp_path / "out.json").read_text() == '{\n  "a": 1\n}\n'
+
+
+def _copy_alone(src, folder):
+    folder.mkdir()
+    return shutil.copy(src, folder / src.name)
+
+
+def test_a_recording_copied_without_its_wal_says_to_copy_it(tmp_path, capsys):
+    clock = Clock()
+    agg = Aggregator(clock=clock)
+    path = tmp_path / "live.kvtui"
+    w = SessionWriter(path, {})
+    agg.begin_span()
+
+    def frames(n):
+        for _ in range(n):
+            agg.add(_result(agg.totals()["requests"]))
+            clock.t += 0.1
+            w.write(agg.frame())
+
+    frames(5)  # the writer runs: everything since it opened the file is in live.kvtui-wal
+    assert (tmp_path / "live.kvtui-wal").exists()
+    early = _copy_alone(path, tmp_path / "early")
+    with pytest.raises(SessionError, match=WAL_MISSING) as exc:
+        SessionReader(early)
+    assert "another SQLite database" not in str(exc.value) and "live.kvtui-wal" in str(exc.value)
+    assert sorted(os.listdir(tmp_path / "early")) == ["live.kvtui"]  # reading left no -wal/-shm beside it
+    assert main(["report", str(early)]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.endswith(WAL_MISSING) and len(err.splitlines()) == 1
+
+    frames(CHECKPOINT_FRAMES + 5)  # past the first checkpoint: the file alone holds its first 50 frames
+    late = _copy_alone(path, tmp_path / "late")
+    r = SessionReader(late)
+    assert r.wal_missing and len(r) == CHECKPOINT_FRAMES and WAL_MISSING in r.warning("reporting")
+    assert main(["report", str(late), "--json", str(tmp_path / "late.json")]) == 0
+    assert WAL_MISSING in capsys.readouterr().err
+
+    both = tmp_path / "both"
+    both.mkdir()
+    shutil.copy(path, both / path.name)
+    shutil.copy(f"{path}-wal", both / f"{path.name}-wal")
+    r = SessionReader(both / path.name)
+    assert not r.wal_missing and len(r) == CHECKPOINT_FRAMES + 10 and r.warning("reporting") is None
+    w.close()
+    r = SessionReader(path)  # closed: one self-contained file
+    assert not r.wal_missing and len(r) == CHECKPOINT_FRAMES + 10 and not (tmp_path / "live.kvtui-wal").exists()

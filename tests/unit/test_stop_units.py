@@ -1,0 +1,113 @@
+"""Stopping without a store: the driver abandons a run at once (stop, duration), the duration counts from
+the moment given (the command's start), and a teardown holds a second Ctrl-C / SIGTERM back until it ends."""
+
+from __future__ import annotations
+
+import signal
+import threading
+import time
+
+import numpy as np
+import pytest
+
+from kvtui.engine.driver import Driver
+from kvtui.engine.procs import uninterrupted
+from workload import Request
+
+
+class SlowEngine:
+    """The driver's engine interface; each submitted request finishes ``latency_s`` after the previous one
+    (a big request: reload and publish of hundreds of MiB), ``None`` meanwhile."""
+
+    def __init__(self, latency_s: float):
+        self.latency_s = latency_s
+        self.submitted: list = []
+        self.holds: list[bool] = []
+        self.drains = 0
+        self.lock = threading.Lock()
+
+    def begin_run(self, n):
+        pass
+
+    def hold(self, held):
+        self.holds.append(held)
+
+    def drain(self):
+        self.drains += 1
+
+    def submit(self, req):
+        with self.lock:
+            self.submitted.append(req)
+
+    def next_result(self, timeout_s=None):
+        time.sleep(min(timeout_s or 0.0, self.latency_s))
+        return None  # nothing ever finishes within the test
+
+    def now(self):
+        return time.monotonic()
+
+    def master_reachable(self):
+        return True
+
+
+def _requests():
+    i = 0
+    while True:
+        yield Request(req_id=i, tokens=np.arange(8, dtype=np.uint32), arrival_s=None, cacheable_tokens=8, scenario="t")
+        i += 1
+
+
+def test_stop_abandons_the_requests_under_way_at_once():
+    engine = SlowEngine(latency_s=5.0)
+    d = Driver(engine, _requests(), lambda r: None).start()
+    deadline = time.monotonic() + 5
+    while d.issued < 9 and time.monotonic() < deadline:  # concurrency 1 + LOOKAHEAD 8 submitted
+        time.sleep(0.01)
+    assert d.issued == 9
+    t0 = time.monotonic()
+    d.stop()
+    assert d.done.wait(1.0), "stop waited for the requests under way"
+    assert time.monotonic() - t0 < 0.5
+    assert d.abandoned == 9 and d.completed == 0 and d.error is None
+    assert engine.holds[-1] is True and engine.drains == 1  # decode told to drop its queue: a drain while held
+
+
+def test_duration_counts_from_the_moment_given_and_abandons():
+    engine = SlowEngine(latency_s=5.0)
+    started = time.monotonic() - 0.8  # e.g. the command started 0.8 s before the driver
+    d = Driver(engine, _requests(), lambda r: None, duration_s=1.0, duration_from=started)
+    t0 = time.monotonic()
+    d.start()
+    assert d.done.wait(2.0)
+    took = time.monotonic() - t0
+    assert 0.1 <= took < 0.6, took  # 1.0 s from ``started``, not from the driver's start
+    assert d.abandoned == d.issued > 0 and engine.holds[-1] is True
+
+
+def test_drained_end_still_waits_for_every_request():
+    """max_requests ends with a drain: the requests submitted finish (here: never, so done stays unset)."""
+    engine = SlowEngine(latency_s=5.0)
+    d = Driver(engine, _requests(), lambda r: None, max_requests=3).start()
+    assert not d.done.wait(0.5)
+    assert engine.drains == 1 and engine.holds == []
+    d.stop()
+    assert d.done.wait(1.0) and d.abandoned == 3
+
+
+def test_uninterrupted_holds_a_signal_back_until_the_block_ends():
+    with pytest.raises(KeyboardInterrupt):
+        with uninterrupted() as held:
+            signal.raise_signal(signal.SIGINT)
+            time.sleep(0.01)  # nothing is raised inside the block
+            assert held == [signal.SIGINT]
+            reached = True
+    assert reached
+    assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
+
+
+def test_uninterrupted_does_not_stack_a_held_signal_on_an_exception():
+    with pytest.raises(ValueError):
+        with uninterrupted():
+            signal.raise_signal(signal.SIGINT)
+            raise ValueError("teardown failed")
+    assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
