@@ -62,7 +62,7 @@ def run(args: argparse.Namespace) -> int:
     from kvtui.core.layout import preset_summaries
     from kvtui.live import LiveSession
     from kvtui.tui.app import run_app
-    from workload import skipped_rows_text
+    from workload import skipped_count, skipped_rows_text
 
     layout = layout_of(args)
     if args.concurrency < 1:
@@ -82,8 +82,8 @@ def run(args: argparse.Namespace) -> int:
                           header=session_header(args, layout, desc, endpoints))
     if options.cluster.isolation:
         session._log("info", f"network {options.cluster.isolation}")  # shown in the event log, not stderr
-    if problems:
-        session._log("error", skipped_rows_text(problems))
+    if problems:  # skipped rows are an error; rows replayed late only a warning
+        session._log("error" if skipped_count(problems) else "info", skipped_rows_text(problems))
     try:
         start_recording(session, args.record)
         session.start()

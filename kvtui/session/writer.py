@@ -82,6 +82,11 @@ class SessionWriter:
             try:
                 self.db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
                 self.db.execute("PRAGMA journal_mode=DELETE")  # one self-contained file: readers add no -wal/-shm
+            except sqlite3.OperationalError:
+                # another process (e.g. ``kvtui report`` on the live file) holds a read lock: every frame is
+                # committed already, so the file stays readable; it just keeps its -wal beside it until the
+                # next open checkpoints it
+                pass
             finally:
                 self.db.close()
 

@@ -92,3 +92,26 @@ def test_a_recording_copied_without_its_wal_says_to_copy_it(tmp_path, capsys):
     w.close()
     r = SessionReader(path)  # closed: one self-contained file
     assert not r.wal_missing and len(r) == CHECKPOINT_FRAMES + 10 and not (tmp_path / "live.kvtui-wal").exists()
+
+
+def test_a_recording_closes_cleanly_while_another_process_reads_it(tmp_path):
+    """``kvtui report`` on a live recording holds a read lock; the writer's close must not fail ("database is
+    locked" was a traceback and exit 1), and the file stays readable with every frame."""
+    import sqlite3
+
+    clock = Clock()
+    agg = Aggregator(clock=clock)
+    path = tmp_path / "live.kvtui"
+    writer = SessionWriter(str(path), {"command": "test"})
+    for i in range(5):
+        agg.add(_result(i))
+        clock.t += 0.1
+        writer.write(agg.frame())
+    reader_db = sqlite3.connect(str(path))
+    reader_db.execute("BEGIN")
+    assert reader_db.execute("SELECT COUNT(*) FROM frames").fetchone()[0] == 5  # a read transaction is open
+    writer.close()  # must not raise
+    reader_db.close()
+    reader = SessionReader(str(path))
+    assert len(reader) == 5
+    assert reader.final_frame().totals["requests"] == 5
