@@ -12,7 +12,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 from kvtui.core.codes import NO_SPACE
-from kvtui.core.controls import Control, SetLayout, SetOverlap, SetPool, SetRate, SetScenario
+from kvtui.core.controls import Control, SetLayout, SetOverlap, SetPool, SetRate, SetScenario, SetTraceSpeed
 from kvtui.core.events import EngineEvent
 from kvtui.core.knobs import KNOBS, OVERLAP, POOL, RATE, SCENARIOS
 from kvtui.engine.samplers import PanelThread, ProcessSampler, StoreSampler
@@ -59,6 +59,7 @@ class LiveSession:
         self.prompt_pages = prompt_pages  # prompts of this many pages of the layout (None: --prompt-tokens fixed)
         self._page_bytes_used: dict[int, int] = {}  # tokens per page → page bytes of every layout used so far
         self.store_full = StoreFullAlarm(self._store_full_text)  # one event-log line per burst of refused puts
+        self.sinks: list = []  # views fed every RequestResult, e.g. kvtui.export.request_log.RequestLog
 
     @property
     def description(self) -> dict:
@@ -71,6 +72,10 @@ class LiveSession:
             if spec is not None:
                 d.update(synthetic_description(spec))
             d["layout"] = self.layout_name
+        progress = getattr(self.workload, "progress", None)
+        if d.get("kind") == "trace" and progress is not None:  # a TraceWorkload: position, length, speed
+            p = progress()
+            d.update(speed=p["speed"], position_s=p["position_s"], length_s=p["length_s"])
         return d
 
     def start(self) -> "LiveSession":
@@ -83,6 +88,13 @@ class LiveSession:
 
     def _on_result(self, result) -> None:
         self.agg.add(result)
+        for sink in self.sinks:
+            sink.add(result)
+        rec = self.recorder
+        if rec is not None:  # the session file's request rows (kvtui report --requests-log)
+            from kvtui.export.request_log import request_row
+
+            rec.writer.add_request(request_row(result, getattr(self.agg, "estimator", None)))
         self._log_line(self.store_full.add(result.codes.get(NO_SPACE, 0), self.agg.now()))
         if self._description.get("kind") == "trace":
             self._description["done"] = self.driver.completed
@@ -148,6 +160,9 @@ class LiveSession:
         if isinstance(control, SetLayout):
             self._switch_layout(control.name)
             return
+        if isinstance(control, SetTraceSpeed):
+            self._set_trace_speed(control.speed)
+            return
         if not hasattr(self.workload, "update"):
             self._log("control", "this workload (a trace) has no knobs to change")
             return
@@ -158,6 +173,21 @@ class LiveSession:
             self._log("error", f"control refused: {exc}")
             return
         self._log("control", _change_text(knob, value))
+
+    def _set_trace_speed(self, speed: float | None) -> None:
+        """A trace replay's speed from the next row drawn (``TraceWorkload.set_speed``, counted from now on the
+        driver's arrival clock); refused with an event-log line for a synthetic workload or a speed not > 0."""
+        from kvtui.core.knobs import trace_speed_text
+
+        if not hasattr(self.workload, "set_speed"):
+            self._log("control", "trace speed: this workload is not a trace (its rate is the r / R knob)")
+            return
+        try:
+            self.workload.set_speed(speed, now_s=self.driver.elapsed())
+        except ValueError as exc:
+            self._log("error", f"control refused: {exc}")
+            return
+        self._log("control", f"trace speed → {trace_speed_text(speed)}")
 
     def _switch_layout(self, name: str) -> None:
         """Switch to page layout preset ``name`` (:data:`kvtui.core.layout.PRESETS`: seed, tiny and every model
@@ -220,6 +250,9 @@ class LiveSession:
         self.layout_text, self.layout_name = new.describe(), name
         self._page_bytes_used[new.page_tokens] = new.page_bytes
         self._log("control", f"layout → {name} ({self.layout_text})")
+        if self.agg.estimator is not None:  # the TTFT estimate follows the model whose shape the layout is
+            self.agg.set_estimator(self.agg.estimator.for_layout(name))
+            self._log("info", f"TTFT estimate: {self.agg.estimator.basis}")
 
     def pause(self) -> None:
         """Stop issuing requests (in-flight ones finish)."""

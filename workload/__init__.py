@@ -7,7 +7,9 @@ This package imports nothing from :mod:`kvtui` and no store client, so it can be
   ``shared-system-prompt``, ``few-shot``, ``multi-turn``, ``random``; knobs changeable mid-run);
 - :mod:`workload.trace` -- read and replay Mooncake FAST'25 traces
   (``kvcache-ai/Mooncake FAST25-release/traces``): :func:`read_trace`, :class:`TraceWorkload`;
-- :mod:`workload.stats` -- offline trace analysis and ideal prefix-hit figures (unbounded and LRU).
+- :mod:`workload.stats` -- offline trace analysis and ideal prefix-hit figures (unbounded and LRU);
+- :mod:`workload.synthesis` -- trace synthesis: faster arrivals, longer shared prefixes or prompts, more
+  prefix trees, as pure transforms of parsed trace rows.
 """
 
 from workload.request import Request

@@ -21,7 +21,7 @@ from dataclasses import asdict, dataclass
 
 from workload.trace import DEFAULT_BLOCK_TOKENS, TraceRow, late_rows
 
-__all__ = ["TraceStats", "trace_stats", "ideal_hits", "hit_rate_curve", "percentile"]
+__all__ = ["TraceStats", "trace_stats", "ideal_hits", "hit_rate_curve", "percentile", "IdealPrefixCache"]
 
 
 @dataclass
@@ -96,18 +96,58 @@ def _full_blocks(rows: Iterable[TraceRow], block_tokens: int) -> list[tuple[int,
     return [r.hash_ids[: r.input_length // block_tokens] for r in rows]
 
 
+class IdealPrefixCache:
+    """The unbounded-cache rule of the module docstring, one row at a time (what ``trace-stats`` replays over
+    the whole file): :meth:`add` gives a row's ideal hit, then caches its full blocks. Feeding every row of a
+    trace in file order gives :attr:`TraceStats.ideal_block_hits` exactly; the monitor feeds the rows a replay
+    issues, for the ideal hit rate of the trace so far. Memory: one set entry per distinct full block."""
+
+    def __init__(self, block_tokens: int = DEFAULT_BLOCK_TOKENS) -> None:
+        _check_block_tokens(block_tokens)
+        self.block_tokens = block_tokens
+        self._cached: set[int] = set()
+        self.rows = 0
+        self.hit_blocks = 0
+        self.input_tokens = 0
+
+    def add_blocks(self, full: Sequence[int]) -> int:
+        """Hit blocks of a row whose full blocks are ``full`` (the longest leading run already cached), then
+        cache them all."""
+        cached, hits = self._cached, 0
+        for h in full:
+            if h not in cached:
+                break
+            hits += 1
+        cached.update(full)
+        self.hit_blocks += hits
+        self.rows += 1
+        return hits
+
+    def add(self, row: TraceRow) -> int:
+        """:meth:`add_blocks` of ``row``'s ``input_length // block_tokens`` full blocks; also counts its input
+        tokens (for :attr:`hit_rate`)."""
+        self.input_tokens += row.input_length
+        return self.add_blocks(row.hash_ids[: row.input_length // self.block_tokens])
+
+    @property
+    def hit_tokens(self) -> int:
+        """Ideal hit tokens so far (``hit_blocks * block_tokens``)."""
+        return self.hit_blocks * self.block_tokens
+
+    @property
+    def hit_rate(self) -> float:
+        """Ideal token hit rate of the rows added with :meth:`add` (0..1; 0 before any)."""
+        return self.hit_tokens / self.input_tokens if self.input_tokens else 0.0
+
+
 def _replay(full: Sequence[Sequence[int]], capacity_blocks: int | None) -> int:
-    """Full-block prefix hits of a replay; ``capacity_blocks`` None = unbounded."""
+    """Full-block prefix hits of a replay; ``capacity_blocks`` None = unbounded (:class:`IdealPrefixCache`)."""
     hits = 0
     if capacity_blocks is None:
-        cached: set[int] = set()
+        cache = IdealPrefixCache()
         for ids in full:
-            for h in ids:
-                if h not in cached:
-                    break
-                hits += 1
-            cached.update(ids)
-        return hits
+            cache.add_blocks(ids)
+        return cache.hit_blocks
     if capacity_blocks <= 0:
         return 0
     lru: OrderedDict[int, None] = OrderedDict()

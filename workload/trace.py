@@ -1,5 +1,8 @@
 """Read and replay Mooncake FAST'25 request traces (``kvcache-ai/Mooncake FAST25-release/traces``).
 
+Longer than 450 lines because the reader's row checks, the block tokens and the replay (whose speed can
+change mid-run) share one row format; they are read together.
+
 Format: JSON Lines, one request per line::
 
     {"timestamp": 27482, "input_length": 6955, "output_length": 52, "hash_ids": [46, 47, ...]}
@@ -363,7 +366,15 @@ class TraceWorkload:
 
     Each request: ``tokens`` = the rows' block tokens concatenated, the last block cut so that
     ``len(tokens) == input_length``; ``cacheable_tokens = (input_length // block_tokens) * block_tokens``
-    (only full blocks may be published or hit); labels ``row`` (line number), ``output_tokens``.
+    (only full blocks may be published or hit); labels ``row`` (line number), ``output_tokens``,
+    ``prefix`` (the row's prefix group: its hash id at :attr:`group_depth`, the first block position where
+    the trace's rows differ, so rows of one conversation or document share it; absent for a shorter row) and
+    ``ideal_hit_tokens`` (the row's hit with an unbounded cache in file order, the rule of ``trace-stats``:
+    :class:`workload.stats.IdealPrefixCache`).
+
+    The speed can change while a replay runs (:meth:`set_speed`): the rows after the change keep the trace's
+    spacing from the last row yielded, scaled by the new speed. :meth:`progress` says where the replay is.
+    ``tokens=False`` leaves the token ids out (an empty array: for a simulation without a store).
     """
 
     def __init__(
@@ -373,12 +384,11 @@ class TraceWorkload:
         block_tokens: int = DEFAULT_BLOCK_TOKENS,
         speed: float | None = 1.0,
         name: str = "trace",
+        tokens: bool = True,
     ):
         if isinstance(block_tokens, bool) or not isinstance(block_tokens, int) or block_tokens < 1:
             raise ValueError(f"block size must be an integer >= 1 tokens, got {block_tokens!r}")
-        if speed is not None:
-            if isinstance(speed, bool) or not isinstance(speed, (int, float)) or math.isnan(speed) or speed <= 0:
-                raise ValueError(f"replay speed must be > 0 (or None for as fast as possible), got {speed!r}")
+        self._checked_speed(speed)
         if not rows:
             raise ValueError("trace has no rows to replay")
         for r in rows:
@@ -390,8 +400,50 @@ class TraceWorkload:
                 )
         self._rows = list(rows)
         self.block_tokens = block_tokens
-        self.speed = None if speed is None or math.isinf(speed) else float(speed)
+        self.speed = self._checked_speed(speed)
         self.name = name
+        self.tokens = tokens  # False: requests carry no token ids (a store-less simulation needs only the rest)
+        self.group_depth = _group_depth(self._rows)
+        self._length_s = (max(r.timestamp_ms for r in self._rows) - self._rows[0].timestamp_ms) / 1000.0
+        self._anchor: tuple[float, int] | None = None  # (arrival s, timestamp ms) the arrivals count from
+        self._last: tuple[float | None, int] = (None, self._rows[0].timestamp_ms)  # newest yielded row
+        self.issued = 0  # rows yielded by the current replay
+
+    @staticmethod
+    def _checked_speed(speed: float | None) -> float | None:
+        if speed is not None:
+            if isinstance(speed, bool) or not isinstance(speed, (int, float)) or math.isnan(speed) or speed <= 0:
+                raise ValueError(f"replay speed must be > 0 (or None for as fast as possible), got {speed!r}")
+        return None if speed is None or math.isinf(speed) else float(speed)
+
+    def set_speed(self, speed: float | None, now_s: float | None = None) -> None:
+        """Replay the rows not yet yielded at ``speed`` (> 0; None or ``math.inf``: as fast as possible).
+        Their arrival times keep the trace's spacing from the newest row yielded, counted from its arrival
+        or, when ``now_s`` (seconds on the arrival clock: the driver's time since the replay began, pauses
+        excluded) is given and later, from ``now_s``; so a replay that ran as fast as possible carries on
+        from now. ``ValueError`` for a speed that is not > 0. Call it between two draws (the driver's feeder
+        thread does, before the next request): the row already drawn keeps its arrival time."""
+        speed = self._checked_speed(speed)
+        last_arrival, last_ms = self._last
+        if now_s is not None and now_s > (last_arrival or 0.0):
+            ran_ms = (now_s - last_arrival) * 1000.0 * self.speed if self.speed and last_arrival is not None else 0.0
+            self._anchor = (now_s, last_ms + ran_ms)  # the trace clock has moved on since the newest row
+        else:
+            self._anchor = (last_arrival or 0.0, last_ms)
+        self.speed = speed
+
+    @property
+    def length_s(self) -> float:
+        """Trace time from the first row to the latest timestamp (s)."""
+        return self._length_s
+
+    def progress(self) -> dict:
+        """Where the replay is: ``issued`` rows of ``total``, ``position_s`` (trace time of the newest row
+        yielded, since the first row, s), ``length_s`` (:attr:`length_s`) and ``speed`` (×, None = as fast as
+        possible)."""
+        return {"issued": self.issued, "total": len(self._rows),
+                "position_s": (self._last[1] - self._rows[0].timestamp_ms) / 1000.0,
+                "length_s": self.length_s, "speed": self.speed}
 
     @property
     def rows_total(self) -> int:
@@ -403,22 +455,49 @@ class TraceWorkload:
 
     def __iter__(self) -> Iterator[Request]:
         """Yield one request per row; each call starts a fresh replay."""
+        from workload.stats import IdealPrefixCache  # (workload.stats imports this module)
+
         first_ms = self._rows[0].timestamp_ms
-        last_arrival = 0.0
+        self._anchor, self._last, self.issued = (0.0, first_ms), (None, first_ms), 0
+        latest_ms = first_ms
         bt = self.block_tokens
+        ideal = IdealPrefixCache(bt)
+        depth = self.group_depth
         for req_id, row in enumerate(self._rows):
-            tokens = row_tokens(row.hash_ids, row.input_length, bt)
+            tokens = row_tokens(row.hash_ids, row.input_length, bt) if self.tokens else np.zeros(0, np.uint32)
             tokens.flags.writeable = False
+            latest_ms = max(latest_ms, row.timestamp_ms)  # a late row is issued at the earlier row's time
             if self.speed is None:
                 arrival: float | None = None
             else:
-                last_arrival = max(last_arrival, (row.timestamp_ms - first_ms) / 1000.0 / self.speed)
-                arrival = last_arrival
+                base_s, base_ms = self._anchor
+                arrival = max(self._last[0] or 0.0, base_s + (latest_ms - base_ms) / 1000.0 / self.speed)
+            hit = ideal.add(row)
+            labels = [("row", str(row.line_no)), ("output_tokens", str(row.output_length))]
+            if depth is not None and len(row.hash_ids) > depth:
+                labels.append(("prefix", str(row.hash_ids[depth])))
+            labels.append(("ideal_hit_tokens", str(hit * bt)))
+            self._last = (arrival, latest_ms)
+            self.issued = req_id + 1
             yield Request(
                 req_id=req_id,
                 tokens=tokens,
                 arrival_s=arrival,
                 cacheable_tokens=(row.input_length // bt) * bt,
                 scenario=f"trace:{self.name}",
-                labels=(("row", str(row.line_no)), ("output_tokens", str(row.output_length))),
+                labels=tuple(labels),
             )
+
+
+def _group_depth(rows: Sequence[TraceRow]) -> int | None:
+    """The first block position at which the rows' hash ids differ (0 when their first blocks differ; 1 for
+    the FAST'25 conversation trace, whose rows all start with one system-prompt block); None when every row
+    is the same prefix."""
+    depth = 0
+    while True:
+        ids = {r.hash_ids[depth] for r in rows if len(r.hash_ids) > depth}
+        if not ids:
+            return None
+        if len(ids) > 1:
+            return depth
+        depth += 1

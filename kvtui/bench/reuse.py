@@ -74,9 +74,11 @@ def _tiny_case(engines: BenchEngines, endpoints) -> dict:
             "verified": r.verified == r.pages_hit and r.mismatches == 0, "page_bytes": tiny.page_bytes}
 
 
-def measure_reuse(engines: BenchEngines, layout, case: ReuseCase) -> dict:
+def measure_reuse(engines: BenchEngines, layout, case: ReuseCase, estimator=None) -> dict:
     """Run every step on embedded clusters of ``layout`` and return every figure (the fields of
-    ``kvtui bench --json``): ms, bytes, MB/s, hit rate, ``verified`` and the ratios to the baselines."""
+    ``kvtui bench --json``): ms, bytes, MB/s, hit rate, ``verified`` and the ratios to the baselines; with
+    ``estimator`` (a :class:`~kvtui.metrics.ttft.TtftEstimator`) also the recompute estimate of the reloaded
+    prefix against the measured 1-stream reloads (:func:`kvtui.metrics.ttft.reload_estimate`)."""
     prompt = np.arange(case.prompt_tokens, dtype=np.uint32) + 1000
     second = prompt.copy()
     second[case.shared_tokens:] += 1_000_000  # diverges after the shared prefix
@@ -145,4 +147,8 @@ def measure_reuse(engines: BenchEngines, layout, case: ReuseCase) -> dict:
                    "reload_vs_loopback_tcp": best["MBps_p50"] / tcp,
                    "reload_vs_memcpy": co["MBps_p50"] / memcpy},
     })
+    if estimator is not None:
+        from kvtui.metrics.ttft import reload_estimate
+
+        out.update(reload_estimate(estimator, hit * layout.page_tokens, [r.probe_ms + r.read_ms for r in runs]))
     return out

@@ -8,9 +8,12 @@ of the rounds' ratios (a slow spell of the machine hits both sides of a ratio).
 
 from __future__ import annotations
 
+import shutil
+import tempfile
 import time
 import uuid
 from dataclasses import replace
+from pathlib import Path
 
 from kvtui.bench.bare import bare_replay
 from kvtui.bench.engines import BenchEngines, say
@@ -23,16 +26,21 @@ def measure_trace(engines: BenchEngines, layout, trace: str, rows: list, block_t
     times through each side; returns the fields of ``kvtui bench --trace --json``: per-round seconds, hits and
     ratios, each side's best run (seconds, requests/s, page hits) and the ratios (median of the rounds, and of
     the best runs). ``bad_rows``: how many rows the reader skipped (reported, not replayed); ``label``: the
-    trace as the user named it (``synthetic``), reported as ``trace`` (default: the file)."""
+    trace as the user named it (``synthetic``), reported as ``trace`` (default: the file). The bare loop
+    reads ``rows`` themselves from a temporary copy (synthesized rows included), not the file."""
     from kvtui.engine.driver import Driver
     from kvtui.metrics.aggregate import Aggregator
     from workload import TraceWorkload
+    from workload.synthesis import rows_to_jsonl
 
     engines = replace(engines, model=f"{engines.model}-engine-{uuid.uuid4().hex[:6]}")
     say(f"starting embedded cluster and workers ({layout.describe()})…")
     engine = engines.engine(layout)
     done: list[dict] = []
+    folder = Path(tempfile.mkdtemp(prefix="kvtui-bench-trace-"))
+    bare_trace = folder / "rows.jsonl"  # the very rows the engine replays (--prefix-scale & co. applied)
     try:
+        bare_trace.write_text(rows_to_jsonl(rows), encoding="utf-8")
         for r in range(rounds):
             times = {}
             for side in ("engine", "bare loop")[:: 1 if r % 2 == 0 else -1]:  # ABBA: warm-up favours neither
@@ -50,7 +58,8 @@ def measure_trace(engines: BenchEngines, layout, trace: str, rows: list, block_t
                     del requests
                 else:
                     n, times[side], bare_hits = bare_replay(engine.endpoints.as_dict(), layout.as_dict(),
-                                                            f"bare-{uuid.uuid4().hex[:6]}", trace, block_tokens)
+                                                            f"bare-{uuid.uuid4().hex[:6]}", str(bare_trace),
+                                                            block_tokens)
             engine_s, bare_s = times["engine"], times["bare loop"]
             s = agg.summary()
             done.append({"engine_s": engine_s, "bare_loop_s": bare_s, "ratio": bare_s / engine_s,
@@ -61,6 +70,7 @@ def measure_trace(engines: BenchEngines, layout, trace: str, rows: list, block_t
                 f"{bare_s / engine_s:.2f}")
     finally:
         engine.stop()
+        shutil.rmtree(folder, ignore_errors=True)
     engine_s = min(x["engine_s"] for x in done)
     bare_s = min(x["bare_loop_s"] for x in done)
     last = done[-1]

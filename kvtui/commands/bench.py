@@ -18,7 +18,9 @@ import argparse
 
 from kvtui.bench.reuse import ReuseCase
 from kvtui.commands.common import add_page_arguments, check_refresh_hz, layout_of, store_size
+from kvtui.commands.estimate_args import add_estimate_arguments, estimator_from_args
 from kvtui.commands.output import check_writable, write_json_atomic
+from kvtui.commands.trace_args import add_synthesis_arguments, synthesis_description, synthesize_rows
 from kvtui.core.defaults import DEFAULT_HZ, DEFAULT_STORE_SIZE_TEXT, MAX_HZ, MIN_SEGMENT_BYTES
 from kvtui.core.errors import KvtuiError
 from workload import DEFAULT_BLOCK_TOKENS
@@ -76,7 +78,9 @@ def register(subparsers) -> None:
                         "ratio of each side's best run is printed too; default 3)")
     p.add_argument("--trace-block-tokens", type=int, default=DEFAULT_BLOCK_TOKENS, metavar="TOKENS",
                    help=f"tokens per trace hash id (default {DEFAULT_BLOCK_TOKENS})")
+    add_synthesis_arguments(p)
     add_page_arguments(p, "seed")
+    add_estimate_arguments(p)
     p.set_defaults(func=run)
 
 
@@ -86,6 +90,12 @@ def run(args: argparse.Namespace) -> int:
     from kvtui.bench.engines import BenchEngines, say
     from kvtui.commands.common import isolate, start_engine
     layout = layout_of(args)
+    estimator = estimator_from_args(args, layout)
+    given = [f for f, v in (("--gpu", args.gpu), ("--mfu", args.mfu), ("--prefill-tokens-per-s",
+                                                                       args.prefill_tokens_per_s)) if v is not None]
+    if given and (args.trace or args.ui):
+        raise KvtuiError(f"{given[0]} sets the reuse bench's recompute estimate; --{'trace' if args.trace else 'ui'} "
+                         "has none")
     store_bytes = store_size(args.store_size)
     if args.iterations < 1 or args.max_streams < 1:
         raise KvtuiError("--iterations and --max-streams must be at least 1")
@@ -100,6 +110,7 @@ def run(args: argparse.Namespace) -> int:
     if args.json:
         check_writable(args.json, "--json")
     rows, problems = _read_trace(args, layout) if args.trace else ([], [])
+    synthesis = synthesis_description(args)  # refuses a synthesis flag without --trace
     if (args.trace or args.ui) and args.rounds < 1:
         raise KvtuiError("--rounds must be at least 1")
     if args.ui:
@@ -119,6 +130,7 @@ def run(args: argparse.Namespace) -> int:
             say(skipped_rows_text(problems))
         out = measure_trace(engines, layout, resolve_trace(args.trace), rows, args.trace_block_tokens, args.rounds,
                             skipped_count(problems), label=trace_label(args.trace))
+        out.update(synthesis)
         print(format_trace(out))
         code = 0 if out["engine"]["mismatches"] == 0 else 1
     elif args.ui:
@@ -131,7 +143,7 @@ def run(args: argparse.Namespace) -> int:
         from kvtui.bench.reuse import measure_reuse
 
         out = measure_reuse(engines, layout, ReuseCase(args.prompt_tokens, args.shared_tokens, args.iterations,
-                                                       args.max_streams))
+                                                       args.max_streams), estimator)
         print(format_bench(out))
         code = 0 if out["verified"] else 1
     if args.json:
@@ -148,7 +160,8 @@ def _read_trace(args, layout) -> tuple[list, list]:
     path = resolve_trace(args.trace)  # a shipped trace's name (--trace synthetic) or a file
     try:
         check_page_divides_block(layout.page_tokens, args.trace_block_tokens)
-        return read_trace(path, block_tokens=args.trace_block_tokens)
+        rows, problems = read_trace(path, block_tokens=args.trace_block_tokens)
+        return synthesize_rows(args, rows, args.trace_block_tokens), problems
     except (TraceError, ValueError) as exc:
         raise KvtuiError(str(exc)) from None
 
@@ -189,8 +202,25 @@ def format_bench(o: dict) -> str:
         ("co-located reload", f"{b['colocated_reload_MBps_p50']:.0f} MB/s vs memcpy {b['memcpy_MBps']:.0f} MB/s → "
                               f"{q['reload_vs_memcpy']:.2f} ({_target(q['reload_vs_memcpy'], TARGETS['reload_vs_memcpy'])})"),
     ]
+    if "ttft_estimate" in o:
+        rows.append(("recompute vs reload (est.)", _recompute_line(o, r)))
     w = max(len(k) for k, _ in rows)
     return "\n".join(f"{k:<{w}}  {v}" for k, v in rows)
+
+
+def _recompute_line(o: dict, reload: dict) -> str:
+    """The bench's break-even line: the estimated recompute time of the reloaded prefix against the measured
+    reload (:func:`kvtui.metrics.ttft.reload_estimate`), marked when the reload is the slower."""
+    from kvtui.metrics.figures import TTFT_SAVED
+
+    est = o["ttft_estimate"]
+    if o.get("recompute_ms") is None:
+        return est.get("off", "no estimate")
+    rc, ratio, saved = o["recompute_ms"], o["reload_vs_recompute"], o["ttft_saved_ms"]
+    verdict = (f"RELOAD SLOWER THAN RECOMPUTE ({ratio:.2f}×: {(ratio - 1) * rc:.1f} ms lost per request on average)" if ratio > 1
+               else f"{TTFT_SAVED.name} p50 {saved['p50']:.1f} ms per request (reload/recompute {ratio:.2f}×)")
+    return (f"recompute ~{rc:.1f} ms for {o['tokens_skipped']:,} tokens vs reload p50 {reload['p50']:.1f} ms measured "
+            f"→ {verdict}; estimate: {est['basis']}")
 
 
 def format_trace(o: dict) -> str:

@@ -8,12 +8,14 @@ them into objects and raise :class:`~kvtui.core.errors.KvtuiError` (one line, ex
 from __future__ import annotations
 
 import argparse
-import math
+import os
 import sys
 from dataclasses import replace
 from pathlib import Path
 
 from kvtui.commands.output import check_writable
+from kvtui.commands.trace_args import (add_synthesis_arguments, parse_speed, synthesis_description, synthesize_rows,
+                                       trace_synthesis)
 from kvtui.core.defaults import (
     DEFAULT_MODEL,
     DEFAULT_PROMPT_PAGES,
@@ -172,6 +174,7 @@ def add_workload_arguments(p: argparse.ArgumentParser, default_scenario: str | N
                    help="with --trace: tokens per trace hash id (default 512, the FAST'25 release)")
     g.add_argument("--speed", default=None, metavar="X",
                    help="with --trace: time scale, 2 = twice as fast, max = as fast as possible (default 1)")
+    add_synthesis_arguments(g)
     g.add_argument("--strict", action="store_true", help="stop at the first bad trace row (default: skip and count)")
 
 
@@ -264,6 +267,7 @@ def engine_options(args: argparse.Namespace, layout: PageLayout):
             ports[port] = flag
     store_bytes = size_store(args, layout, given, endpoints, ClusterOptions.eviction_high_watermark,
                              DEFAULT_STORE_BYTES)  # after the checks: may say in one line the size chosen and why
+    args.store_bytes = None if endpoints is not None else store_bytes  # the segment's size, for run_context
     mode = args.isolate_network
     if ports and mode == "auto":
         mode = "off"  # explicit ports are meant to be reached (and checked) on this host's loopback
@@ -302,19 +306,6 @@ def isolate(mode: str, explicit_ports: bool = False) -> str:
     return f"not isolated ({reason}): Mooncake's transfer listeners bind all interfaces"
 
 
-def parse_speed(text: str) -> float | None:
-    """``--speed``: a positive number or ``max`` (None = as fast as possible)."""
-    if str(text).strip().lower() in ("max", "inf"):
-        return None
-    try:
-        v = float(text)
-    except ValueError:
-        raise KvtuiError(f"--speed must be a positive number or 'max', got {text!r}") from None
-    if not (v > 0) or math.isinf(v) or math.isnan(v):
-        raise KvtuiError(f"--speed must be a positive number or 'max', got {text!r}")
-    return v
-
-
 def make_workload(args: argparse.Namespace, layout: PageLayout):
     """The request source of ``args``: ``(workload, description dict, problems)``.
 
@@ -350,14 +341,16 @@ def make_workload(args: argparse.Namespace, layout: PageLayout):
                              "a KV page must not straddle two trace blocks") from None
         try:
             rows, problems = read_trace(path, block_tokens=block, strict=args.strict)
+            rows = synthesize_rows(args, rows, block)  # --trace-speedup, --prefix-scale, … (trace_args)
             wl = TraceWorkload(rows, block_tokens=block, speed=parse_speed(args.speed or "1"),
                                name=trace_label(args.trace))
         except (TraceError, ValueError) as exc:
             raise KvtuiError(str(exc)) from None
         args.working_set = trace_working_set(rows, block, layout.page_tokens)
         return wl, {"kind": "trace", "name": trace_label(args.trace), "done": 0, "total": wl.rows_total,
-                    "complete": False}, problems
+                    "complete": False, **synthesis_description(args)}, problems
     check_workload_flags(args, layout)
+    trace_synthesis(args)  # refuses a synthesis flag without --trace
     knobs = {}
     for knob in (OVERLAP, POOL, RATE):
         try:
@@ -430,7 +423,8 @@ def screen_arguments(args: argparse.Namespace, command: str) -> tuple[int, int]:
     if args.headless and args.duration is None:
         raise KvtuiError("--headless needs --duration SECONDS (without a terminal there is no q to quit with)")
     size = parse_size(args.size)
-    if not args.headless and not sys.stdout.isatty():
+    web = os.environ.get("TEXTUAL_DRIVER", "").endswith(":WebDriver")  # kvtui serve: a browser is the terminal
+    if not args.headless and not sys.stdout.isatty() and not web:
         raise KvtuiError(f"kvtui {command} needs a terminal; use --headless --duration S [--screenshot PATH] without one")
     return size
 

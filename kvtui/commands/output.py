@@ -82,10 +82,18 @@ def open_session(path: str):
 
 def run_context(args, layout, desc: dict, endpoints, bad_rows: int) -> dict:
     """What a summary says about the run besides its figures (also kept in a recorded session's header):
-    layout, ``page_bytes`` (bytes), workload description, ``bad_rows_skipped``, concurrency, store mode."""
+    layout, ``page_bytes`` (bytes), workload description, ``bad_rows_skipped``, concurrency, store mode, and
+    ``setup``: the embedded segment's ``store_bytes`` (None when attached), ``segment_on``, ``protocol``,
+    ``read_streams`` and the kvtui and Mooncake versions (what ``kvtui compare`` lists when runs differ)."""
+    from kvtui import __version__
+    from kvtui.session.writer import mooncake_version
+
+    setup = {"store_bytes": getattr(args, "store_bytes", None), "segment_on": getattr(args, "segment_on", None),
+             "protocol": getattr(args, "protocol", None), "read_streams": getattr(args, "read_streams", None),
+             "kvtui_version": __version__, "mooncake_version": mooncake_version()}
     return {"layout": layout.as_dict(), "page_bytes": layout.page_bytes, "workload": desc,
             "bad_rows_skipped": bad_rows, "concurrency": args.concurrency,
-            "store_mode": "attached" if endpoints else "embedded"}
+            "store_mode": "attached" if endpoints else "embedded", "setup": setup}
 
 
 def session_header(args, layout, desc: dict, endpoints) -> dict:
@@ -125,5 +133,25 @@ def format_summary(s: dict) -> str:
         f"{fig.PUBLISH_BUSY.name} {thr[fig.PUBLISH_BUSY.key]:.0f} {fig.PUBLISH_BUSY.unit} · "
         f"{thr[fig.SKIPPED_RUN.key]:,.0f} {fig.SKIPPED_RUN.label}",
         f"store errors          {errors}",
+        *ttft_lines(s),
     ]
     return "\n".join(lines)
+
+
+def ttft_lines(s: dict) -> list[str]:
+    """The summary's TTFT lines (estimates, with their basis; :func:`kvtui.metrics.ttft_saved.summary_fields`),
+    the break-even marked when the reloads were slower than recomputing."""
+    from kvtui.metrics import figures as fig
+
+    est, t = s.get("ttft_estimate") or {}, s.get("ttft_saved_ms")
+    if t is None:
+        return [f"{'TTFT saved':<22}{est.get('off', 'no estimate')}"] if est else []
+    ratio, slower = s.get("reload_vs_recompute"), s.get("reloads_slower_than_recompute") or 0
+    mark = ""
+    if ratio is not None:
+        mark = f" · {fig.RELOAD_VS_RECOMPUTE.label} {ratio:.2f}×" + (
+            f" — RELOAD SLOWER THAN RECOMPUTE ({slower:,} of {t['count']:,} requests)" if ratio > 1 else
+            (f" ({slower:,} of {t['count']:,} requests slower)" if slower else ""))
+    return [f"{fig.TTFT_SAVED.name:<22}p50 {t['p50']:.1f} ms · p99 {t['p99']:.1f} · total {t['total'] / 1e3:.2f} s over "
+            f"{t['count']:,} reloads · {fig.GPU_SAVED_RUN.label} {s['prefill_gpu_s_saved']:.2f} s{mark}",
+            f"{'':<22}estimate: {est.get('basis', '?')}"]

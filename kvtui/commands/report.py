@@ -1,24 +1,34 @@
 """``kvtui report FILE``: the summary of a recorded session's span (same fields as ``kvtui run --json``, over
-what happened while it was recorded) and an SVG of its final dashboard, for sharing. No store is needed."""
+what happened while it was recorded) and an SVG of its final dashboard, for sharing. No store is needed.
+
+A capacity sweep's result (``kvtui sweep --json``, recognised by its ``kind``) is shown instead: its table,
+and its hit-rate curve in a terminal screen (:mod:`kvtui.tui.sweep_app`; ``--svg`` saves that screen)."""
 
 from __future__ import annotations
 
 import argparse
 
+from kvtui.commands.export_args import check_requests_log, require_request_rows, write_session_requests_log
 from kvtui.commands.output import check_writable, format_summary, open_session, write_json_atomic
 from kvtui.core.layout import PageLayout
 
 
 def register(subparsers) -> None:
     """Add the ``report`` subcommand."""
-    p = subparsers.add_parser("report", help="summarise a recorded session (JSON, SVG of the final dashboard)",
+    p = subparsers.add_parser("report", help="summarise a recorded session, or show a capacity sweep's curve",
                               description="Print the summary of a session recorded with --record or Ctrl+R: the "
                                           "same figures as `kvtui run --json`, over what happened while it was "
                                           "recorded (a recording started with Ctrl+R after 30 s covers only what "
-                                          "followed). No Mooncake store is needed.")
-    p.add_argument("file", metavar="FILE", help="session file (.kvtui)")
-    p.add_argument("--json", metavar="PATH", help="write the summary as JSON to PATH")
-    p.add_argument("--svg", metavar="PATH", help="write an SVG of the final dashboard (120x40) to PATH")
+                                          "followed). Given a sweep result (`kvtui sweep --json`), print its table "
+                                          "and, in a terminal, show its hit-rate curve (q quits). No Mooncake "
+                                          "store is needed.")
+    p.add_argument("file", metavar="FILE", help="session file (.kvtui) or sweep result (.json of `kvtui sweep`)")
+    p.add_argument("--json", metavar="PATH", help="write the summary (a sweep: the sweep) as JSON to PATH")
+    p.add_argument("--svg", metavar="PATH", help="write an SVG of the final dashboard (a sweep: of its curve's "
+                   "screen), 120x40 cells, to PATH")
+    p.add_argument("--requests-log", metavar="PATH", help="write the recorded requests, one CSV row each, to PATH "
+                   "(the columns of `kvtui run --requests-log`; .parquet needs pyarrow): every request that finished "
+                   "while the session was recorded")
     p.set_defaults(func=run)
 
 
@@ -40,7 +50,14 @@ def run(args: argparse.Namespace) -> int:
     for path, flag in ((args.json, "--json"), (args.svg, "--svg")):
         if path and path != "-":
             check_writable(path, flag)
+    if args.requests_log:
+        check_requests_log(args.requests_log)
+    sweep = _sweep_of(args.file)
+    if sweep is not None:
+        return _report_sweep(args, sweep)
     reader = open_session(args.file)
+    if args.requests_log:
+        require_request_rows(reader, args.file)  # before any output
     warning = reader.warning("reporting")
     if warning:
         print(f"kvtui: {warning}", file=sys.stderr)
@@ -54,6 +71,11 @@ def run(args: argparse.Namespace) -> int:
     summary.update(ctx)
     if final.workload:
         summary["workload"] = final.workload  # the knobs as they were at the end, not at start-up
+    inputs = reader.header.get("ttft_estimate")  # the TTFT estimate's inputs in full, as the run began
+    if isinstance(inputs, dict) and inputs.get("basis") == summary["ttft_estimate"].get("basis"):
+        summary["ttft_estimate"] = {**inputs, **summary["ttft_estimate"]}
+    elif isinstance(inputs, dict):
+        summary["ttft_estimate"]["at_start"] = inputs  # a layout switch changed the model since
     # `layout`: the one the recording began with (the session's own, unless switched before Ctrl+R)
     start = _layout_dict((first.status or {}).get("layout"))
     if start and "layout" in summary and start != summary["layout"]:
@@ -71,6 +93,9 @@ def run(args: argparse.Namespace) -> int:
         print(format_summary(summary))
     if args.json:
         write_json_atomic(args.json, summary)
+    if args.requests_log:
+        rows = write_session_requests_log(reader, args.requests_log, args.file)
+        print(f"kvtui: {rows:,} request rows → {args.requests_log}", file=sys.stderr)
     if args.svg:
         from kvtui.testing.demo import StaticSource
         from kvtui.tui.app import run_app
@@ -79,4 +104,51 @@ def run(args: argparse.Namespace) -> int:
         status = {k: v for k, v in (final.status or {}).items() if k not in ("recording", "record_path")}
         run_app(StaticSource(dataclasses.replace(final, status=status)), None, headless=True, duration_s=0.5,
                 screenshot=args.svg, size=(120, 40))
+    return 0
+
+
+def _sweep_of(path: str):
+    """The :class:`~kvtui.core.sweep.SweepResult` in ``path`` when it is a JSON file (its first character is
+    ``{``), else None (a session, or anything else, for :func:`open_session` to judge). ``KvtuiError`` (one
+    line) for JSON that is not valid or not a sweep result."""
+    import json
+
+    from kvtui.core.errors import KvtuiError
+    from kvtui.core.sweep import sweep_from_dict
+
+    try:
+        with open(path, "rb") as f:
+            head = f.read(64).lstrip()
+            if not head.startswith(b"{"):
+                return None
+            f.seek(0)
+            data = json.loads(f.read().decode("utf-8"))
+    except (OSError, UnicodeDecodeError):
+        return None  # (open_session names the problem)
+    except json.JSONDecodeError as exc:
+        raise KvtuiError(f"{path} is not valid JSON ({exc.msg} at line {exc.lineno} column {exc.colno}); "
+                         "kvtui report reads sessions (.kvtui) and sweep results (kvtui sweep --json)") from None
+    try:
+        return sweep_from_dict(data, path)
+    except ValueError as exc:
+        raise KvtuiError(f"{exc}; kvtui report reads sessions (.kvtui) and sweep results (kvtui sweep --json)") \
+            from None
+
+
+def _report_sweep(args: argparse.Namespace, sweep) -> int:
+    """A sweep result: its table (stdout), ``--json`` (the sweep again), ``--svg`` (its screen, headless), or,
+    in a terminal without either, the screen itself until q."""
+    import sys
+
+    from kvtui.core.sweep import format_sweep_table
+    from kvtui.tui.sweep_app import run_sweep_app
+
+    if args.json != "-":
+        print(format_sweep_table(sweep))
+    if args.json:
+        write_json_atomic(args.json, sweep.to_dict())
+    if args.svg:
+        return run_sweep_app(sweep, headless=True, screenshot=args.svg, size=(120, 40))
+    if not args.json and sys.stdout.isatty() and sys.stdin.isatty():
+        return run_sweep_app(sweep)
     return 0

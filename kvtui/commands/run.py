@@ -5,6 +5,9 @@ prints the summary and, with ``--json``, writes it (fields of :meth:`kvtui.metri
 and ``interrupted``). ``--duration`` bounds the whole command: start-up counts, and the run is abandoned when
 it is reached (the command ends ~1 s later). Ctrl-C or SIGTERM abandon the run the same way, then print the
 summary of the requests that finished and write ``--json`` with ``"interrupted": true`` before exiting 130 / 143.
+``--prometheus`` serves the figures while the run goes on and, pinned to the summary's frame,
+``--prometheus-linger`` seconds after it; ``--requests-log`` writes one row per request
+(:mod:`kvtui.commands.export_args`).
 """
 
 from __future__ import annotations
@@ -23,6 +26,8 @@ from kvtui.commands.common import (
     start_engine,
     start_recording,
 )
+from kvtui.commands.estimate_args import add_estimate_arguments, estimator_from_args
+from kvtui.commands.export_args import Outputs, add_export_arguments
 from kvtui.commands.output import (
     check_new_file,
     check_writable,
@@ -56,17 +61,25 @@ def register(subparsers) -> None:
     g.add_argument("--record", metavar="FILE", help="record the session (frames and events) to FILE for "
                    "`kvtui replay` and `kvtui report`")
     add_page_arguments(p)
+    add_estimate_arguments(p)
     add_cluster_arguments(p)
+    add_export_arguments(p, linger=True)
     p.set_defaults(func=run)
 
 
 def run(args: argparse.Namespace) -> int:
     """Run the workload; exit 0, or 1 if any loaded page failed verification."""
+    with Outputs(args) as outputs:  # --prometheus binds now: a busy port fails before anything starts
+        return _run(args, outputs)
+
+
+def _run(args: argparse.Namespace, outputs: Outputs) -> int:
     from kvtui.live import LiveSession
-    from kvtui.metrics.aggregate import summary_from_frame
+    from kvtui.metrics.aggregate import Aggregator, summary_from_frame
     from workload import skipped_count, skipped_rows_text
 
     layout = layout_of(args)
+    estimator = estimator_from_args(args, layout)
     if args.concurrency < 1:
         raise KvtuiError("--concurrency must be at least 1")
     if args.requests is not None and args.requests < 1:
@@ -90,8 +103,11 @@ def run(args: argparse.Namespace) -> int:
         total = min(total, args.requests)
     session = LiveSession(engine, workload, desc, concurrency=args.concurrency, max_requests=args.requests,
                           duration_s=duration, layout_text=layout.describe(), layout_name=layout_name(args, layout),
-                          header=session_header(args, layout, desc, endpoints),
-                          duration_from=getattr(args, "started_at", None))
+                          header={**session_header(args, layout, desc, endpoints), "ttft_estimate": estimator.inputs()},
+                          duration_from=getattr(args, "started_at", None), aggregator=Aggregator(estimator=estimator))
+    outputs.attach(session)  # the exporter serves its frames, the request log gets its results
+    if outputs.url:
+        print(f"kvtui: Prometheus metrics on {outputs.url}", file=sys.stderr)
     interrupted: KeyboardInterrupt | None = None
     shown = 0
     try:
@@ -108,15 +124,20 @@ def run(args: argparse.Namespace) -> int:
     with uninterrupted():  # a second Ctrl-C must not cost the summary of the first
         session.halt()  # (an interrupted run: abandon what is under way; a finished one: nothing to do)
         final = session.final_frame()
+        for line in outputs.finish(final):  # every later scrape shows exactly the summary's counters
+            print(f"kvtui: {line}", file=sys.stderr)
         for _t, text in session.store_full.lines[shown:]:  # a burst the run ended in
             print(f"kvtui: {text}", file=sys.stderr)
         session.stop(final)
         if session.driver.error is not None and interrupted is None:
             raise KvtuiError(f"run stopped: {session.driver.error}")
-        rc = _report(args, summary_from_frame(final), layout, final.workload or desc, endpoints,
+        summary = summary_from_frame(final)  # + the TTFT estimate's inputs in full
+        summary["ttft_estimate"] = {**summary["ttft_estimate"], **session.agg.estimator.inputs()}
+        rc = _report(args, summary, layout, final.workload or desc, endpoints,
                      skipped_count(problems), session.driver, interrupted)
     if interrupted is not None:
         raise interrupted
+    outputs.linger()
     return rc
 
 

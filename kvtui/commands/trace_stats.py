@@ -8,40 +8,29 @@ of an LRU cache of that many tokens (the shape of Fig. 9 of the Mooncake FAST'25
 from __future__ import annotations
 
 import argparse
-import re
 
+from kvtui.commands.trace_args import add_synthesis_arguments
+from kvtui.core import units
 from kvtui.core.errors import KvtuiError
 
-_SUFFIX = {"": 1, "k": 10**3, "m": 10**6, "g": 10**9}
-_SIZE_RE = re.compile(r"^\s*(\d+(?:\.\d*)?|\.\d+)\s*([kmg]?)\s*$", re.IGNORECASE)
 _MAX_PROBLEMS_SHOWN = 5
 
 
 def parse_tokens(text: str, what: str = "capacity") -> int:
-    """Parse a token count such as ``4096``, ``500k``, ``1M``, ``1.5M``, ``2G`` (decimal suffixes).
-
-    Raises :class:`KvtuiError` with a one-line message on anything else.
+    """Parse a token count such as ``4096``, ``500k``, ``1M``, ``1.5M``, ``2G`` (decimal suffixes,
+    :func:`kvtui.core.units.parse_tokens`). Raises :class:`KvtuiError` with a one-line message on anything else.
     """
-    m = _SIZE_RE.match(text.replace("_", ""))
-    if not m:
-        raise KvtuiError(f"bad {what} {text!r}: expected a token count like 4096, 500k, 1M or 2G")
-    number, suffix = m.groups()
-    mult = _SUFFIX[suffix.lower()]
-    if "." in number:
-        value = round(float(number) * mult)
-    else:
-        value = int(number) * mult
-    return int(value)
+    try:
+        return units.parse_tokens(text, what)
+    except ValueError as exc:
+        raise KvtuiError(str(exc)) from None
 
 
 def _parse_capacities(values: list[str] | None) -> list[int]:
-    caps: list[int] = []
-    for value in values or []:
-        for part in value.split(","):
-            if not part.strip():
-                raise KvtuiError(f"bad --capacity {value!r}: empty item in the comma-separated list")
-            caps.append(parse_tokens(part, "--capacity"))
-    return caps
+    try:
+        return units.parse_token_list(values, "--capacity")
+    except ValueError as exc:
+        raise KvtuiError(str(exc)) from None
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -79,6 +68,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                    "ones")
     p.add_argument("--json", metavar="PATH", help="also write the stats (token counts, seconds, req/s) as JSON "
                    "to PATH ('-' = stdout, instead of the table)")
+    add_synthesis_arguments(p.add_argument_group("trace synthesis (the same flags as run/watch/bench --trace: "
+                                                 "the stats of the rows such a replay issues)"))
     p.set_defaults(func=run)
 
 
@@ -91,8 +82,10 @@ def run(args: argparse.Namespace) -> int:
     import json
     import os
 
+    from kvtui.commands.trace_args import synthesis_description, synthesize_rows, trace_synthesis
     from kvtui.core.traces import resolve_trace
     from workload.stats import hit_rate_curve, trace_stats
+    from workload.synthesis import shared_prefix_lengths
     from workload.trace import TraceError, read_trace
 
     block_tokens = parse_tokens(args.block_tokens, "--block-tokens")
@@ -103,7 +96,9 @@ def run(args: argparse.Namespace) -> int:
 
     try:
         rows, problems = read_trace(path, block_tokens=block_tokens, strict=args.strict)
+        rows = synthesize_rows(args, rows, block_tokens, has_trace=True)
         stats = trace_stats(rows, block_tokens)
+        shared_tokens = sum(shared_prefix_lengths(rows, block_tokens)) * block_tokens
         curve = hit_rate_curve(rows, capacities, block_tokens) if capacities else []
     except (TraceError, ValueError) as exc:
         raise KvtuiError(str(exc)) from None
@@ -112,6 +107,7 @@ def run(args: argparse.Namespace) -> int:
 
     table: list[tuple[str, str]] = [
         ("trace", os.fspath(args.file)),
+        *([("synthesis", synthesis.describe())] if (synthesis := trace_synthesis(args, has_trace=True)) else []),
         ("rows", f"{_fmt_int(stats.rows)}" + (f"  ({_fmt_int(len(skipped))} bad rows skipped)" if skipped else "")),
         ("duration", f"{stats.duration_s:,.1f} s"),
         (
@@ -131,6 +127,8 @@ def run(args: argparse.Namespace) -> int:
             f"{_fmt_int(stats.blocks_listed)} listed, {_fmt_int(stats.distinct_blocks)} distinct, "
             f"{_fmt_int(stats.full_blocks)} full",
         ),
+        ("shared prefixes", f"{_fmt_int(shared_tokens)} tokens ({shared_tokens / stats.input_tokens:.2%} of input): "
+                            "rows' leading blocks that other rows list too"),
         (
             "ideal hit rate",
             f"{stats.ideal_token_hit_rate * 100:6.2f} %  unbounded cache "
@@ -164,7 +162,9 @@ def run(args: argparse.Namespace) -> int:
     if args.json:
         doc = {
             "file": os.fspath(args.file),
+            **synthesis_description(args, has_trace=True),
             **stats.to_dict(),
+            "shared_prefix_tokens": shared_tokens,
             "lru": [{"capacity_tokens": cap, "token_hit_rate": rate} for cap, rate in curve],
             "bad_rows": len(skipped),
             "problems": [{"line": p.line_no, "reason": p.reason, "skipped": p.skipped} for p in problems[:100]],

@@ -20,6 +20,8 @@ from kvtui.commands.common import (
     start_engine,
     start_recording,
 )
+from kvtui.commands.estimate_args import add_estimate_arguments, estimator_from_args
+from kvtui.commands.export_args import Outputs, add_export_arguments
 from kvtui.commands.output import check_new_file, session_header
 from kvtui.core.defaults import DEFAULT_HZ, DEFAULT_PROMPT_PAGES, MAX_HZ
 from kvtui.core.errors import KvtuiError
@@ -42,8 +44,13 @@ def register(subparsers) -> None:
     g.add_argument("--screenshot-dir", default=".", metavar="DIR", help="where the screenshot key S saves SVGs (default: the current folder)")
     g.add_argument("--record", metavar="FILE", help="record the session to FILE from the start (Ctrl+R toggles "
                    "recording while running)")
+    g.add_argument("--observe", action="store_true", help="watch an existing cluster only (needs --metrics-url; "
+                   "--master is shown): the master's metrics over time, no workload, no workers, nothing written to "
+                   "the store (README 'Observe an existing cluster')")
     add_page_arguments(p)
+    add_estimate_arguments(p)
     add_cluster_arguments(p)
+    add_export_arguments(p)
     p.set_defaults(func=run, prompt_tokens=None)
 
 
@@ -58,13 +65,25 @@ def check_screenshot_dir(path: str) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    """Start everything, run the app until it quits, tear everything down."""
+    """Start everything, run the app until it quits, tear everything down (``--observe``:
+    :func:`kvtui.commands.observe_mode.run_observe`)."""
+    if args.observe:
+        from kvtui.commands.observe_mode import run_observe
+
+        return run_observe(args, check_screenshot_dir)
+    with Outputs(args) as outputs:  # --prometheus binds now: a busy port fails before anything starts
+        return _run(args, outputs)
+
+
+def _run(args: argparse.Namespace, outputs: Outputs) -> int:
     from kvtui.core.layout import preset_summaries
     from kvtui.live import LiveSession
+    from kvtui.metrics.aggregate import Aggregator
     from kvtui.tui.app import run_app
     from workload import skipped_count, skipped_rows_text
 
     layout = layout_of(args)
+    estimator = estimator_from_args(args, layout)
     if args.concurrency < 1:
         raise KvtuiError("--concurrency must be at least 1")
     check_refresh_hz(args.refresh_hz)
@@ -79,7 +98,11 @@ def run(args: argparse.Namespace) -> int:
     session = LiveSession(engine, workload, desc, concurrency=args.concurrency, layout_text=layout.describe(),
                           layout_name=layout_name(args, layout),
                           prompt_pages=DEFAULT_PROMPT_PAGES if args.prompt_tokens is None else None,
-                          header=session_header(args, layout, desc, endpoints))
+                          header={**session_header(args, layout, desc, endpoints), "ttft_estimate": estimator.inputs()},
+                          aggregator=Aggregator(estimator=estimator))
+    outputs.attach(session)
+    if outputs.url:
+        session._log("info", f"Prometheus metrics on {outputs.url}")
     if options.cluster.isolation:
         session._log("info", f"network {options.cluster.isolation}")  # shown in the event log, not stderr
     if problems:  # skipped rows are an error; rows replayed late only a warning

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-__all__ = ["SetOverlap", "SetPool", "SetRate", "SetScenario", "SetLayout", "Control", "CONTROLS"]
+__all__ = ["SetOverlap", "SetPool", "SetRate", "SetScenario", "SetLayout", "SetTraceSpeed", "Control", "CONTROLS"]
 
 
 @dataclass(frozen=True)
@@ -51,8 +51,16 @@ class SetLayout:
     name: str
 
 
-Control = SetOverlap | SetPool | SetRate | SetScenario | SetLayout
+@dataclass(frozen=True)
+class SetTraceSpeed:
+    """A trace replay's speed (× trace time; None = as fast as possible) for the rows not yet issued
+    (:data:`kvtui.core.knobs.TRACE_SPEEDS`)."""
+
+    speed: float | None
+
+
+Control = SetOverlap | SetPool | SetRate | SetScenario | SetLayout | SetTraceSpeed
 """A control the driver's feeder thread applies before the next request (pause, resume and clearing the
 store act at once and are methods of the controller instead). ``isinstance(x, Control)`` works."""
-CONTROLS: tuple[type, ...] = (SetOverlap, SetPool, SetRate, SetScenario, SetLayout)
+CONTROLS: tuple[type, ...] = (SetOverlap, SetPool, SetRate, SetScenario, SetLayout, SetTraceSpeed)
 """Every control message type, in the order above."""

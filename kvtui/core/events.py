@@ -46,6 +46,7 @@ class RequestResult:
     t_start: float = 0.0
     t_end: float = 0.0
     labels: tuple = ()
+    keys: tuple = ()  # the first and last page key (store keys of the cacheable pages; () when none)
 
     @property
     def tokens_hit(self) -> int:
@@ -67,6 +68,7 @@ class RequestResult:
         d = asdict(self)
         d["states"] = list(self.states)
         d["labels"] = [list(kv) for kv in self.labels]
+        d["keys"] = list(self.keys)
         return d
 
 

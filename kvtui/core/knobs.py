@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from workload.synthetic import MAX_POOL, SCENARIOS
 
 __all__ = ["Knob", "OVERLAP", "POOL", "RATE", "KNOBS", "SCENARIOS", "DEFAULT_SCENARIO", "SCENARIO_KEY",
-           "RATE_STEPS", "next_rate"]
+           "RATE_STEPS", "next_rate", "TRACE_SPEEDS", "next_trace_speed", "trace_speed_text"]
 
 
 def _num(x: float) -> str:
@@ -156,3 +156,26 @@ def next_rate(current: float, up: bool, measured: float = 0.0) -> float:
         return float(higher[0]) if higher else 0.0
     lower = [s for s in RATE_STEPS if s < current - 1e-9]
     return float(lower[-1] if lower else RATE_STEPS[0])
+
+
+TRACE_SPEEDS: tuple[float, ...] = (0.5, 1, 2, 4, 8, 16, 32, 64)
+"""A trace replay's speeds (× trace time; ``-`` / ``+`` in the monitor); as fast as possible (None, "max") sits
+above the top one."""
+
+
+def next_trace_speed(current: float | None, up: bool) -> float | None:
+    """The trace speed one step ``up`` or down along :data:`TRACE_SPEEDS` (None = as fast as possible, above
+    ×64; a speed between two steps goes to the next one in that direction). At either end the result equals
+    ``current`` (up at max, down at ×0.5)."""
+    if current is None:
+        return None if up else float(TRACE_SPEEDS[-1])
+    if up:
+        higher = [s for s in TRACE_SPEEDS if s > current + 1e-9]
+        return float(higher[0]) if higher else None
+    lower = [s for s in TRACE_SPEEDS if s < current - 1e-9]
+    return float(lower[-1]) if lower else float(current)
+
+
+def trace_speed_text(speed: float | None) -> str:
+    """``×4``, ``×0.5``, ``max`` (as fast as possible)."""
+    return "max" if speed is None else f"×{float(speed):g}"

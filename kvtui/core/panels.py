@@ -14,7 +14,16 @@ class StoreScrape(TypedDict, total=False):
     """The master's ``/metrics`` scrape (:mod:`kvtui.engine.samplers`), which grants no lease. ``up``: the
     last scrape answered (None before the first); ``keys``, ``used_bytes``, ``capacity_bytes``,
     ``evicted_keys``, ``alloc_failures``, ``clients``: the master's gauges (Mooncake ``master_*`` metrics);
-    ``put_rps`` / ``get_rps``: put and get requests per second between the last two scrapes."""
+    ``put_rps`` / ``get_rps``: put and get requests per second between the last two scrapes.
+
+    Observe mode (:mod:`kvtui.observe`) adds: ``soft_pinned_keys``, ``put_discards`` / ``put_releases`` (put
+    starts the master discarded after its put-start timeout / released), ``remove_failures`` (removes refused,
+    e.g. OBJECT_HAS_LEASE): the master's counts; per second between two samples: ``evict_kps`` (keys
+    evicted), ``evict_fail_ps`` (eviction attempts that evicted nothing), ``alloc_fail_ps`` (PutStart
+    allocation failures), ``put_fail_ps`` / ``get_fail_ps`` (failed puts / gets); ``get_hit_ratio``
+    (GetReplicaList calls that found a complete replica ÷ all, 0–1; absent when there were none);
+    ``segments``: ``[{"name", "used_bytes", "capacity_bytes", "status"}]``; ``health``: the master's
+    ``/health`` (``status``, ``role``, ``ha_state``, ``service_ready``)."""
 
     up: bool | None
     keys: int
@@ -25,6 +34,18 @@ class StoreScrape(TypedDict, total=False):
     clients: int
     put_rps: float
     get_rps: float
+    soft_pinned_keys: int
+    put_discards: int
+    put_releases: int
+    remove_failures: int
+    evict_kps: float
+    evict_fail_ps: float
+    alloc_fail_ps: float
+    put_fail_ps: float
+    get_fail_ps: float
+    get_hit_ratio: float
+    segments: list
+    health: dict
 
 
 class ProcRow(TypedDict, total=False):
@@ -39,9 +60,13 @@ class ProcRow(TypedDict, total=False):
 
 
 class WorkloadPanel(TypedDict, total=False):
-    """The workload now. ``kind``: ``synthetic`` or ``trace``. Synthetic: ``scenario``, ``overlap``
+    """The workload now. ``kind``: ``synthetic``, ``trace`` or ``observe`` (no workload: ``name`` is the
+    master watched, :mod:`kvtui.observe`). Synthetic: ``scenario``, ``overlap``
     (fraction 0–1), ``pool``, ``rate`` (req/s, 0 = closed loop), ``prompt_tokens``, ``layout`` (preset name
-    or ``custom``). Trace: ``name`` (file name), ``done`` / ``total`` (rows), ``complete``."""
+    or ``custom``). Trace: ``name`` (file name), ``done`` / ``total`` (rows), ``complete``, ``speed`` (× trace
+    time; None = as fast as possible), ``position_s`` (trace time of the newest row issued, since the first
+    row, s), ``length_s`` (the trace's span, s) and ``synthesis`` (the trace synthesis flags given, by
+    field of ``workload.synthesis.Synthesis``, e.g. ``{"prefix_scale": 2.0}``; absent when none)."""
 
     kind: str
     scenario: str
@@ -54,6 +79,10 @@ class WorkloadPanel(TypedDict, total=False):
     done: int
     total: int
     complete: bool
+    speed: float | None
+    position_s: float
+    length_s: float
+    synthesis: dict
 
 
 class ReplayStatus(TypedDict, total=False):
@@ -86,3 +115,40 @@ class FrameStatus(TypedDict, total=False):
     record_path: str
     window_s: float
     replay: ReplayStatus
+
+
+class TtftStats(TypedDict, total=False):
+    """TTFT figures of a set of requests, each of which reloaded at least one page (estimates:
+    :mod:`kvtui.metrics.ttft_saved`). ``count``: requests; ``tokens``: prompt tokens reloaded; ``total_ms`` /
+    ``p50_ms`` / ``p99_ms``: TTFT saved (recompute estimate − measured reload, ms; negative when the reload
+    is slower); ``reload_ms``: Σ measured reload time (ms); ``gpu_s``: Σ estimated recompute time, the prefill
+    GPU time saved (s); ``slower``: requests whose reload took longer than the recompute estimate;
+    ``ratio``: ``reload_ms`` ÷ the Σ recompute time (> 1: the reloads were slower than recomputing)."""
+
+    count: int
+    tokens: int
+    total_ms: float
+    p50_ms: float
+    p99_ms: float
+    reload_ms: float
+    gpu_s: float
+    slower: int
+    ratio: float
+
+
+class TtftPanel(TypedDict, total=False):
+    """``Frame.ttft``: the TTFT and GPU time reuse saves (estimates; empty when the run has no estimator).
+    ``basis``: the estimate's inputs in one line (model, GPU, MFU, or the measured prefill rate); ``short``:
+    a few words of it (``H100 @ 40 % MFU``); ``off``: why there is no estimate (tiny or custom layout);
+    ``window`` / ``session`` / ``span``: :class:`TtftStats` of the last ``window_s`` seconds, the whole
+    session and the recorded span (absent when none); ``gpu_s_per_s``: prefill GPU-seconds saved per second
+    of wall-clock time over the last 2 s."""
+
+    basis: str
+    short: str
+    off: str
+    window_s: float
+    window: TtftStats
+    session: TtftStats
+    span: TtftStats
+    gpu_s_per_s: float

@@ -1,7 +1,9 @@
-"""Units: byte sizes in and out (binary and decimal prefixes), and the median of a sample."""
+"""Units: byte sizes in and out (binary and decimal prefixes), token counts in (decimal suffixes), and the median
+of a sample."""
 
 from __future__ import annotations
 
+import re
 from typing import Sequence
 
 
@@ -48,3 +50,30 @@ def median(values: Sequence[float]) -> float:
     if n == 0:
         return 0.0
     return float(s[n // 2]) if n % 2 else (s[n // 2 - 1] + s[n // 2]) / 2.0
+
+
+_TOKEN_SUFFIX = {"": 1, "k": 10**3, "m": 10**6, "g": 10**9}
+_TOKENS_RE = re.compile(r"^\s*(\d+(?:\.\d*)?|\.\d+)\s*([kmg]?)\s*$", re.IGNORECASE)
+
+
+def parse_tokens(text: str, what: str = "capacity") -> int:
+    """A token count such as ``4096``, ``500k``, ``1M``, ``1.5M``, ``2G`` (decimal suffixes: 1M = 10^6
+    tokens; ``_`` separators allowed). ``ValueError`` (``bad {what} …``, one line) on anything else."""
+    m = _TOKENS_RE.match(str(text).replace("_", ""))
+    if not m:
+        raise ValueError(f"bad {what} {text!r}: expected a token count like 4096, 500k, 1M or 2G")
+    number, suffix = m.groups()
+    mult = _TOKEN_SUFFIX[suffix.lower()]
+    return int(round(float(number) * mult)) if "." in number else int(number) * mult
+
+
+def parse_token_list(values: Sequence[str] | None, flag: str = "--capacity") -> list[int]:
+    """Token counts of a repeatable flag whose values may be comma-separated lists (``1M,3M`` ``10M``), in
+    the order given; ``ValueError`` (one line naming ``flag``) on an empty item or a bad count."""
+    out: list[int] = []
+    for value in values or []:
+        for part in str(value).split(","):
+            if not part.strip():
+                raise ValueError(f"bad {flag} {value!r}: empty item in the comma-separated list")
+            out.append(parse_tokens(part, flag))
+    return out

@@ -203,10 +203,9 @@ class EmbeddedCluster:
                 master=f"127.0.0.1:{rpc}", metadata_url=f"http://127.0.0.1:{meta}/metadata",
                 metrics_url=metrics_url, embedded=True, client_env=loopback_client_env(), log_dir=str(log_dir))
             if o.segment_on == "store":
-                self.processes.append(spawn("store", [
-                    sys.executable, "-m", "kvtui.engine.store_node",
-                    "--endpoints", json.dumps(self.endpoints.as_dict()), "--segment-bytes", str(o.store_bytes),
-                ], log_dir / "store.log", env))
+                self._store_argv = [sys.executable, "-m", "kvtui.engine.store_node", "--endpoints",
+                                    json.dumps(self.endpoints.as_dict()), "--segment-bytes", str(o.store_bytes)]
+                self.processes.append(spawn("store", self._store_argv, log_dir / "store.log", env))
                 self._wait("store", lambda: self.capacity_bytes() >= o.store_bytes)
             # the thread that restarts the master (M), made now: a thread made later by the monitor's
             # thread would inherit its nice +10, and so would the master it forks
@@ -259,6 +258,29 @@ class EmbeddedCluster:
         proc = self._spawner.submit(spawn, "master", self._master_argv, self._log_dir / "master.log", self._env).result()
         self.processes.insert(1, proc)
         self._wait("master", lambda: http_get(self.endpoints.metrics_url + "/health")[0] == 200)
+
+    def restart_store(self) -> None:
+        """Start the store node again after it died (from the cluster's spawner thread, as the master), with
+        a new segment of the same size; returns once its client is set up (its log says ``store node
+        ready``). The master lists the dead node's pages until ``client_ttl`` passes. ``ClusterError`` if it
+        is still running or does not come up."""
+        old = self.process("store")
+        if old is not None and old.alive():
+            raise ClusterError("the store node is still running")
+        self._restarted = True
+        if old is not None:
+            self.processes.remove(old)
+        log = self._log_dir / "store.log"
+        start = log.stat().st_size if log.exists() else 0
+        proc = self._spawner.submit(spawn, "store", self._store_argv, log, self._env).result()
+        self.processes.append(proc)
+
+        def ready() -> bool:
+            with open(log, "rb") as f:
+                f.seek(start)
+                return b"store node ready" in f.read()
+
+        self._wait("store", ready)
 
     def process(self, name: str) -> ManagedProcess | None:
         """The managed process called ``name`` (``master``, ``metadata``, ``store``), if any."""

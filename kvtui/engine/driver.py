@@ -203,6 +203,11 @@ class Driver:
         if self.error is not None:
             raise self.error
 
+    def elapsed(self) -> float:
+        """Seconds on the arrival clock, what a request's ``arrival_s`` is compared with: since :meth:`start`,
+        user pauses and master outages excluded."""
+        return self._elapsed()
+
     def _elapsed(self) -> float:
         paused = self._paused_total + ((time.monotonic() - self._paused_at) if self._paused_at else 0.0)
         return time.monotonic() - self._start_t - paused

@@ -131,6 +131,25 @@ def stop_all(handles: list[WorkerHandle], timeout_s: float = STOP_GRACE_S) -> No
         h.finish_stop(deadline - time.monotonic())
 
 
+def start_chain(prefill: WorkerSpec, decode: WorkerSpec, log_dir: str | None = None):
+    """Start a prefill and a decode worker joined by a fresh request chain (:mod:`kvtui.engine.protocol`):
+    a chain pipe between them and a results pipe from prefill to the parent. Returns ``(prefill handle,
+    decode handle, results read end)``; the workers hold their own ends (closed here). ``WorkerError`` when
+    either does not start (both are stopped then)."""
+    ctx = mp.get_context("spawn")
+    decode_end, prefill_end = ctx.Pipe()
+    results, results_end = ctx.Pipe(duplex=False)
+    try:
+        handles = start_workers([prefill, decode], log_dir=log_dir, ends=[(prefill_end, results_end), (decode_end, None)])
+    except BaseException:
+        results.close()
+        raise
+    finally:
+        for end in (decode_end, prefill_end, results_end):
+            end.close()  # (a second close does nothing)
+    return handles[0], handles[1], results
+
+
 def start_workers(specs: list[WorkerSpec], log_dir: str | None = None,
                   ends: list[tuple] | None = None) -> list[WorkerHandle]:
     """Start the workers in parallel and wait until every one is ready (stopping all on any failure).

@@ -16,6 +16,7 @@ from kvtui.core.events import EngineEvent, RequestResult
 from kvtui.metrics import figures as fig
 from kvtui.metrics.frame import Frame, PageRow
 from kvtui.metrics.latency import EMPTY, LatencyRecorder
+from kvtui.metrics.ttft_saved import TtftTracker, summary_fields
 
 LATENCIES = tuple(f.key for f in fig.LATENCY)  # reload, publish, probe
 SERIES = tuple(f.key for f in fig.WALL)  # the keys of Frame.rates and Frame.series
@@ -23,13 +24,40 @@ COUNTERS = ("requests", "pages_total", "pages_hit", "tokens_input", "tokens_cach
             "pages_published", "pages_already_present", "pages_failed", "verified_pages", "mismatches",
             "bytes_loaded", "bytes_written", fig.PROBE_ONLY.key, fig.UNUSABLE.key)  # integer totals
 BUSY_MS = ("read_ms_total", "put_ms_total")  # float totals (ms)
+IDEAL = ("ideal_tokens_hit", "ideal_pages_hit")  # trace rows: what an unbounded cache would have reloaded (totals
+# carry them once a request had an ``ideal_hit_tokens`` label)
+WINDOW_COUNTERS = ("requests", "pages_total", "pages_hit", "tokens_input", "tokens_hit", fig.PROBE_ONLY.key,
+                   fig.UNUSABLE.key) + IDEAL  # Frame.window_totals: these over the last window_s
+
+
+def prefix_group(scenario: str, labels) -> str:
+    """The prefix group of a request, from its workload labels: ``sys 3`` (shared-system-prompt: system
+    prompt 3 of the pool), ``shot 2`` (few-shot template 2), ``conv 12`` (multi-turn conversation 12), ``pfx
+    978`` (a trace row's prefix group, :class:`workload.trace.TraceWorkload`), ``""`` when it shares none
+    (random)."""
+    lab = dict(labels or ())
+    if "conversation" in lab:
+        return f"conv {lab['conversation']}"
+    if "prefix" in lab:
+        return f"pfx {lab['prefix']}"
+    if "pool" in lab:
+        return f"{'shot' if scenario == 'few-shot' else 'sys'} {lab['pool']}"
+    return ""
+
+
+def _ideal_tokens(labels) -> int | None:
+    """The ``ideal_hit_tokens`` label of a trace row (None: the request has none)."""
+    for k, v in labels or ():
+        if k == "ideal_hit_tokens":
+            return int(v)
+    return None
 
 
 def _mbps(nbytes: float, seconds: float) -> float:
     return nbytes / seconds / fig.MB if seconds > 0 else 0.0
 
 
-_RATE_KEYS = ("requests", "bytes_loaded", "bytes_written", "tokens_hit", "pages_hit", "pages_total")
+_RATE_KEYS = ("requests", "bytes_loaded", "bytes_written", "tokens_hit", "pages_hit", "pages_total", "ideal_pages_hit")
 
 
 def _rates(a: tuple[float, dict], b: tuple[float, dict]) -> dict:
@@ -40,13 +68,16 @@ def _rates(a: tuple[float, dict], b: tuple[float, dict]) -> dict:
     per_s = (lambda v: v / dt) if dt > 0 else (lambda v: 0.0)
     return {fig.REUSE_WALL.key: _mbps(d["bytes_loaded"], dt), fig.PUBLISH_WALL.key: _mbps(d["bytes_written"], dt),
             fig.REQUESTS_WALL.key: per_s(d["requests"]), fig.SKIPPED_WALL.key: per_s(d["tokens_hit"]),
-            fig.HIT_RATE_WALL.key: d["pages_hit"] / d["pages_total"] if d["pages_total"] else 0.0}
+            fig.HIT_RATE_WALL.key: d["pages_hit"] / d["pages_total"] if d["pages_total"] else 0.0,
+            fig.IDEAL_WALL.key: d["ideal_pages_hit"] / d["pages_total"] if d["pages_total"] else 0.0}
 
 
 def derive(t: dict) -> dict:
     """Add the derived ``page_hit_rate`` and ``token_hit_rate`` (0..1) to totals ``t`` (in place; returned)."""
     t["page_hit_rate"] = t.get("pages_hit", 0) / t["pages_total"] if t.get("pages_total") else 0.0
     t["token_hit_rate"] = t.get("tokens_hit", 0) / t["tokens_input"] if t.get("tokens_input") else 0.0
+    if "ideal_tokens_hit" in t:  # a trace: fig.IDEAL_SO_FAR
+        t[fig.IDEAL_SO_FAR.key] = t["ideal_tokens_hit"] / t["tokens_input"] if t.get("tokens_input") else 0.0
     return t
 
 
@@ -61,10 +92,13 @@ class Aggregator:
     ``reloads_probe_only`` (the probe found no leading page, so no read was issued) or ``reloads_unusable``
     (a read was issued but its first page was not usable). :meth:`begin_span` starts a span (a recording):
     from then on frames carry the totals at its start (``Frame.span``) and its own latencies.
+
+    ``estimator``: a :class:`~kvtui.metrics.ttft.TtftEstimator`; with one, frames carry ``ttft``, the TTFT and
+    prefill GPU time saved (:mod:`kvtui.metrics.ttft_saved`; its window is ``window_s`` too).
     """
 
     def __init__(self, rows: int = 64, history: int = 300, window_s: float = fig.LATENCY_WINDOW_S,
-                 events_kept: int = 200, clock=time.monotonic):
+                 events_kept: int = 200, clock=time.monotonic, estimator=None):
         self._lock = threading.Lock()
         self._clock = clock
         self.t0 = clock()
@@ -75,6 +109,8 @@ class Aggregator:
         self.window_s = window_s
         self._sub_s = window_s / 6
         self._win: deque[tuple[float, dict[str, LatencyRecorder]]] = deque(maxlen=6)
+        self._win_counts: deque[Counter] = deque(maxlen=6)  # WINDOW_COUNTERS of each sub-window of _win
+        self._window_totals: dict = {}
         self._window = {k: LatencyRecorder() for k in LATENCIES}
         self._lat_key: tuple | None = None  # (rows seen, live sub-windows) the cached snapshots are for
         self._lat_snaps: tuple[dict, dict, dict] = ({}, {}, {})
@@ -88,12 +124,14 @@ class Aggregator:
         self._ticks: deque[tuple[float, dict]] = deque()
         self._series_t = 0.0
         self._series_snap: tuple[float, dict] = (self.t0, {})
+        self._ttft = TtftTracker(estimator, window_s=window_s) if estimator is not None else None
 
     # -- input ------------------------------------------------------------------------------------------
     def add(self, r: RequestResult) -> None:
         """Count one request's outcome."""
         with self._lock:
             c = self._c
+            before = {k: c[k] for k in WINDOW_COUNTERS}
             c["requests"] += 1
             c["pages_total"] += r.pages_total
             c["pages_hit"] += r.pages_hit
@@ -111,14 +149,36 @@ class Aggregator:
             c["put_ms_total"] += r.put_ms
             if not r.pages_hit:  # no page loaded: no reload latency (it would be a probe's or a failed read's)
                 c[fig.PROBE_ONLY.key if r.read_ms <= 0 else fig.UNUSABLE.key] += 1
+            ideal = _ideal_tokens(r.labels)
+            if ideal is not None:
+                c["ideal_tokens_hit"] += ideal
+                c["ideal_pages_hit"] += ideal // r.page_tokens if r.page_tokens else 0
             for code, n in r.codes.items():
                 self._codes[code_name(code)] += n
-            self._rows.append(PageRow(r.req_id, r.scenario, r.n_tokens, r.pages_hit, r.states))
-            self._row_seq += 1
             now = self._clock()
+            self._rows.append(PageRow(
+                r.req_id, r.scenario, r.n_tokens, r.pages_hit, r.states, group=prefix_group(r.scenario, r.labels),
+                page_tokens=r.page_tokens, page_bytes=r.page_bytes, bytes_loaded=r.bytes_loaded,
+                bytes_written=r.bytes_written, reload_ms=r.reload_ms, publish_ms=r.publish_ms, t=now - self.t0,
+                keys=tuple(r.keys), codes=tuple((code_name(k), n) for k, n in r.codes.items()),
+                ideal_pages=ideal // r.page_tokens if ideal is not None and r.page_tokens else -1))
+            self._row_seq += 1
+            if self._ttft is not None:
+                self._ttft.add(r, now)
             if not self._win or now - self._win[-1][0] >= self._sub_s:
-                self._win.append((now, {k: LatencyRecorder() for k in LATENCIES}))
+                # the oldest sub-window's recorders are reset and reused: a dropped HdrHistogram is a reference
+                # cycle (histogram ↔ its encoder) that only a rare full collection frees, so new ones every
+                # sub-window grew kvtui's RSS by ~6 MiB a minute (kvtui soak, README "Soak and chaos")
+                recs = self._win.popleft()[1] if len(self._win) == self._win.maxlen else None
+                for rec in (recs or {}).values():
+                    rec.reset()
+                self._win.append((now, recs or {k: LatencyRecorder() for k in LATENCIES}))
+                self._win_counts.append(Counter())
             win = self._win[-1][1]
+            counts = self._win_counts[-1]
+            for k in WINDOW_COUNTERS:
+                if k in c:  # (the ideal counters only once a trace row had its label)
+                    counts[k] += c[k] - before[k]
             values = {fig.RELOAD_LATENCY.key: r.reload_ms if r.pages_hit else None,
                       fig.PUBLISH_LATENCY.key: r.publish_ms if r.pages_published else None,
                       fig.PROBE_LATENCY.key: r.probe_ms}
@@ -135,6 +195,18 @@ class Aggregator:
             self._events.append(e)
             self._event_seq += 1
 
+    @property
+    def estimator(self):
+        """The :class:`~kvtui.metrics.ttft.TtftEstimator` of ``Frame.ttft`` (None: frames carry none)."""
+        return self._ttft.estimator if self._ttft is not None else None
+
+    def set_estimator(self, estimator) -> None:
+        """Estimate the requests from now on with ``estimator`` (a page layout switch changes the model);
+        the figures so far stay. No-op for an aggregator created without one."""
+        with self._lock:
+            if self._ttft is not None:
+                self._ttft.estimator = estimator
+
     def now(self) -> float:
         """Seconds since the aggregator was created."""
         return self._clock() - self.t0
@@ -147,6 +219,8 @@ class Aggregator:
             self._span = {"t": self._clock() - self.t0, "totals": self._totals_locked(), "errors": dict(self._codes)}
             self._span_lat = {k: LatencyRecorder() for k in LATENCIES}
             self._lat_key = None
+            if self._ttft is not None:
+                self._ttft.begin_span()
 
     # -- output -----------------------------------------------------------------------------------------
     def totals(self) -> dict:
@@ -159,6 +233,8 @@ class Aggregator:
         c = self._c
         t = {k: int(c[k]) for k in COUNTERS}
         t.update({k: float(c[k]) for k in BUSY_MS})
+        if "ideal_tokens_hit" in c:
+            t.update({k: int(c[k]) for k in IDEAL})
         return derive(t)
 
     def frame(self, **panels) -> Frame:
@@ -194,6 +270,11 @@ class Aggregator:
                     if now - t_sub <= self.window_s:
                         for k in LATENCIES:
                             window[k].merge(recs[k])
+                wt = Counter()
+                for (t_sub, _), counts in zip(self._win, self._win_counts):
+                    if now - t_sub <= self.window_s:
+                        wt.update(counts)
+                self._window_totals = derive({k: int(wt[k]) for k in WINDOW_COUNTERS if k in wt or k not in IDEAL})
                 self._lat_key = key
                 self._lat_snaps = ({k: r.snapshot() for k, r in self._lat.items()},
                                    {k: r.snapshot() for k, r in window.items()},
@@ -204,7 +285,8 @@ class Aggregator:
                 latency=self._lat_snaps[0], latency_window=self._lat_snaps[1],
                 rows=tuple(self._rows), errors=dict(self._codes), events=tuple(self._events),
                 row_seq=self._row_seq, event_seq=self._event_seq, series_seq=self._series_seq,
-                span=self._span, latency_span=self._lat_snaps[2], **panels)
+                span=self._span, latency_span=self._lat_snaps[2], window_totals=self._window_totals,
+                ttft=self._ttft.panel(now) if self._ttft is not None else {}, **panels)
 
     def summary(self) -> dict:
         """The run summary now (see :func:`summary_from_frame`)."""
@@ -214,8 +296,10 @@ class Aggregator:
 def summary_from_frame(frame: Frame) -> dict:
     """The run summary (``kvtui run --json``) of a frame: totals, ``errors`` by code name, whole-session
     latency percentiles (ms) for reload/publish/probe, and the ``throughput`` figures of
-    :data:`kvtui.metrics.figures.RUN` over ``frame.t`` (``elapsed_s``)."""
-    return _summary(frame.totals, frame.errors, frame.latency, frame.t)
+    :data:`kvtui.metrics.figures.RUN` over ``frame.t`` (``elapsed_s``), and the TTFT estimates
+    (:func:`kvtui.metrics.ttft_saved.summary_fields`: ``ttft_saved_ms``, ``prefill_gpu_s_saved``,
+    ``reload_vs_recompute``, …)."""
+    return {**_summary(frame.totals, frame.errors, frame.latency, frame.t), **summary_fields(frame.ttft)}
 
 
 def span_summary(final: Frame, first: Frame) -> dict:
@@ -229,9 +313,10 @@ def span_summary(final: Frame, first: Frame) -> dict:
     base = final.span or {"t": first.t, "totals": first.totals, "errors": first.errors}
     latency = final.latency_span or final.latency
     b, e = base.get("totals", {}), base.get("errors", {})
-    totals = {k: v - b.get(k, 0) for k, v in final.totals.items() if k in COUNTERS or k in BUSY_MS}
+    totals = {k: v - b.get(k, 0) for k, v in final.totals.items() if k in COUNTERS or k in BUSY_MS or k in IDEAL}
     errors = {k: v - e.get(k, 0) for k, v in final.errors.items() if v - e.get(k, 0)}
     s = _summary(derive(totals), errors, latency, final.t - float(base.get("t", 0.0)))
+    s.update(summary_fields(final.ttft, "span" if (final.ttft or {}).get("span") else "session"))
     s["span"] = {"from_s": float(base.get("t", 0.0)), "to_s": final.t,
                  "latency_covers": "span" if final.latency_span else "session"}
     return s

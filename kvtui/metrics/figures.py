@@ -56,8 +56,54 @@ SKIPPED_WALL = Figure("tokens_skipped_ps", "tokens skipped/s (wall)", "tok skipp
 HIT_RATE_WALL = Figure("hit_rate", f"page hit rate (last {RATE_WINDOW_S:g} s)", "page hit rate", "%",
                        "pages reloaded ÷ full pages of the requests finished in the window", _WALL_WINDOW,
                        _MONITOR + " (≥ 100×32)", "rates.hit_rate")
+IDEAL_WALL = Figure("ideal_hit_rate", f"ideal page hit rate (last {RATE_WINDOW_S:g} s)", "ideal ∞ cache", "%",
+                    "pages an unbounded cache would have reloaded (the `trace-stats` rule) ÷ full pages of the "
+                    "requests finished in the window", _WALL_WINDOW, _MONITOR + " (trace; a second line on the "
+                    "page hit rate's sparkline)", "rates.ideal_hit_rate")
 #: the Throughput panel's rows, in order (also the keys of ``Frame.rates`` and ``Frame.series``)
-WALL = (REUSE_WALL, PUBLISH_WALL, REQUESTS_WALL, SKIPPED_WALL, HIT_RATE_WALL)
+WALL = (REUSE_WALL, PUBLISH_WALL, REQUESTS_WALL, SKIPPED_WALL, HIT_RATE_WALL, IDEAL_WALL)
+
+_HEADER = "watch, replay: header"
+HIT_RATE_SESSION = Figure("page_hit_rate", "page hit rate (session)", "page hits", "%",
+                          "pages reloaded ÷ full pages of every request finished", "the session so far",
+                          _HEADER + "; run, report: summary, --json", "totals.page_hit_rate, page_hit_rate")
+HIT_RATE_RECENT = Figure("page_hit_rate", f"page hit rate (last {LATENCY_WINDOW_S:g} s)", f"last {LATENCY_WINDOW_S:g} s",
+                         "%", "pages reloaded ÷ full pages of the requests finished in the window",
+                         f"last {LATENCY_WINDOW_S:g} s (the latency window; \"—\" while paused or idle)", _HEADER,
+                         "window_totals.page_hit_rate")
+TOKENS_SKIPPED = Figure("token_hit_rate", "prefill tokens skipped (session)", "prefill skipped", "%",
+                        "prompt tokens reloaded ÷ prompt tokens of every request finished", "the session so far",
+                        _HEADER + "; run, report: summary, --json", "totals.token_hit_rate, token_hit_rate")
+IDEAL_SO_FAR = Figure("ideal_token_hit_rate", "ideal hit rate (trace so far)", "ideal", "%",
+                      "prompt tokens an unbounded cache would have reloaded (the `trace-stats` rule, rows in file "
+                      "order) ÷ prompt tokens of the trace requests finished; the gap to prefill skipped is what "
+                      "the store's capacity and concurrency cost", "the session so far",
+                      _HEADER + " (trace); run, report: summary, --json", "totals.ideal_token_hit_rate, "
+                      "ideal_token_hit_rate")
+TRACE_ETA = Figure("eta_s", "trace ETA (estimate)", "ETA", "s",
+                   "trace time left ÷ speed; as fast as possible: rows left ÷ requests/s (wall)", "now",
+                   _HEADER + " (trace)", "(computed from workload.position_s, length_s, speed, rates.rps)")
+#: the header's hit rates and the trace's ETA
+HEADER = (HIT_RATE_SESSION, HIT_RATE_RECENT, TOKENS_SKIPPED, IDEAL_SO_FAR, TRACE_ETA)
+
+
+def trace_eta(workload: dict, rps: float) -> tuple[float | None, str]:
+    """:data:`TRACE_ETA` of a trace's ``frame.workload`` (``position_s``, ``length_s``, ``speed``, ``done``,
+    ``total``) with the measured requests/s ``rps``: ``(seconds left or None when unknown, basis)``, the basis
+    ``"trace time"`` (at a set speed: the trace time left ÷ the speed) or ``"at N req/s"`` (as fast as
+    possible: the rows left ÷ the request rate, an estimate)."""
+    left_rows = max(0, int(workload.get("total", 0)) - int(workload.get("done", 0)))
+    if workload.get("complete") or not left_rows:
+        return 0.0, "done"
+    speed = workload.get("speed", 1.0)
+    if speed and "length_s" not in workload:  # (a recording from before trace positions were shown)
+        return None, "no position"
+    if speed:
+        left_s = max(0.0, float(workload.get("length_s", 0.0)) - float(workload.get("position_s", 0.0)))
+        return left_s / float(speed), "trace time"
+    if rps > 0:
+        return left_rows / rps, f"at {rps:.0f} req/s"
+    return None, "no rate yet"
 
 _RUN = "run, report: summary, --json"
 _RUN_WINDOW = "the run (report: the recorded span)"
@@ -115,8 +161,29 @@ MEMCPY_P50 = Figure("memcpy_MBps", "memcpy (p50 copy)", "memcpy", "MB/s",
                     "baselines.memcpy_MBps")
 BENCH = (RELOAD_P50, PUBLISH_BUSY, RAW_GET_P50, TCP_P50, MEMCPY_P50)
 
+# TTFT and GPU time saved: estimates (kvtui.metrics.ttft), against the measured reload time
+_EST_WINDOW = f"monitor: last {LATENCY_WINDOW_S:g} s; summary: {_RUN_WINDOW}; bench: `--iterations` reloads"
+_EST_SHOWN = "watch, replay: header; run, report: summary, --json; bench"
+_RECOMPUTE = "recompute = (2·P·k + 2·L·d_attn·k²) ÷ (peak × MFU), or k ÷ --prefill-tokens-per-s"
+TTFT_SAVED = Figure("ttft_saved_ms", "TTFT saved (estimate)", "TTFT saved", "ms",
+                    "estimated recompute time of the k tokens reloaded − their measured reload time (probe + read), "
+                    f"per request that reloaded at least one page; {_RECOMPUTE}", _EST_WINDOW, _EST_SHOWN,
+                    "ttft.window.p50_ms, ttft.window.p99_ms, ttft_saved_ms.total, ttft_saved_ms.p50, ttft_saved_ms.p99")
+GPU_SAVED_WALL = Figure("gpu_s_per_s", "prefill GPU-s saved/s (estimate)", "GPU saved", "s/s",
+                        "estimated recompute time of the prefixes reloaded ÷ wall-clock time",
+                        f"last {RATE_WINDOW_S:g} s", _MONITOR, "ttft.gpu_s_per_s")
+GPU_SAVED_RUN = Figure("prefill_gpu_s_saved", "prefill GPU time saved (estimate)", "GPU time saved", "s",
+                       "Σ estimated recompute time of the prefixes reloaded", f"{_RUN_WINDOW}; bench: `--iterations` "
+                       "reloads", _RUN + "; bench", "prefill_gpu_s_saved")
+RELOAD_VS_RECOMPUTE = Figure("reload_vs_recompute", "reload vs recompute (estimate)", "reload/recompute", "×",
+                             "Σ measured reload time ÷ Σ estimated recompute time of the same requests; above 1 the "
+                             "reload is slower than recomputing (marked)", _EST_WINDOW, _EST_SHOWN,
+                             "ttft.window.ratio, reload_vs_recompute")
+#: the TTFT estimates (Frame.ttft, the summary's TTFT fields, the bench's recompute line)
+TTFT = (TTFT_SAVED, GPU_SAVED_WALL, GPU_SAVED_RUN, RELOAD_VS_RECOMPUTE)
+
 #: every figure once, in the README table's order
-FIGURES = WALL + RUN + LATENCY + RELOAD_COUNTS + (RELOAD_P50, RAW_GET_P50, TCP_P50, MEMCPY_P50)
+FIGURES = WALL + HEADER + RUN + LATENCY + RELOAD_COUNTS + (RELOAD_P50, RAW_GET_P50, TCP_P50, MEMCPY_P50) + TTFT
 
 
 def markdown_table() -> str:

@@ -4,18 +4,36 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from kvtui.core.panels import FrameStatus, ProcRow, StoreScrape, WorkloadPanel
+from kvtui.core.panels import FrameStatus, ProcRow, StoreScrape, TtftPanel, WorkloadPanel
 
 
 @dataclass(frozen=True)
 class PageRow:
-    """One request in the page grid: ``states`` has one :class:`~kvtui.core.pages.PageState` per cell."""
+    """One request in the page grid: ``states`` has one :class:`~kvtui.core.pages.PageState` per cell.
+
+    The rest is for the row's label and detail panel (defaults: unknown, e.g. in an older recording):
+    ``group``: its prefix group (:func:`kvtui.metrics.aggregate.prefix_group`, ``""`` none); ``page_tokens``
+    / ``page_bytes``: its layout; ``bytes_loaded`` / ``bytes_written``; ``reload_ms`` (probe + read) and
+    ``publish_ms`` (probe + put), ms; ``t``: when it finished (s, the frame clock); ``keys``: its first and
+    last page key; ``codes``: failing store codes ``((name, count), …)``; ``ideal_pages``: trace rows, the
+    pages an unbounded cache would have reloaded (-1: not a trace)."""
 
     req_id: int
     scenario: str
     n_tokens: int
     pages_hit: int
     states: bytes
+    group: str = ""
+    page_tokens: int = 0
+    page_bytes: int = 0
+    bytes_loaded: int = 0
+    bytes_written: int = 0
+    reload_ms: float = 0.0
+    publish_ms: float = 0.0
+    t: float = 0.0
+    keys: tuple[str, ...] = ()
+    codes: tuple[tuple[str, int], ...] = ()
+    ideal_pages: int = -1
 
 
 @dataclass(frozen=True)
@@ -32,7 +50,8 @@ class Frame:
     record to JSON and replay unchanged) whose keys :mod:`kvtui.core.panels` defines;
     ``row_seq`` / ``event_seq`` / ``series_seq``: how many rows, events and series points were ever added;
     ``span``: ``{"t", "totals", "errors"}`` as they were when the current span (a recording) began, ``{}``
-    when none; ``latency_span``: the latency snapshots per kind recorded since then (``{}`` when none).
+    when none; ``latency_span``: the latency snapshots per kind recorded since then (``{}`` when none);
+    ``ttft``: the TTFT and prefill GPU time saved, estimated (:class:`TtftPanel`; ``{}`` without an estimator).
     """
 
     t: float
@@ -53,3 +72,5 @@ class Frame:
     series_seq: int = 0  # series points ever appended
     span: dict = field(default_factory=dict)
     latency_span: dict = field(default_factory=dict)
+    window_totals: dict = field(default_factory=dict)  # counters over the last window_s (see Aggregator.frame)
+    ttft: TtftPanel = field(default_factory=dict)

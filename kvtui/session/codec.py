@@ -18,6 +18,9 @@ from kvtui.metrics.frame import Frame, PageRow
 from kvtui.metrics.latency import LatencySnapshot
 
 
+_ROW_HEAD = ("req_id", "scenario", "n_tokens", "pages_hit", "states")
+
+
 def _lat(s: LatencySnapshot) -> list:
     return [s.count, s.p50, s.p90, s.p99, s.max, s.mean, s.min, [list(b) for b in s.buckets]]
 
@@ -43,16 +46,36 @@ class FrameEncoder:
             "lat": {k: _lat(v) for k, v in f.latency.items()},
             "latw": {k: _lat(v) for k, v in f.latency_window.items()},
             "lats": {k: _lat(v) for k, v in f.latency_span.items()},
-            "rows": [[r.req_id, r.scenario, r.n_tokens, r.pages_hit, r.states.hex()] for r in f.rows[len(f.rows) - new_rows:]] if new_rows > 0 else [],
+            "rows": [_row(r) for r in f.rows[len(f.rows) - new_rows:]] if new_rows > 0 else [],
             "events": [[e.kind, e.t, e.text, e.data] for e in f.events[len(f.events) - new_events:]] if new_events > 0 else [],
             "series": {k: list(v[len(v) - new_points:]) for k, v in f.series.items()} if new_points > 0 else {},
             "store": f.store, "procs": list(f.procs), "workload": f.workload, "status": f.status,
+            **({"ttft": f.ttft} if f.ttft else {}), **({"wt": f.window_totals} if f.window_totals else {}),
             "seq": [f.row_seq, f.event_seq, f.series_seq],
         }
         if f.span is not self.span and f.span != self.span:
             rec["span"] = f.span
         self.row_seq, self.event_seq, self.series_seq, self.span = f.row_seq, f.event_seq, f.series_seq, f.span
         return zlib.compress(json.dumps(rec, separators=(",", ":"), default=_default).encode(), 6)
+
+
+_ROW_DEFAULTS = {k: v.default for k, v in PageRow.__dataclass_fields__.items() if k not in _ROW_HEAD}
+
+
+def _row(r: PageRow) -> list:
+    """A row as ``[req_id, scenario, n_tokens, pages_hit, states hex]`` plus, when any differs from its
+    default, a dict of the detail fields (a file from before them has five items)."""
+    extra = {k: getattr(r, k) for k, d in _ROW_DEFAULTS.items() if getattr(r, k) != d}
+    return [r.req_id, r.scenario, r.n_tokens, r.pages_hit, r.states.hex(), *([extra] if extra else [])]
+
+
+def _unrow(v: list) -> PageRow:
+    extra = dict(v[5]) if len(v) > 5 else {}
+    for k in ("keys", "codes"):
+        if k in extra:
+            extra[k] = tuple(tuple(x) if isinstance(x, list) else x for x in extra[k])
+    extra = {k: x for k, x in extra.items() if k in _ROW_DEFAULTS}  # (fields of a newer kvtui are dropped)
+    return PageRow(int(v[0]), v[1], int(v[2]), int(v[3]), bytes.fromhex(v[4]), **extra)
 
 
 def _default(o):
@@ -81,7 +104,7 @@ class FrameDecoder:
     def apply(self, rec: dict) -> Frame:
         """Apply one record and return the full frame it describes."""
         for r in rec["rows"]:
-            self.rows.append(PageRow(int(r[0]), r[1], int(r[2]), int(r[3]), bytes.fromhex(r[4])))
+            self.rows.append(_unrow(r))
         for e in rec["events"]:
             self.events.append(EngineEvent(e[0], float(e[1]), e[2], e[3] or {}))
         for k, pts in rec["series"].items():
@@ -99,4 +122,5 @@ class FrameDecoder:
             rows=tuple(self.rows), errors=rec["errors"], events=tuple(self.events), store=rec["store"],
             procs=tuple(rec["procs"]), workload=rec["workload"], status=rec["status"],
             row_seq=seq[0], event_seq=seq[1], series_seq=seq[2], span=self.span,
-            latency_span={k: _unlat(v) for k, v in rec.get("lats", {}).items()})
+            latency_span={k: _unlat(v) for k, v in rec.get("lats", {}).items()}, ttft=rec.get("ttft", {}),
+            window_totals=rec.get("wt", {}))

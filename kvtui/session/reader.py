@@ -88,8 +88,41 @@ class SessionReader:
             raise SessionError(not_closed if self.wal_missing else f"{self.path} holds no complete frame")
         self.meta = meta
         self.header = json.loads(meta.get("header", "{}"))
+        self._uri = uri
         self._checkpoints: dict[int, FrameDecoder] = {}
         self._cache: tuple[int, Frame] | None = None
+
+    @property
+    def request_columns(self) -> tuple[str, ...]:
+        """The columns of the recorded request rows (empty: the file has none, e.g. from an older kvtui)."""
+        return tuple(json.loads(self.meta.get("request_columns", "[]")))
+
+    def request_rows(self):
+        """The recorded per-request rows, oldest first, one dict of :attr:`request_columns` at a time (read
+        in batches: memory stays flat). Rows of a damaged tail are skipped; none for a file without them."""
+        columns = self.request_columns
+        if not columns:
+            return
+        db = sqlite3.connect(self._uri, uri=True)
+        try:
+            cur = db.execute("SELECT rows FROM requests ORDER BY seq")
+            while True:
+                try:
+                    item = cur.fetchone()
+                except sqlite3.DatabaseError:
+                    return
+                if item is None:
+                    return
+                try:
+                    batch = json.loads(zlib.decompress(item[0]))
+                except (zlib.error, ValueError):
+                    return
+                for values in batch:
+                    yield dict(zip(columns, values))
+        except sqlite3.DatabaseError:  # no requests table: recorded before it existed
+            return
+        finally:
+            db.close()
 
     def warning(self, doing: str) -> str | None:
         """One line about a file read only in part (``doing``: what the command does, e.g. ``reporting``),

@@ -8,6 +8,7 @@ import json
 import sqlite3
 import threading
 import time
+import zlib
 from pathlib import Path
 
 from kvtui import __version__
@@ -19,7 +20,11 @@ CHECKPOINT_FRAMES = 50
 SCHEMA = """
 CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
 CREATE TABLE frames (seq INTEGER PRIMARY KEY, t REAL NOT NULL, record BLOB NOT NULL);
+CREATE TABLE requests (seq INTEGER PRIMARY KEY, rows BLOB NOT NULL);
 """
+# ``requests``: the per-request rows (kvtui.export.request_log) recorded since the previous frame, one
+# zlib-compressed JSON list of rows per frame (each row a list in the order of meta "request_columns").
+# A file without the table (recorded before it existed) simply has no request rows.
 
 
 def mooncake_version() -> str:
@@ -61,6 +66,8 @@ class SessionWriter:
         self._enc = FrameEncoder()
         self._lock = threading.Lock()
         self._seq = 0
+        self._requests: list[list] = []  # request rows not yet written (they go with the next frame)
+        self._request_columns: tuple[str, ...] | None = None
         self.closed = False
 
     def write(self, frame: Frame) -> None:
@@ -69,9 +76,28 @@ class SessionWriter:
             if self.closed:
                 return
             self.db.execute("INSERT INTO frames VALUES (?, ?, ?)", (self._seq, frame.t, self._enc.encode(frame)))
+            self._flush_requests()
             self._seq += 1
             if self._seq % CHECKPOINT_FRAMES == 0:  # keep the main file itself current, not only its -wal
                 self.db.execute("PRAGMA wal_checkpoint(PASSIVE)")
+
+    def add_request(self, row: dict) -> None:
+        """Queue one request row (a dict of plain values: :func:`kvtui.export.request_log.request_row`); rows
+        are written with the next frame, in one row of the ``requests`` table."""
+        with self._lock:
+            if self.closed:
+                return
+            if self._request_columns is None:
+                self._request_columns = tuple(row)
+                self.db.execute("INSERT OR REPLACE INTO meta VALUES (?, ?)",
+                                ("request_columns", json.dumps(self._request_columns)))
+            self._requests.append([row.get(c) for c in self._request_columns])
+
+    def _flush_requests(self) -> None:
+        if self._requests:
+            blob = zlib.compress(json.dumps(self._requests, separators=(",", ":"), default=str).encode(), 6)
+            self.db.execute("INSERT INTO requests VALUES (?, ?)", (self._seq, blob))
+            self._requests = []
 
     def close(self) -> None:
         """Checkpoint the WAL into the file, leave WAL mode and close (safe to call twice)."""
@@ -79,6 +105,10 @@ class SessionWriter:
             if self.closed:
                 return
             self.closed = True
+            try:
+                self._flush_requests()  # rows that came after the last frame
+            except sqlite3.Error:
+                pass
             try:
                 self.db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
                 self.db.execute("PRAGMA journal_mode=DELETE")  # one self-contained file: readers add no -wal/-shm

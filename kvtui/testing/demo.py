@@ -6,9 +6,14 @@ call advances it by ``tick_s``), so every figure on screen comes from the same c
 :class:`DemoController` turns the knobs of a DemoSource through the same typed controls
 (:mod:`kvtui.core.controls`) as the live session. Nothing here touches a store or an engine.
 
-``python -m kvtui.testing.demo [--static | --replay FILE] [--headless --duration S --screenshot PATH --size WxH]``
-runs the monitor on it (``--static``: one fixed fixture frame, as the snapshot tests use; ``--replay``: play a
-recorded session file, e.g. one that ctrl+r wrote from the demo), e.g. to look at a layout change at once:
+``DemoSource(trace="synthetic")`` replays a shipped FAST'25 trace instead (a real
+:class:`~workload.trace.TraceWorkload`: its rows, prefix groups, ideal hits and speed), against a simulated
+LRU store that holds a part of the trace's blocks, so the achieved hit rate falls short of the ideal one.
+
+``python -m kvtui.testing.demo [--static | --trace NAME | --replay FILE] [--headless --duration S --screenshot
+PATH --size WxH]`` runs the monitor on it (``--static``: one fixed fixture frame, as the snapshot tests use;
+``--replay``: play a recorded session file, e.g. one that ctrl+r wrote from the demo), e.g. to look at a layout
+change at once:
 
     python -m kvtui.testing.demo --static --headless --duration 0.5 --size 120x40 --screenshot /tmp/demo.svg
 
@@ -18,12 +23,14 @@ recorded session file, e.g. one that ctrl+r wrote from the demo), e.g. to look a
 from __future__ import annotations
 
 import argparse
+import hashlib
 import os
 import random
 import time
+from collections import OrderedDict
 
 from kvtui.core.codes import CONTENT_MISMATCH, NO_AVAILABLE_HANDLE, OBJECT_NOT_FOUND
-from kvtui.core.controls import Control, SetLayout, SetOverlap, SetPool, SetRate, SetScenario
+from kvtui.core.controls import Control, SetLayout, SetOverlap, SetPool, SetRate, SetScenario, SetTraceSpeed
 from kvtui.core.events import EngineEvent, RequestResult
 from kvtui.core.layout import PRESETS, PageLayout
 from kvtui.core.pages import PageState as S
@@ -31,18 +38,31 @@ from kvtui.metrics.aggregate import Aggregator
 from kvtui.metrics.frame import Frame
 
 
+TRACE_LAYOUT = PageLayout(layers=1, kv_heads=1, head_dim=1, page_tokens=512, elem_bytes=1)  # one page a block
+TRACE_CAPACITY = 0.25  # the simulated store holds this share of a trace's distinct blocks (LRU)
+
+
+def demo_key(model: str, *parts: int) -> str:
+    """A store key of the demo's shape (``mc/ollama/<model>/<32 hex>``) for a page named by ``parts``."""
+    return f"mc/ollama/{model}/" + hashlib.sha256(repr(parts).encode()).hexdigest()[:32]
+
+
 class DemoSource:
-    """Synthetic shared-prefix traffic, ``per_tick`` requests per ``tick_s`` of simulated time (seeded)."""
+    """Synthetic shared-prefix traffic, ``per_tick`` requests per ``tick_s`` of simulated time (seeded); with
+    ``trace`` (a shipped trace's name) that trace's rows at ``speed`` (None: ``per_tick`` rows a tick)."""
 
     def __init__(self, seed: int = 7, *, tick_s: float = 0.1, per_tick: int = 2, layout: PageLayout | None = None,
-                 capacity_bytes: int = 8 << 30, rows: int = 64):
+                 capacity_bytes: int = 8 << 30, rows: int = 64, trace: str | None = None, speed: float | None = 8.0):
         self.rng = random.Random(seed)
-        self.layout = layout or PRESETS["seed"]
+        self.layout = layout or (TRACE_LAYOUT if trace else PRESETS["seed"])
         self.t = 0.0
         self.tick_s, self.per_tick = tick_s, per_tick
         self.agg = Aggregator(rows=rows, history=600, window_s=30.0, clock=lambda: self.t)
         self.workload = {"kind": "synthetic", "scenario": "shared-system-prompt", "overlap": 0.75, "pool": 8,
-                         "rate": 20.0, "prompt_tokens": 4096}
+                         "rate": 20.0, "prompt_tokens": 2048}
+        self.trace = None
+        if trace is not None:
+            self._start_trace(trace, speed)
         self.paused = False
         self.capacity = capacity_bytes
         self.published: set[tuple[int, int]] = set()  # (pool prefix, page) in the store
@@ -54,13 +74,70 @@ class DemoSource:
         self.writer = None  # a SessionWriter while recording (DemoController.toggle_recording)
         self.agg.event(EngineEvent("info", 0.0, "embedded store up: master 127.0.0.1:50051, 8.0 GiB segment"))
 
+    # -- a trace -------------------------------------------------------------------------------------------
+    def _start_trace(self, name: str, speed: float | None) -> None:
+        from kvtui.core.traces import resolve_trace
+        from workload.trace import TraceWorkload, read_trace
+
+        rows, _ = read_trace(resolve_trace(name))
+        self._rows = rows
+        self.trace = TraceWorkload(rows, speed=speed, name=name, tokens=False)  # (the simulation needs no tokens)
+        self._requests = iter(self.trace)
+        self._next = next(self._requests, None)
+        distinct = len({h for r in rows for h in r.hash_ids[: r.input_length // 512]})
+        self._lru: OrderedDict[int, None] = OrderedDict()
+        self._lru_blocks = max(1, int(distinct * TRACE_CAPACITY))
+        self.workload = {"kind": "trace", "name": name, "done": 0, "total": len(rows), "complete": False}
+
+    def _trace_result(self, req) -> RequestResult:
+        """A trace request against the simulated LRU store: the leading cached blocks hit, the others are
+        published (or already present, when a later block is still cached)."""
+        pt, pb = self.layout.page_tokens, self.layout.page_bytes
+        n_tokens = self._rows[req.req_id].input_length
+        ids = self._rows[req.req_id].hash_ids[: req.cacheable_tokens // pt]
+        lru, states, hits = self._lru, [], 0
+        for h in ids:
+            if h not in lru:
+                break
+            hits += 1
+        for i, h in enumerate(ids):
+            states.append(S.HIT if i < hits else (S.PRESENT if h in lru else S.PUBLISHED))
+            if h in lru:
+                lru.move_to_end(h)
+            else:
+                lru[h] = None
+                if len(lru) > self._lru_blocks:
+                    lru.popitem(last=False)
+        if n_tokens > len(ids) * pt:
+            states.append(S.PARTIAL)
+        published = states.count(S.PUBLISHED)
+        self.stored_pages += published
+        keys = (demo_key("demo-model", ids[0]), demo_key("demo-model", ids[-1])) if ids else ()
+        return RequestResult(
+            req_id=req.req_id, scenario=req.scenario, n_tokens=n_tokens, cacheable_tokens=req.cacheable_tokens,
+            page_tokens=pt, page_bytes=pb, pages_total=len(ids), pages_hit=hits, states=bytes(states),
+            pages_published=published, pages_already_present=states.count(S.PRESENT), bytes_loaded=hits * pb,
+            bytes_written=published * pb, verified=hits, probe_ms=self.rng.lognormvariate(-1.6, 0.4),
+            read_ms=hits * 0.02 * self.rng.uniform(0.8, 1.5), put_ms=published * 0.03 * self.rng.uniform(0.8, 1.6),
+            publish_probe_ms=0.15 if published else 0.0, labels=req.labels, keys=keys, t_start=self.t, t_end=self.t)
+
+    def _trace_step(self) -> None:
+        """The rows due by now (at the trace's speed), or ``per_tick`` rows as fast as possible."""
+        n = 0
+        while self._next is not None and (self._next.arrival_s is None and n < self.per_tick
+                                          or self._next.arrival_s is not None and self._next.arrival_s <= self.t):
+            self.agg.add(self._trace_result(self._next))
+            self.workload["done"] += 1
+            n += 1
+            self._next = next(self._requests, None)
+        self.workload["complete"] = self._next is None
+
     # -- traffic -------------------------------------------------------------------------------------------
     def _result(self) -> RequestResult:
         rng, pt, pb = self.rng, self.layout.page_tokens, self.layout.page_bytes
         self.req_id += 1
         w = self.workload
-        long = self.req_id % 23 == 0
-        n_tokens = 32_000 + rng.randrange(pt) if long else int(w["prompt_tokens"] * rng.uniform(0.8, 1.25))
+        n_tokens = int(w["prompt_tokens"] * rng.uniform(0.8, 1.25))
         pages = n_tokens // pt
         prefix = min(int(rng.paretovariate(1.2)) - 1, w["pool"] - 1)
         shared = min(pages, int(w["overlap"] * w["prompt_tokens"]) // pt)
@@ -101,6 +178,11 @@ class DemoSource:
         self.stored_pages += published
         read_ms = hits * pb / 6e9 * 1e3 * rng.uniform(0.8, 1.6)
         put_ms = published * pb / 4e9 * 1e3 * rng.uniform(0.8, 1.8)
+        def key(p: int) -> str:  # a shared page is named by its pool entry, the others by the request
+            return demo_key("demo-model", prefix, p) if p < shared else demo_key("demo-model", -self.req_id, p)
+
+        first, last = key(0), key(pages - 1)
+        labels = (("pool", str(prefix)), ("shared_tokens", str(shared * pt))) if shared else (("shared_tokens", "0"),)
         return RequestResult(
             req_id=self.req_id, scenario=w["scenario"], n_tokens=n_tokens, cacheable_tokens=pages * pt,
             page_tokens=pt, page_bytes=pb, pages_total=pages, pages_hit=hits, states=bytes(states),
@@ -109,11 +191,15 @@ class DemoSource:
             verified=hits + states.count(S.MISMATCH), mismatches=states.count(S.MISMATCH),
             probe_ms=rng.lognormvariate(-1.2, 0.5), read_ms=read_ms, put_ms=put_ms,
             publish_probe_ms=rng.lognormvariate(-1.4, 0.4) if published else 0.0, codes=codes,
-            t_start=self.t, t_end=self.t)
+            t_start=self.t, t_end=self.t, labels=labels, keys=(first, last) if pages else ())
 
     def step(self) -> None:
         """Advance the simulated clock one tick and add that tick's requests."""
         self.t = round(self.t + self.tick_s, 6)
+        if self.trace is not None:
+            if not self.paused:
+                self._trace_step()
+            return
         if not self.paused:
             for _ in range(self.per_tick):
                 self.agg.add(self._result())
@@ -122,6 +208,9 @@ class DemoSource:
         """The store / procs / workload / status panels of the current moment."""
         pb = self.layout.page_bytes
         cap_pages = self.capacity // pb
+        if self.trace is not None:  # the simulated LRU store of the trace
+            self.stored_pages, cap_pages = self.stored_pages, self._lru_blocks
+            self.capacity = cap_pages * pb
         self.evicted = max(self.evicted, self.stored_pages - cap_pages)
         keys = min(self.stored_pages, cap_pages)
         rates = self._last_rates
@@ -141,7 +230,11 @@ class DemoSource:
                   "layout": self.layout.describe(), "mode": "live"}
         if self.writer is not None:
             status.update(recording=True, record_path=str(self.writer.path))
-        return {"store": store, "procs": procs, "workload": dict(self.workload), "status": status}
+        workload = dict(self.workload)
+        if self.trace is not None:
+            p = self.trace.progress()
+            workload.update(speed=p["speed"], position_s=p["position_s"], length_s=p["length_s"])
+        return {"store": store, "procs": procs, "workload": workload, "status": status}
 
     def frame(self) -> Frame:
         """One tick later: the aggregator's frame with every panel filled."""
@@ -162,7 +255,8 @@ class DemoController:
     def send(self, control: Control) -> None:
         """Apply a knob change at once (the next ``frame()`` shows it): SetOverlap / SetPool / SetRate /
         SetScenario set that workload knob; SetLayout only records the preset's name (``workload["layout"]``:
-        the demo's pages keep their size). ``TypeError`` for anything else."""
+        the demo's pages keep their size); SetTraceSpeed changes a trace's speed from the next row.
+        ``TypeError`` for anything else."""
         w = self.source.workload
         match control:
             case SetOverlap(fraction):
@@ -175,6 +269,8 @@ class DemoController:
                 w["scenario"] = name
             case SetLayout(name):
                 w["layout"] = name
+            case SetTraceSpeed(speed) if self.source.trace is not None:
+                self.source.trace.set_speed(speed, now_s=self.source.t)
             case _:
                 raise TypeError(f"not a control: {control!r}")
 
@@ -230,12 +326,27 @@ def fixture_frame(ticks: int = 150, seed: int = 7, **kwargs) -> Frame:
     return frame
 
 
+def trace_fixture_frame(name: str = "synthetic", ticks: int = 150, then: float = 16.0, then_ticks: int = 20) -> Frame:
+    """The frame of a seeded trace demo: ``ticks`` ticks as fast as possible (13 rows a tick), then
+    ``then_ticks`` ticks at speed ``then`` (identical on every call; ~2–3 s)."""
+    src = DemoSource(trace=name, speed=None, per_tick=13)
+    for _ in range(ticks):
+        src.frame()
+    src.trace.set_speed(then, now_s=src.t)
+    frame = src.frame()
+    for _ in range(then_ticks - 1):
+        frame = src.frame()
+    return frame
+
+
 def main(argv: list[str] | None = None) -> int:
     from kvtui.tui.app import run_app
 
     ap = argparse.ArgumentParser(prog="python -m kvtui.testing.demo", description=__doc__.split("\n")[0])
     ap.add_argument("--static", action="store_true", help="show one fixed fixture frame (knobs go nowhere)")
     ap.add_argument("--replay", metavar="FILE", default=None, help="play a recorded session file")
+    ap.add_argument("--trace", metavar="NAME", default=None, help="replay a shipped trace (synthetic, "
+                    "conversation-head) against a simulated store holding a quarter of its blocks")
     ap.add_argument("--headless", action="store_true")
     ap.add_argument("--duration", type=float, default=None, help="seconds before exiting")
     ap.add_argument("--screenshot", default=None, help="SVG written before exiting (with --duration)")
@@ -248,9 +359,11 @@ def main(argv: list[str] | None = None) -> int:
         return run_app(None, None, player=ReplayPlayer(SessionReader(args.replay)), headless=args.headless,
                        duration_s=args.duration, screenshot=args.screenshot, size=(w, h))
     if args.static:
-        return run_app(StaticSource(fixture_frame()), DemoController(DemoSource()), headless=args.headless,
+        frame = trace_fixture_frame(args.trace) if args.trace else fixture_frame()
+        return run_app(StaticSource(frame), DemoController(DemoSource(trace=args.trace)),
+                       headless=args.headless,
                        duration_s=args.duration, screenshot=args.screenshot, size=(w, h), clock=lambda: 0.0)
-    src = DemoSource()
+    src = DemoSource(trace=args.trace)
     return run_app(src, DemoController(src), headless=args.headless, duration_s=args.duration,
                    screenshot=args.screenshot, size=(w, h))
 

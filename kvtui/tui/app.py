@@ -12,8 +12,11 @@ with position / length and speed. Live mode: ``ctrl+r`` toggles recording throug
 ``Controller.toggle_recording`` and the header shows ``● REC`` while frames say ``status["recording"]``.
 
 Knob keys change a knob by one step (:mod:`kvtui.core.knobs`) and send a typed control
-(:mod:`kvtui.core.controls`) through ``Controller.send``; which requests are sent and shown is
-:mod:`kvtui.tui.knob_state`. Quitting: q or ctrl+c; SIGTERM and SIGHUP end the app the same clean way
+(:mod:`kvtui.core.controls`) through ``Controller.send`` (:mod:`kvtui.tui.knob_actions`); which requests are
+sent and shown is :mod:`kvtui.tui.knob_state`. During a trace replay the footer offers only the keys that
+act on a trace (``-`` / ``+`` its speed); a scenario key says why it does nothing, in the status line. The
+settings dialog and a page-grid row's details (Enter or a click) are screens built once at start and shown
+again (:mod:`kvtui.tui.screens.settings` says why: they open in milliseconds). Quitting: q or ctrl+c; SIGTERM and SIGHUP end the app the same clean way
 (:mod:`kvtui.tui.signals`).
 """
 
@@ -30,32 +33,32 @@ from textual import events
 from textual.app import App, ComposeResult, SystemCommand
 from textual.containers import Horizontal, Vertical
 from textual.screen import Screen
-from textual.widgets import Footer, Static
+from textual.widgets import Static
 
-from kvtui.core.controls import Control, SetLayout, SetOverlap, SetPool, SetRate, SetScenario
 from kvtui.core.defaults import DEFAULT_HZ, MAX_HZ, UI_NICE
-from kvtui.core.knobs import OVERLAP, POOL, RATE, SCENARIOS, next_rate
+from kvtui.core.knobs import SCENARIOS
 from kvtui.core.sched import lower_thread_priority
 from kvtui.metrics.frame import Frame
-from kvtui.tui.bindings import BINDINGS, ENGINE_ACTIONS, REPLAY_ACTIONS, WORKLOAD_ACTIONS, key_help
-from kvtui.tui.fmt import fmt_rps_knob
-from kvtui.tui.knob_state import KnobState, same, seen_in
+from kvtui.tui.bindings import BINDINGS, ENGINE_ACTIONS, REPLAY_ACTIONS, TRACE_ACTIONS, WORKLOAD_ACTIONS, key_help
+from kvtui.tui.knob_actions import KnobActions
+from kvtui.tui.knob_state import KnobState, seen_in
 from kvtui.tui.palette import system_commands
 from kvtui.tui.protocols import Controller, FrameSource, Player
 from kvtui.tui.replay import ReplayActions
-from kvtui.tui.screens import HelpScreen, SettingsScreen
+from kvtui.tui.screens import HelpScreen, RowDetailScreen, SettingsScreen
 from kvtui.tui.signals import INTERRUPT_EXIT, ExitSignals
 from kvtui.tui.store_actions import StoreActions
 from kvtui.tui.widgets import EventLog, Kpis, LatencyPanel, PageGrid, ProcsPanel, StorePanel, Throughput
+from kvtui.tui.widgets.keybar import KeyBar
+from kvtui.tui.widgets.master_panel import MasterPanel
 
 __all__ = ["FrameSource", "Controller", "Player", "KvtuiApp", "run_app"]
 
 MIN_SIZE = (60, 16)
-CONTROL_ECHO_S = 0.05  # an extra frame pull this long after a control change
 GIL_SWITCH_S = 0.001  # while the monitor runs (see run_app)
 
 
-class KvtuiApp(ReplayActions, StoreActions, ExitSignals, App[int]):
+class KvtuiApp(KnobActions, ReplayActions, StoreActions, ExitSignals, App[int]):
     """The kvtui monitor. ``clock`` (default :func:`time.time`) only names screenshot files; everything shown
     comes from frames (elapsed time is ``frame.t``). ``window_s`` labels the latency window. ``player``: replay
     mode (the player is the frame source when ``source`` is None). ``layouts``: page layout presets the command
@@ -99,6 +102,7 @@ class KvtuiApp(ReplayActions, StoreActions, ExitSignals, App[int]):
         with Vertical(id="dash"):
             yield Kpis(self.title, id="kpis")
             with Horizontal(id="middle"):
+                yield MasterPanel(id="master")  # observe mode only (app.tcss: Screen.-observe)
                 yield PageGrid(id="grid")
                 with Vertical(id="side"):
                     yield Throughput(id="throughput")
@@ -107,14 +111,22 @@ class KvtuiApp(ReplayActions, StoreActions, ExitSignals, App[int]):
                 yield StorePanel(id="store")
                 yield ProcsPanel(id="procs")
                 yield EventLog(id="events")
-        yield Footer(compact=True)
+        yield KeyBar(self.footer_shows, id="keys")
 
     def on_mount(self) -> None:
         self._install_signal_handlers()
         self.main_screen: Screen = self.screen
         self.w = {cls: self.query_one(cls) for cls in (Kpis, PageGrid, Throughput, LatencyPanel, StorePanel,
-                                                       ProcsPanel, EventLog)}
+                                                       ProcsPanel, EventLog, MasterPanel)}
         self.w[EventLog].ui_last = self.player is not None
+        self.w[PageGrid].focus()
+        # the dialogs are built now, once (push and pop before the first paint), so that opening one later
+        # only shows it (kvtui.tui.screens.settings)
+        self.install_screen(SettingsScreen(), "settings")
+        self.install_screen(RowDetailScreen(self.w[PageGrid].style_of), "row-detail")
+        for name in ("settings", "row-detail"):
+            self.push_screen(name)
+            self.pop_screen()
         self._size_classes(self.size.width, self.size.height)
         self.refresh_timer = self.set_interval(1.0 / self.refresh_hz, self.tick, name="frame-pull")
         self.tick()
@@ -135,10 +147,26 @@ class KvtuiApp(ReplayActions, StoreActions, ExitSignals, App[int]):
         screen.set_class(not small and width >= 100 and height >= 32, "-wide")
         screen.set_class(not small and width < 80, "-narrow")
         screen.set_class(not small and height < 22, "-short")
+        screen.set_class(not small and width >= 160 and height >= 48, "-huge")
+        self._fit_bottom(height)
         if small:
             screen.query_one("#too-small", Static).update(
                 f"terminal too small — {width}×{height}, need ≥ {MIN_SIZE[0]}×{MIN_SIZE[1]}")
         self.w[Kpis].compact = 0 if width >= 100 else (1 if width >= 80 else 2)
+
+    def _fit_bottom(self, height: int | None = None) -> None:
+        """The bottom row's height: the lines the store and process panels need (all processes and the
+        column header), at most 5 on a short terminal, 7 below 32 rows, 10 below 48, else 12 (4 below 80
+        columns, where only the event log shows): rows they do not need go to the page grid above."""
+        height = self.size.height if height is None else height
+        cap = 5 if height < 22 else 7 if height < 32 else 10 if height < 48 else 12
+        if self.size.width < 80:  # the store and process panels give way to the event log
+            cap = 4
+        store, procs = self.w[StorePanel], self.w[ProcsPanel]
+        need = max(len(store.lines(max(1, store.size.width or 24))), procs.needed(), 3) + 2
+        bottom = self.main_screen.query_one("#bottom")
+        if bottom.styles.height is None or bottom.styles.height.value != min(cap, need):
+            bottom.styles.height = min(cap, need)
 
     # -- frames --------------------------------------------------------------------------------------------
     def tick(self) -> None:
@@ -172,6 +200,7 @@ class KvtuiApp(ReplayActions, StoreActions, ExitSignals, App[int]):
         """Take knob values from the frame (:meth:`KnobState.adopt`), and refresh the bindings when the
         controls on offer change (controller, mode, workload kind, an outage of the master kvtui started)."""
         w, st = frame.workload or {}, frame.status or {}
+        self.main_screen.set_class(w.get("kind") == "observe", "-observe")  # the master's dashboard, no grid
         self.knob_state.adopt(seen_in(w, st))
         own_master_down = bool(st.get("outage")) and st.get("store_mode") == "embedded" and st.get("mode", "live") == "live"
         gate = (self.controller is not None, st.get("mode", "live"), w.get("kind", "synthetic"), own_master_down)
@@ -198,7 +227,12 @@ class KvtuiApp(ReplayActions, StoreActions, ExitSignals, App[int]):
         w[Throughput].update_frame(frame)
         w[LatencyPanel].update_frame(frame, window=self.window, window_label=self.window_label)
         w[StorePanel].update_frame(frame)
+        if (frame.workload or {}).get("kind") == "observe":
+            w[MasterPanel].update_frame(frame)
+        n_procs = len(w[ProcsPanel].procs)
         w[ProcsPanel].update_frame(frame)
+        if len(w[ProcsPanel].procs) != n_procs:
+            self._fit_bottom()
         w[EventLog].update_frame(frame)
 
     def _show_kpis(self, frame: Frame) -> None:
@@ -215,6 +249,16 @@ class KvtuiApp(ReplayActions, StoreActions, ExitSignals, App[int]):
         """Add a UI line to the event log, stamped with the newest frame's time."""
         self.w[EventLog].add_line(self.frame.t if self.frame else 0.0, text, kind)
 
+    def flash(self, text: str) -> None:
+        """Say ``text`` in the status line (in place of the keys, for a few seconds)."""
+        self.main_screen.query_one(KeyBar).flash(text)
+
+    def footer_shows(self, action: str) -> bool:
+        """Whether the key bar offers ``action``: not the synthetic-scenario knobs during a trace replay
+        (their keys say why they do nothing there instead)."""
+        return not (action in WORKLOAD_ACTIONS and self._gate is not None and self._gate[2] == "trace"
+                    and self.player is None)
+
     # -- controls ------------------------------------------------------------------------------------------
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
         """``False``: hidden (the other mode's keys), ``None``: shown disabled, ``True``: enabled."""
@@ -222,88 +266,23 @@ class KvtuiApp(ReplayActions, StoreActions, ExitSignals, App[int]):
             return self.player is not None
         if action == "settings" and self.screen is not getattr(self, "main_screen", self.screen):
             return False  # a priority key: on top of another screen (an input, a dialog) e is just a key
+        if action in TRACE_ACTIONS:  # live trace replays only (then before the overlap keys -, +)
+            return bool(self.player is None and self.controller is not None and self._gate
+                        and self._gate[2] == "trace" and self._gate[1] != "replay")
         if action == "restart_master":  # offered only while the master kvtui started is down
             return bool(self.controller is not None and self.player is None and self._gate and self._gate[3])
+        if action == "clear_store" and self._gate and self._gate[2] == "observe":
+            return None  # observe mode writes nothing to the store
         if action in WORKLOAD_ACTIONS or action in ENGINE_ACTIONS:
             if self.player is not None:
                 return False  # replay: hidden, their keys drive the player
             if self.controller is None or (self._gate and self._gate[1] == "replay"):
                 return None  # shown disabled
+            if action in WORKLOAD_ACTIONS and self._gate and self._gate[2] == "trace":
+                return True  # not in the footer; the key says why it does nothing (KnobActions)
             if action in WORKLOAD_ACTIONS and self._gate and self._gate[2] != "synthetic":
                 return None
         return True
-
-    def _control(self, knob: str, value, call: Callable[[], object], text: str) -> bool:
-        """Set ``knob`` to ``value`` through ``call`` and log ``text``; nothing at all when the knob already
-        has that value (:meth:`KnobState.request`). Returns whether the controller was called successfully."""
-        try:
-            if not self.knob_state.request(knob, value, call, time.monotonic()):
-                return False
-        except Exception as exc:  # the controller is another component: report, keep the old value
-            self.log_line(f"{text} failed: {type(exc).__name__}: {exc}", "error")
-            return False
-        self.log_line(text, "control")
-        if self.shown is not None and not self.frozen:
-            self._show_kpis(self.shown)
-        if self.is_running:  # the engine applies a change before its next request: show it then, not a
-            self.set_timer(CONTROL_ECHO_S, self.tick, name="control-echo")  # whole refresh period later
-        return True
-
-    def _send(self, knob: str, value, control: Control, text: str) -> bool:
-        """:meth:`_control` with ``controller.send(control)``."""
-        return self._control(knob, value, lambda: self.controller.send(control), text)
-
-    def set_overlap(self, fraction: float) -> None:
-        """Ask for prefix overlap ``fraction`` (0–1; clamped, to whole percent)."""
-        value = round(OVERLAP.user(OVERLAP.clamp(fraction))) / OVERLAP.scale
-        self._send("overlap", value, SetOverlap(value), f"overlap → {OVERLAP.text(value)}")
-
-    def set_pool(self, n: int) -> None:
-        """Ask for pool size ``n`` (clamped into the pool's range)."""
-        n = POOL.clamp(int(n))
-        self._send("pool", n, SetPool(n), f"pool → {n}")
-
-    def set_rate(self, rps: float) -> None:
-        """Ask for request rate ``rps`` (req/s, 0 = closed loop; negative → 0)."""
-        rps = float(RATE.clamp(float(rps)))
-        self._send("rate", rps, SetRate(rps), f"rate → {fmt_rps_knob(rps)}")
-
-    def action_overlap(self, steps: int) -> None:
-        current = float(self.knobs.get("overlap", 0.5))  # steps land on the step's grid (a typed 61 % → 65 %)
-        self.set_overlap(round(current / OVERLAP.step + steps) * OVERLAP.step)
-
-    def action_pool(self, delta: int) -> None:
-        self.set_pool(int(self.knobs.get("pool", 1)) + delta * POOL.step)
-
-    def action_rate(self, direction: int) -> None:
-        """One step up or down (:func:`kvtui.core.knobs.next_rate`: down from closed loop goes to the highest
-        step not above the measured request rate, 0.5 req/s before anything was measured)."""
-        measured = self.frame.rates.get("rps", 0.0) if self.frame else 0.0
-        current = float(self.knobs.get("rate", 0.0))
-        rate = next_rate(current, direction > 0, measured)
-        if same(rate, current):  # at either end: say why nothing changes
-            self.log_line("rate is already closed loop (the next request as soon as one finishes)" if current <= 0
-                          else f"rate is already at its lowest step ({fmt_rps_knob(current)})")
-            return
-        self.set_rate(rate)
-
-    def set_scenario(self, name: str) -> None:
-        self._send("scenario", name, SetScenario(name), f"scenario → {name}")
-
-    def set_layout(self, name: str) -> None:
-        """Ask for page layout preset ``name`` (the engine switches once the requests under way are done)."""
-        self._send("layout", name, SetLayout(name), f"layout {name} asked for (after the requests under way)")
-
-    def action_scenario(self) -> None:
-        current = self.knobs.get("scenario")
-        i = self.scenarios.index(current) + 1 if current in self.scenarios else 0
-        self.set_scenario(self.scenarios[i % len(self.scenarios)])
-
-    def action_toggle_pause(self) -> None:
-        if self.knobs.get("paused"):
-            self._control("paused", False, self.controller.resume, "workload resumed")
-        else:
-            self._control("paused", True, self.controller.pause, "workload paused")
 
     def action_toggle_recording(self) -> None:
         toggle = getattr(self.controller, "toggle_recording", None)
@@ -333,12 +312,19 @@ class KvtuiApp(ReplayActions, StoreActions, ExitSignals, App[int]):
             self.apply(self.shown)
 
     def action_settings(self, focus: str = "overlap") -> None:
-        def done(changed: dict | None) -> None:
-            for key, value in (changed or {}).items():
-                {"overlap": self.set_overlap, "rate": self.set_rate, "pool": self.set_pool}[key](value)
-
+        """Open the settings dialog on the knobs as they are now (the screen built at start, shown again)."""
+        if self._not_for_a_trace("settings"):
+            return
         current = {k: self.knobs.get(k) for k in ("overlap", "rate", "pool")}
-        self.push_screen(SettingsScreen(current, focus), done)
+        self.get_screen("settings").show(current, focus)
+        self.push_screen("settings", self.apply_settings)
+
+    def on_page_grid_row_selected(self, message: PageGrid.RowSelected) -> None:
+        """Enter or a click on a page-grid row: its details."""
+        if self.screen is not self.main_screen:
+            return
+        self.get_screen("row-detail").show_row(message.row, max(16, min(88, self.size.width - 12)))
+        self.push_screen("row-detail")
 
     def action_screenshot(self) -> str | None:
         """Save an SVG into ``screenshot_dir``; returns its path, or None (one error line in the event log)

@@ -15,6 +15,7 @@ WORKLOAD_ACTIONS = frozenset({"overlap", "pool", "rate", "scenario", "settings"}
 ENGINE_ACTIONS = frozenset({"toggle_pause", "clear_store", "toggle_recording"})  # live + controller
 REPLAY_ACTIONS = frozenset({"replay_pause", "replay_step", "replay_seek", "replay_start", "replay_end",
                             "replay_speed"})  # replay (a player): these take over the keys of the live controls
+TRACE_ACTIONS = frozenset({"trace_speed"})  # a live trace replay: - / + take over from the overlap keys
 SEEK_STEP_S = 10.0  # one ← / → in replay (seconds of the recording)
 _OVERLAP_STEP, _POOL_STEP = OVERLAP.step_text(), POOL.step_text()  # "5 %", "1"
 
@@ -26,6 +27,7 @@ _RATE = Binding.Group("rate", compact=True)
 _STEP = Binding.Group("step", compact=True)
 _SEEK = Binding.Group("seek", compact=True)
 _SPEED = Binding.Group("speed", compact=True)
+_TRACE_SPEED = Binding.Group("speed", compact=True)
 
 BINDINGS: list[Binding] = [
     Binding("question_mark", "help", "help", key_display="?"),
@@ -43,6 +45,9 @@ BINDINGS: list[Binding] = [
     Binding("end", "replay_end", "last"),
     Binding("minus,less_than_sign", "replay_speed(-1)", "slower", key_display="-", group=_SPEED),
     Binding("plus,equals_sign,greater_than_sign", "replay_speed(1)", "faster", key_display="+", group=_SPEED),
+    # live, a trace replay: its speed (before the overlap bindings, which share - and +)
+    Binding("minus", "trace_speed(-1)", "slower", key_display="-", group=_TRACE_SPEED),
+    Binding("plus,equals_sign", "trace_speed(1)", "faster", key_display="+", group=_TRACE_SPEED),
     # live
     # (the knobs' keys as shown are kvtui.core.knobs' Knob.keys, which the README's knob table lists too)
     Binding("left_square_bracket,minus", "overlap(-1)", f"overlap -{_OVERLAP_STEP}", key_display=OVERLAP.keys[0],
@@ -87,7 +92,9 @@ def key_help(app: App) -> list[tuple[str, str]]:
              "replay_start": "replay: go to the start", "replay_end": "replay: go to the end",
              "replay_speed(1)": "replay: twice as fast (up to ×64)",
              "replay_speed(-1)": "replay: half as fast (down to ×⅛)",
-             "restart_master": "restart the master kvtui started (offered while it is down)"}
+             "restart_master": "restart the master kvtui started (offered while it is down)",
+             "trace_speed(1)": "trace: twice as fast (×0.5 … ×64, then as fast as possible)",
+             "trace_speed(-1)": "trace: half as fast (from as fast as possible: ×64)"}
     out: dict[str, tuple[str, str]] = {}
     for b in BINDINGS:
         action, params = _split_action(b.action)

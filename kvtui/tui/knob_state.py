@@ -16,17 +16,21 @@ and hands it each frame's knob values.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Mapping
 
-__all__ = ["ASKED_SHOWN_S", "KNOBS", "PENDING_MAX", "KnobState", "same", "seen_in"]
+__all__ = ["ASKED_SHOWN_S", "KNOBS", "PENDING_MAX", "TRACE_SPEED", "KnobState", "same", "seen_in"]
 
 ASKED_SHOWN_S = 3.0  # the header shows a requested knob value this long (s) before the engine's value wins
 PENDING_MAX = 8  # requests per knob remembered as on their way (only the last few can still be)
 KNOBS = ("overlap", "pool", "rate", "scenario", "layout")  # the knobs of frame.workload; "paused" is a status
+TRACE_SPEED = "trace_speed"  # a trace's speed (frame.workload["speed"]), held as math.inf for as fast as possible
 
 
 def same(a, b) -> bool:
     """Knob values equal: numbers to 1e-9 (overlap steps are sums of 0.05), anything else (booleans too) by ``==``."""
+    if a == b:
+        return True
     if isinstance(a, (int, float)) and isinstance(b, (int, float)) and not isinstance(a, bool) \
             and not isinstance(b, bool):
         return abs(float(a) - float(b)) < 1e-9
@@ -39,6 +43,8 @@ def seen_in(workload: Mapping | None, status: Mapping | None) -> dict:
     w, st = workload or {}, status or {}
     seen = {k: w.get(k) for k in KNOBS}
     seen["paused"] = st.get("paused")
+    if w.get("kind") == "trace" and "speed" in w:
+        seen[TRACE_SPEED] = math.inf if w["speed"] is None else float(w["speed"])
     return seen
 
 
@@ -105,6 +111,9 @@ class KnobState:
         if not asked:
             return None
         paused = {"paused": asked.pop("paused")} if "paused" in asked else {}
+        speed = asked.pop(TRACE_SPEED, None)
+        if speed is not None and (workload or {}).get("kind") == "trace":
+            workload = {**workload, "speed": None if math.isinf(speed) else speed}
         if asked and (workload or {}).get("kind") == "synthetic":
             workload = {**workload, **asked}
         return workload, {**(status or {}), **paused}

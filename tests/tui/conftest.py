@@ -6,7 +6,7 @@ import pytest
 from tui_helpers import AggSource, result
 
 from kvtui.core.pages import PageState as S
-from kvtui.testing.demo import DemoController, DemoSource, StaticSource, fixture_frame
+from kvtui.testing.demo import DemoController, DemoSource, StaticSource, fixture_frame, trace_fixture_frame
 
 SESSION_FRAMES, SESSION_TICK_S = 60, 0.5
 
@@ -29,6 +29,12 @@ def agg_source(mixed_results):
 @pytest.fixture(scope="session")
 def demo_frame():
     return fixture_frame()
+
+
+@pytest.fixture(scope="session")
+def trace_frame():
+    """A seeded trace demo's frame (~2–3 s to build: once per session)."""
+    return trace_fixture_frame()
 
 
 @pytest.fixture

@@ -195,8 +195,8 @@ def test_svg_anim_shows_one_frame_at_a_time(session_file, tmp_path, capsys):
 @pytest.fixture
 def annotated_session(tmp_path):
     """A recording with a knob change at t = 5 s of the run: first in the frame 5.0 s into the recording
-    (frames at t = 0.5, 1.0, … s of the run)."""
-    src = DemoSource(3, tick_s=0.5)
+    (frames at t = 0.5, 1.0, … s of the run); seed 13: store errors at 2.5, 3.5 and 4.0 s, none after."""
+    src = DemoSource(13, tick_s=0.5)
     ctl = DemoController(src, record_dir=str(tmp_path))
     _, path = ctl.toggle_recording()
     for i in range(20):

@@ -6,11 +6,11 @@ from __future__ import annotations
 import os
 
 from textual.widgets import Input
-from tui_helpers import AggSource, RecordingController, log_texts, pilot_test
+from tui_helpers import AggSource, RecordingController, log_texts, pilot_test, settings_open
 
 from kvtui.core.controls import SetLayout, SetOverlap, SetPool, SetRate, SetScenario
 from kvtui.tui.app import KvtuiApp
-from kvtui.tui.screens import ConfirmScreen, HelpScreen, SettingsScreen
+from kvtui.tui.screens import ConfirmScreen, HelpScreen
 from kvtui.tui.widgets import EventLog
 
 
@@ -27,7 +27,7 @@ def test_help_screen_lists_every_binding_and_closes():
         await pilot.press("question_mark")
         assert isinstance(app.screen, HelpScreen)
         listed = dict(app.screen.keys)
-        live = {b.action for b in KvtuiApp.BINDINGS if not b.action.startswith("replay_")}
+        live = {b.action for b in KvtuiApp.BINDINGS if not b.action.startswith(("replay_", "trace_"))}
         assert len(app.screen.keys) == len(live)  # live mode: every action but the replay ones, once
         for key in ("?", "q", "^c", "p", "s", "f", "w", "c", "e", "r", "R", "]", "[", "<", ">", "^s", "^r"):
             assert any(key in k.split() for k in listed), key
@@ -43,12 +43,12 @@ def test_clear_store_asks_first():
     app = app_for()
 
     async def scenario(pilot):
-        for answer in ("n", "escape", "enter"):  # "No" has the focus, so Enter is safe
+        for i, answer in enumerate(("n", "escape", "enter")):  # "No" has the focus, so Enter is safe
             await pilot.press("c")
             assert isinstance(app.screen, ConfirmScreen)
             await pilot.press(answer)
             assert not isinstance(app.screen, ConfirmScreen)
-            assert log_texts(app)[-1] == "clear store cancelled"
+            assert log_texts(app)[-1] == "clear store cancelled" + (f" ×{i + 1}" if i else "")  # coalesced
         assert app.controller.calls == []
         await pilot.press("c", "y")
         await app.workers.wait_for_complete()
@@ -69,12 +69,12 @@ def test_settings_modal_types_values():
 
     async def scenario(pilot):
         await pilot.press("e")
-        assert isinstance(app.screen, SettingsScreen)
+        assert settings_open(app)
         app.screen.query_one("#set-overlap", Input).value = "80"
         app.screen.query_one("#set-rate", Input).value = "0"
         app.screen.query_one("#set-pool", Input).value = "12"
         await pilot.press("enter")
-        assert not isinstance(app.screen, SettingsScreen)
+        assert not settings_open(app)
         ctl = app.controller
         assert ctl.sent(SetOverlap) == [SetOverlap(0.8)]
         assert ctl.sent(SetRate) == [SetRate(0.0)] and ctl.sent(SetPool) == [SetPool(12)]
@@ -82,7 +82,7 @@ def test_settings_modal_types_values():
         await pilot.press("e")
         app.screen.query_one("#set-pool", Input).value = "abc"
         await pilot.press("enter")
-        assert isinstance(app.screen, SettingsScreen)  # a bad value keeps the dialog open
+        assert settings_open(app)  # a bad value keeps the dialog open
         await pilot.press("escape")
         assert len(ctl.sent(SetPool)) == 1
 
@@ -96,7 +96,7 @@ async def until_dialog_closed(pilot, timeout_s: float = 10.0) -> None:
     deadline = time.monotonic() + timeout_s
     while time.monotonic() < deadline:
         await pilot.pause(0.05)
-        if not isinstance(pilot.app.screen, SettingsScreen) and pilot.app.controller.calls:
+        if not settings_open(pilot.app) and pilot.app.controller.calls:
             return
 
 
@@ -114,7 +114,7 @@ def test_settings_keys_typed_in_a_burst_all_count():
             event.set_sender(app)
             app._driver.send_message(event)  # no wait between keys, unlike pilot.press
         await until_dialog_closed(pilot)
-        assert not isinstance(app.screen, SettingsScreen)
+        assert not settings_open(app)
         assert app.controller.sent(SetOverlap) == [SetOverlap(0.61)]
         assert log_texts(app)[-1] == "overlap → 61 %"
 
@@ -136,7 +136,7 @@ def test_settings_tab_in_a_burst_moves_to_the_next_field():
             event.set_sender(app)
             app._driver.send_message(event)
         await until_dialog_closed(pilot)
-        assert not isinstance(app.screen, SettingsScreen)
+        assert not settings_open(app)
         ctl = app.controller
         assert ctl.sent(SetOverlap) == [SetOverlap(0.61)]
         assert ctl.sent(SetRate) == [SetRate(3.0)] and ctl.sent(SetPool) == [SetPool(5)]
@@ -153,7 +153,7 @@ def test_settings_rejects_values_out_of_range():
         for key, raw in (("overlap", "150"), ("rate", "-5"), ("pool", "2.5")):
             app.screen.query_one(f"#set-{key}", Input).value = raw
         await pilot.press("enter")
-        assert isinstance(app.screen, SettingsScreen)
+        assert settings_open(app)
         shown = str(app.screen.query_one("#settings-error").render())
         for part in ("must be within 0-100 %, got 150", "must be at least 0 req/s, got -5",
                      "must be a whole number, got 2.5"):
@@ -190,11 +190,11 @@ def test_command_palette_entries():
         titles = [c.title for c in app.get_system_commands(app.screen)]
         assert {"Set prefix overlap %", "Layout: seed", "Scenario: few-shot"} <= set(titles)
         await pilot.press("e", "escape")  # e is a letter in the palette's search, not the settings key
-        assert not isinstance(app.screen, SettingsScreen)
+        assert not settings_open(app)
         cmd = next(c for c in app.get_system_commands(app.screen) if c.title == "Set request rate")
         cmd.callback()
         await pilot.pause()
-        assert isinstance(app.screen, SettingsScreen) and app.screen.focused.id == "set-rate"
+        assert settings_open(app) and app.screen.focused.id == "set-rate"
 
     pilot_test(app, scenario)
 

@@ -15,7 +15,7 @@ from kvtui.metrics.latency import LatencyRecorder
 from kvtui.core.knobs import RATE_STEPS, next_rate
 from kvtui.tui.fmt import fmt_elapsed, fmt_mbps, fmt_ms, fmt_pct, fmt_rate
 from kvtui.tui.widgets.event_log import EventLog, wrap_words
-from kvtui.tui.widgets.latency import LatencyPanel, bar_rows, bucket_of, merge_buckets
+from kvtui.tui.widgets.latency import KINDS, Axis, LatencyPanel, bar_rows, bucket_of, merge_buckets, tick_text
 from kvtui.tui.widgets.page_grid import CLASS, GLYPH, PageGrid, compress, scale_for
 
 TCSS = Path(kvtui.tui.__file__).with_name("app.tcss")
@@ -67,26 +67,52 @@ def test_compress_keeps_the_most_severe_page():
 
 
 def test_grid_cells_glyphs_and_colours():
+    """Every state has its own glyph and its own colour (published and present are no longer both blue)."""
     grid = PageGrid()
     grid.set_rows((row(7, ALL),))
 
     def check(g):
-        line = g.render_line(0)
+        assert g.render_line(0).text.split() == [str(p) for p in range(8)]  # the page-index ruler
+        line = g.render_line(1)
         assert line.text.startswith("#7 ")
-        cells = line.text[3:3 + len(ALL)]
-        assert cells == "".join(GLYPH[s] for s in ALL) == "█▓▒░·XE!"
+        pw = g.page_w
+        assert pw == (g.size.width - 4) // len(ALL) and pw >= 3  # spread over the width, a separator each
+        cells = line.text[4:4 + pw * len(ALL)]
+        assert cells == "".join(GLYPH[s] * (pw - 1) + " " for s in ALL)
+        assert "".join(GLYPH[s] for s in ALL) == "█▓▒░·XE!"
         styles = {}
         for seg in line:
             for ch in seg.text:
                 styles.setdefault(ch, seg.style)
         for s in ALL:  # each state is drawn in its TCSS component style
-            assert styles[GLYPH[s]] == g.get_component_rich_style(CLASS[s]), s
-        assert styles["█"].color != styles["▓"].color
-        assert styles["X"].bgcolor is not None  # errors stand out on a background
-        assert g.scale == 1 and g.scale_note == "1 cell = 1 page"
+            assert styles[GLYPH[s]] == g.get_component_rich_style(CLASS[s], partial=False), s
+        looks = {(styles[GLYPH[s]].color, styles[GLYPH[s]].bgcolor) for s in ALL}
+        assert len(looks) == len(ALL)  # every state its own colour too
+        assert styles["X"].bgcolor != styles["█"].bgcolor  # errors stand out on a background
+        assert g.scale == 1 and g.scale_note == f"1 page = {pw} columns"
         return True
 
     assert with_widget(grid, check)
+
+
+def test_grid_fills_the_width_with_few_pages():
+    """8 pages on 80 columns: each page 9 columns (8 glyphs and a separator), the ruler at page starts; from
+    90 columns the labels also give the prompt length."""
+    grid = PageGrid()
+    grid.set_rows((row(1, [S.HIT] * 6 + [S.PUBLISHED] * 2), row(2, [S.HIT] * 8)))
+
+    def check(g):
+        assert g.page_w == 9 and g.scale == 1
+        ruler, top = g.render_line(0).text, g.render_line(1).text
+        assert top.startswith("#2 ") and top[4:4 + 18] == "█" * 8 + " " + "█" * 8 + " "
+        assert len(top.rstrip()) == 4 + 8 * 9 - 1  # the grid is filled, not an 8-column strip
+        assert [ruler.index(str(p), 4 + 9 * p - 1) for p in range(0, 8)] == [4 + 9 * p for p in range(8)]
+        assert "1 page = 9 columns" in g.border_subtitle
+        return True
+
+    assert with_widget(grid, check, size=(80, 10))
+    assert with_widget(PageGrid(), lambda g: (g.set_rows((row(2, [S.HIT] * 8),)),
+                                              g.render_line(1).text.startswith("#2 2.0k "))[1], size=(100, 10))
 
 
 def test_grid_newest_first_and_legend_at_bottom():
@@ -95,7 +121,7 @@ def test_grid_newest_first_and_legend_at_bottom():
 
     def check(g):
         lines = [g.render_line(y).text for y in range(g.size.height)]
-        assert lines[0].startswith("#5 █████") and lines[4].startswith("#1 █ ")
+        assert lines[1].startswith("#5 ") and lines[5].startswith("#1 ")
         assert "hit" in lines[-1] or "hit" in lines[-2]
         assert any("mismatch" in ln for ln in lines[-2:])
         return True
@@ -110,18 +136,39 @@ def test_grid_compresses_long_rows_and_says_so():
 
     def check(g):
         width = g.size.width
-        assert g.scale == scale_for(len(long), width - 3) == 7
+        assert g.scale == scale_for(len(long), width - 4) == 7
         assert g.scale_note == "1 cell = 7 pages (worst shown)"
         assert "1 cell = 7 pages" in g.border_subtitle
-        top = g.render_line(0).text  # newest row (#2)
-        cells = top[3:].rstrip()
+        top = g.render_line(1).text  # newest row (#2), under the ruler
+        cells = top[4:].rstrip()
         assert len(top) == width and len(cells) == -(-len(long) // 7)
         assert cells.startswith("█" * 28) and "!" in cells  # the mismatch survives compression
-        short = g.render_line(1).text[3:].rstrip()
+        short = g.render_line(2).text[4:].rstrip()
         assert short == "██"  # 10 hits at 7 pages/cell
+        assert g.render_line(0).text.split()[:3] == ["0", "28", "56"]  # ruler: page indices, 4 cells apart
         return True
 
     assert with_widget(grid, check, size=(40, 12))
+
+
+def test_grid_marks_rows_of_the_same_prefix_group():
+    """Rows of a group seen twice carry the group's marker and colour; a group seen once does not."""
+    grid = PageGrid()
+    rows = [PageRow(i, "shared-system-prompt", 2048, 6, bytes([S.HIT] * 6 + [S.PUBLISHED] * 2), group=g)
+            for i, g in enumerate(["sys 1", "sys 2", "sys 1", ""])]
+    grid.set_rows(tuple(rows))
+
+    def check(g):
+        lines = {y: g.render_line(y) for y in range(1, 5)}  # newest first: #3 "", #2 sys 1, #1 sys 2, #0 sys 1
+        texts = {y: ln.text for y, ln in lines.items()}
+        assert texts[2].startswith("#2 sys 1 ▌") and texts[4].startswith("#0 sys 1 ▌")
+        assert texts[3].startswith("#1 sys 2  ") and "▌" not in texts[3] and "▌" not in texts[1]
+        colour = {seg.text: seg.style.color for seg in lines[2] if seg.text.strip() in ("sys 1", "▌")}
+        assert len(set(colour.values())) == 1 and colour[next(iter(colour))] != g.style_of("page-grid--label").color
+        assert any("same prefix group" in g.render_line(y).text for y in range(g.size.height - 2, g.size.height))
+        return True
+
+    assert with_widget(grid, check, size=(70, 12))
 
 
 def test_grid_empty_and_tiny_sizes_never_fail():
@@ -144,40 +191,55 @@ def test_bucket_helpers():
     assert bucket_of(99.0, [(1, 0), (2, 0)]) == 1
     rows = bar_rows([0, 4, 8], 2)
     assert rows[0] == [0, 0, 8] and rows[1] == [0, 8, 8]
+    assert [tick_text(v) for v in (0.25, 1.0, 16.0, 1024.0)] == ["250µs", "1ms", "16ms", "1.02s"]
 
 
 def _frame_with_latency():
     from tui_helpers import AggSource
-    src = AggSource([result(i, [S.HIT] * 3, reload_ms=0.5 + i % 40) for i in range(200)])
+    src = AggSource([result(i, [S.HIT] * 3, reload_ms=0.5 + i % 40) for i in range(200)]
+                    + [result(900, [S.PUBLISHED] * 3, reload_ms=0.0)])  # a probe-only reload
     return src.frame()
 
 
-def test_latency_panel_marks_percentiles_and_adapts_to_height():
+def test_latency_histograms_share_one_log_axis():
+    """The three histograms are drawn on one scale (one Axis), its ticks labelled with units, each with its
+    p50 / p90 / p99 markers on its axis row and its sample count; probe-only reloads are counted beside."""
     frame = _frame_with_latency()
-    snap = frame.latency["reload"]
-    assert snap.count == 200
+    snaps = [frame.latency[k] for k, _ in KINDS]
+    assert snaps[0].count == 200 and frame.totals["reloads_probe_only"] == 1
 
     def tall(p):
         p.update_frame(frame, window=False, window_label="last 30 s")
-        text = p.render().plain
-        assert "p50" in text and "p90" in text and "p99" in text and "▲p50" in text
-        assert fmt_ms(snap.p99) in text
+        lines = p.render().plain.split("\n")
+        titles = [ln for ln in lines if ln.split(" ")[0] in ("reload", "publish", "probe") and " n " in ln]
+        assert [t.split()[:3] for t in titles] == [["reload", "n", "200"], ["publish", "n", "1"],
+                                                   ["probe", "n", "201"]]
+        assert all("p50" in t and "p99" in t for t in titles)
+        axis = Axis(snaps, p.size.width)
+        marker_rows = [ln for ln in lines if "─" in ln]
+        assert len(marker_rows) == 3 and all(ln.count("▲") >= 1 for ln in marker_rows)
+        reload_axis = marker_rows[0]
+        for value in (snaps[0].p50, snaps[0].p99):
+            assert reload_axis[axis.col(value)] == "▲"  # each marker where its value lies on the shared axis
+        ticks = lines[len(lines) - 2]
+        assert "ms" in ticks and all(label in ticks for _, label in axis.ticks())
+        assert "+1 probe-only (no read)" in lines[-1]
         assert "whole session" in p.border_title
         return True
 
-    assert with_widget(LatencyPanel(), tall, size=(60, 18))
+    assert with_widget(LatencyPanel(), tall, size=(60, 20))
 
     def short(p):
         p.update_frame(frame, window=True, window_label="last 30 s")
         lines = p.render().plain.split("\n")
-        assert len(lines) == 3 and lines[0].startswith("reload") and lines[2].startswith("probe")
+        assert lines[0].startswith("reload") and lines[2].startswith("probe") and " n 200 " in lines[0]
         assert "last 30 s" in p.border_title
         return True
 
     assert with_widget(LatencyPanel(), short, size=(60, 3))
 
 
-def test_empty_latency_says_no_samples():
+def test_empty_latency_says_no_samples_yet():
     rec = LatencyRecorder()
     assert rec.snapshot().count == 0
     from tui_helpers import AggSource
@@ -185,7 +247,7 @@ def test_empty_latency_says_no_samples():
 
     def check(p):
         p.update_frame(frame, window=True, window_label="x")
-        assert p.render().plain.count("no samples") == 3
+        assert p.render().plain.count("no samples yet") == 3
         return True
 
     assert with_widget(LatencyPanel(), check, size=(50, 9))

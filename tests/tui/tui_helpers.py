@@ -126,3 +126,10 @@ def log_texts(app) -> list[str]:
 def screen_lines(app) -> list[str]:
     """The plain text of every line on the app's screen, as drawn (Textual's compositor)."""
     return [strip.text for strip in app.screen._compositor.render_strips()]
+
+
+def settings_open(app) -> bool:
+    """The settings dialog is the active screen."""
+    from kvtui.tui.screens import SettingsScreen
+
+    return isinstance(app.screen, SettingsScreen)

@@ -1,7 +1,8 @@
-"""Modal screens of the kvtui monitor."""
+"""Modal screens of the kvtui monitor (the settings and row-detail screens are built once and reused)."""
 
 from kvtui.tui.screens.confirm import ConfirmScreen
 from kvtui.tui.screens.help import HelpScreen
+from kvtui.tui.screens.row_detail import RowDetailScreen
 from kvtui.tui.screens.settings import SettingsScreen
 
-__all__ = ["ConfirmScreen", "HelpScreen", "SettingsScreen"]
+__all__ = ["ConfirmScreen", "HelpScreen", "RowDetailScreen", "SettingsScreen"]

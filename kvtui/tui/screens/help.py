@@ -13,10 +13,22 @@ from textual.widgets import Static
 from kvtui.tui.widgets.page_grid import STATES
 
 GRID_HELP = (
-    "Page grid: newest request on top, one cell per KV page. When a row is longer than the width, every row "
-    "is drawn at k pages per cell (the grid's subtitle says \"1 cell = k pages\") and a cell shows its most "
-    "severe page: mismatch > failed > evicted > computed > published > present > partial > hit, so a cell "
-    "is a hit only if all its pages were hits."
+    "Page grid: newest request on top, one cell per KV page, under a page-index ruler. When the prompts have "
+    "few pages each page takes several columns (a blank column between pages); when a row is longer than the "
+    "width, every row is drawn at k pages per cell (the grid's subtitle says \"1 cell = k pages\") and a cell "
+    "shows its most severe page: mismatch > failed > evicted > computed > published > present > partial > hit, "
+    "so a cell is a hit only if all its pages were hits. A row's label gives its request id, its prefix group "
+    "(sys N: system prompt N; shot N: few-shot template N; conv N: conversation N; pfx N: a trace's prefix "
+    "group) and its prompt length; rows of a group seen more than once carry a ▌ marker in the group's colour: "
+    "later rows of a group hit the pages its first row published. ↑ ↓ move a cursor, Enter or a click shows a "
+    "row's details (keys, every page's state, reload and publish times, bytes, the trace's ideal)."
+)
+HEADER_HELP = (
+    "Header: \"page hits 74.7 % session · 75.0 % last 30 s\" (the whole session, and the latency window; — while "
+    "paused or idle). A trace replay shows its row, its trace clock (position / length), its speed (- + ) and "
+    "ETA (~: an estimate from the request rate at max), and the ideal hit rate of the rows so far: an unbounded "
+    "cache, the rule of kvtui trace-stats. The gap between it and prefill skipped is what the store's capacity "
+    "and concurrency cost. Badges (● REC, PAUSED, FROZEN) have fixed places at the right."
 )
 
 
@@ -43,6 +55,7 @@ class HelpScreen(ModalScreen[None]):
             yield Static(Text("kvtui — keys", style="bold"), id="help-title")
             yield Static(table, id="help-keys")
             yield Static(Text("\n" + GRID_HELP), id="help-grid")
+            yield Static(Text("\n" + HEADER_HELP), id="help-header")
             yield Static(legend, id="help-legend")
             yield Static(Text(f"ctrl+p: command palette ({self.palette})  ·  esc / ? closes",
                               style="dim"), id="help-footer")

@@ -1,6 +1,15 @@
-"""The header KPIs: mode badges (REPLAY position / length / speed, ● REC, PAUSED, FROZEN), requests, prefill
-tokens skipped, hit rate, bytes reused, verification, store, workload, elapsed time. Drawn as "chips" packed
-greedily into as many lines as the width needs (a chip never splits).
+"""The header: the workload and its state, then the figures, each saying which window it covers.
+
+Drawn as "chips" packed greedily into as many lines as the width needs (a chip never splits): the workload
+line first, then the figures. The mode badges (● REC, PAUSED, FROZEN; in replay the workload's recorded
+pause and FROZEN) have **reserved places**, one per line in a column at the right end: a badge that is off
+leaves its place blank, so turning one on or off never moves anything else. REPLAY position / length /
+speed is the first chip in replay mode.
+
+Hit rates say their window: ``page hits 74.7 % session · 75.0 % last 30 s`` (the latency window,
+:data:`kvtui.metrics.figures.HIT_RATE_RECENT`); a window with no requests, or a paused workload, shows
+``—`` rather than 0.0 %. A trace adds its position, speed and ETA (:func:`kvtui.metrics.figures.trace_eta`)
+and the ideal hit rate of the trace so far beside the achieved one (:data:`~kvtui.metrics.figures.IDEAL_SO_FAR`).
 """
 
 from __future__ import annotations
@@ -11,10 +20,13 @@ from rich.text import Text
 from textual.geometry import Size
 from textual.widget import Widget
 
+from kvtui.core.knobs import trace_speed_text
+from kvtui.metrics.figures import HIT_RATE_RECENT, IDEAL_SO_FAR, trace_eta
 from kvtui.tui.fmt import (
     fmt_count,
     fmt_elapsed,
     fmt_int,
+    fmt_ms,
     fmt_pct,
     fmt_position,
     fmt_rps_knob,
@@ -24,6 +36,8 @@ from kvtui.tui.fmt import (
 from kvtui.tui.widgets.styled import CachedStyles
 
 SEP = "  "
+NO_VALUE = "—"
+TITLE_FROM = 140  # columns from which the header starts with the title
 
 
 def replay_text(rp: dict) -> str:
@@ -48,14 +62,37 @@ def store_up(frame) -> bool | None:
     return None if up is None else bool(up)
 
 
-def workload_text(w: dict, short: int = 0) -> str:
+def trace_text(w: dict, rps: float = 0.0, short: int = 0) -> str:
+    """``trace synthetic · row 1,234/3,993 · 2:03/17:02 ×4 · ETA 3:44`` (trace clock: position / length; as fast
+    as possible: ``max · ETA ~0:45 at 89 req/s``, an estimate; ``short``: terser)."""
+    done, total = int(w.get("done", 0)), int(w.get("total", 0))
+    pct = f" ({fmt_pct(done / total, 0)})" if total and "length_s" not in w else ""  # (else the clock says it)
+    rows = f"{fmt_int(done)}/{fmt_int(total)}{pct}"
+    parts = [f"trace {w.get('name', '?')} {rows}" if short else f"trace {w.get('name', '?')}", f"row {rows}"][
+        :1 if short else 2]
+    if "length_s" in w:
+        speed = trace_speed_text(w.get("speed"))
+        clock = "" if short > 1 else f"{fmt_elapsed(w.get('position_s', 0.0))}/{fmt_elapsed(w['length_s'])} "
+        parts.append(f"{clock}{speed}")
+        eta, basis = trace_eta(w, rps)
+        if w.get("complete"):
+            parts.append("done")
+        elif eta is not None:
+            est = basis != "trace time"
+            parts.append(f"ETA {'~' if est else ''}{fmt_elapsed(eta)}" + (f" {basis}" if est and not short else ""))
+    elif w.get("complete"):
+        parts.append("done")
+    return " · ".join(parts)
+
+
+def workload_text(w: dict, short: int = 0, rps: float = 0.0) -> str:
     """One line for ``frame.workload`` (synthetic knobs or trace progress); ``short``: terser labels."""
     if not w:
         return "—"
+    if w.get("kind") == "observe":  # kvtui watch --observe
+        return f"observing {w.get('name', '?')} (no workload)"
     if w.get("kind") == "trace":
-        done, total = int(w.get("done", 0)), int(w.get("total", 0))
-        pct = f" ({fmt_pct(done / total, 0)})" if total else ""
-        return f"trace {w.get('name', '?')} {fmt_int(done)}/{fmt_int(total)}{pct}"
+        return trace_text(w, rps, short)
     parts = [str(w.get("scenario", "?"))]
     if "overlap" in w:
         parts.append(f"{'ovl' if short else 'overlap'} {round(100 * float(w['overlap']))} %")
@@ -63,9 +100,17 @@ def workload_text(w: dict, short: int = 0) -> str:
         parts.append(f"pool {int(w['pool'])}")
     if "rate" in w:
         parts.append(fmt_rps_knob(float(w["rate"])))
-    if "prompt_tokens" in w and short < 2:
+    if "prompt_tokens" in w and short < 1:
         parts.append(f"{fmt_count(w['prompt_tokens']) if short else fmt_int(w['prompt_tokens'])} tok")
     return " · ".join(parts)
+
+
+def recent_hit_text(frame) -> str:
+    """The page hit rate over the latency window, or ``—`` while paused or when the window holds no page."""
+    wt = getattr(frame, "window_totals", None) or {}
+    if (frame.status or {}).get("paused") or not wt.get("pages_total"):
+        return NO_VALUE
+    return fmt_pct(wt.get(HIT_RATE_RECENT.key, 0.0))
 
 
 class Kpis(CachedStyles, Widget):
@@ -73,7 +118,7 @@ class Kpis(CachedStyles, Widget):
 
     COMPONENT_CLASSES: ClassVar[set[str]] = {
         "kpis--title", "kpis--label", "kpis--value", "kpis--good", "kpis--bad", "kpis--flag", "kpis--sep",
-        "kpis--replay", "kpis--rec"}
+        "kpis--replay", "kpis--rec", "kpis--ideal"}
 
     DEFAULT_CSS = """
     Kpis { height: auto; }
@@ -83,14 +128,16 @@ class Kpis(CachedStyles, Widget):
         super().__init__(id=id, classes=classes)
         self.title = title
         self._chips: list[Text] = []
+        self._badges: list[tuple[Text | None, int]] = []  # reserved places: (badge or None when off, width)
+        self._breaks: set[int] = set()  # chips that start a new line
         self._key: tuple | None = None
         self._compact = 0
         self._frame_args: tuple | None = None
 
     @property
     def compact(self) -> int:
-        """0: everything; 1: short labels, no layout chip (< 100 columns); 2: also no title, store mode or
-        prompt length (< 80 columns). Set by the app from the terminal width."""
+        """0: everything; 1: short labels, no title, layout, store mode or prompt length (< 100 columns); 2:
+        also no trace percentage or trace clock (< 80 columns). Set by the app from the terminal width."""
         return self._compact
 
     @compact.setter
@@ -101,10 +148,16 @@ class Kpis(CachedStyles, Widget):
             if self._frame_args is not None:
                 self.update_frame(*self._frame_args[0], **self._frame_args[1])
 
+    def _titled(self) -> bool:
+        """The title chip shows from 140 columns (the terminal's title bar says kvtui anyway)."""
+        return self._compact < 1 and self.size.width >= TITLE_FROM
+
     @property
     def chips(self) -> list[str]:
-        """Plain text of every chip, in order."""
-        return [c.plain for c in self._chips]
+        """Plain text of every chip, in order (the badges that are on come right after the title)."""
+        badges = [b.plain for b, _ in self._badges if b is not None]
+        head = self._chips[:1] if self._titled() else []
+        return [c.plain for c in head] + badges + [c.plain for c in self._chips[len(head):]]
 
     @property
     def plain(self) -> str:
@@ -121,62 +174,117 @@ class Kpis(CachedStyles, Widget):
         t.append(value, self._s(value_class))
         return t
 
+    def _badge_places(self, st: dict, frozen: bool, replay: bool) -> list[tuple[Text | None, int]]:
+        """The reserved badge places of the mode (live: REC, PAUSED, FROZEN; replay: paused, FROZEN)."""
+        places = []
+        if not replay:  # a recorded frame says recording too: only a live one gets the badge
+            places.append((" ● REC ", bool(st.get("recording")), "kpis--rec"))
+        places.append((" paused " if replay else " PAUSED ", bool(st.get("paused")), "kpis--flag"))
+        places.append((" FROZEN ", frozen, "kpis--flag"))
+        return [(Text(text, self._s(cls)) if on else None, len(text)) for text, on, cls in places]
+
     def update_frame(self, frame, *, frozen: bool = False, window_label: str = "") -> None:
-        """Rebuild the chips from ``frame`` (``frozen``: show the FROZEN flag)."""
-        key = (self._compact, int(frame.t), repr(frame.totals), repr(frame.status), repr(frame.workload), store_up(frame),
-               frozen, window_label)
+        """Rebuild the chips from ``frame`` (``frozen``: show the FROZEN badge)."""
+        key = (self._compact, self.size.width >= TITLE_FROM, int(frame.t), repr(frame.totals), repr(frame.status), repr(frame.workload),
+               repr(getattr(frame, "window_totals", None)), store_up(frame), frozen, window_label,
+               round(frame.rates.get("rps", 0.0)) if (frame.workload or {}).get("kind") == "trace" else 0)
         if key == self._key:
             return
         self._key = key
         self._frame_args = ((frame,), {"frozen": frozen, "window_label": window_label})
         short = self._compact
-        tot, st = frame.totals, frame.status or {}
-        chips = [Text(self.title, self._s("kpis--title"))] if short < 2 else []
+        tot, st, w = frame.totals, frame.status or {}, frame.workload or {}
         replay = st.get("mode") == "replay"
+        self._badges = self._badge_places(st, frozen, replay)
+        chips = [Text(self.title, self._s("kpis--title"))] if self._titled() else []
         if replay:
             chips.append(Text(f" {replay_text(st.get('replay') or {})} ", self._s("kpis--replay")))
-        elif st.get("recording"):  # a recorded frame says so too: only a live one gets the badge
-            chips.append(Text(" ● REC ", self._s("kpis--rec")))
-        flags = []
-        if st.get("paused"):
-            flags.append("workload paused" if replay else "PAUSED")  # replay: as recorded
-        if frozen:
-            flags.append("FROZEN")
-        chips += [Text(f" {f} ", self._s("kpis--flag")) for f in flags]
-        chips.append(self._chip("req" if short else "requests", fmt_int(tot.get("requests", 0))))
+        chips.append(self._chip("", workload_text(w, short, frame.rates.get("rps", 0.0))))
+        store = None
+        if st:
+            up = store_up(frame)
+            state = "up" if up else ("DOWN" if up is False else "—")
+            store = self._chip("store" if short else f"store {st.get('store_mode', '?')}", f"● {state}",
+                               "kpis--good" if up else ("kpis--bad" if up is False else "kpis--label"))
+            if not short:
+                chips.append(store)
+        chips.append(self._chip("elapsed", fmt_elapsed(frame.t)))
+        breaks = {len(chips)}  # the figures start a line of their own
+        if not (short and w.get("kind") == "trace"):  # (a trace's first line counts its rows done)
+            chips.append(self._chip("req" if short else "requests", fmt_int(tot.get("requests", 0))))
         hit, inp = tot.get("tokens_hit", 0), tot.get("tokens_input", 0)
-        chips.append(self._chip("skipped" if short else "prefill skipped",
-                                f"{fmt_count(hit)}/{fmt_count(inp)} tok ({fmt_pct(tot.get('token_hit_rate', 0.0))})",
-                                "kpis--good"))
-        chips.append(self._chip("hits" if short else "page hits", fmt_pct(tot.get("page_hit_rate", 0.0))))
+        rate = fmt_pct(tot.get("token_hit_rate", 0.0))
+        of = "" if IDEAL_SO_FAR.key in tot else f" of {fmt_count(inp)} tok"  # (a trace: room for its ideal)
+        skipped = (self._chip("skipped", f"{rate}{of}", "kpis--good") if short else
+                   self._chip("prefill skipped", f"{fmt_count(hit)}/{fmt_count(inp)} tok ({rate})", "kpis--good"))
+        if IDEAL_SO_FAR.key in tot:  # a trace: the unbounded cache's hit rate over the same rows
+            skipped.append("  ")  # (spaces in their own span: SVG renderers drop a span's leading spaces)
+            skipped.append("ideal ", self._s("kpis--label"))
+            skipped.append(fmt_pct(tot[IDEAL_SO_FAR.key]), self._s("kpis--ideal"))
+            if not short:
+                skipped.append(" ")
+                skipped.append("(∞ cache)", self._s("kpis--label"))
+        chips.append(skipped)
+        hits = self._chip("hits" if short else "page hits", fmt_pct(tot.get("page_hit_rate", 0.0)))
+        hits.append(" ")
+        if short:  # "hits 72.5 % all · 30 s 72.5 %"
+            hits.append(f"all · {HIT_RATE_RECENT.label.removeprefix('last ')} ", self._s("kpis--label"))
+            hits.append(recent_hit_text(frame), self._s("kpis--value"))
+        else:  # "page hits 72.5 % session · 72.5 % last 30 s"
+            hits.append("session · ", self._s("kpis--label"))
+            hits.append(recent_hit_text(frame) + " ", self._s("kpis--value"))
+            hits.append(HIT_RATE_RECENT.label, self._s("kpis--label"))
+        chips.append(hits)
         chips.append(self._chip("reused", format_bytes(tot.get("bytes_loaded", 0))))
+        chips += self._ttft_chips(frame.ttft or {}, short)
         mism = int(tot.get("mismatches", 0))
         chips.append(self._chip("verified", fmt_int(tot.get("verified_pages", 0))
                                 + ("" if short else " pages")))
         chips.append(self._chip("mism" if short else "mismatches", fmt_int(mism),
                                 "kpis--bad" if mism else "kpis--value"))
-        if st:
-            up = store_up(frame)
-            state = "up" if up else ("DOWN" if up is False else "—")
-            chips.append(self._chip("store" if short > 1 else f"store {st.get('store_mode', '?')}", f"● {state}",
-                                    "kpis--good" if up else ("kpis--bad" if up is False else "kpis--label")))
-        chips.append(self._chip("", workload_text(frame.workload, short)))
-        chips.append(self._chip("elapsed", fmt_elapsed(frame.t)))
+        if store is not None and short:
+            chips.append(store)
         if st.get("layout") and not short:
             chips.append(self._chip("", str(st["layout"]), "kpis--label"))
-        if window_label and not short:
-            chips.append(self._chip("latency", window_label, "kpis--label"))
-        before = len(self.pack(max(1, self.size.width)))
-        self._chips = chips
-        self.refresh(layout=len(self.pack(max(1, self.size.width))) != before)
+        before = self.get_content_height(Size(0, 0), Size(0, 0), max(1, self.size.width))
+        self._chips, self._breaks = chips, breaks
+        self.refresh(layout=self.get_content_height(Size(0, 0), Size(0, 0), max(1, self.size.width)) != before)
+
+    def _ttft_chips(self, tt: dict, short: int) -> list[Text]:
+        """The TTFT estimate's chips (``frame.ttft``, last 30 s): saved p50/p99 with the basis, and reload vs
+        recompute, marked when the reload is the slower; none without the panel."""
+        if not tt:
+            return []
+        if tt.get("off"):
+            return [self._chip("TTFT", "est. off (no model)", "kpis--label")]
+        w = tt.get("window") or {}
+        ms = (lambda v: ("−" if v < 0 else "") + fmt_ms(abs(v)))
+        basis = f"(est., {tt.get('short', '?')})"
+        if not w.get("count"):
+            return [self._chip("TTFT saved", f"{NO_VALUE} {basis}")]
+        approx = "~" if w["p50_ms"] > 0 else ""  # ("~−197 ms" reads badly)
+        chips = [self._chip("TTFT saved", f"{approx}{ms(w['p50_ms'])} p50 · {ms(w['p99_ms'])} p99 {basis}",
+                            "kpis--good" if w["p50_ms"] > 0 else "kpis--bad")]
+        ratio = float(w.get("ratio", 0.0))
+        if ratio > 1:
+            chips.append(self._chip("", f"⚠ reload {ratio:.2f}× slower than recompute (est.)", "kpis--bad"))
+        elif not short:
+            chips.append(self._chip("reload/recompute", f"{ratio:.2f}× (est.)"))
+        return chips
+
+    @property
+    def badge_width(self) -> int:
+        """Cells reserved at the right of every line for the badge column (its widest place and a space)."""
+        return max((w for _, w in self._badges), default=0) + 1 if self._badges else 0
 
     def pack(self, width: int) -> list[list[Text]]:
-        """Chips packed into lines of at most ``width`` cells (a chip wider than the line is cut)."""
+        """Chips packed into lines of at most ``width`` cells less the badge column (a chip wider than the
+        line is cut); the figures start a new line."""
         lines: list[list[Text]] = [[]]
-        used = 0
-        for chip in self._chips:
+        used, room = 0, max(1, width - self.badge_width)
+        for i, chip in enumerate(self._chips):
             need = chip.cell_len + (len(SEP) if used else 0)
-            if used and used + need > width:
+            if used and (used + need > room or i in self._breaks):
                 lines.append([])
                 used, need = 0, chip.cell_len
             lines[-1].append(chip)
@@ -184,16 +292,29 @@ class Kpis(CachedStyles, Widget):
         return lines
 
     def get_content_height(self, container: Size, viewport: Size, width: int) -> int:
-        return max(1, len(self.pack(max(1, width))))
+        return max(1, len(self.pack(max(1, width))), len(self._badges))
 
     def render(self) -> Text:
+        width = max(1, self.size.width)
         out = Text(no_wrap=True, overflow="ellipsis")
         sep = self._s("kpis--sep")
-        for i, line in enumerate(self.pack(max(1, self.size.width))):
+        lines = self.pack(width)
+        lines += [[] for _ in range(len(self._badges) - len(lines))]
+        room = max(0, width - self.badge_width)
+        for i, line in enumerate(lines):
             if i:
                 out.append("\n")
+            row = Text(no_wrap=True, overflow="ellipsis")
             for j, chip in enumerate(line):
                 if j:
-                    out.append(SEP, sep)
-                out.append_text(chip)
+                    row.append(SEP, sep)
+                row.append_text(chip)
+            if self._badges:
+                row.truncate(room, overflow="ellipsis")
+                row.pad_right(room - row.cell_len)
+                badge = self._badges[i][0] if i < len(self._badges) else None
+                row.append(" " * (self.badge_width - (badge.cell_len if badge is not None else 0)))
+                if badge is not None:
+                    row.append_text(badge)
+            out.append_text(row)
         return out

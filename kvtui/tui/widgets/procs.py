@@ -1,4 +1,10 @@
-"""Processes panel: CPU % and RSS of each kvtui process (workers, store node) from ``frame.procs``."""
+"""Processes panel: CPU % and RSS of each kvtui process (workers, store node) from ``frame.procs``.
+
+The workers come first (prefill, decode), then the store node, the master, the monitor and the metadata
+server, so a short panel keeps the processes that do the work; names are shortened to fit (``metadata`` →
+``meta``), never cut mid-word. When the panel has no line to spare, the column header moves into its title
+and the subtitle says how many processes are not shown.
+"""
 
 from __future__ import annotations
 
@@ -9,6 +15,11 @@ from rich.text import Text
 from kvtui.tui.fmt import format_bytes
 from kvtui.tui.widgets.lines import LinesPanel
 
+ORDER = ("prefill", "decode", "store", "master", "mooncake", "kvtui", "metadata")  # by importance
+SHORT = {"metadata": "meta", "mooncake": "master", "prefill": "prefill", "decode": "decode", "kvtui": "kvtui",
+         "master": "master", "store": "store"}
+TITLE = "Processes"
+
 
 def short_bytes(n: float) -> str:
     """``641728512`` → ``'612M'`` (binary units, no decimals below 10)."""
@@ -18,6 +29,28 @@ def short_bytes(n: float) -> str:
             return f"{n:.0f}{unit}" if n >= 10 or unit == "B" else f"{n:.1f}{unit}"
         n /= 1024
     return f"{n:.1f}T"
+
+
+def _rank(row: dict) -> int:
+    words = str(row.get("name", "")).lower().split()
+    first = words[0] if words else ""
+    return ORDER.index(first) if first in ORDER else len(ORDER)
+
+
+def ordered(procs) -> list[dict]:
+    """``procs`` by importance (:data:`ORDER`; unknown names last, in their order)."""
+    return sorted(procs, key=_rank)
+
+
+def fit_name(name: str, width: int) -> str:
+    """``name`` in at most ``width`` cells: whole, its first word, that word's short form, else cut."""
+    if len(name) <= width:
+        return name
+    first = name.split()[0] if name.split() else name
+    for option in (first, SHORT.get(first.lower(), first)):
+        if len(option) <= width:
+            return option
+    return first[:width]
 
 
 class ProcsPanel(LinesPanel):
@@ -32,17 +65,22 @@ class ProcsPanel(LinesPanel):
     def __init__(self, *, id: str | None = None, classes: str | None = None) -> None:
         super().__init__(id=id, classes=classes)
         self.procs: tuple = ()
-        self.border_title = "Processes"
+        self.border_title = TITLE
 
     def update_frame(self, frame) -> None:
-        procs = tuple(frame.procs or ())
+        procs = tuple(ordered(frame.procs or ()))
         if procs != self.procs:
             relayout = len(procs) != len(self.procs)
             self.procs = procs
             self.refresh(layout=relayout)
 
-    def lines(self, width: int) -> list[Text]:
-        """Header plus one line per process at ``width`` cells."""
+    def needed(self) -> int:
+        """Lines the panel needs for every process and the column header."""
+        return len(self.procs) + 1 if self.procs else 1
+
+    def lines(self, width: int, height: int | None = None) -> list[Text]:
+        """Header plus one line per process at ``width`` cells; within ``height`` lines (when given) the
+        header goes first, then the least important processes."""
         if not self.procs:
             return [Text("no process samples yet", self.get_component_rich_style("procs--dim", partial=True))]
         wide = width >= 36
@@ -50,16 +88,29 @@ class ProcsPanel(LinesPanel):
         name_w = max(4, width - fixed)
 
         def row(name: str, pid: str, cpu: str, rss: str) -> str:
-            if len(name) > name_w:
-                name = name.split()[0]
+            name = fit_name(name, name_w)
             if wide:
-                return f"{name[:name_w]:<{name_w}}{pid:>8}{cpu:>7}{rss:>11}"
-            return f"{name[:name_w]:<{name_w}}{cpu:>6}{rss:>7}"
+                return f"{name:<{name_w}}{pid:>8}{cpu:>7}{rss:>11}"
+            return f"{name:<{name_w}}{cpu:>6}{rss:>7}"
 
         rss = format_bytes if wide else short_bytes
-        out = [Text(row("process", "pid", "cpu", "rss"), self.get_component_rich_style("procs--header", partial=True))]
-        for p in self.procs:
-            out.append(Text(row(str(p.get("name", "?")), str(p.get("pid", "")),
-                                f"{float(p.get('cpu_percent', 0.0)):.1f}%", rss(p.get("rss_bytes", 0)))))
-        return out
+        rows = [Text(row(str(p.get("name", "?")), str(p.get("pid", "")), f"{float(p.get('cpu_percent', 0.0)):.1f}%",
+                         rss(p.get("rss_bytes", 0)))) for p in self.procs]
+        header = Text(row("process", "pid", "cpu", "rss"), self.get_component_rich_style("procs--header", partial=True))
+        room = len(rows) + 1 if height is None else height
+        keep_header = room > len(rows)
+        shown = rows[:room - 1] if keep_header else rows[:room]
+        title = TITLE if keep_header else f"{TITLE} cpu rss"
+        hidden = len(rows) - len(shown)
+        subtitle = f"+{hidden} not shown" if hidden else ""
+        if height is not None and (self.border_title != title or self.border_subtitle != subtitle):
+            self.border_title, self.border_subtitle = title, subtitle
+        return ([header] if keep_header else []) + shown
 
+    def get_content_height(self, container, viewport, width: int) -> int:
+        return len(self.lines(width))
+
+    def render(self) -> Text:
+        text = Text("\n").join(self.lines(self.size.width, self.size.height))
+        text.no_wrap, text.overflow = True, "ellipsis"
+        return text

@@ -1,4 +1,9 @@
-"""Store panel: keys, used / total capacity (bar), evictions, allocation failures, put/get request rates."""
+"""Store panel: keys, evictions and allocation failures, used / total capacity (bar), put/get request rates.
+
+Figures are ``label value`` pairs packed into lines without cutting a word (:func:`~kvtui.tui.widgets.lines.
+pack_pairs`): a narrow panel takes the short forms (``allocs``, ``12.3k``) or a line more, never
+``alloc fai…``. Evictions and allocation failures come first and turn red when not zero.
+"""
 
 from __future__ import annotations
 
@@ -7,7 +12,7 @@ from typing import ClassVar
 from rich.text import Text
 
 from kvtui.tui.fmt import fmt_count, fmt_int, fmt_pct, fmt_rate, format_bytes
-from kvtui.tui.widgets.lines import LinesPanel
+from kvtui.tui.widgets.lines import LinesPanel, pack_pairs
 from kvtui.tui.widgets.styled import CachedStyles
 
 
@@ -30,7 +35,7 @@ class StorePanel(CachedStyles, LinesPanel):
         store = dict(frame.store or {})
         if store != self.store:
             self.store = store
-            self.refresh()
+            self.refresh(layout=True)
 
     def _s(self, name: str):
         return self.style_of(name)
@@ -40,20 +45,15 @@ class StorePanel(CachedStyles, LinesPanel):
         s, lab = self.store, self._s("store-panel--label")
         if not s:
             return [Text("no store metrics yet", self._s("store-panel--dim"))]
+        bad = self._s("store-panel--bad")
 
-        def kv(*pairs) -> Text:
-            t = Text()
-            for i, (label, value, bad) in enumerate(pairs):
-                if i:
-                    t.append("  ", lab)
-                t.append(label + " ", lab)
-                t.append(value, self._s("store-panel--bad") if bad else "")
-            return t
+        def count(key: str):
+            n = int(s.get(key, 0))
+            return (fmt_int(n), fmt_count(n)), bad if n and key != "keys" else None
 
-        out = [kv(("keys", fmt_int(s.get("keys", 0)), False), ("evicted", fmt_int(s.get("evicted_keys", 0)), False))]
-        if out[0].cell_len > width:
-            out = [kv(("keys", fmt_count(s.get("keys", 0)), False),
-                      ("evicted", fmt_count(s.get("evicted_keys", 0)), False))]
+        keys, evicted, fails = count("keys"), count("evicted_keys"), count("alloc_failures")
+        out = pack_pairs([(("keys",), *keys), (("evicted", "evict"), *evicted),
+                          (("alloc failures", "alloc fails", "allocs"), *fails)], width, lab)
         used, cap = int(s.get("used_bytes", 0)), int(s.get("capacity_bytes", 0))
         if cap > 0:
             frac = min(1.0, used / cap)
@@ -64,10 +64,7 @@ class StorePanel(CachedStyles, LinesPanel):
                        + Text("░" * (bar_w - fill), self._s("store-panel--bar-empty")) + Text(pct))
             out.append(Text(f"{format_bytes(used)} / {format_bytes(cap)}"))
         else:
-            out.append(kv(("used", format_bytes(used), False)))
-        fails = int(s.get("alloc_failures", 0))
-        out.append(kv(("alloc failures", fmt_int(fails), fails > 0)))
-        out.append(kv(("put", fmt_rate(float(s.get("put_rps", 0.0))), False),
-                      ("get", fmt_rate(float(s.get("get_rps", 0.0))), False)))
+            out += pack_pairs([(("used",), (format_bytes(used),), None)], width, lab)
+        out += pack_pairs([(("put",), (fmt_rate(float(s.get("put_rps", 0.0))),), None),
+                           (("get",), (fmt_rate(float(s.get("get_rps", 0.0))),), None)], width, lab)
         return out
-

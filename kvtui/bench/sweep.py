@@ -1,0 +1,144 @@
+"""``kvtui sweep``: the hit rate of a trace through the real Mooncake store at several store capacities, beside
+the offline LRU model at the same capacities and the unbounded ideal (:mod:`workload.stats`).
+
+Each point runs on a **fresh embedded cluster** whose segment is sized for that capacity
+(:func:`kvtui.core.sweep.point_size`), so every point starts from an empty store (a segment's size is fixed
+when its node mounts it, so clearing one store between points could not change its capacity). The trace is
+replayed as ``kvtui run --trace … --speed max --concurrency 1`` does (:class:`kvtui.live.LiveSession`: the
+same engine, driver and aggregator); a point's hit rate is the summary's token hit rate, hit tokens ÷ the
+rows' input tokens, the denominator of the offline figures. At the end of each point one scrape of the
+master's ``/metrics`` (which grants no lease) gives the objects held, the bytes allocated, so the measured
+per-object overhead, and the evicted keys.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+from typing import Callable
+
+from kvtui.core.sweep import PointSize, SweepPoint, SweepResult
+
+POLL_S = 0.25  # how often the progress callback is called while a point runs
+
+
+@dataclass(frozen=True)
+class SweepPlan:
+    """What to sweep: ``rows`` (``workload.TraceRow``, the good rows of the trace), ``label`` (the trace as
+    the user named it), ``block_tokens``, the page ``layout``, one :class:`~kvtui.core.sweep.PointSize` per
+    capacity (ascending), the page keys' ``model``, the embedded master's read lease ``lease_ttl_s``
+    (seconds), native logs' ``log_dir`` (None: a new folder per cluster), the network ``isolation`` line
+    (:func:`kvtui.commands.common.isolate`), ``sizing`` (the result's ``sizing`` dict),
+    ``bad_rows_skipped`` and ``synthesis`` (the trace synthesis applied to ``rows``, ``Synthesis.as_dict()``,
+    or None)."""
+
+    rows: list
+    label: str
+    block_tokens: int
+    layout: object
+    sizes: tuple[PointSize, ...]
+    model: str
+    lease_ttl_s: float
+    log_dir: str | None
+    isolation: str | None
+    sizing: dict
+    bad_rows_skipped: int = 0
+    synthesis: dict | None = None
+
+
+def offline_curve(plan: SweepPlan) -> tuple[list[float], float, int]:
+    """``(LRU token hit rate per point, unbounded ideal, input tokens)`` of the plan's rows (0..1 rates;
+    :func:`workload.stats.hit_rate_curve` at each point's capacity, the ``kvtui trace-stats --capacity``
+    computation)."""
+    from workload.stats import hit_rate_curve
+
+    caps = [s.capacity_tokens for s in plan.sizes]
+    curve = hit_rate_curve(plan.rows, [*caps, None], plan.block_tokens)
+    input_tokens = sum(r.input_length for r in plan.rows)
+    return [rate for _cap, rate in curve[:-1]], curve[-1][1], input_tokens
+
+
+def run_sweep(plan: SweepPlan, start: Callable, progress: Callable[[int, int, dict], None] | None = None
+              ) -> tuple[SweepResult, KeyboardInterrupt | None]:
+    """Run every point of ``plan``; returns the result and the ``KeyboardInterrupt`` (Ctrl-C, SIGTERM) that
+    stopped it early, if any (the result then holds the points that finished, ``interrupted`` True; the
+    caller writes it, then re-raises). ``start(options) -> Engine`` starts an engine (the command's, so that
+    start-up failures are one line); ``progress(point index, rows done in that point, status)`` is called
+    every :data:`POLL_S` s and when a point ends (``status``: ``real`` token hit rate so far, ``keys``).
+    ``RuntimeError`` (one line) if a point's driver fails."""
+    from kvtui import __version__
+    from kvtui.engine.cluster import ClusterOptions
+    from kvtui.engine.engine import EngineOptions
+    from kvtui.session.writer import mooncake_version
+
+    lru, ideal, input_tokens = offline_curve(plan)
+    points: list[SweepPoint] = []
+    interrupted: KeyboardInterrupt | None = None
+    copts = ClusterOptions(lease_ttl_ms=int(round(plan.lease_ttl_s * 1000)), log_dir=plan.log_dir,
+                           isolation=plan.isolation)
+    for i, size in enumerate(plan.sizes):
+        opts = EngineOptions(layout=plan.layout, model=plan.model, store_bytes=size.segment_bytes, concurrency=1,
+                             read_streams=1, cluster=copts)
+        try:
+            points.append(_run_point(plan, size, lru[i], start(opts), i, progress))
+        except KeyboardInterrupt as exc:
+            interrupted = exc
+            break
+    result = SweepResult(
+        trace=plan.label, rows=len(plan.rows), block_tokens=plan.block_tokens, input_tokens=input_tokens,
+        ideal_token_hit_rate=ideal, layout=plan.layout.as_dict(), points=tuple(points), sizing=dict(plan.sizing),
+        store={"lease_ttl_s": plan.lease_ttl_s, "fresh_cluster_per_point": True, "speed": "max", "concurrency": 1,
+               "eviction_high_watermark": copts.eviction_high_watermark, "eviction_ratio": copts.eviction_ratio},
+        versions={"kvtui": __version__, "mooncake": mooncake_version()},
+        bad_rows_skipped=plan.bad_rows_skipped, synthesis=dict(plan.synthesis or {}),
+        interrupted=interrupted is not None)
+    return result, interrupted
+
+
+def _run_point(plan: SweepPlan, size: PointSize, lru_rate: float, engine, index: int, progress) -> SweepPoint:
+    """Replay the rows through ``engine`` (started on a segment of ``size``); stops the engine (and its
+    cluster) before returning or raising."""
+    from kvtui.engine.procs import uninterrupted
+    from kvtui.engine.samplers import StoreSampler
+    from kvtui.live import LiveSession
+    from kvtui.metrics.aggregate import summary_from_frame
+    from workload import TraceWorkload
+
+    desc = {"kind": "trace", "name": plan.label, "done": 0, "total": len(plan.rows), "complete": False}
+    workload = TraceWorkload(plan.rows, block_tokens=plan.block_tokens, speed=None, name=plan.label)
+    session = LiveSession(engine, workload, desc, concurrency=1, layout_text=plan.layout.describe())
+    keys_max = 0
+    t0 = time.perf_counter()
+    try:
+        session.start()
+        while not session.driver.done.wait(POLL_S):
+            keys_max = max(keys_max, int(session.panels.store.get("keys") or 0))
+            if progress is not None:
+                t = session.agg.totals()
+                progress(index, session.driver.completed, {"real": t["token_hit_rate"], "keys": keys_max})
+        elapsed = time.perf_counter() - t0
+        scrape = StoreSampler(engine.endpoints.metrics_url).sample()  # after the last put: nothing in flight
+    except BaseException:
+        with uninterrupted():
+            session.stop()
+        raise
+    with uninterrupted():
+        final = session.final_frame()
+        session.stop(final)
+    if session.driver.error is not None:
+        raise RuntimeError(f"capacity {size.capacity_tokens:,} tokens: run stopped: {session.driver.error}")
+    s = summary_from_frame(final)
+    keys = scrape.get("keys")
+    used = scrape.get("used_bytes")
+    keys_max = max(keys_max, int(keys or 0))
+    overhead = (used - keys * size.page_bytes) / keys if keys and used is not None else None
+    point = SweepPoint(
+        capacity_tokens=size.capacity_tokens, blocks=size.blocks, pages=size.pages, segment_bytes=size.segment_bytes,
+        real_token_hit_rate=s["token_hit_rate"], lru_token_hit_rate=lru_rate, pages_hit=s["pages_hit"],
+        pages_total=s["pages_total"], tokens_hit=s["tokens_hit"], pages_published=s["pages_published"],
+        pages_failed=s["pages_failed"], mismatches=s["mismatches"], evicted_keys=scrape.get("evicted_keys"),
+        keys_at_end=keys, keys_max=keys_max, used_bytes_at_end=used, overhead_bytes_per_object=overhead,
+        elapsed_s=elapsed, errors=dict(s["errors"]))
+    if progress is not None:
+        progress(index, len(plan.rows), {"real": point.real_token_hit_rate, "keys": keys_max, "done": True})
+    return point

@@ -1,0 +1,71 @@
+"""The plot of a capacity sweep as an SVG or PNG file (``kvtui sweep --svg/--png``), with matplotlib's Agg
+backend (no display needed): token hit rate against store capacity on a log axis, three curves (the real
+Mooncake store, the offline LRU model at the same capacities, the unbounded cache's ideal), each measured
+point marked. The curves' names and axis labels are :data:`kvtui.core.sweep.CURVES`, as on the sweep's screen."""
+
+from __future__ import annotations
+
+import os
+import tempfile
+from pathlib import Path
+
+from kvtui.core.sweep import CURVES, X_LABEL, Y_LABEL, SweepResult, format_tokens
+from kvtui.core.units import format_bytes
+
+REAL, LRU, IDEAL = CURVES
+
+
+def sweep_figure(result: SweepResult):
+    """A matplotlib ``Figure`` of ``result``: one axes, log x (capacity, tokens), y the token hit rate (%),
+    three lines labelled :data:`REAL`, :data:`LRU`, :data:`IDEAL` in that order."""
+    import matplotlib
+
+    matplotlib.use("Agg", force=True)
+    from matplotlib.figure import Figure
+    from matplotlib.ticker import FixedLocator, NullLocator
+
+    fig = Figure(figsize=(8, 4.8), dpi=100, layout="constrained")
+    ax = fig.add_subplot()
+    caps = [p.capacity_tokens for p in result.points]
+    real = [100 * p.real_token_hit_rate for p in result.points]
+    lru = [100 * p.lru_token_hit_rate for p in result.points]
+    ideal = [100 * result.ideal_token_hit_rate] * len(caps)
+    ax.plot(caps, real, marker="o", color="tab:green", label=REAL, zorder=3)  # on top where the two agree
+    ax.plot(caps, lru, marker="s", markersize=9, markerfacecolor="none", color="tab:blue", linestyle="--",
+            label=LRU)
+    ax.plot(caps, ideal, color="tab:orange", linestyle=":", label=IDEAL)
+    ax.set_xscale("log")
+    if caps:
+        ax.xaxis.set_major_locator(FixedLocator(caps))
+        ax.xaxis.set_minor_locator(NullLocator())
+        ax.set_xticklabels([format_tokens(c) for c in caps])
+    highest = max([100 * result.ideal_token_hit_rate, *real, *lru, 10.0])
+    ax.set_ylim(0, min(100.0, highest * 1.15))
+    ax.set_xlabel(X_LABEL)
+    ax.set_ylabel(Y_LABEL)
+    ax.grid(True, which="major", alpha=0.3)
+    lease = result.store.get("lease_ttl_s")
+    page = format_bytes(result.page_bytes)
+    ax.set_title(f"{result.trace}: {result.rows:,} rows · {page} pages"
+                 + (f" · read lease {lease:g} s" if isinstance(lease, (int, float)) else ""), fontsize=11)
+    ax.legend(loc="lower right")
+    return fig
+
+
+def save_plot(result: SweepResult, path: str, fmt: str | None = None) -> None:
+    """Write the plot of ``result`` to ``path`` as ``fmt`` (``svg`` or ``png``, 800×480 px; None: PNG when the
+    name ends in ``.png``, else SVG), through a temporary file beside it, renamed when complete (nothing half
+    written)."""
+    fig = sweep_figure(result)
+    target = Path(path)
+    fmt = fmt or ("png" if target.suffix.lower() == ".png" else "svg")
+    fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", dir=str(target.resolve().parent))
+    try:
+        with os.fdopen(fd, "wb") as f:
+            fig.savefig(f, format=fmt, metadata={"Date": None} if fmt == "svg" else None)
+        os.chmod(tmp, 0o644)
+        os.replace(tmp, target)
+    except BaseException:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+        raise

@@ -1,0 +1,422 @@
+"""``kvtui compare A B [C…]``: what changed between runs. Each input is a ``kvtui run --json``, ``kvtui report
+--json`` or ``kvtui bench --json`` file, or a recorded session (``.kvtui``, summarised as ``kvtui report``
+does: the span it recorded). Prints the inputs that differ (kind, layout, workload, store size and
+placement, versions, …), then every figure the inputs share, side by side, with each one's absolute and
+relative delta against the first input (A); ``--json`` writes the same, ``--svg`` overlays the sessions' hit
+rate and reuse throughput over time. No store is needed.
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import re
+import sys
+from pathlib import Path
+
+from kvtui.commands.output import check_writable, open_session, write_json_atomic
+from kvtui.core.errors import KvtuiError
+
+# top-level fields that say what ran, not what it measured (compared as inputs, never as figures)
+INPUT_KEYS = ("layout", "page_bytes", "workload", "bad_rows_skipped", "concurrency", "store_mode", "setup", "trace",
+              "synthesis", "ttft_estimate", "iterations", "rows", "seconds", "warm_up_seconds", "refresh_hz",
+              "reload_read_streams", "best_read_streams", "layout_at_end",
+              "block_tokens", "format", "sizing", "store", "versions")  # the last five: kvtui sweep --json
+SKIP_KEYS = ("session", "span", "interrupted", "rounds", "file", "problems", "tiny")
+PROGRESS = ("done", "complete", "position_s", "length_s")  # a workload's progress, not an input
+HEADLINE = ("requests", "elapsed_s", "token_hit_rate", "page_hit_rate", "tokens_hit", "tokens_input", "pages_hit",
+            "pages_total", "pages_published", "pages_failed", "mismatches")
+
+
+def register(subparsers) -> None:
+    """Add the ``compare`` subcommand."""
+    p = subparsers.add_parser(
+        "compare", help="compare runs: the inputs that differ and every shared figure with its deltas",
+        description="Compare two or more results of kvtui (run --json, report --json or bench --json files, or "
+                    "recorded .kvtui sessions): the inputs that differ (layout, workload, store size and "
+                    "placement, kvtui and Mooncake versions), then every figure they share side by side, with the "
+                    "absolute and relative change of each against the first file. Hit rates are shown in % and "
+                    "their changes in percentage points (pp); MB/s are 10^6 bytes per second. No store is needed.")
+    p.add_argument("files", nargs="+", metavar="FILE", help="two or more results: JSON files of run/report/bench, or "
+                   "session files (.kvtui); the first is the baseline of the deltas")
+    p.add_argument("--json", metavar="PATH", help="write the comparison as JSON to PATH ('-' = stdout, instead of "
+                   "the table)")
+    p.add_argument("--svg", metavar="PATH", help="write a plot of the sessions' page hit rate (%%, last 2 s) and reuse "
+                   "read (wall, MB/s) over the seconds since each recording began, one line per session (needs at "
+                   "least one session among the files)")
+    p.set_defaults(func=run)
+
+
+# --- reading the inputs ---------------------------------------------------------------------------------
+
+
+def _kind(doc: dict) -> str:
+    """What a JSON document is, from its fields."""
+    if isinstance(doc.get("session"), dict):
+        return "report"
+    if "engine" in doc and "bare_loop" in doc:
+        return "bench --trace"
+    if "headless_rps" in doc:
+        return "bench --ui"
+    if "reuse_read_MBps_p50" in doc or "baselines" in doc:
+        return "bench"
+    if "points" in doc and "sizing" in doc:
+        return "sweep"
+    if "requests" in doc and "throughput" in doc:
+        return "run"
+    return "JSON"
+
+
+def _session(path: str, reader) -> dict:
+    """A session's document: the summary of its recorded span (:func:`kvtui.metrics.aggregate.span_summary`,
+    as ``kvtui report``), its header's context and the session's facts; ``series`` its figures over time."""
+    from kvtui.metrics import figures as fig
+    from kvtui.metrics.aggregate import span_summary
+    from kvtui.session.codec import FrameDecoder, decode_record
+
+    warning = reader.warning("comparing")
+    if warning:
+        print(f"kvtui: {warning}", file=sys.stderr)
+    first, final = reader.frame_at(0), reader.final_frame()
+    doc = span_summary(final, first)
+    doc.update({k: v for k, v in reader.header.items() if k in INPUT_KEYS})
+    if final.workload:
+        doc["workload"] = dict(final.workload)
+    setup = dict(doc.get("setup") or {})  # recorded before run_context had it: what the file itself says
+    setup.setdefault("kvtui_version", reader.meta.get("kvtui_version"))
+    setup.setdefault("mooncake_version", reader.meta.get("mooncake_version"))
+    if setup.get("store_bytes") is None and (final.store or {}).get("capacity_bytes"):
+        setup["store_capacity_bytes"] = final.store["capacity_bytes"]  # scraped from the master
+    doc["setup"] = setup
+    doc["context"] = {k: reader.header.get(k) for k in ("seed", "model", "scheme", "command") if k in reader.header}
+    # every frame once, in order (a FrameDecoder over the records; at most ~4,000 points per curve)
+    step = max(1, len(reader.records) // 4000)
+    dec, t, hit, reuse = FrameDecoder(), [], [], []
+    for i, blob in enumerate(reader.records):
+        frame = dec.apply(decode_record(blob))
+        if i % step == 0 or i == len(reader.records) - 1:
+            t.append(frame.t - first.t)
+            hit.append(100 * float(frame.rates.get(fig.HIT_RATE_WALL.key, 0.0)))
+            reuse.append(float(frame.rates.get(fig.REUSE_WALL.key, 0.0)))
+    doc["series"] = {"t": t, "hit": hit, "reuse": reuse}
+    return doc
+
+
+def load(path: str) -> tuple[str, dict]:
+    """``(kind, document)`` of one input; ``KvtuiError`` (one line naming the file) when it is missing,
+    unreadable, neither JSON nor a session, or JSON that is not an object."""
+    import json
+
+    p = Path(path)
+    if p.is_dir():
+        raise KvtuiError(f"{path} is a directory, not a result file")
+    try:
+        with open(p, "rb") as f:
+            head = f.read(16)
+    except FileNotFoundError:
+        raise KvtuiError(f"{path}: no such file") from None
+    except OSError as exc:
+        raise KvtuiError(f"{path}: cannot read it ({exc.strerror or exc})") from None
+    if head == b"SQLite format 3\x00":
+        return "session", _session(path, open_session(path))
+    try:
+        doc = json.loads(p.read_text(encoding="utf-8"))
+    except (UnicodeDecodeError, ValueError) as exc:
+        why = f"{exc.msg} at line {exc.lineno}" if isinstance(exc, json.JSONDecodeError) else "not UTF-8 text"
+        raise KvtuiError(f"{path} is neither a kvtui session nor a JSON result ({why})") from None
+    except OSError as exc:
+        raise KvtuiError(f"{path}: cannot read it ({exc.strerror or exc})") from None
+    if not isinstance(doc, dict):
+        raise KvtuiError(f"{path} is JSON but not a kvtui result (a {type(doc).__name__}, not an object)")
+    return _kind(doc), doc
+
+
+# --- figures and inputs ---------------------------------------------------------------------------------
+
+
+def _number(v) -> bool:
+    return isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)
+
+
+def _flatten(d: dict, prefix: str = "") -> dict[str, float]:
+    """Numeric leaves of nested dicts by dotted path (strings, None and booleans left out). Lists are left
+    out too, but for a sweep's points (dicts with a ``capacity_tokens``), keyed by it: ``points[1000000].…``."""
+    out: dict[str, float] = {}
+    for k, v in d.items():
+        path = f"{prefix}{k}"
+        if isinstance(v, dict):
+            out.update(_flatten(v, path + "."))
+        elif _number(v):
+            out[path] = v
+        elif isinstance(v, list) and v and all(isinstance(x, dict) and _number(x.get("capacity_tokens")) for x in v):
+            for x in v:
+                out.update(_flatten({kk: vv for kk, vv in x.items() if kk != "capacity_tokens"},
+                                    f"{path}[{x['capacity_tokens']}]."))
+    return out
+
+
+def figures_of(doc: dict) -> dict[str, float]:
+    """The figures of a document: every numeric leaf outside :data:`INPUT_KEYS` and :data:`SKIP_KEYS`."""
+    return _flatten({k: v for k, v in doc.items() if k not in INPUT_KEYS + SKIP_KEYS + ("series", "context")})
+
+
+def inputs_of(kind: str, doc: dict) -> dict[str, object]:
+    """What ran, flat: the kind, layout (described), page bytes, workload fields, store and topology, versions."""
+    from kvtui.core.layout import PageLayout
+
+    out: dict[str, object] = {"kind": kind}
+    for key in ("layout", "layout_at_end"):
+        lay = doc.get(key)
+        if isinstance(lay, dict):
+            try:
+                out[key] = PageLayout(**lay).describe()
+            except (TypeError, ValueError):
+                out[key] = str(lay)
+    for key, value in doc.items():
+        if key in ("layout", "layout_at_end") or key not in INPUT_KEYS + ("context",):
+            continue
+        if isinstance(value, dict):
+            for k, v in value.items():
+                if not (key == "workload" and k in PROGRESS) and not isinstance(v, (dict, list)):
+                    out[f"{key}.{k}"] = v
+        elif not isinstance(value, list):
+            out[key] = value
+    return out
+
+
+def _figure_names() -> dict[str, tuple[str, str]]:
+    """JSON field path → (figure name, unit) from :mod:`kvtui.metrics.figures`."""
+    from kvtui.metrics import figures as fig
+
+    names: dict[str, tuple[str, str]] = {}
+    for f in fig.FIGURES:
+        for field in f.field.split(","):
+            names.setdefault(field.strip(), (f.name, f.unit))
+    return names
+
+
+def describe_field(path: str, names: dict[str, tuple[str, str]]) -> tuple[str, str]:
+    """``(name, unit)`` of a figure's path: the figure of :mod:`kvtui.metrics.figures` whose field it is
+    (a latency's ``reload_ms.p50`` is "reload latency p50", ms), else the path with a unit from its name."""
+    if path in names:
+        return names[path]
+    head, _, leaf = path.rpartition(".")
+    if head in names and names[head][1] == "ms":
+        return (f"{names[head][0]} {leaf}", "samples" if leaf == "count" else "ms")
+    last = path.rsplit(".", 1)[-1]
+    if path.startswith("ratios.") or "ratio" in last or "_vs_" in last:
+        unit = "×"
+    elif last.endswith("rate"):  # token_hit_rate, page_hit_rate, hit_rate: fractions 0..1
+        unit = "%"
+    elif path.startswith("errors."):
+        unit = "calls"
+    elif last.endswith("_ms") or "_ms_" in last or path.split(".")[0].endswith("_ms"):
+        unit = "ms"
+    elif "MBps" in last:
+        unit = "MB/s"
+    elif last.endswith("_s") or last == "seconds":
+        unit = "s"
+    elif last.startswith("bytes") or last.endswith("_bytes"):
+        unit = "bytes"
+    elif last.startswith("tokens"):
+        unit = "tokens"
+    elif last.startswith("pages") or last.endswith("_pages"):
+        unit = "pages"
+    elif last == "requests":
+        unit = "requests"
+    else:
+        unit = ""
+    return path, unit
+
+
+def compare(docs: list[tuple[str, str, dict]]) -> dict:
+    """The comparison of ``docs`` (``(file, kind, document)``, the first the baseline): ``inputs`` (file and
+    kind of each), ``inputs_differ`` (``{"input", "values"}`` per input field whose values differ; None where
+    a file has none), ``inputs_same`` (how many agree), ``figures`` (per shared figure: ``field``, ``name``,
+    ``unit``, ``values``, ``delta`` = value − A and ``relative`` = delta ÷ |A| (None for A itself, or when A
+    is 0)) and ``not_shared`` (figures missing from some file)."""
+    names = _figure_names()
+    figs = [figures_of(d) for _f, _k, d in docs]
+    if all("errors" in d for _f, _k, d in docs):  # a code none of them saw counts 0, one they all lack is absent
+        codes = sorted({k for d in docs for k in d[2].get("errors", {})})
+        for f in figs:
+            for c in codes:
+                f.setdefault(f"errors.{c}", 0)
+    shared = [k for k in figs[0] if all(k in f for f in figs[1:])]
+    order = {k: i for i, k in enumerate(HEADLINE)}
+    known = {k: i for i, k in enumerate(names)}
+    stats = {k: i for i, k in enumerate(("count", "min", "p50", "p90", "p99", "mean", "max"))}
+
+    def rank(k: str) -> tuple:
+        """Headline counters, then the figures of kvtui.metrics.figures (a latency's statistics in their
+        usual order), then the rest by name."""
+        head, _, leaf = k.rpartition(".")
+        if k in order:
+            return (0, order[k], 0, "")
+        if k in known:
+            return (1, known[k], 0, "")
+        if head in known:
+            return (1, known[head], 1 + stats.get(leaf, len(stats)), ())
+        return (2, 0, 0, tuple((0, int(p), "") if p.isdigit() else (1, 0, p) for p in re.split(r"(\d+)", k) if p))
+
+    shared.sort(key=rank)
+    rows = []
+    for k in shared:
+        name, unit = describe_field(k, names)
+        values = [f[k] for f in figs]
+        base = values[0]
+        rows.append({"field": k, "name": name, "unit": unit, "values": values,
+                     "delta": [None] + [v - base for v in values[1:]],
+                     "relative": [None] + [(v - base) / abs(base) if base else None for v in values[1:]]})
+    every = set().union(*figs)
+    ins = [inputs_of(k, d) for _f, k, d in docs]
+    keys = list(dict.fromkeys(k for i in ins for k in i))
+    differ = [{"input": k, "values": [i.get(k) for i in ins]} for k in keys if len({repr(i.get(k)) for i in ins}) > 1]
+    return {"inputs": [{"file": f, "kind": k} for f, k, _d in docs], "inputs_differ": differ,
+            "inputs_same": len(keys) - len(differ), "figures": rows, "not_shared": len(every) - len(shared)}
+
+
+# --- output ---------------------------------------------------------------------------------------------
+
+
+def _fmt(v, unit: str) -> str:
+    if v is None:
+        return "—"
+    if unit == "%":
+        return f"{v * 100:.2f} %"
+    if isinstance(v, int):
+        return f"{v:,}"
+    a = abs(v)
+    return f"{v:,.0f}" if a >= 1000 else f"{v:.2f}" if a >= 1 else f"{v:.4g}"
+
+
+def _fmt_delta(d, rel, unit: str) -> str:
+    if d is None:
+        return ""
+    if d == 0:
+        return "="
+    if unit == "%":
+        text = f"{d * 100:+.2f} pp"
+    elif isinstance(d, int):
+        text = f"{d:+,}"
+    else:
+        a = abs(d)
+        text = f"{d:+,.0f}" if a >= 1000 else f"{d:+.2f}" if a >= 1 else f"{d:+.4g}"
+    return text + (f" ({rel * 100:+.1f} %)" if rel is not None and unit != "%" else "")
+
+
+def _input_text(v, width: int = 60) -> str:
+    if v is None:
+        return "—"
+    if isinstance(v, int) and not isinstance(v, bool):
+        return f"{v:,}"
+    text = str(v)
+    return text if len(text) <= width else text[: width - 1] + "…"
+
+
+def format_comparison(c: dict) -> str:
+    """The human tables: the files, the inputs that differ, then every shared figure with its deltas."""
+    letters = [chr(ord("A") + i) if i < 26 else f"#{i + 1}" for i in range(len(c["inputs"]))]
+    lines = [f"{x}  {i['file']}  ({i['kind']})" for x, i in zip(letters, c["inputs"])]
+
+    def table(head: list[str], body: list[list[str]]) -> list[str]:
+        widths = [max(len(r[j]) for r in [head, *body]) for j in range(len(head))]
+        fmt = lambda r: "  ".join(cell.ljust(w) if j == 0 else cell.rjust(w) for j, (cell, w) in enumerate(zip(r, widths)))  # noqa: E731
+        return [fmt(head), "  ".join("-" * w for w in widths), *(fmt(r).rstrip() for r in body)]
+
+    lines.append("")
+    if c["inputs_differ"]:
+        lines.append(f"inputs that differ ({len(c['inputs_differ'])}; {c['inputs_same']} the same):")
+        lines += table(["input", *letters], [[d["input"], *(_input_text(v) for v in d["values"])]
+                                             for d in c["inputs_differ"]])
+    else:
+        lines.append(f"inputs: the same ({c['inputs_same']} fields)")
+    lines.append("")
+    if not c["figures"]:
+        lines.append("no figure is in every file")
+        return "\n".join(lines)
+    head = ["figure", "unit", letters[0]]
+    for x in letters[1:]:
+        head += [x, f"Δ {x}−{letters[0]}"]
+    body = []
+    for r in c["figures"]:
+        row = [r["name"], r["unit"], _fmt(r["values"][0], r["unit"])]
+        for v, d, rel in zip(r["values"][1:], r["delta"][1:], r["relative"][1:]):
+            row += [_fmt(v, r["unit"]), _fmt_delta(d, rel, r["unit"])]
+        body.append(row)
+    lines.append(f"figures ({len(c['figures'])} in every file" +
+                 (f"; {c['not_shared']} in some only, not compared" if c["not_shared"] else "") +
+                 "; Δ: change against A, relative in brackets; hit rates in %, their Δ in percentage points)")
+    lines += table(head, body)
+    return "\n".join(lines)
+
+
+def write_svg(path: str, sessions: list[tuple[str, dict]]) -> None:
+    """Two stacked axes over the seconds since each recording began: the page hit rate (%, last 2 s) and
+    reuse read (wall, MB/s), one line per session (``(label, series)``; matplotlib, Agg backend); written
+    atomically."""
+    import io
+    import os
+
+    import matplotlib
+
+    matplotlib.use("Agg", force=True)
+    from matplotlib.figure import Figure
+
+    from kvtui.metrics import figures as fig
+
+    figure = Figure(figsize=(9, 6), layout="constrained")
+    hit_ax, reuse_ax = figure.subplots(2, 1, sharex=True)
+    for label, s in sessions:
+        hit_ax.plot(s["t"], s["hit"], label=label, linewidth=1.2)
+        reuse_ax.plot(s["t"], s["reuse"], label=label, linewidth=1.2)
+    hit_ax.set_ylabel(f"{fig.HIT_RATE_WALL.name} (%)")
+    hit_ax.set_ylim(0, 100)
+    reuse_ax.set_ylabel(f"{fig.REUSE_WALL.name} ({fig.REUSE_WALL.unit})")
+    reuse_ax.set_xlabel("seconds since the recording began")
+    for ax in (hit_ax, reuse_ax):
+        ax.grid(True, alpha=0.3)
+    hit_ax.legend(loc="best", fontsize="small")
+    hit_ax.set_title("kvtui compare: recorded sessions (MB/s = 10^6 bytes/s, rates over the last "
+                     f"{fig.RATE_WINDOW_S:g} s)", fontsize="medium")
+    buf = io.BytesIO()
+    with matplotlib.rc_context({"svg.fonttype": "none"}):  # text stays text: searchable, and smaller
+        figure.savefig(buf, format="svg")
+    target = Path(path)
+    tmp = target.with_name(f".{target.name}.{os.getpid()}.tmp")
+    try:
+        with open(tmp, "wb") as f:  # the permissions a plain open gives, as every output of kvtui
+            f.write(buf.getvalue())
+        os.replace(tmp, target)
+    finally:
+        if tmp.exists():
+            tmp.unlink()
+
+
+def run(args: argparse.Namespace) -> int:
+    """Read every file, print (and write) the comparison; exit 2 on bad input."""
+    if len(args.files) < 2:
+        raise KvtuiError(f"compare needs at least two files, got {len(args.files)}")
+    for path, flag in ((args.json, "--json"), (args.svg, "--svg")):
+        if path and path != "-":
+            check_writable(path, flag)
+    docs = [(f, *load(f)) for f in args.files]
+    sessions = [(f"{chr(ord('A') + i) if i < 26 else i + 1}: {Path(f).name}", d["series"])
+                for i, (f, k, d) in enumerate(docs) if k == "session"]
+    if args.svg and not sessions:
+        raise KvtuiError("--svg plots recorded sessions over time, and none of the files is a session (.kvtui)")
+    kinds = {k for _f, k, _d in docs}
+    if len(kinds) > 1 and not kinds <= {"run", "report", "session"}:
+        print(f"kvtui: the files are of different kinds ({', '.join(sorted(kinds))}): only the figures they share "
+              "are compared", file=sys.stderr)
+    result = compare(docs)
+    if args.json != "-":
+        print(format_comparison(result))
+    if args.json:
+        write_json_atomic(args.json, result)
+    if args.svg:
+        write_svg(args.svg, sessions)
+        if len(sessions) < len(docs):
+            print(f"kvtui: --svg plots the {len(sessions)} session(s) only; JSON summaries have no time series",
+                  file=sys.stderr)
+    return 0

@@ -1,0 +1,251 @@
+"""``kvtui soak``: run a workload for hours (the engine and driver of ``kvtui run``), sample every process's
+memory, file descriptors and TCP sockets, and with ``--chaos`` inject faults at seeded random moments,
+timing each one's recovery; print a summary with the growth per hour of each resource (:mod:`kvtui.soak`).
+
+This module parses and checks the flags; :class:`kvtui.soak.runner.Soak` does the rest. Exit codes: 0, 1
+when a loaded page failed verification or the soak stopped early (a worker that could not be replaced),
+2 on bad input, 130 / 143 on Ctrl-C / SIGTERM (after the summary of what ran, ``"interrupted": true``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import re
+import sys
+import threading
+from dataclasses import replace
+
+from kvtui.commands.common import (
+    add_cluster_arguments,
+    add_page_arguments,
+    add_workload_arguments,
+    engine_options,
+    layout_name,
+    layout_of,
+    make_workload,
+    start_engine,
+    start_recording,
+)
+from kvtui.commands.output import check_new_file, check_writable, run_context, session_header, write_json_atomic
+from kvtui.core.errors import KvtuiError
+from kvtui.engine.procs import uninterrupted
+
+_DURATION = re.compile(r"^(?:(?P<h>\d+(?:\.\d*)?)h)?(?:(?P<m>\d+(?:\.\d*)?)m)?(?:(?P<s>\d+(?:\.\d*)?)s?)?$")
+
+
+def parse_duration(text: str, flag: str) -> float:
+    """Seconds of ``text``: ``90``, ``90s``, ``30m``, ``2h``, ``1h30m``; ``KvtuiError`` naming ``flag``."""
+    s = str(text).strip().lower()
+    m = _DURATION.match(s)
+    if not s or not m or not any(m.groupdict().values()):
+        raise KvtuiError(f"{flag} must be a duration such as 2h, 30m, 90s, 1h30m or seconds, got {text!r}")
+    return sum(float(m.group(k) or 0) * mult for k, mult in (("h", 3600), ("m", 60), ("s", 1)))
+
+
+def register(subparsers) -> None:
+    """Add the ``soak`` subcommand."""
+    from kvtui.soak.schedule import KINDS, LINK_CUT
+
+    p = subparsers.add_parser(
+        "soak", help="hours of load with resources tracked and, with --chaos, random faults injected",
+        description="Run a workload through the prefill and decode workers for --duration, sample every "
+                    "process's RSS and open file descriptors, the TCP sockets of kvtui's process tree "
+                    "(ESTABLISHED, TIME_WAIT), the master's keys and used bytes, request rate, hit rate and "
+                    "errors by code; with --chaos, inject faults at seeded random moments (master SIGKILL and "
+                    "restart, master SIGSTOP/SIGCONT, store-node SIGKILL and restart, worker SIGKILL, a full "
+                    "store) and time each one's recovery. Prints a progress line, writes the series "
+                    "(--series CSV) and a summary: growth per hour of each resource (least-squares slopes "
+                    "after --warmup), faults injected and recovered, recovery times, requests lost or failed, "
+                    "wrong bytes (must be 0). --seed also seeds the fault schedule.")
+    add_workload_arguments(p)
+    g = p.add_argument_group("soak")
+    g.add_argument("--duration", default="2h", metavar="DURATION",
+                   help="how long the soak runs, start-up included: 2h, 30m, 90s, 1h30m or seconds (default 2h)")
+    g.add_argument("--chaos", type=float, default=0.0, metavar="RATE",
+                   help="faults per minute, at seeded random moments (default 0: no faults). None in the first "
+                        "min(20 s, 5 %%) and the last min(60 s, 20 %%) of the soak; the next fault waits until "
+                        "the previous one recovered")
+    g.add_argument("--faults", default="all", metavar="KINDS",
+                   help=f"comma-separated fault kinds to draw from: {', '.join(KINDS)} (default all that apply: "
+                        f"an attached cluster gets worker-kill only). {LINK_CUT} needs emulated hosts, which "
+                        "kvtui does not run yet")
+    g.add_argument("--sample-s", type=float, default=5.0, metavar="SECONDS",
+                   help="seconds between two samples (default 5)")
+    g.add_argument("--warmup", default=None, metavar="DURATION",
+                   help="samples before this are left out of the growth fits (default min(5 min, 20 %% of "
+                        "--duration): kvtui's bounded buffers fill during the first minutes)")
+    g.add_argument("--pause-s", type=float, default=3.0, metavar="SECONDS",
+                   help="how long a master-pause fault keeps the master stopped (SIGSTOP … SIGCONT; default 3)")
+    g.add_argument("--recovery-timeout", type=float, default=120.0, metavar="SECONDS",
+                   help="a fault not recovered this long after its injection counts as not recovered, and the "
+                        "next one may come (default 120)")
+    g.add_argument("--client-ttl", type=int, default=10, metavar="SECONDS",
+                   help="embedded master's client TTL: a killed store node's pages stay listed (reads fail with "
+                        "TRANSFER_FAIL) and a stopped client stays counted this long (default 10, Mooncake's)")
+    g.add_argument("--concurrency", type=int, default=1, metavar="N", help="requests in flight (default 1)")
+    g.add_argument("--json", metavar="PATH", help="write the summary as JSON to PATH (- for standard output)")
+    g.add_argument("--series", metavar="PATH.csv", help="write one CSV row per sample to PATH, as the soak goes")
+    g.add_argument("--record", metavar="FILE", help="record the session (frames and events, the faults "
+                   "included) to FILE for `kvtui replay` and `kvtui report`")
+    g.add_argument("--quiet", action="store_true", help="no progress line (fault lines are still printed)")
+    add_page_arguments(p)
+    add_cluster_arguments(p)
+    p.set_defaults(func=run)
+
+
+def _plan(args: argparse.Namespace):
+    """The :class:`~kvtui.soak.runner.SoakPlan` of the flags; ``KvtuiError`` on a bad value."""
+    from kvtui.soak.runner import SoakPlan, default_warmup
+    from kvtui.soak.schedule import parse_kinds
+
+    duration = parse_duration(args.duration, "--duration")
+    if not duration > 0:
+        raise KvtuiError("--duration must be positive")
+    if not (math.isfinite(args.chaos) and args.chaos >= 0):
+        raise KvtuiError(f"--chaos must be a non-negative number of faults per minute, got {args.chaos:g}")
+    if not (math.isfinite(args.sample_s) and 0 < args.sample_s <= duration):
+        raise KvtuiError(f"--sample-s must be positive seconds, at most --duration, got {args.sample_s:g}")
+    warmup = default_warmup(duration) if args.warmup is None else parse_duration(args.warmup, "--warmup")
+    if not warmup < duration:
+        raise KvtuiError("--warmup must be shorter than --duration")
+    if not (math.isfinite(args.pause_s) and args.pause_s > 0):
+        raise KvtuiError(f"--pause-s must be positive seconds, got {args.pause_s:g}")
+    if not (math.isfinite(args.recovery_timeout) and args.recovery_timeout > 0):
+        raise KvtuiError(f"--recovery-timeout must be positive seconds, got {args.recovery_timeout:g}")
+    if args.client_ttl < 1:
+        raise KvtuiError(f"--client-ttl must be at least 1 second, got {args.client_ttl}")
+    if args.concurrency < 1:
+        raise KvtuiError("--concurrency must be at least 1")
+    try:
+        kinds = parse_kinds(args.faults)
+    except ValueError as exc:
+        raise KvtuiError(str(exc)) from None
+    return SoakPlan(duration_s=duration, sample_s=args.sample_s, warmup_s=warmup, chaos_per_min=args.chaos,
+                    kinds=kinds, seed=args.seed, pause_s=args.pause_s, recovery_timeout_s=args.recovery_timeout,
+                    series_path=args.series)
+
+
+def _check_kinds(args: argparse.Namespace, plan):
+    """The plan with the kinds that apply; ``KvtuiError`` for a kind named in ``--faults`` that cannot be
+    injected here (before anything starts), or ``--chaos`` with none left."""
+    from kvtui.soak.faults import why_unavailable
+
+    attached = bool(args.master or args.metadata)
+    why = {k: w for k in plan.kinds
+           if (w := why_unavailable(k, embedded=not attached, store_node=not attached and args.segment_on == "store"))}
+    if args.faults.strip().lower() != "all":
+        for k in plan.kinds:
+            if k in why:
+                raise KvtuiError(f"--faults {k}: {why[k]}")
+    kinds = tuple(k for k in plan.kinds if k not in why)
+    if plan.chaos_per_min and not kinds:
+        raise KvtuiError("--chaos: no fault kind applies here")
+    return replace(plan, kinds=kinds)
+
+
+class _Out:
+    """Lines on stderr from two threads: fault lines (``say``) above the progress line, which a terminal
+    redraws in place (elsewhere each progress line is a line of its own)."""
+
+    def __init__(self, quiet: bool):
+        self.quiet, self.tty = quiet, sys.stderr.isatty()
+        self._lock = threading.Lock()
+        self._last = ""
+
+    def say(self, line: str) -> None:
+        with self._lock:
+            if self.tty and self._last:
+                sys.stderr.write("\r\x1b[K")
+            sys.stderr.write(f"kvtui: {line}\n")
+            if self.tty and self._last:
+                sys.stderr.write(self._last)
+            sys.stderr.flush()
+
+    def progress(self, line: str) -> None:
+        with self._lock:
+            if self.tty:
+                import shutil
+
+                self._last = line[: shutil.get_terminal_size((200, 20)).columns - 1]
+                sys.stderr.write("\r\x1b[K" + self._last)
+            else:
+                sys.stderr.write(line + "\n")
+            sys.stderr.flush()
+
+    def done(self) -> None:
+        with self._lock:
+            if self.tty and self._last:
+                sys.stderr.write("\n")
+                sys.stderr.flush()
+            self._last = ""
+
+
+def run(args: argparse.Namespace) -> int:
+    """Soak; exit 0, or 1 if a loaded page failed verification or the soak stopped early."""
+    from kvtui.live import LiveSession
+    from kvtui.soak.runner import Soak
+    from kvtui.soak.summary import format_soak
+    from workload import skipped_count, skipped_rows_text
+
+    layout = layout_of(args)
+    plan = _check_kinds(args, _plan(args))
+    for path, flag in ((args.json, "--json"), (args.series, "--series")):
+        if path and path != "-":
+            check_writable(path, flag)
+    if args.json and args.json == args.series:
+        raise KvtuiError("--json and --series name the same file")
+    if args.record:
+        check_new_file(args.record, "--record")
+    if plan.chaos_per_min and plan.pause_s >= args.client_ttl and "master-pause" in plan.kinds:
+        print(f"kvtui: warning: --pause-s {plan.pause_s:g} is not below --client-ttl {args.client_ttl}: the master "
+              "may drop every client when it continues (its keys with them)", file=sys.stderr)
+    workload, desc, problems = make_workload(args, layout)
+    if problems:
+        print(f"kvtui: {skipped_rows_text(problems)}", file=sys.stderr)
+    options, endpoints = engine_options(args, layout)
+    options = replace(options, replace_dead_workers=True, cluster=replace(options.cluster, client_ttl_s=args.client_ttl))
+    engine = start_engine(options, endpoints)
+    out = _Out(args.quiet)
+    if options.cluster.isolation:
+        out.say(f"network {options.cluster.isolation}")
+    session = LiveSession(engine, workload, desc, concurrency=args.concurrency, duration_s=plan.duration_s,
+                          layout_text=layout.describe(), layout_name=layout_name(args, layout),
+                          header=session_header(args, layout, desc, endpoints),
+                          duration_from=getattr(args, "started_at", None))
+    soak = Soak(session, plan, say=out.say, progress=None if args.quiet else out.progress)
+    if soak.faults:
+        out.say(f"chaos: {len(soak.faults)} faults scheduled ({', '.join(plan.kinds)}), seed {plan.seed}")
+    interrupted: KeyboardInterrupt | None = None
+    try:
+        start_recording(session, args.record)
+        session.start()
+        soak.run()
+    except KeyboardInterrupt as exc:  # Ctrl-C or SIGTERM: summarise what ran, then re-raise (exit 130 / 143)
+        interrupted = exc
+    except BaseException:
+        out.done()
+        session.stop()
+        raise
+    out.done()
+    with uninterrupted():
+        session.halt()
+        final = session.final_frame()
+        session.stop(final)
+        summary = soak.summary(final, session.driver, interrupted is not None)
+        summary.update(run_context(args, layout, final.workload or desc, endpoints, skipped_count(problems)))
+        summary["network"] = options.cluster.isolation
+        if args.json != "-":
+            print(format_soak(summary))
+        if args.json:
+            write_json_atomic(args.json, summary)
+    if summary["time_wait"]["flagged"]:
+        print(f"kvtui: warning: {summary['time_wait']['why']}", file=sys.stderr)
+    if summary["orphans"]:
+        print(f"kvtui: warning: processes outlived the soak: {summary['orphans']}", file=sys.stderr)
+    if interrupted is not None:
+        raise interrupted
+    if session.driver.error is not None:
+        print(f"kvtui: error: the soak stopped early: {session.driver.error}", file=sys.stderr)
+        return 1
+    return 1 if summary["mismatches"] else 0

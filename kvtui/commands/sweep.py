@@ -1,0 +1,257 @@
+"""``kvtui sweep``: a trace's hit rate through the real Mooncake store at several store capacities, beside the
+offline LRU model at the same capacities and the unbounded ideal; a table, ``--json``, and the plot
+(``--svg``/``--png``). ``kvtui report SWEEP.json`` shows a saved sweep in a terminal screen.
+
+Each capacity gets a fresh embedded cluster whose segment holds that many tokens of pages
+(:mod:`kvtui.core.sweep` gives the rule), and the trace is replayed through it as ``kvtui run --trace …
+--speed max --concurrency 1`` would (:mod:`kvtui.bench.sweep`).
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from dataclasses import replace
+
+from kvtui.commands.common import add_layout_arguments, isolate, layout_of, start_engine
+from kvtui.commands.output import check_writable, write_json_atomic
+from kvtui.commands.trace_args import add_synthesis_arguments
+from kvtui.core.errors import KvtuiError
+
+
+def register(subparsers) -> None:
+    """Add the ``sweep`` subcommand."""
+    from kvtui.core.defaults import DEFAULT_MODEL
+    from kvtui.core.sweep import SWEEP_BASE
+    from kvtui.core.traces import trace_names
+
+    p = subparsers.add_parser(
+        "sweep", help="hit rate of a trace through the real store at several capacities, against offline LRU",
+        description="For each --capacity, start an embedded Mooncake cluster whose store holds that many tokens "
+                    "of KV pages, replay the trace through it one request at a time as fast as possible, and "
+                    "report the real store's token hit rate beside the offline LRU model's at the same capacity "
+                    "(`kvtui trace-stats --capacity`) and the unbounded cache's ideal. Each point starts from an "
+                    "empty store. `kvtui report SWEEP.json` shows a saved sweep's curve.")
+    g = p.add_argument_group("what to sweep")
+    g.add_argument("--trace", required=True, metavar="NAME|FILE",
+                   help=f"a Mooncake FAST'25 JSONL trace: a shipped one by name ({trace_names()}) or a file")
+    g.add_argument("--capacity", required=True, action="append", metavar="TOKENS[,TOKENS…]",
+                   help="store capacities in tokens (4096, 500k, 1M = 1,000,000 tokens, 2.5M, 1G); a comma-separated "
+                        "list or the flag repeated; swept in ascending order, each a whole number of trace blocks")
+    g.add_argument("--trace-block-tokens", type=int, default=None, metavar="TOKENS",
+                   help="tokens per trace hash id (default 512, the FAST'25 release)")
+    g.add_argument("--strict", action="store_true", help="stop at the first bad trace row (default: skip and count)")
+    add_synthesis_arguments(p.add_argument_group(
+        "trace synthesis (as on run and trace-stats: the offline LRU curve is that of the rows replayed; "
+        "--trace-speedup changes no hit of a replay at --speed max and is refused)"))
+    add_layout_arguments(p)
+    for action in p._actions:  # the sweep's own default page shape (kvtui.core.sweep.SWEEP_BASE)
+        if action.dest == "layout":
+            action.default = None
+            action.help = (f"layout preset instead of the sweep's default pages: {SWEEP_BASE.layers} layer × "
+                           f"{SWEEP_BASE.kv_heads} KV head × {SWEEP_BASE.head_dim} element × one trace block of "
+                           "tokens per page, the element size (bytes) the smallest power of two that brings the "
+                           "smallest capacity's store to Mooncake's 16 MiB minimum (1M tokens → 8 B, 8 KiB pages); "
+                           "page bytes change no hit, only the pages a store holds do")
+        if action.dest == "model":
+            action.help = f"model name hashed into every page key (default {DEFAULT_MODEL})"
+    s = p.add_argument_group("store (a fresh embedded cluster per capacity)")
+    s.add_argument("--lease-ttl", type=float, default=10.0, metavar="SECONDS",
+                   help="the embedded master's read lease (default 10 s, Mooncake's default). Every probe and read "
+                        "grants one and a leased page cannot be evicted; at --speed max 10 s covers thousands of "
+                        "requests, not the ~40 it covers at the FAST'25 traces' own pace")
+    s.add_argument("--log-dir", metavar="DIR", help="where native logs of the clusters and workers go (default: a new "
+                   "/tmp/kvtui-logs-* folder per point)")
+    s.add_argument("--isolate-network", choices=("auto", "on", "off"), default="auto",
+                   help="run the clusters and workers in a private network namespace, loopback only (auto: when "
+                        "permitted, e.g. as root; default auto; env KVTUI_ISOLATE overrides auto)")
+    o = p.add_argument_group("output")
+    o.add_argument("--json", metavar="PATH", help="write the sweep (every point's figures, the sizing) as JSON to PATH "
+                   "('-' = stdout, instead of the table); `kvtui report PATH` shows it")
+    o.add_argument("--svg", metavar="PATH", help="write the plot as SVG: token hit rate (%%) against capacity "
+                   "(tokens, log scale), real store, offline LRU and unbounded ideal")
+    o.add_argument("--png", metavar="PATH", help="write the same plot as PNG (800×480 px)")
+    o.add_argument("--quiet", action="store_true", help="no progress bar or notes (warnings still show)")
+    p.set_defaults(func=run)
+
+
+def _layout(args: argparse.Namespace, smallest: int, block: int, watermark: float):
+    """``(layout, auto)``: the page layout of the flags, or the sweep's default shape (one trace block per page)
+    with the element size :func:`~kvtui.core.sweep.auto_elem_bytes` picks for the ``smallest`` capacity
+    (``auto`` True) unless ``--elem-bytes`` or ``--kv-dtype`` sets it."""
+    from kvtui.core.defaults import DEFAULT_MODEL
+    from kvtui.core.layout import FIELDS
+    from kvtui.core.models import KV_DTYPES
+    from kvtui.core.sweep import SWEEP_BASE, auto_elem_bytes
+
+    if args.layout is not None or args.model_config:
+        args.layout = args.layout or "seed"  # (only read when --model-config is absent)
+        return layout_of(args), False
+    if args.kv_dtype and args.elem_bytes is not None:
+        raise KvtuiError("--kv-dtype and --elem-bytes both set the element size; give one")
+    args.model = args.model or DEFAULT_MODEL
+    try:
+        base = replace(SWEEP_BASE, **{"page_tokens": block,
+                                      **{f: getattr(args, f) for f in FIELDS if getattr(args, f, None) is not None}})
+        if args.kv_dtype:
+            base = replace(base, elem_bytes=KV_DTYPES[args.kv_dtype])
+    except ValueError as exc:
+        from kvtui.commands.checks import flag_message
+
+        raise KvtuiError(flag_message(str(exc))) from None
+    if args.elem_bytes is not None or args.kv_dtype:
+        return base, False
+    try:
+        return replace(base, elem_bytes=auto_elem_bytes(smallest, block, base, watermark)), True
+    except ValueError as exc:
+        raise KvtuiError(str(exc)) from None
+
+
+def _say(text: str) -> None:
+    print(f"kvtui: {text}", file=sys.stderr, flush=True)
+
+
+def run(args: argparse.Namespace) -> int:
+    """Run the sweep; exit 0, 1 if a loaded page failed verification, 2 on bad input."""
+    import psutil
+
+    from kvtui.bench.sweep import SweepPlan
+    from kvtui.commands.trace_args import synthesis_description, synthesize_rows
+    from kvtui.core.capacity import MEMORY_SHARE
+    from kvtui.core.defaults import MIN_SEGMENT_BYTES
+    from kvtui.core.sweep import OBJECT_OVERHEAD_BYTES, format_sweep_table, point_size
+    from kvtui.core.traces import resolve_trace, trace_label
+    from kvtui.core.units import format_bytes, parse_token_list
+    from kvtui.engine.cluster import ClusterOptions
+    from kvtui.engine.procs import uninterrupted
+    from workload import DEFAULT_BLOCK_TOKENS, TraceError, read_trace, skipped_count, skipped_rows_text
+    from workload.working_set import trace_working_set
+
+    try:
+        caps = sorted(set(parse_token_list(args.capacity, "--capacity")))
+    except ValueError as exc:
+        raise KvtuiError(str(exc)) from None
+    block = args.trace_block_tokens if args.trace_block_tokens is not None else DEFAULT_BLOCK_TOKENS
+    if block < 1:
+        raise KvtuiError(f"--trace-block-tokens must be at least 1, got {block}")
+    if caps[0] < block:
+        raise KvtuiError(f"--capacity {caps[0]:,} is less than one trace block ({block:,} tokens)")
+    if not (args.lease_ttl > 0):
+        raise KvtuiError("--lease-ttl must be positive seconds")
+    if args.trace_speedup is not None:
+        raise KvtuiError("--trace-speedup changes no hit rate of a sweep: every point replays at --speed max")
+    synthesis = synthesis_description(args, has_trace=True)  # (checks the flags before any work)
+    watermark = ClusterOptions.eviction_high_watermark
+    layout, auto = _layout(args, caps[0], block, watermark)
+    try:
+        sizes = tuple(point_size(c, block, layout, watermark) for c in caps)
+    except ValueError as exc:
+        raise KvtuiError(str(exc)) from None
+    for path, flag in ((args.json, "--json"), (args.svg, "--svg"), (args.png, "--png")):
+        if path and path != "-":
+            check_writable(path, flag)
+    if args.log_dir:
+        from pathlib import Path
+
+        try:
+            Path(args.log_dir).mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise KvtuiError(f"--log-dir: cannot use {args.log_dir} as a folder ({exc.strerror})") from None
+    path = resolve_trace(args.trace)
+    try:
+        rows, problems = read_trace(path, block_tokens=block, strict=args.strict)
+    except (TraceError, ValueError) as exc:
+        raise KvtuiError(str(exc)) from None
+    if problems:
+        _say(skipped_rows_text(problems))
+    rows = synthesize_rows(args, rows, block, has_trace=True)
+    ws = trace_working_set(rows, block, layout.page_tokens)
+    touched = min(sizes[-1].pages, ws.pages) * layout.page_bytes  # a segment's memory is used as pages land
+    available = psutil.virtual_memory().available
+    if touched > available * MEMORY_SHARE:
+        raise KvtuiError(f"--capacity {caps[-1]:,}: the store would fill {format_bytes(touched)} with "
+                         f"{layout.describe()} pages, more than {MEMORY_SHARE:.0%} of this machine's free memory "
+                         f"({format_bytes(available)}): sweep smaller capacities or use smaller pages")
+    quiet = args.quiet or args.json == "-"
+    if not quiet:
+        for s in sizes:
+            if s.pages < ws.prompt_pages:
+                _say(f"note: --capacity {s.capacity_tokens:,} holds {s.pages:,} pages, fewer than the longest row's "
+                     f"{ws.prompt_pages:,}: that row cannot stay whole in the store")
+                break
+        whole = [s for s in sizes if s.pages >= ws.pages]
+        if whole:
+            _say(f"note: from --capacity {whole[0].capacity_tokens:,} on, the store holds every distinct page of "
+                 f"the trace ({ws.pages:,}): expect the unbounded ideal")
+    per_block = block // layout.page_tokens
+    rule = (f"pages = capacity // {block} tokens per block × {per_block} page{'s' if per_block > 1 else ''} per "
+            f"block; segment = ceil(pages × ({format_bytes(layout.page_bytes)} + {OBJECT_OVERHEAD_BYTES} B "
+            f"overhead) / {watermark:g} eviction watermark), at least {MIN_SEGMENT_BYTES >> 20} MiB")
+    plan = SweepPlan(rows=rows, label=trace_label(args.trace), block_tokens=block, layout=layout, sizes=sizes,
+                     model=args.model, lease_ttl_s=args.lease_ttl, log_dir=args.log_dir,
+                     isolation=isolate(args.isolate_network),
+                     sizing={"rule": rule, "eviction_high_watermark": watermark,
+                             "eviction_ratio": ClusterOptions.eviction_ratio,
+                             "object_overhead_bytes": OBJECT_OVERHEAD_BYTES, "min_segment_bytes": MIN_SEGMENT_BYTES,
+                             "elem_bytes_auto": auto},
+                     bad_rows_skipped=skipped_count(problems), synthesis=synthesis.get("synthesis", {}))
+    if not quiet:
+        _say(f"{len(sizes)} points of {len(rows):,} rows; pages {layout.describe()}; {plan.isolation}")
+    try:
+        result, interrupted = _with_progress(plan, quiet)
+    except RuntimeError as exc:
+        raise KvtuiError(str(exc)) from None
+    with uninterrupted():  # a second Ctrl-C must not cost the points already measured
+        if args.json != "-":
+            print(format_sweep_table(result))
+        if args.json:
+            write_json_atomic(args.json, result.to_dict())
+        if result.points:
+            from kvtui.bench.sweep_plot import save_plot
+
+            for out, fmt in ((args.svg, "svg"), (args.png, "png")):
+                if out:
+                    save_plot(result, out, fmt)
+    if interrupted is not None:
+        raise interrupted
+    bad = sum(p.mismatches for p in result.points)
+    if bad:
+        _say(f"{bad:,} loaded pages failed verification")
+    return 1 if bad else 0
+
+
+def _with_progress(plan, quiet: bool):
+    """:func:`kvtui.bench.sweep.run_sweep` with a rich progress bar over the whole sweep on stderr (a terminal),
+    else one line per point (not ``quiet``)."""
+    from kvtui.bench.sweep import run_sweep
+    from kvtui.core.sweep import format_tokens
+
+    rows, n = len(plan.rows), len(plan.sizes)
+
+    def start(options):
+        return start_engine(options, None)
+
+    if quiet or not sys.stderr.isatty():
+        def line(i: int, done: int, status: dict) -> None:
+            if status.get("done") and not quiet:
+                s = plan.sizes[i]
+                _say(f"sweep point {i + 1}/{n}: {format_tokens(s.capacity_tokens)} tokens ({s.pages:,} pages): "
+                     f"real store {status['real'] * 100:.2f} %")
+        return run_sweep(plan, start, line)
+    from rich.console import Console
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+    cols = [TextColumn("[bold]kvtui sweep"), BarColumn(), MofNCompleteColumn(), TextColumn("{task.fields[status]}"),
+            TimeElapsedColumn()]
+    with Progress(*cols, console=Console(stderr=True), transient=True) as prog:
+        task = prog.add_task("sweep", total=rows * n, status="starting…")
+
+        def bar(i: int, done: int, status: dict) -> None:
+            s = plan.sizes[i]
+            text = f"{i + 1}/{n}: {format_tokens(s.capacity_tokens)} tokens · real {status['real'] * 100:.1f} %"
+            if status.get("done"):
+                prog.console.print(f"kvtui: sweep point {i + 1}/{n}: {format_tokens(s.capacity_tokens)} tokens: "
+                                   f"real store {status['real'] * 100:.2f} %", markup=False, highlight=False)
+            prog.update(task, completed=i * rows + done, status=text)
+
+        return run_sweep(plan, start, bar)

@@ -1,0 +1,113 @@
+"""Trace replay flags shared by the commands that read a FAST'25 trace (``run``, ``watch`` and ``bench`` with
+``--trace``, ``trace-stats``): ``--speed`` and the synthesis flags of :mod:`workload.synthesis`
+(``--trace-speedup``, ``--prefix-scale``, ``--prompt-scale``, ``--prefix-roots``), applied to the rows
+wherever a trace is read, so that ``kvtui trace-stats`` with the same flags gives the ideal hit rate of the
+very rows a replay issues.
+
+Parsers only collect the strings; :func:`trace_synthesis` and :func:`synthesize_rows` check them and raise
+:class:`~kvtui.core.errors.KvtuiError` (one line naming the flag, exit 2).
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+
+from kvtui.core.errors import KvtuiError
+
+_FLAGS = (("trace_speedup", "--trace-speedup", "speedup"), ("prefix_scale", "--prefix-scale", "prefix_scale"),
+          ("prompt_scale", "--prompt-scale", "prompt_scale"), ("prefix_roots", "--prefix-roots", "prefix_roots"))
+
+
+def add_synthesis_arguments(p) -> None:
+    """Add the four synthesis flags to a parser or argument group (strings; :func:`trace_synthesis` checks
+    them)."""
+    p.add_argument("--trace-speedup", metavar="X",
+                   help="trace synthesis: divide each row's arrival time after the first row by X (2 = twice the "
+                        "request rate; rounded to 1 ms; hit rates unchanged). Combines with --speed")
+    p.add_argument("--prefix-scale", metavar="X",
+                   help="trace synthesis: make each row's shared block prefix (its leading blocks that other rows "
+                        "list too) X times as many blocks (rounded half up, at least 1), unique suffixes unchanged: "
+                        "more reuse for X > 1")
+    p.add_argument("--prompt-scale", metavar="X",
+                   help="trace synthesis: make each row's unique suffix (the tokens after its shared prefix) X times "
+                        "as many tokens (rounded half up, at least 1), shared prefixes unchanged: less reuse for X > 1")
+    p.add_argument("--prefix-roots", metavar="N",
+                   help="trace synthesis: N disjoint copies of the trace's prefix trees, row i using copy i mod N "
+                        "(N = 2 halves how often a prefix is met in its copy: lower reuse)")
+
+
+def _factor(text: str, flag: str) -> float:
+    try:
+        v = float(text)
+    except ValueError:
+        raise KvtuiError(f"{flag} must be a positive number, got {text!r}") from None
+    if not (v > 0) or math.isinf(v):
+        raise KvtuiError(f"{flag} must be a positive number, got {text!r}")
+    return v
+
+
+def trace_synthesis(args: argparse.Namespace, has_trace: bool | None = None):
+    """The :class:`workload.synthesis.Synthesis` of ``args``'s synthesis flags, or None when none is given.
+
+    ``has_trace``: whether the command reads a trace (default: ``args.trace`` is set); ``KvtuiError`` for a
+    synthesis flag without one (``--prefix-scale applies to --trace replays only``), a factor that is not a
+    positive number, or ``--prefix-roots`` that is not an integer >= 1."""
+    from workload.synthesis import Synthesis
+
+    given = {flag: getattr(args, attr, None) for attr, flag, _ in _FLAGS}
+    if not any(v is not None for v in given.values()):
+        return None
+    if not (has_trace if has_trace is not None else getattr(args, "trace", None)):
+        flag = next(f for f, v in given.items() if v is not None)
+        raise KvtuiError(f"{flag} applies to --trace replays only")
+    values = {}
+    for attr, flag, field in _FLAGS:
+        text = given[flag]
+        if text is None:
+            continue
+        if field == "prefix_roots":
+            try:
+                values[field] = int(text)
+            except ValueError:
+                raise KvtuiError(f"{flag} must be an integer >= 1, got {text!r}") from None
+            if values[field] < 1:
+                raise KvtuiError(f"{flag} must be an integer >= 1, got {text!r}")
+        else:
+            values[field] = _factor(text, flag)
+    return Synthesis(**values)
+
+
+def synthesize_rows(args: argparse.Namespace, rows: list, block_tokens: int, has_trace: bool | None = None) -> list:
+    """``rows`` (parsed :class:`workload.trace.TraceRow` s) with ``args``'s synthesis applied
+    (:func:`workload.synthesis.synthesize`); the rows themselves when no synthesis flag is given.
+    ``KvtuiError`` as :func:`trace_synthesis`, or when the result would be too large."""
+    from workload.synthesis import synthesize
+
+    synthesis = trace_synthesis(args, has_trace)
+    if synthesis is None:
+        return rows
+    try:
+        return synthesize(rows, synthesis, block_tokens)
+    except ValueError as exc:
+        raise KvtuiError(f"trace synthesis: {exc}") from None
+
+
+def synthesis_description(args: argparse.Namespace, has_trace: bool | None = None) -> dict:
+    """``{"synthesis": {"prefix_scale": 2.0, …}}`` (the flags given, by field of
+    :class:`workload.synthesis.Synthesis`) for a workload description or a JSON output; ``{}`` for none."""
+    synthesis = trace_synthesis(args, has_trace)
+    return {"synthesis": synthesis.as_dict()} if synthesis is not None and not synthesis.identity else {}
+
+
+def parse_speed(text: str) -> float | None:
+    """``--speed``: a positive number or ``max`` (None = as fast as possible)."""
+    if str(text).strip().lower() in ("max", "inf"):
+        return None
+    try:
+        v = float(text)
+    except ValueError:
+        raise KvtuiError(f"--speed must be a positive number or 'max', got {text!r}") from None
+    if not (v > 0) or math.isinf(v) or math.isnan(v):
+        raise KvtuiError(f"--speed must be a positive number or 'max', got {text!r}")
+    return v

@@ -1,0 +1,328 @@
+"""Capacity sweeps (``kvtui sweep``): how each point's store is sized, and the sweep result file's format.
+
+**Sizing a point.** A capacity of ``C`` tokens is the offline LRU model's ``C // block_tokens`` trace blocks
+(:func:`workload.stats.hit_rate_curve`), so the real store must keep as many blocks of pages:
+
+* ``pages = (C // block_tokens) · (block_tokens // page_tokens)``;
+* ``segment_bytes = ceil(pages · (page_bytes + overhead) / watermark)``: the master starts evicting once the
+  allocated bytes pass ``eviction_high_watermark_ratio`` of the capacity (0.9 on kvtui's embedded master,
+  ``kvtui.engine.cluster.ClusterOptions``), so a segment of this size holds exactly ``pages`` pages before
+  the first eviction. ``overhead`` is Mooncake's per-object overhead in the segment,
+  :data:`OBJECT_OVERHEAD_BYTES` = 0: measured, ``master_allocated_bytes`` is exactly the objects' bytes
+  (1,900 objects of 8 KiB in a 17,777,777-byte segment: 15,564,800 bytes allocated; 15,000 of 1,000 bytes:
+  15,000,000), and every sweep point measures it again at its end (``overhead_bytes_per_object``).
+  The segment is given to Mooncake to the byte (any size of at least 16 MiB is accepted as is);
+* Mooncake refuses segments below :data:`~kvtui.core.defaults.MIN_SEGMENT_BYTES` (16 MiB). With the sweep's
+  default page shape (:data:`SWEEP_BASE`: 1 layer × 1 KV head × 1 element × 512 tokens, one page per
+  FAST'25 block) the element size is chosen per sweep (:func:`auto_elem_bytes`): the smallest power of two
+  whose pages bring the smallest capacity's segment to 16 MiB (1M tokens = 1,953 pages → 8 bytes, 8 KiB
+  pages, a 17.0 MiB segment). Page bytes change no hit: only the number of pages the store holds does. A
+  layout the user gives is kept, and a capacity too small for it is refused, naming the smallest it can sweep.
+
+What a sized store then holds is not the model's ``pages`` at every moment: past the watermark Mooncake
+evicts a batch of ``ceil(objects · max(eviction_ratio, used − watermark + eviction_ratio))`` objects at
+once (``eviction_ratio`` 0.05), so it holds 95–100 % of ``pages`` (upstream ``mooncake-store``,
+``MasterService::BatchEvict``).
+
+Sizes are bytes, capacities tokens. Errors are ``ValueError`` with one line that names the flag.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import asdict, dataclass, field, replace
+
+from kvtui.core.defaults import MIN_SEGMENT_BYTES
+from kvtui.core.layout import PageLayout
+from kvtui.core.units import format_bytes
+
+SWEEP_KIND = "kvtui-sweep"
+"""The ``kind`` field of a sweep result file (``kvtui report`` recognises a sweep by it)."""
+SWEEP_FORMAT = 1
+"""The format version of a sweep result file; a newer one is refused by name."""
+
+OBJECT_OVERHEAD_BYTES = 0
+"""Bytes Mooncake's segment allocator adds per object: 0, measured (module docstring)."""
+
+SWEEP_BASE = PageLayout(layers=1, kv_heads=1, head_dim=1, page_tokens=512, elem_bytes=1)
+"""The sweep's default page shape before :func:`auto_elem_bytes`: one page per 512-token FAST'25 block, 1 KiB
+at one byte per element (the README's trace examples)."""
+
+CURVES = ("real Mooncake store", "offline LRU (trace-stats)", "unbounded ideal")
+"""The three curves of a sweep's plot and screen, in drawing order: hit rates measured through the real store,
+the offline LRU model's at the same capacities, and the unbounded cache's (the trace's ideal)."""
+X_LABEL = "store capacity (tokens, log scale)"
+Y_LABEL = "token hit rate (%)"
+
+MAX_AUTO_ELEM_BYTES = 1 << 20
+""":func:`auto_elem_bytes` never goes past this (1 GiB pages): a smaller capacity is refused."""
+
+
+def _tokens(n: int) -> str:
+    return f"{n:,} tokens"
+
+
+@dataclass(frozen=True)
+class PointSize:
+    """The store of one sweep point. ``capacity_tokens``: as asked; ``blocks``: trace blocks it holds
+    (the offline LRU model's capacity); ``pages``: KV pages of ``page_bytes`` the segment holds below the
+    watermark; ``segment_bytes``: the embedded segment (bytes)."""
+
+    capacity_tokens: int
+    blocks: int
+    pages: int
+    page_bytes: int
+    segment_bytes: int
+
+
+def pages_per_block(layout: PageLayout, block_tokens: int) -> int:
+    """KV pages in one trace block; ``ValueError`` when ``layout.page_tokens`` does not divide it."""
+    if block_tokens < 1 or block_tokens % layout.page_tokens:
+        raise ValueError(f"--page-tokens {layout.page_tokens} does not divide the trace block of {block_tokens} "
+                         "tokens: a KV page must not straddle two trace blocks")
+    return block_tokens // layout.page_tokens
+
+
+def segment_bytes_for(pages: int, page_bytes: int, watermark: float,
+                      overhead: int = OBJECT_OVERHEAD_BYTES) -> int:
+    """Smallest segment (bytes) whose allocated share stays at or below ``watermark`` (0–1) with ``pages``
+    objects of ``page_bytes + overhead``: ``ceil(pages · (page_bytes + overhead) / watermark)``."""
+    if not 0 < watermark <= 1:
+        raise ValueError(f"eviction watermark must be within (0, 1], got {watermark}")
+    need = pages * (page_bytes + overhead)
+    seg = math.ceil(need / watermark)
+    while seg > 1 and need / (seg - 1) <= watermark:  # float rounding: never one byte more than needed
+        seg -= 1
+    while need / seg > watermark:
+        seg += 1
+    return seg
+
+
+def min_capacity_tokens(layout: PageLayout, block_tokens: int, watermark: float,
+                        overhead: int = OBJECT_OVERHEAD_BYTES) -> int:
+    """The smallest capacity (tokens, whole trace blocks) whose segment reaches Mooncake's 16 MiB minimum
+    with ``layout``'s pages."""
+    per_block = pages_per_block(layout, block_tokens)
+    block_bytes = per_block * (layout.page_bytes + overhead)
+    blocks = max(1, math.ceil(MIN_SEGMENT_BYTES * watermark / block_bytes))
+    while segment_bytes_for(blocks * per_block, layout.page_bytes, watermark, overhead) < MIN_SEGMENT_BYTES:
+        blocks += 1
+    return blocks * block_tokens
+
+
+def point_size(capacity_tokens: int, block_tokens: int, layout: PageLayout, watermark: float,
+               overhead: int = OBJECT_OVERHEAD_BYTES) -> PointSize:
+    """Size the store of one point (module docstring). ``ValueError`` (one line naming ``--capacity``) when
+    the capacity is below one trace block, or its segment below Mooncake's 16 MiB minimum."""
+    per_block = pages_per_block(layout, block_tokens)
+    blocks = capacity_tokens // block_tokens
+    if blocks < 1:
+        raise ValueError(f"--capacity {capacity_tokens:,} is less than one trace block ({_tokens(block_tokens)})")
+    pages = blocks * per_block
+    seg = segment_bytes_for(pages, layout.page_bytes, watermark, overhead)
+    if seg < MIN_SEGMENT_BYTES:
+        least = min_capacity_tokens(layout, block_tokens, watermark, overhead)
+        need_page = math.ceil(MIN_SEGMENT_BYTES * watermark / pages) - overhead
+        raise ValueError(f"--capacity {capacity_tokens:,}: {pages:,} pages of {format_bytes(layout.page_bytes)} "
+                         f"need a {format_bytes(seg)} segment, below Mooncake's smallest "
+                         f"({MIN_SEGMENT_BYTES >> 20} MiB): sweep capacities of at least {least:,} tokens with "
+                         f"this layout, or use pages of at least {need_page:,} bytes (e.g. a larger --elem-bytes)")
+    return PointSize(capacity_tokens, blocks, pages, layout.page_bytes, seg)
+
+
+def auto_elem_bytes(capacity_tokens: int, block_tokens: int, base: PageLayout, watermark: float,
+                    overhead: int = OBJECT_OVERHEAD_BYTES) -> int:
+    """The smallest power-of-two element size (bytes) with which ``base``'s pages bring the segment of
+    ``capacity_tokens`` (the smallest of the sweep) to Mooncake's 16 MiB minimum; ``ValueError`` past
+    :data:`MAX_AUTO_ELEM_BYTES`."""
+    pages_per_block(base, block_tokens)  # (its own error first)
+    if capacity_tokens < block_tokens:
+        point_size(capacity_tokens, block_tokens, base, watermark, overhead)  # raises: below one block
+    elem = 1
+    while elem <= MAX_AUTO_ELEM_BYTES:
+        try:
+            point_size(capacity_tokens, block_tokens, replace(base, elem_bytes=elem), watermark, overhead)
+            return elem
+        except ValueError:
+            elem *= 2
+    raise ValueError(f"--capacity {capacity_tokens:,} is too small to size a store of at least "
+                     f"{MIN_SEGMENT_BYTES >> 20} MiB with pages of at most {format_bytes(base.page_bytes * elem // 2)}")
+
+
+# -- the result file ------------------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class SweepPoint:
+    """One capacity of a sweep. Rates are 0..1 token hit rates (hit tokens ÷ input tokens of the rows).
+
+    ``real_token_hit_rate``: measured through the real store; ``lru_token_hit_rate``: the offline LRU model at
+    the same capacity (``kvtui trace-stats --capacity``); ``pages_hit`` / ``pages_total``: the real store's
+    page hits over the full pages; ``pages_published`` / ``pages_failed``: puts that stored a page or were
+    refused (``NO_AVAILABLE_HANDLE``: the rest of the segment leased or in use); ``evicted_keys``: the
+    master's ``master_evicted_key_count`` at the end; ``keys_at_end`` / ``keys_max``: objects held (at the
+    end / the most seen by the 1 Hz scrape); ``used_bytes_at_end``: ``master_allocated_bytes`` at the end;
+    ``overhead_bytes_per_object``: ``(used_bytes_at_end − keys_at_end · page_bytes) / keys_at_end`` (None
+    with no key); ``elapsed_s``: the replay's seconds; ``errors``: store codes by name and count."""
+
+    capacity_tokens: int
+    blocks: int
+    pages: int
+    segment_bytes: int
+    real_token_hit_rate: float
+    lru_token_hit_rate: float
+    pages_hit: int = 0
+    pages_total: int = 0
+    tokens_hit: int = 0
+    pages_published: int = 0
+    pages_failed: int = 0
+    mismatches: int = 0
+    evicted_keys: int | None = None
+    keys_at_end: int | None = None
+    keys_max: int | None = None
+    used_bytes_at_end: int | None = None
+    overhead_bytes_per_object: float | None = None
+    elapsed_s: float = 0.0
+    errors: dict = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class SweepResult:
+    """A sweep: where it ran and its points, in the order run (ascending capacity).
+
+    ``trace``: the trace as named; ``rows``: rows replayed; ``block_tokens``: tokens per hash id;
+    ``input_tokens``: the rows' prompt tokens; ``ideal_token_hit_rate``: the unbounded cache's rate (0..1);
+    ``layout``: :meth:`PageLayout.as_dict`; ``sizing``: how the stores were sized (``rule``, words;
+    ``eviction_high_watermark``, ``eviction_ratio``, ``object_overhead_bytes``, ``min_segment_bytes``,
+    ``elem_bytes_auto``); ``store``: how each point's store ran (``lease_ttl_s``, ``fresh_cluster_per_point``,
+    ``speed``, ``concurrency``); ``versions``: kvtui's and Mooncake's; ``synthesis``: the trace synthesis
+    applied to the rows (``--prefix-scale`` …, ``workload.synthesis.Synthesis`` fields; empty: none);
+    ``interrupted``: the sweep was stopped before its last point."""
+
+    trace: str
+    rows: int
+    block_tokens: int
+    input_tokens: int
+    ideal_token_hit_rate: float
+    layout: dict
+    points: tuple[SweepPoint, ...]
+    sizing: dict = field(default_factory=dict)
+    store: dict = field(default_factory=dict)
+    versions: dict = field(default_factory=dict)
+    bad_rows_skipped: int = 0
+    synthesis: dict = field(default_factory=dict)
+    interrupted: bool = False
+
+    @property
+    def page_bytes(self) -> int:
+        """Bytes of one KV page of :attr:`layout`."""
+        return PageLayout(**self.layout).page_bytes
+
+    def to_dict(self) -> dict:
+        """The JSON document (``kind`` :data:`SWEEP_KIND`, ``format`` :data:`SWEEP_FORMAT`)."""
+        d = asdict(self)
+        d["points"] = [asdict(p) for p in self.points]
+        return {"kind": SWEEP_KIND, "format": SWEEP_FORMAT, "page_bytes": self.page_bytes, **d}
+
+
+def is_sweep_document(data: object) -> bool:
+    """True when ``data`` (parsed JSON) says it is a sweep result (its ``kind``)."""
+    return isinstance(data, dict) and data.get("kind") == SWEEP_KIND
+
+
+def sweep_from_dict(data: dict, where: str = "sweep file") -> SweepResult:
+    """The :class:`SweepResult` of a parsed sweep file; ``ValueError`` (one line naming ``where`` and the
+    field) when it is not one, is of a newer format, or misses a field."""
+    if not is_sweep_document(data):
+        raise ValueError(f"{where} is not a kvtui sweep result (no \"kind\": \"{SWEEP_KIND}\")")
+    fmt = data.get("format")
+    if not isinstance(fmt, int) or fmt > SWEEP_FORMAT:
+        raise ValueError(f"{where} is a sweep of format {fmt!r}; this kvtui reads format {SWEEP_FORMAT} "
+                         "(upgrade kvtui)")
+    names = {f for f in SweepResult.__dataclass_fields__}
+    point_names = set(SweepPoint.__dataclass_fields__)
+    try:
+        raw_points = data["points"]
+        points = []
+        for i, p in enumerate(raw_points):
+            if not isinstance(p, dict):
+                raise ValueError(f"{where}: point {i + 1} is not an object")
+            points.append(SweepPoint(**{k: v for k, v in p.items() if k in point_names}))
+        kw = {k: v for k, v in data.items() if k in names and k != "points"}
+        result = SweepResult(points=tuple(points), **kw)
+        PageLayout(**result.layout)
+    except KeyError as exc:
+        raise ValueError(f"{where}: field {exc.args[0]!r} is missing") from None
+    except TypeError as exc:
+        missing = str(exc).split(": ", 1)[-1]
+        raise ValueError(f"{where}: a field is missing or of the wrong type ({missing})") from None
+    for i, p in enumerate(result.points):
+        for name in ("real_token_hit_rate", "lru_token_hit_rate"):
+            v = getattr(p, name)
+            if not isinstance(v, (int, float)) or not 0 <= v <= 1:
+                raise ValueError(f"{where}: point {i + 1}: {name} must be within 0..1, got {v!r}")
+        if not isinstance(p.capacity_tokens, int) or p.capacity_tokens < 1:
+            raise ValueError(f"{where}: point {i + 1}: capacity_tokens must be a positive integer")
+    return result
+
+
+def format_tokens(n: int) -> str:
+    """A capacity as the command line writes it: ``1M``, ``3M``, ``2.5M``, ``500k``, ``4096``."""
+    for div, suffix in ((10**9, "G"), (10**6, "M"), (10**3, "k")):
+        if n >= div:
+            v = n / div
+            return f"{v:.3g}{suffix}" if round(v, 2) != int(v) else f"{int(v)}{suffix}"
+    return str(n)
+
+
+TABLE_HEAD = ("capacity", "pages", "segment", "real store", "offline LRU", "real − LRU", "held at end",
+              "evicted", "puts refused")
+"""The columns of a sweep's table (``kvtui sweep``, ``kvtui report SWEEP.json`` and its screen)."""
+
+
+def table_rows(result: SweepResult) -> list[tuple[str, ...]]:
+    """One row of :data:`TABLE_HEAD` per point, as text with units: capacity in tokens, the pages the store
+    holds below the watermark, the segment's bytes, the two token hit rates (%), their gap (percentage
+    points), the objects held at the end and the master's evicted keys and refused puts."""
+    rows = []
+    for p in result.points:
+        held = "—" if p.keys_at_end is None else f"{p.keys_at_end:,}"
+        evicted = "—" if p.evicted_keys is None else f"{p.evicted_keys:,}"
+        rows.append((f"{p.capacity_tokens:,} tok", f"{p.pages:,}", format_bytes(p.segment_bytes),
+                     f"{p.real_token_hit_rate * 100:.2f} %", f"{p.lru_token_hit_rate * 100:.2f} %",
+                     f"{(p.real_token_hit_rate - p.lru_token_hit_rate) * 100:+.2f} pt", held, evicted,
+                     f"{p.pages_failed:,}"))
+    return rows
+
+
+def describe_sweep(result: SweepResult) -> list[str]:
+    """The lines above a sweep's table: the trace, the layout and how the stores were sized and run."""
+    lay = PageLayout(**result.layout)
+    s, st = result.sizing, result.store
+    lines = [f"trace {result.trace}: {result.rows:,} rows, {result.input_tokens:,} input tokens, "
+             f"{result.block_tokens} tokens per block; unbounded ideal {result.ideal_token_hit_rate * 100:.2f} %",
+             f"layout {lay.describe()}" + (" (element size chosen for Mooncake's 16 MiB minimum segment)"
+                                           if s.get("elem_bytes_auto") else "")]
+    if result.synthesis:
+        lines.append("trace synthesis: " + ", ".join(f"{k.replace('_', ' ')} {v:g}" if isinstance(v, (int, float))
+                                                     else f"{k.replace('_', ' ')} {v}"
+                                                     for k, v in result.synthesis.items()))
+    if s.get("rule"):
+        lines.append(f"store sizing: {s['rule']}")
+    if st:
+        lease = st.get("lease_ttl_s")
+        lines.append(f"each point: a fresh embedded cluster (empty store), replay at --speed "
+                     f"{st.get('speed', 'max')}, --concurrency {st.get('concurrency', 1)}, read lease "
+                     f"{lease:g} s" if isinstance(lease, (int, float)) else "each point: a fresh embedded cluster")
+    if result.interrupted:
+        lines.append(f"interrupted: {len(result.points)} points finished")
+    return lines
+
+
+def format_sweep_table(result: SweepResult) -> str:
+    """The text of a sweep: :func:`describe_sweep` lines, then the table of :func:`table_rows`."""
+    rows = [TABLE_HEAD, *table_rows(result)]
+    widths = [max(len(r[i]) for r in rows) for i in range(len(TABLE_HEAD))]
+    out = describe_sweep(result) + [""]
+    for r in rows:
+        out.append("  ".join(c.rjust(w) if i else c.ljust(w) for i, (c, w) in enumerate(zip(r, widths))).rstrip())
+    return "\n".join(out)

@@ -1,0 +1,342 @@
+"""Injecting the faults of a soak's schedule (:mod:`kvtui.soak.schedule`) into a live session, and timing
+each one's recovery.
+
+Each fault is injected, then *cleared* (the supervisor's part: the killed process restarted, SIGCONT sent,
+the filler removed, the worker chain rebuilt), and it counts as *recovered* once requests flow again:
+requests that started after it was cleared finish without a store error and without a mismatch, at least
+``STABLE_N`` of them in a row over at least ``STABLE_S`` seconds (one healthy request is not enough: after
+a master restart a client that has not noticed it yet fails its next calls with RPC_FAIL). Its recovery
+time runs from the injection to the end of the first request of that healthy run (``recovery_s``), so it
+includes the outage the fault caused; ``cleared_s`` says how much of it was the restart. A fault is injected only once
+the previous one recovered (or ``recovery_timeout_s`` passed): a fault that would start after the end of
+the soak's span is skipped and counted. While a fault is open, :class:`RecoveryTracker` counts the requests
+lost (the engine's worker replacements), the requests that finished with a store error (by code) and the
+mismatches (wrong bytes: every loaded page is verified, these must stay 0).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import sys
+import threading
+import time
+from collections import Counter
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Callable
+
+from kvtui.core.codes import code_name
+from kvtui.core.events import EngineEvent
+from kvtui.soak.schedule import (
+    LINK_CUT, MASTER_KILL, MASTER_PAUSE, STORE_FULL, STORE_KILL, WORKER_KILL, Fault,
+)
+
+NEXT_AFTER_S = 1.0  # after a recovery, the next fault waits at least this long
+FULL_HOLD_S = 1.0  # the filler keeps the store full this long before removing its objects
+FILLER_OBJECT_MAX = 4 << 20  # bytes of the first filler objects (at most; 1/64 of a smaller segment, at least
+# 64 KiB); the smallest are 1/16 of that, or a KV page if larger
+WAIT_CLEAR_S = 60.0  # a worker replacement, a restart or a filler that takes longer than this failed
+STABLE_N, STABLE_S = 3, 2.0  # recovered: this many healthy requests in a row, spanning this many seconds
+
+
+@dataclass
+class FaultRecord:
+    """What happened to one scheduled fault. Times are seconds on the engine's clock (the workload's start).
+
+    ``t_s``: injected (None: skipped, see ``error``); ``delayed_s``: after its scheduled ``scheduled_s``
+    (the previous fault was still open); ``cleared_s``: the fault was over; ``recovered_s``: the first
+    request of the healthy run after ``cleared_s`` finished (None: not within the timeout, or the soak
+    ended first);
+    ``lost``: requests lost with a dead worker; ``failed``: requests that finished with a store error
+    between injection and recovery, ``errors`` their codes by name; ``mismatches``: pages whose bytes did
+    not verify meanwhile; ``detail``: what was done (pids, the filler's report); ``cut_short``: the soak
+    ended (or was interrupted) while it was open."""
+
+    n: int
+    kind: str
+    target: str
+    scheduled_s: float
+    t_s: float | None = None
+    delayed_s: float = 0.0
+    cleared_s: float | None = None
+    recovered_s: float | None = None
+    lost: int = 0
+    failed: int = 0
+    mismatches: int = 0
+    errors: dict = field(default_factory=dict)
+    detail: dict = field(default_factory=dict)
+    error: str | None = None
+    cut_short: bool = False
+
+    @property
+    def recovery_s(self) -> float | None:
+        """Seconds from the injection to the end of the first healthy request after it was cleared."""
+        return None if self.recovered_s is None or self.t_s is None else self.recovered_s - self.t_s
+
+    def as_dict(self) -> dict:
+        """JSON-ready form, with ``recovery_s`` and ``clear_s`` (injection → cleared)."""
+        d = asdict(self)
+        d["recovery_s"] = self.recovery_s
+        d["clear_s"] = None if self.cleared_s is None or self.t_s is None else self.cleared_s - self.t_s
+        return d
+
+
+class RecoveryTracker:
+    """Fed every :class:`~kvtui.core.events.RequestResult` (``add``, from the engine's collector thread);
+    closes the open fault once a healthy run of requests started after it was cleared (see the module)."""
+
+    def __init__(self):
+        self._lock = threading.Lock()
+        self.open: FaultRecord | None = None
+        self.recovered = threading.Event()
+        self._errors: Counter = Counter()
+        self.completed = 0  # every request seen, and those that finished with a store error
+        self.with_errors = 0
+        self._run: tuple[float, float, int] | None = None  # healthy run: (first start, first end, requests)
+
+    def begin(self, rec: FaultRecord) -> None:
+        """Count results for ``rec`` from now on (before it is injected)."""
+        with self._lock:
+            self.open, self._errors, self._run = rec, Counter(), None
+            self.recovered.clear()
+
+    def cleared(self, rec: FaultRecord, t: float) -> None:
+        """``rec`` is over at engine time ``t``: the next healthy request starting after it recovers it."""
+        with self._lock:
+            rec.cleared_s = t
+
+    def end(self) -> None:
+        """Stop counting for the open fault (recovered, timed out or the soak ended)."""
+        with self._lock:
+            if self.open is not None:
+                self.open.errors = dict(sorted(self._errors.items()))
+            self.open = None
+
+    def add(self, r) -> None:
+        """One finished request."""
+        with self._lock:
+            self.completed += 1
+            self.with_errors += bool(r.codes)
+            rec = self.open
+            if rec is None or rec.t_s is None or r.t_end < rec.t_s:
+                return
+            if r.codes:
+                rec.failed += 1
+                for code, n in r.codes.items():
+                    self._errors[code_name(code)] += n
+            rec.mismatches += r.mismatches
+            if rec.cleared_s is None or r.t_start < rec.cleared_s:
+                return
+            if r.codes or r.mismatches:
+                self._run = None
+                return
+            first_start, first_end, n = self._run or (r.t_start, r.t_end, 0)
+            self._run = (first_start, first_end, n + 1)
+            if n + 1 >= STABLE_N and r.t_end - first_start >= STABLE_S:
+                rec.recovered_s = first_end
+                rec.errors = dict(sorted(self._errors.items()))
+                self.open = None
+                self.recovered.set()
+
+
+def why_unavailable(kind: str, *, embedded: bool, store_node: bool) -> str | None:
+    """Why ``kind`` cannot be injected (None: it can) into an embedded cluster or an attached one, with or
+    without a store node. The hook for a link cut: it becomes available when kvtui runs emulated hosts
+    (the topology issue) and :data:`INJECT` has an entry for it."""
+    if kind == LINK_CUT or kind not in INJECT:
+        return f"{kind} needs emulated hosts, which kvtui does not run yet (the topology issue)"
+    if kind in (MASTER_KILL, MASTER_PAUSE, STORE_FULL) and not embedded:
+        return f"{kind} needs the embedded cluster (kvtui does not kill, pause or fill a store it attached to)"
+    if kind == STORE_KILL and not store_node:
+        return "store-kill needs the embedded store node (--segment-on store, no --master)"
+    return None
+
+
+def unavailable(kind: str, engine) -> str | None:
+    """:func:`why_unavailable` for a started ``engine``."""
+    cluster = engine.cluster
+    return why_unavailable(kind, embedded=cluster is not None,
+                           store_node=cluster is not None and cluster.process("store") is not None)
+
+
+class Injector(threading.Thread):
+    """Injects ``faults`` (sorted by time) into ``session`` (a :class:`kvtui.live.LiveSession` whose engine
+    replaces dead workers), one at a time, each after the previous recovered. ``end_s``: no fault starts
+    after this engine time; ``recovery_timeout_s``: how long a fault may stay open; ``pause_s``: how long a
+    paused master stays stopped; ``note_pid(name, pid)``: every process a fault starts (orphan checks);
+    ``say(line)``: one line per injection and recovery (also logged as events of the session).
+    :attr:`records` holds a :class:`FaultRecord` per fault, in order, injected or skipped."""
+
+    def __init__(self, session, faults: tuple[Fault, ...], tracker: RecoveryTracker, *, end_s: float,
+                 recovery_timeout_s: float, pause_s: float, note_pid: Callable[[str, int], None],
+                 say: Callable[[str], None]):
+        super().__init__(name="kvtui-chaos", daemon=True)
+        self.session, self.engine = session, session.engine
+        self.faults, self.tracker = faults, tracker
+        self.end_s, self.timeout_s, self.pause_s = end_s, recovery_timeout_s, pause_s
+        self.note_pid, self.say = note_pid, say
+        self.records: list[FaultRecord] = []
+        self._halt = threading.Event()
+        self.error: BaseException | None = None
+        self._fill = 0
+
+    def stop(self) -> None:
+        """Inject nothing more; the fault under way is cleared (a paused master continued, the filler's
+        objects removed), its recovery is not waited for."""
+        self._halt.set()
+
+    @property
+    def open(self) -> bool:
+        """True while an injected fault has not recovered."""
+        return self.tracker.open is not None
+
+    def _log(self, kind: str, text: str) -> None:
+        self.session.agg.event(EngineEvent(kind, self.session.agg.now(), text))
+        self.say(text)
+
+    def run(self) -> None:
+        try:
+            ready_at = 0.0
+            for fault in self.faults:
+                rec = FaultRecord(fault.n, fault.kind, fault.target, fault.t_s)
+                self.records.append(rec)
+                at = max(fault.t_s, ready_at)
+                while not self._halt.is_set() and self.engine.now() < at:
+                    self._halt.wait(min(0.2, max(0.0, at - self.engine.now())))
+                if self._halt.is_set() or self.engine.now() > self.end_s:
+                    rec.error = "skipped: the soak ended before its turn"
+                    continue
+                self._one(rec)
+                ready_at = self.engine.now() + NEXT_AFTER_S
+        except BaseException as exc:  # a fault that cannot be injected or cleared ends the chaos, not the soak
+            self.error = exc
+            self._log("error", f"chaos: stopped injecting: {type(exc).__name__}: {exc}")
+        finally:
+            self.tracker.end()
+
+    def _one(self, rec: FaultRecord) -> None:
+        n_all = len(self.faults)
+        self.tracker.begin(rec)
+        rec.t_s = self.engine.now()
+        rec.delayed_s = max(0.0, rec.t_s - rec.scheduled_s)
+        replacements = len(self.engine.replacements)
+        self._log("outage", f"chaos: fault {rec.n}/{n_all} {rec.kind} ({rec.target}) injected")
+        try:
+            rec.detail = INJECT[rec.kind](self, rec)
+        except Exception as exc:
+            rec.error = f"{type(exc).__name__}: {exc}"
+        self.tracker.cleared(rec, self.engine.now())
+        self.session.panels.proc_sampler.set_pids(self.engine.worker_pids())
+        deadline = rec.t_s + self.timeout_s
+        while not self._halt.is_set() and not self.tracker.recovered.is_set() and self.engine.now() < deadline:
+            self.tracker.recovered.wait(0.1)
+        self.tracker.end()
+        rec.cut_short = rec.recovered_s is None and self._halt.is_set()
+        rec.lost = sum(r.lost for r in self.engine.replacements[replacements:])
+        if rec.recovery_s is not None:
+            self._log("info", f"chaos: fault {rec.n} {rec.kind} recovered in {rec.recovery_s:.1f} s (cleared "
+                              f"after {rec.cleared_s - rec.t_s:.1f} s; {rec.lost} requests lost, {rec.failed} "
+                              f"with store errors, {rec.mismatches} mismatches)")
+        else:
+            why = rec.error or ("the soak ended first" if self._halt.is_set() else
+                                f"no healthy request within {self.timeout_s:g} s")
+            self._log("error", f"chaos: fault {rec.n} {rec.kind} NOT recovered ({why})")
+
+    # -- the faults ----------------------------------------------------------------------------------------
+    def _master(self):
+        proc = self.engine.cluster.process("master")
+        if proc is None or not proc.alive():
+            raise RuntimeError("the master is not running")
+        return proc
+
+    def master_kill(self, rec: FaultRecord) -> dict:
+        """SIGKILL the master, wait until it is gone, start it again on the same ports (no keys)."""
+        old = self._master()
+        os.kill(old.pid, signal.SIGKILL)
+        old.popen.wait(10)
+        self.session.restart_master()  # (LiveSession logs it and shows the new pid)
+        new = self._master()
+        self.note_pid("master", new.pid)
+        return {"killed_pid": old.pid, "new_pid": new.pid}
+
+    def master_pause(self, rec: FaultRecord) -> dict:
+        """SIGSTOP the master for ``pause_s`` (a hung peer: connections stay open, nothing answers), then
+        SIGCONT (always, even when the soak is stopped meanwhile)."""
+        proc = self._master()
+        os.kill(proc.pid, signal.SIGSTOP)
+        try:
+            end = time.monotonic() + self.pause_s
+            while time.monotonic() < end:
+                time.sleep(min(0.05, max(0.0, end - time.monotonic())))
+        finally:
+            os.kill(proc.pid, signal.SIGCONT)
+        return {"pid": proc.pid, "paused_s": self.pause_s}
+
+    def store_kill(self, rec: FaultRecord) -> dict:
+        """SIGKILL the store node, start a new one with a segment of the same size."""
+        old = self.engine.cluster.process("store")
+        if old is None or not old.alive():
+            raise RuntimeError("the store node is not running")
+        os.kill(old.pid, signal.SIGKILL)
+        old.popen.wait(10)
+        self.engine.restart_store()
+        new = self.engine.cluster.process("store")
+        self.note_pid("store", new.pid)
+        return {"killed_pid": old.pid, "new_pid": new.pid}
+
+    def worker_kill(self, rec: FaultRecord) -> dict:
+        """SIGKILL one worker (``rec.target``); cleared when the engine has rebuilt the chain."""
+        handle = getattr(self.engine, rec.target)
+        if handle is None:
+            raise RuntimeError(f"no {rec.target} worker")
+        before = len(self.engine.replacements)
+        os.kill(handle.pid, signal.SIGKILL)
+        deadline = time.monotonic() + WAIT_CLEAR_S
+        while len(self.engine.replacements) <= before:
+            if time.monotonic() > deadline:
+                raise RuntimeError(f"the engine did not replace the {rec.target} worker within {WAIT_CLEAR_S:g} s")
+            time.sleep(0.02)
+        done = self.engine.replacements[before]
+        for role, pid in done.pids.items():
+            self.note_pid(role, pid)
+        return {"killed_pid": handle.pid, "new_pids": done.pids, "replace_s": round(done.took_s, 3)}
+
+    def store_full(self, rec: FaultRecord) -> dict:
+        """A separate client (:mod:`kvtui.soak.filler`) fills the store until a put is refused, holds it
+        ``FULL_HOLD_S``, then removes its objects; cleared when it has exited."""
+        from kvtui.engine.procs import spawn
+
+        ep = self.engine.endpoints
+        segment = self.engine.options.store_bytes
+        obj = max(64 << 10, min(FILLER_OBJECT_MAX, segment // 64))
+        self._fill += 1
+        log_dir = Path(ep.log_dir or "/tmp")
+        report = log_dir / f"filler-{os.getpid()}-{self._fill}.json"
+        smallest = max(self.engine.options.layout.page_bytes, obj // 16)
+        argv = [sys.executable, "-m", "kvtui.soak.filler", "--endpoints", json.dumps(ep.as_dict()), "--object-bytes",
+                str(obj), "--min-object-bytes", str(smallest), "--max-bytes", str(2 * segment), "--hold-s",
+                str(FULL_HOLD_S), "--report", str(report)]
+        proc = spawn("filler", argv, log_dir / "filler.log")
+        self.note_pid("filler", proc.pid)
+        try:
+            code = proc.popen.wait(WAIT_CLEAR_S)
+        except Exception:
+            proc.stop(0.5)
+            raise RuntimeError(f"the filler did not finish within {WAIT_CLEAR_S:g} s") from None
+        try:
+            out = json.loads(report.read_text())
+            report.unlink()
+        except (OSError, ValueError):
+            out = {}
+        out.update(pid=proc.pid, exit_code=code, object_bytes=obj)
+        if code != 0 or "error" in out:
+            raise RuntimeError(f"the filler failed (exit code {code}): {out.get('error', 'see filler.log')}")
+        return out
+
+
+INJECT = {MASTER_KILL: Injector.master_kill, MASTER_PAUSE: Injector.master_pause, STORE_KILL: Injector.store_kill,
+          WORKER_KILL: Injector.worker_kill, STORE_FULL: Injector.store_full}
+"""How each kind is injected and cleared. A link cut (``LINK_CUT``) has no entry yet: it needs emulated
+hosts (the topology issue); :func:`unavailable` says so, and a kind added here becomes schedulable."""

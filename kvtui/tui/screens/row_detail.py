@@ -1,0 +1,110 @@
+"""The detail panel of one page-grid row (Enter or a click on the row): what happened to that request.
+
+Its prefix group, prompt length and layout, the count and the state of every page (one glyph each, as in
+the grid), the reload and publish times, the bytes moved, its first and last store key (look a page up with
+``kvtui keys``), its failing store codes and, for a trace row, how many pages an unbounded cache would have
+reloaded (the ``trace-stats`` rule): the difference is what the store's capacity and concurrency cost.
+
+Like the settings screen it is built once and shown again for each row, over an opaque background (see
+:mod:`kvtui.tui.screens.settings`: a translucent one costs a repaint of the whole dashboard).
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+
+from rich.text import Text
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.containers import Vertical
+from textual.screen import ModalScreen
+from textual.widgets import Static
+
+from kvtui.tui.fmt import fmt_elapsed, fmt_int, fmt_ms, format_bytes
+from kvtui.tui.widgets.page_grid import CLASS, GLYPH, STATES
+
+
+GROUPS = {"sys": "a system prompt of the pool", "shot": "a few-shot template", "conv": "one conversation's turns",
+          "pfx": "trace rows with this hash id where the trace's rows first differ"}
+
+
+def detail_lines(row) -> list:
+    """The panel's lines for ``row`` (a :class:`~kvtui.metrics.frame.PageRow`): texts, and ``("pages",
+    states)`` where the page strip goes (one glyph per page, drawn with the grid's styles)."""
+    states = bytes(row.states)
+    counts = Counter(states)
+    pages = len(states)
+    group = f" · prefix group {row.group} ({GROUPS.get(row.group.split()[0], 'a shared prefix')})" if row.group else ""
+    out: list[Text | str] = [Text(f"Request #{row.req_id} · {row.scenario}{group}", style="bold")]
+    size = ""
+    if row.page_tokens:
+        size = f" · pages of {row.page_tokens} tok" + (f", {format_bytes(row.page_bytes)} each" if row.page_bytes else "")
+    out.append(f"{fmt_int(row.n_tokens)} tokens · {pages} pages{size}" + (f" · finished at {fmt_elapsed(row.t)}"
+                                                                         if row.t else ""))
+    out.append("")
+    out.append(("summary", [(s, f"{fmt_int(counts[s])} {word}") for s, _, _, word, _ in STATES if counts[s]]))
+    out.append(("pages", states))  # the strip: drawn by RowDetail with the grid's styles
+    if row.page_tokens or row.reload_ms or row.publish_ms:
+        out.append(f"reload {fmt_ms(row.reload_ms)} (probe + read) · publish {fmt_ms(row.publish_ms)} (probe + put)")
+        out.append(f"loaded {format_bytes(row.bytes_loaded)} · written {format_bytes(row.bytes_written)}")
+    if row.keys:
+        out.append(f"first key {row.keys[0]}")
+        if len(row.keys) > 1 and row.keys[-1] != row.keys[0]:
+            out.append(f"last key  {row.keys[-1]}")
+    if row.codes:
+        out.append("store codes: " + ", ".join(f"{name} ×{n}" for name, n in row.codes))
+    if row.ideal_pages >= 0:
+        lost = row.ideal_pages - row.pages_hit
+        out.append(f"ideal (unbounded cache, trace-stats rule): {row.ideal_pages} pages hit"
+                   + (f" → {lost} lost to the store's capacity or concurrency" if lost > 0 else " — all of them hit"))
+    out.append(Text("Esc / Enter closes", style="dim"))
+    return out
+
+
+class RowDetailScreen(ModalScreen[None]):
+    """:meth:`show_row` fills it for a row before each push; Esc or Enter closes it. ``style_of``: the page
+    grid's style lookup (its cells' colours)."""
+
+    BINDINGS = [Binding("escape,enter,q", "close", "Close", show=False)]
+
+    def __init__(self, style_of=None) -> None:
+        super().__init__()
+        self.row = None
+        self.style_of = style_of or (lambda name: "")
+
+    def compose(self) -> ComposeResult:
+        with Vertical(id="row-detail"):
+            yield Static("", id="row-detail-body")
+
+    def text(self, width: int) -> Text:
+        """The panel's text for :attr:`row`, the page strip wrapped at ``width``."""
+        out = Text()
+        for i, line in enumerate(detail_lines(self.row) if self.row is not None else []):
+            if i:
+                out.append("\n")
+            if isinstance(line, tuple) and line[0] == "summary":
+                for j, (s, text) in enumerate(line[1]):  # (no span starts with a space: SVG renderers drop those)
+                    out.append(GLYPH.get(s, "?") + " ", self.style_of(CLASS[s]) if s in CLASS else "")
+                    out.append(text + ("  " if j < len(line[1]) - 1 else ""))
+                if not line[1]:
+                    out.append("no pages")
+            elif isinstance(line, tuple):
+                for j, s in enumerate(line[1]):
+                    if j and j % max(1, width) == 0:
+                        out.append("\n")
+                    out.append(GLYPH.get(s, "?"), self.style_of(CLASS[s]) if s in CLASS else "")
+            else:
+                out.append_text(line if isinstance(line, Text) else Text(line))
+        return out
+
+    def show_row(self, row, width: int) -> None:
+        """Show ``row`` (call before pushing the screen), the page strip wrapped at ``width`` cells."""
+        self.row = row
+        if self.is_mounted:
+            self.query_one("#row-detail-body", Static).update(self.text(width))
+
+    def on_mount(self) -> None:
+        self.query_one("#row-detail-body", Static).update(self.text(88))
+
+    def action_close(self) -> None:
+        self.dismiss(None)

@@ -1,0 +1,129 @@
+"""The key bar at the bottom (the monitor's footer) and its status line.
+
+One line: the keys the current mode offers (``? help  q quit  p pause  [] overlap …``), ``^p palette`` at the
+right end. When they do not fit, the least important keys (:data:`RANK`) are left out, whole: a key and its
+name are never cut. Keys of a compact group share one name (``[] overlap``, ``rR rate``). A disabled key
+shows dim. :meth:`KeyBar.flash` puts a one-line message (why a key does nothing here) in place of the keys
+for a few seconds.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import ClassVar
+
+from rich.text import Text
+from textual.widget import Widget
+
+from kvtui.tui.widgets.styled import CachedStyles
+
+RANK = {"help": 0, "quit": 1, "restart_master": 2, "toggle_pause": 3, "replay_pause": 3, "trace_speed": 4,
+        "settings": 4, "replay_seek": 4, "overlap": 5, "replay_speed": 5, "rate": 6, "pool": 7, "replay_step": 7,
+        "scenario": 8, "freeze": 9, "window": 10, "replay_start": 11, "replay_end": 11, "clear_store": 12,
+        "toggle_recording": 13, "screenshot": 14}
+"""Importance of each action in the key bar (lower stays longer when the width is short)."""
+FLASH_S = 5.0
+PALETTE = ("^p", "palette")
+
+
+def _action_name(action: str) -> str:
+    return action.split("(", 1)[0]
+
+
+class KeyBar(CachedStyles, Widget):
+    """The footer line. ``shows(action)``: whether an action with a shown binding goes in the bar (the app
+    leaves out keys that do nothing in its mode, e.g. the scenario knobs during a trace replay)."""
+
+    COMPONENT_CLASSES: ClassVar[set[str]] = {"keybar--key", "keybar--name", "keybar--disabled", "keybar--flash"}
+    DEFAULT_CSS = """
+    KeyBar { height: 1; dock: bottom; }
+    """
+
+    def __init__(self, shows: Callable[[str], bool] | None = None, *, id: str | None = None) -> None:
+        super().__init__(id=id)
+        self.shows = shows or (lambda action: True)
+        self.message: str | None = None
+        self._timer = None
+
+    def on_mount(self) -> None:
+        self.screen.bindings_updated_signal.subscribe(self, lambda _screen: self.refresh())
+
+    def on_unmount(self) -> None:
+        self.screen.bindings_updated_signal.unsubscribe(self)
+
+    def flash(self, text: str, seconds: float = FLASH_S) -> None:
+        """Show ``text`` instead of the keys for ``seconds``."""
+        self.message = text
+        if self._timer is not None:
+            self._timer.stop()
+        self._timer = self.set_timer(seconds, self._unflash, name="keybar-flash")
+        self.refresh()
+
+    def _unflash(self) -> None:
+        self.message, self._timer = None, None
+        self.refresh()
+
+    def items(self) -> list[tuple[str, str, bool, int]]:
+        """``(keys, name, enabled, rank)`` of every key on offer, in binding order (one per action or group)."""
+        out: dict[str, list] = {}
+        app = self.app
+        order = {b.action: i for i, b in reversed(list(enumerate(getattr(app, "BINDINGS", ()))))}
+        actives = sorted(self.screen.active_bindings.values(), key=lambda a: order.get(a.binding.action, 999))
+        for active in actives:
+            b = active.binding
+            if not b.show or not self.shows(_action_name(b.action)):
+                continue
+            group = b.group.description if b.group is not None and b.group.compact else None
+            slot = f"group:{group}" if group else b.action
+            key = b.key_display or app.get_key_display(b)
+            if slot in out:
+                if key not in out[slot][0]:
+                    out[slot][0] += key
+                out[slot][2] = out[slot][2] or active.enabled
+                continue
+            out[slot] = [key, group or b.description, active.enabled, RANK.get(_action_name(b.action), 20)]
+        return [tuple(v) for v in out.values()]
+
+    def fit(self, width: int) -> tuple[list[tuple[str, str, bool, int]], int]:
+        """:meth:`items` that fit ``width`` cells with the palette key, and the spaces between them: two when
+        all fit so, else one, leaving out the least important first."""
+        items = self.items()
+        room = width - (len(PALETTE[0]) + 1 + len(PALETTE[1]) + 2)
+
+        def need(sep: int) -> int:
+            return sum(len(k) + 1 + len(n) + sep for k, n, _, _ in items) - sep
+
+        if need(2) <= room:
+            return items, 2
+        while items and need(1) > room:
+            worst = max(range(len(items)), key=lambda i: (items[i][3], i))
+            items.pop(worst)
+        return items, 1
+
+    @property
+    def plain(self) -> str:
+        """The line as shown, as plain text (for tests)."""
+        return self.render().plain
+
+    def render(self) -> Text:
+        width = self.size.width or 80
+        out = Text(no_wrap=True, overflow="crop")
+        if self.message:
+            out.append(self.message, self._s("keybar--flash"))
+            out.truncate(width, overflow="ellipsis")
+            return out
+        key_s, name_s, dim = self._s("keybar--key"), self._s("keybar--name"), self._s("keybar--disabled")
+        items, sep = self.fit(width)
+        for i, (keys, name, enabled, _) in enumerate(items):
+            if i:
+                out.append(" " * sep)
+            out.append(keys + " ", key_s if enabled else dim)  # (no span starts with a space: SVG renderers
+            out.append(name, name_s if enabled else dim)  # drop those)
+        if getattr(self.app, "ENABLE_COMMAND_PALETTE", False):
+            tail = Text(PALETTE[0] + " ", key_s) + Text(PALETTE[1], name_s)
+            out.pad_right(max(1, width - out.cell_len - tail.cell_len))
+            out.append_text(tail)
+        return out
+
+    def _s(self, name: str):
+        return self.style_of(name)

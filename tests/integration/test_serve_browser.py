@@ -1,0 +1,178 @@
+"""`kvtui serve` for real: a headless Chromium opens the page, the monitor of a real embedded store shows live
+figures in it (read from the xterm.js screen the page draws, scripts/browser_check.py), a screenshot is taken,
+and every process a browser tab started ends when the tab closes, when serve gets SIGTERM, and when serve is
+SIGKILLed (each tab's kvtui watch gets SIGTERM from the kernel then)."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import re
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+import psutil
+import pytest
+
+pytestmark = pytest.mark.integration
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _serve(tmp_path, port: int) -> subprocess.Popen:
+    """`kvtui serve` on the tiny layout (each tab: an embedded store, workers, the default scenario)."""
+    return subprocess.Popen([sys.executable, "-m", "kvtui.cli", "serve", "--layout", "tiny", "--port", str(port)],
+                            cwd=tmp_path, stdin=subprocess.DEVNULL, stdout=open(tmp_path / "serve.out", "wb"),
+                            stderr=open(tmp_path / "serve.err", "wb"))
+
+
+def _wait_listening(proc, port: int, tmp_path, timeout: float = 30.0) -> None:
+    t0 = time.monotonic()
+    while time.monotonic() - t0 < timeout:
+        assert proc.poll() is None, (tmp_path / "serve.err").read_text()
+        with socket.socket() as s:
+            if s.connect_ex(("127.0.0.1", port)) == 0:
+                return
+        time.sleep(0.1)
+    raise AssertionError(f"kvtui serve did not listen within {timeout} s")
+
+
+def _wait_gone(procs, timeout: float) -> float:
+    """Seconds until every process of ``procs`` has ended (zombies count as ended)."""
+    t0 = time.monotonic()
+    while time.monotonic() - t0 < timeout:
+        alive = [p for p in procs if p.is_running() and p.status() != psutil.STATUS_ZOMBIE]
+        if not alive:
+            return time.monotonic() - t0
+        time.sleep(0.05)
+    raise AssertionError(f"still running after {timeout} s: {[(p.pid, p.cmdline()) for p in alive]}")
+
+
+def _cmdline(p: psutil.Process) -> list[str]:
+    try:
+        return p.cmdline()
+    except psutil.Error:  # ended meanwhile
+        return []
+
+
+def _stop(proc) -> None:
+    if proc.poll() is None:
+        proc.terminate()
+        try:
+            proc.wait(15)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+
+
+@pytest.mark.skipif(shutil.which("chromium") is None, reason="needs Debian's chromium (scripts/setup.sh installs it)")
+@pytest.mark.timeout(90)
+def test_a_browser_shows_the_live_monitor_and_a_closed_tab_ends_its_processes(tmp_path):
+    t0 = time.monotonic()
+    port = _free_port()
+    serve = _serve(tmp_path, port)
+    try:
+        _wait_listening(serve, port, tmp_path)
+        png = tmp_path / "serve.png"
+        seen: dict[int, tuple[psutil.Process, str]] = {}  # every process under serve while the browser is on the page
+        watching = threading.Event()
+
+        def watch_tree():
+            root = psutil.Process(serve.pid)
+            while not watching.is_set():
+                for p in root.children(recursive=True):  # the newest command line (a child execs after fork)
+                    name = " ".join(_cmdline(p))
+                    seen[p.pid] = (seen.get(p.pid, (p,))[0], name or seen.get(p.pid, (p, ""))[1])
+                time.sleep(0.1)
+
+        watcher = threading.Thread(target=watch_tree, daemon=True)
+        watcher.start()
+        r = subprocess.run([sys.executable, str(ROOT / "scripts" / "browser_check.py"), f"http://127.0.0.1:{port}/",
+                            "--png", str(png), "--timeout", "40", "--size", "1280x800"],
+                           capture_output=True, text=True, timeout=60)
+        err = (tmp_path / "serve.err").read_text() + (tmp_path / "serve.out").read_text()
+        assert r.returncode == 0, r.stdout[-2000:] + r.stderr[-2000:] + err[-2000:]
+        out = json.loads(r.stdout)
+        screen = out["text"]
+        # the monitor's header, with figures that moved between two reads of the page's screen
+        assert out["live"] and re.search(r"requests [\d,]+", screen), screen
+        assert "Page grid" in screen and "Throughput" in screen and "store embedded" in screen
+        from PIL import Image
+
+        with Image.open(png) as im:
+            assert im.size == (1280, 800)
+            colors = im.convert("RGB").getcolors(maxcolors=1 << 16)
+            assert colors is None or len(colors) > 8  # a drawn monitor, not a blank page
+        # the page left (browser_check ends on about:blank, then its browser): that tab's processes end
+        watching.set()
+        watcher.join()
+        tabs = [p for p, _ in seen.values()]
+        names = [name for _, name in seen.values()]
+        assert any("-m kvtui.cli watch --layout tiny" in n for n in names), names  # the tab's monitor and its store
+        assert any("mooncake_master" in n for n in names), names
+        gone_s = _wait_gone(tabs, 20)
+        assert serve.poll() is None  # the server itself goes on
+        serve.send_signal(signal.SIGTERM)
+        assert serve.wait(15) == 128 + signal.SIGTERM
+    finally:
+        _stop(serve)
+    print(f"browser check {out['seconds']} s, the tab's {len(tabs)} processes gone {gone_s:.1f} s after it, "
+          f"whole test {time.monotonic() - t0:.1f} s")
+
+
+async def _open_tab(port: int, want: bytes = b"requests", timeout: float = 60.0):
+    """A browser tab without a browser: textual-serve's websocket, until the monitor's output shows ``want``."""
+    import aiohttp
+
+    session = aiohttp.ClientSession()
+    try:
+        ws = await session.ws_connect(f"http://127.0.0.1:{port}/ws?width=120&height=40")
+        seen = b""
+        t0 = time.monotonic()
+        while want not in seen:
+            msg = await ws.receive(timeout=max(0.1, timeout - (time.monotonic() - t0)))
+            if msg.type == aiohttp.WSMsgType.BINARY:
+                seen = (seen + msg.data)[-4096:]
+            elif msg.type in (aiohttp.WSMsgType.CLOSE, aiohttp.WSMsgType.CLOSED, aiohttp.WSMsgType.ERROR):
+                raise AssertionError(f"the tab closed before showing {want!r}")
+    except BaseException:
+        await session.close()
+        raise
+    return session, ws
+
+
+@pytest.mark.timeout(120)
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGKILL])
+def test_stopping_serve_ends_every_tab(tmp_path, sig):
+    port = _free_port()
+    serve = _serve(tmp_path, port)
+    try:
+        _wait_listening(serve, port, tmp_path)
+
+        async def scenario():
+            session, ws = await _open_tab(port)
+            try:
+                tabs = psutil.Process(serve.pid).children(recursive=True)
+                names = [" ".join(_cmdline(p)) for p in tabs]
+                assert any("kvtui.cli watch --layout tiny" in n for n in names), names
+                assert any("mooncake_master" in n for n in names), names  # the tab's own embedded store
+                serve.send_signal(sig)
+                return tabs, await asyncio.to_thread(_wait_gone, tabs, 20)
+            finally:
+                await session.close()
+
+        tabs, gone_s = asyncio.run(scenario())
+        assert serve.wait(15) == (128 + sig if sig == signal.SIGTERM else -sig)
+        assert gone_s < 10, gone_s
+    finally:
+        _stop(serve)

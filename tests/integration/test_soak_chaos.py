@@ -1,0 +1,74 @@
+"""One short chaos soak through the command line (``kvtui soak --chaos``, ≈ 75 s on the tiny layout, seeded):
+every fault injected recovers, no page is wrong, nothing outlives the command, and the summary's counts are
+those of the events it recorded."""
+
+from __future__ import annotations
+
+import csv
+import json
+import subprocess
+import sys
+
+import psutil
+import pytest
+
+pytestmark = pytest.mark.integration
+
+DURATION_S, SAMPLE_S = 75, 2
+
+
+def test_a_short_chaos_soak_recovers_from_every_fault_and_leaves_nothing_behind(tmp_path):
+    out, series, rec = tmp_path / "soak.json", tmp_path / "soak.csv", tmp_path / "soak.kvtui"
+    cmd = [sys.executable, "-m", "kvtui.cli", "soak", "--duration", str(DURATION_S), "--chaos", "10", "--seed", "4",
+           "--layout", "tiny", "--store-size", "64MiB", "--client-ttl", "3", "--pause-s", "1.5",
+           "--sample-s", str(SAMPLE_S), "--quiet", "--json", str(out), "--series", str(series), "--record", str(rec)]
+    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=DURATION_S + 90)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert "Traceback" not in proc.stderr
+    s = json.loads(out.read_text())
+    f = s["faults"]
+
+    # a few faults of each kind, every one recovered, no wrong bytes
+    assert f["injected"] >= 5 and f["inject_errors"] == 0, s["fault_events"]
+    assert all(b["injected"] >= 1 for b in f["by_kind"].values()), f["by_kind"]
+    assert f["recovered"] == f["injected"] and f["not_recovered"] == 0, s["fault_events"]
+    for e in s["fault_events"]:
+        if e["t_s"] is not None:
+            assert e["recovery_s"] is not None and 0 < e["clear_s"] <= e["recovery_s"] < 60, e
+    assert s["mismatches"] == 0 and s["run"]["mismatches"] == 0 and s["verified_pages"] > 0
+    assert s["targets"]["every_fault_recovered"] and s["targets"]["zero_mismatches"]
+
+    # nothing left: every process the soak saw is gone, no master serves its ports
+    assert s["orphans"] == [] and s["targets"]["zero_orphans"]
+    seen = [pid for pids in s["processes_seen"].values() for pid in pids]
+    assert {"master", "store", "prefill", "decode", "filler"} <= set(s["processes_seen"])
+    for pid in seen:
+        try:
+            cmdline = " ".join(psutil.Process(pid).cmdline())
+        except psutil.Error:
+            continue
+        assert "kvtui" not in cmdline and "mooncake" not in cmdline, (pid, cmdline)  # (a pid reused since is fine)
+    rpc = {f"--rpc_port={port}" for port in s["cluster_ports"]}
+    for p in psutil.process_iter(["name", "cmdline"]):
+        if "mooncake_master" in (p.info["name"] or ""):
+            assert not rpc & set(p.info["cmdline"] or []), p.info["cmdline"]
+
+    # the summary's counts are those of the events recorded
+    injected = [e for e in s["fault_events"] if e["t_s"] is not None]
+    assert len(injected) == f["injected"] == sum(b["injected"] for b in f["by_kind"].values())
+    assert len(s["fault_events"]) == f["scheduled"] == len(s["schedule"])
+    assert f["by_kind"]["worker-kill"]["injected"] == len(s["worker_replacements"])
+    lost = sum(r["lost"] for r in s["worker_replacements"])
+    assert lost == s["requests"]["lost"] == f["lost"] == sum(e["lost"] for e in injected)
+    assert s["requests"]["completed"] == s["run"]["requests"]
+    from kvtui.session.reader import SessionReader
+
+    texts = [e.text for e in SessionReader(rec).final_frame().events]
+    assert sum(1 for t in texts if t.startswith("chaos: fault ") and t.endswith(" injected")) == f["injected"]
+    assert sum(1 for t in texts if t.startswith("chaos: fault ") and " recovered in " in t) == f["recovered"]
+    with open(series, newline="") as fh:
+        rows = list(csv.DictReader(fh))
+    assert len(rows) == s["series"]["rows"] and len(rows) >= DURATION_S / SAMPLE_S * 0.6
+    assert int(rows[-1]["faults"]) == f["injected"] and int(rows[-1]["lost"]) == lost
+    assert all(r["rss_bytes_kvtui"] and r["fds_kvtui"] for r in rows)
+    assert any(int(r["tcp_established"]) > 0 for r in rows)

@@ -1,0 +1,208 @@
+"""`kvtui compare`: run/report/bench JSON files and recorded sessions (written here from known request results,
+no store), the inputs that differ, every shared figure with its deltas, the --svg overlay, and bad input."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from kvtui.cli import main
+from kvtui.commands.compare import compare, describe_field, _figure_names
+from kvtui.core.events import RequestResult
+from kvtui.metrics.aggregate import Aggregator, summary_from_frame
+from kvtui.session.writer import SessionWriter
+
+HEADER = {"layout": {"layers": 4, "kv_heads": 2, "head_dim": 16, "page_tokens": 8, "elem_bytes": 2, "kv_factor": 2},
+          "page_bytes": 4096, "concurrency": 1, "store_mode": "embedded", "bad_rows_skipped": 0,
+          "setup": {"store_bytes": 1 << 30, "segment_on": "store", "protocol": "tcp", "read_streams": 1,
+                    "kvtui_version": "0.1.0", "mooncake_version": "mooncake 0.3.13"}}
+
+
+class Clock:
+    def __init__(self):
+        self.t = 100.0
+
+    def __call__(self):
+        return self.t
+
+
+def _result(i: int, hit: int) -> RequestResult:
+    return RequestResult(req_id=i, scenario="s", n_tokens=32, cacheable_tokens=32, page_tokens=8, page_bytes=4096,
+                         pages_total=4, pages_hit=hit, states=bytes([1] * hit + [2] * (4 - hit)),
+                         pages_published=4 - hit, bytes_loaded=hit * 4096, bytes_written=(4 - hit) * 4096,
+                         verified=hit, probe_ms=0.5, read_ms=1.0 + hit, put_ms=2.0)
+
+
+def record(path, hit: int, overlap: float, requests: int = 20, **header) -> dict:
+    """A session of ``requests`` requests of 4 pages, ``hit`` of them reloaded each, 10 per second; returns
+    the summary of its final frame."""
+    clock = Clock()
+    agg = Aggregator(clock=clock)
+    workload = {"kind": "synthetic", "scenario": "shared-system-prompt", "overlap": overlap, "pool": 8}
+    w = SessionWriter(path, {**HEADER, "workload": workload, **header})
+    agg.begin_span()
+    for i in range(requests):
+        clock.t += 0.1
+        agg.add(_result(i, hit))
+        w.write(agg.frame(workload=workload))
+    final = agg.frame(workload=workload)
+    w.write(final)
+    w.close()
+    return summary_from_frame(final)
+
+
+def run_json(path, hit: int, **extra) -> dict:
+    """A `kvtui run --json` file of the same shape as :func:`record`'s sessions."""
+    clock = Clock()
+    agg = Aggregator(clock=clock)
+    for i in range(10):
+        clock.t += 0.1
+        agg.add(_result(i, hit))
+    doc = {**summary_from_frame(agg.frame()), **HEADER, "workload": {"kind": "synthetic", "overlap": 0.5},
+           "interrupted": False, **extra}
+    path.write_text(json.dumps(doc))
+    return doc
+
+
+def _row(c: dict, field: str) -> dict:
+    return next(r for r in c["figures"] if r["field"] == field)
+
+
+def test_two_sessions_side_by_side(tmp_path, capsys):
+    a, b = tmp_path / "a.kvtui", tmp_path / "b.kvtui"
+    record(a, hit=3, overlap=0.75)
+    record(b, hit=1, overlap=0.25)
+    out = tmp_path / "cmp.json"
+    assert main(["compare", str(a), str(b), "--json", str(out), "--svg", str(tmp_path / "cmp.svg")]) == 0
+    text = capsys.readouterr().out
+    c = json.loads(out.read_text())
+    assert [i["kind"] for i in c["inputs"]] == ["session", "session"]
+    assert c["inputs_differ"] == [{"input": "workload.overlap", "values": [0.75, 0.25]}]
+    hits = _row(c, "pages_hit")  # 20 requests × 3 pages against 20 × 1
+    assert (hits["values"], hits["delta"], hits["relative"]) == ([60, 20], [None, -40], [None, pytest.approx(-2 / 3)])
+    rate = _row(c, "page_hit_rate")
+    assert rate["values"] == [0.75, 0.25] and rate["unit"] == "%" and rate["name"] == "page hit rate (session)"
+    assert _row(c, "requests")["delta"] == [None, 0]
+    reload = _row(c, "reload_ms.p50")  # probe 0.5 + read 1 + hit ms
+    assert reload["name"] == "reload latency p50" and reload["unit"] == "ms"
+    assert reload["values"][0] == pytest.approx(4.5, rel=0.01) and reload["values"][1] == pytest.approx(2.5, rel=0.01)
+    # the table: the differing input, and the pages line with its absolute and relative delta
+    assert "workload.overlap  0.75  0.25" in text
+    line = next(x for x in text.splitlines() if x.startswith("pages_hit "))
+    assert line.split()[1:] == ["pages", "60", "20", "-40", "(-66.7", "%)"]
+    assert next(x for x in text.splitlines() if x.startswith("page hit rate (session)")).endswith("-50.00 pp")
+    svg = (tmp_path / "cmp.svg").read_text()
+    assert svg.lstrip().startswith("<?xml") and "A: a.kvtui" in svg and "B: b.kvtui" in svg
+    assert "page hit rate (last 2 s) (%)" in svg and "reuse read (wall) (MB/s)" in svg
+
+
+def test_a_session_against_its_run_json_and_a_third_file(tmp_path, capsys):
+    a, b = tmp_path / "a.json", tmp_path / "b.kvtui"
+    run_json(a, hit=2)
+    record(b, hit=2, overlap=0.5, requests=10, setup={**HEADER["setup"], "store_bytes": 2 << 30})
+    c_path = tmp_path / "c.json"
+    run_json(c_path, hit=4, errors={"OBJECT_NOT_FOUND": 3})
+    assert main(["compare", str(a), str(b), str(c_path), "--json", "-"]) == 0
+    c = json.loads(capsys.readouterr().out)
+    assert [i["kind"] for i in c["inputs"]] == ["run", "session", "run"]
+    differ = {d["input"]: d["values"] for d in c["inputs_differ"]}
+    assert differ["kind"] == ["run", "session", "run"]
+    assert differ["setup.store_bytes"] == [1 << 30, 2 << 30, 1 << 30]
+    assert "workload.overlap" not in differ  # 0.5 in all three
+    assert _row(c, "pages_hit")["values"] == [20, 20, 40]
+    assert _row(c, "pages_hit")["delta"] == [None, 0, 20]
+    # an error code one file saw counts 0 in the others; relative change of a figure that was 0 is None
+    err = _row(c, "errors.OBJECT_NOT_FOUND")
+    assert err["values"] == [0, 0, 3] and err["relative"] == [None, None, None]
+
+
+def test_kinds_of_json_and_figures_they_share(tmp_path, capsys):
+    bench = {"layout": HEADER["layout"], "page_bytes": 4096, "iterations": 20, "hit_rate": 0.875,
+             "reuse_read_MBps_p50": 900.0, "publish_write_MBps": 400.0, "reload_ms": {"min": 1, "p50": 2.0, "max": 3},
+             "baselines": {"raw_get_MBps_p50": 950.0, "memcpy_MBps": 9000.0}, "ratios": {"connector_vs_raw": 0.95}}
+    a, b = tmp_path / "b1.json", tmp_path / "b2.json"
+    a.write_text(json.dumps(bench))
+    b.write_text(json.dumps({**bench, "iterations": 40, "reuse_read_MBps_p50": 1000.0,
+                             "ratios": {"connector_vs_raw": 1.0}}))
+    assert main(["compare", str(a), str(b), "--json", "-"]) == 0
+    c = json.loads(capsys.readouterr().out)
+    assert [i["kind"] for i in c["inputs"]] == ["bench", "bench"]
+    assert c["inputs_differ"] == [{"input": "iterations", "values": [20, 40]}]
+    r = _row(c, "reuse_read_MBps_p50")
+    assert r["name"] == "reload throughput (p50 per reload)" and r["unit"] == "MB/s"
+    assert r["relative"] == [None, pytest.approx(1 / 9)]
+    assert _row(c, "ratios.connector_vs_raw")["unit"] == "×"
+    assert _row(c, "baselines.raw_get_MBps_p50")["name"] == "raw batch_get_into (p50 call)"
+    # a run summary against a bench result: only what they share, and a note that they differ in kind
+    run = tmp_path / "run.json"
+    run_json(run, hit=2)
+    assert main(["compare", str(run), str(a)]) == 0
+    io = capsys.readouterr()
+    assert "the files are of different kinds (bench, run)" in io.err
+    assert "reload latency p50" in io.out
+
+
+def test_figure_names_come_from_the_figures_module():
+    names = _figure_names()
+    assert describe_field("throughput.reuse_read_MBps", names) == ("reuse read (busy)", "MB/s")
+    assert describe_field("publish_ms.count", names) == ("publish latency count", "samples")
+    assert describe_field("put_ms_total", names) == ("put_ms_total", "ms")
+    assert describe_field("tokens_hit", names) == ("tokens_hit", "tokens")
+
+
+def test_compare_function_keeps_the_baseline_first():
+    docs = [("a", "run", {"requests": 10, "token_hit_rate": 0.5, "layout": HEADER["layout"]}),
+            ("b", "run", {"requests": 15, "token_hit_rate": 0.4, "layout": {**HEADER["layout"], "page_tokens": 16}})]
+    c = compare(docs)
+    assert [r["field"] for r in c["figures"]] == ["requests", "token_hit_rate"]
+    assert _row(c, "requests")["relative"] == [None, 0.5]
+    assert _row(c, "token_hit_rate")["delta"] == [None, pytest.approx(-0.1)]
+    assert c["inputs_differ"][0]["input"] == "layout" and "16 tok/page" in c["inputs_differ"][0]["values"][1]
+
+
+@pytest.mark.parametrize("make, message", [
+    (lambda p: p.write_text("not json {"), "is neither a kvtui session nor a JSON result (Expecting value at line 1)"),
+    (lambda p: p.write_bytes(b"\x89PNG\r\n\xff\xfe"), "is neither a kvtui session nor a JSON result (not UTF-8 text)"),
+    (lambda p: p.write_text("[1, 2]"), "is JSON but not a kvtui result (a list, not an object)"),
+    (lambda p: p.mkdir(), "is a directory, not a result file"),
+    (lambda p: None, ": no such file"),
+    (lambda p: p.write_bytes(b"SQLite format 3\x00" + b"\x00" * 200), "is not a"),
+])
+def test_bad_input_is_one_line(tmp_path, capsys, make, message):
+    good = tmp_path / "good.json"
+    run_json(good, hit=1)
+    bad = tmp_path / "bad.x"
+    make(bad)
+    assert main(["compare", str(good), str(bad)]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith(f"kvtui: error: {bad}") and message in err and err.count("\n") == 1
+
+
+def test_fewer_than_two_files_and_svg_without_sessions(tmp_path, capsys):
+    good = tmp_path / "good.json"
+    run_json(good, hit=1)
+    assert main(["compare", str(good)]) == 2
+    assert capsys.readouterr().err == "kvtui: error: compare needs at least two files, got 1\n"
+    assert main(["compare", str(good), str(good), "--svg", str(tmp_path / "x.svg")]) == 2
+    assert "none of the files is a session" in capsys.readouterr().err
+    assert not (tmp_path / "x.svg").exists()
+
+
+def test_sweep_results_compare_point_by_capacity(tmp_path, capsys):
+    def sweep(real):
+        return {"kind": "sweep", "trace": "synthetic", "block_tokens": 512, "sizing": {"eviction_ratio": 0.05},
+                "ideal_token_hit_rate": 0.65, "points": [
+                    {"capacity_tokens": 3_000_000, "real_token_hit_rate": real[1], "lru_token_hit_rate": 0.4},
+                    {"capacity_tokens": 1_000_000, "real_token_hit_rate": real[0], "lru_token_hit_rate": 0.15}]}
+    a, b = tmp_path / "a.json", tmp_path / "b.json"
+    a.write_text(json.dumps(sweep([0.10, 0.30])))
+    b.write_text(json.dumps({**sweep([0.12, 0.33]), "trace": "conversation-head"}))
+    assert main(["compare", str(a), str(b), "--json", "-"]) == 0
+    c = json.loads(capsys.readouterr().out)
+    assert c["inputs_differ"] == [{"input": "trace", "values": ["synthetic", "conversation-head"]}]
+    fields = [r["field"] for r in c["figures"]]
+    # points keyed by capacity, in numeric order
+    assert fields.index("points[1000000].lru_token_hit_rate") < fields.index("points[3000000].lru_token_hit_rate")
+    r = _row(c, "points[1000000].real_token_hit_rate")
+    assert r["unit"] == "%" and r["values"] == [0.10, 0.12] and r["delta"][1] == pytest.approx(0.02)

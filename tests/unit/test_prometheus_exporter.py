@@ -1,0 +1,128 @@
+"""The exporter over real frames (a DemoSource's aggregator): every scrape over HTTP parses as Prometheus
+text, counters and histogram counts equal the frame's figures, pinning freezes them, bad addresses fail."""
+
+from __future__ import annotations
+
+import dataclasses
+import socket
+import urllib.request
+
+import pytest
+from prometheus_client.parser import text_string_to_metric_families
+
+from kvtui.export.names import BY_NAME, METRICS
+from kvtui.export.prometheus import ExporterError, PrometheusExporter, histogram_buckets, parse_listen
+from kvtui.metrics.aggregate import summary_from_frame
+from kvtui.testing.demo import DemoSource
+
+
+def scrape(url: str) -> dict[str, dict]:
+    """``{sample name: {labels tuple: value}}`` of one scrape."""
+    with urllib.request.urlopen(url, timeout=5) as resp:
+        assert resp.status == 200
+        text = resp.read().decode()
+    out: dict[str, dict] = {}
+    for fam in text_string_to_metric_families(text):
+        for s in fam.samples:
+            out.setdefault(s.name, {})[tuple(sorted(s.labels.items()))] = s.value
+    return out
+
+
+@pytest.fixture
+def exporter():
+    e = PrometheusExporter("127.0.0.1", 0).start()
+    yield e
+    e.stop()
+
+
+def test_scrape_equals_the_frame_and_its_summary(exporter):
+    src = DemoSource(3)
+    for _ in range(40):
+        src.frame()
+    frame = src.frame()
+    exporter.attach(lambda: frame)
+    got = scrape(exporter.url)
+    summary = summary_from_frame(frame)
+    worker = lambda role: (("role", role), ("worker", "0"))  # noqa: E731
+    for m in METRICS:
+        if m.kind == "counter" and m.source != "errors":
+            assert got[m.name][worker(m.role)] == pytest.approx(summary[m.summary] * m.scale), m.name
+        if m.kind == "histogram":
+            count = got[m.name + "_count"][worker(m.role)]
+            assert count == summary[m.summary]["count"] > 0, m.name
+            buckets = [v for k, v in sorted(got[m.name + "_bucket"].items(), key=lambda kv: float(dict(kv[0])["le"]))]
+            assert buckets == sorted(buckets) and buckets[-1] == count  # cumulative, +Inf = count
+    errors = {dict(k)["code"]: v for k, v in got["kvtui_store_errors_total"].items()}
+    assert errors == {k: float(v) for k, v in summary["errors"].items()} and errors
+    assert got["kvtui_workload_overlap_ratio"][()] == frame.workload["overlap"]
+    fill = frame.store["used_bytes"] / frame.store["capacity_bytes"]
+    assert got["kvtui_store_fill_ratio"][()] == pytest.approx(fill)
+    assert "kvtui_trace_rows" not in got  # a synthetic workload has no trace gauges
+
+
+def test_pin_freezes_the_scrape_at_the_final_frame(exporter):
+    src = DemoSource(5)
+    exporter.attach(src.frame)
+    first = scrape(exporter.url)["kvtui_requests_total"]
+    final = src.frame()
+    exporter.pin(final)
+    for _ in range(3):
+        src.frame()  # the source goes on; the exporter must not
+        assert scrape(exporter.url)["kvtui_requests_total"][(("role", "decode"), ("worker", "0"))] == \
+            final.totals["requests"] > 0
+    assert first != scrape(exporter.url)["kvtui_requests_total"]
+
+
+def test_no_metric_before_a_source_and_a_failing_source_keeps_serving(exporter):
+    assert scrape(exporter.url) == {}
+    exporter.attach(lambda: 1 / 0)
+    assert scrape(exporter.url) == {} and "ZeroDivisionError" in exporter.last_error
+    exporter.attach(DemoSource().frame)
+    assert "kvtui_requests_total" in scrape(exporter.url)
+
+
+def test_observe_frames_export_only_the_store_figures(exporter):
+    frame = DemoSource().frame()
+    store = {"up": True, "keys": 10, "used_bytes": 50, "capacity_bytes": 100, "put_rps": 3.0, "get_rps": 4.0,
+             "evict_kps": 1.5, "evict_fail_ps": 0.0, "alloc_fail_ps": 2.0, "get_hit_ratio": 0.75}
+    frame = dataclasses.replace(frame, store=store, workload={"kind": "observe", "name": "m:1"}, status={})
+    exporter.attach(lambda: frame)
+    got = scrape(exporter.url)
+    assert not any(BY_NAME[n.removesuffix("_count").removesuffix("_bucket").removesuffix("_sum")].when == "workload"
+                   for n in got if n.removesuffix("_count").removesuffix("_bucket").removesuffix("_sum") in BY_NAME)
+    assert got["kvtui_store_evictions_per_second"][()] == 1.5
+    assert got["kvtui_store_get_hit_ratio"][()] == 0.75 and got["kvtui_store_fill_ratio"][()] == 0.5
+    assert got["kvtui_master_outage"][()] == 0.0 and "kvtui_requests_total" not in got  # 0 until an outage
+
+
+def test_histogram_buckets_of_a_snapshot():
+    from kvtui.metrics.latency import LatencyRecorder
+
+    rec = LatencyRecorder()
+    for ms in (0.05, 0.5, 5.0, 5.0, 50.0, 100_000.0):
+        rec.record(ms)
+    buckets, total = histogram_buckets(rec.snapshot())
+    le = {k: v for k, v in buckets}
+    assert le["+Inf"] == 6 and le["6.25e-05"] == 1 and le["0.0005"] == 2 and le["0.008"] == 4 and le["0.064"] == 5
+    assert le["65.536"] == 5  # 100 s is above the top bound: only in +Inf
+    assert total == pytest.approx(sum((0.05, 0.5, 5.0, 5.0, 50.0, 100_000.0)) / 1000, rel=0.01)
+    assert histogram_buckets(None) == ([(k, 0.0) for k, _ in buckets[:-1]] + [("+Inf", 0.0)], 0.0)
+
+
+def test_listen_addresses():
+    assert parse_listen("9400") == ("127.0.0.1", 9400)
+    assert parse_listen("0.0.0.0:9400") == ("0.0.0.0", 9400)
+    assert parse_listen("[::1]:9400") == ("::1", 9400)
+    assert parse_listen(":0") == ("127.0.0.1", 0)
+    for bad in ("abc", "127.0.0.1:x", "70000", "-1"):
+        with pytest.raises(ValueError):
+            parse_listen(bad)
+
+
+def test_a_busy_port_is_one_line():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        s.listen()
+        port = s.getsockname()[1]
+        with pytest.raises(ExporterError, match=f"cannot listen on 127.0.0.1:{port}"):
+            PrometheusExporter("127.0.0.1", port).start()

@@ -1,0 +1,220 @@
+"""Capacity sweeps without a store: how each point's store is sized (kvtui.core.sweep), the result file, its
+plot (matplotlib) and screen (textual-plotext), ``kvtui report SWEEP.json`` and the sweep's bad input."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import replace
+from pathlib import Path
+
+import pytest
+
+from kvtui.cli import main
+from kvtui.core.capacity import held_pages
+from kvtui.core.defaults import MIN_SEGMENT_BYTES
+from kvtui.core.layout import PageLayout
+from kvtui.core.sweep import (
+    CURVES,
+    SWEEP_BASE,
+    SweepPoint,
+    SweepResult,
+    auto_elem_bytes,
+    format_sweep_table,
+    format_tokens,
+    min_capacity_tokens,
+    point_size,
+    segment_bytes_for,
+    sweep_from_dict,
+)
+from kvtui.core.units import parse_token_list, parse_tokens
+
+WM = 0.9
+
+
+# --- sizing -----------------------------------------------------------------------------------------------
+
+def test_a_point_holds_exactly_its_capacity_in_pages_below_the_watermark():
+    lay = replace(SWEEP_BASE, elem_bytes=8)  # 8 KiB pages, one per 512-token block
+    s = point_size(1_000_000, 512, lay, WM)
+    assert (s.blocks, s.pages, s.page_bytes) == (1953, 1953, 8192)  # 1,000,000 // 512 blocks
+    assert s.segment_bytes == -(-1953 * 8192 * 10 // 9)  # ceil(pages · page_bytes / 0.9), to the byte
+    assert held_pages(s.segment_bytes, 8192, WM) == 1953  # the master starts evicting at the 1,954th page
+    assert 1953 * 8192 / s.segment_bytes <= WM < 1954 * 8192 / s.segment_bytes
+    assert s.segment_bytes >= MIN_SEGMENT_BYTES
+
+
+def test_pages_are_whole_blocks_of_the_offline_model():
+    lay = PageLayout(1, 1, 1, 128, 64)  # 4 pages per 512-token block
+    s = point_size(1_000_300, 512, lay, WM)
+    assert s.blocks == 1953 and s.pages == 1953 * 4  # the LRU model keeps capacity // block_tokens blocks
+
+
+def test_per_object_overhead_enters_the_segment():
+    assert segment_bytes_for(100, 1000, 0.5, overhead=24) == 100 * 1024 * 2
+    for pages, page, wm in ((1953, 8192, 0.9), (7, 1000, 0.9), (12345, 4096, 0.85), (3, 3, 1.0)):
+        seg = segment_bytes_for(pages, page, wm)
+        assert pages * page / seg <= wm and pages * page / (seg - 1) > wm  # the smallest that holds them
+
+
+def test_auto_element_size_is_the_smallest_power_of_two_reaching_16_MiB():
+    assert auto_elem_bytes(1_000_000, 512, SWEEP_BASE, WM) == 8  # 1,953 pages: 1 KiB → 2 MiB, 8 KiB → 17 MiB
+    assert auto_elem_bytes(10_000_000, 512, SWEEP_BASE, WM) == 1  # 19,531 KiB pages already fill 17 MiB
+    assert auto_elem_bytes(100_000, 512, SWEEP_BASE, WM) == 128
+    for cap in (1_000_000, 100_000, 512 * 7):
+        elem = auto_elem_bytes(cap, 512, SWEEP_BASE, WM)
+        assert point_size(cap, 512, replace(SWEEP_BASE, elem_bytes=elem), WM).segment_bytes >= MIN_SEGMENT_BYTES
+        if elem > 1:
+            with pytest.raises(ValueError):
+                point_size(cap, 512, replace(SWEEP_BASE, elem_bytes=elem // 2), WM)
+
+
+def test_a_capacity_below_16_MiB_of_pages_is_refused_naming_what_would_fit():
+    with pytest.raises(ValueError) as exc:
+        point_size(1_000_000, 512, SWEEP_BASE, WM)  # 1,953 pages of 1 KiB
+    text = str(exc.value)
+    least = min_capacity_tokens(SWEEP_BASE, 512, WM)
+    assert text.startswith("--capacity 1,000,000: 1,953 pages of 1.0 KiB need a 2.1 MiB segment")
+    assert f"at least {least:,} tokens" in text and "pages of at least 7,732 bytes" in text
+    assert segment_bytes_for(1953, 7732, WM) >= MIN_SEGMENT_BYTES > segment_bytes_for(1953, 7731, WM)
+    assert point_size(least, 512, SWEEP_BASE, WM).segment_bytes >= MIN_SEGMENT_BYTES
+    with pytest.raises(ValueError):
+        point_size(least - 512, 512, SWEEP_BASE, WM)
+    with pytest.raises(ValueError, match="less than one trace block"):
+        point_size(511, 512, replace(SWEEP_BASE, elem_bytes=1 << 16), WM)
+    with pytest.raises(ValueError, match="does not divide"):
+        point_size(1_000_000, 512, PageLayout(1, 1, 1, 384, 8), WM)
+
+
+def test_token_counts_and_lists():
+    assert parse_tokens("1M") == 10**6 and parse_tokens("2.5M") == 2_500_000 and parse_tokens("500k") == 500_000
+    assert parse_token_list(["1M,3M", "10M"]) == [10**6, 3 * 10**6, 10**7]
+    with pytest.raises(ValueError, match="bad --capacity 'x1'"):
+        parse_token_list(["1M,x1"])
+    with pytest.raises(ValueError, match="empty item"):
+        parse_token_list(["1M,,3M"])
+    assert [format_tokens(n) for n in (10**6, 3 * 10**6, 2_500_000, 500_000, 4096, 10**9)] == \
+        ["1M", "3M", "2.5M", "500k", "4.1k", "1G"]
+
+
+# --- the result file, its plot and screen -------------------------------------------------------------------
+
+def _result(n: int = 3) -> SweepResult:
+    caps = [1_000_000, 3_000_000, 10_000_000][:n]
+    pts = tuple(SweepPoint(c, c // 512, c // 512, segment_bytes_for(c // 512, 8192, WM), real, lru,
+                           keys_at_end=c // 600, evicted_keys=100 * i, pages_failed=i, elapsed_s=1.0)
+                for i, (c, real, lru) in enumerate(zip(caps, (0.10, 0.25, 0.55), (0.15, 0.32, 0.59))))
+    return SweepResult("synthetic", 3993, 512, 61_194_628, 0.6504, replace(SWEEP_BASE, elem_bytes=8).as_dict(), pts,
+                       sizing={"rule": "pages = …", "elem_bytes_auto": True}, store={"lease_ttl_s": 10.0})
+
+
+def test_the_result_round_trips_through_json_and_refuses_what_is_not_one():
+    r = replace(_result(), synthesis={"prefix_scale": 2.0})
+    doc = json.loads(json.dumps(r.to_dict()))
+    assert doc["kind"] == "kvtui-sweep" and doc["format"] == 1 and doc["page_bytes"] == 8192
+    assert sweep_from_dict(doc) == r
+    with pytest.raises(ValueError, match="not a kvtui sweep result"):
+        sweep_from_dict({"kind": "other"})
+    with pytest.raises(ValueError, match="format 9"):
+        sweep_from_dict({**doc, "format": 9})
+    with pytest.raises(ValueError, match="'points' is missing"):
+        sweep_from_dict({k: v for k, v in doc.items() if k != "points"})
+    bad = {**doc, "points": [{**doc["points"][0], "real_token_hit_rate": 7}]}
+    with pytest.raises(ValueError, match="point 1: real_token_hit_rate must be within 0..1"):
+        sweep_from_dict(bad)
+    text = format_sweep_table(r)
+    assert "1,000,000 tok" in text and "10.00 %" in text and "15.00 %" in text and "-5.00 pt" in text
+    assert "unbounded ideal 65.04 %" in text and "trace synthesis: prefix scale 2" in text
+
+
+def test_the_plot_has_three_labelled_lines_on_a_log_capacity_axis(tmp_path):
+    from kvtui.bench.sweep_plot import save_plot, sweep_figure
+
+    r = _result()
+    ax = sweep_figure(r).axes[0]
+    assert ax.get_xscale() == "log"
+    lines = ax.get_lines()
+    assert [ln.get_label() for ln in lines] == list(CURVES)
+    assert list(lines[0].get_xdata()) == [1_000_000, 3_000_000, 10_000_000]
+    assert [round(y, 6) for y in lines[0].get_ydata()] == [10.0, 25.0, 55.0]  # percent
+    assert [round(y, 6) for y in lines[1].get_ydata()] == [15.0, 32.0, 59.0]
+    assert list(lines[2].get_ydata()) == pytest.approx([65.04] * 3)
+    assert "tokens" in ax.get_xlabel() and "log" in ax.get_xlabel() and "%" in ax.get_ylabel()
+    save_plot(r, str(tmp_path / "s.svg"))
+    save_plot(r, str(tmp_path / "s.png"), "png")
+    svg = (tmp_path / "s.svg").read_text()
+    assert svg.lstrip().startswith("<?xml") and all(name in svg for name in ("real Mooncake store", "unbounded ideal"))
+    assert (tmp_path / "s.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["s.png", "s.svg"]  # no temporary file left
+
+
+def test_the_screen_curve_draws_the_three_series():
+    from kvtui.tui.widgets.sweep_curve import SweepCurve, y_top
+
+    r = _result()
+    series = SweepCurve(r).series()
+    assert list(series) == list(CURVES)
+    xs, ys = series[CURVES[0]]
+    assert xs == [1_000_000, 3_000_000, 10_000_000] and ys == pytest.approx([10.0, 25.0, 55.0])
+    assert series[CURVES[2]][1] == pytest.approx([65.04] * 3)
+    assert y_top(r) == 80.0  # 20 % above the highest curve (65 %), in tens
+
+
+def _write(tmp_path: Path, result: SweepResult) -> Path:
+    path = tmp_path / "sweep.json"
+    path.write_text(json.dumps(result.to_dict()))
+    return path
+
+
+def test_report_shows_a_sweep_file_and_its_screen_as_svg(tmp_path, capsys):
+    path = _write(tmp_path, _result())
+    svg = tmp_path / "screen.svg"
+    rc = main(["report", str(path), "--svg", str(svg)])
+    out = capsys.readouterr().out
+    assert rc == 0
+    assert "trace synthetic: 3,993 rows" in out and "3,000,000 tok" in out
+    text = svg.read_text().replace("&#160;", " ")  # Rich writes each space of the screen so
+    assert text.lstrip().startswith("<svg") and "real Mooncake store" in text
+    assert "offline" in text and "3M" in text and "10M" in text
+    out_json = tmp_path / "again.json"
+    assert main(["report", str(path), "--json", str(out_json)]) == 0
+    assert sweep_from_dict(json.loads(out_json.read_text())) == _result()
+
+
+def test_report_refuses_json_that_is_not_a_sweep_in_one_line(tmp_path, capsys):
+    path = tmp_path / "x.json"
+    path.write_text('{"kind": "something else"}')
+    assert main(["report", str(path)]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and err.startswith("kvtui: error: ") and "not a kvtui sweep result" in err
+    path.write_text('{"kind": "kvtui-sweep", "format": 1')  # cut short
+    assert main(["report", str(path)]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "not valid JSON" in err
+
+
+# --- bad input of kvtui sweep: one line, exit 2, before any store starts -------------------------------
+
+@pytest.mark.parametrize("argv, says", [
+    (["sweep", "--trace", "synthetic"], "the following arguments are required: --capacity"),
+    (["sweep", "--trace", "synthetic", "--capacity", "1M,lots"], "bad --capacity 'lots'"),
+    (["sweep", "--trace", "synthetic", "--capacity", "1M,,3M"], "empty item"),
+    (["sweep", "--trace", "synthetic", "--capacity", "100"], "less than one trace block"),
+    (["sweep", "--trace", "no-such-trace", "--capacity", "1M"], "no-such-trace: no such trace file"),
+    (["sweep", "--trace", "synthetic", "--capacity", "1M", "--elem-bytes", "1"], "below Mooncake's smallest"),
+    (["sweep", "--trace", "synthetic", "--capacity", "1M", "--lease-ttl", "0"], "--lease-ttl must be positive"),
+    (["sweep", "--trace", "synthetic", "--capacity", "1M", "--page-tokens", "384"], "does not divide"),
+    (["sweep", "--trace", "synthetic", "--capacity", "1M", "--json", "/no/such/dir/x.json"], "--json: folder"),
+    (["sweep", "--trace", "synthetic", "--capacity", "1M", "--trace-speedup", "2"], "changes no hit rate of a sweep"),
+    (["sweep", "--trace", "synthetic", "--capacity", "1M", "--prefix-scale", "0"], "--prefix-scale must be a positive"),
+])
+def test_bad_input_is_one_line_and_exit_2(argv, says, capsys):
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and err.startswith("kvtui: error: ") and says in err, err
+
+
+def test_help_names_every_flag_with_units(capsys):
+    assert main(["sweep", "--help"]) == 0
+    out = capsys.readouterr().out
+    for text in ("--capacity", "tokens", "--lease-ttl", "SECONDS", "--svg", "log scale", "--png", "16 MiB"):
+        assert text in out
