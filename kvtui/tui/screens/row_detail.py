@@ -43,7 +43,7 @@ def detail_lines(row) -> list:
                                                                          if row.t else ""))
     out.append("")
     out.append(("summary", [(s, f"{fmt_int(counts[s])} {word}") for s, _, _, word, _ in STATES if counts[s]]))
-    out.append(("pages", states))  # the strip: drawn by RowDetail with the grid's styles
+    out.append(("pages", states))  # the strip: drawn by RowDetailScreen with the grid's styles
     if row.page_tokens or row.reload_ms or row.publish_ms:
         out.append(f"reload {fmt_ms(row.reload_ms)} (probe + read) · publish {fmt_ms(row.publish_ms)} (probe + put)")
         out.append(f"loaded {format_bytes(row.bytes_loaded)} · written {format_bytes(row.bytes_written)}")

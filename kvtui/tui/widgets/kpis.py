@@ -214,8 +214,7 @@ class Kpis(CachedStyles, Widget):
             chips.append(self._chip("req" if short else "requests", fmt_int(tot.get("requests", 0))))
         hit, inp = tot.get("tokens_hit", 0), tot.get("tokens_input", 0)
         rate = fmt_pct(tot.get("token_hit_rate", 0.0))
-        of = "" if IDEAL_SO_FAR.key in tot else f" of {fmt_count(inp)} tok"  # (a trace: room for its ideal)
-        skipped = (self._chip("skipped", f"{rate}{of}", "kpis--good") if short else
+        skipped = (self._chip("skipped", rate, "kpis--good") if short else  # (short: three lines at 80 columns)
                    self._chip("prefill skipped", f"{fmt_count(hit)}/{fmt_count(inp)} tok ({rate})", "kpis--good"))
         if IDEAL_SO_FAR.key in tot:  # a trace: the unbounded cache's hit rate over the same rows
             skipped.append("  ")  # (spaces in their own span: SVG renderers drop a span's leading spaces)
@@ -236,7 +235,8 @@ class Kpis(CachedStyles, Widget):
             hits.append(HIT_RATE_RECENT.label, self._s("kpis--label"))
         chips.append(hits)
         chips.append(self._chip("reused", format_bytes(tot.get("bytes_loaded", 0))))
-        chips += self._ttft_chips(frame.ttft or {}, short)
+        if not (short and (frame.ttft or {}).get("off")):  # (below 100 columns "est. off" is not worth a line)
+            chips += self._ttft_chips(frame.ttft or {}, short)
         mism = int(tot.get("mismatches", 0))
         chips.append(self._chip("verified", fmt_int(tot.get("verified_pages", 0))
                                 + ("" if short else " pages")))
