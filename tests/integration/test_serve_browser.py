@@ -137,12 +137,16 @@ async def _open_tab(port: int, want: bytes = b"requests", timeout: float = 60.0)
     session = aiohttp.ClientSession()
     try:
         ws = await session.ws_connect(f"http://127.0.0.1:{port}/ws?width=120&height=40")
-        seen = b""
+        tail = b""  # the end of the last message: ``want`` may be split across two
         t0 = time.monotonic()
-        while want not in seen:
+        while True:
             msg = await ws.receive(timeout=max(0.1, timeout - (time.monotonic() - t0)))
             if msg.type == aiohttp.WSMsgType.BINARY:
-                seen = (seen + msg.data)[-4096:]
+                # search the whole message: the first full paint is larger than any tail kept, and later
+                # partial repaints need not draw the header's words again
+                if want in tail + msg.data:
+                    break
+                tail = (tail + msg.data)[-len(want):]
             elif msg.type in (aiohttp.WSMsgType.CLOSE, aiohttp.WSMsgType.CLOSED, aiohttp.WSMsgType.ERROR):
                 raise AssertionError(f"the tab closed before showing {want!r}")
     except BaseException:

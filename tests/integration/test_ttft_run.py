@@ -16,8 +16,8 @@ from kvtui.metrics.ttft import FORMULA, make_estimator
 pytestmark = pytest.mark.integration
 
 
-def test_run_json_ttft_totals_are_the_sums_over_its_requests(cluster, tmp_path):
-    ep = cluster.endpoints
+def test_run_json_ttft_totals_are_the_sums_over_its_requests(fresh_cluster, tmp_path):
+    ep = fresh_cluster.endpoints  # an empty store: exactly the first request of each of the 2 prompts misses
     out, rec, rep = tmp_path / "run.json", tmp_path / "run.kvtui", tmp_path / "report.json"
     rc = main(["run", "--model-config", "llama-3.1-8b", "--page-tokens", "16", "--requests", "21",
                "--scenario", "shared-system-prompt", "--overlap", "75", "--pool", "2", "--quiet",

@@ -89,13 +89,13 @@ def test_quit_stops_every_worker(cluster, monkeypatch):
         session.stop()
 
 
-def test_layout_switch_from_the_palette(cluster):
+def test_layout_switch_from_the_palette(fresh_cluster):
     """Layout presets switch while the workload runs: the requests under way finish on the old layout, later
     ones use the new page size (pages verified, prompts follow the page size); a switch that would give the
     stored pages' keys another size is refused."""
     seed, tiny = PRESETS["seed"], PRESETS["tiny"]
-    engine = Engine(EngineOptions(layout=tiny, model=f"lay-{uuid.uuid4().hex[:6]}"), endpoints=cluster.endpoints)
-    engine.start()
+    engine = Engine(EngineOptions(layout=tiny, model=f"lay-{uuid.uuid4().hex[:6]}"), endpoints=fresh_cluster.endpoints)
+    engine.start()  # an empty store of its own: 112 MiB seed prompts must not be evicted by earlier tests' pages
     spec = WorkloadSpec(scenario="shared-system-prompt", pool=1, prompt_tokens=8 * 8, page_tokens=8)
     results = []
     session = LiveSession(engine, SyntheticWorkload(spec), synthetic_description(spec), layout_text=tiny.describe(),
@@ -120,7 +120,6 @@ def test_layout_switch_from_the_palette(cluster):
         texts = asyncio.run(go())
         session.driver.stop()
         session.driver.done.wait(30)
-        engine.clear_store()  # 14 MiB pages: leave the shared test store empty for the tests after this one
     finally:
         session.stop()
     sizes = [r.page_bytes for r in results]
