@@ -31,6 +31,8 @@ TARGETS = {
     "connector_vs_raw": 0.97,  # a reload through the connector keeps 97 % of a plain batch_get_into's rate
     "reload_vs_loopback_tcp": 1.0,  # the best reload is at least as fast as one loopback TCP stream
     "reload_vs_memcpy": 0.8,  # a reload from a co-located segment reaches 80 % of memcpy
+    "verify_vs_memcpy": 0.5,  # checking every byte of a loaded page runs at half of memcpy's rate or more
+    "fill_vs_memcpy": 0.5,  # likewise writing a computed page's contents
     "engine_vs_bare_loop": 0.8,  # --trace: the engine replays at 80 % of the bare loop's rate or more
     "monitor_vs_headless": 0.95,  # --ui: the monitor costs the workload at most 5 % of its rate
 }
@@ -181,31 +183,51 @@ def format_bench(o: dict) -> str:
     ratio against its :data:`TARGETS` entry; figures are named as in :mod:`kvtui.metrics.figures`."""
     from kvtui.metrics.figures import PUBLISH_BUSY, RELOAD_P50
 
-    r, b, q = o["reload_ms"], o["baselines"], o["ratios"]
-    rows = [
-        ("prefill skipped", f"{o['tokens_skipped']:,} of {o['tokens_requested']:,} tokens"),
-        ("KV page hit rate", f"{o['hit_rate']:.1%} ({o['pages_hit']}/{o['pages_total']} pages from the store)"),
+    r, b, q, card = o["reload_ms"], o["baselines"], o["ratios"], o.get("demo_card") or {}
+    pr = o.get("publish_write_MBps_runs") or {}
+    publish = f"{o['publish_write_MBps']:.0f} MB/s p50 of {o.get('publish_runs', 1)} publishes" + (
+        f" (min {pr['min']:.0f} · max {pr['max']:.0f})" if pr else "")
+    rows = [  # (figure, kvtui on this machine, the demo card's figure)
+        ("prefill skipped", f"{o['tokens_skipped']:,} of {o['tokens_requested']:,} tokens",
+         card and f"{card['tokens_skipped']:,} of {card['tokens_requested']:,}"),
+        ("KV page hit rate", f"{o['hit_rate']:.1%} ({o['pages_hit']}/{o['pages_total']} pages from the store)",
+         card and f"{card['pages_hit'] / card['pages_total']:.1%} ({card['pages_hit']}/{card['pages_total']})"),
         ("prefix reload (1 stream)", f"min {r['min']:.1f} · p50 {r['p50']:.1f} · mean {r['mean']:.1f} · max {r['max']:.1f} ms"
-                                     f" for {o['bytes_reloaded'] / 2**20:.0f} MiB ({o['iterations']} reloads)"),
+                                     f" for {o['bytes_reloaded'] / 2**20:.0f} MiB ({o['iterations']} reloads)",
+         card and f"p50 {card['reload_ms_p50']:.1f} ms"),
         (RELOAD_P50.name, f"{o['reuse_read_MBps_p50']:.0f} MB/s with 1 stream; best {o['best_reuse_read_MBps_p50']:.0f} MB/s "
-                          f"with {_streams(o['best_read_streams'])} (MB/s = 10^6 B/s)"),
-        (PUBLISH_BUSY.name, f"{o['publish_write_MBps']:.0f} MB/s"),
-        ("verify (outside reload time)", f"p50 {o['verify_ms_p50']:.1f} ms"),
-        ("byte-exact round-trip", "verified" if o["verified"] else "MISMATCH"),
+                          f"with {_streams(o['best_read_streams'])} (MB/s = 10^6 B/s)",
+         card and f"{card['reuse_read_MBps_p50']:,.0f} MB/s"),
+        (PUBLISH_BUSY.name, publish, card and f"{card['publish_write_MBps']:,.0f} MB/s"),
+        ("verify (outside reload time)", f"p50 {o['verify_ms_p50']:.1f} ms", ""),
+        ("byte-exact round-trip", "verified" if o["verified"] else "MISMATCH", card and "verified"),
         ("tiny layout (PR example)", f"{o['tiny']['pages_hit']}/{o['tiny']['pages_total']} pages hit, "
-                                     f"{'verified' if o['tiny']['verified'] else 'MISMATCH'}"),
-        ("reload split in streams", ", ".join(f"{_streams(n)}: {f['MBps_p50']:.0f} MB/s" for n, f in o["read_streams"].items())),
-        ("baseline raw batch_get_into", f"{b['raw_get_MBps_p50']:.0f} MB/s (same keys, same process, no connector) → "
-                                        f"connector/raw {q['connector_vs_raw']:.2f} ({_target(q['connector_vs_raw'], TARGETS['connector_vs_raw'])})"),
+                                     f"{'verified' if o['tiny']['verified'] else 'MISMATCH'}", card and "3/4, verified"),
+        ("reload split in streams", ", ".join(f"{_streams(n)}: {f['MBps_p50']:.0f} MB/s" for n, f in o["read_streams"].items()), ""),
+        ("baseline raw batch_get_into", f"{b['raw_get_MBps_p50']:.0f} MB/s (same keys, same process, no connector, "
+                                        f"alternating with the reloads) → connector/raw {q['connector_vs_raw']:.2f} "
+                                        f"({_target(q['connector_vs_raw'], TARGETS['connector_vs_raw'])})", ""),
         ("baseline loopback TCP", f"{b['loopback_tcp_MBps']:.0f} MB/s (one stream, same bytes) → best reload/TCP "
-                                  f"{q['reload_vs_loopback_tcp']:.2f} ({_target(q['reload_vs_loopback_tcp'], TARGETS['reload_vs_loopback_tcp'])})"),
+                                  f"{q['reload_vs_loopback_tcp']:.2f} ({_target(q['reload_vs_loopback_tcp'], TARGETS['reload_vs_loopback_tcp'])})", ""),
         ("co-located reload", f"{b['colocated_reload_MBps_p50']:.0f} MB/s vs memcpy {b['memcpy_MBps']:.0f} MB/s → "
-                              f"{q['reload_vs_memcpy']:.2f} ({_target(q['reload_vs_memcpy'], TARGETS['reload_vs_memcpy'])})"),
+                              f"{q['reload_vs_memcpy']:.2f} ({_target(q['reload_vs_memcpy'], TARGETS['reload_vs_memcpy'])})", ""),
     ]
+    c = b.get("content")
+    if c:
+        rows.append(("page contents vs memcpy", f"verify {c['verify_MBps']:.0f} MB/s → {q['verify_vs_memcpy']:.2f} "
+                     f"({_target(q['verify_vs_memcpy'], TARGETS['verify_vs_memcpy'])}); fill {c['fill_MBps']:.0f} MB/s → "
+                     f"{q['fill_vs_memcpy']:.2f} ({_target(q['fill_vs_memcpy'], TARGETS['fill_vs_memcpy'])}); "
+                     f"memcpy {c['memcpy_MBps']:.0f} MB/s, interleaved", ""))
     if "ttft_estimate" in o:
-        rows.append(("recompute vs reload (est.)", _recompute_line(o, r)))
-    w = max(len(k) for k, _ in rows)
-    return "\n".join(f"{k:<{w}}  {v}" for k, v in rows)
+        rows.append(("recompute vs reload (est.)", _recompute_line(o, r), ""))
+    env = o.get("environment")
+    if env:
+        rows.append(("machine", f"{env['cores']} cores, {env['mooncake']}", card and card["machine"]))
+    w = max(len(k) for k, _, _ in rows)
+    vw = max(len(v) for _, v, d in rows if d) if card else 0
+    head = f"{'':<{w}}  {'kvtui, this machine':<{vw}}" + ("   │ demo card (PR #2800)" if card else "")
+    lines = [f"{k:<{w}}  {v:<{vw}}   │ {d}" if d else f"{k:<{w}}  {v}" for k, v, d in rows]
+    return "\n".join([head] + lines)
 
 
 def _recompute_line(o: dict, reload: dict) -> str:

@@ -50,3 +50,29 @@ def test_bench_ui_reports_both_rates_and_the_paused_cpu(tmp_path):
     assert b["ratios"]["monitor_vs_headless"] == pytest.approx(per_round[1])
     assert b["ratios"]["monitor_vs_headless_best_of"] == pytest.approx(b["monitor_rps"] / b["headless_rps"])
     assert 0 <= b["idle_paused_cpu_percent"] < 100 and b["refresh_hz"] == 4.0
+
+
+def test_bench_reuse_figures_and_ratios_come_from_the_same_run(tmp_path):
+    """The default bench on 1 MiB pages: every ratio is the quotient of the figures printed beside it, the
+    publish figure is the median of its timed runs, the best stream count is never below one stream, and
+    the environment and the demo card's figures travel in the JSON."""
+    from kvtui.bench.reuse import DEMO_CARD, PUBLISH_RUNS
+
+    out = tmp_path / "bench.json"
+    layout = ["--layers", "4", "--kv-heads", "4", "--head-dim", "128", "--elem-bytes", "2", "--page-tokens", "128"]
+    assert main(["bench", *layout, "--iterations", "3", "--max-streams", "2", "--store-size", "256MiB",
+                 "--json", str(out)]) == 0
+    b = json.loads(out.read_text())
+    q, base = b["ratios"], b["baselines"]
+    assert b["page_bytes"] == 1 << 20 and b["pages_hit"] == 1792 // 128 and b["verified"] is True
+    assert q["connector_vs_raw"] == pytest.approx(b["reuse_read_MBps_p50"] / base["raw_get_MBps_p50"])
+    assert q["reload_vs_loopback_tcp"] == pytest.approx(b["best_reuse_read_MBps_p50"] / base["loopback_tcp_MBps"])
+    assert q["verify_vs_memcpy"] == pytest.approx(base["content"]["verify_MBps"] / base["content"]["memcpy_MBps"])
+    assert q["fill_vs_memcpy"] == pytest.approx(base["content"]["fill_MBps"] / base["content"]["memcpy_MBps"])
+    assert b["publish_runs"] == PUBLISH_RUNS and b["pages_published"] == 2048 // 128
+    runs = b["publish_write_MBps_runs"]
+    assert runs["min"] <= b["publish_write_MBps"] <= runs["max"]
+    assert b["best_reuse_read_MBps_p50"] >= b["reuse_read_MBps_p50"]
+    assert b["read_streams"]["1"]["MBps_p50"] == b["reuse_read_MBps_p50"]
+    assert b["environment"]["cores"] >= 1 and "mooncake" in b["environment"]["mooncake"]
+    assert b["demo_card"] == DEMO_CARD

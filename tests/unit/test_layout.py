@@ -125,7 +125,7 @@ def test_parse_bytes():
             parse_bytes(bad)
 
 
-@pytest.mark.parametrize("page_bytes", [4096, 1024, 6, 40, 14 * (1 << 20)])
+@pytest.mark.parametrize("page_bytes", [4096, 1024, 6, 40, 14 * (1 << 20), (2 << 18) + 29])
 def test_page_content_roundtrip_and_detects_corruption(page_bytes):
     pc = PageContent(page_bytes)
     page = np.empty(page_bytes, dtype=np.uint8)
@@ -137,15 +137,33 @@ def test_page_content_roundtrip_and_detects_corruption(page_bytes):
     assert not pc.matches("mc/ollama/m/abc", page[:-1])
 
 
-def test_page_content_detects_shifted_copy():
-    pc = PageContent(4096)
-    page = np.empty(4096 + 32, dtype=np.uint8)
-    pc.fill("k", page[:4096])
-    page[4096:] = page[:32]
-    assert not pc.matches("k", page[32:])
+@pytest.mark.parametrize("shift", [8, 32, 4096])
+def test_page_content_detects_shifted_copy(shift):
+    pc = PageContent(1 << 20)
+    page = np.empty((1 << 20) + shift, dtype=np.uint8)
+    pc.fill("k", page[: 1 << 20])
+    page[1 << 20:] = page[:shift]
+    assert not pc.matches("k", page[shift:])
 
 
-@pytest.mark.parametrize("page_bytes", [32, 1024, 40, 6, 3 << 20])
+@pytest.mark.parametrize("page_bytes", [4096, (1 << 19) + 8 * 3 + 5])
+def test_page_content_is_the_documented_formula(page_bytes):
+    """Word i is h + i·K (mod 2^64), h = the first 8 bytes of SHA256(key) little-endian, K = 0x9E3779B97F4A7C15;
+    the tail bytes are the digest's first bytes (kvtui.engine.contents)."""
+    import hashlib
+
+    key = "mc/ollama/m/0123"
+    digest = hashlib.sha256(key.encode()).digest()
+    h = int.from_bytes(digest[:8], "little")
+    words = page_bytes // 8
+    expected = b"".join(((h + i * 0x9E3779B97F4A7C15) % 2**64).to_bytes(8, "little") for i in range(words))
+    expected += digest[: page_bytes - words * 8]
+    page = np.empty(page_bytes, dtype=np.uint8)
+    PageContent(page_bytes).fill(key, page)
+    assert page.tobytes() == expected
+
+
+@pytest.mark.parametrize("page_bytes", [32, 1024, 40, 6, 3 << 20, 1 << 18, 8 * 100])
 def test_batched_fill_and_verify_equal_the_per_page_ones(page_bytes):
     pc = PageContent(page_bytes)
     keys = [f"mc/ollama/m/{i:x}" for i in range(7)]
