@@ -69,12 +69,17 @@ def register(subparsers) -> None:
                    help="instead: the workload rate with the live monitor (headless) against the same scenario "
                         "without it, and the monitor process's CPU while the workload is paused "
                         "(use a small layout, e.g. --layout tiny)")
+    mode.add_argument("--tcp-sweep", action="store_true",
+                   help="instead: remote reload throughput (segment on the store node, reads over loopback TCP) "
+                        "under each of a few Mooncake TCP settings (MC_TCP_SLICE_SIZE in bytes, "
+                        "MC_TCP_LANES_PER_PEER), each on a fresh cluster, --rounds times in alternating order, "
+                        "against one loopback TCP stream of the same bytes")
     p.add_argument("--seconds", type=float, default=8.0, metavar="SECONDS", help="--ui: length of each phase (default 8)")
     p.add_argument("--refresh-hz", type=float, default=DEFAULT_HZ, metavar="HZ",
                    help=f"--ui: the monitor's screen updates per second, ≤ {MAX_HZ:g} (default {DEFAULT_HZ:g}, as kvtui "
                         "watch)")
     p.add_argument("--rounds", type=int, default=3, metavar="N",
-                   help="--trace / --ui: alternate the two sides N times (ABBA order), each from an empty store; the "
+                   help="--trace / --ui / --tcp-sweep: alternate the sides N times (ABBA order), each from an empty store; the "
                         "ratio judged against the target is the median of the rounds' ratios, each taken between "
                         "two runs back to back, so a slow spell of the machine hits both sides of a ratio (the "
                         "ratio of each side's best run is printed too; default 3)")
@@ -95,9 +100,9 @@ def run(args: argparse.Namespace) -> int:
     estimator = estimator_from_args(args, layout)
     given = [f for f, v in (("--gpu", args.gpu), ("--mfu", args.mfu), ("--prefill-tokens-per-s",
                                                                        args.prefill_tokens_per_s)) if v is not None]
-    if given and (args.trace or args.ui):
-        raise KvtuiError(f"{given[0]} sets the reuse bench's recompute estimate; --{'trace' if args.trace else 'ui'} "
-                         "has none")
+    other = "--trace" if args.trace else "--ui" if args.ui else "--tcp-sweep" if args.tcp_sweep else None
+    if given and other:
+        raise KvtuiError(f"{given[0]} sets the reuse bench's recompute estimate; {other} has none")
     store_bytes = store_size(args.store_size)
     if args.iterations < 1 or args.max_streams < 1:
         raise KvtuiError("--iterations and --max-streams must be at least 1")
@@ -113,7 +118,7 @@ def run(args: argparse.Namespace) -> int:
         check_writable(args.json, "--json")
     rows, problems = _read_trace(args, layout) if args.trace else ([], [])
     synthesis = synthesis_description(args)  # refuses a synthesis flag without --trace
-    if (args.trace or args.ui) and args.rounds < 1:
+    if (args.trace or args.ui or args.tcp_sweep) and args.rounds < 1:
         raise KvtuiError("--rounds must be at least 1")
     if args.ui:
         if args.seconds <= 0:
@@ -135,6 +140,12 @@ def run(args: argparse.Namespace) -> int:
         out.update(synthesis)
         print(format_trace(out))
         code = 0 if out["engine"]["mismatches"] == 0 else 1
+    elif args.tcp_sweep:
+        from kvtui.bench.tcp_sweep import format_tcp_sweep, measure_tcp_sweep
+
+        out = measure_tcp_sweep(engines, layout, args.prompt_tokens, args.shared_tokens, args.iterations, args.rounds)
+        print(format_tcp_sweep(out))
+        code = 0 if out["verified"] else 1
     elif args.ui:
         from kvtui.bench.ui import measure_ui
 

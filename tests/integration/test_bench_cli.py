@@ -76,3 +76,25 @@ def test_bench_reuse_figures_and_ratios_come_from_the_same_run(tmp_path):
     assert b["read_streams"]["1"]["MBps_p50"] == b["reuse_read_MBps_p50"]
     assert b["environment"]["cores"] >= 1 and "mooncake" in b["environment"]["mooncake"]
     assert b["demo_card"] == DEMO_CARD
+
+
+def test_tcp_sweep_measures_every_setting_and_leaves_the_environment_as_it_was(tmp_path, monkeypatch):
+    import os
+
+    from kvtui.bench.tcp_sweep import SETTINGS, setting_name
+
+    monkeypatch.setenv("MC_TCP_SLICE_SIZE", "131072")  # the user's own value comes back after the sweep
+    out = tmp_path / "sweep.json"
+    layout = ["--layers", "4", "--kv-heads", "4", "--head-dim", "128", "--elem-bytes", "2", "--page-tokens", "128"]
+    assert main(["bench", "--tcp-sweep", *layout, "--rounds", "2", "--iterations", "2", "--store-size", "256MiB",
+                 "--json", str(out)]) == 0
+    assert os.environ["MC_TCP_SLICE_SIZE"] == "131072"
+    b = json.loads(out.read_text())
+    rows = b["settings"]
+    assert [r["name"] for r in rows] == [setting_name(s) for s in SETTINGS] and b["verified"] is True
+    assert all(len(r["rounds_MBps"]) == 2 and r["MBps_p50"] > 0 for r in rows)
+    best = max(rows, key=lambda r: r["MBps_p50"])
+    assert b["best"] == best["name"] and len(b["loopback_tcp_rounds_MBps"]) == 2
+    assert b["ratios"]["tcp_reload_vs_loopback_tcp"] == pytest.approx(best["MBps_p50"] / b["loopback_tcp_MBps"])
+    assert b["ratios"]["best_vs_mooncake_default"] == pytest.approx(best["MBps_p50"] / rows[0]["MBps_p50"])
+    assert b["environment"]["mc_settings"]["MC_TCP_SLICE_SIZE"] == "131072"

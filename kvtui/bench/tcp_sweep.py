@@ -1,0 +1,120 @@
+"""``kvtui bench --tcp-sweep``: remote reload throughput under each of a few Mooncake TCP transport settings.
+
+Mooncake's TCP transport splits a transfer into slices (``MC_TCP_SLICE_SIZE``, 64 KiB in the source) and
+keeps few in flight per peer (kvcache-ai/Mooncake RFC #3446 describes the design; ``MC_TCP_LANES_PER_PEER``
+sets the connections per peer). Each setting is measured on a fresh embedded cluster (segment on the store
+node, so every reload crosses loopback TCP), the settings in alternating order across rounds (A B C … then
+… C B A) so a slow spell of the machine hits every setting; each round also measures one loopback TCP
+stream of the same bytes. The figure per setting is the median over rounds of each round's reload MB/s
+p50 (10^6 B/s), and its ratio to the median loopback TCP figure.
+
+The settings go to the processes kvtui starts through the environment (master, store node and workers
+inherit it; kvtui sets none of these variables itself), so a user applies the sweep's best setting the same
+way: ``MC_TCP_SLICE_SIZE=… kvtui watch``. On the 2-core VM of the README no setting was reliably faster than
+Mooncake's own (the README gives the runs), so kvtui keeps Mooncake's defaults.
+"""
+
+from __future__ import annotations
+
+import os
+from contextlib import contextmanager
+
+import numpy as np
+
+from kvtui.bench.baselines import loopback_tcp_mbps
+from kvtui.bench.engines import BenchEngines, say
+from kvtui.core.units import median
+from kvtui.engine.protocol import BenchReload, Publish
+
+SETTINGS: tuple[dict[str, str], ...] = (
+    {"MC_TCP_SLICE_SIZE": "65536"},
+    {"MC_TCP_SLICE_SIZE": "1048576"},
+    {"MC_TCP_SLICE_SIZE": "4194304"},
+    {"MC_TCP_SLICE_SIZE": "16777216"},
+    {"MC_TCP_SLICE_SIZE": "4194304", "MC_TCP_LANES_PER_PEER": "2"},
+    {"MC_TCP_SLICE_SIZE": "4194304", "MC_TCP_LANES_PER_PEER": "4"},
+)
+"""The settings swept (``MC_*`` variables and their values); the first is Mooncake's own slice size."""
+
+
+def setting_name(setting: dict[str, str]) -> str:
+    """``MC_TCP_SLICE_SIZE=4194304 MC_TCP_LANES_PER_PEER=2``: a setting as an environment prefix."""
+    return " ".join(f"{k}={v}" for k, v in setting.items())
+
+
+@contextmanager
+def _environment(setting: dict[str, str]):
+    """``setting`` in ``os.environ`` for the processes started meanwhile; the previous values after."""
+    old = {k: os.environ.get(k) for k in setting}
+    os.environ.update(setting)
+    try:
+        yield
+    finally:
+        for k, v in old.items():
+            if v is None:
+                os.environ.pop(k, None)
+            else:
+                os.environ[k] = v
+
+
+def _one(engines: BenchEngines, layout, prompt: np.ndarray, second: np.ndarray, iterations: int) -> dict:
+    """One setting on a fresh cluster: publish, ``iterations`` timed reloads of the shared prefix."""
+    engine = engines.engine(layout)
+    try:
+        engine.prefill.call(Publish(prompt))
+        engine.decode.call(BenchReload(second, 1))  # first touch of the reload buffer, untimed
+        runs = [t.result for t in engine.decode.call(BenchReload(second, iterations))]
+    finally:
+        engine.stop()
+    nbytes = runs[0].bytes_loaded
+    mbps = [nbytes / ((r.probe_ms + r.read_ms) / 1e3) / 1e6 for r in runs if r.probe_ms + r.read_ms > 0]
+    ok = all(r.verified == r.pages_hit and r.mismatches == 0 for r in runs)
+    return {"MBps_p50": median(mbps), "bytes": nbytes, "verified": ok}
+
+
+def measure_tcp_sweep(engines: BenchEngines, layout, prompt_tokens: int, shared_tokens: int, iterations: int,
+                      rounds: int) -> dict:
+    """Every :data:`SETTINGS` entry ``rounds`` times (alternating order), with a loopback TCP baseline per
+    round. Returns ``{"settings": [{name, env, MBps_p50, rounds_MBps, vs_loopback_tcp}], "best", "loopback_tcp_MBps",
+    "rounds", "verified", "ratios": {"tcp_reload_vs_loopback_tcp"}}``."""
+    prompt = np.arange(prompt_tokens, dtype=np.uint32) + 1000
+    second = prompt.copy()
+    second[shared_tokens:] += 1_000_000
+    per: dict[int, list[float]] = {i: [] for i in range(len(SETTINGS))}
+    tcp: list[float] = []
+    verified = True
+    for r in range(rounds):
+        order = list(range(len(SETTINGS)))
+        if r % 2:
+            order.reverse()
+        for i in order:
+            say(f"round {r + 1}/{rounds}: {setting_name(SETTINGS[i])}…")
+            with _environment(SETTINGS[i]):
+                one = _one(engines, layout, prompt, second, iterations)
+            per[i].append(one["MBps_p50"])
+            verified = verified and one["verified"]
+        tcp.append(loopback_tcp_mbps(one["bytes"], iterations))
+    tcp_mbps = median(tcp)
+    rows = [{"name": setting_name(s), "env": dict(s), "MBps_p50": median(per[i]), "rounds_MBps": per[i],
+             "vs_loopback_tcp": median(per[i]) / tcp_mbps} for i, s in enumerate(SETTINGS)]
+    best = max(rows, key=lambda row: row["MBps_p50"])
+    from kvtui.bench.reuse import environment
+
+    return {"layout": layout.as_dict(), "iterations": iterations, "rounds": rounds, "settings": rows,
+            "environment": environment(None),
+            "best": best["name"], "loopback_tcp_MBps": tcp_mbps, "loopback_tcp_rounds_MBps": tcp,
+            "verified": verified, "ratios": {"tcp_reload_vs_loopback_tcp": best["vs_loopback_tcp"],
+                                             "best_vs_mooncake_default": best["MBps_p50"] / rows[0]["MBps_p50"]}}
+
+
+def format_tcp_sweep(o: dict) -> str:
+    """The human table of :func:`measure_tcp_sweep`'s figures."""
+    w = max(len(s["name"]) for s in o["settings"])
+    lines = [f"{'setting':<{w}}  reload MB/s p50 (median of {o['rounds']} rounds)  vs loopback TCP"]
+    for s in o["settings"]:
+        mark = "  ← best" if s["name"] == o["best"] else ""
+        lines.append(f"{s['name']:<{w}}  {s['MBps_p50']:>8.0f}{'':<31}{s['vs_loopback_tcp']:.2f}{mark}")
+    lines.append(f"{'loopback TCP (one stream)':<{w}}  {o['loopback_tcp_MBps']:>8.0f}")
+    lines.append(f"best vs Mooncake's 64 KiB slices: {o['ratios']['best_vs_mooncake_default']:.2f}×; "
+                 f"verified: {'yes' if o['verified'] else 'MISMATCH'}")
+    return "\n".join(lines)
