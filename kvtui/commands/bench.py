@@ -225,7 +225,7 @@ def format_bench(o: dict) -> str:
     ]
     c = b.get("content")
     if c:
-        rows.append(("page contents vs memcpy", f"verify {c['verify_MBps']:.0f} MB/s → {q['verify_vs_memcpy']:.2f} "
+        rows.append(("page verify / fill vs memcpy", f"verify {c['verify_MBps']:.0f} MB/s → {q['verify_vs_memcpy']:.2f} "
                      f"({_target(q['verify_vs_memcpy'], TARGETS['verify_vs_memcpy'])}); fill {c['fill_MBps']:.0f} MB/s → "
                      f"{q['fill_vs_memcpy']:.2f} ({_target(q['fill_vs_memcpy'], TARGETS['fill_vs_memcpy'])}); "
                      f"memcpy {c['memcpy_MBps']:.0f} MB/s, interleaved", ""))

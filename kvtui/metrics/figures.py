@@ -112,7 +112,7 @@ REUSE_BUSY = Figure("reuse_read_MBps", "reuse read (busy)", "reuse read (busy)",
                     "throughput.reuse_read_MBps")
 PUBLISH_BUSY = Figure("publish_write_MBps", "publish write (busy)", "publish write (busy)", "MB/s",
                       "bytes newly written ÷ time spent in puts (probe and page computation excluded)",
-                      _RUN_WINDOW + "; bench: its one publish", _RUN + "; bench", "throughput.publish_write_MBps, "
+                      _RUN_WINDOW + "; bench: the median of its 5 publishes", _RUN + "; bench", "throughput.publish_write_MBps, "
                       "publish_write_MBps")
 REQUESTS_RUN = Figure("requests_per_s", "requests/s (run)", "req/s", "req/s", "requests ÷ elapsed_s",
                       _RUN_WINDOW, _RUN, "throughput.requests_per_s")
@@ -159,7 +159,14 @@ TCP_P50 = Figure("loopback_tcp_MBps", "loopback TCP (p50 transfer)", "baseline l
 MEMCPY_P50 = Figure("memcpy_MBps", "memcpy (p50 copy)", "memcpy", "MB/s",
                     "the same bytes ÷ median time of one in-process copy", _BASE_WINDOW, _BENCH,
                     "baselines.memcpy_MBps")
-BENCH = (RELOAD_P50, PUBLISH_BUSY, RAW_GET_P50, TCP_P50, MEMCPY_P50)
+_CONTENT_WINDOW = "`--iterations` rounds of memcpy, fill, verify of the reloaded pages' bytes"
+FILL_P50 = Figure("fill_MBps", "page fill (p50)", "page fill", "MB/s",
+                  "bytes of the reloaded pages ÷ median time to write their expected contents (kvtui.engine.contents)",
+                  _CONTENT_WINDOW, _BENCH, "baselines.content.fill_MBps, ratios.fill_vs_memcpy")
+VERIFY_P50 = Figure("verify_MBps", "page verify (p50)", "page verify", "MB/s",
+                    "bytes of the reloaded pages ÷ median time to check every byte against their expected contents",
+                    _CONTENT_WINDOW, _BENCH, "baselines.content.verify_MBps, ratios.verify_vs_memcpy")
+BENCH = (RELOAD_P50, PUBLISH_BUSY, RAW_GET_P50, TCP_P50, MEMCPY_P50, FILL_P50, VERIFY_P50)
 
 # TTFT and GPU time saved: estimates (kvtui.metrics.ttft), against the measured reload time
 _EST_WINDOW = f"monitor: last {LATENCY_WINDOW_S:g} s; summary: {_RUN_WINDOW}; bench: `--iterations` reloads"
@@ -183,7 +190,8 @@ RELOAD_VS_RECOMPUTE = Figure("reload_vs_recompute", "reload vs recompute (estima
 TTFT = (TTFT_SAVED, GPU_SAVED_WALL, GPU_SAVED_RUN, RELOAD_VS_RECOMPUTE)
 
 #: every figure once, in the README table's order
-FIGURES = WALL + HEADER + RUN + LATENCY + RELOAD_COUNTS + (RELOAD_P50, RAW_GET_P50, TCP_P50, MEMCPY_P50) + TTFT
+FIGURES = WALL + HEADER + RUN + LATENCY + RELOAD_COUNTS + (RELOAD_P50, RAW_GET_P50, TCP_P50, MEMCPY_P50, FILL_P50,
+                                                            VERIFY_P50) + TTFT
 
 
 def markdown_table() -> str:
