@@ -19,12 +19,13 @@ from kvtui.engine.samplers import PanelThread, ProcessSampler, StoreSampler
 from kvtui.metrics.aggregate import Aggregator
 from kvtui.metrics.frame import Frame
 from kvtui.metrics.store_full import StoreFullAlarm
+from kvtui.session.recording import RecordingControl
 
 LAYOUT_WAIT_S = 10.0  # a layout switch waits this long for the requests under way to finish
 HALT_WAIT_S = 1.0  # an abandoned driver ends within ~0.1 s (its feeder may be in a control handler a bit longer)
 
 
-class LiveSession:
+class LiveSession(RecordingControl):
     """Owns a running :class:`~kvtui.engine.driver.Driver` over a started engine.
 
     ``workload``: the request source (a ``SyntheticWorkload`` accepts knob changes; a trace does not);
@@ -278,40 +279,9 @@ class LiveSession:
                 self.driver.resume()
 
     # -- recording --------------------------------------------------------------------------------------
-    def start_recording(self, path: str) -> str:
-        """Record frames and events into a session file at ``path`` (``SessionError`` if it cannot)."""
-        from kvtui.session.writer import RecordingThread, SessionWriter
-
-        if self.recorder is not None:
-            return str(self.recorder.writer.path)
-        header = {**self.header, "workload_now": self.description}
-        writer = SessionWriter(path, header)
-        self.agg.begin_span()  # the file's report covers what happens from now on (Frame.span)
-        self.recorder = RecordingThread(self, writer).start()
-        self._log("control", f"recording → {path}")
-        return path
-
-    def stop_recording(self, final: Frame | None = None) -> str | None:
-        """Stop recording (writing ``final`` as the last frame when given); returns the file path."""
-        rec, self.recorder = self.recorder, None
-        if rec is None:
-            return None
-        self._log("control", f"recording stopped: {rec.writer.path}")
-        rec.stop(final)
-        return str(rec.writer.path)
-
-    def toggle_recording(self) -> tuple[bool, str | None]:
-        """Ctrl+R: start recording into ``kvtui-YYYYmmdd-HHMMSS.kvtui`` (current folder) or stop."""
-        if self.recorder is not None:
-            return False, self.stop_recording()
-        import os
-        import time
-
-        stem = time.strftime("kvtui-%Y%m%d-%H%M%S")
-        path, n = f"{stem}.kvtui", 1
-        while os.path.exists(path):
-            path, n = f"{stem}-{n}.kvtui", n + 1
-        return True, self.start_recording(path)
+    def recording_header(self) -> dict:
+        """The header of a file recorded from now: the session's, with the workload it runs now."""
+        return {**self.header, "workload_now": self.description}
 
     def final_frame(self) -> Frame:
         """The frame a finished run is summarised from (and recorded as its last frame)."""

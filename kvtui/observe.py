@@ -27,6 +27,7 @@ from kvtui.engine.cluster import http_get
 from kvtui.engine.samplers import STORE_GAUGES, ProcessSampler, parse_prometheus
 from kvtui.metrics.aggregate import Aggregator
 from kvtui.metrics.frame import Frame
+from kvtui.session.recording import RecordingControl
 
 # master gauges and cumulative counters shown as they are (Prometheus names, upstream
 # mooncake-store/src/master_metric_manager.cpp) → StoreScrape keys
@@ -161,7 +162,7 @@ class MasterSampler:
         return panel
 
 
-class ObserveSession:
+class ObserveSession(RecordingControl):
     """Watches a cluster through its master's admin endpoints: the monitor's ``FrameSource`` and (a
     subset of) its ``Controller``. ``metrics_url``: the master's admin base (``http://HOST:PORT``);
     ``master``: its RPC address (shown only); ``interval_s``: seconds between samples; ``history``: points
@@ -256,38 +257,9 @@ class ObserveSession:
         """Refused: observe mode never writes to the store (``RuntimeError``)."""
         raise RuntimeError("observe mode writes nothing to the store")
 
-    def start_recording(self, path: str) -> str:
-        """Record frames and events into a session file at ``path`` (``SessionError`` if it cannot)."""
-        from kvtui.session.writer import RecordingThread, SessionWriter
-
-        if self.recorder is not None:
-            return str(self.recorder.writer.path)
-        writer = SessionWriter(path, {**self.header, "workload": self.workload, "workload_now": self.workload})
-        self.agg.begin_span()
-        self.recorder = RecordingThread(self, writer).start()
-        self._log("control", f"recording → {path}")
-        return path
-
-    def stop_recording(self, final: Frame | None = None) -> str | None:
-        """Stop recording (``final``: the last frame written); returns the file path."""
-        rec, self.recorder = self.recorder, None
-        if rec is None:
-            return None
-        self._log("control", f"recording stopped: {rec.writer.path}")
-        rec.stop(final)
-        return str(rec.writer.path)
-
-    def toggle_recording(self) -> tuple[bool, str | None]:
-        """Ctrl+R: start recording into ``kvtui-YYYYmmdd-HHMMSS.kvtui`` (current folder) or stop."""
-        import os
-
-        if self.recorder is not None:
-            return False, self.stop_recording()
-        stem = time.strftime("kvtui-%Y%m%d-%H%M%S")
-        path, n = f"{stem}.kvtui", 1
-        while os.path.exists(path):
-            path, n = f"{stem}-{n}.kvtui", n + 1
-        return True, self.start_recording(path)
+    def recording_header(self) -> dict:
+        """The header of a file recorded from now: the session's, with the observed master as workload."""
+        return {**self.header, "workload": self.workload, "workload_now": self.workload}
 
     def stop(self, final: Frame | None = None) -> None:
         """Stop sampling and recording (safe to call twice)."""
