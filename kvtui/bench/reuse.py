@@ -173,6 +173,15 @@ def measure_reuse(engines: BenchEngines, layout, case: ReuseCase, estimator=None
         engine.stop()
     co = max(co_streams.values(), key=lambda f: f["MBps_p50"])
 
+    say("the same-host shared-memory path: a real client and two dummy clients (not the engine's path yet)…")
+    try:
+        from kvtui.bench.shm import measure_shm
+
+        shm = measure_shm(layout.page_bytes, hit, case.iterations) if hit else None
+    except Exception as exc:  # the step is a comparison; a machine where it cannot run still gets the rest
+        shm = {"error": f"{type(exc).__name__}: {exc}".splitlines()[0]}
+        say(f"shared-memory path unavailable: {shm['error']}")
+
     nbytes = hit * layout.page_bytes
     say("baselines: memcpy, one loopback TCP stream, page-content fill and verify of the same bytes…")
     memcpy = memcpy_mbps(nbytes, case.iterations)
@@ -197,13 +206,18 @@ def measure_reuse(engines: BenchEngines, layout, case: ReuseCase, estimator=None
         "tiny": tiny,
         "baselines": {"raw_get_MBps_p50": raw_mbps, "raw_get_ms_p50": raw_ms_p50,
                       "loopback_tcp_MBps": tcp, "memcpy_MBps": memcpy,
-                      "colocated_reload_MBps_p50": co["MBps_p50"], "content": content},
+                      "colocated_reload_MBps_p50": co["MBps_p50"], "content": content, "shm": shm},
         "ratios": {"connector_vs_raw": main["MBps_p50"] / raw_mbps,
                    "best_streams_vs_raw": best["MBps_p50"] / raw_mbps,
                    "reload_vs_loopback_tcp": best["MBps_p50"] / tcp,
                    "reload_vs_memcpy": co["MBps_p50"] / memcpy},
         "environment": env, "demo_card": DEMO_CARD,
     })
+    if shm and "error" not in shm:
+        verified = verified and shm["verified"]
+        out["verified"] = bool(verified)
+        out["ratios"].update(shm_reload_vs_memcpy=shm["reload_MBps_p50"] / memcpy,
+                             shm_reload_vs_tcp_reload=shm["reload_MBps_p50"] / main["MBps_p50"])
     if content is not None:
         out["ratios"].update(verify_vs_memcpy=content["verify_vs_memcpy"], fill_vs_memcpy=content["fill_vs_memcpy"])
     if estimator is not None:

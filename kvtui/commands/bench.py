@@ -192,7 +192,7 @@ def _streams(n) -> str:
 def format_bench(o: dict) -> str:
     """The human table of a reuse bench run (``o``: :func:`kvtui.bench.reuse.measure_reuse`'s figures), each
     ratio against its :data:`TARGETS` entry; figures are named as in :mod:`kvtui.metrics.figures`."""
-    from kvtui.metrics.figures import PUBLISH_BUSY, RELOAD_P50
+    from kvtui.metrics.figures import PUBLISH_BUSY, RELOAD_P50, SHM_P50
 
     r, b, q, card = o["reload_ms"], o["baselines"], o["ratios"], o.get("demo_card") or {}
     pr = o.get("publish_write_MBps_runs") or {}
@@ -229,6 +229,13 @@ def format_bench(o: dict) -> str:
                      f"({_target(q['verify_vs_memcpy'], TARGETS['verify_vs_memcpy'])}); fill {c['fill_MBps']:.0f} MB/s → "
                      f"{q['fill_vs_memcpy']:.2f} ({_target(q['fill_vs_memcpy'], TARGETS['fill_vs_memcpy'])}); "
                      f"memcpy {c['memcpy_MBps']:.0f} MB/s, interleaved", ""))
+    shm = b.get("shm")
+    if shm:
+        rows.append((SHM_P50.label, f"unavailable here: {shm['error']}" if "error" in shm else
+                     f"{shm['reload_MBps_p50']:.0f} MB/s (batch_get_into p50 {shm['reload_ms_p50']:.1f} ms, "
+                     f"{'verified' if shm['verified'] else 'MISMATCH'}) → vs memcpy {q['shm_reload_vs_memcpy']:.2f}, "
+                     f"{q['shm_reload_vs_tcp_reload']:.1f}× the TCP reload; a real client + dummy clients, not "
+                     "the engine's path yet", ""))
     if "ttft_estimate" in o:
         rows.append(("recompute vs reload (est.)", _recompute_line(o, r), ""))
     env = o.get("environment")

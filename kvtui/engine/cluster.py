@@ -240,6 +240,27 @@ class EmbeddedCluster:
             time.sleep(0.05)
         raise ClusterError(f"{name} not ready after {timeout_s:.0f} s; logs in {self.processes[0].log_path.parent}")
 
+    def start_real_client(self, segment_bytes: int) -> str:
+        """Start the wheel's ``mooncake_client`` (a standalone "real client" owning a ``segment_bytes``-byte
+        segment, bytes) beside this cluster's master, torn down with the cluster; returns its ``HOST:PORT``,
+        for ``MooncakeDistributedStore.setup_dummy`` (a "dummy client" that moves bytes through shared
+        memory with it: Mooncake's standalone deployments). ``ClusterError`` if it does not register its
+        segment with the master within the start-up timeout."""
+        if self.endpoints is None:
+            raise ClusterError("start the cluster before its real client")
+        binary = Path(master_binary()).with_name("mooncake_client")
+        if not binary.exists():
+            raise ClusterError("mooncake_client is missing from the Mooncake wheel; run `kvtui doctor`")
+        port = free_port()
+        before = self.capacity_bytes()
+        argv = [str(binary), f"--global_segment_size={max(1, segment_bytes >> 20)} MB",
+                f"--master_server_address={self.endpoints.master}", f"--metadata_server={self.endpoints.metadata_url}",
+                f"--port={port}", "--host=127.0.0.1", f"--protocol={self.endpoints.protocol}", "--minloglevel=1"]
+        env = dict(self._env, **dict(self.endpoints.client_env))
+        self.processes.append(spawn("real-client", argv, self._log_dir / "real_client.log", env))
+        self._wait("real client", lambda: self.capacity_bytes() > before)
+        return f"127.0.0.1:{port}"
+
     def restart_master(self) -> None:
         """Start the master again on the same ports after it died (the new master has no keys).
 

@@ -166,7 +166,11 @@ FILL_P50 = Figure("fill_MBps", "page fill (p50)", "page fill", "MB/s",
 VERIFY_P50 = Figure("verify_MBps", "page verify (p50)", "page verify", "MB/s",
                     "bytes of the reloaded pages ÷ median time to check every byte against their expected contents",
                     _CONTENT_WINDOW, _BENCH, "baselines.content.verify_MBps, ratios.verify_vs_memcpy")
-BENCH = (RELOAD_P50, PUBLISH_BUSY, RAW_GET_P50, TCP_P50, MEMCPY_P50, FILL_P50, VERIFY_P50)
+SHM_P50 = Figure("shm_reload_MBps_p50", "shared-memory reload (p50 call)", "same-host shared memory", "MB/s",
+                 "bytes of the reloaded pages ÷ median time of one batch_get_into of a dummy client of a real client "
+                 "on the same host (kvtui.bench.shm; not the engine's path)", _BASE_WINDOW, _BENCH,
+                 "baselines.shm.reload_MBps_p50, ratios.shm_reload_vs_memcpy, ratios.shm_reload_vs_tcp_reload")
+BENCH = (RELOAD_P50, PUBLISH_BUSY, RAW_GET_P50, TCP_P50, MEMCPY_P50, FILL_P50, VERIFY_P50, SHM_P50)
 
 # TTFT and GPU time saved: estimates (kvtui.metrics.ttft), against the measured reload time
 _EST_WINDOW = f"monitor: last {LATENCY_WINDOW_S:g} s; summary: {_RUN_WINDOW}; bench: `--iterations` reloads"
@@ -191,7 +195,7 @@ TTFT = (TTFT_SAVED, GPU_SAVED_WALL, GPU_SAVED_RUN, RELOAD_VS_RECOMPUTE)
 
 #: every figure once, in the README table's order
 FIGURES = WALL + HEADER + RUN + LATENCY + RELOAD_COUNTS + (RELOAD_P50, RAW_GET_P50, TCP_P50, MEMCPY_P50, FILL_P50,
-                                                            VERIFY_P50) + TTFT
+                                                            VERIFY_P50, SHM_P50) + TTFT
 
 
 def markdown_table() -> str:
