@@ -126,6 +126,10 @@ def master_binary() -> str:
     raise ClusterError("mooncake_master is missing from the Mooncake wheel; run `kvtui doctor`")
 
 
+START_ATTEMPTS = 2
+"""Starts of an embedded cluster on kvtui-picked ports before its error is reported (see ``start``)."""
+
+
 @dataclass
 class ClusterOptions:
     """Embedded-cluster settings. Sizes in bytes, times in seconds. Explicit ports of 0 mean "pick free"."""
@@ -173,7 +177,21 @@ class EmbeddedCluster:
         return free_port()
 
     def start(self) -> ClusterEndpoints:
-        """Start master, metadata server and (optionally) the store node; return the endpoints."""
+        """Start master, metadata server and (optionally) the store node; return the endpoints.
+        ``ClusterError`` (one line plus a log tail) if they do not start. With every port picked by kvtui
+        a failed start is tried once more on new ports: a port found free can be taken by another process
+        before the master binds it (the master then answers ``/health`` for ~2 s and exits)."""
+        o = self.options
+        auto = not (o.rpc_port or o.metrics_port or o.metadata_port)
+        for attempt in range(START_ATTEMPTS if auto else 1):
+            try:
+                return self._start_once()
+            except ClusterError:
+                if attempt + 1 >= (START_ATTEMPTS if auto else 1):
+                    raise
+        raise AssertionError("unreachable")
+
+    def _start_once(self) -> ClusterEndpoints:
         o = self.options
         log_dir = Path(o.log_dir or tempfile.mkdtemp(prefix="kvtui-logs-"))
         self._auto_log_dir = None if o.log_dir else log_dir  # removed after a clean stop, kept after trouble
@@ -197,7 +215,7 @@ class EmbeddedCluster:
             self._env, self._log_dir = env, log_dir
             self.processes.append(spawn("master", self._master_argv, log_dir / "master.log", env))
             metrics_url = f"http://127.0.0.1:{metrics}"
-            self._wait("master", lambda: http_get(metrics_url + "/health")[0] == 200)
+            self._wait("master", lambda: http_get(metrics_url + "/health")[0] == 200 and probe_tcp("127.0.0.1", rpc))
             self._wait("metadata", lambda: http_get(f"http://127.0.0.1:{meta}/metadata")[0] == 400)
             self.endpoints = ClusterEndpoints(
                 master=f"127.0.0.1:{rpc}", metadata_url=f"http://127.0.0.1:{meta}/metadata",

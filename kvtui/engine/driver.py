@@ -266,14 +266,19 @@ class Driver:
                 if req is None:
                     break
                 if req.arrival_s is not None:
-                    while not self._stop.is_set():
+                    over = False  # the duration may end while the next row waits for its arrival time
+                    while not self._stop.is_set() and not over:
                         wait = req.arrival_s - self._elapsed()
                         if wait <= 0 or not self._running.is_set():
                             break
                         self._stop.wait(min(wait, 0.1))
                         self._drain_controls()
-                    while not self._running.wait(0.1):  # an outage or a pause began meanwhile
+                        over = self._duration_over()
+                    while not over and not self._running.wait(0.1):  # an outage or a pause began meanwhile
                         self._drain_controls()
+                        over = self._duration_over()
+                    if over or self._stop.is_set():
+                        break
                 self.engine.submit(req)
                 self.issued += 1
         except BaseException as exc:  # a workload error ends the run; reported by run()

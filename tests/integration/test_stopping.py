@@ -169,12 +169,14 @@ def test_interrupted_run_stops_within_2s_and_keeps_its_summary(tmp_path, layout,
     assert not r.damaged and len(r) >= 1
 
 
-@pytest.mark.parametrize("case", ["seed-multi-turn", "tiny-store-node-killed"])
+@pytest.mark.parametrize("case", ["seed-multi-turn", "tiny-store-node-killed", "trace-waiting-for-a-row"])
 def test_duration_bounds_the_whole_command(tmp_path, case):
     duration = 6.0
     if case == "seed-multi-turn":
         argv = ["run", "--scenario", "multi-turn", "--layout", "seed", "--prompt-tokens", "2048",
                 "--store-size", "512MiB"]
+    elif case == "trace-waiting-for-a-row":  # slowed 1000×: the second row arrives minutes after the first
+        argv = ["run", "--trace", "synthetic", "--trace-speedup", "0.001", "--layout", "tiny"]
     else:
         argv = ["run", *TINY]
     cli = Cli([*argv, "--duration", f"{duration:g}", "--json", str(tmp_path / "d.json")], tmp_path)
