@@ -180,16 +180,17 @@ class EmbeddedCluster:
         """Start master, metadata server and (optionally) the store node; return the endpoints.
         ``ClusterError`` (one line plus a log tail) if they do not start. With every port picked by kvtui
         a failed start is tried once more on new ports: a port found free can be taken by another process
-        before the master binds it (the master then answers ``/health`` for ~2 s and exits)."""
+        before the master binds it (a master whose RPC port is busy answers ``/health`` for ~2 s and exits:
+        the likely cause of a rare "no Mooncake master answers" from the store node)."""
         o = self.options
-        auto = not (o.rpc_port or o.metrics_port or o.metadata_port)
-        for attempt in range(START_ATTEMPTS if auto else 1):
+        attempts = 1 if (o.rpc_port or o.metrics_port or o.metadata_port) else START_ATTEMPTS
+        for attempt in range(1, attempts + 1):
             try:
                 return self._start_once()
             except ClusterError:
-                if attempt + 1 >= (START_ATTEMPTS if auto else 1):
+                if attempt == attempts:
                     raise
-        raise AssertionError("unreachable")
+        raise AssertionError("unreachable: the last attempt returns or raises")
 
     def _start_once(self) -> ClusterEndpoints:
         o = self.options

@@ -29,7 +29,7 @@ from kvtui.core.codes import CLIENT_CLOSED, INVALID_PARAMS, OBJECT_ALREADY_EXIST
 
 SETUP_ATTEMPTS = 3
 """Store clients a :meth:`StoreClient.setup` creates at most while the master answers TCP (each one tries
-``MC_STORE_CLIENT_SETUP_RETRIES`` ports): a test session's hundreds of clients share one port range."""
+``MC_STORE_CLIENT_SETUP_RETRIES`` times): a test session's hundreds of clients share one port range."""
 
 
 class StoreError(RuntimeError):
@@ -120,12 +120,12 @@ class StoreClient:
             from mooncake.store import MooncakeDistributedStore
         except ImportError as exc:  # pragma: no cover - depends on the machine
             raise StoreError(f"cannot import mooncake.store ({exc}); run `kvtui doctor`") from None
-        for attempt in range(SETUP_ATTEMPTS):
+        for _ in range(SETUP_ATTEMPTS):
             store = MooncakeDistributedStore()
             rc = store.setup(cfg.local_host, cfg.metadata_url, int(cfg.segment_bytes), int(cfg.local_buffer_bytes),
                              cfg.protocol, cfg.device, cfg.master)
-            # a failure with the master answering is most often a listener port of the client's range that
-            # another client holds (each try draws a port): a new client draws again
+            # setup() failed once with the master answering (a clean-clone test run, cause not logged; a
+            # listener port of the client's range held by another client is one): a new client tries again
             if rc == 0 or not probe_tcp(host, port, timeout_s=2.0):
                 break
         if rc != 0:  # older wheels return +1, newer -1: only 0 is success
