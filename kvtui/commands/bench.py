@@ -39,6 +39,37 @@ TARGETS = {
 """The ratio each bench is judged against (printed as met / NOT met; the exit code ignores them)."""
 
 
+MODE_FLAGS = (  # flag, attribute, default, the modes it applies to (reuse: the default bench)
+    ("--prompt-tokens", "prompt_tokens", _CASE.prompt_tokens, ("reuse", "tcp-sweep")),
+    ("--shared-tokens", "shared_tokens", _CASE.shared_tokens, ("reuse", "tcp-sweep")),
+    ("--iterations", "iterations", _CASE.iterations, ("reuse", "tcp-sweep")),
+    ("--max-streams", "max_streams", _CASE.max_streams, ("reuse",)),
+    ("--rounds", "rounds", 3, ("trace", "ui", "tcp-sweep")),
+    ("--seconds", "seconds", 8.0, ("ui",)),
+    ("--refresh-hz", "refresh_hz", DEFAULT_HZ, ("ui",)),
+    ("--trace-block-tokens", "trace_block_tokens", DEFAULT_BLOCK_TOKENS, ("trace",)),
+)
+"""The flags that only some benches use, with their defaults: one given to another bench is refused."""
+
+
+def _mode_of(args: argparse.Namespace) -> str:
+    """``reuse`` (the default bench), ``trace``, ``ui`` or ``tcp-sweep``."""
+    return "trace" if args.trace else "ui" if args.ui else "tcp-sweep" if args.tcp_sweep else "reuse"
+
+
+def apply_mode_flags(args: argparse.Namespace) -> str:
+    """Fill the defaults of :data:`MODE_FLAGS` into ``args``; ``KvtuiError`` for one given to a bench that
+    does not use it (``--seconds applies to bench --ui only``). Returns the bench's mode."""
+    mode = _mode_of(args)
+    for flag, attr, default, modes in MODE_FLAGS:
+        if getattr(args, attr) is None:
+            setattr(args, attr, default)
+        elif mode not in modes:
+            names = " / ".join("bench" if m == "reuse" else f"bench --{m}" for m in modes)
+            raise KvtuiError(f"{flag} applies to {names} only")
+    return mode
+
+
 def register(subparsers) -> None:
     """Add the ``bench`` subcommand."""
     p = subparsers.add_parser(
@@ -47,16 +78,16 @@ def register(subparsers) -> None:
                     "its prefix with the decode worker, and report hit rate, reload latency, reuse/publish MB/s "
                     "and ratios against raw Mooncake reads, one loopback TCP stream and memcpy, all measured "
                     "in this run on this machine.")
-    p.add_argument("--prompt-tokens", type=int, default=_CASE.prompt_tokens, metavar="TOKENS",
+    p.add_argument("--prompt-tokens", type=int, default=None, metavar="TOKENS",
                    help=f"tokens of the published prompt (default {_CASE.prompt_tokens})")
-    p.add_argument("--shared-tokens", type=int, default=_CASE.shared_tokens, metavar="TOKENS",
+    p.add_argument("--shared-tokens", type=int, default=None, metavar="TOKENS",
                    help=f"tokens the second request shares with the first (default {_CASE.shared_tokens})")
-    p.add_argument("--iterations", type=int, default=_CASE.iterations, metavar="N",
+    p.add_argument("--iterations", type=int, default=None, metavar="N",
                    help=f"reloads to time (default {_CASE.iterations})")
     p.add_argument("--store-size", default=DEFAULT_STORE_SIZE_TEXT, metavar="BYTES",
                    help=f"embedded store segment, bytes with units (at least {MIN_SEGMENT_BYTES >> 20}MiB; default "
                         f"{DEFAULT_STORE_SIZE_TEXT})")
-    p.add_argument("--max-streams", type=int, default=_CASE.max_streams, metavar="N",
+    p.add_argument("--max-streams", type=int, default=None, metavar="N",
                    help=f"try reloads split across 1..N concurrent batch_get_into calls (default {_CASE.max_streams})")
     p.add_argument("--json", metavar="PATH", help="write every figure as JSON to PATH")
     mode = p.add_mutually_exclusive_group()
@@ -74,16 +105,16 @@ def register(subparsers) -> None:
                         "under each of a few Mooncake TCP settings (MC_TCP_SLICE_SIZE in bytes, "
                         "MC_TCP_LANES_PER_PEER), each on a fresh cluster, --rounds times in alternating order, "
                         "against one loopback TCP stream of the same bytes")
-    p.add_argument("--seconds", type=float, default=8.0, metavar="SECONDS", help="--ui: length of each phase (default 8)")
-    p.add_argument("--refresh-hz", type=float, default=DEFAULT_HZ, metavar="HZ",
+    p.add_argument("--seconds", type=float, default=None, metavar="SECONDS", help="--ui: length of each phase (default 8)")
+    p.add_argument("--refresh-hz", type=float, default=None, metavar="HZ",
                    help=f"--ui: the monitor's screen updates per second, ≤ {MAX_HZ:g} (default {DEFAULT_HZ:g}, as kvtui "
                         "watch)")
-    p.add_argument("--rounds", type=int, default=3, metavar="N",
+    p.add_argument("--rounds", type=int, default=None, metavar="N",
                    help="--trace / --ui / --tcp-sweep: alternate the sides N times (ABBA order), each from an empty store; the "
                         "ratio judged against the target is the median of the rounds' ratios, each taken between "
                         "two runs back to back, so a slow spell of the machine hits both sides of a ratio (the "
                         "ratio of each side's best run is printed too; default 3)")
-    p.add_argument("--trace-block-tokens", type=int, default=DEFAULT_BLOCK_TOKENS, metavar="TOKENS",
+    p.add_argument("--trace-block-tokens", type=int, default=None, metavar="TOKENS",
                    help=f"tokens per trace hash id (default {DEFAULT_BLOCK_TOKENS})")
     add_synthesis_arguments(p)
     add_page_arguments(p, "seed")
@@ -104,16 +135,19 @@ def run(args: argparse.Namespace) -> int:
     if given and other:
         raise KvtuiError(f"{given[0]} sets the reuse bench's recompute estimate; {other} has none")
     store_bytes = store_size(args.store_size)
-    if args.iterations < 1 or args.max_streams < 1:
-        raise KvtuiError("--iterations and --max-streams must be at least 1")
-    if args.prompt_tokens < layout.page_tokens:
-        raise KvtuiError(f"--prompt-tokens must hold at least one page ({layout.page_tokens} tokens)")
-    if not (0 < args.shared_tokens <= args.prompt_tokens):
-        raise KvtuiError("--shared-tokens must be within 1..--prompt-tokens")
-    pages = args.prompt_tokens // layout.page_tokens
-    if pages * layout.page_bytes * 2 > store_bytes:
-        raise KvtuiError(f"the store ({store_bytes} bytes) cannot hold {pages} pages of {layout.page_bytes} bytes "
-                         "twice; raise --store-size")
+    mode = apply_mode_flags(args)
+    for flag, value in (("--iterations", args.iterations), ("--max-streams", args.max_streams)):
+        if value < 1:
+            raise KvtuiError(f"{flag} must be at least 1")
+    if mode in ("reuse", "tcp-sweep"):
+        if args.prompt_tokens < layout.page_tokens:
+            raise KvtuiError(f"--prompt-tokens must hold at least one page ({layout.page_tokens} tokens)")
+        if not (0 < args.shared_tokens <= args.prompt_tokens):
+            raise KvtuiError("--shared-tokens must be within 1..--prompt-tokens")
+        pages = args.prompt_tokens // layout.page_tokens
+        if pages * layout.page_bytes * 2 > store_bytes:
+            raise KvtuiError(f"the store ({store_bytes} bytes) cannot hold {pages} pages of {layout.page_bytes} "
+                             "bytes twice; raise --store-size")
     if args.json:
         check_writable(args.json, "--json")
     rows, problems = _read_trace(args, layout) if args.trace else ([], [])
