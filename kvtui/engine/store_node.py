@@ -1,7 +1,8 @@
 """The embedded store node: a process whose only job is to contribute a memory segment to the store.
 
 Run by :class:`kvtui.engine.cluster.EmbeddedCluster` as ``python -m kvtui.engine.store_node --endpoints JSON
---segment-bytes N``. It exits (closing its client, so its keys leave the master at once) on SIGTERM,
+--segment-bytes N``. It exits (closing its client, so its keys leave the master at once; within
+:data:`CLOSE_TIMEOUT_S` whatever the master does) on SIGTERM,
 SIGINT, or when kvtui dies (parent-death signal).
 """
 
@@ -9,11 +10,17 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
+import os
 import signal
 import sys
 import threading
 
 from kvtui.engine.procs import parent_death_signal
+
+
+CLOSE_TIMEOUT_S = 10.0
+"""Seconds a stopping store node waits for its store client to close before it exits anyway."""
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -26,7 +33,7 @@ def main(argv: list[str] | None = None) -> int:
     stop = threading.Event()
     for sig in (signal.SIGTERM, signal.SIGINT):
         signal.signal(sig, lambda *_: stop.set())
-    from kvtui.engine.store import StoreError, open_client
+    from kvtui.engine.store import StoreError, open_client, probe_tcp, split_hostport
 
     try:
         client = open_client(json.loads(args.endpoints), segment_bytes=args.segment_bytes)
@@ -38,7 +45,18 @@ def main(argv: list[str] | None = None) -> int:
         while not stop.wait(0.5):
             pass
     finally:
+        # closing unmounts the segment through the master. With the master dead that took 1.5–15 s here, the
+        # native call holding the GIL (so no Python timeout can fire), and a store node was once found hours
+        # after its kvtui had gone. Skip it when the master is unreachable; otherwise SIGALRM's default
+        # action (no handler, no GIL needed) ends the process if the close outlasts CLOSE_TIMEOUT_S.
+        host, port = split_hostport(json.loads(args.endpoints)["master"])
+        if not probe_tcp(host, port, timeout_s=0.5):
+            print("store node: the master is gone; exiting without unmounting", file=sys.stderr, flush=True)
+            os._exit(0)
+        signal.signal(signal.SIGALRM, signal.SIG_DFL)
+        signal.alarm(int(math.ceil(CLOSE_TIMEOUT_S)))
         client.close()
+        signal.alarm(0)
     return 0
 
 

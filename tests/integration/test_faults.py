@@ -166,3 +166,33 @@ def test_full_store_backs_off_and_never_loops_on_a_put():
         assert d.backoffs > 0
     finally:
         engine.stop()
+
+
+@pytest.mark.parametrize("master", ["killed", "paused"])
+def test_a_stopped_store_node_exits_whatever_the_master_does(tmp_path, master):
+    """A store node told to stop while its master is dead or hung (SIGSTOP) still exits: at once when the
+    master is gone, within CLOSE_TIMEOUT_S when it hangs (one was found hours after its kvtui had gone)."""
+    from kvtui.engine.cluster import EmbeddedCluster
+    from kvtui.engine.store_node import CLOSE_TIMEOUT_S
+
+    c = EmbeddedCluster(ClusterOptions(store_bytes=32 << 20, log_dir=str(tmp_path)))
+    c.start()
+    m, s = c.process("master"), c.process("store")
+    try:
+        if master == "killed":
+            m.popen.kill()
+            m.popen.wait()
+        else:
+            m.popen.send_signal(signal.SIGSTOP)
+        t0 = time.monotonic()
+        s.popen.send_signal(signal.SIGTERM)
+        rc = s.popen.wait(CLOSE_TIMEOUT_S + 10)
+        took = time.monotonic() - t0
+    finally:
+        if master == "paused":
+            m.popen.send_signal(signal.SIGCONT)
+        c.stop()
+    if master == "killed":
+        assert rc == 0 and took < 3, (rc, took)
+    else:
+        assert rc in (0, -signal.SIGALRM) and took < CLOSE_TIMEOUT_S + 3, (rc, took)
