@@ -1,8 +1,9 @@
-"""What every bench (``reuse``, ``trace``, ``ui``) shares: how it starts the engines it measures, and its
-progress lines on stderr."""
+"""What every bench (``reuse``, ``trace``, ``ui``, ``tcp-sweep``) shares: how it starts the engines it
+measures, its progress lines on stderr, and the environment its figures depend on."""
 
 from __future__ import annotations
 
+import os
 import sys
 from dataclasses import dataclass
 from typing import Callable
@@ -36,3 +37,20 @@ class BenchEngines:
                              segment_on=segment_on, store_bytes=self.store_bytes, read_streams=1,
                              cluster=ClusterOptions())
         return self.start(opts, endpoints)
+
+
+def environment(endpoints) -> dict:
+    """What the figures depend on: CPU cores, the Mooncake wheel's version, and the ``MC_*`` settings in force
+    for the store clients (kvtui's defaults for the processes it starts, then the user's environment)."""
+    from importlib import metadata
+
+    version = "unknown"
+    for dist in ("mooncake-transfer-engine-non-cuda", "mooncake-transfer-engine"):
+        try:
+            version = f"{dist} {metadata.version(dist)}"
+            break
+        except metadata.PackageNotFoundError:
+            continue
+    mc = dict(getattr(endpoints, "client_env", ()) or ())
+    mc.update({k: v for k, v in os.environ.items() if k.startswith("MC_")})
+    return {"cores": os.cpu_count(), "mooncake": version, "mc_settings": dict(sorted(mc.items()))}

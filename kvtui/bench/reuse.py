@@ -13,14 +13,13 @@ median.
 
 from __future__ import annotations
 
-import os
 import statistics
 from dataclasses import dataclass
 
 import numpy as np
 
 from kvtui.bench.baselines import content_vs_memcpy, loopback_tcp_mbps, memcpy_mbps
-from kvtui.bench.engines import BenchEngines, say
+from kvtui.bench.engines import BenchEngines, environment, say
 from kvtui.core.units import median
 from kvtui.engine.protocol import BenchRawGet, BenchReload, Keys, Publish, Reload, RemoveAll, SetReadStreams
 
@@ -80,24 +79,7 @@ def _publish_mbps(pub) -> float:
     return pub.bytes_written / (pub.put_ms / 1e3) / 1e6 if pub.put_ms > 0 else 0.0
 
 
-def environment(endpoints) -> dict:
-    """What the figures depend on: CPU cores, the Mooncake wheel's version, and the ``MC_*`` settings in force
-    for the store clients (kvtui's defaults for the processes it starts, then the user's environment)."""
-    from importlib import metadata
-
-    version = "unknown"
-    for dist in ("mooncake-transfer-engine-non-cuda", "mooncake-transfer-engine"):
-        try:
-            version = f"{dist} {metadata.version(dist)}"
-            break
-        except metadata.PackageNotFoundError:
-            continue
-    mc = dict(getattr(endpoints, "client_env", ()) or ())
-    mc.update({k: v for k, v in os.environ.items() if k.startswith("MC_")})
-    return {"cores": os.cpu_count(), "mooncake": version, "mc_settings": dict(sorted(mc.items()))}
-
-
-def _reload_figures(runs: list) -> dict:
+def reload_figures(runs: list) -> dict:
     """Reload time (probe + read, ms) stats, ``MBps_p50`` (the figure "reload throughput (p50 per reload)" of
     :mod:`kvtui.metrics.figures`: the median of the per-reload rates), p50 verify ms, all verified?
     ``runs``: the ``ReloadResult`` of each reload."""
@@ -147,7 +129,7 @@ def measure_reuse(engines: BenchEngines, layout, case: ReuseCase, estimator=None
         say(f"reloading the shared prefix {case.iterations}×, each followed by a raw batch_get_into of the same "
             "keys (no connector)…")
         runs, raw = _interleaved(engine, second, case.iterations)
-        main = _reload_figures(runs)
+        main = reload_figures(runs)
         hit = runs[0].pages_hit
         raw_ms_p50 = median([r.wall_ms for r in raw])
         raw_mbps = hit * layout.page_bytes / (raw_ms_p50 / 1e3) / 1e6
@@ -155,7 +137,7 @@ def measure_reuse(engines: BenchEngines, layout, case: ReuseCase, estimator=None
         for n in range(2, case.max_streams + 1):
             say(f"reload split across {n} concurrent read streams…")
             engine.decode.call(SetReadStreams(n))
-            streams[n] = _reload_figures([t.result for t in engine.decode.call(BenchReload(second, case.iterations))])
+            streams[n] = reload_figures([t.result for t in engine.decode.call(BenchReload(second, case.iterations))])
         best_n = max(streams, key=lambda n: streams[n]["MBps_p50"])
         say("the PR example's tiny layout (3 of 4 pages shared)…")
         tiny = _tiny_case(engines, engine.endpoints)
@@ -170,7 +152,7 @@ def measure_reuse(engines: BenchEngines, layout, case: ReuseCase, estimator=None
         co_streams = {}
         for n in sorted({1, best_n}):
             engine.decode.call(SetReadStreams(n))
-            co_streams[n] = _reload_figures([t.result for t in engine.decode.call(BenchReload(second, case.iterations))])
+            co_streams[n] = reload_figures([t.result for t in engine.decode.call(BenchReload(second, case.iterations))])
     finally:
         engine.stop()
     co = max(co_streams.values(), key=lambda f: f["MBps_p50"])
@@ -192,8 +174,9 @@ def measure_reuse(engines: BenchEngines, layout, case: ReuseCase, estimator=None
     best = streams[best_n]
     publish_runs = [_publish_mbps(p) for p in pubs]
     publish_mbps = median(publish_runs)
+    shm_ok = bool(shm) and "error" not in shm
     verified = main["verified"] and all(s["verified"] for s in streams.values()) and tiny["verified"] \
-        and co["verified"] and all(s["verified"] for s in co_streams.values())
+        and co["verified"] and all(s["verified"] for s in co_streams.values()) and (not shm_ok or shm["verified"])
     out.update({
         "tokens_requested": int(case.prompt_tokens), "tokens_skipped": hit * layout.page_tokens,
         "pages_total": runs[0].pages_total, "pages_hit": hit, "hit_rate": hit / runs[0].pages_total,
@@ -215,9 +198,7 @@ def measure_reuse(engines: BenchEngines, layout, case: ReuseCase, estimator=None
                    "reload_vs_memcpy": co["MBps_p50"] / memcpy},
         "environment": env, "demo_card": DEMO_CARD,
     })
-    if shm and "error" not in shm:
-        verified = verified and shm["verified"]
-        out["verified"] = bool(verified)
+    if shm_ok:
         out["ratios"].update(shm_reload_vs_memcpy=shm["reload_MBps_p50"] / memcpy,
                              shm_reload_vs_tcp_reload=shm["reload_MBps_p50"] / main["MBps_p50"])
     if content is not None:

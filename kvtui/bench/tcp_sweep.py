@@ -22,7 +22,8 @@ from contextlib import contextmanager
 import numpy as np
 
 from kvtui.bench.baselines import loopback_tcp_mbps
-from kvtui.bench.engines import BenchEngines, say
+from kvtui.bench.engines import BenchEngines, environment, say
+from kvtui.bench.reuse import reload_figures
 from kvtui.core.units import median
 from kvtui.engine.protocol import BenchReload, Publish
 
@@ -66,10 +67,7 @@ def _one(engines: BenchEngines, layout, prompt: np.ndarray, second: np.ndarray, 
         runs = [t.result for t in engine.decode.call(BenchReload(second, iterations))]
     finally:
         engine.stop()
-    nbytes = runs[0].bytes_loaded
-    mbps = [nbytes / ((r.probe_ms + r.read_ms) / 1e3) / 1e6 for r in runs if r.probe_ms + r.read_ms > 0]
-    ok = all(r.verified == r.pages_hit and r.mismatches == 0 for r in runs)
-    return {"MBps_p50": median(mbps), "bytes": nbytes, "verified": ok}
+    return {**reload_figures(runs), "bytes": runs[0].bytes_loaded}
 
 
 def measure_tcp_sweep(engines: BenchEngines, layout, prompt_tokens: int, shared_tokens: int, iterations: int,
@@ -98,8 +96,6 @@ def measure_tcp_sweep(engines: BenchEngines, layout, prompt_tokens: int, shared_
     rows = [{"name": setting_name(s), "env": dict(s), "MBps_p50": median(per[i]), "rounds_MBps": per[i],
              "vs_loopback_tcp": median(per[i]) / tcp_mbps} for i, s in enumerate(SETTINGS)]
     best = max(rows, key=lambda row: row["MBps_p50"])
-    from kvtui.bench.reuse import environment
-
     return {"layout": layout.as_dict(), "iterations": iterations, "rounds": rounds, "settings": rows,
             "environment": environment(None),
             "best": best["name"], "loopback_tcp_MBps": tcp_mbps, "loopback_tcp_rounds_MBps": tcp,

@@ -131,11 +131,10 @@ def run(args: argparse.Namespace) -> int:
     estimator = estimator_from_args(args, layout)
     given = [f for f, v in (("--gpu", args.gpu), ("--mfu", args.mfu), ("--prefill-tokens-per-s",
                                                                        args.prefill_tokens_per_s)) if v is not None]
-    other = "--trace" if args.trace else "--ui" if args.ui else "--tcp-sweep" if args.tcp_sweep else None
-    if given and other:
-        raise KvtuiError(f"{given[0]} sets the reuse bench's recompute estimate; {other} has none")
-    store_bytes = store_size(args.store_size)
     mode = apply_mode_flags(args)
+    if given and mode != "reuse":
+        raise KvtuiError(f"{given[0]} sets the reuse bench's recompute estimate; --{mode} has none")
+    store_bytes = store_size(args.store_size)
     for flag, value in (("--iterations", args.iterations), ("--max-streams", args.max_streams)):
         if value < 1:
             raise KvtuiError(f"{flag} must be at least 1")
@@ -152,7 +151,7 @@ def run(args: argparse.Namespace) -> int:
         check_writable(args.json, "--json")
     rows, problems = _read_trace(args, layout) if args.trace else ([], [])
     synthesis = synthesis_description(args)  # refuses a synthesis flag without --trace
-    if (args.trace or args.ui or args.tcp_sweep) and args.rounds < 1:
+    if mode != "reuse" and args.rounds < 1:
         raise KvtuiError("--rounds must be at least 1")
     if args.ui:
         if args.seconds <= 0:

@@ -35,8 +35,9 @@ def main(argv: list[str] | None = None) -> int:
         signal.signal(sig, lambda *_: stop.set())
     from kvtui.engine.store import StoreError, open_client, probe_tcp, split_hostport
 
+    endpoints = json.loads(args.endpoints)
     try:
-        client = open_client(json.loads(args.endpoints), segment_bytes=args.segment_bytes)
+        client = open_client(endpoints, segment_bytes=args.segment_bytes)
     except StoreError as exc:
         print(f"store node: {exc}", file=sys.stderr, flush=True)
         return 1
@@ -49,7 +50,7 @@ def main(argv: list[str] | None = None) -> int:
         # native call holding the GIL (so no Python timeout can fire), and a store node was once found hours
         # after its kvtui had gone. Skip it when the master is unreachable; otherwise SIGALRM's default
         # action (no handler, no GIL needed) ends the process if the close outlasts CLOSE_TIMEOUT_S.
-        host, port = split_hostport(json.loads(args.endpoints)["master"])
+        host, port = split_hostport(endpoints["master"])
         if not probe_tcp(host, port, timeout_s=0.5):
             print("store node: the master is gone; exiting without unmounting", file=sys.stderr, flush=True)
             os._exit(0)

@@ -7,7 +7,7 @@ import json
 
 import pytest
 
-from kvtui.bench.reuse import _reload_figures, _stats
+from kvtui.bench.reuse import reload_figures, _stats
 from kvtui.cli import main
 from kvtui.commands.bench import TARGETS, format_trace, format_ui
 from kvtui.commands.common import parse_size
@@ -23,7 +23,7 @@ def _run(ms: float, *, verified: int = 3, mismatches: int = 0) -> ReloadResult:
 
 
 def test_reload_figures_are_medians_of_the_reloads():
-    figs = _reload_figures([_run(4.0), _run(2.0), _run(8.0), _run(10.0)])
+    figs = reload_figures([_run(4.0), _run(2.0), _run(8.0), _run(10.0)])
     assert figs["reload_ms"] == {"min": 2.0, "p50": 6.0, "mean": 6.0, "max": 10.0}  # even count: mean of the middle two
     # per-reload rates 4 MB / (2, 4, 8, 10 ms) = 2000, 1000, 500, 400 MB/s: median (1000 + 500) / 2
     assert figs["MBps_p50"] == pytest.approx(750.0)
@@ -31,8 +31,8 @@ def test_reload_figures_are_medians_of_the_reloads():
 
 
 def test_a_mismatch_in_any_reload_is_not_verified():
-    assert _reload_figures([_run(2.0), _run(3.0, mismatches=1)])["verified"] is False
-    assert _reload_figures([_run(2.0, verified=2)])["verified"] is False
+    assert reload_figures([_run(2.0), _run(3.0, mismatches=1)])["verified"] is False
+    assert reload_figures([_run(2.0, verified=2)])["verified"] is False
     assert _stats([5.0]) == {"min": 5.0, "p50": 5.0, "mean": 5.0, "max": 5.0}
 
 
