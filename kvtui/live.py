@@ -15,6 +15,7 @@ from kvtui.core.codes import NO_SPACE
 from kvtui.core.controls import Control, SetLayout, SetOverlap, SetPool, SetRate, SetScenario, SetTraceSpeed
 from kvtui.core.events import EngineEvent
 from kvtui.core.knobs import KNOBS, OVERLAP, POOL, RATE, SCENARIOS
+from kvtui.engine.hosts import host_addresses
 from kvtui.engine.samplers import PanelThread, ProcessSampler, StoreSampler
 from kvtui.metrics.aggregate import Aggregator
 from kvtui.metrics.frame import Frame
@@ -51,7 +52,8 @@ class LiveSession(RecordingControl):
                              concurrency=concurrency, max_requests=max_requests, duration_s=duration_s,
                              duration_from=duration_from)
         ep = engine.endpoints
-        self.panels = PanelThread(StoreSampler(ep.metrics_url if ep else None), ProcessSampler(engine.worker_pids()))
+        self.panels = PanelThread(StoreSampler(ep.metrics_url if ep else None), ProcessSampler(
+            engine.worker_pids(), host_addresses(ep)))
         self._stopped = False
         self._started = False
         self.header = dict(header or {})

@@ -13,17 +13,12 @@ import sys
 from dataclasses import replace
 from pathlib import Path
 
+from kvtui.commands.hosts_args import add_host_arguments, host_options
 from kvtui.commands.output import check_writable
 from kvtui.commands.trace_args import (add_synthesis_arguments, parse_speed, synthesis_description, synthesize_rows,
                                        trace_synthesis)
-from kvtui.core.defaults import (
-    DEFAULT_MODEL,
-    DEFAULT_PROMPT_PAGES,
-    DEFAULT_STORE_BYTES,
-    DEFAULT_STORE_SIZE_TEXT,
-    MAX_HZ,
-    MIN_SEGMENT_BYTES,
-)
+from kvtui.core.defaults import (DEFAULT_MODEL, DEFAULT_PROMPT_PAGES, DEFAULT_STORE_BYTES, DEFAULT_STORE_SIZE_TEXT,
+                                  MAX_HZ, MIN_SEGMENT_BYTES)
 from kvtui.core.errors import KvtuiError
 from kvtui.core.layout import FIELDS, PRESETS, PageLayout
 from kvtui.core.units import parse_bytes
@@ -143,6 +138,7 @@ def add_cluster_arguments(p: argparse.ArgumentParser) -> None:
                    help="embedded mode: run the cluster and workers in a private network namespace so Mooncake's "
                         "all-interface transfer listeners are reachable only on loopback (auto: when permitted, "
                         "e.g. as root; on: fail if not possible; default auto; env KVTUI_ISOLATE overrides auto)")
+    add_host_arguments(g)
     g.add_argument("--master-port", type=int, default=0, metavar="PORT", help="embedded: master RPC port (default: a free one)")
     g.add_argument("--metrics-port", type=int, default=0, metavar="PORT", help="embedded: master metrics/admin HTTP port (default: a free one)")
     g.add_argument("--metadata-port", type=int, default=0, metavar="PORT", help="embedded: metadata server port (default: a free one)")
@@ -246,7 +242,8 @@ def engine_options(args: argparse.Namespace, layout: PageLayout):
             endpoints = attach(args.master, args.metadata, args.protocol, args.device, args.metrics_url)
         except ClusterError as exc:
             raise KvtuiError(str(exc)) from None
-    elif layout.page_bytes > store_bytes:
+    hosts, link = host_options(args, endpoints)
+    if endpoints is None and layout.page_bytes > store_bytes:
         raise KvtuiError(f"a page ({layout.page_bytes} bytes) is larger than the store segment "
                          f"({store_bytes} bytes); raise --store-size or shrink the layout")
     log_dir = args.log_dir
@@ -269,8 +266,10 @@ def engine_options(args: argparse.Namespace, layout: PageLayout):
                              DEFAULT_STORE_BYTES)  # after the checks: may say in one line the size chosen and why
     args.store_bytes = None if endpoints is not None else store_bytes  # the segment's size, for run_context
     mode = args.isolate_network
-    if ports and mode == "auto":
+    if ports and mode == "auto" and not hosts:
         mode = "off"  # explicit ports are meant to be reached (and checked) on this host's loopback
+    if hosts:
+        mode = "on"  # (the hosts' namespaces and bridge must not touch the machine's own network)
     if endpoints is not None:  # attach mode: native logs of the workers still go to a file, never the terminal
         import dataclasses
         import tempfile
@@ -278,14 +277,16 @@ def engine_options(args: argparse.Namespace, layout: PageLayout):
         endpoints = dataclasses.replace(endpoints, log_dir=log_dir or tempfile.mkdtemp(prefix="kvtui-logs-"))
     copts = ClusterOptions(lease_ttl_ms=int(args.lease_ttl * 1000), log_dir=log_dir, rpc_port=args.master_port,
                            metrics_port=args.metrics_port, metadata_port=args.metadata_port,
-                           isolation=None if endpoints else isolate(mode, explicit_ports=bool(ports)))
+                           isolation=None if endpoints else isolate(mode, explicit_ports=bool(ports), hosts=hosts),
+                           hosts=hosts, link=link)
     return EngineOptions(layout=layout, model=args.model, scheme=args.scheme, namespace=args.key_prefix,
                          segment_on=args.segment_on, store_bytes=store_bytes, read_streams=args.read_streams,
                          concurrency=getattr(args, "concurrency", 1), cluster=copts), endpoints
 
 
-def isolate(mode: str, explicit_ports: bool = False) -> str:
-    """Apply ``--isolate-network``; returns a one-line description of the network isolation for the user."""
+def isolate(mode: str, explicit_ports: bool = False, hosts: bool = False) -> str:
+    """Apply ``--isolate-network``; returns a one-line description of the network isolation for the user
+    (``hosts``: with emulated hosts, which need it: ``KvtuiError`` naming ``--hosts`` if not possible)."""
     import os
 
     from kvtui.engine.netns import isolate_network
@@ -300,7 +301,11 @@ def isolate(mode: str, explicit_ports: bool = False) -> str:
         return f"not isolated ({why}): Mooncake's transfer listeners bind all interfaces"
     reason = isolate_network()
     if reason is None:
+        if hosts:
+            return "isolated: private network namespace, emulated hosts on a private bridge (10.77.0.0/24)"
         return "isolated: private network namespace, loopback only"
+    if hosts:
+        raise KvtuiError(f"--hosts auto: {reason}")
     if mode == "on":
         raise KvtuiError(f"--isolate-network on: {reason}")
     return f"not isolated ({reason}): Mooncake's transfer listeners bind all interfaces"

@@ -68,15 +68,15 @@ def register(subparsers) -> None:
                         "the previous one recovered")
     g.add_argument("--faults", default="all", metavar="KINDS",
                    help=f"comma-separated fault kinds to draw from: {', '.join(KINDS)} (default all that apply: "
-                        f"an attached cluster gets worker-kill only). {LINK_CUT} needs emulated hosts, which "
-                        "kvtui does not run yet")
+                        f"an attached cluster gets worker-kill only; {LINK_CUT} needs --hosts auto)")
     g.add_argument("--sample-s", type=float, default=5.0, metavar="SECONDS",
                    help="seconds between two samples (default 5)")
     g.add_argument("--warmup", default=None, metavar="DURATION",
                    help="samples before this are left out of the growth fits (default min(5 min, 20 %% of "
                         "--duration): kvtui's bounded buffers fill during the first minutes)")
     g.add_argument("--pause-s", type=float, default=3.0, metavar="SECONDS",
-                   help="how long a master-pause fault keeps the master stopped (SIGSTOP … SIGCONT; default 3)")
+                   help="how long a master-pause fault keeps the master stopped (SIGSTOP … SIGCONT) and a "
+                        "link-cut keeps a host's link down (default 3)")
     g.add_argument("--recovery-timeout", type=float, default=120.0, metavar="SECONDS",
                    help="a fault not recovered this long after its injection counts as not recovered, and the "
                         "next one may come (default 120)")
@@ -133,7 +133,8 @@ def _check_kinds(args: argparse.Namespace, plan):
 
     attached = bool(args.master or args.metadata)
     why = {k: w for k in plan.kinds
-           if (w := why_unavailable(k, embedded=not attached, store_node=not attached and args.segment_on == "store"))}
+           if (w := why_unavailable(k, embedded=not attached, store_node=not attached and args.segment_on == "store",
+                                    hosts=getattr(args, "hosts", "off") == "auto"))}
     if args.faults.strip().lower() != "all":
         for k in plan.kinds:
             if k in why:

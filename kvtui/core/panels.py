@@ -50,13 +50,15 @@ class StoreScrape(TypedDict, total=False):
 
 class ProcRow(TypedDict, total=False):
     """One process kvtui runs: ``name`` (kvtui, prefill, decode, master, metadata, store), ``pid``,
-    ``cpu_percent`` (of one CPU, since the last sample), ``rss_bytes``, ``alive``."""
+    ``cpu_percent`` (of one CPU, since the last sample), ``rss_bytes``, ``alive``; ``host``: its address
+    on an emulated host (``--hosts auto``, :mod:`kvtui.engine.hosts`), absent otherwise."""
 
     name: str
     pid: int
     cpu_percent: float
     rss_bytes: int
     alive: bool
+    host: str
 
 
 class WorkloadPanel(TypedDict, total=False):

@@ -40,7 +40,10 @@ STOP_GRACE_S = 0.8  # teardown: the metadata server gets SIGTERM, then SIGKILL a
 
 
 class ClusterError(RuntimeError):
-    """The cluster could not be started or reached; the message is one line plus an optional log tail."""
+    """The cluster could not be started or reached; the message is one line plus an optional log tail.
+    ``retry``: False when starting again cannot help (emulated hosts the kernel or permissions refuse)."""
+
+    retry = True
 
 
 @dataclass(frozen=True)
@@ -60,12 +63,17 @@ class ClusterEndpoints:
     embedded: bool = True
     client_env: tuple[tuple[str, str], ...] = ()
     log_dir: str = ""
+    hosts: tuple[tuple[str, str, str, str], ...] = ()  # emulated hosts: (name, address, netns, veth) each
 
     def as_dict(self) -> dict:
-        """Plain-data form for worker messages and recorded sessions."""
-        return {"master": self.master, "metadata_url": self.metadata_url, "metrics_url": self.metrics_url,
-                "protocol": self.protocol, "device": self.device, "embedded": self.embedded,
-                "client_env": [list(kv) for kv in self.client_env], "log_dir": self.log_dir}
+        """Plain-data form for worker messages and recorded sessions (``hosts``: ``{name: Host.as_dict()}``,
+        only with emulated hosts)."""
+        d = {"master": self.master, "metadata_url": self.metadata_url, "metrics_url": self.metrics_url,
+             "protocol": self.protocol, "device": self.device, "embedded": self.embedded,
+             "client_env": [list(kv) for kv in self.client_env], "log_dir": self.log_dir}
+        if self.hosts:
+            d["hosts"] = {h[0]: {"name": h[0], "address": h[1], "netns": h[2], "veth": h[3]} for h in self.hosts}
+        return d
 
 
 def free_port(host: str = "127.0.0.1") -> int:
@@ -145,6 +153,8 @@ class ClusterOptions:
     eviction_ratio: float = 0.05
     log_dir: str | None = None
     isolation: str | None = None  # one line on loopback isolation, shown to the user (see kvtui.engine.netns)
+    hosts: bool = False  # each process on an emulated host of its own (kvtui.engine.hosts; needs isolation)
+    link: object = None  # a kvtui.engine.hosts.LinkSpec shaping every host's link (with hosts), or None
 
 
 @dataclass
@@ -161,6 +171,7 @@ class EmbeddedCluster:
     _spawner: ThreadPoolExecutor | None = None
     _auto_log_dir: Path | None = None
     _restarted: bool = False
+    emulated: object = None  # the kvtui.engine.hosts.EmulatedHosts, with ClusterOptions.hosts
 
     def __enter__(self) -> "EmbeddedCluster":
         self.start()
@@ -187,8 +198,8 @@ class EmbeddedCluster:
         for attempt in range(1, attempts + 1):
             try:
                 return self._start_once()
-            except ClusterError:
-                if attempt == attempts:
+            except ClusterError as exc:
+                if attempt == attempts or not exc.retry:
                     raise
         raise AssertionError("unreachable: the last attempt returns or raises")
 
@@ -201,13 +212,28 @@ class EmbeddedCluster:
         metrics = self._port(o.metrics_port, "master metrics")
         meta = self._port(o.metadata_port, "metadata")
         env = dict(os.environ, GLOG_minloglevel="1")
+        bind, on = "127.0.0.1", {}  # on: role → the nsenter prefix that starts it on its emulated host
         try:
-            self.processes.append(spawn("metadata", [
-                sys.executable, "-m", "mooncake.http_metadata_server", "--host", "127.0.0.1",
+            if o.hosts:
+                from kvtui.engine.hosts import EmulatedHosts, HostsError, nsenter_argv
+
+                self.emulated = EmulatedHosts(log_dir, o.link)
+                names = ["master"] + (["store"] if o.segment_on == "store" else []) + ["prefill", "decode"]
+                try:
+                    made = self.emulated.make(names)
+                except HostsError as exc:
+                    self.stop()  # (nothing ran yet whose logs would help)
+                    err = ClusterError(str(exc))
+                    err.retry = False
+                    raise err from None
+                bind = made["master"].address
+                on = {name: nsenter_argv(h) for name, h in made.items()}
+            self.processes.append(spawn("metadata", on.get("master", []) + [
+                sys.executable, "-m", "mooncake.http_metadata_server", "--host", bind,
                 "--port", str(meta), "--log-level", "WARNING"], log_dir / "metadata.log", env))
-            self._master_argv = [
-                master_binary(), f"--rpc_port={rpc}", "--rpc_address=127.0.0.1",
-                f"--metrics_port={metrics}", "--metrics_host=127.0.0.1",
+            self._master_argv = on.get("master", []) + [
+                master_binary(), f"--rpc_port={rpc}", f"--rpc_address={bind}",
+                f"--metrics_port={metrics}", f"--metrics_host={bind}",
                 "--enable_http_metadata_server=false", "--enable_metric_reporting=false",
                 f"--default_kv_lease_ttl={o.lease_ttl_ms}", f"--client_ttl={o.client_ttl_s}",
                 f"--eviction_high_watermark_ratio={o.eviction_high_watermark}",
@@ -215,14 +241,17 @@ class EmbeddedCluster:
             ]
             self._env, self._log_dir = env, log_dir
             self.processes.append(spawn("master", self._master_argv, log_dir / "master.log", env))
-            metrics_url = f"http://127.0.0.1:{metrics}"
-            self._wait("master", lambda: http_get(metrics_url + "/health")[0] == 200 and probe_tcp("127.0.0.1", rpc))
-            self._wait("metadata", lambda: http_get(f"http://127.0.0.1:{meta}/metadata")[0] == 400)
+            metrics_url = f"http://{bind}:{metrics}"
+            self._wait("master", lambda: http_get(metrics_url + "/health")[0] == 200 and probe_tcp(bind, rpc))
+            self._wait("metadata", lambda: http_get(f"http://{bind}:{meta}/metadata")[0] == 400)
+            hosts = tuple((h.name, h.address, h.netns, h.veth) for h in self.emulated.hosts.values()) \
+                if self.emulated else ()
             self.endpoints = ClusterEndpoints(
-                master=f"127.0.0.1:{rpc}", metadata_url=f"http://127.0.0.1:{meta}/metadata",
-                metrics_url=metrics_url, embedded=True, client_env=loopback_client_env(), log_dir=str(log_dir))
+                master=f"{bind}:{rpc}", metadata_url=f"http://{bind}:{meta}/metadata",
+                metrics_url=metrics_url, embedded=True, client_env=loopback_client_env(), log_dir=str(log_dir),
+                hosts=hosts)
             if o.segment_on == "store":
-                self._store_argv = [sys.executable, "-m", "kvtui.engine.store_node", "--endpoints",
+                self._store_argv = on.get("store", []) + [sys.executable, "-m", "kvtui.engine.store_node", "--endpoints",
                                     json.dumps(self.endpoints.as_dict()), "--segment-bytes", str(o.store_bytes)]
                 self.processes.append(spawn("store", self._store_argv, log_dir / "store.log", env))
                 self._wait("store", lambda: self.capacity_bytes() >= o.store_bytes)
@@ -355,6 +384,9 @@ class EmbeddedCluster:
         if self._spawner is not None:
             self._spawner.shutdown(wait=False)
             self._spawner = None
+        if self.emulated is not None:
+            self.emulated.stop()
+            self.emulated = None
 
 
 def attach(master: str, metadata_url: str, protocol: str = "tcp", device: str = "",

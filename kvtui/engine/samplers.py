@@ -80,10 +80,12 @@ class StoreSampler:
 
 
 class ProcessSampler:
-    """CPU % (of one core) and RSS bytes of named processes; call :meth:`sample` about once a second."""
+    """CPU % (of one core) and RSS bytes of named processes; call :meth:`sample` about once a second.
+    ``hosts``: ``{name: address}`` of processes on emulated hosts (:mod:`kvtui.engine.hosts`)."""
 
-    def __init__(self, pids: dict[str, int]):
+    def __init__(self, pids: dict[str, int], hosts: dict[str, str] | None = None):
         self._procs: dict[str, psutil.Process] = {}
+        self.hosts = dict(hosts or {})
         self.set_pids(pids)
 
     def set_pids(self, pids: dict[str, int]) -> None:
@@ -102,15 +104,19 @@ class ProcessSampler:
         self._procs = procs
 
     def sample(self) -> tuple[ProcRow, ...]:
-        """One :class:`kvtui.core.panels.ProcRow` per process: ``({"name", "pid", "cpu_percent", "rss_bytes", "alive"}, ...)``."""
+        """One :class:`kvtui.core.panels.ProcRow` per process: ``({"name", "pid", "cpu_percent", "rss_bytes",
+        "alive"}, ...)``, with ``"host"`` for a process on an emulated host."""
         rows = []
         for name, p in self._procs.items():
             try:
                 with p.oneshot():
-                    rows.append({"name": name, "pid": p.pid, "cpu_percent": p.cpu_percent(None),
-                                 "rss_bytes": p.memory_info().rss, "alive": p.is_running()})
+                    row = {"name": name, "pid": p.pid, "cpu_percent": p.cpu_percent(None),
+                           "rss_bytes": p.memory_info().rss, "alive": p.is_running()}
             except psutil.Error:
-                rows.append({"name": name, "pid": p.pid, "cpu_percent": 0.0, "rss_bytes": 0, "alive": False})
+                row = {"name": name, "pid": p.pid, "cpu_percent": 0.0, "rss_bytes": 0, "alive": False}
+            if name in self.hosts:
+                row["host"] = self.hosts[name]
+            rows.append(row)
         return tuple(rows)
 
 

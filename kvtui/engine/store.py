@@ -297,12 +297,24 @@ class StoreClient:
             store.close()
 
 
-def open_client(endpoints: dict, segment_bytes: int = 0, local_buffer_bytes: int = 16 << 20) -> StoreClient:
-    """Set up a :class:`StoreClient` from ``ClusterEndpoints.as_dict()``; ``StoreError`` on failure."""
+def open_client(endpoints: dict, segment_bytes: int = 0, local_buffer_bytes: int = 16 << 20,
+                role: str | None = None) -> StoreClient:
+    """Set up a :class:`StoreClient` from ``ClusterEndpoints.as_dict()``; ``StoreError`` on failure. With
+    emulated hosts (``endpoints["hosts"]``, :mod:`kvtui.engine.hosts`), ``role``'s host address is the
+    client's own (its ``local_hostname`` and ``MC_TCP_BIND_ADDRESS``; the process must already be in that
+    host's namespace), and a ``role`` without a host gets the bridge's (kvtui's own namespace)."""
+    env = tuple(tuple(kv) for kv in endpoints.get("client_env", ()))
+    local_host = "127.0.0.1"
+    hosts = endpoints.get("hosts", {})
+    if hosts:  # a process without a host of its own (the soak's filler, a bench client) is in kvtui's namespace
+        from kvtui.engine.hosts import BRIDGE_ADDRESS
+
+        local_host = hosts[role]["address"] if role in hosts else BRIDGE_ADDRESS
+        env = tuple(kv for kv in env if kv[0] != "MC_TCP_BIND_ADDRESS") + (("MC_TCP_BIND_ADDRESS", local_host),)
     cfg = ClientConfig(
         master=endpoints["master"], metadata_url=endpoints["metadata_url"], segment_bytes=int(segment_bytes),
         local_buffer_bytes=int(local_buffer_bytes), protocol=endpoints.get("protocol", "tcp"),
-        device=endpoints.get("device", ""), env=tuple(tuple(kv) for kv in endpoints.get("client_env", ())),
+        device=endpoints.get("device", ""), local_host=local_host, env=env,
     )
     client = StoreClient(cfg)
     client.setup()

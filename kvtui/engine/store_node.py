@@ -37,7 +37,7 @@ def main(argv: list[str] | None = None) -> int:
 
     endpoints = json.loads(args.endpoints)
     try:
-        client = open_client(endpoints, segment_bytes=args.segment_bytes)
+        client = open_client(endpoints, segment_bytes=args.segment_bytes, role="store")
     except StoreError as exc:
         print(f"store node: {exc}", file=sys.stderr, flush=True)
         return 1

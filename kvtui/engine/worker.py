@@ -79,6 +79,13 @@ def worker_main(conn, spec: WorkerSpec, peer=None, results=None) -> None:
     from kvtui.engine.procs import parent_death_signal
 
     parent_death_signal(signal.SIGTERM)
+    from kvtui.engine.hosts import enter_host
+
+    try:
+        enter_host(spec.endpoints.get("hosts", {}).get(spec.role))  # (emulated hosts: before any thread starts)
+    except OSError as exc:
+        conn.send(Failed(f"{spec.role} worker: cannot enter its emulated host ({exc})"))
+        _leave(1)
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # the parent decides when we stop (a Ctrl-C or a hang-up of
     signal.signal(signal.SIGHUP, signal.SIG_IGN)  # the terminal reaches our process group too)
     signal.signal(signal.SIGTERM, _exit)
@@ -95,7 +102,7 @@ def worker_main(conn, spec: WorkerSpec, peer=None, results=None) -> None:
 
         layout = PageLayout(**spec.layout)
         try:
-            client = open_client(spec.endpoints, segment_bytes=spec.segment_bytes)
+            client = open_client(spec.endpoints, segment_bytes=spec.segment_bytes, role=spec.role)
         except StoreError as exc:
             conn.send(Failed(str(exc)))
             _leave(1)

@@ -141,12 +141,13 @@ class RecoveryTracker:
                 self.recovered.set()
 
 
-def why_unavailable(kind: str, *, embedded: bool, store_node: bool) -> str | None:
+def why_unavailable(kind: str, *, embedded: bool, store_node: bool, hosts: bool = False) -> str | None:
     """Why ``kind`` cannot be injected (None: it can) into an embedded cluster or an attached one, with or
-    without a store node. The hook for a link cut: it becomes available when kvtui runs emulated hosts
-    (the topology issue) and :data:`INJECT` has an entry for it."""
-    if kind == LINK_CUT or kind not in INJECT:
-        return f"{kind} needs emulated hosts, which kvtui does not run yet (the topology issue)"
+    without a store node, with or without emulated hosts (``--hosts auto``)."""
+    if kind not in INJECT:
+        return f"{kind} cannot be injected"
+    if kind == LINK_CUT and not hosts:
+        return "link-cut needs emulated hosts (--hosts auto)"
     if kind in (MASTER_KILL, MASTER_PAUSE, STORE_FULL) and not embedded:
         return f"{kind} needs the embedded cluster (kvtui does not kill, pause or fill a store it attached to)"
     if kind == STORE_KILL and not store_node:
@@ -158,7 +159,8 @@ def unavailable(kind: str, engine) -> str | None:
     """:func:`why_unavailable` for a started ``engine``."""
     cluster = engine.cluster
     return why_unavailable(kind, embedded=cluster is not None,
-                           store_node=cluster is not None and cluster.process("store") is not None)
+                           store_node=cluster is not None and cluster.process("store") is not None,
+                           hosts=cluster is not None and getattr(cluster, "emulated", None) is not None)
 
 
 class Injector(threading.Thread):
@@ -303,6 +305,22 @@ class Injector(threading.Thread):
             self.note_pid(role, pid)
         return {"killed_pid": handle.pid, "new_pids": done.pids, "replace_s": round(done.took_s, 3)}
 
+    def link_cut(self, rec: FaultRecord) -> dict:
+        """Take the link of the store node's emulated host down (the decode worker's without a store node)
+        for ``pause_s``, then up again (always, even when the soak is stopped meanwhile): packets are dropped
+        meanwhile, TCP connections stay open and retransmit (:mod:`kvtui.engine.hosts`)."""
+        hosts = self.engine.cluster.emulated
+        name = "store" if "store" in hosts.hosts else "decode"
+        hosts.cut(name)
+        try:
+            end = time.monotonic() + self.pause_s
+            while time.monotonic() < end:
+                time.sleep(min(0.05, max(0.0, end - time.monotonic())))
+        finally:
+            hosts.restore(name)
+        return {"host": name, "veth": hosts.hosts[name].veth, "address": hosts.hosts[name].address,
+                "cut_s": self.pause_s}
+
     def store_full(self, rec: FaultRecord) -> dict:
         """A separate client (:mod:`kvtui.soak.filler`) fills the store until a put is refused, holds it
         ``FULL_HOLD_S``, then removes its objects; cleared when it has exited."""
@@ -337,6 +355,5 @@ class Injector(threading.Thread):
 
 
 INJECT = {MASTER_KILL: Injector.master_kill, MASTER_PAUSE: Injector.master_pause, STORE_KILL: Injector.store_kill,
-          WORKER_KILL: Injector.worker_kill, STORE_FULL: Injector.store_full}
-"""How each kind is injected and cleared. A link cut (``LINK_CUT``) has no entry yet: it needs emulated
-hosts (the topology issue); :func:`unavailable` says so, and a kind added here becomes schedulable."""
+          WORKER_KILL: Injector.worker_kill, STORE_FULL: Injector.store_full, LINK_CUT: Injector.link_cut}
+"""How each kind is injected and cleared (:func:`unavailable` says where a kind cannot be)."""

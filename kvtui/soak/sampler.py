@@ -94,7 +94,44 @@ class ResourceSampler:
                 out["tcp_established"] += 1
             elif c.status == psutil.CONN_TIME_WAIT and c.raddr and (c.laddr.port in ports or c.raddr.port in ports):
                 out["tcp_time_wait"] += 1
+        for state, n in other_namespaces_tcp(tree).items():
+            out[state] += n
         return out
+
+
+_TCP_STATE_HEX = {"01": "tcp_established", "06": "tcp_time_wait", "0A": "tcp_listen"}  # include/net/tcp_states.h
+
+
+def other_namespaces_tcp(tree: set[int]) -> dict[str, int]:
+    """TCP sockets by state in the network namespaces of ``tree`` other than kvtui's own (emulated hosts,
+    :mod:`kvtui.engine.hosts`), read from ``/proc/PID/net/tcp`` and ``tcp6`` of one process per namespace
+    (``psutil.net_connections`` sees only the caller's): every socket there is the tree's, since only
+    kvtui's processes live in those namespaces."""
+    out = dict.fromkeys(_TCP_STATE_HEX.values(), 0)
+    try:
+        mine = os.readlink("/proc/self/ns/net")
+    except OSError:
+        return out
+    seen = {mine}
+    for pid in sorted(tree):
+        try:
+            ns = os.readlink(f"/proc/{pid}/ns/net")
+        except OSError:
+            continue
+        if ns in seen:
+            continue
+        seen.add(ns)
+        for name in ("tcp", "tcp6"):
+            try:
+                with open(f"/proc/{pid}/net/{name}") as f:
+                    next(f, None)  # (the header)
+                    for line in f:
+                        state = _TCP_STATE_HEX.get(line.split()[3])
+                        if state:
+                            out[state] += 1
+            except (OSError, IndexError):
+                pass
+    return out
 
 
 def ephemeral_ports() -> int | None:

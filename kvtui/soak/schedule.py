@@ -19,9 +19,9 @@ MASTER_PAUSE = "master-pause"  # SIGSTOP of the master for a few seconds, then S
 STORE_KILL = "store-kill"  # SIGKILL of the store node, then a new one with a segment of the same size
 STORE_FULL = "store-full"  # a separate client puts filler objects until NO_AVAILABLE_HANDLE, then removes them
 WORKER_KILL = "worker-kill"  # SIGKILL of the prefill or decode worker; the engine starts the chain again
-LINK_CUT = "link-cut"  # a link between emulated hosts cut and restored: needs the topology's emulated hosts
-KINDS = (MASTER_KILL, MASTER_PAUSE, STORE_KILL, STORE_FULL, WORKER_KILL)  # what kvtui can inject today
-ALL_KINDS = KINDS + (LINK_CUT,)
+LINK_CUT = "link-cut"  # an emulated host's link taken down and up again: needs --hosts auto (kvtui.engine.hosts)
+KINDS = (MASTER_KILL, MASTER_PAUSE, STORE_KILL, STORE_FULL, WORKER_KILL, LINK_CUT)  # (those that apply: see
+# kvtui.soak.faults.why_unavailable; the order of those left is the schedule's)
 WORKER_ROLES = ("decode", "prefill")
 TARGET = {MASTER_KILL: "master", MASTER_PAUSE: "master", STORE_KILL: "store", STORE_FULL: "segment",
           LINK_CUT: "link"}  # (a worker kill's target is its role)
@@ -32,7 +32,7 @@ MAX_GAP_S = 30.0  # consecutive faults are at least min(slot / 2, this) apart
 @dataclass(frozen=True)
 class Fault:
     """One scheduled fault: ``n`` (1-based), ``t_s`` seconds after the soak started, its ``kind`` (one of
-    :data:`ALL_KINDS`) and ``target`` (``master``, ``store``, ``segment``, ``link``, or the worker role)."""
+    :data:`KINDS`) and ``target`` (``master``, ``store``, ``segment``, ``link``, or the worker role)."""
 
     n: int
     t_s: float
@@ -62,9 +62,9 @@ def schedule(seed: int, duration_s: float, rate_per_min: float, kinds: tuple[str
         raise ValueError(f"--chaos must be finite, non-negative faults per minute, got {rate_per_min!r}")
     if not kinds:
         raise ValueError("no fault kinds to choose from")
-    unknown = [k for k in kinds if k not in ALL_KINDS]
+    unknown = [k for k in kinds if k not in KINDS]
     if unknown or len(set(kinds)) != len(kinds):
-        raise ValueError(f"fault kinds must be distinct names from {', '.join(ALL_KINDS)}, got {', '.join(kinds)}")
+        raise ValueError(f"fault kinds must be distinct names from {', '.join(KINDS)}, got {', '.join(kinds)}")
     first, last = default_window(duration_s)
     start = first if start_s is None else float(start_s)
     end = duration_s - (last if tail_s is None else float(tail_s))
@@ -99,7 +99,7 @@ def parse_kinds(text: str) -> tuple[str, ...]:
     if text.strip().lower() == "all":
         return KINDS
     kinds = tuple(dict.fromkeys(k.strip().lower() for k in text.split(",") if k.strip()))
-    bad = [k for k in kinds if k not in ALL_KINDS]
+    bad = [k for k in kinds if k not in KINDS]
     if bad or not kinds:
         raise ValueError(f"--faults: unknown fault kind {', '.join(bad) or repr(text)} (choose from "
                          f"{', '.join(KINDS)}, or all)")

@@ -1,4 +1,5 @@
-"""Processes panel: CPU % and RSS of each kvtui process (workers, store node) from ``frame.procs``.
+"""Processes panel: CPU % and RSS of each kvtui process (workers, store node) from ``frame.procs``, with
+its emulated host's address after the name when it has one and there is room (``--hosts auto``).
 
 The workers come first (prefill, decode), then the store node, the master, the monitor and the metadata
 server, so a short panel keeps the processes that do the work; names are shortened to fit (``metadata`` →
@@ -94,7 +95,7 @@ class ProcsPanel(LinesPanel):
             return f"{name:<{name_w}}{cpu:>6}{rss:>7}"
 
         rss = format_bytes if wide else short_bytes
-        rows = [Text(row(str(p.get("name", "?")), str(p.get("pid", "")), f"{float(p.get('cpu_percent', 0.0)):.1f}%",
+        rows = [Text(row(" ".join(str(x) for x in (p.get("name", "?"), p.get("host")) if x), str(p.get("pid", "")), f"{float(p.get('cpu_percent', 0.0)):.1f}%",
                          rss(p.get("rss_bytes", 0)))) for p in self.procs]
         header = Text(row("process", "pid", "cpu", "rss"), self.get_component_rich_style("procs--header", partial=True))
         room = len(rows) + 1 if height is None else height

@@ -1,0 +1,44 @@
+"""The emulated-host flags shared by the commands that start an engine (``--hosts``, ``--link``;
+:mod:`kvtui.engine.hosts`)."""
+
+from __future__ import annotations
+
+import argparse
+
+from kvtui.core.errors import KvtuiError
+
+
+def add_host_arguments(g) -> None:
+    """Add ``--hosts`` and ``--link`` to the argument group ``g``."""
+    g.add_argument("--hosts", choices=("off", "auto"), default="off",
+                   help="embedded mode: auto puts the master (with the metadata server), the store node and each "
+                        "worker on an emulated host of its own: a network namespace with its own address "
+                        "(10.77.0.x) on a private bridge inside kvtui's namespace, so store traffic crosses real "
+                        "kernel TCP between hosts (needs root; default off)")
+    g.add_argument("--link", metavar="RATE[,DELAY]", default=None,
+                   help="with --hosts auto: shape every host's link in both directions with tc, rate in bit/s "
+                        "with tc's units (25gbit, 1gbit, 500mbit) and an optional one-way delay (200us, 1ms; "
+                        "needs the kernel's netem). Default: unshaped veth links")
+
+
+def host_options(args: argparse.Namespace, endpoints) -> tuple[bool, object]:
+    """``(hosts, link)`` of the flags: whether to run emulated hosts, and the
+    :class:`~kvtui.engine.hosts.LinkSpec` or None. ``KvtuiError`` (one line) for ``--link`` without
+    ``--hosts auto`` or malformed, ``--hosts auto`` with an attached cluster (``endpoints``) or with
+    ``--isolate-network off``."""
+    link = None
+    if getattr(args, "link", None) is not None:
+        from kvtui.engine.hosts import parse_link
+
+        if getattr(args, "hosts", "off") == "off":
+            raise KvtuiError("--link shapes the links of emulated hosts: add --hosts auto")
+        try:
+            link = parse_link(args.link)
+        except ValueError as exc:
+            raise KvtuiError(str(exc)) from None
+    hosts = getattr(args, "hosts", "off") == "auto"
+    if hosts and endpoints is not None:
+        raise KvtuiError("--hosts auto runs the embedded cluster on emulated hosts; it cannot attach (--master)")
+    if hosts and args.isolate_network == "off":
+        raise KvtuiError("--hosts auto lives inside kvtui's private network namespace: drop --isolate-network off")
+    return hosts, link
