@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Make this machine ready for kvtui, from nothing: the libibverbs1 system library (the Mooncake store
 # library links it even over TCP), libcairo2 (cairosvg loads it for kvtui export --gif), prometheus (one
-# integration test), chromium (the browser test of kvtui serve), a virtual environment in .venv, and kvtui with its dependencies.
+# integration test), chromium (the browser test of kvtui serve), iproute2 (ip and tc for --hosts auto), a virtual
+# environment in .venv, and kvtui with its dependencies.
 # Idempotent: a second run only checks.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -17,6 +18,12 @@ if ! ldconfig -p 2>/dev/null | grep -q 'libcairo\.so\.2'; then  # cairosvg (kvtu
   SUDO=""; [ "$(id -u)" -eq 0 ] || SUDO="sudo"
   $SUDO apt-get update -qq >/dev/null
   DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq libcairo2 >/dev/null
+fi
+if ! command -v ip >/dev/null 2>&1 || ! command -v tc >/dev/null 2>&1; then  # --hosts auto: veths, bridge, tc
+  echo "setup: installing iproute2 (Debian package, for emulated hosts)…" >&2
+  SUDO=""; [ "$(id -u)" -eq 0 ] || SUDO="sudo"
+  { $SUDO apt-get update -qq >/dev/null && DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq iproute2 >/dev/null; } \
+    || echo "setup: iproute2 not installed; --hosts auto and its tests are unavailable" >&2
 fi
 
 # The Prometheus server one integration test scrapes kvtui with (tests/integration/test_prometheus_server.py):

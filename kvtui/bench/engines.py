@@ -27,15 +27,16 @@ class BenchEngines:
     store_bytes: int
     start: Callable
 
-    def engine(self, layout, segment_on: str = "store", endpoints=None):
+    def engine(self, layout, segment_on: str = "store", endpoints=None, cluster=None):
         """A started engine of ``layout``, one read stream, the segment on ``segment_on``; with ``endpoints``
-        it attaches to that cluster (no segment of its own) instead of starting one."""
+        it attaches to that cluster (no segment of its own) instead of starting one. ``cluster``: the
+        embedded cluster's :class:`~kvtui.engine.cluster.ClusterOptions` (default ones)."""
         from kvtui.engine.cluster import ClusterOptions
         from kvtui.engine.engine import EngineOptions
 
         opts = EngineOptions(layout=layout, model=self.model, scheme=self.scheme, namespace=self.namespace,
                              segment_on=segment_on, store_bytes=self.store_bytes, read_streams=1,
-                             cluster=ClusterOptions())
+                             cluster=cluster or ClusterOptions())
         return self.start(opts, endpoints)
 
 

@@ -40,9 +40,9 @@ TARGETS = {
 
 
 MODE_FLAGS = (  # flag, attribute, default, the modes it applies to (reuse: the default bench)
-    ("--prompt-tokens", "prompt_tokens", _CASE.prompt_tokens, ("reuse", "tcp-sweep")),
-    ("--shared-tokens", "shared_tokens", _CASE.shared_tokens, ("reuse", "tcp-sweep")),
-    ("--iterations", "iterations", _CASE.iterations, ("reuse", "tcp-sweep")),
+    ("--prompt-tokens", "prompt_tokens", _CASE.prompt_tokens, ("reuse", "tcp-sweep", "link")),
+    ("--shared-tokens", "shared_tokens", _CASE.shared_tokens, ("reuse", "tcp-sweep", "link")),
+    ("--iterations", "iterations", _CASE.iterations, ("reuse", "tcp-sweep", "link")),
     ("--max-streams", "max_streams", _CASE.max_streams, ("reuse",)),
     ("--rounds", "rounds", 3, ("trace", "ui", "tcp-sweep")),
     ("--seconds", "seconds", 8.0, ("ui",)),
@@ -53,8 +53,9 @@ MODE_FLAGS = (  # flag, attribute, default, the modes it applies to (reuse: the 
 
 
 def _mode_of(args: argparse.Namespace) -> str:
-    """``reuse`` (the default bench), ``trace``, ``ui`` or ``tcp-sweep``."""
-    return "trace" if args.trace else "ui" if args.ui else "tcp-sweep" if args.tcp_sweep else "reuse"
+    """``reuse`` (the default bench), ``trace``, ``ui``, ``tcp-sweep`` or ``link``."""
+    return ("trace" if args.trace else "ui" if args.ui else "tcp-sweep" if args.tcp_sweep else
+            "link" if args.link else "reuse")
 
 
 def apply_mode_flags(args: argparse.Namespace) -> str:
@@ -105,6 +106,9 @@ def register(subparsers) -> None:
                         "under each of a few Mooncake TCP settings (MC_TCP_SLICE_SIZE in bytes, "
                         "MC_TCP_LANES_PER_PEER), each on a fresh cluster, --rounds times in alternating order, "
                         "against one loopback TCP stream of the same bytes")
+    mode.add_argument("--link", metavar="RATE",
+                   help="instead: reload throughput across emulated hosts (--hosts auto) whose links are shaped to "
+                        "RATE bit/s with tc (1gbit, 500mbit), against that rate: ratios.reload_vs_link (needs root)")
     p.add_argument("--seconds", type=float, default=None, metavar="SECONDS", help="--ui: length of each phase (default 8)")
     p.add_argument("--refresh-hz", type=float, default=None, metavar="HZ",
                    help=f"--ui: the monitor's screen updates per second, ≤ {MAX_HZ:g} (default {DEFAULT_HZ:g}, as kvtui "
@@ -138,7 +142,15 @@ def run(args: argparse.Namespace) -> int:
     for flag, value in (("--iterations", args.iterations), ("--max-streams", args.max_streams)):
         if value < 1:
             raise KvtuiError(f"{flag} must be at least 1")
-    if mode in ("reuse", "tcp-sweep"):
+    link = None
+    if args.link:
+        from kvtui.engine.hosts import parse_link
+
+        try:
+            link = parse_link(args.link)
+        except ValueError as exc:
+            raise KvtuiError(str(exc)) from None
+    if mode in ("reuse", "tcp-sweep", "link"):
         if args.prompt_tokens < layout.page_tokens:
             raise KvtuiError(f"--prompt-tokens must hold at least one page ({layout.page_tokens} tokens)")
         if not (0 < args.shared_tokens <= args.prompt_tokens):
@@ -160,7 +172,7 @@ def run(args: argparse.Namespace) -> int:
     engines = BenchEngines(model=args.model, scheme=args.scheme, namespace=args.key_prefix, store_bytes=store_bytes,
                            start=start_engine)
 
-    say(f"network: {isolate('auto')}")
+    say(f"network: {isolate('on', hosts=True) if link else isolate('auto')}")
     if args.trace:
         from kvtui.bench.trace import measure_trace
         from kvtui.core.traces import resolve_trace, trace_label
@@ -178,6 +190,12 @@ def run(args: argparse.Namespace) -> int:
 
         out = measure_tcp_sweep(engines, layout, args.prompt_tokens, args.shared_tokens, args.iterations, args.rounds)
         print(format_tcp_sweep(out))
+        code = 0 if out["verified"] else 1
+    elif link is not None:
+        from kvtui.bench.link import format_link, measure_link
+
+        out = measure_link(engines, layout, link, args.prompt_tokens, args.shared_tokens, args.iterations)
+        print(format_link(out))
         code = 0 if out["verified"] else 1
     elif args.ui:
         from kvtui.bench.ui import measure_ui

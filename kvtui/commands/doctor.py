@@ -110,7 +110,20 @@ def checks() -> list[tuple[bool, str]]:
     else:
         out.append((True, f"note: no loopback isolation here ({reason}); Mooncake's transfer listeners then bind "
                           "all interfaces (0.0.0.0) whatever MC_TCP_BIND_ADDRESS says"))
+    out.append(check_host_tools(reason))
     return out
+
+
+def check_host_tools(isolation_reason: str | None) -> tuple[bool, str]:
+    """Whether ``--hosts auto`` can run: network namespaces (``isolation_reason`` None) and the ``ip``,
+    ``tc``, ``unshare`` and ``nsenter`` tools (iproute2, util-linux). Never a failure: only that flag needs it."""
+    import shutil
+
+    missing = [t for t in ("ip", "tc", "unshare", "nsenter") if shutil.which(t) is None]
+    if isolation_reason is None and not missing:
+        return True, "emulated hosts available (--hosts auto, --link): network namespaces, ip, tc, nsenter"
+    why = isolation_reason or f"missing {', '.join(missing)} (Debian: apt-get install iproute2 util-linux)"
+    return True, f"note: --hosts auto is not available here ({why})"
 
 
 def run(args: argparse.Namespace) -> int:

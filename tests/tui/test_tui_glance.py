@@ -216,3 +216,21 @@ def test_settings_dialog_is_built_once():
             assert app.screen is app.main_screen
 
     pilot_test(app, scenario)
+
+
+def test_processes_on_emulated_hosts_show_their_address_where_it_fits():
+    """With ``--hosts auto`` each process row carries its host's address: shown after the name when the
+    panel is wide enough, dropped (never cut mid-word) when it is not."""
+    frame = fixture_frame()
+    procs = ({"name": "store", "pid": 41006, "cpu_percent": 14.0, "rss_bytes": 130 << 20, "host": "10.77.0.11"},
+             {"name": "kvtui", "pid": 41007, "cpu_percent": 3.0, "rss_bytes": 90 << 20, "host": "10.77.0.1"})
+    app = KvtuiApp(StaticSource(dataclasses.replace(frame, procs=procs)), DemoController(DemoSource()), refresh_hz=10)
+
+    async def scenario(pilot):
+        panel = app.query_one(ProcsPanel)
+        wide = [t.plain for t in panel.lines(60)]
+        assert wide[1].startswith("store 10.77.0.11") and wide[2].startswith("kvtui 10.77.0.1 ")
+        narrow = [t.plain for t in panel.lines(24)]
+        assert narrow[1].split()[0] == "store" and "10.77" not in narrow[1]
+
+    pilot_test(app, scenario)

@@ -1,0 +1,77 @@
+"""``kvtui bench --link RATE``: reload throughput across an emulated link (:mod:`kvtui.engine.hosts`)
+against the link's rate.
+
+The engine runs on emulated hosts (``--hosts auto``): the store node's segment on one host, the decode worker
+on another, every host's link shaped to ``RATE`` with ``tc``'s tbf. A prompt is published once, then a request
+sharing its prefix is reloaded ``iterations`` times, each reload followed by a plain ``batch_get_into`` of the
+same keys (ABAB, as the default bench). ``ratios.reload_vs_link`` = the median per-reload throughput
+(probe + read, MB/s, the figure "reload throughput (p50 per reload)") ÷ the link's rate in MB/s
+(``rate_bps / 8 / 10^6``); ``ratios.raw_vs_link`` the same for the raw reads. The target (≥ 0.9) is for links
+slow enough that this machine's cores are not the limit (1 gbit here: one TCP stream over a veth carries
+several GB/s).
+"""
+
+from __future__ import annotations
+
+from statistics import median
+
+import numpy as np
+
+from kvtui.bench.engines import BenchEngines, environment, say
+from kvtui.bench.reuse import _interleaved, reload_figures
+
+TARGET = 0.9
+
+
+def measure_link(engines: BenchEngines, layout, link, prompt_tokens: int, shared_tokens: int,
+                 iterations: int) -> dict:
+    """Run the link bench; returns every figure of ``kvtui bench --link --json``: ``link`` (its text and
+    ``rate_MBps``), ``reload`` (:func:`~kvtui.bench.reuse.reload_figures`), ``raw_MBps_p50``, ``ratios``,
+    ``targets``, ``verified`` and ``environment``. ``link``: a :class:`~kvtui.engine.hosts.LinkSpec`."""
+    from kvtui.engine.cluster import ClusterOptions
+    from kvtui.engine.protocol import Publish
+
+    prompt = np.arange(prompt_tokens, dtype=np.uint32) + 3000
+    second = prompt.copy()
+    second[shared_tokens:] += 1_000_000
+    say(f"starting the cluster on emulated hosts, every link shaped to {link.text()}…")
+    engine = engines.engine(layout, cluster=ClusterOptions(hosts=True, link=link))
+    try:
+        say(f"publishing a {prompt_tokens}-token prompt across the prefill host's link…")
+        pub = engine.prefill.call(Publish(prompt))
+        say(f"reloading the shared prefix {iterations}× across the store host's link, each followed by a raw "
+            "batch_get_into of the same keys…")
+        runs, raw = _interleaved(engine, second, iterations)
+        env = environment(engine.endpoints)
+    finally:
+        engine.stop()
+    fig = reload_figures(runs)
+    hit = runs[0].pages_hit
+    raw_ms = median([r.wall_ms for r in raw])
+    raw_mbps = hit * layout.page_bytes / (raw_ms / 1e3) / 1e6 if raw_ms > 0 else 0.0
+    rate = link.rate_bytes_per_s / 1e6
+    ratios = {"reload_vs_link": fig["MBps_p50"] / rate, "raw_vs_link": raw_mbps / rate}
+    return {"layout": layout.as_dict(), "page_bytes": layout.page_bytes, "iterations": iterations,
+            "link": {"text": link.text(), "rate_bps": link.rate_bps, "delay_s": link.delay_s, "rate_MBps": rate},
+            "pages_reloaded": hit, "bytes_reloaded": hit * layout.page_bytes,
+            "publish": {"pages": pub.stored, "put_ms": pub.put_ms, "MBps": pub.bytes_written / (pub.put_ms / 1e3) / 1e6 if pub.put_ms > 0 else 0.0}, "reload": fig,
+            "raw_MBps_p50": raw_mbps, "ratios": ratios,
+            "targets": {"reload_vs_link": TARGET, "met": ratios["reload_vs_link"] >= TARGET},
+            "verified": fig["verified"], "environment": env}
+
+
+def format_link(out: dict) -> str:
+    """The human table of :func:`measure_link`'s figures."""
+    r = out["reload"]
+    met = "met" if out["targets"]["met"] else "NOT met"
+    return "\n".join([
+        f"link                  {out['link']['text']} each way = {out['link']['rate_MBps']:,.1f} MB/s "
+        f"(tc tbf on every emulated host's veth)",
+        f"reload                {out['pages_reloaded']} pages, {out['bytes_reloaded'] / 1e6:,.1f} MB: p50 "
+        f"{r['reload_ms']['p50']:.1f} ms, {r['MBps_p50']:,.1f} MB/s (p50 per reload; {out['iterations']} reloads)",
+        f"raw batch_get_into    {out['raw_MBps_p50']:,.1f} MB/s (p50, the same keys, interleaved)",
+        f"publish               {out['publish']['pages']} pages at {out['publish']['MBps']:,.1f} MB/s (one run)",
+        f"reload ÷ link         {out['ratios']['reload_vs_link']:.2f} (target ≥ {out['targets']['reload_vs_link']}: "
+        f"{met}); raw ÷ link {out['ratios']['raw_vs_link']:.2f}",
+        f"verified              {'every reloaded page byte-exact' if out['verified'] else 'MISMATCHES'}",
+    ])
