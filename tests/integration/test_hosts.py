@@ -128,3 +128,19 @@ def test_a_chaos_soak_on_emulated_hosts_recovers_from_link_cuts(tmp_path):
     with open(series, newline="") as fh:
         rows = list(csv.DictReader(fh))
     assert max(int(r["tcp_established"]) for r in rows) >= 6, [r["tcp_established"] for r in rows]
+
+
+@needs_root
+def test_bench_link_reports_reload_against_the_links_rate(tmp_path):
+    out = tmp_path / "bench.json"
+    proc = subprocess.run(KVTUI + ["bench", "--link", "200mbit", "--iterations", "3", "--prompt-tokens", "256",
+                                   "--shared-tokens", "192", "--store-size", "64MiB", "--json", str(out)] + PAGE_128K,
+                          capture_output=True, text=True, timeout=150)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    b = json.loads(out.read_text())
+    assert b["link"]["text"] == "200mbit" and b["link"]["rate_MBps"] == 25.0
+    assert b["pages_reloaded"] == 12 and b["verified"]  # 192 shared tokens = 12 pages of 16
+    assert b["ratios"]["reload_vs_link"] == pytest.approx(b["reload"]["MBps_p50"] / 25.0)
+    assert b["ratios"]["raw_vs_link"] == pytest.approx(b["raw_MBps_p50"] / 25.0)
+    assert 0 < b["ratios"]["reload_vs_link"] <= 1.15  # the link is the limit: no reload beats its rate
+    assert "reload ÷ link" in proc.stdout

@@ -73,8 +73,10 @@ def test_ui_lines_show_both_rates_the_ratio_and_the_paused_cpu():
     (["bench", "--layout", "tiny", "--seconds", "5"], "--seconds applies to bench --ui only"),
     (["bench", "--tcp-sweep", "--layout", "tiny", "--seconds", "3"], "--seconds applies to bench --ui only"),
     (["bench", "--trace", "synthetic", "--layout", "tiny", "--prompt-tokens", "512"],
-     "--prompt-tokens applies to bench / bench --tcp-sweep only"),
+     "--prompt-tokens applies to bench / bench --tcp-sweep / bench --link only"),
     (["bench", "--layout", "tiny", "--shared-tokens", "0"], "--shared-tokens must be within"),
+    (["bench", "--link", "fast", "--layout", "tiny"], "--link rate must look like"),
+    (["bench", "--link", "1gbit", "--layout", "tiny", "--seconds", "3"], "--seconds applies to bench --ui only"),
     (["bench", "--layout", "tiny", "--store-size", "12 parsecs"], "--store-size: not a size"),
     (["bench", "--layout", "tiny", "--store-size", "8MiB"], "--store-size must be at least 16 MiB"),
 ])
