@@ -230,7 +230,9 @@ def test_processes_on_emulated_hosts_show_their_address_where_it_fits():
         panel = app.query_one(ProcsPanel)
         wide = [t.plain for t in panel.lines(60)]
         assert wide[1].startswith("store 10.77.0.11") and wide[2].startswith("kvtui 10.77.0.1 ")
-        narrow = [t.plain for t in panel.lines(24)]
-        assert narrow[1].split()[0] == "store" and "10.77" not in narrow[1]
+        middle = [t.plain for t in panel.lines(36)]  # (120 columns: 10 cells for the name)
+        assert middle[1].startswith("store .11 ") and middle[2].startswith("kvtui .1 ")
+        narrow = [t.plain for t in panel.lines(18)]
+        assert narrow[1].split()[0] == "store" and "10.77" not in narrow[1] and ".11" not in narrow[1]
 
     pilot_test(app, scenario)

@@ -1,5 +1,6 @@
 """Processes panel: CPU % and RSS of each kvtui process (workers, store node) from ``frame.procs``, with
-its emulated host's address after the name when it has one and there is room (``--hosts auto``).
+its emulated host's address (or its last part) after the name when it has one and there is room
+(``--hosts auto``).
 
 The workers come first (prefill, decode), then the store node, the master, the monitor and the metadata
 server, so a short panel keeps the processes that do the work; names are shortened to fit (``metadata`` →
@@ -54,6 +55,16 @@ def fit_name(name: str, width: int) -> str:
     return first[:width]
 
 
+def with_host(name: str, host: str | None, width: int) -> str:
+    """``name`` with its emulated host's address when it fits in ``width`` cells: ``store 10.77.0.11``, else
+    the address's last part (``store .11``), else the name alone."""
+    if host:
+        for option in (f"{name} {host}", f"{name} .{host.rsplit('.', 1)[-1]}"):
+            if len(option) <= width:
+                return option
+    return name
+
+
 class ProcsPanel(LinesPanel):
     """One line per process: name, pid (when there is room), CPU %, RSS."""
 
@@ -95,7 +106,7 @@ class ProcsPanel(LinesPanel):
             return f"{name:<{name_w}}{cpu:>6}{rss:>7}"
 
         rss = format_bytes if wide else short_bytes
-        rows = [Text(row(" ".join(str(x) for x in (p.get("name", "?"), p.get("host")) if x), str(p.get("pid", "")), f"{float(p.get('cpu_percent', 0.0)):.1f}%",
+        rows = [Text(row(with_host(str(p.get("name", "?")), p.get("host"), name_w), str(p.get("pid", "")), f"{float(p.get('cpu_percent', 0.0)):.1f}%",
                          rss(p.get("rss_bytes", 0)))) for p in self.procs]
         header = Text(row("process", "pid", "cpu", "rss"), self.get_component_rich_style("procs--header", partial=True))
         room = len(rows) + 1 if height is None else height
