@@ -157,6 +157,10 @@ def measure_reuse(engines: BenchEngines, layout, case: ReuseCase, estimator=None
         engine.stop()
     co = max(co_streams.values(), key=lambda f: f["MBps_p50"])
 
+    from kvtui.bench.rate import measure_rate
+
+    rate = measure_rate(engines, layout)
+
     say("the same-host shared-memory path: a real client and two dummy clients (not the engine's path yet)…")
     try:
         from kvtui.bench.shm import measure_shm
@@ -176,7 +180,8 @@ def measure_reuse(engines: BenchEngines, layout, case: ReuseCase, estimator=None
     publish_mbps = median(publish_runs)
     shm_ok = bool(shm) and "error" not in shm
     verified = main["verified"] and all(s["verified"] for s in streams.values()) and tiny["verified"] \
-        and co["verified"] and all(s["verified"] for s in co_streams.values()) and (not shm_ok or shm["verified"])
+        and co["verified"] and all(s["verified"] for s in co_streams.values()) and (not shm_ok or shm["verified"]) \
+        and rate["mismatches"] == 0
     out.update({
         "tokens_requested": int(case.prompt_tokens), "tokens_skipped": hit * layout.page_tokens,
         "pages_total": runs[0].pages_total, "pages_hit": hit, "hit_rate": hit / runs[0].pages_total,
@@ -188,14 +193,15 @@ def measure_reuse(engines: BenchEngines, layout, case: ReuseCase, estimator=None
         "best_read_streams": best_n, "best_reload_ms": best["reload_ms"], "best_reuse_read_MBps_p50": best["MBps_p50"],
         "read_streams": {str(n): {"reload_ms_p50": f["reload_ms"]["p50"], "MBps_p50": f["MBps_p50"]} for n, f in streams.items()},
         "colocated": {"reload_ms": co["reload_ms"], "reuse_read_MBps_p50": co["MBps_p50"]},
-        "tiny": tiny,
+        "tiny": tiny, "request_rate": rate,
         "baselines": {"raw_get_MBps_p50": raw_mbps, "raw_get_ms_p50": raw_ms_p50,
                       "loopback_tcp_MBps": tcp, "memcpy_MBps": memcpy,
                       "colocated_reload_MBps_p50": co["MBps_p50"], "content": content, "shm": shm},
         "ratios": {"connector_vs_raw": main["MBps_p50"] / raw_mbps,
                    "best_streams_vs_raw": best["MBps_p50"] / raw_mbps,
                    "reload_vs_loopback_tcp": best["MBps_p50"] / tcp,
-                   "reload_vs_memcpy": co["MBps_p50"] / memcpy},
+                   "reload_vs_memcpy": co["MBps_p50"] / memcpy,
+                   "request_rate_vs_store_bound": rate["request_rate_vs_store_bound"]},
         "environment": env, "demo_card": DEMO_CARD,
     })
     if shm_ok:

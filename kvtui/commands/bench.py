@@ -33,6 +33,7 @@ TARGETS = {
     "reload_vs_memcpy": 0.8,  # a reload from a co-located segment reaches 80 % of memcpy
     "verify_vs_memcpy": 0.5,  # checking every byte of a loaded page runs at half of memcpy's rate or more
     "fill_vs_memcpy": 0.5,  # likewise writing a computed page's contents
+    "request_rate_vs_store_bound": 0.85,  # a closed-loop run spends 85 % of its time in store calls or more
     "engine_vs_bare_loop": 0.8,  # --trace: the engine replays at 80 % of the bare loop's rate or more
     "monitor_vs_headless": 0.95,  # --ui: the monitor costs the workload at most 5 % of its rate
 }
@@ -275,6 +276,12 @@ def format_bench(o: dict) -> str:
         ("co-located reload", f"{b['colocated_reload_MBps_p50']:.0f} MB/s vs memcpy {b['memcpy_MBps']:.0f} MB/s → "
                               f"{q['reload_vs_memcpy']:.2f} ({_target(q['reload_vs_memcpy'], TARGETS['reload_vs_memcpy'])})", ""),
     ]
+    rr = o.get("request_rate")
+    if rr:
+        rows.append(("request rate vs store-bound", f"{rr['requests_per_s']:.1f} req/s closed loop; store calls "
+                     f"{rr['store_ms_mean']:.1f} ms of {rr['wall_ms_per_request']:.1f} ms per request (bound "
+                     f"{rr['store_bound_rps']:.1f} req/s; verify+fill {rr['verify_and_fill_ms_mean']:.1f} ms) → "
+                     f"{q['request_rate_vs_store_bound']:.2f} ({_target(q['request_rate_vs_store_bound'], TARGETS['request_rate_vs_store_bound'])})", ""))
     c = b.get("content")
     if c:
         rows.append(("page verify / fill vs memcpy", f"verify {c['verify_MBps']:.0f} MB/s → {q['verify_vs_memcpy']:.2f} "

@@ -117,3 +117,19 @@ def test_screen_size_flag():
     for bad in ("120", "axb", "0x10"):
         with pytest.raises(KvtuiError, match="--size"):
             parse_size(bad)
+
+
+def test_the_request_rate_ratio_is_the_share_of_time_in_store_calls():
+    from kvtui.bench.rate import rate_figures, store_ms
+    from kvtui.core.events import RequestResult
+
+    rs = [RequestResult(req_id=i, scenario="s", n_tokens=8, cacheable_tokens=8, page_tokens=8, page_bytes=1,
+                        pages_total=1, pages_hit=1, states=b"\x01", probe_ms=1.0, read_ms=3.0, publish_probe_ms=0.5, put_ms=1.5,
+                        verify_ms=2.0, compute_ms=1.0) for i in range(50)]
+    assert store_ms(rs[0]) == 6.0
+    f = rate_figures(rs, seconds=0.5)  # 100 req/s: 10 ms each, 6 of them in store calls
+    assert f["requests_per_s"] == 100 and f["store_ms_mean"] == 6.0 and f["wall_ms_per_request"] == 10
+    assert f["store_bound_rps"] == pytest.approx(1000 / 6) and f["request_rate_vs_store_bound"] == pytest.approx(0.6)
+    assert f["verify_and_fill_ms_mean"] == 3.0
+    with pytest.raises(ValueError, match="no request finished"):
+        rate_figures([], 1.0)
