@@ -170,7 +170,7 @@ def add_workload_arguments(p: argparse.ArgumentParser, default_scenario: str | N
                    help="with --trace: tokens per trace hash id (default 512, the FAST'25 release)")
     g.add_argument("--speed", default=None, metavar="X",
                    help="with --trace: time scale, 2 = twice as fast, max = as fast as possible (default 1)")
-    add_synthesis_arguments(g)
+    add_synthesis_arguments(g, with_speed=True)
     g.add_argument("--strict", action="store_true", help="stop at the first bad trace row (default: skip and count)")
 
 

@@ -60,6 +60,8 @@ def parse_token_text(text: str, source: str) -> list[int]:
     lines = text.splitlines()
     for line_no, line in enumerate(lines, start=1):
         where = f"{source} line {line_no}" if len(lines) > 1 else source
+        if re.search(r",\s*,", line) or re.match(r"^\s*,", line):
+            raise KvtuiError(f"{where}: an empty item between commas (a token id is missing)")
         for part in (x for x in re.split(r"[\s,]+", line) if x):
             if not _INT.fullmatch(part):
                 raise KvtuiError(f"{where}: {part!r} is not an integer token id")

@@ -19,19 +19,25 @@ _FLAGS = (("trace_speedup", "--trace-speedup", "speedup"), ("prefix_scale", "--p
           ("prompt_scale", "--prompt-scale", "prompt_scale"), ("prefix_roots", "--prefix-roots", "prefix_roots"))
 
 
-def add_synthesis_arguments(p) -> None:
+FACTOR_MIN, FACTOR_MAX = 1e-3, 1e3
+"""The range of the synthesis factors (``--trace-speedup``, ``--prefix-scale``, ``--prompt-scale``)."""
+
+
+def add_synthesis_arguments(p, with_speed: bool = False) -> None:
     """Add the four synthesis flags to a parser or argument group (strings; :func:`trace_synthesis` checks
-    them)."""
+    them); ``with_speed``: the command also has ``--speed`` (run, watch), which the help then names."""
     p.add_argument("--trace-speedup", metavar="X",
                    help="trace synthesis: divide each row's arrival time after the first row by X (2 = twice the "
-                        "request rate; rounded to 1 ms; hit rates unchanged). Combines with --speed")
+                        f"request rate; {FACTOR_MIN:g}–{FACTOR_MAX:g}; rounded to 1 ms; hit rates unchanged)"
+                        + (". Combines with --speed" if with_speed else ""))
     p.add_argument("--prefix-scale", metavar="X",
                    help="trace synthesis: make each row's shared block prefix (its leading blocks that other rows "
-                        "list too) X times as many blocks (rounded half up, at least 1), unique suffixes unchanged: "
-                        "more reuse for X > 1")
+                        f"list too) X times as many blocks ({FACTOR_MIN:g}–{FACTOR_MAX:g}; rounded half up, at least "
+                        "1), unique suffixes unchanged: more reuse for X > 1")
     p.add_argument("--prompt-scale", metavar="X",
                    help="trace synthesis: make each row's unique suffix (the tokens after its shared prefix) X times "
-                        "as many tokens (rounded half up, at least 1), shared prefixes unchanged: less reuse for X > 1")
+                        f"as many tokens ({FACTOR_MIN:g}–{FACTOR_MAX:g}; rounded half up, at least 1), shared prefixes "
+                        "unchanged: less reuse for X > 1")
     p.add_argument("--prefix-roots", metavar="N",
                    help="trace synthesis: N disjoint copies of the trace's prefix trees, row i using copy i mod N "
                         "(N = 2 halves how often a prefix is met in its copy: lower reuse)")
@@ -44,6 +50,8 @@ def _factor(text: str, flag: str) -> float:
         raise KvtuiError(f"{flag} must be a positive number, got {text!r}") from None
     if not (v > 0) or math.isinf(v):
         raise KvtuiError(f"{flag} must be a positive number, got {text!r}")
+    if not FACTOR_MIN <= v <= FACTOR_MAX:
+        raise KvtuiError(f"{flag} must be within {FACTOR_MIN:g}–{FACTOR_MAX:g}, got {text!r}")
     return v
 
 

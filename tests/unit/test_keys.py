@@ -137,6 +137,7 @@ def test_keys_command_accepts_negative_ids_and_an_empty_model(capsys):
     ("file", "1 2\n3 4294967295\n", "line 2: token id 4294967295 is outside int32"),
     ("file", "[1, -2147483649]", "token id -2147483649 (item 1) is outside int32"),
     ("--tokens", "1,x", "--tokens: 'x' is not an integer token id"),
+    ("--tokens", "1,,2", "--tokens: an empty item between commas (a token id is missing)"),
 ])
 def test_keys_command_out_of_range_is_one_line_exit_2(capsys, tmp_path, source, text, needle):
     if source == "file":

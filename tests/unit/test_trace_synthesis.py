@@ -251,6 +251,8 @@ def test_trace_stats_applies_the_flags(tmp_path, capsys):
     (["--prefix-scale", "0"], "--prefix-scale must be a positive number, got '0'"),
     (["--prompt-scale", "x"], "--prompt-scale must be a positive number, got 'x'"),
     (["--trace-speedup", "inf"], "--trace-speedup must be a positive number, got 'inf'"),
+    (["--trace-speedup", "1e-300"], "--trace-speedup must be within 0.001–1000, got '1e-300'"),
+    (["--prefix-scale", "5000"], "--prefix-scale must be within 0.001–1000, got '5000'"),
     (["--prefix-roots", "1.5"], "--prefix-roots must be an integer >= 1, got '1.5'"),
     (["--prefix-roots", "0"], "--prefix-roots must be an integer >= 1, got '0'"),
 ])
@@ -266,7 +268,8 @@ def test_synthesis_flags_need_a_trace(capsys, command):
 
 
 def test_a_synthesis_too_large_is_one_line(tmp_path, capsys):
-    assert main(["trace-stats", _trace_file(tmp_path), "--block-tokens", "4", "--prefix-scale", "1e9"]) == 2
+    rows = [R(i, i, 4, [i]) for i in range(1, 60_001)]  # 60,000 one-block rows, each suffix × 1000 → 60 M blocks
+    assert main(["trace-stats", _trace_file(tmp_path, rows), "--block-tokens", "4", "--prompt-scale", "1000"]) == 2
     err = capsys.readouterr().err
     assert err.startswith("kvtui: error: trace synthesis: the synthesized trace would list ") and err.count("\n") == 1
 
