@@ -7,8 +7,6 @@
 
 from __future__ import annotations
 
-import ctypes
-import os
 import threading
 import time
 
@@ -122,36 +120,12 @@ class ProcessSampler:
         return tuple(rows)
 
 
-def _trim_every_s() -> float:
-    """Seconds between two :func:`trim_native_heap` calls of a session (``KVTUI_MALLOC_TRIM_S``, default 30;
-    0: never, the way to measure what it buys)."""
-    try:
-        return max(0.0, float(os.environ.get("KVTUI_MALLOC_TRIM_S", "30")))
-    except ValueError:
-        return 30.0
-
-
-def trim_native_heap() -> bool:
-    """Give the C heap's free memory back to the kernel: glibc's ``malloc_trim(0)`` releases the free top of
-    every arena and, since glibc 2.8, the free whole pages inside them (``malloc_trim(3)``). A long session
-    allocates from several threads (the engine's collector, the driver, these samplers), each in an arena of
-    its own, and glibc returns little of an arena's freed memory by itself. Returns True when memory was
-    released; False where there is no glibc."""
-    try:
-        libc = ctypes.CDLL("libc.so.6")
-        return bool(libc.malloc_trim(0))
-    except (OSError, AttributeError):
-        return False
-
-
 class PanelThread:
-    """Runs the samplers every ``interval_s`` on a daemon thread; :attr:`store` / :attr:`procs` hold the latest.
-    Every ``KVTUI_MALLOC_TRIM_S`` (default 30 s) it also calls :func:`trim_native_heap`."""
+    """Runs the samplers every ``interval_s`` on a daemon thread; :attr:`store` / :attr:`procs` hold the latest."""
 
     def __init__(self, store: StoreSampler, procs: ProcessSampler, interval_s: float = 1.0):
         self.store_sampler, self.proc_sampler = store, procs
         self.interval_s = interval_s
-        self.trim_every_s = _trim_every_s()
         self.store: dict = store.panel
         self.procs: tuple = ()
         self._stop = threading.Event()
@@ -163,13 +137,9 @@ class PanelThread:
         return self
 
     def _loop(self) -> None:
-        trimmed = time.monotonic()
         while not self._stop.is_set():
             self.store = self.store_sampler.sample()
             self.procs = self.proc_sampler.sample()
-            if self.trim_every_s and time.monotonic() - trimmed >= self.trim_every_s:
-                trim_native_heap()
-                trimmed = time.monotonic()
             self._stop.wait(self.interval_s)
 
     def stop(self) -> None:
