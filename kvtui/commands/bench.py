@@ -67,7 +67,7 @@ def apply_mode_flags(args: argparse.Namespace) -> str:
         if getattr(args, attr) is None:
             setattr(args, attr, default)
         elif mode not in modes:
-            names = " / ".join("bench" if m == "reuse" else f"bench --{m}" for m in modes)
+            names = " / ".join("the default bench" if m == "reuse" else f"bench --{m}" for m in modes)
             raise KvtuiError(f"{flag} applies to {names} only")
     return mode
 
@@ -107,9 +107,10 @@ def register(subparsers) -> None:
                         "under each of a few Mooncake TCP settings (MC_TCP_SLICE_SIZE in bytes, "
                         "MC_TCP_LANES_PER_PEER), each on a fresh cluster, --rounds times in alternating order, "
                         "against one loopback TCP stream of the same bytes")
-    mode.add_argument("--link", metavar="RATE",
+    mode.add_argument("--link", metavar="RATE[,DELAY]",
                    help="instead: reload throughput across emulated hosts (--hosts auto) whose links are shaped to "
-                        "RATE bit/s with tc (1gbit, 500mbit), against that rate: ratios.reload_vs_link (needs root)")
+                        "RATE bit/s with tc (1gbit, 500mbit; a one-way DELAY such as 200us needs the kernel's "
+                        "netem), against that rate: ratios.reload_vs_link (needs root)")
     p.add_argument("--seconds", type=float, default=None, metavar="SECONDS", help="--ui: length of each phase (default 8)")
     p.add_argument("--refresh-hz", type=float, default=None, metavar="HZ",
                    help=f"--ui: the monitor's screen updates per second, ≤ {MAX_HZ:g} (default {DEFAULT_HZ:g}, as kvtui "

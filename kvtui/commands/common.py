@@ -234,6 +234,7 @@ def engine_options(args: argparse.Namespace, layout: PageLayout):
         raise KvtuiError("--read-streams must be at least 1")
     if not (args.lease_ttl > 0):
         raise KvtuiError("--lease-ttl must be positive seconds")
+    hosts, link = host_options(args, None)  # (before attaching: --hosts auto with --master is refused as such)
     endpoints = None
     if args.master or args.metadata:
         if not (args.master and args.metadata):
@@ -242,7 +243,6 @@ def engine_options(args: argparse.Namespace, layout: PageLayout):
             endpoints = attach(args.master, args.metadata, args.protocol, args.device, args.metrics_url)
         except ClusterError as exc:
             raise KvtuiError(str(exc)) from None
-    hosts, link = host_options(args, endpoints)
     if endpoints is None and layout.page_bytes > store_bytes:
         raise KvtuiError(f"a page ({layout.page_bytes} bytes) is larger than the store segment "
                          f"({store_bytes} bytes); raise --store-size or shrink the layout")
@@ -277,7 +277,8 @@ def engine_options(args: argparse.Namespace, layout: PageLayout):
         endpoints = dataclasses.replace(endpoints, log_dir=log_dir or tempfile.mkdtemp(prefix="kvtui-logs-"))
     copts = ClusterOptions(lease_ttl_ms=int(args.lease_ttl * 1000), log_dir=log_dir, rpc_port=args.master_port,
                            metrics_port=args.metrics_port, metadata_port=args.metadata_port,
-                           isolation=None if endpoints else isolate(mode, explicit_ports=bool(ports), hosts=hosts),
+                           isolation=None if endpoints else isolate(mode, explicit_ports=bool(ports), hosts=hosts)
+                           + (f"; every host's link {link.text()} each way (tc tbf)" if link else ""),
                            hosts=hosts, link=link)
     return EngineOptions(layout=layout, model=args.model, scheme=args.scheme, namespace=args.key_prefix,
                          segment_on=args.segment_on, store_bytes=store_bytes, read_streams=args.read_streams,

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import argparse
+import os
 
 from kvtui.core.errors import KvtuiError
 
@@ -37,8 +38,17 @@ def host_options(args: argparse.Namespace, endpoints) -> tuple[bool, object]:
         except ValueError as exc:
             raise KvtuiError(str(exc)) from None
     hosts = getattr(args, "hosts", "off") == "auto"
-    if hosts and endpoints is not None:
+    if not hosts:
+        return hosts, link
+    if endpoints is not None or getattr(args, "master", None) or getattr(args, "metadata", None):
         raise KvtuiError("--hosts auto runs the embedded cluster on emulated hosts; it cannot attach (--master)")
-    if hosts and args.isolate_network == "off":
+    if args.isolate_network == "off":
         raise KvtuiError("--hosts auto lives inside kvtui's private network namespace: drop --isolate-network off")
+    if os.environ.get("KVTUI_ISOLATE", "").lower() in ("off", "0", "no"):
+        raise KvtuiError(f"--hosts auto lives inside kvtui's private network namespace: KVTUI_ISOLATE="
+                         f"{os.environ['KVTUI_ISOLATE']} cannot apply (unset it)")
+    for flag in ("master_port", "metrics_port", "metadata_port"):
+        if getattr(args, flag, 0):
+            raise KvtuiError(f"--{flag.replace('_', '-')}: with --hosts auto the cluster listens on its emulated "
+                             "host's address, which this host cannot reach; drop the port")
     return hosts, link

@@ -92,10 +92,22 @@ def run_context(args, layout, desc: dict, endpoints, bad_rows: int) -> dict:
     setup = {"store_bytes": getattr(args, "store_bytes", None), "segment_on": getattr(args, "segment_on", None),
              "protocol": getattr(args, "protocol", None), "read_streams": getattr(args, "read_streams", None),
              "kvtui_version": __version__, "mooncake_version": mooncake_version(),
-             "hosts": getattr(args, "hosts", "off"), "link": getattr(args, "link", None)}
+             "hosts": getattr(args, "hosts", "off"), "link": _link_text(getattr(args, "link", None))}
     return {"layout": layout.as_dict(), "page_bytes": layout.page_bytes, "workload": desc,
             "bad_rows_skipped": bad_rows, "concurrency": args.concurrency,
             "store_mode": "attached" if endpoints else "embedded", "setup": setup}
+
+
+def _link_text(text: str | None) -> str | None:
+    """``--link`` in its normalised form (``1Gbit`` → ``1gbit``), so runs on the same link compare equal."""
+    if not text:
+        return None
+    from kvtui.engine.hosts import parse_link
+
+    try:
+        return parse_link(text).text()
+    except ValueError:
+        return text
 
 
 def session_header(args, layout, desc: dict, endpoints) -> dict:

@@ -31,6 +31,8 @@ from kvtui.commands.output import check_new_file, check_writable, run_context, s
 from kvtui.core.errors import KvtuiError
 from kvtui.engine.procs import uninterrupted
 
+MAX_PAUSE_S = 60.0  # a master-pause or link-cut longer than this is an outage, not a fault to recover from
+
 _DURATION = re.compile(r"^(?:(?P<h>\d+(?:\.\d*)?)h)?(?:(?P<m>\d+(?:\.\d*)?)m)?(?:(?P<s>\d+(?:\.\d*)?)s?)?$")
 
 
@@ -76,7 +78,7 @@ def register(subparsers) -> None:
                         "--duration): kvtui's bounded buffers fill during the first minutes)")
     g.add_argument("--pause-s", type=float, default=3.0, metavar="SECONDS",
                    help="how long a master-pause fault keeps the master stopped (SIGSTOP … SIGCONT) and a "
-                        "link-cut keeps a host's link down (default 3)")
+                        "link-cut keeps a host's link down, at most 60 (default 3; Ctrl-C ends either at once)")
     g.add_argument("--recovery-timeout", type=float, default=120.0, metavar="SECONDS",
                    help="a fault not recovered this long after its injection counts as not recovered, and the "
                         "next one may come (default 120)")
@@ -109,8 +111,8 @@ def _plan(args: argparse.Namespace):
     warmup = default_warmup(duration) if args.warmup is None else parse_duration(args.warmup, "--warmup")
     if not warmup < duration:
         raise KvtuiError("--warmup must be shorter than --duration")
-    if not (math.isfinite(args.pause_s) and args.pause_s > 0):
-        raise KvtuiError(f"--pause-s must be positive seconds, got {args.pause_s:g}")
+    if not (math.isfinite(args.pause_s) and 0 < args.pause_s <= MAX_PAUSE_S):
+        raise KvtuiError(f"--pause-s must be within (0, {MAX_PAUSE_S:g}] seconds, got {args.pause_s:g}")
     if not (math.isfinite(args.recovery_timeout) and args.recovery_timeout > 0):
         raise KvtuiError(f"--recovery-timeout must be positive seconds, got {args.recovery_timeout:g}")
     if args.client_ttl < 1:

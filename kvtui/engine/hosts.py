@@ -43,7 +43,7 @@ FIRST_HOST = 10  # host i gets SUBNET.(FIRST_HOST + i)
 READY_TIMEOUT_S = 5.0
 CLONE_NEWNET = 0x40000000
 
-_RATE = re.compile(r"^(?P<n>\d+(?:\.\d+)?)(?P<u>[kmgt]?)(?:bit|bps)?$", re.I)
+_RATE = re.compile(r"^(?P<n>\d+(?:\.\d+)?)(?P<u>[kmgt]?)bit$", re.I)
 _DELAY = re.compile(r"^(?P<n>\d+(?:\.\d+)?)(?P<u>us|ms|s)$", re.I)
 _RATE_MULT = {"": 1, "k": 10**3, "m": 10**6, "g": 10**9, "t": 10**12}
 _DELAY_MULT = {"us": 1e-6, "ms": 1e-3, "s": 1.0}
@@ -78,13 +78,16 @@ class LinkSpec:
 
 
 def parse_link(text: str) -> LinkSpec:
-    """``"25gbit"``, ``"1gbit,200us"``, ``"500mbit,1ms"`` → :class:`LinkSpec`. Rates take ``tc``'s units
-    (k/m/g/t bit, decimal); delays ``us``, ``ms`` or ``s``. ``ValueError`` (one line) when malformed or when
-    the rate is under 1 mbit or over 400 gbit (what a tbf on this kind of veth can emulate)."""
+    """``"25gbit"``, ``"1gbit,200us"``, ``"500mbit,1ms"`` → :class:`LinkSpec`. Rates take ``tc``'s bit units
+    only (kbit, mbit, gbit, tbit, decimal: ``tc``'s ``Bps`` forms are bytes, so they are refused rather than
+    guessed); delays ``us``, ``ms`` or ``s``. ``ValueError`` (one line) when malformed or when the rate is
+    under 1 mbit or over 400 gbit (what a tbf on this kind of veth can emulate)."""
     rate_text, _, delay_text = str(text).strip().partition(",")
     m = _RATE.match(rate_text.strip())
     if not m:
-        raise ValueError(f"--link rate must look like 25gbit, 1gbit or 500mbit, got {rate_text!r}")
+        hint = " (bits: tc's Bps means bytes per second)" if re.search(r"bps$", rate_text.strip(), re.I) else ""
+        raise ValueError(f"--link rate must be bits per second like 25gbit, 1gbit or 500mbit, got "
+                         f"{rate_text!r}{hint}")
     rate = int(float(m.group("n")) * _RATE_MULT[m.group("u").lower()])
     if not 10**6 <= rate <= 400 * 10**9:
         raise ValueError(f"--link rate must be between 1mbit and 400gbit, got {rate_text!r}")

@@ -1,7 +1,7 @@
 """Child processes that can never outlive kvtui.
 
 Every child is started with ``PR_SET_PDEATHSIG`` (Linux): when the kvtui process dies, even by SIGKILL, the
-kernel signals the child. The signal is tied to the *thread* that forked, so spawn children from the main
+kernel sends the child SIGKILL. The signal is tied to the *thread* that forked, so spawn children from the main
 thread (or a thread that lives as long as they do). Teardown (:func:`stop_processes`) signals every child at
 once, waits one shared grace period, then SIGKILLs the rest. :func:`uninterrupted` keeps a second Ctrl-C or
 SIGTERM from cutting such a teardown short.
@@ -33,7 +33,10 @@ def _set_pdeathsig(sig: int = signal.SIGTERM) -> None:
 
 
 def _child_preexec() -> None:
-    _set_pdeathsig(signal.SIGTERM)
+    # SIGKILL, not SIGTERM: a child blocked in a native call (a store call on a cut link, a master stopped by
+    # SIGSTOP) would act on a SIGTERM only when that call returns, if ever; nothing of an embedded cluster
+    # needs a graceful end once kvtui is gone (it stops its children with SIGKILL too, see ``stop``)
+    _set_pdeathsig(signal.SIGKILL)
     os.setpgrp()  # own process group: a Ctrl-C in the terminal reaches kvtui, which then tears down in order
 
 

@@ -2,8 +2,8 @@
 
 Run by :class:`kvtui.engine.cluster.EmbeddedCluster` as ``python -m kvtui.engine.store_node --endpoints JSON
 --segment-bytes N``. It exits (closing its client, so its keys leave the master at once; within
-:data:`CLOSE_TIMEOUT_S` whatever the master does) on SIGTERM,
-SIGINT, or when kvtui dies (parent-death signal).
+:data:`CLOSE_TIMEOUT_S` whatever the master does) on SIGTERM or SIGINT, and at once when kvtui dies
+(parent-death SIGKILL).
 """
 
 from __future__ import annotations
@@ -25,7 +25,7 @@ CLOSE_TIMEOUT_S = 10.0
 
 def main(argv: list[str] | None = None) -> int:
     """Set up a store client owning ``--segment-bytes`` of segment and wait for a stop signal."""
-    parent_death_signal(signal.SIGTERM)
+    parent_death_signal(signal.SIGKILL)  # kvtui gone: its embedded master goes too, nothing to unmount from
     ap = argparse.ArgumentParser(prog="kvtui-store-node")
     ap.add_argument("--endpoints", required=True, help="ClusterEndpoints.as_dict() as JSON")
     ap.add_argument("--segment-bytes", type=int, required=True, help="segment size in bytes")

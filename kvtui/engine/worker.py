@@ -78,13 +78,18 @@ def worker_main(conn, spec: WorkerSpec, peer=None, results=None) -> None:
     """
     from kvtui.engine.procs import parent_death_signal
 
-    parent_death_signal(signal.SIGTERM)
+    # SIGKILL: a worker blocked in a store call (a cut link, a stopped master) would act on a SIGTERM only
+    # once the call returned, and a worker whose parent is gone has nothing to finish (see _leave)
+    parent_death_signal(signal.SIGKILL)
     from kvtui.engine.hosts import enter_host
 
     try:
         enter_host(spec.endpoints.get("hosts", {}).get(spec.role))  # (emulated hosts: before any thread starts)
-    except OSError as exc:
-        conn.send(Failed(f"{spec.role} worker: cannot enter its emulated host ({exc})"))
+    except OSError as exc:  # the host's namespace is gone: kvtui is stopping (or was killed) during start-up
+        try:
+            conn.send(Failed(f"{spec.role} worker: cannot enter its emulated host ({exc})"))
+        except OSError:
+            pass
         _leave(1)
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # the parent decides when we stop (a Ctrl-C or a hang-up of
     signal.signal(signal.SIGHUP, signal.SIG_IGN)  # the terminal reaches our process group too)

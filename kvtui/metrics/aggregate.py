@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import threading
 import time
+from array import array
 from collections import Counter, deque
 
 from kvtui.core.codes import code_name
@@ -81,6 +82,34 @@ def derive(t: dict) -> dict:
     return t
 
 
+class SeriesRing:
+    """The last ``n`` points of one series, stored as C doubles in a fixed ``array('d')``.
+
+    Not a deque of Python floats: those floats live as long as the series keeps them (300 points, 25 min
+    when a soak samples every 5 s), each pinning the 16 KiB pymalloc pool it was born in among short-lived
+    objects, and a 30-minute soak measured kvtui's RSS creeping ~1.1 MiB/h that way (57 unused pools at the
+    end, against 7 after 5 minutes: ``sys._debugmallocstats``). :meth:`values` makes short-lived floats."""
+
+    def __init__(self, n: int):
+        self._buf = array("d", bytes(8 * n))
+        self._n, self._next, self._len = n, 0, 0
+
+    def append(self, value: float) -> None:
+        """Add the newest point (the oldest goes once ``n`` are held)."""
+        self._buf[self._next] = value
+        self._next = (self._next + 1) % self._n
+        self._len = min(self._len + 1, self._n)
+
+    def values(self) -> tuple[float, ...]:
+        """The points held, oldest first."""
+        if self._len < self._n:
+            return tuple(self._buf[: self._len])
+        return tuple(self._buf[self._next:]) + tuple(self._buf[: self._next])
+
+    def __len__(self) -> int:
+        return self._len
+
+
 class Aggregator:
     """Accumulates :class:`RequestResult` s and :class:`EngineEvent` s.
 
@@ -104,7 +133,7 @@ class Aggregator:
         self.t0 = clock()
         self._rows: deque[PageRow] = deque(maxlen=rows)
         self._events: deque[EngineEvent] = deque(maxlen=events_kept)
-        self._series = {k: deque(maxlen=history) for k in SERIES}
+        self._series = {k: SeriesRing(history) for k in SERIES}
         self._lat = {k: LatencyRecorder() for k in LATENCIES}
         self.window_s = window_s
         self._sub_s = window_s / 6
@@ -281,7 +310,7 @@ class Aggregator:
                                    {k: r.snapshot() for k, r in self._span_lat.items()})
             return Frame(
                 t=now - self.t0, totals=self._totals_locked(), rates=rates,
-                series={k: tuple(v) for k, v in self._series.items()},
+                series={k: v.values() for k, v in self._series.items()},
                 latency=self._lat_snaps[0], latency_window=self._lat_snaps[1],
                 rows=tuple(self._rows), errors=dict(self._codes), events=tuple(self._events),
                 row_seq=self._row_seq, event_seq=self._event_seq, series_seq=self._series_seq,

@@ -265,16 +265,21 @@ class Injector(threading.Thread):
 
     def master_pause(self, rec: FaultRecord) -> dict:
         """SIGSTOP the master for ``pause_s`` (a hung peer: connections stay open, nothing answers), then
-        SIGCONT (always, even when the soak is stopped meanwhile)."""
+        SIGCONT (always, and at once when the soak is stopped meanwhile)."""
         proc = self._master()
         os.kill(proc.pid, signal.SIGSTOP)
         try:
-            end = time.monotonic() + self.pause_s
-            while time.monotonic() < end:
-                time.sleep(min(0.05, max(0.0, end - time.monotonic())))
+            held = self._hold()
         finally:
             os.kill(proc.pid, signal.SIGCONT)
-        return {"pid": proc.pid, "paused_s": self.pause_s}
+        return {"pid": proc.pid, "paused_s": round(held, 3)}
+
+    def _hold(self) -> float:
+        """Wait ``pause_s``, or less when the soak is stopped meanwhile (Ctrl-C clears the fault at once);
+        returns the seconds waited."""
+        start = time.monotonic()
+        self._halt.wait(self.pause_s)
+        return time.monotonic() - start
 
     def store_kill(self, rec: FaultRecord) -> dict:
         """SIGKILL the store node, start a new one with a segment of the same size."""
@@ -307,19 +312,18 @@ class Injector(threading.Thread):
 
     def link_cut(self, rec: FaultRecord) -> dict:
         """Take the link of the store node's emulated host down (the decode worker's without a store node)
-        for ``pause_s``, then up again (always, even when the soak is stopped meanwhile): packets are dropped
+        for ``pause_s``, then up again (always, and at once when the soak is stopped meanwhile): packets are dropped
         meanwhile, TCP connections stay open and retransmit (:mod:`kvtui.engine.hosts`)."""
         hosts = self.engine.cluster.emulated
         name = "store" if "store" in hosts.hosts else "decode"
+        host = hosts.hosts[name]
         hosts.cut(name)
         try:
-            end = time.monotonic() + self.pause_s
-            while time.monotonic() < end:
-                time.sleep(min(0.05, max(0.0, end - time.monotonic())))
+            self._log("outage", f"chaos: the link of host {name} ({host.address}) is down for {self.pause_s:g} s")
+            held = self._hold()
         finally:
             hosts.restore(name)
-        return {"host": name, "veth": hosts.hosts[name].veth, "address": hosts.hosts[name].address,
-                "cut_s": self.pause_s}
+        return {"host": name, "veth": host.veth, "address": host.address, "cut_s": round(held, 3)}
 
     def store_full(self, rec: FaultRecord) -> dict:
         """A separate client (:mod:`kvtui.soak.filler`) fills the store until a put is refused, holds it

@@ -82,9 +82,11 @@ def _holders() -> set[int]:
 @needs_root
 @pytest.mark.parametrize("argv, words", [
     (["--link", "1gbit"], "--link shapes the links of emulated hosts: add --hosts auto"),
-    (["--hosts", "auto", "--link", "fast"], "--link rate must look like"),
+    (["--hosts", "auto", "--link", "fast"], "--link rate must be bits per second"),
+    (["--hosts", "auto", "--master-port", "12345"], "--master-port"),
+    (["--hosts", "auto", "--master", "127.0.0.1:1", "--metadata", "http://127.0.0.1:2/metadata"],
+     "cannot attach (--master)"),
     (["--hosts", "auto", "--isolate-network", "off"], "drop --isolate-network off"),
-    (["--hosts", "auto", "--master", "127.0.0.1:1", "--metadata", "http://127.0.0.1:2/metadata"], None),
 ])
 def test_bad_host_flags_get_one_line_and_exit_2(argv, words):
     proc = subprocess.run(KVTUI + ["run", "--duration", "3", "--layout", "tiny"] + argv, capture_output=True,

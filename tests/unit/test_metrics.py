@@ -205,3 +205,17 @@ def test_span_summary_covers_only_what_followed_the_start_of_the_span(tmp_path):
     assert whole["requests"] == 14 and whole["reload_ms"]["count"] == 14
     agg.begin_span()  # a second recording starts afresh
     assert span_summary(agg.frame(), agg.frame())["requests"] == 0
+
+
+def test_a_series_ring_keeps_the_newest_points_oldest_first():
+    from kvtui.metrics.aggregate import SeriesRing
+
+    ring = SeriesRing(3)
+    assert ring.values() == () and len(ring) == 0
+    for v in (1.0, 2.5):
+        ring.append(v)
+    assert ring.values() == (1.0, 2.5)
+    for v in (3.0, 4.0, 5.0):
+        ring.append(v)
+    assert ring.values() == (3.0, 4.0, 5.0) and len(ring) == 3
+    assert all(type(v) is float for v in ring.values())
