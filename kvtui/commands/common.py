@@ -300,7 +300,10 @@ def isolate(mode: str, explicit_ports: bool = False, hosts: bool = False) -> str
         mode, why = "off", f"KVTUI_ISOLATE={env}"
     if mode == "off":
         return f"not isolated ({why}): Mooncake's transfer listeners bind all interfaces"
-    reason = isolate_network()
+    try:
+        reason = isolate_network()
+    except OSError as exc:  # (stuck in a namespace that reaches nothing: no run can work)
+        raise KvtuiError(str(exc)) from None
     if reason is None:
         if hosts:
             return "isolated: private network namespace, emulated hosts on a private bridge (10.77.0.0/24)"

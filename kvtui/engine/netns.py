@@ -44,13 +44,25 @@ def isolate_network() -> str | None:
         libc = ctypes.CDLL("libc.so.6", use_errno=True)
     except OSError as exc:
         return f"cannot load libc ({exc})"
-    if libc.unshare(CLONE_NEWNET) != 0:
-        err = ctypes.get_errno()
-        return f"unshare(CLONE_NEWNET) failed: {os.strerror(err)} (needs root or CAP_SYS_ADMIN)"
     try:
-        _bring_lo_up()
-    except OSError as exc:
-        return f"cannot bring lo up in the new namespace ({exc})"
+        original = os.open("/proc/self/ns/net", os.O_RDONLY)  # to go back if lo cannot be brought up
+    except OSError:
+        original = -1
+    try:
+        if libc.unshare(CLONE_NEWNET) != 0:
+            err = ctypes.get_errno()
+            return f"unshare(CLONE_NEWNET) failed: {os.strerror(err)} (needs root or CAP_SYS_ADMIN)"
+        try:
+            _bring_lo_up()
+        except OSError as exc:
+            # (CAP_SYS_ADMIN without CAP_NET_ADMIN): a namespace whose lo is down reaches nothing, not even
+            # the cluster's own processes, so return to the namespace we came from
+            if original < 0 or libc.setns(original, CLONE_NEWNET) != 0:
+                raise OSError(f"cannot bring lo up in the new network namespace ({exc}) nor leave it") from None
+            return f"cannot bring lo up in the new namespace ({exc}; needs CAP_NET_ADMIN)"
+    finally:
+        if original >= 0:
+            os.close(original)
     _isolated = True
     return None
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import shutil
 import socket
 import subprocess
 import sys
@@ -77,3 +78,16 @@ def test_listening_sockets_of_the_process_tree_are_loopback_only():
         proc.terminate()
         proc.wait(30)
     assert proc.returncode in (0, 143, -15), proc.stderr.read()  # SIGTERM: 128 + 15
+
+
+@pytest.mark.skipif(shutil.which("capsh") is None or os.geteuid() != 0, reason="needs root and capsh (libcap2-bin)")
+def test_without_net_admin_isolation_is_declined_and_the_process_keeps_its_network():
+    """CAP_SYS_ADMIN without CAP_NET_ADMIN: unshare works but lo cannot be brought up; a namespace like that
+    reaches nothing (a run then waited 20 s for its master), so kvtui goes back and says why."""
+    code = ("from kvtui.engine.netns import isolate_network, current_netns; before = current_netns(); "
+            "print(isolate_network()); print(current_netns() == before)")
+    out = subprocess.run(["capsh", "--drop=cap_net_admin", "--", "-c", f"{sys.executable} -c '{code}'"],
+                         capture_output=True, text=True, timeout=30)
+    assert out.returncode == 0, out.stderr
+    reason, same = out.stdout.strip().splitlines()[-2:]
+    assert "cannot bring lo up" in reason and "CAP_NET_ADMIN" in reason and same == "True", out.stdout
