@@ -4,7 +4,6 @@
 from __future__ import annotations
 
 import argparse
-import os
 
 from kvtui.core.errors import KvtuiError
 
@@ -44,9 +43,6 @@ def host_options(args: argparse.Namespace, endpoints) -> tuple[bool, object]:
         raise KvtuiError("--hosts auto runs the embedded cluster on emulated hosts; it cannot attach (--master)")
     if args.isolate_network == "off":
         raise KvtuiError("--hosts auto lives inside kvtui's private network namespace: drop --isolate-network off")
-    if os.environ.get("KVTUI_ISOLATE", "").lower() in ("off", "0", "no"):
-        raise KvtuiError(f"--hosts auto lives inside kvtui's private network namespace: KVTUI_ISOLATE="
-                         f"{os.environ['KVTUI_ISOLATE']} cannot apply (unset it)")
     for flag in ("master_port", "metrics_port", "metadata_port"):
         if getattr(args, flag, 0):
             raise KvtuiError(f"--{flag.replace('_', '-')}: with --hosts auto the cluster listens on its emulated "
