@@ -29,6 +29,7 @@ import ctypes
 import os
 import re
 import shutil
+import signal
 import subprocess
 import time
 from dataclasses import dataclass, field
@@ -254,18 +255,10 @@ class EmulatedHosts:
         """Bring host ``name``'s link up again. ``HostsError``."""
         _run(["ip", "link", "set", self.hosts[name].veth, "up"], f"cannot restore the link of host {name}")
 
-    def link_up(self, name: str) -> bool:
-        """True while host ``name``'s link is up (``ip -o link show``)."""
-        try:
-            flags = _run(["ip", "-o", "link", "show", self.hosts[name].veth], "link state").partition(">")[0]
-        except HostsError:
-            return False
-        return ",UP" in flags or "<UP" in flags
-
     def stop(self) -> None:
         """End the holders and remove the bridge (each host's veth goes with its namespace)."""
         for h in self.holders:
-            h.stop(grace_s=0.5, sig=9)
+            h.stop(grace_s=0.5, sig=signal.SIGKILL)
         self.holders.clear()
         self.hosts.clear()
         if self._bridge:
