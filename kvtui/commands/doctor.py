@@ -121,7 +121,8 @@ def check_host_tools(isolation_reason: str | None) -> tuple[bool, str]:
 
     missing = [t for t in ("ip", "tc", "unshare", "nsenter") if shutil.which(t) is None]
     if isolation_reason is None and not missing:
-        return True, "emulated hosts available (--hosts auto, --link): network namespaces, ip, tc, nsenter"
+        return True, ("emulated hosts available (--hosts auto, --link RATE): network namespaces, ip, tc, nsenter; "
+                      "a --link delay also needs the kernel's netem, which is not checked here")
     why = isolation_reason or f"missing {', '.join(missing)} (Debian: apt-get install iproute2 util-linux)"
     return True, f"note: --hosts auto is not available here ({why})"
 
