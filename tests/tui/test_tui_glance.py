@@ -223,15 +223,19 @@ def test_processes_on_emulated_hosts_show_their_address_where_it_fits():
     panel is wide enough, dropped (never cut mid-word) when it is not."""
     frame = fixture_frame()
     procs = ({"name": "store", "pid": 41006, "cpu_percent": 14.0, "rss_bytes": 130 << 20, "host": "10.77.0.11"},
-             {"name": "kvtui", "pid": 41007, "cpu_percent": 3.0, "rss_bytes": 90 << 20, "host": "10.77.0.1"})
+             {"name": "kvtui", "pid": 41007, "cpu_percent": 3.0, "rss_bytes": 90 << 20, "host": "10.77.0.1"},
+             {"name": "metadata", "pid": 41008, "cpu_percent": 0.0, "rss_bytes": 60 << 20, "host": "10.77.0.10"})
     app = KvtuiApp(StaticSource(dataclasses.replace(frame, procs=procs)), DemoController(DemoSource()), refresh_hz=10)
 
     async def scenario(pilot):
         panel = app.query_one(ProcsPanel)
         wide = [t.plain for t in panel.lines(60)]
         assert wide[1].startswith("store 10.77.0.11") and wide[2].startswith("kvtui 10.77.0.1 ")
-        middle = [t.plain for t in panel.lines(36)]  # (120 columns: 10 cells for the name)
-        assert middle[1].startswith("store .11 ") and middle[2].startswith("kvtui .1 ")
+        assert wide[3].startswith("metadata 10.77.0.10")
+        middle = [t.plain for t in panel.lines(44)]  # "metadata 10.77.0.10" does not fit: every row short
+        assert middle[1].startswith("store .11 ") and middle[2].startswith("kvtui .1 ") and middle[3].startswith("metadata .10")
+        at_120 = [t.plain for t in panel.lines(37)]  # (120 columns: 11 cells for the name)
+        assert at_120[1].startswith("store .11 ") and at_120[3].startswith("metadata ") and ".10" not in at_120[3]
         narrow = [t.plain for t in panel.lines(18)]
         assert narrow[1].split()[0] == "store" and "10.77" not in narrow[1] and ".11" not in narrow[1]
 

@@ -55,14 +55,19 @@ def fit_name(name: str, width: int) -> str:
     return first[:width]
 
 
-def with_host(name: str, host: str | None, width: int) -> str:
-    """``name`` with its emulated host's address when it fits in ``width`` cells: ``store 10.77.0.11``, else
-    the address's last part (``store .11``), else the name alone."""
-    if host:
-        for option in (f"{name} {host}", f"{name} .{host.rsplit('.', 1)[-1]}"):
-            if len(option) <= width:
-                return option
-    return name
+def host_names(procs, width: int) -> list[str]:
+    """Each process's name with its emulated host's address, in one form for every row: the whole address
+    where every row's fits in ``width`` cells (``store 10.77.0.11``), else its last part (``store .11``),
+    on the rows where that fits."""
+    names = [str(p.get("name", "?")) for p in procs]
+    hosts = [p.get("host") for p in procs]
+    if not any(hosts):
+        return names
+    short = [f"{n} .{h.rsplit('.', 1)[-1]}" if h else n for n, h in zip(names, hosts)]
+    for shown in ([f"{n} {h}" if h else n for n, h in zip(names, hosts)], short):
+        if all(len(x) <= width for x in shown):
+            return shown
+    return [s if len(s) <= width else n for s, n in zip(short, names)]  # (a long name keeps its cells)
 
 
 class ProcsPanel(LinesPanel):
@@ -106,8 +111,9 @@ class ProcsPanel(LinesPanel):
             return f"{name:<{name_w}}{cpu:>6}{rss:>7}"
 
         rss = format_bytes if wide else short_bytes
-        rows = [Text(row(with_host(str(p.get("name", "?")), p.get("host"), name_w), str(p.get("pid", "")), f"{float(p.get('cpu_percent', 0.0)):.1f}%",
-                         rss(p.get("rss_bytes", 0)))) for p in self.procs]
+        names = host_names(self.procs, name_w)
+        rows = [Text(row(name, str(p.get("pid", "")), f"{float(p.get('cpu_percent', 0.0)):.1f}%",
+                         rss(p.get("rss_bytes", 0)))) for name, p in zip(names, self.procs)]
         header = Text(row("process", "pid", "cpu", "rss"), self.get_component_rich_style("procs--header", partial=True))
         room = len(rows) + 1 if height is None else height
         keep_header = room > len(rows)
