@@ -146,12 +146,9 @@ def run(args: argparse.Namespace) -> int:
             raise KvtuiError(f"{flag} must be at least 1")
     link = None
     if args.link:
-        from kvtui.engine.hosts import parse_link
+        from kvtui.commands.hosts_args import link_option
 
-        try:
-            link = parse_link(args.link)
-        except ValueError as exc:
-            raise KvtuiError(str(exc)) from None
+        link = link_option(args.link)
     if mode in ("reuse", "tcp-sweep", "link"):
         if args.prompt_tokens < layout.page_tokens:
             raise KvtuiError(f"--prompt-tokens must hold at least one page ({layout.page_tokens} tokens)")

@@ -234,7 +234,7 @@ def engine_options(args: argparse.Namespace, layout: PageLayout):
         raise KvtuiError("--read-streams must be at least 1")
     if not (args.lease_ttl > 0):
         raise KvtuiError("--lease-ttl must be positive seconds")
-    hosts, link = host_options(args, None)  # (before attaching: --hosts auto with --master is refused as such)
+    hosts, link = host_options(args)  # (before attaching: --hosts auto with --master is refused as such)
     endpoints = None
     if args.master or args.metadata:
         if not (args.master and args.metadata):

@@ -21,25 +21,31 @@ def add_host_arguments(g) -> None:
                         "needs the kernel's netem). Default: unshaped veth links")
 
 
-def host_options(args: argparse.Namespace, endpoints) -> tuple[bool, object]:
+def link_option(text: str):
+    """``--link``'s :class:`~kvtui.engine.hosts.LinkSpec`; ``KvtuiError`` (one line) when malformed."""
+    from kvtui.engine.hosts import parse_link
+
+    try:
+        return parse_link(text)
+    except ValueError as exc:
+        raise KvtuiError(str(exc)) from None
+
+
+def host_options(args: argparse.Namespace) -> tuple[bool, object]:
     """``(hosts, link)`` of the flags: whether to run emulated hosts, and the
     :class:`~kvtui.engine.hosts.LinkSpec` or None. ``KvtuiError`` (one line) for ``--link`` without
-    ``--hosts auto`` or malformed, ``--hosts auto`` with an attached cluster (``endpoints``) or with
-    ``--isolate-network off``."""
+    ``--hosts auto`` or malformed, and for ``--hosts auto`` with ``--master``/``--metadata`` (checked before
+    attaching), with ``--isolate-network off`` or with an explicit listener port. (``KVTUI_ISOLATE``
+    overrides ``--isolate-network auto`` only: emulated hosts always run isolated.)"""
+    hosts = getattr(args, "hosts", "off") == "auto"
     link = None
     if getattr(args, "link", None) is not None:
-        from kvtui.engine.hosts import parse_link
-
-        if getattr(args, "hosts", "off") == "off":
+        if not hosts:
             raise KvtuiError("--link shapes the links of emulated hosts: add --hosts auto")
-        try:
-            link = parse_link(args.link)
-        except ValueError as exc:
-            raise KvtuiError(str(exc)) from None
-    hosts = getattr(args, "hosts", "off") == "auto"
+        link = link_option(args.link)
     if not hosts:
         return hosts, link
-    if endpoints is not None or getattr(args, "master", None) or getattr(args, "metadata", None):
+    if getattr(args, "master", None) or getattr(args, "metadata", None):
         raise KvtuiError("--hosts auto runs the embedded cluster on emulated hosts; it cannot attach (--master)")
     if args.isolate_network == "off":
         raise KvtuiError("--hosts auto lives inside kvtui's private network namespace: drop --isolate-network off")
