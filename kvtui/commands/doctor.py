@@ -117,9 +117,9 @@ def checks() -> list[tuple[bool, str]]:
 def check_host_tools(isolation_reason: str | None) -> tuple[bool, str]:
     """Whether ``--hosts auto`` can run: network namespaces (``isolation_reason`` None) and the ``ip``,
     ``tc``, ``unshare`` and ``nsenter`` tools (iproute2, util-linux). Never a failure: only that flag needs it."""
-    import shutil
+    from kvtui.engine.hosts import missing_tools
 
-    missing = [t for t in ("ip", "tc", "unshare", "nsenter") if shutil.which(t) is None]
+    missing = missing_tools()
     if isolation_reason is None and not missing:
         return True, ("emulated hosts available (--hosts auto, --link RATE): network namespaces, ip, tc, nsenter; "
                       "a --link delay also needs the kernel's netem, which is not checked here")

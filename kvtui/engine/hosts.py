@@ -50,6 +50,14 @@ _RATE_MULT = {"": 1, "k": 10**3, "m": 10**6, "g": 10**9, "t": 10**12}
 _DELAY_MULT = {"us": 1e-6, "ms": 1e-3, "s": 1.0}
 
 
+TOOLS = ("ip", "tc", "unshare", "nsenter")  # iproute2 and util-linux
+
+
+def missing_tools() -> list[str]:
+    """The tools of :data:`TOOLS` not on ``PATH`` (emulated hosts need them all)."""
+    return [t for t in TOOLS if shutil.which(t) is None]
+
+
 class HostsError(RuntimeError):
     """Emulated hosts could not be made (no permission, no ``ip``/``tc``, a link the kernel rejects): one line."""
 
@@ -197,9 +205,9 @@ class EmulatedHosts:
 
     def make(self, names: list[str]) -> dict[str, Host]:
         """One host per name (``HostsError`` on failure, with the hosts made so far torn down)."""
-        for tool in ("ip", "tc", "unshare", "nsenter"):
-            if shutil.which(tool) is None:
-                raise HostsError(f"--hosts needs {tool} (Debian: iproute2 / util-linux); run `kvtui doctor`")
+        missing = missing_tools()
+        if missing:
+            raise HostsError(f"--hosts needs {', '.join(missing)} (Debian: iproute2 / util-linux); run `kvtui doctor`")
         try:
             if not self._bridge:
                 _run(["ip", "link", "add", BRIDGE, "type", "bridge"], "--hosts: cannot make the bridge")

@@ -5,18 +5,18 @@ the soak's link-cut fault, and bad input in one line."""
 from __future__ import annotations
 
 import json
-import shutil
 import subprocess
 import sys
 
 import psutil
 import pytest
 
+from kvtui.engine.hosts import missing_tools
 from kvtui.engine.netns import isolation_possible
 
 pytestmark = pytest.mark.integration
 
-WHY = isolation_possible() or next((f"no {t}" for t in ("ip", "tc", "unshare", "nsenter") if not shutil.which(t)), None)
+WHY = isolation_possible() or next((f"no {t}" for t in missing_tools()), None)
 needs_root = pytest.mark.skipif(WHY is not None, reason=f"emulated hosts need network namespaces: {WHY}")
 KVTUI = [sys.executable, "-m", "kvtui.cli"]
 PAGE_128K = ["--layers", "4", "--kv-heads", "8", "--head-dim", "64", "--elem-bytes", "2", "--page-tokens", "16"]
