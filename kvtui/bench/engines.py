@@ -40,6 +40,17 @@ class BenchEngines:
         return self.start(opts, endpoints)
 
 
+def default_workload(layout):
+    """``kvtui watch``'s default workload for ``layout``: the first scenario, the knobs' defaults, prompts of
+    the default length, seed 0 (a ``workload.WorkloadSpec``)."""
+    from kvtui.core.defaults import DEFAULT_PROMPT_PAGES
+    from kvtui.core.knobs import DEFAULT_SCENARIO, OVERLAP, POOL
+    from workload import WorkloadSpec
+
+    return WorkloadSpec(scenario=DEFAULT_SCENARIO, overlap=OVERLAP.default, pool=POOL.default,
+                        prompt_tokens=DEFAULT_PROMPT_PAGES * layout.page_tokens, page_tokens=layout.page_tokens, seed=0)
+
+
 def environment(endpoints) -> dict:
     """What the figures depend on: CPU cores, the Mooncake wheel's version, and the ``MC_*`` settings in force
     for the store clients (kvtui's defaults for the processes it starts, then the user's environment)."""

@@ -18,7 +18,7 @@ from statistics import median
 import numpy as np
 
 from kvtui.bench.engines import BenchEngines, environment, say
-from kvtui.bench.reuse import _interleaved, reload_figures
+from kvtui.bench.reuse import _interleaved, _publish_mbps, reload_figures
 
 TARGET = 0.9
 
@@ -54,7 +54,7 @@ def measure_link(engines: BenchEngines, layout, link, prompt_tokens: int, shared
     return {"layout": layout.as_dict(), "page_bytes": layout.page_bytes, "iterations": iterations,
             "link": {"text": link.text(), "rate_bps": link.rate_bps, "delay_s": link.delay_s, "rate_MBps": rate},
             "pages_reloaded": hit, "bytes_reloaded": hit * layout.page_bytes,
-            "publish": {"pages": pub.stored, "put_ms": pub.put_ms, "MBps": pub.bytes_written / (pub.put_ms / 1e3) / 1e6 if pub.put_ms > 0 else 0.0}, "reload": fig,
+            "publish": {"pages": pub.stored, "put_ms": pub.put_ms, "MBps": _publish_mbps(pub)}, "reload": fig,
             "raw_MBps_p50": raw_mbps, "ratios": ratios,
             "targets": {"reload_vs_link": TARGET, "met": ratios["reload_vs_link"] >= TARGET},
             "verified": fig["verified"], "environment": env}

@@ -13,12 +13,9 @@ fill and verify, key hashing, the pipes between the processes.
 
 from __future__ import annotations
 
-import threading
 import time
 
-from kvtui.bench.engines import BenchEngines, say
-from kvtui.core.defaults import DEFAULT_PROMPT_PAGES
-from kvtui.core.knobs import DEFAULT_SCENARIO, OVERLAP, POOL
+from kvtui.bench.engines import BenchEngines, default_workload, say
 
 RATE_WARM_S = 2.0  # requests that finish before this (start-up, the first publishes) are not counted
 
@@ -47,37 +44,30 @@ def measure_rate(engines: BenchEngines, layout, seconds: float = 8.0) -> dict:
     :func:`rate_figures` plus the workload's ``scenario``, ``prompt_tokens`` and the window's ``mismatches``
     (the target is ``kvtui.commands.bench.TARGETS``)."""
     from kvtui.live import LiveSession, synthetic_description
-    from workload import SyntheticWorkload, WorkloadSpec
+    from workload import SyntheticWorkload
 
-    spec = WorkloadSpec(scenario=DEFAULT_SCENARIO, overlap=OVERLAP.default, pool=POOL.default,
-                        prompt_tokens=DEFAULT_PROMPT_PAGES * layout.page_tokens, page_tokens=layout.page_tokens, seed=0)
+    spec = default_workload(layout)
     say(f"request rate: {seconds:g} s of {spec.scenario} closed loop after {RATE_WARM_S:g} s, store-call time "
         "per request from the same requests…")
     engine = engines.engine(layout)
     session = LiveSession(engine, SyntheticWorkload(spec), synthetic_description(spec),
                           layout_text=layout.describe())
-    window: list = []
-    lock = threading.Lock()
-    span = {}
+    finished: list = []  # (engine seconds, result) of every request, appended by the session's thread
 
-    class _Window:  # a session sink: keeps the results that finish inside the window
+    class _Finished:  # a session sink
         def add(self, r):
-            t = engine.now()
-            with lock:
-                if "t0" in span and t <= span["t0"] + seconds:
-                    window.append(r)
+            finished.append((engine.now(), r))
 
-    session.sinks.append(_Window())
+    session.sinks.append(_Finished())
     try:
         session.start()
         time.sleep(RATE_WARM_S)  # (a measurement window, not a wait on a condition)
-        with lock:
-            span["t0"] = engine.now()
+        t0 = engine.now()
         time.sleep(seconds)
+        t1 = t0 + seconds
     finally:
         session.stop()
-    with lock:
-        results = list(window)
+    results = [r for t, r in finished if t0 < t <= t1]
     out = rate_figures(results, seconds)
     out.update(scenario=spec.scenario, prompt_tokens=spec.prompt_tokens,
                mismatches=sum(r.mismatches for r in results))

@@ -10,10 +10,8 @@ from __future__ import annotations
 import threading
 import time
 
-from kvtui.bench.engines import BenchEngines, say
-from kvtui.core.defaults import DEFAULT_PROMPT_PAGES
+from kvtui.bench.engines import BenchEngines, default_workload, say
 from kvtui.core.errors import KvtuiError
-from kvtui.core.knobs import DEFAULT_SCENARIO, OVERLAP, POOL
 from kvtui.core.units import median
 
 UI_WARM_S = 1.5  # requests are counted from this long after a phase starts (the monitor's start-up)
@@ -30,11 +28,9 @@ def measure_ui(engines: BenchEngines, layout, seconds: float, rounds: int, refre
 
     from kvtui.live import LiveSession, synthetic_description
     from kvtui.tui.app import run_app
-    from workload import SyntheticWorkload, WorkloadSpec
+    from workload import SyntheticWorkload
 
-    # kvtui watch's default workload: the first scenario, the knobs' defaults, prompts of the default length
-    spec = WorkloadSpec(scenario=DEFAULT_SCENARIO, overlap=OVERLAP.default, pool=POOL.default,
-                        prompt_tokens=DEFAULT_PROMPT_PAGES * layout.page_tokens, page_tokens=layout.page_tokens, seed=0)
+    spec = default_workload(layout)
     desc = synthetic_description(spec)
     say(f"starting embedded cluster and workers ({layout.describe()})…")
     engine = engines.engine(layout)
