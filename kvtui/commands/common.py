@@ -235,6 +235,7 @@ def engine_options(args: argparse.Namespace, layout: PageLayout):
     if not (args.lease_ttl > 0):
         raise KvtuiError("--lease-ttl must be positive seconds")
     hosts, link = host_options(args)  # (before attaching: --hosts auto with --master is refused as such)
+    args.link = link.text() if link else None  # (normalised, for run_context)
     endpoints = None
     if args.master or args.metadata:
         if not (args.master and args.metadata):

@@ -84,7 +84,8 @@ def run_context(args, layout, desc: dict, endpoints, bad_rows: int) -> dict:
     """What a summary says about the run besides its figures (also kept in a recorded session's header):
     layout, ``page_bytes`` (bytes), workload description, ``bad_rows_skipped``, concurrency, store mode, and
     ``setup``: the embedded segment's ``store_bytes`` (None when attached), ``segment_on``, ``protocol``,
-    ``read_streams``, ``hosts`` (``off``/``auto``) and ``link`` (``RATE[,DELAY]`` as given, None: unshaped)
+    ``read_streams``, ``hosts`` (``off``/``auto``) and ``link`` (``RATE[,DELAY]`` normalised by ``engine_options``, ``1Gbit`` → ``1gbit``, so runs on
+    the same link compare equal; None: unshaped)
     and the kvtui and Mooncake versions (what ``kvtui compare`` lists when runs differ)."""
     from kvtui import __version__
     from kvtui.session.writer import mooncake_version
@@ -92,22 +93,10 @@ def run_context(args, layout, desc: dict, endpoints, bad_rows: int) -> dict:
     setup = {"store_bytes": getattr(args, "store_bytes", None), "segment_on": getattr(args, "segment_on", None),
              "protocol": getattr(args, "protocol", None), "read_streams": getattr(args, "read_streams", None),
              "kvtui_version": __version__, "mooncake_version": mooncake_version(),
-             "hosts": getattr(args, "hosts", "off"), "link": _link_text(getattr(args, "link", None))}
+             "hosts": getattr(args, "hosts", "off"), "link": getattr(args, "link", None)}
     return {"layout": layout.as_dict(), "page_bytes": layout.page_bytes, "workload": desc,
             "bad_rows_skipped": bad_rows, "concurrency": args.concurrency,
             "store_mode": "attached" if endpoints else "embedded", "setup": setup}
-
-
-def _link_text(text: str | None) -> str | None:
-    """``--link`` in its normalised form (``1Gbit`` → ``1gbit``), so runs on the same link compare equal."""
-    if not text:
-        return None
-    from kvtui.engine.hosts import parse_link
-
-    try:
-        return parse_link(text).text()
-    except ValueError:
-        return text
 
 
 def session_header(args, layout, desc: dict, endpoints) -> dict:
