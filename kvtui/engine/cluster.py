@@ -32,6 +32,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from kvtui.core.defaults import DEFAULT_STORE_BYTES
+from kvtui.engine.hosts import EmulatedHosts, Host, HostsError, LinkSpec, nsenter_argv
 from kvtui.engine.procs import ManagedProcess, spawn, stop_processes
 from kvtui.engine.store import probe_tcp, split_hostport
 
@@ -63,7 +64,7 @@ class ClusterEndpoints:
     embedded: bool = True
     client_env: tuple[tuple[str, str], ...] = ()
     log_dir: str = ""
-    hosts: tuple[tuple[str, str, str, str], ...] = ()  # emulated hosts: (name, address, netns, veth) each
+    hosts: tuple[Host, ...] = ()  # the emulated hosts (kvtui.engine.hosts), none without --hosts auto
 
     def as_dict(self) -> dict:
         """Plain-data form for worker messages and recorded sessions (``hosts``: ``{name: Host.as_dict()}``,
@@ -72,7 +73,7 @@ class ClusterEndpoints:
              "protocol": self.protocol, "device": self.device, "embedded": self.embedded,
              "client_env": [list(kv) for kv in self.client_env], "log_dir": self.log_dir}
         if self.hosts:
-            d["hosts"] = {h[0]: {"name": h[0], "address": h[1], "netns": h[2], "veth": h[3]} for h in self.hosts}
+            d["hosts"] = {h.name: h.as_dict() for h in self.hosts}
         return d
 
 
@@ -154,7 +155,7 @@ class ClusterOptions:
     log_dir: str | None = None
     isolation: str | None = None  # one line on loopback isolation, shown to the user (see kvtui.engine.netns)
     hosts: bool = False  # each process on an emulated host of its own (kvtui.engine.hosts; needs isolation)
-    link: object = None  # a kvtui.engine.hosts.LinkSpec shaping every host's link (with hosts), or None
+    link: LinkSpec | None = None  # shapes every host's link (with hosts); None: unshaped
 
 
 @dataclass
@@ -171,7 +172,7 @@ class EmbeddedCluster:
     _spawner: ThreadPoolExecutor | None = None
     _auto_log_dir: Path | None = None
     _restarted: bool = False
-    emulated: object = None  # the kvtui.engine.hosts.EmulatedHosts, with ClusterOptions.hosts
+    emulated: EmulatedHosts | None = None  # with ClusterOptions.hosts
 
     def __enter__(self) -> "EmbeddedCluster":
         self.start()
@@ -215,8 +216,6 @@ class EmbeddedCluster:
         bind, on = "127.0.0.1", {}  # on: role → the nsenter prefix that starts it on its emulated host
         try:
             if o.hosts:
-                from kvtui.engine.hosts import EmulatedHosts, HostsError, nsenter_argv
-
                 self.emulated = EmulatedHosts(log_dir, o.link)
                 names = ["master"] + (["store"] if o.segment_on == "store" else []) + ["prefill", "decode"]
                 try:
@@ -244,8 +243,7 @@ class EmbeddedCluster:
             metrics_url = f"http://{bind}:{metrics}"
             self._wait("master", lambda: http_get(metrics_url + "/health")[0] == 200 and probe_tcp(bind, rpc))
             self._wait("metadata", lambda: http_get(f"http://{bind}:{meta}/metadata")[0] == 400)
-            hosts = tuple((h.name, h.address, h.netns, h.veth) for h in self.emulated.hosts.values()) \
-                if self.emulated else ()
+            hosts = tuple(self.emulated.hosts.values()) if self.emulated else ()
             self.endpoints = ClusterEndpoints(
                 master=f"{bind}:{rpc}", metadata_url=f"http://{bind}:{meta}/metadata",
                 metrics_url=metrics_url, embedded=True, client_env=loopback_client_env(), log_dir=str(log_dir),

@@ -130,7 +130,7 @@ class Host:
 def host_addresses(endpoints) -> dict[str, str]:
     """``{process name: address}`` on the emulated hosts of ``endpoints`` (a ``ClusterEndpoints`` or None;
     ``{}`` without hosts): the metadata server shares the master's host, kvtui itself is on the bridge."""
-    hosts = {h[0]: h[1] for h in (getattr(endpoints, "hosts", None) or ())}
+    hosts = {h.name: h.address for h in (getattr(endpoints, "hosts", None) or ())}
     if not hosts:
         return {}
     return {"kvtui": BRIDGE_ADDRESS, **hosts, "metadata": hosts["master"]}

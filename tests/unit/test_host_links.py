@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from kvtui.engine.cluster import ClusterEndpoints
-from kvtui.engine.hosts import BRIDGE_ADDRESS, LinkSpec, host_addresses, parse_link
+from kvtui.engine.hosts import BRIDGE_ADDRESS, Host, LinkSpec, host_addresses, parse_link
 
 
 @pytest.mark.parametrize("text, rate, delay", [
@@ -38,8 +38,8 @@ def test_text_names_the_largest_whole_unit():
 
 def test_host_addresses_put_metadata_with_the_master_and_kvtui_on_the_bridge():
     ep = ClusterEndpoints("10.77.0.10:1", "http://10.77.0.10:2/metadata", None,
-                          hosts=(("master", "10.77.0.10", "/proc/1/ns/net", "kvh-master"),
-                                 ("store", "10.77.0.11", "/proc/2/ns/net", "kvh-store")))
+                          hosts=(Host("master", "10.77.0.10", "/proc/1/ns/net", "kvh-master"),
+                                 Host("store", "10.77.0.11", "/proc/2/ns/net", "kvh-store")))
     assert host_addresses(ep) == {"kvtui": BRIDGE_ADDRESS, "master": "10.77.0.10", "store": "10.77.0.11",
                                   "metadata": "10.77.0.10"}
     assert ep.as_dict()["hosts"]["store"] == {"name": "store", "address": "10.77.0.11", "netns": "/proc/2/ns/net",
