@@ -90,3 +90,24 @@ def size_store(args: argparse.Namespace, layout, given_bytes: int | None, endpoi
         raise KvtuiError(str(exc)) from None
     _say(plan.line, quiet)
     return plan.segment_bytes
+
+
+def store_size(text: str) -> int:
+    """``--store-size`` in bytes; ``KvtuiError`` if it is not a size, is below Mooncake's smallest segment
+    (``MIN_SEGMENT_BYTES``) or is more than this machine's memory."""
+    import psutil
+
+    from kvtui.core.defaults import MIN_SEGMENT_BYTES
+    from kvtui.core.units import parse_bytes
+
+    try:
+        store_bytes = parse_bytes(text)
+    except ValueError as exc:
+        raise KvtuiError(f"--store-size: {exc}") from None
+    if store_bytes < MIN_SEGMENT_BYTES:
+        raise KvtuiError(f"--store-size must be at least {MIN_SEGMENT_BYTES >> 20} MiB (Mooncake's smallest segment), "
+                         f"got {store_bytes} bytes")
+    total = psutil.virtual_memory().total
+    if store_bytes > total:
+        raise KvtuiError(f"--store-size {text} is more than this machine's memory ({total >> 20} MiB)")
+    return store_bytes

@@ -14,6 +14,8 @@ from dataclasses import replace
 from pathlib import Path
 
 from kvtui.commands.hosts_args import add_host_arguments, host_options
+from kvtui.commands.topology_args import add_topology_arguments, check_segment_share, topology_options
+from kvtui.commands.checks import store_size
 from kvtui.commands.output import check_writable
 from kvtui.commands.trace_args import (add_synthesis_arguments, parse_speed, synthesis_description, synthesize_rows,
                                        trace_synthesis)
@@ -21,7 +23,6 @@ from kvtui.core.defaults import (DEFAULT_MODEL, DEFAULT_PROMPT_PAGES, DEFAULT_ST
                                   MAX_HZ, MIN_SEGMENT_BYTES)
 from kvtui.core.errors import KvtuiError
 from kvtui.core.layout import FIELDS, PRESETS, PageLayout
-from kvtui.core.units import parse_bytes
 
 
 def add_layout_arguments(parser: argparse.ArgumentParser, default_preset: str = "seed") -> None:
@@ -114,7 +115,9 @@ def layout_from_args(args: argparse.Namespace) -> PageLayout:
 
 
 def add_cluster_arguments(p: argparse.ArgumentParser) -> None:
-    """``--store-size``, ``--segment-on``, attach-mode flags, ``--lease-ttl``, ``--log-dir``."""
+    """``--store-size``, ``--segment-on``, attach-mode flags, ``--lease-ttl``, ``--log-dir``, and the worker
+    topology (``--prefill-workers``, ``--decode-workers``, ``--route``)."""
+    add_topology_arguments(p)
     g = p.add_argument_group("store (embedded by default; --master/--metadata attach to an existing cluster)")
     g.add_argument("--store-size", default=None, metavar="BYTES",
                    help=f"embedded store segment size, bytes with units (1GiB, 512MiB; at least "
@@ -123,7 +126,8 @@ def add_cluster_arguments(p: argparse.ArgumentParser) -> None:
                         "one line)")
     g.add_argument("--segment-on", choices=("store", "prefill", "decode"), default="store",
                    help="where the embedded segment lives: a separate store node (default; decode reads cross "
-                        "TCP) or co-located with the prefill or decode worker")
+                        "TCP) or co-located with the prefill or decode workers (with several, each contributes "
+                        "an equal share of --store-size)")
     g.add_argument("--master", metavar="HOST:PORT", help="attach: the master's RPC address (starts nothing)")
     g.add_argument("--metadata", metavar="URL", help="attach: metadata server URL, e.g. http://HOST:8080/metadata")
     g.add_argument("--metrics-url", metavar="URL", help="attach: master admin HTTP base for /metrics, e.g. http://HOST:9003")
@@ -204,24 +208,6 @@ def layout_of(args: argparse.Namespace) -> PageLayout:
         raise KvtuiError(flag_message(str(exc))) from None
 
 
-def store_size(text: str) -> int:
-    """``--store-size`` in bytes; ``KvtuiError`` if it is not a size, is below Mooncake's smallest segment
-    (``MIN_SEGMENT_BYTES``) or is more than this machine's memory."""
-    import psutil
-
-    try:
-        store_bytes = parse_bytes(text)
-    except ValueError as exc:
-        raise KvtuiError(f"--store-size: {exc}") from None
-    if store_bytes < MIN_SEGMENT_BYTES:
-        raise KvtuiError(f"--store-size must be at least {MIN_SEGMENT_BYTES >> 20} MiB (Mooncake's smallest segment), "
-                         f"got {store_bytes} bytes")
-    total = psutil.virtual_memory().total
-    if store_bytes > total:
-        raise KvtuiError(f"--store-size {text} is more than this machine's memory ({total >> 20} MiB)")
-    return store_bytes
-
-
 def engine_options(args: argparse.Namespace, layout: PageLayout):
     """Build :class:`~kvtui.engine.engine.EngineOptions` and the attach endpoints (or ``None``)."""
     from kvtui.commands.checks import size_store
@@ -234,6 +220,7 @@ def engine_options(args: argparse.Namespace, layout: PageLayout):
         raise KvtuiError("--read-streams must be at least 1")
     if not (args.lease_ttl > 0):
         raise KvtuiError("--lease-ttl must be positive seconds")
+    n_prefill, n_decode, route = topology_options(args)
     hosts, link = host_options(args)  # (before attaching: --hosts auto with --master is refused as such)
     args.link = link.text() if link else None  # (normalised, for run_context)
     endpoints = None
@@ -266,6 +253,8 @@ def engine_options(args: argparse.Namespace, layout: PageLayout):
     store_bytes = size_store(args, layout, given, endpoints, ClusterOptions.eviction_high_watermark,
                              DEFAULT_STORE_BYTES)  # after the checks: may say in one line the size chosen and why
     args.store_bytes = None if endpoints is not None else store_bytes  # the segment's size, for run_context
+    if endpoints is None:
+        check_segment_share(args.segment_on, store_bytes, layout.page_bytes, n_prefill, n_decode)
     mode = args.isolate_network
     if ports and mode == "auto" and not hosts:
         mode = "off"  # explicit ports are meant to be reached (and checked) on this host's loopback
@@ -283,7 +272,9 @@ def engine_options(args: argparse.Namespace, layout: PageLayout):
                            hosts=hosts, link=link)
     return EngineOptions(layout=layout, model=args.model, scheme=args.scheme, namespace=args.key_prefix,
                          segment_on=args.segment_on, store_bytes=store_bytes, read_streams=args.read_streams,
-                         concurrency=getattr(args, "concurrency", 1), cluster=copts), endpoints
+                         concurrency=getattr(args, "concurrency", 1), cluster=copts, prefill_workers=n_prefill,
+                         decode_workers=n_decode, route=route,
+                         replace_dead_workers=n_prefill > 1 or n_decode > 1), endpoints  # (one of each: a death ends it)
 
 
 def isolate(mode: str, explicit_ports: bool = False, hosts: bool = False) -> str:

@@ -153,6 +153,10 @@ def _report(args, summary: dict, layout, desc: dict, endpoints, bad_rows: int, d
     elif summary["requests"] == 0 and args.duration is not None and driver.issued == 0:
         print(f"kvtui: --duration {args.duration:g} s ended before the first request: it counts the whole "
               "command, start-up included", file=sys.stderr)
+    summary["requests_lost"] = driver.lost
+    if driver.lost:
+        print(f"kvtui: {driver.lost:,} requests were lost when a worker died (every worker was restarted; the "
+              "summary covers the requests that finished)", file=sys.stderr)
     if args.json != "-":
         print(format_summary(summary))
     if summary["workload"].get("kind") == "trace" and not summary["workload"]["complete"]:

@@ -119,6 +119,8 @@ def _plan(args: argparse.Namespace):
         raise KvtuiError(f"--client-ttl must be at least 1 second, got {args.client_ttl}")
     if args.concurrency < 1:
         raise KvtuiError("--concurrency must be at least 1")
+    if args.prefill_workers != 1 or args.decode_workers != 1:  # (its series have one column per process role)
+        raise KvtuiError("kvtui soak runs one prefill and one decode worker; drop --prefill-workers/--decode-workers")
     try:
         kinds = parse_kinds(args.faults)
     except ValueError as exc:

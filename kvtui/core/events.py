@@ -47,6 +47,8 @@ class RequestResult:
     t_end: float = 0.0
     labels: tuple = ()
     keys: tuple = ()  # the first and last page key (store keys of the cacheable pages; () when none)
+    decode_worker: int = 0  # index of the decode worker that reloaded it (kvtui.core.topology.worker_name)
+    prefill_worker: int = 0  # index of the prefill worker that published it
 
     @property
     def tokens_hit(self) -> int:

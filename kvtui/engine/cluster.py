@@ -156,6 +156,7 @@ class ClusterOptions:
     isolation: str | None = None  # one line on loopback isolation, shown to the user (see kvtui.engine.netns)
     hosts: bool = False  # each process on an emulated host of its own (kvtui.engine.hosts; needs isolation)
     link: LinkSpec | None = None  # shapes every host's link (with hosts); None: unshaped
+    worker_names: tuple[str, ...] = ("prefill", "decode")  # one emulated host each (kvtui.core.topology)
 
 
 @dataclass
@@ -217,7 +218,7 @@ class EmbeddedCluster:
         try:
             if o.hosts:
                 self.emulated = EmulatedHosts(log_dir, o.link)
-                names = ["master"] + (["store"] if o.segment_on == "store" else []) + ["prefill", "decode"]
+                names = ["master"] + (["store"] if o.segment_on == "store" else []) + list(o.worker_names)
                 try:
                     made = self.emulated.make(names)
                 except HostsError as exc:

@@ -18,7 +18,7 @@ from typing import Callable, Iterable, Iterator
 from kvtui.core.codes import MASTER_DOWN_CODES, NO_SPACE
 from kvtui.core.controls import Control
 from kvtui.core.events import EngineEvent, RequestResult
-from kvtui.engine.engine import Dropped, Engine
+from kvtui.engine.engine import Dropped, Engine, Lost
 
 REMOUNT_S = 1.5  # after the master answers again, clients remount their segments by themselves within this
 
@@ -41,8 +41,8 @@ class Driver:
     ``time.monotonic()`` instant, e.g. when the command started: ``kvtui run --duration`` bounds the whole
     command) or, when None, from :meth:`start`, user pauses excluded, master outages included.
 
-    Two threads: the feeder draws a request when one of ``concurrency + LOOKAHEAD`` slots is free (so a
-    knob change applies to the next request drawn) and submits it; the collector takes finished requests
+    Two threads: the feeder draws a request when one of ``concurrency × decode workers + LOOKAHEAD`` slots
+    is free (so a knob change applies to the next request drawn) and submits it; the collector takes finished requests
     from the engine, reports them, and frees their slots. Only the feeder writes to the engine (submits,
     holds and the final drain), so the collector never waits on a pipe the workers may be waiting on.
     """
@@ -61,7 +61,8 @@ class Driver:
         self.max_requests = max_requests
         self.duration_s = duration_s
         self.duration_from = duration_from
-        self._slots = threading.Semaphore(self.concurrency + LOOKAHEAD)
+        options = getattr(engine, "options", None)  # (concurrency is per decode worker)
+        self._slots = threading.Semaphore(self.concurrency * getattr(options, "decode_workers", 1) + LOOKAHEAD)
         self._controls: queue.Queue[Control] = queue.Queue()
         self._running = threading.Event()
         self._running.set()
@@ -75,6 +76,7 @@ class Driver:
         self.issued = 0
         self.completed = 0
         self.dropped = 0  # submitted, then reported dropped unrun (the run was abandoned, or ended in an outage)
+        self.lost = 0  # of those, lost when a worker died (the engine rebuilt its workers: replace_dead_workers)
         self.abandoned = 0  # submitted and never reported: under way (or not yet dropped) when the run was abandoned
         self.error: BaseException | None = None
         self._paused_total = 0.0
@@ -85,6 +87,8 @@ class Driver:
         self._hold_epoch = 0  # may also have held by itself, so an outage's end is always sent as a release
         self._sent_epoch = 0
         self._outage_total = 0.0  # seconds of ended outages (the duration bound counts them, arrivals do not)
+        if getattr(engine, "on_replacement", False) is None:  # a worker died and the engine rebuilt them: say so
+            engine.on_replacement = self._replaced
 
     # -- controls ---------------------------------------------------------------------------------------
     def _set_running(self) -> None:
@@ -147,6 +151,12 @@ class Driver:
         self._abandon.set()
         self._stop.set()
         self._set_running()
+
+    def _replaced(self, rep) -> None:
+        codes = ", ".join(f"{name} exit code {code}" for name, code in zip(rep.dead, rep.exit_codes)) or rep.reason
+        self.on_event(EngineEvent("error", self.engine.now(), f"worker died ({codes}): every worker restarted in "
+                                  f"{rep.took_s:.1f} s; {rep.lost} requests under way lost (counted, not retried)",
+                                  {"lost": rep.lost, "dead": list(rep.dead)}))
 
     # -- outages ----------------------------------------------------------------------------------------
     def _check_outage(self, codes: dict[int, int]) -> None:
@@ -304,6 +314,7 @@ class Driver:
                     continue
                 if isinstance(result, Dropped):
                     self.dropped += 1
+                    self.lost += isinstance(result, Lost)
                     self._slots.release()
                     continue
                 self.completed += 1

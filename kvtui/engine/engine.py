@@ -9,7 +9,8 @@ Per request (prefill/decode disaggregation over the store):
 
 Requests flow parent → decode → prefill → parent as a chain of pipes (:mod:`kvtui.engine.protocol`): the
 parent submits, decode hands its result straight to prefill, prefill acknowledges to decode and sends the
-finished request back. The parent hashes a request's page keys when it submits it, ahead of the store
+finished request back. With N prefill × M decode workers (:mod:`kvtui.core.topology`) every decode worker
+has a chain to every prefill worker, and the parent routes each request (:mod:`kvtui.engine.routing`). The parent hashes a request's page keys when it submits it, ahead of the store
 calls. With ``concurrency`` 1 the next request's store calls start only after the previous one published
 (exact replay); with more, up to ``concurrency`` requests are between reload and end of publish. Results
 leave through ``on_result`` (called from an engine thread) as :class:`~kvtui.core.events.RequestResult`.
@@ -22,142 +23,60 @@ import threading
 import time
 from collections import deque
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, field, replace
+from multiprocessing.connection import wait as mp_wait
+from dataclasses import replace
 
-from kvtui.core.defaults import DEFAULT_MODEL, DEFAULT_STORE_BYTES
 from kvtui.core.events import RequestResult
 from kvtui.core.layout import PageLayout
-from kvtui.core.pages import PageState
-from kvtui.engine.cluster import ClusterEndpoints, ClusterOptions, EmbeddedCluster
-from kvtui.engine.connector import PublishResult, ReloadResult
+from kvtui.core.topology import worker_name
+from kvtui.engine.cluster import ClusterEndpoints, EmbeddedCluster
 from kvtui.engine.keys import PageKeyer
+from kvtui.engine.options import SEGMENT_PLACES, EngineOptions
 from kvtui.engine.protocol import (
     Begin, Drain, Hold, RemoveAll, RequestDone, RequestDropped, RequestFailed, SetLayout, Submit,
 )
+from kvtui.engine.results import Dropped, Lost, WorkerReplacement, result_from
+from kvtui.engine.routing import Router
 from kvtui.engine.worker import WorkerSpec
 from kvtui.engine.workers import STOP_GRACE_S as WORKER_STOP_GRACE_S
-from kvtui.engine.workers import WorkerError, WorkerHandle, start_chain, stop_all
+from kvtui.engine.workers import WorkerError, WorkerHandle, start_mesh, stop_all
 
-SEGMENT_PLACES = ("store", "prefill", "decode")
+__all__ = ["SEGMENT_PLACES", "Dropped", "Engine", "EngineOptions", "Lost", "WorkerReplacement", "result_from"]
+
 EMBEDDED_STOP_GRACE_S = 0.2  # an idle worker exits on Stop within ms; one inside a store call is killed after this
 REPLACE_WAIT_S = 5.0  # stop() waits this long for a worker replacement under way (a worker starts in ~1-2 s)
-
-
-@dataclass
-class EngineOptions:
-    """How the engine runs. ``segment_on``: where the store segment lives (``store``: a separate store node,
-    so decode reads cross TCP; ``prefill``/``decode``: co-located with that worker). Sizes in bytes."""
-
-    layout: PageLayout
-    model: str = DEFAULT_MODEL
-    scheme: str = "ollama"
-    namespace: str | None = None
-    segment_on: str = "store"
-    store_bytes: int = DEFAULT_STORE_BYTES
-    concurrency: int = 1
-    read_streams: int = 1
-    cluster: ClusterOptions = field(default_factory=ClusterOptions)
-    replace_dead_workers: bool = False  # a dead worker: rebuild the chain and go on (see Engine) instead of failing
-
-
-_CELL = {state: bytes((int(state),)) for state in PageState}  # one page cell of each state
-
-
-@dataclass(frozen=True)
-class Dropped:
-    """A submitted request dropped without any store call (see :meth:`Engine.drain`)."""
-
-    req: object
-
-
-@dataclass(frozen=True)
-class Lost(Dropped):
-    """A submitted request that will never finish: a worker died while it was queued or under way, and the
-    engine rebuilt the chain (``EngineOptions.replace_dead_workers``). A :class:`Dropped` to a caller that
-    only frees its slot; ``reason``: the one-line cause."""
-
-    reason: str = ""
-
-
-@dataclass(frozen=True)
-class WorkerReplacement:
-    """One rebuild of the chain after a worker died: ``t`` engine seconds when the death was seen, the
-    ``dead`` roles and their ``exit_codes`` (negative: the signal), ``lost`` requests (:class:`Lost`), ``took_s``
-    until both new workers were ready, their ``pids`` (``{role: pid}``)."""
-
-    t: float
-    dead: tuple[str, ...]
-    exit_codes: tuple[int | None, ...]
-    reason: str
-    lost: int
-    took_s: float
-    pids: dict
-
-
-def result_from(req, reload: ReloadResult, publish: PublishResult | None, layout: PageLayout, t_start: float,
-                t_end: float, keys: tuple = ()) -> RequestResult:
-    """Combine the decode worker's reload and the prefill worker's publish (None: nothing published) of
-    ``req`` (a ``workload.Request``) into one :class:`RequestResult`; ``t_start``/``t_end`` in seconds.
-
-    Page cells: HIT for the reloaded run; then the reload's stop state (EVICTED, FAILED, MISMATCH) for the
-    page where the run ended early, even when prefill then recomputed and republished it (the counts still
-    say so); the publish states after it; then one PARTIAL cell per started page of tokens beyond the
-    cacheable full pages. ``codes``: the reload's and the publish's codes added up (the reload's include
-    its stop code). ``keys``: the request's first and last page key (for the monitor's row details).
-    """
-    hit = reload.pages_hit
-    total = reload.pages_total
-    states = bytearray(_CELL[PageState.HIT] * hit)  # (bytes arithmetic: extending by enum members is slow)
-    pub_states = bytearray(publish.states) if publish else bytearray(_CELL[PageState.COMPUTED] * (total - hit))
-    if reload.stop_state is not None and pub_states:
-        pub_states[0] = reload.stop_state
-    states += pub_states
-    rest = len(req.tokens) - total * layout.page_tokens
-    if rest > 0:
-        states += _CELL[PageState.PARTIAL] * (-(-rest // layout.page_tokens))
-    codes = {int(k): int(v) for k, v in reload.codes.items()}
-    for k, v in (publish.codes.items() if publish else ()):
-        codes[int(k)] = codes.get(int(k), 0) + int(v)
-    return RequestResult(
-        req_id=req.req_id, scenario=req.scenario, n_tokens=len(req.tokens), cacheable_tokens=req.cacheable_tokens,
-        page_tokens=layout.page_tokens, page_bytes=layout.page_bytes, pages_total=total, pages_hit=hit,
-        states=bytes(states),
-        pages_published=publish.stored if publish else 0,
-        pages_already_present=publish.already_present if publish else 0,
-        pages_failed=publish.failed if publish else 0,
-        bytes_loaded=reload.bytes_loaded, bytes_written=publish.bytes_written if publish else 0,
-        verified=reload.verified, mismatches=reload.mismatches,
-        probe_ms=reload.probe_ms, read_ms=reload.read_ms, verify_ms=reload.verify_ms,
-        publish_probe_ms=publish.probe_ms if publish else 0.0, compute_ms=publish.compute_ms if publish else 0.0,
-        put_ms=publish.put_ms if publish else 0.0, codes=codes, arrival_s=req.arrival_s,
-        t_start=t_start, t_end=t_end, labels=tuple(req.labels), keys=tuple(keys),
-    )
 
 
 class Engine:
     """Cluster + workers. ``start()`` then :meth:`process` / :meth:`drive`; ``stop()`` always (or use ``with``).
 
     ``endpoints``: attach to this cluster instead of starting one. Raises ``ClusterError`` / ``WorkerError``
-    (one-line messages) when start-up fails, after stopping whatever did start.
+    (one-line messages) when start-up fails, after stopping whatever did start. ``prefills`` / ``decodes``:
+    the worker handles (``prefill`` / ``decode``: the first of each).
     """
 
     def __init__(self, options: EngineOptions, endpoints: ClusterEndpoints | None = None):
         self.options = options  # (also sets ``keyer``)
         self.cluster: EmbeddedCluster | None = None
         self.endpoints = endpoints
-        self.prefill: WorkerHandle | None = None
-        self.decode: WorkerHandle | None = None
+        self.prefills: list[WorkerHandle] = []
+        self.decodes: list[WorkerHandle] = []
         self.t0 = time.monotonic()
-        self._results = None  # read end of the results pipe from prefill
+        self._results: list = []  # read ends of the results pipes, one per prefill worker
+        self._turn = 0  # which results pipe is read first (they take turns)
         self._seq = itertools.count()
         self._run = 0  # counts begin_run calls: results of requests submitted in an earlier run are discarded
-        self._pending: dict[int, tuple] = {}  # seq → (run, submitted request, its first and last page key)
+        self._pending: dict[int, tuple] = {}  # seq → (run, request, first and last page key, decode i, prefill i)
+        self._router = Router(options.route, options.decode_workers, options.prefill_workers)
+        self._decode_load = [0] * options.decode_workers  # requests under way per worker (routing)
+        self._prefill_load = [0] * options.prefill_workers
         self._chain_lock = threading.RLock()  # the workers and pipes of the chain change only under it
         self._lost: deque[Lost] = deque()  # results to report after a rebuild, before any new one
         self.replacements: list[WorkerReplacement] = []  # every rebuild of the chain (replace_dead_workers)
         self._spawner: ThreadPoolExecutor | None = None  # starts replacement workers (see _replace_chain)
         self._stopping = False
         self._chain_state = {"concurrency": 1, "held": False, "drained": False}  # re-sent to a rebuilt chain
+        self.on_replacement = None  # called with each WorkerReplacement (from the collector's thread)
 
     @property
     def options(self) -> EngineOptions:
@@ -170,6 +89,29 @@ class Engine:
         self._options = options
         self.keyer = PageKeyer(options.model, options.layout.page_tokens, options.scheme, options.namespace)
 
+    @property
+    def prefill(self) -> WorkerHandle | None:
+        """The first prefill worker (the one that answers store-wide commands), None while there is none."""
+        return self.prefills[0] if self.prefills else None
+
+    @prefill.setter
+    def prefill(self, handle) -> None:
+        self.prefills = [handle] if handle is not None else []
+
+    @property
+    def decode(self) -> WorkerHandle | None:
+        """The first decode worker, None while there is none."""
+        return self.decodes[0] if self.decodes else None
+
+    @decode.setter
+    def decode(self, handle) -> None:
+        self.decodes = [handle] if handle is not None else []
+
+    @property
+    def workers(self) -> list[WorkerHandle]:
+        """Every worker handle: the prefill workers, then the decode workers."""
+        return [*self.prefills, *self.decodes]
+
     def __enter__(self) -> "Engine":
         self.start()
         return self
@@ -178,13 +120,14 @@ class Engine:
         self.stop()
 
     def start(self) -> None:
-        """Start (or attach to) the cluster and both workers."""
+        """Start (or attach to) the cluster and the workers."""
         o = self.options
         if o.segment_on not in SEGMENT_PLACES:
             raise ValueError(f"--segment-on must be one of {', '.join(SEGMENT_PLACES)}")
         try:
             if self.endpoints is None:
-                self.cluster = EmbeddedCluster(replace(o.cluster, store_bytes=o.store_bytes, segment_on=o.segment_on))
+                self.cluster = EmbeddedCluster(replace(o.cluster, store_bytes=o.store_bytes, segment_on=o.segment_on,
+                                                       worker_names=tuple(self.worker_names())))
                 self.endpoints = self.cluster.start()
             self._start_chain()
             if o.replace_dead_workers:  # made now, by the caller's thread: a worker's parent-death signal is
@@ -197,79 +140,108 @@ class Engine:
             raise
         self.t0 = time.monotonic()
 
-    def _start_chain(self) -> None:
-        """Start both workers with the specs of the current options (layout included), joined by new pipes."""
+    def worker_names(self) -> list[str]:
+        """The names of the workers the options ask for, prefill then decode (:func:`worker_name`)."""
         o = self.options
+        return ([worker_name("prefill", i, o.prefill_workers) for i in range(o.prefill_workers)]
+                + [worker_name("decode", i, o.decode_workers) for i in range(o.decode_workers)])
+
+    def _start_chain(self) -> None:
+        """Start every worker with the specs of the current options (layout included), joined by new pipes."""
+        o = self.options
+        n, m = o.prefill_workers, o.decode_workers
         common = dict(endpoints=self.endpoints.as_dict(), layout=o.layout.as_dict(), model=o.model, scheme=o.scheme,
-                      namespace=o.namespace)
-        seg = {r: (o.store_bytes if o.segment_on == r and self.cluster is not None else 0) for r in ("prefill", "decode")}
-        self.prefill, self.decode, self._results = start_chain(
-            WorkerSpec("prefill", segment_bytes=seg["prefill"], **common),
-            WorkerSpec("decode", segment_bytes=seg["decode"], read_streams=o.read_streams, **common),
+                      namespace=o.namespace, decode_workers=m, prefill_workers=n)
+        seg = {r: (o.store_bytes // count if o.segment_on == r and self.cluster is not None else 0)
+               for r, count in (("prefill", n), ("decode", m))}
+        self.prefills, self.decodes, self._results = start_mesh(
+            [WorkerSpec("prefill", segment_bytes=seg["prefill"], name=worker_name("prefill", i, n), **common)
+             for i in range(n)],
+            [WorkerSpec("decode", segment_bytes=seg["decode"], read_streams=o.read_streams,
+                        name=worker_name("decode", i, m), **common) for i in range(m)],
             log_dir=self.endpoints.log_dir or None)
+        self._decode_load, self._prefill_load = [0] * m, [0] * n
 
     def now(self) -> float:
         """Seconds since the engine started."""
         return time.monotonic() - self.t0
 
-    def _chain_send(self, role: str, msg) -> None:
-        """Send a chain command to the ``role`` worker; ``WorkerError`` if it died, unless dead workers are
-        replaced (the collector's next result rebuilds the chain, and the run's state goes to the new one)."""
+    def _chain_send(self, role: str, msg, index: int | None = None) -> None:
+        """Send a chain command to every ``role`` worker (or to worker ``index`` of them); ``WorkerError`` if
+        one died, unless dead workers are replaced (the collector's next result rebuilds the workers, and
+        the run's state goes to the new ones)."""
         with self._chain_lock:
-            handle = getattr(self, role)
-            try:
-                handle.send(msg)
-            except (OSError, AttributeError):
+            handles = self.decodes if role == "decode" else self.prefills
+            targets = handles if index is None else handles[index:index + 1]
+            if not targets:  # (a rebuild under way)
                 if self.options.replace_dead_workers and not self._stopping:
                     return
-                code = handle.exit_code() if handle is not None else None
-                raise WorkerError(f"{role} worker died (exit code {code})") from None
+                raise WorkerError(f"{role} worker died (exit code None)")
+            for handle in targets:
+                try:
+                    handle.send(msg)
+                except OSError:
+                    if self.options.replace_dead_workers and not self._stopping:
+                        return
+                    raise WorkerError(f"{handle.name} worker died (exit code {handle.exit_code()})") from None
 
     def begin_run(self, concurrency: int) -> None:
-        """Start a run (a :class:`Driver`): allow up to ``concurrency`` requests between the start of their
-        reload and the end of their publish, and clear a hold or drain left by an earlier run. Both workers
-        hear it: at 1 they run their store calls on the same CPU (``kvtui.engine.worker._Chain.pin``).
-        Requests an earlier run abandoned (``Driver.stop``) may still finish: :meth:`next_result` discards
-        their results."""
+        """Start a run (a :class:`Driver`): allow up to ``concurrency`` requests per decode worker between the
+        start of their reload and the end of their publish, and clear a hold or drain left by an earlier run.
+        Every worker hears it: with one prefill and one decode worker at 1 they run their store calls on the
+        same CPU (``kvtui.engine.worker._Chain.pin``). Requests an earlier run abandoned (``Driver.stop``)
+        may still finish: :meth:`next_result` discards their results."""
         self._run += 1
         self._chain_state = {"concurrency": max(1, int(concurrency)), "held": False, "drained": False}
         for role in ("decode", "prefill"):
             self._chain_send(role, Begin(max(1, int(concurrency))))
 
     def hold(self, held: bool) -> None:
-        """Hold (True) or release (False) the submitted requests whose reload has not started. The decode
+        """Hold (True) or release (False) the submitted requests whose reload has not started. A decode
         worker also holds by itself when a reload fails with RPC_FAIL / RPC_TIMEOUT (the master is down)."""
         self._chain_state["held"] = bool(held)
         self._chain_send("decode", Hold(bool(held)))
 
     def drain(self) -> None:
-        """Nothing more will be submitted: run the requests already submitted, or, while decode holds them
-        for a dead master, drop them unrun (:meth:`next_result` gives a :class:`Dropped` for each), so a run
-        that ends during an outage finishes at once."""
+        """Nothing more will be submitted: run the requests already submitted, or, while the decode workers
+        hold them for a dead master, drop them unrun (:meth:`next_result` gives a :class:`Dropped` for each),
+        so a run that ends during an outage finishes at once."""
         self._chain_state["drained"] = True
         self._chain_send("decode", Drain())
 
     def submit(self, req) -> None:
-        """Hash the page keys of ``req`` (a ``workload.Request``: its cacheable full pages) and hand them to
-        the decode worker; the result comes from :meth:`next_result`. Thread-safe with respect to
-        :meth:`next_result`. With ``replace_dead_workers``, a request submitted to a dead decode worker
-        is reported :class:`Lost` once the chain is rebuilt."""
+        """Hash the page keys of ``req`` (a ``workload.Request``: its cacheable full pages), route it
+        (:class:`~kvtui.engine.routing.Router`) and hand the keys to its decode worker; the result comes
+        from :meth:`next_result`. Thread-safe with respect to :meth:`next_result`. With
+        ``replace_dead_workers``, a request submitted to a dead worker is reported :class:`Lost` once the
+        workers are rebuilt."""
         keys = self.keyer.keys(req.tokens[: req.cacheable_tokens])
         with self._chain_lock:
             seq = next(self._seq)
-            self._pending[seq] = (self._run, req, (keys[0], keys[-1]) if keys else ())
+            d, p = self._router.route(keys[0] if keys else None, self._decode_load, self._prefill_load)
+            self._pending[seq] = (self._run, req, (keys[0], keys[-1]) if keys else (), d, p)
+            self._decode_load[d] += 1
+            self._prefill_load[p] += 1
             try:
-                self._chain_send("decode", Submit(seq, keys))
+                self._chain_send("decode", Submit(seq, keys, p), index=d)
             except WorkerError:
-                self._pending.pop(seq, None)
+                self._take(seq)
                 raise
 
+    def _take(self, seq: int) -> tuple:  # request seq is no longer under way: its pending entry
+        with self._chain_lock:
+            entry = self._pending.pop(seq)
+            if entry[3] < len(self._decode_load) and entry[4] < len(self._prefill_load):
+                self._decode_load[entry[3]] -= 1
+                self._prefill_load[entry[4]] -= 1
+            return entry
+
     def next_result(self, timeout_s: float | None = None) -> "RequestResult | Dropped | None":
-        """The next finished request of the current run (in submission order: each worker handles requests
-        in turn; those of an earlier, abandoned run are discarded); ``None`` after ``timeout_s`` without one.
-        Raises ``WorkerError`` when a worker failed or died, unless ``replace_dead_workers``: then the chain
-        is rebuilt (:meth:`_replace_chain`) and each request it lost comes as a :class:`Lost`. Call it from
-        one thread (the driver's collector)."""
+        """The next finished request of the current run (those of an earlier, abandoned run are discarded):
+        in submission order with one decode and one prefill worker; ``None`` after ``timeout_s`` without one.
+        Raises ``WorkerError`` when a worker failed or died, unless ``replace_dead_workers``: then the
+        workers are rebuilt (:meth:`_replace_chain`) and each request lost comes as a :class:`Lost`. Call it
+        from one thread (the driver's collector)."""
         deadline = None if timeout_s is None else time.monotonic() + timeout_s
         while True:
             if self._lost:
@@ -280,7 +252,7 @@ class Engine:
                     return None
                 seq = getattr(msg, "seq", None)
                 if seq is not None and seq in self._pending and self._pending[seq][0] != self._run:
-                    self._pending.pop(seq)  # abandoned by an earlier run
+                    self._take(seq)  # abandoned by an earlier run
                     continue
                 return self._result_of(msg)
             except WorkerError as exc:
@@ -289,30 +261,52 @@ class Engine:
                 self._replace_chain(str(exc).splitlines()[0])
 
     def _recv_result(self, deadline: float | None):
+        """The next message on any results pipe (they take turns), None once ``deadline`` passed."""
         results = self._results
-        try:
-            if results is None:
-                raise EOFError
-            if deadline is not None and not results.poll(max(0.0, deadline - time.monotonic())):
+        if not results:
+            raise WorkerError("prefill worker died (exit code None)")
+        k = len(results)
+        while True:
+            start, self._turn = self._turn, self._turn + 1
+            for i in range(k):
+                j = (start + i) % k
+                conn = results[j]
+                try:
+                    if conn.poll(0):
+                        return conn.recv()
+                except (EOFError, OSError):
+                    h = self.prefills[j] if j < len(self.prefills) else None
+                    code = h.exit_code() if h is not None else None
+                    raise WorkerError(f"{h.name if h else 'prefill'} worker died (exit code {code})") from None
+            left = None if deadline is None else deadline - time.monotonic()
+            if left is not None and left <= 0:
                 return None
-            return results.recv()
-        except (EOFError, OSError):
-            code = self.prefill.exit_code() if self.prefill is not None else None
-            raise WorkerError(f"prefill worker died (exit code {code})") from None
+            if k == 1:
+                try:  # (one pipe: wait on it alone, the common case's cost)
+                    if not results[0].poll(left):
+                        return None
+                except (EOFError, OSError):
+                    pass  # (read, and reported, on the next pass)
+            elif not mp_wait(results, left):
+                return None
 
     def _result_of(self, msg) -> "RequestResult | Dropped":
         match msg:
             case RequestDone(seq, reload, publish, t_start, t_end):
-                _run, req, edge_keys = self._pending.pop(seq)
+                _run, req, edge_keys, d, p = self._take(seq)
                 return result_from(req, reload, publish, self.options.layout, t_start - self.t0, t_end - self.t0,
-                                   keys=edge_keys)
+                                   keys=edge_keys, decode_worker=d, prefill_worker=p)
             case RequestDropped(seq):
-                return Dropped(self._pending.pop(seq)[1])
-            case RequestFailed(None, message) if self.decode is not None:  # relayed by prefill: decode is gone
-                raise WorkerError(f"{message} (exit code {self.decode.exit_code()})")
+                return Dropped(self._take(seq)[1])
+            case RequestFailed(None, _message) if self.decodes:  # relayed by prefill: a decode worker is gone
+                raise WorkerError(self._dead_decode())
             case RequestFailed(_seq, message):
                 raise WorkerError(message)
         raise WorkerError(f"unexpected result message {type(msg).__name__}")
+
+    def _dead_decode(self) -> str:  # one line naming the decode worker(s) that died, with exit codes
+        dead = [h for h in self.decodes if h.exit_code(0.05) is not None] or self.decodes[:1]
+        return "; ".join(f"{h.name} worker died (exit code {h.exit_code()})" for h in dead)
 
     def process(self, req) -> RequestResult:
         """Run one request to completion (reload on decode, then publish on prefill). Not while a
@@ -321,53 +315,54 @@ class Engine:
         return self.next_result()
 
     def _replace_chain(self, reason: str) -> None:
-        """A worker died (``reason``): stop the other one too (after its current store call, killed after the
+        """A worker died (``reason``): stop the others too (after their current store call, killed after the
         stop grace), report every request of the current run still under way as :class:`Lost`, and start
-        both workers again with the same specs on new pipes (from the engine's spawner thread), sending them
-        the run's concurrency, hold and drain. The survivor is restarted rather than re-wired: a running
+        every worker again with the same specs on new pipes (from the engine's spawner thread), sending them
+        the run's concurrency, hold and drain. Survivors are restarted rather than re-wired: a running
         worker cannot take a new chain pipe, and a decode worker whose prefill died fails on its next send
         anyway. ``WorkerError`` when the new workers do not start (or the engine is stopping)."""
         with self._chain_lock:
             if self._stopping:
                 raise WorkerError(reason)
             t, began = self.now(), time.monotonic()
-            old = [h for h in (self.decode, self.prefill) if h is not None]
-            for h in old:
-                h.process.join(0.05)
-            dead = tuple(h.spec.role for h in old if not h.process.is_alive())
+            old = [*self.decodes, *self.prefills]
+            dead = [h for h in old if h.exit_code(0.05) is not None]
             stop_all(old, EMBEDDED_STOP_GRACE_S if self.cluster is not None else WORKER_STOP_GRACE_S)
-            codes = tuple(h.process.exitcode for h in old if h.spec.role in dead)
-            if self._results is not None:
-                self._results.close()
-                self._results = None
+            for conn in self._results:
+                conn.close()
+            self._results = []
             lost = [Lost(entry[1], reason) for _seq, entry in sorted(self._pending.items()) if entry[0] == self._run]
             self._pending.clear()
             self._lost.extend(lost)
-            self.decode = self.prefill = None
+            self.decodes, self.prefills = [], []
             spawner = self._spawner
             if spawner is None:  # stopped meanwhile
                 raise WorkerError(reason)
             spawner.submit(self._start_chain).result()
             if self._stopping:  # stop() gave up waiting for us: take the new workers down ourselves
-                stop_all([self.decode, self.prefill], 0.0)
+                stop_all(self.workers, 0.0)
                 raise WorkerError(reason)
             state = self._chain_state
-            for h in (self.decode, self.prefill):
+            for h in self.workers:
                 h.send(Begin(state["concurrency"]))
             for msg in ([Hold(True)] if state["held"] else []) + ([Drain()] if state["drained"] else []):
-                self.decode.send(msg)
-            self.replacements.append(WorkerReplacement(
-                t=t, dead=dead or ("unknown",), exit_codes=codes, reason=reason, lost=len(lost),
-                took_s=time.monotonic() - began, pids={"prefill": self.prefill.pid, "decode": self.decode.pid}))
+                for h in self.decodes:
+                    h.send(msg)
+            rep = WorkerReplacement(
+                t=t, dead=tuple(h.name for h in dead) or ("unknown",), exit_codes=tuple(h.process.exitcode for h in dead),
+                reason=reason, lost=len(lost), took_s=time.monotonic() - began,
+                pids={h.name: h.pid for h in self.workers})
+            self.replacements.append(rep)
+        if self.on_replacement is not None:
+            self.on_replacement(rep)
 
     def worker_pids(self) -> dict[str, int]:
-        """``{role: pid}`` of every process kvtui runs (workers and, when embedded, cluster processes)."""
+        """``{name: pid}`` of every process kvtui runs (workers and, when embedded, cluster processes)."""
         pids = {}
         if self.cluster is not None:
             pids.update({p.name: p.pid for p in self.cluster.processes})
-        for h in (self.prefill, self.decode):
-            if h is not None:
-                pids[h.spec.role] = h.pid
+        for h in self.workers:
+            pids[h.name] = h.pid
         return pids
 
     def master_reachable(self) -> bool:
@@ -378,21 +373,27 @@ class Engine:
         return probe_tcp(host, port, timeout_s=0.5)
 
     def set_layout(self, layout: PageLayout) -> None:
-        """Use page ``layout`` from the next submitted request on: both workers switch their connector and
+        """Use page ``layout`` from the next submitted request on: every worker switches its connector and
         the parent its keyer, or none does. Only while no request is submitted and unfinished
         (``Driver.wait_idle``); ``RuntimeError`` otherwise. ``WorkerError`` if a worker refuses or died:
-        decode, switched first, is switched back when prefill refuses, and the engine keeps its layout."""
+        the decode workers switch first, then the prefill workers; those switched are switched back when
+        one refuses, and the engine keeps its layout."""
         if self._pending:
             raise RuntimeError(f"{len(self._pending)} requests are still under way")
-        old = self.options.layout
-        self.decode.call(SetLayout(layout), timeout_s=10)
+        old, switched = self.options.layout, []
         try:
-            self.prefill.call(SetLayout(layout), timeout_s=10)
+            for h in [*self.decodes, *self.prefills]:
+                h.call(SetLayout(layout), timeout_s=10)
+                switched.append(h)
         except WorkerError as exc:
-            try:
-                self.decode.call(SetLayout(old), timeout_s=10)
-            except WorkerError as back:
-                raise WorkerError(f"{exc}; decode did not switch back to the old layout either: {back}") from None
+            stuck = []
+            for h in switched:
+                try:
+                    h.call(SetLayout(old), timeout_s=10)
+                except WorkerError as back:
+                    stuck.append(f"{h.name} did not switch back to the old layout either: {back}")
+            if stuck:
+                raise WorkerError(f"{exc}; {'; '.join(stuck)}") from None
             raise
         self.options = replace(self.options, layout=layout)
 
@@ -415,8 +416,8 @@ class Engine:
         return int(self.prefill.call(RemoveAll()))
 
     def stop(self) -> None:
-        """Stop the workers and the embedded cluster together, every process gone within ~1 s: both workers
-        are asked to exit (each after its current store call, abandoning what it had queued or under way:
+        """Stop the workers and the embedded cluster together, every process gone within ~1 s: every worker
+        is asked to exit (each after its current store call, abandoning what it had queued or under way:
         see ``workers.stop_all``), the embedded cluster is stopped while they do, then a worker still in a
         store call is killed: after ``EMBEDDED_STOP_GRACE_S`` with an embedded cluster (it goes down with
         them, so no store outlives an unfinished put), after ``workers.STOP_GRACE_S`` when attached (a put
@@ -425,7 +426,7 @@ class Engine:
         self._stopping = True
         locked = self._chain_lock.acquire(timeout=REPLACE_WAIT_S)
         try:
-            handles = [h for h in (self.decode, self.prefill) if h is not None]
+            handles = [*self.decodes, *self.prefills]
             for h in handles:
                 h.ask_stop()
             grace = EMBEDDED_STOP_GRACE_S if self.cluster is not None else WORKER_STOP_GRACE_S
@@ -435,10 +436,10 @@ class Engine:
                 self.cluster = None
             for h in handles:
                 h.finish_stop(deadline - time.monotonic())
-            self.decode = self.prefill = None
-            if self._results is not None:
-                self._results.close()
-                self._results = None
+            self.decodes, self.prefills = [], []
+            for conn in self._results:
+                conn.close()
+            self._results = []
             self._pending.clear()
             self._lost.clear()
             if self._spawner is not None:

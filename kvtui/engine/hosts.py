@@ -10,6 +10,9 @@ Layout (``--hosts auto``)::
         ├─ veth kvh-prefill ─ host "prefill" 10.77.0.12  (the prefill worker)
         └─ veth kvh-decode ── host "decode"  10.77.0.13  (the decode worker)
 
+With several workers of a role each has a host of its own, named after it (``decode-0``, ``decode-1``, … at
+10.77.0.13, .14, …: :func:`kvtui.core.topology.worker_name`).
+
 A host is held by a ``unshare --net sleep infinity`` process (util-linux) started with kvtui's parent-death
 signal; a process is placed in a host with ``nsenter --net=/proc/PID/ns/net`` (native binaries) or
 :func:`enter_host` (``setns(2)``, Python processes, before any thread starts). The namespaces, veths and

@@ -1,6 +1,6 @@
 """The messages on the worker pipes: one frozen type per message, grouped by pipe.
 
-Three kinds of ``multiprocessing`` pipe connect the parent and the two workers. Every message is pickled,
+Three kinds of ``multiprocessing`` pipe connect the parent and the workers. Every message is pickled,
 so each is a small frozen dataclass of plain data, page layouts and the connector's result dataclasses
 (:class:`~kvtui.engine.connector.ReloadResult`, :class:`~kvtui.engine.connector.PublishResult`); no
 Mooncake object ever crosses a process boundary. Receivers dispatch on the message's type. Times are
@@ -11,13 +11,15 @@ Mooncake object ever crosses a process boundary. Receivers dispatch on the messa
 *chain* commands (:data:`CHAIN`: :class:`Submit`, :class:`Hold`, :class:`Drain`, :class:`Begin`) drive the
 request chain and get no answer.
 
-**Chain pipe** (decode ↔ prefill). For each submitted request, decode waits until fewer than the run's
+**Chain pipes** (decode ↔ prefill): one between every decode and every prefill worker (N prefill × M decode
+workers: a full mesh, :mod:`kvtui.core.topology`). For each submitted request, decode waits until fewer than the run's
 concurrency are between their reload and the end of their publish, reloads, and sends :class:`PublishRest`.
 Prefill publishes and, when decode waits for it (``needs_ack``), sends :class:`Ack` back. Decode also sends
 :class:`RequestDropped` and :class:`RequestFailed`, which prefill passes on to the parent unchanged.
 
-**Results pipe** (prefill → parent): :class:`RequestDone`, :class:`RequestDropped` or :class:`RequestFailed`
-per submitted request, in submission order; :class:`RequestFailed` with ``seq`` None when decode died.
+**Results pipe** (one per prefill worker → parent): :class:`RequestDone`, :class:`RequestDropped` or
+:class:`RequestFailed` per request it was handed, in the order its decode workers handed them (submission
+order with one decode worker); :class:`RequestFailed` with ``seq`` None when a decode worker died.
 """
 
 from __future__ import annotations
@@ -109,10 +111,12 @@ class Stop:
 @_msg
 class Submit:
     """Decode: queue request ``seq`` with its page ``keys`` (hashed by the parent, as an LLM scheduler
-    hashes blocks before its KV connector sees them)."""
+    hashes blocks before its KV connector sees them); ``prefill``: the index of the prefill worker (among
+    this decode worker's chain pipes, in prefill order) that publishes it."""
 
     seq: int
     keys: list[str]
+    prefill: int = 0
 
 
 @_msg

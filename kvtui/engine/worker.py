@@ -33,7 +33,11 @@ class WorkerSpec:
 
     ``role``: prefill | decode | mixed; ``endpoints``: ``ClusterEndpoints.as_dict()``; ``layout``:
     ``PageLayout.as_dict()``; ``segment_bytes``: segment this worker contributes (0 = none);
-    ``read_streams``: concurrent reads per reload; ``max_batch_bytes``: bytes per store batch.
+    ``read_streams``: concurrent reads per reload; ``max_batch_bytes``: bytes per store batch; ``name``: the
+    worker's process name (:func:`kvtui.core.topology.worker_name`; its emulated host and log), "" for the
+    role; ``decode_workers`` / ``prefill_workers``: how many of each the run has (with more than one decode
+    worker, another one's publish may change the store during a reload, so prefill always probes again;
+    only a run of one of each pins its workers to one CPU, see ``_Chain.pin``).
     """
 
     role: str
@@ -46,6 +50,14 @@ class WorkerSpec:
     read_streams: int = 1
     max_batch_bytes: int = MAX_BATCH_BYTES
     log_path: str | None = None
+    name: str = ""
+    decode_workers: int = 1
+    prefill_workers: int = 1
+
+    @property
+    def label(self) -> str:
+        """The worker's name: ``name``, else its role."""
+        return self.name or self.role
 
 
 def _leave(code: int = 0) -> None:
@@ -68,13 +80,14 @@ def _exit(*_) -> None:
     _leave(0)
 
 
-def worker_main(conn, spec: WorkerSpec, peer=None, results=None) -> None:
+def worker_main(conn, spec: WorkerSpec, peers=(), results=None) -> None:
     """Process entry point: set up, answer :class:`Ready` or :class:`Failed`, then serve until :class:`Stop`
     (or the parent's end of a pipe closes, or SIGTERM), then leave at once (:func:`_leave`: requests queued
     or under way are dropped, the store client is not closed). Never returns.
 
-    ``conn``: command pipe to the parent; ``peer``: the other worker's end of the chain pipe (decode ↔
-    prefill); ``results``: prefill's write end of the results pipe to the parent (None for decode).
+    ``conn``: command pipe to the parent; ``peers``: this worker's ends of its chain pipes (decode: one per
+    prefill worker, in prefill order; prefill: one per decode worker); ``results``: prefill's write end of
+    its results pipe to the parent (None for decode).
     """
     from kvtui.engine.procs import parent_death_signal
 
@@ -84,10 +97,10 @@ def worker_main(conn, spec: WorkerSpec, peer=None, results=None) -> None:
     from kvtui.engine.hosts import enter_host
 
     try:
-        enter_host(spec.endpoints.get("hosts", {}).get(spec.role))  # (emulated hosts: before any thread starts)
+        enter_host(spec.endpoints.get("hosts", {}).get(spec.label))  # (emulated hosts: before any thread starts)
     except OSError as exc:  # the host's namespace is gone: kvtui is stopping (or was killed) during start-up
         try:
-            conn.send(Failed(f"{spec.role} worker: cannot enter its emulated host ({exc})"))
+            conn.send(Failed(f"{spec.label} worker: cannot enter its emulated host ({exc})"))
         except OSError:
             pass
         _leave(1)
@@ -107,20 +120,21 @@ def worker_main(conn, spec: WorkerSpec, peer=None, results=None) -> None:
 
         layout = PageLayout(**spec.layout)
         try:
-            client = open_client(spec.endpoints, segment_bytes=spec.segment_bytes, role=spec.role)
+            client = open_client(spec.endpoints, segment_bytes=spec.segment_bytes, role=spec.label)
         except StoreError as exc:
             conn.send(Failed(str(exc)))
             _leave(1)
         keyer = PageKeyer(spec.model, layout.page_tokens, spec.scheme, spec.namespace)
         chain = _Chain(PagedKVConnector(client, layout, keyer, spec.role, read_streams=spec.read_streams,
-                                        max_batch_bytes=spec.max_batch_bytes), peer, results)
+                                        max_batch_bytes=spec.max_batch_bytes), list(peers), results,
+                       shared=spec.decode_workers > 1, pair=spec.decode_workers == spec.prefill_workers == 1)
         conn.send(Ready(os.getpid(), spec.role))
         _serve(conn, chain, _Commands(chain, client))
     except (EOFError, BrokenPipeError, KeyboardInterrupt, SystemExit):
         pass
     except Exception as exc:  # report, then exit: the parent shows it as one line
         try:
-            conn.send(Failed(f"{spec.role} worker: {type(exc).__name__}: {exc}"))
+            conn.send(Failed(f"{spec.label} worker: {type(exc).__name__}: {exc}"))
         except OSError:
             pass
         traceback.print_exc()
@@ -130,11 +144,13 @@ def worker_main(conn, spec: WorkerSpec, peer=None, results=None) -> None:
 
 class _Chain:
     """This worker's part of the request chain (:mod:`kvtui.engine.protocol`): decode's queue, its limit
-    of requests in flight, hold, drain and back-off; prefill's publish, ack and report."""
+    of requests in flight, hold, drain and back-off; prefill's publish, ack and report. ``peers``: the chain
+    pipe ends (see :func:`worker_main`); ``shared``: other decode workers publish into the same store;
+    ``pair``: the run has this worker and one other (one prefill, one decode)."""
 
-    def __init__(self, connector, peer, results):
-        self.connector, self.peer, self.results = connector, peer, results
-        self.queue: deque = deque()  # decode: (seq, keys) hashed, waiting for their turn
+    def __init__(self, connector, peers: list, results, shared: bool = False, pair: bool = True):
+        self.connector, self.peers, self.results, self.shared, self.pair = connector, peers, results, shared, pair
+        self.queue: deque = deque()  # decode: (seq, keys, prefill index) hashed, waiting for their turn
         self.limit = 1
         self.in_flight = 0  # decode: forwarded to prefill and not yet acknowledged
         self.held = False
@@ -147,24 +163,25 @@ class _Chain:
         worker uses too (they take turns), leaving the other CPUs to the store's transfer threads; otherwise
         on every CPU. On 2 cores this took the trace replay from ≈ 0.72 to 0.93–0.97 of the bare loop's rate
         (medians of ``kvtui bench --trace``): the calling thread keeps a core busy during a call, and it was
-        preempted by the other worker and the parent about three times as often as the bare loop's."""
-        pin_calling_thread(self.limit == 1 and self.connector.read_streams == 1)
+        preempted by the other worker and the parent about three times as often as the bare loop's. With more
+        workers than one of each, requests of different decode workers run at once: never pinned."""
+        pin_calling_thread(self.pair and self.limit == 1 and self.connector.read_streams == 1)
 
-    def submit(self, seq: int, keys: list[str]) -> None:
-        self.queue.append((seq, keys))
+    def submit(self, seq: int, keys: list[str], prefill: int = 0) -> None:
+        self.queue.append((seq, keys, prefill))
 
     def drain(self) -> None:
         if self.held:
             while self.queue:
-                seq, _keys = self.queue.popleft()
-                self.peer.send(RequestDropped(seq))
+                seq, _keys, prefill = self.queue.popleft()
+                self.peers[prefill].send(RequestDropped(seq))
         self.draining, self.held = True, False
 
     def on_command(self, msg) -> None:
         """A chain command from the parent (:data:`~kvtui.engine.protocol.CHAIN`)."""
         match msg:
-            case Submit(seq, keys):
-                self.submit(seq, keys)
+            case Submit(seq, keys, prefill):
+                self.submit(seq, keys, prefill)
             case Hold(held):
                 self.held = bool(held) and not self.draining
             case Drain():
@@ -185,23 +202,24 @@ class _Chain:
         return max(0.0, self.resume_at - time.monotonic()) if self._next_allowed() else None
 
     def reload_next(self) -> None:
-        seq, keys = self.queue.popleft()
+        seq, keys, prefill = self.queue.popleft()
+        peer = self.peers[prefill]
         try:
             t_start = time.monotonic()
-            alone = self.in_flight == 0  # no publish of an earlier request can change the store meanwhile
+            alone = self.in_flight == 0 and not self.shared  # no publish can change the store meanwhile
             res, rest = self.connector.reload_and_rest(None, keys=keys, probe_all=True)
             if any(c in res.codes for c in MASTER_DOWN_CODES) and not self.draining:
                 self.held = True
             known, res.rest_probe = (res.rest_probe if alone else []), []
             needs_ack = len(known) < len(rest) or 0 in known  # will prefill call the store?
-            self.peer.send(PublishRest(seq, rest, known, res, t_start, needs_ack))
+            peer.send(PublishRest(seq, rest, known, res, t_start, needs_ack))
         except Exception as exc:
-            self.peer.send(RequestFailed(seq, f"decode worker: {type(exc).__name__}: {exc}"))
+            peer.send(RequestFailed(seq, f"decode worker: {type(exc).__name__}: {exc}"))
             raise
         self.in_flight += needs_ack
 
-    def on_peer(self, msg) -> None:
-        """A message from the other worker on the chain pipe."""
+    def on_peer(self, msg, peer) -> None:
+        """A message from another worker on its chain pipe ``peer``."""
         match msg:
             case Ack(store_full):  # decode: prefill finished a publish
                 self.in_flight -= 1
@@ -211,13 +229,13 @@ class _Chain:
                 else:
                     self.backoff_s = 0.0
             case PublishRest():  # prefill: publish the rest of a reloaded request
-                self._publish(msg)
+                self._publish(msg, peer)
             case RequestFailed() | RequestDropped():  # prefill: relay decode's failure or dropped request
                 self.results.send(msg)
             case _:
                 raise TypeError(f"unexpected chain message {type(msg).__name__}")
 
-    def _publish(self, msg: PublishRest) -> None:
+    def _publish(self, msg: PublishRest, peer) -> None:
         try:
             pub = self.connector.store_computed_prefix(None, 0, keys=msg.rest_keys, known=msg.known)
             t_end = time.monotonic()
@@ -226,7 +244,7 @@ class _Chain:
             raise
         if msg.needs_ack:
             try:
-                self.peer.send(Ack(NO_SPACE in pub.codes))
+                peer.send(Ack(NO_SPACE in pub.codes))
             except OSError:  # decode is gone: this result still counts; its EOF is reported next
                 pass
         self.results.send(RequestDone(msg.seq, msg.reload, pub, msg.t_start, t_end))
@@ -317,10 +335,10 @@ def _serve(conn, chain: _Chain, commands: _Commands) -> None:
     queued); a reload that an :class:`Ack` made possible goes before the next chain message."""
     import selectors
 
-    peer, results = chain.peer, chain.results
+    peers, results = set(chain.peers), chain.results  # (the peers still connected)
     sources = selectors.DefaultSelector()  # registered once: ``connection.wait`` builds a selector per call
     sources.register(conn, selectors.EVENT_READ)
-    if peer is not None:
+    for peer in peers:
         sources.register(peer, selectors.EVENT_READ)
     while True:
         if chain.can_reload() and not conn.poll(0):
@@ -338,11 +356,13 @@ def _serve(conn, chain: _Chain, commands: _Commands) -> None:
             else:
                 conn.send(Failed(f"unknown command {type(msg).__name__}"))
             continue
-        if peer is not None and peer in ready:
+        for peer in ready:  # one message from each ready peer, then the commands and reloads again
+            if peer not in peers:
+                continue
             try:
-                chain.on_peer(peer.recv())
-            except (EOFError, OSError):  # the other worker is gone: say so once, keep answering the parent
+                chain.on_peer(peer.recv(), peer)
+            except (EOFError, OSError):  # that worker is gone: say so once, keep answering the parent
                 sources.unregister(peer)
-                peer = None
+                peers.discard(peer)
                 if results is not None:
                     results.send(RequestFailed(None, "decode worker died"))

@@ -28,18 +28,19 @@ class WorkerHandle:
     """One worker process and its command pipe. ``call`` sends a command (a :mod:`kvtui.engine.protocol`
     message) and waits for the answer's payload; ``send`` sends one without waiting.
 
-    ``peer`` / ``results``: the worker's ends of the request chain's pipes (see :mod:`kvtui.engine.protocol`);
-    they are handed to the child and closed here.
+    ``peers`` / ``results``: the worker's ends of the request chain's pipes (see :mod:`kvtui.engine.protocol`);
+    they are handed to the child and closed here. ``name``: the worker's name (``spec.label``).
     """
 
-    def __init__(self, spec: WorkerSpec, peer=None, results=None):
+    def __init__(self, spec: WorkerSpec, peers=(), results=None):
         self.spec = spec
+        self.name = spec.label
         ctx = mp.get_context("spawn")
         self.conn, child = ctx.Pipe()
-        self.process = ctx.Process(target=worker_main, args=(child, spec, peer, results), name=f"kvtui-{spec.role}",
-                                   daemon=True)
+        self.process = ctx.Process(target=worker_main, args=(child, spec, list(peers), results),
+                                   name=f"kvtui-{self.name}", daemon=True)
         self.process.start()
-        for end in (child, peer, results):
+        for end in (child, *peers, results):
             if end is not None:
                 end.close()
         self.pid = self.process.pid
@@ -49,11 +50,11 @@ class WorkerHandle:
     def wait_ready(self, timeout_s: float = START_TIMEOUT_S) -> Ready:
         """Wait for the worker's set-up; ``WorkerError`` with its reason if it fails."""
         if not self.conn.poll(timeout_s):
-            raise WorkerError(f"{self.spec.role} worker did not start within {timeout_s:.0f} s")
+            raise WorkerError(f"{self.name} worker did not start within {timeout_s:.0f} s")
         try:
             msg = self.conn.recv()
         except EOFError:
-            raise WorkerError(f"{self.spec.role} worker exited during set-up (code {self.process.exitcode})") from None
+            raise WorkerError(f"{self.name} worker exited during set-up (code {self.process.exitcode})") from None
         if not isinstance(msg, Ready):
             raise WorkerError(msg.message if isinstance(msg, Failed) else f"unexpected {type(msg).__name__}")
         return msg
@@ -68,11 +69,11 @@ class WorkerHandle:
         """The next answer's payload (:class:`~kvtui.engine.protocol.Ok`); ``WorkerError`` on a
         :class:`~kvtui.engine.protocol.Failed` answer, a dead worker, or no answer within ``timeout_s``."""
         if timeout_s is not None and not self.conn.poll(timeout_s):
-            raise WorkerError(f"{self.spec.role} worker did not answer within {timeout_s:.0f} s")
+            raise WorkerError(f"{self.name} worker did not answer within {timeout_s:.0f} s")
         try:
             msg = self.conn.recv()
         except (EOFError, OSError):
-            raise WorkerError(f"{self.spec.role} worker died (exit code {self.process.exitcode})") from None
+            raise WorkerError(f"{self.name} worker died (exit code {self.process.exitcode})") from None
         if not isinstance(msg, Ok):
             raise WorkerError(msg.message if isinstance(msg, Failed) else f"unexpected {type(msg).__name__}")
         return msg.payload
@@ -131,38 +132,47 @@ def stop_all(handles: list[WorkerHandle], timeout_s: float = STOP_GRACE_S) -> No
         h.finish_stop(deadline - time.monotonic())
 
 
-def start_chain(prefill: WorkerSpec, decode: WorkerSpec, log_dir: str | None = None):
-    """Start a prefill and a decode worker joined by a fresh request chain (:mod:`kvtui.engine.protocol`):
-    a chain pipe between them and a results pipe from prefill to the parent. Returns ``(prefill handle,
-    decode handle, results read end)``; the workers hold their own ends (closed here). ``WorkerError`` when
-    either does not start (both are stopped then)."""
+def start_mesh(prefills: list[WorkerSpec], decodes: list[WorkerSpec], log_dir: str | None = None):
+    """Start N prefill and M decode workers joined by a full mesh of request chains
+    (:mod:`kvtui.engine.protocol`): a chain pipe between every decode and every prefill worker, and a
+    results pipe from each prefill worker to the parent. Returns ``(prefill handles, decode handles,
+    results read ends)``, the last in prefill order; the workers hold their own ends (closed here).
+    ``WorkerError`` when any does not start (all are stopped then)."""
     ctx = mp.get_context("spawn")
-    decode_end, prefill_end = ctx.Pipe()
-    results, results_end = ctx.Pipe(duplex=False)
+    chain = [[ctx.Pipe() for _p in prefills] for _d in decodes]  # chain[d][p] = (decode's end, prefill's end)
+    pairs = [ctx.Pipe(duplex=False) for _p in prefills]  # (parent's read end, prefill's write end)
+    ends = [([chain[d][p][1] for d in range(len(decodes))], pairs[p][1]) for p in range(len(prefills))]
+    ends += [([chain[d][p][0] for p in range(len(prefills))], None) for d in range(len(decodes))]
     try:
-        handles = start_workers([prefill, decode], log_dir=log_dir, ends=[(prefill_end, results_end), (decode_end, None)])
+        handles = start_workers([*prefills, *decodes], log_dir=log_dir, ends=ends)
     except BaseException:
-        results.close()
+        for read, _write in pairs:
+            read.close()
         raise
     finally:
-        for end in (decode_end, prefill_end, results_end):
-            end.close()  # (a second close does nothing)
-    return handles[0], handles[1], results
+        for row in chain:
+            for a, b in row:
+                a.close()  # (a second close does nothing)
+                b.close()
+        for _read, write in pairs:
+            write.close()
+    n = len(prefills)
+    return handles[:n], handles[n:], [read for read, _write in pairs]
 
 
 def start_workers(specs: list[WorkerSpec], log_dir: str | None = None,
                   ends: list[tuple] | None = None) -> list[WorkerHandle]:
     """Start the workers in parallel and wait until every one is ready (stopping all on any failure).
 
-    ``ends``: per worker, ``(peer, results)`` pipe ends to hand over (see :class:`WorkerHandle`).
+    ``ends``: per worker, ``(peers, results)`` pipe ends to hand over (see :class:`WorkerHandle`).
     """
     handles: list[WorkerHandle] = []
     try:
         for i, spec in enumerate(specs):
             if log_dir and not spec.log_path:
-                spec = replace(spec, log_path=str(Path(log_dir) / f"{spec.role}.log"))
-            peer, results = ends[i] if ends else (None, None)
-            handles.append(WorkerHandle(spec, peer, results))
+                spec = replace(spec, log_path=str(Path(log_dir) / f"{spec.label}.log"))
+            peers, results = ends[i] if ends else ((), None)
+            handles.append(WorkerHandle(spec, peers, results))
         for h in handles:
             h.wait_ready()
     except BaseException:

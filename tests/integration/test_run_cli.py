@@ -167,7 +167,8 @@ SUMMARY_FIELDS = {
     "read_ms_total", "put_ms_total", "page_hit_rate", "token_hit_rate", "elapsed_s", "errors", "reload_ms",
     "publish_ms", "probe_ms", "throughput", "layout", "page_bytes", "workload", "bad_rows_skipped", "concurrency",
     "store_mode", "interrupted", "reloads_probe_only", "reloads_unusable", "setup",
-    "ttft_saved_ms", "prefill_gpu_s_saved", "reload_vs_recompute", "reloads_slower_than_recompute", "ttft_estimate"}
+    "ttft_saved_ms", "prefill_gpu_s_saved", "reload_vs_recompute", "reloads_slower_than_recompute", "ttft_estimate",
+    "workers", "requests_lost"}
 
 
 def test_exported_summary_names_are_stable(cluster, tmp_path):

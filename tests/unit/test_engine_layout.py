@@ -17,6 +17,7 @@ class FakeHandle:
 
     def __init__(self, role, layout, refuse=0):
         self.role, self.layout, self.refuse, self.calls = role, layout, refuse, []
+        self.name = role
 
     def call(self, msg, timeout_s=None):
         assert isinstance(msg, SetLayout)

@@ -27,7 +27,7 @@ class Pipe:
 
 def _decode(store):
     conn = _conn(store, role="decode")
-    return _Chain(conn, Pipe(), None), conn
+    return _Chain(conn, [Pipe()], None), conn
 
 
 def test_decode_waits_for_the_ack_only_when_prefill_will_call_the_store():
@@ -40,13 +40,13 @@ def test_decode_waits_for_the_ack_only_when_prefill_will_call_the_store():
     chain.submit(1, keys[:2])  # fully cached: nothing for prefill to store
     assert chain.can_reload()
     chain.reload_next()
-    msg = chain.peer.sent[-1]
+    msg = chain.peers[0].sent[-1]
     assert isinstance(msg, PublishRest) and (msg.seq, msg.rest_keys, msg.needs_ack) == (0, keys[2:], True)
     assert msg.reload.pages_hit == 2 and msg.known == [0, 0] and msg.reload.rest_probe == []  # sent once
     assert not chain.can_reload()  # limit 1: request 1 waits for the ack of request 0
-    chain.on_peer(Ack(False))
+    chain.on_peer(Ack(False), chain.peers[0])
     chain.reload_next()
-    assert chain.peer.sent[-1].needs_ack is False and chain.in_flight == 0  # no store call left: no ack awaited
+    assert chain.peers[0].sent[-1].needs_ack is False and chain.in_flight == 0  # no store call left: no ack awaited
 
 
 def test_decode_holds_its_queue_when_the_master_is_down():
@@ -56,7 +56,7 @@ def test_decode_holds_its_queue_when_the_master_is_down():
     chain.submit(1, keys)
     chain.reload_next()
     assert chain.held and not chain.can_reload()  # request 1 is not sent to a dead master
-    assert chain.peer.sent[-1].needs_ack is False  # prefill makes no store call for failed probes either
+    assert chain.peers[0].sent[-1].needs_ack is False  # prefill makes no store call for failed probes either
     chain.held = False  # the parent's Hold(False) once the master answers
     assert chain.can_reload()
 
@@ -65,12 +65,12 @@ def test_prefill_publishes_with_the_known_answers_then_acks_and_reports():
     store = FakeStore()
     prefill = _conn(store, role="prefill")
     results = Pipe()
-    chain = _Chain(prefill, Pipe(), results)
+    chain = _Chain(prefill, [Pipe()], results)
     keys = prefill.keys_for(toks(4 * 3))
     reload = ReloadResult(pages_total=3)
-    chain.on_peer(PublishRest(7, keys, [0, 0, 0], reload, 1.0, True))
+    chain.on_peer(PublishRest(7, keys, [0, 0, 0], reload, 1.0, True), chain.peers[0])
     assert store.probed == [] and len(store.objects) == 3
-    assert chain.peer.sent == [Ack(False)]
+    assert chain.peers[0].sent == [Ack(False)]
     done = results.sent[-1]
     assert isinstance(done, RequestDone) and (done.seq, done.publish.stored, done.t_start) == (7, 3, 1.0)
     assert done.t_end >= done.t_start and done.reload is reload
@@ -84,9 +84,9 @@ def test_with_a_publish_still_running_prefill_probes_again():
     chain.submit(0, keys)
     chain.submit(1, keys)
     chain.reload_next()
-    assert chain.peer.sent[-1].known == [0, 0, 0]  # alone: prefill may trust these answers
+    assert chain.peers[0].sent[-1].known == [0, 0, 0]  # alone: prefill may trust these answers
     chain.reload_next()  # request 0's pages may be stored meanwhile: no answers handed over, wait for the ack
-    msg = chain.peer.sent[-1]
+    msg = chain.peers[0].sent[-1]
     assert msg.known == [] and msg.needs_ack and chain.in_flight == 2
 
 
@@ -98,7 +98,7 @@ def test_drain_runs_the_queue_even_when_the_master_is_down():
     chain.draining = True  # Drain(): the run ended or stopped
     while chain.can_reload():
         chain.reload_next()
-    assert not chain.queue and not chain.held and len(chain.peer.sent) == 3
+    assert not chain.queue and not chain.held and len(chain.peers[0].sent) == 3
 
 
 def test_decode_backs_off_after_the_store_was_full():
@@ -108,12 +108,12 @@ def test_decode_backs_off_after_the_store_was_full():
     chain.submit(0, keys)
     chain.submit(1, keys)
     chain.reload_next()
-    chain.on_peer(Ack(True))  # prefill: NO_AVAILABLE_HANDLE
+    chain.on_peer(Ack(True), chain.peers[0])  # prefill: NO_AVAILABLE_HANDLE
     assert not chain.can_reload() and 0 < chain.wait_s() <= 0.05
     chain.resume_at = 0.0  # the 50 ms have passed
     assert chain.can_reload()
     chain.reload_next()
-    chain.on_peer(Ack(True))
+    chain.on_peer(Ack(True), chain.peers[0])
     assert chain.backoff_s == 0.1  # doubled
 
 
@@ -126,7 +126,7 @@ def test_drain_while_held_drops_the_queue_unrun():
     chain.reload_next()  # fails: decode holds the other two
     store.probed.clear()
     chain.drain()  # the run ended during the outage
-    assert chain.peer.sent[1:] == [RequestDropped(1), RequestDropped(2)]
+    assert chain.peers[0].sent[1:] == [RequestDropped(1), RequestDropped(2)]
     assert not chain.queue and store.probed == [] and not chain.held
 
 
@@ -138,19 +138,19 @@ def test_chain_commands_dispatch_on_their_type(monkeypatch):
     assert len(chain.queue) == 1 and not chain.can_reload()
     chain.on_command(Drain())  # held: the queue is dropped, and a later hold is ignored
     chain.on_command(Hold(True))
-    assert chain.peer.sent == [RequestDropped(0)] and not chain.held and chain.draining
+    assert chain.peers[0].sent == [RequestDropped(0)] and not chain.held and chain.draining
     chain.on_command(Begin(3))  # a new run clears the drain
     assert (chain.limit, chain.held, chain.draining) == (3, False, False)
 
 
 def test_prefill_relays_decode_failures_and_drops_to_the_parent():
     results = Pipe()
-    chain = _Chain(_conn(FakeStore(), role="prefill"), Pipe(), results)
-    chain.on_peer(RequestFailed(4, "decode worker: boom"))
-    chain.on_peer(RequestDropped(5))
+    chain = _Chain(_conn(FakeStore(), role="prefill"), [Pipe()], results)
+    chain.on_peer(RequestFailed(4, "decode worker: boom"), chain.peers[0])
+    chain.on_peer(RequestDropped(5), chain.peers[0])
     assert results.sent == [RequestFailed(4, "decode worker: boom"), RequestDropped(5)]
     with pytest.raises(TypeError):
-        chain.on_peer(("ack", True))  # the old tagged tuples are no messages
+        chain.on_peer(("ack", True), chain.peers[0])  # the old tagged tuples are no messages
 
 
 def test_every_answered_command_has_a_handler_and_set_layout_waits_for_an_idle_chain():
@@ -172,3 +172,38 @@ def test_messages_survive_pickling():
     msgs = [PublishRest(1, ["k"], [0], res, 1.5, True), Ack(True), RequestDone(1, res, None, 1.0, 2.0),
             RequestDropped(2), RequestFailed(None, "x"), Submit(3, ["a", "b"]), SetLayout(LAYOUT), RemoveAll()]
     assert [pickle.loads(pickle.dumps(m)) for m in msgs] == msgs
+
+
+def test_decode_hands_each_request_to_the_prefill_worker_the_parent_chose():
+    store = FakeStore()
+    conn = _conn(store, role="decode")
+    chain = _Chain(conn, [Pipe(), Pipe()], None)
+    keys = conn.keys_for(toks(4 * 2))
+    chain.on_command(Submit(0, keys, 1))
+    chain.on_command(Submit(1, keys, 0))
+    chain.reload_next()
+    assert [m.seq for m in chain.peers[1].sent] == [0] and chain.peers[0].sent == []
+    chain.on_peer(Ack(False), chain.peers[1])
+    chain.reload_next()
+    assert [m.seq for m in chain.peers[0].sent] == [1]
+
+
+def test_with_other_decode_workers_prefill_never_trusts_a_reloads_probe():
+    store = FakeStore()
+    conn = _conn(store, role="decode")
+    chain = _Chain(conn, [Pipe()], None, shared=True)
+    chain.submit(0, conn.keys_for(toks(4 * 3)))
+    chain.reload_next()  # alone in this worker, but another decode worker's publish may run meanwhile
+    msg = chain.peers[0].sent[-1]
+    assert msg.known == [] and msg.needs_ack
+
+
+def test_prefill_acks_the_decode_worker_whose_request_it_published():
+    store = FakeStore()
+    prefill = _conn(store, role="prefill")
+    results, a, b = Pipe(), Pipe(), Pipe()
+    chain = _Chain(prefill, [a, b], results)
+    keys = prefill.keys_for(toks(4 * 2))
+    chain.on_peer(PublishRest(3, keys, [], ReloadResult(pages_total=2), 1.0, True), b)
+    assert b.sent == [Ack(False)] and a.sent == []
+    assert results.sent[-1].seq == 3

@@ -1,0 +1,172 @@
+"""N prefill × M decode workers against a real master (kvtui.core.topology, kvtui.engine.routing): every
+request is routed, verified and counted once, per-worker figures add up to the totals, prefix-affinity keeps
+a prefix group on one decode worker, one decode worker keeps exact replay, and a dead worker is replaced."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+import uuid
+
+import pytest
+
+from kvtui.core.layout import PageLayout
+from kvtui.engine.driver import Driver
+from kvtui.engine.engine import Engine, EngineOptions, Lost
+from kvtui.metrics.aggregate import Aggregator
+from workload import SyntheticWorkload, WorkloadSpec
+
+pytestmark = pytest.mark.integration
+TINY = PageLayout(4, 2, 16, 8, 2)
+KVTUI = [sys.executable, "-m", "kvtui.cli"]
+
+
+def _workload(pool=3, seed=0):
+    return SyntheticWorkload(WorkloadSpec(scenario="shared-system-prompt", pool=pool, prompt_tokens=64,
+                                          page_tokens=8, seed=seed))
+
+
+def _run(engine, n, concurrency=1, pool=3, seed=0):
+    """Drive ``n`` requests; (aggregator, results in finishing order)."""
+    agg, results = Aggregator(), []
+    agg.set_worker_counts(engine.options.prefill_workers, engine.options.decode_workers)
+
+    def on_result(r):
+        agg.add(r)
+        results.append(r)
+
+    Driver(engine, _workload(pool, seed), on_result, concurrency=concurrency, max_requests=n).run()
+    return agg, results
+
+
+def _engine(endpoints, **kw):
+    e = Engine(EngineOptions(layout=TINY, model=f"mesh-{uuid.uuid4().hex[:6]}", **kw), endpoints=endpoints)
+    e.start()
+    return e
+
+
+def test_round_robin_over_three_decode_and_two_prefill_workers_adds_up(fresh_cluster):
+    e = _engine(fresh_cluster.endpoints, prefill_workers=2, decode_workers=3)
+    try:
+        names = set(e.worker_pids())
+        assert names == {"prefill-0", "prefill-1", "decode-0", "decode-1", "decode-2"}
+        assert len(set(e.worker_pids().values())) == 5
+        agg, results = _run(e, 60, concurrency=2)
+    finally:
+        e.stop()
+    frame = agg.frame()
+    t = frame.totals
+    assert t["requests"] == 60 and t["mismatches"] == 0 and t["verified_pages"] == t["pages_hit"] > 0
+    decode = [w for w in frame.workers if w["role"] == "decode"]
+    prefill = [w for w in frame.workers if w["role"] == "prefill"]
+    assert [w["requests"] for w in decode] == [20, 20, 20]  # round-robin: request k to decode worker k mod 3
+    assert all(w["requests"] > 0 for w in prefill) and sum(w["requests"] for w in prefill) == 60
+    for key in ("pages_total", "pages_hit", "bytes_loaded", "verified_pages"):
+        assert sum(w[key] for w in decode) == t[key]
+    for key in ("pages_published", "pages_already_present", "bytes_written"):
+        assert sum(w[key] for w in prefill) == t[key]
+    assert t["pages_published"] + t["pages_already_present"] + t["pages_hit"] + t["pages_failed"] >= t["pages_total"]
+    assert sorted(r.req_id for r in results) == list(range(60))  # each request once
+
+
+def test_prefix_affinity_keeps_each_prefix_group_on_one_decode_worker(fresh_cluster):
+    e = _engine(fresh_cluster.endpoints, decode_workers=3, route="prefix-affinity")
+    try:
+        _agg, results = _run(e, 45, concurrency=2, pool=3)
+    finally:
+        e.stop()
+    by_group: dict[str, set[int]] = {}
+    for r in results:
+        by_group.setdefault(r.keys[0], set()).add(r.decode_worker)
+    assert len(by_group) == 3 and all(len(w) == 1 for w in by_group.values())
+    assert sorted(next(iter(w)) for w in by_group.values()) == [0, 1, 2]  # the groups were spread
+
+
+def test_one_decode_worker_replays_exactly_whatever_the_prefill_workers(fresh_cluster):
+    outcomes = []
+    model = f"exact-{uuid.uuid4().hex[:6]}"
+    for n_prefill in (1, 3):
+        e = Engine(EngineOptions(layout=TINY, model=model, prefill_workers=n_prefill), endpoints=fresh_cluster.endpoints)
+        e.start()
+        try:
+            e.clear_store()
+            _agg, results = _run(e, 40, pool=4, seed=7)
+        finally:
+            e.stop()
+        outcomes.append([(r.req_id, r.pages_hit, r.pages_published, r.pages_already_present) for r in results])
+    assert sorted(outcomes[0]) == sorted(outcomes[1])  # the same hits and publishes, request by request
+
+
+def test_a_killed_decode_worker_is_replaced_with_its_requests_counted_lost(fresh_cluster):
+    e = _engine(fresh_cluster.endpoints, decode_workers=2, replace_dead_workers=True)
+    try:
+        before = e.worker_pids()
+        os.kill(before["decode-1"], signal.SIGKILL)
+        lost, done = [], []
+        e.begin_run(1)
+        for i, req in zip(range(20), _workload()):
+            e.submit(req)
+        deadline = time.monotonic() + 30
+        while len(lost) + len(done) < 20 and time.monotonic() < deadline:
+            r = e.next_result(timeout_s=1.0)
+            if r is not None:
+                (lost if isinstance(r, Lost) else done).append(r)
+        assert len(lost) + len(done) == 20  # every request accounted for
+        assert lost and all("decode-1" in x.reason for x in lost)
+        rep = e.replacements[-1]
+        assert rep.dead == ("decode-1",) and rep.exit_codes == (-signal.SIGKILL,)
+        assert set(rep.pids) == set(before) and not set(rep.pids.values()) & set(before.values())
+        assert e.process(next(iter(_workload()))).mismatches == 0  # the rebuilt workers serve requests
+    finally:
+        e.stop()
+
+
+def test_run_json_lists_every_worker_and_bad_counts_get_one_line(tmp_path, cluster):
+    out = tmp_path / "run.json"
+    ep = cluster.endpoints
+    proc = subprocess.run(KVTUI + ["run", "--requests", "30", "--layout", "tiny", "--quiet", "--decode-workers", "2",
+                                   "--route", "least-loaded", "--master", ep.master, "--metadata", ep.metadata_url,
+                                   "--json", str(out)], capture_output=True, text=True, timeout=90)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    s = json.loads(out.read_text())
+    assert s["setup"]["decode_workers"] == 2 and s["setup"]["route"] == "least-loaded"
+    names = [w["name"] for w in s["workers"]]
+    assert names == ["decode-0", "decode-1", "prefill"]
+    assert sum(w["requests"] for w in s["workers"] if w["role"] == "decode") == s["requests"] == 30
+    assert all(isinstance(w["pid"], int) for w in s["workers"])
+    for argv, words in ((["--decode-workers", "0"], "--decode-workers must be within 1-8"),
+                        (["--prefill-workers", "9"], "--prefill-workers must be within 1-8"),
+                        (["--segment-on", "decode", "--decode-workers", "8", "--store-size", "64MiB"],
+                         "splits the store into 8 segments")):
+        bad = subprocess.run(KVTUI + ["run", "--requests", "1", "--layout", "tiny"] + argv, capture_output=True,
+                             text=True, timeout=60)
+        assert bad.returncode == 2 and words in bad.stderr and "Traceback" not in bad.stderr, bad.stderr
+        assert len(bad.stderr.strip().splitlines()) == 1
+
+
+def test_a_run_goes_on_after_a_worker_dies_and_says_what_was_lost(fresh_cluster):
+    from kvtui.core.events import EngineEvent
+
+    e = _engine(fresh_cluster.endpoints, prefill_workers=2, decode_workers=2, replace_dead_workers=True)
+    events: list[EngineEvent] = []
+    done = []
+    victim = e.worker_pids()["prefill-1"]
+
+    def on_result(r):
+        done.append(r)
+        if len(done) == 10:
+            os.kill(victim, signal.SIGKILL)
+
+    try:
+        d = Driver(e, _workload(), on_result, events.append, concurrency=1, max_requests=60)
+        d.run()
+    finally:
+        e.stop()
+    assert d.completed + d.dropped == d.issued == 60 and d.lost == d.dropped > 0
+    said = [x for x in events if x.kind == "error" and "worker died" in x.text]
+    assert len(said) == 1 and "prefill-1" in said[0].text and f"{d.lost} requests under way lost" in said[0].text
+    assert all(r.mismatches == 0 for r in done) and len(done) == d.completed > 10
