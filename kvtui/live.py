@@ -48,6 +48,8 @@ class LiveSession(RecordingControl):
         self.layout_text = layout_text
         self.layout_name = layout_name
         self.agg = aggregator or Aggregator()
+        options = getattr(engine, "options", None)
+        self.agg.set_worker_counts(getattr(options, "prefill_workers", 1), getattr(options, "decode_workers", 1))
         self.driver = Driver(engine, workload, self._on_result, self.agg.event, on_control=self._apply,
                              concurrency=concurrency, max_requests=max_requests, duration_s=duration_s,
                              duration_from=duration_from)
@@ -87,6 +89,10 @@ class LiveSession(RecordingControl):
         self.panels.start()
         self.driver.start()
         self._log("info", f"started: {self._workload_text()}")
+        o = getattr(self.engine, "options", None)
+        if o is not None and (getattr(o, "prefill_workers", 1) > 1 or getattr(o, "decode_workers", 1) > 1):
+            self._log("info", f"workers: {o.prefill_workers} prefill × {o.decode_workers} decode, route {o.route}, "
+                              f"concurrency {self.driver.concurrency} per decode worker")
         return self
 
     def _on_result(self, result) -> None:

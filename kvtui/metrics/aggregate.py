@@ -18,6 +18,7 @@ from kvtui.metrics import figures as fig
 from kvtui.metrics.frame import Frame, PageRow
 from kvtui.metrics.latency import EMPTY, LatencyRecorder
 from kvtui.metrics.ttft_saved import TtftTracker, summary_fields
+from kvtui.metrics.workers import WorkerTally
 
 LATENCIES = tuple(f.key for f in fig.LATENCY)  # reload, publish, probe
 SERIES = tuple(f.key for f in fig.WALL)  # the keys of Frame.rates and Frame.series
@@ -146,6 +147,7 @@ class Aggregator:
         self._lat_snaps: tuple[dict, dict, dict] = ({}, {}, {})
         self._c = Counter()
         self._codes = Counter()
+        self._workers = WorkerTally()  # per-worker counts (kvtui.metrics.workers)
         self._span: dict = {}  # {"t", "totals", "errors"} at the start of the span; {} when none
         self._span_lat: dict[str, LatencyRecorder] = {}
         self._row_seq = self._event_seq = self._series_seq = 0
@@ -163,6 +165,7 @@ class Aggregator:
             c = self._c
             before = {k: c[k] for k in WINDOW_COUNTERS}
             c["requests"] += 1
+            self._workers.add(r)
             c["pages_total"] += r.pages_total
             c["pages_hit"] += r.pages_hit
             c["tokens_input"] += r.n_tokens
@@ -316,7 +319,12 @@ class Aggregator:
                 rows=tuple(self._rows), errors=dict(self._codes), events=tuple(self._events),
                 row_seq=self._row_seq, event_seq=self._event_seq, series_seq=self._series_seq,
                 span=self._span, latency_span=self._lat_snaps[2], window_totals=self._window_totals,
-                ttft=self._ttft.panel(now) if self._ttft is not None else {}, **panels)
+                ttft=self._ttft.panel(now) if self._ttft is not None else {}, workers=self._workers.rows(), **panels)
+
+    def set_worker_counts(self, prefill: int, decode: int) -> None:
+        """The run's number of prefill and decode workers (idle ones get a row in ``Frame.workers``)."""
+        with self._lock:
+            self._workers.set_counts(prefill, decode)
 
     def summary(self) -> dict:
         """The run summary now (see :func:`summary_from_frame`)."""
@@ -328,8 +336,13 @@ def summary_from_frame(frame: Frame) -> dict:
     latency percentiles (ms) for reload/publish/probe, and the ``throughput`` figures of
     :data:`kvtui.metrics.figures.RUN` over ``frame.t`` (``elapsed_s``), and the TTFT estimates
     (:func:`kvtui.metrics.ttft_saved.summary_fields`: ``ttft_saved_ms``, ``prefill_gpu_s_saved``,
-    ``reload_vs_recompute``, …)."""
-    return {**_summary(frame.totals, frame.errors, frame.latency, frame.t), **summary_fields(frame.ttft)}
+    ``reload_vs_recompute``, …), and ``workers``: the per-worker figures (:mod:`kvtui.metrics.workers`), each
+    with its process's ``pid`` and emulated ``host`` address (None without hosts) from ``frame.procs``."""
+    procs = {p.get("name"): p for p in frame.procs}
+    workers = [{**w, "pid": procs.get(w["name"], {}).get("pid"), "host": procs.get(w["name"], {}).get("host")}
+               for w in frame.workers]
+    return {**_summary(frame.totals, frame.errors, frame.latency, frame.t), **summary_fields(frame.ttft),
+            "workers": workers}
 
 
 def span_summary(final: Frame, first: Frame) -> dict:

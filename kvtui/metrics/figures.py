@@ -172,6 +172,30 @@ SHM_P50 = Figure("shm_reload_MBps_p50", "shared-memory reload (p50 call)", "same
                  "baselines.shm.reload_MBps_p50, ratios.shm_reload_vs_memcpy, ratios.shm_reload_vs_tcp_reload")
 BENCH = (RELOAD_P50, PUBLISH_BUSY, RAW_GET_P50, TCP_P50, MEMCPY_P50, FILL_P50, VERIFY_P50, SHM_P50)
 
+# per worker (N prefill × M decode, kvtui.core.topology): kvtui.metrics.workers
+_WORKER_WINDOW = "the session so far"
+_WORKER_SHOWN = "watch, replay: Workers panel (more than one worker of a role); run: --json workers"
+WORKER_REQUESTS = Figure("requests", "requests (per worker)", "req", "requests",
+                         "requests this worker reloaded (decode) or published (prefill)", _WORKER_WINDOW, _WORKER_SHOWN,
+                         "workers[].requests")
+WORKER_SHARE = Figure("share", "share of requests (per worker)", "share", "%",
+                      "its requests ÷ requests of every worker of its role", _WORKER_WINDOW, _WORKER_SHOWN,
+                      "workers[].share")
+WORKER_HIT_RATE = Figure("page_hit_rate", "page hit rate (per decode worker)", "hits", "%",
+                         "pages it reloaded ÷ full pages of its requests", _WORKER_WINDOW, _WORKER_SHOWN,
+                         "workers[].page_hit_rate")
+WORKER_REUSE_BUSY = Figure("reuse_read_MBps", "reuse read (busy, per decode worker)", "reuse", "MB/s",
+                           "bytes it loaded ÷ time it spent in store reads (probe excluded)", _WORKER_WINDOW,
+                           _WORKER_SHOWN, "workers[].reuse_read_MBps")
+WORKER_PUBLISH_BUSY = Figure("publish_write_MBps", "publish write (busy, per prefill worker)", "publish", "MB/s",
+                             "bytes it newly wrote ÷ time it spent in puts", _WORKER_WINDOW, _WORKER_SHOWN,
+                             "workers[].publish_write_MBps")
+WORKER_ERRORS = Figure("errors", "store errors (per worker)", "err", "codes",
+                       "failing store return codes of the requests it took part in (their reload and publish)",
+                       _WORKER_WINDOW, _WORKER_SHOWN, "workers[].errors")
+#: the Workers panel's columns and the ``workers`` entries' figures, in order
+WORKERS = (WORKER_REQUESTS, WORKER_SHARE, WORKER_HIT_RATE, WORKER_REUSE_BUSY, WORKER_PUBLISH_BUSY, WORKER_ERRORS)
+
 # TTFT and GPU time saved: estimates (kvtui.metrics.ttft), against the measured reload time
 _EST_WINDOW = f"monitor: last {LATENCY_WINDOW_S:g} s; summary: {_RUN_WINDOW}; bench: `--iterations` reloads"
 _EST_SHOWN = "watch, replay: header; run, report: summary, --json; bench"
@@ -195,7 +219,7 @@ TTFT = (TTFT_SAVED, GPU_SAVED_WALL, GPU_SAVED_RUN, RELOAD_VS_RECOMPUTE)
 
 #: every figure once, in the README table's order
 FIGURES = WALL + HEADER + RUN + LATENCY + RELOAD_COUNTS + (RELOAD_P50, RAW_GET_P50, TCP_P50, MEMCPY_P50, FILL_P50,
-                                                            VERIFY_P50, SHM_P50) + TTFT
+                                                            VERIFY_P50, SHM_P50) + WORKERS + TTFT
 
 
 def markdown_table() -> str:

@@ -51,7 +51,8 @@ class Frame:
     ``row_seq`` / ``event_seq`` / ``series_seq``: how many rows, events and series points were ever added;
     ``span``: ``{"t", "totals", "errors"}`` as they were when the current span (a recording) began, ``{}``
     when none; ``latency_span``: the latency snapshots per kind recorded since then (``{}`` when none);
-    ``ttft``: the TTFT and prefill GPU time saved, estimated (:class:`TtftPanel`; ``{}`` without an estimator).
+    ``ttft``: the TTFT and prefill GPU time saved, estimated (:class:`TtftPanel`; ``{}`` without an estimator);
+    ``workers``: per-worker figures (:class:`~kvtui.metrics.workers.WorkerTally` rows; ``()`` before any).
     """
 
     t: float
@@ -74,3 +75,4 @@ class Frame:
     latency_span: dict = field(default_factory=dict)
     window_totals: dict = field(default_factory=dict)  # counters over the last window_s (see Aggregator.frame)
     ttft: TtftPanel = field(default_factory=dict)
+    workers: tuple = ()  # one dict per worker (kvtui.metrics.workers.WorkerTally.rows)

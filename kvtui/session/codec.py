@@ -51,6 +51,7 @@ class FrameEncoder:
             "series": {k: list(v[len(v) - new_points:]) for k, v in f.series.items()} if new_points > 0 else {},
             "store": f.store, "procs": list(f.procs), "workload": f.workload, "status": f.status,
             **({"ttft": f.ttft} if f.ttft else {}), **({"wt": f.window_totals} if f.window_totals else {}),
+            **({"workers": list(f.workers)} if f.workers else {}),
             "seq": [f.row_seq, f.event_seq, f.series_seq],
         }
         if f.span is not self.span and f.span != self.span:
@@ -123,4 +124,4 @@ class FrameDecoder:
             procs=tuple(rec["procs"]), workload=rec["workload"], status=rec["status"],
             row_seq=seq[0], event_seq=seq[1], series_seq=seq[2], span=self.span,
             latency_span={k: _unlat(v) for k, v in rec.get("lats", {}).items()}, ttft=rec.get("ttft", {}),
-            window_totals=rec.get("wt", {}))
+            window_totals=rec.get("wt", {}), workers=tuple(rec.get("workers", ())))

@@ -48,7 +48,8 @@ from kvtui.tui.replay import ReplayActions
 from kvtui.tui.screens import HelpScreen, RowDetailScreen, SettingsScreen
 from kvtui.tui.signals import INTERRUPT_EXIT, ExitSignals
 from kvtui.tui.store_actions import StoreActions
-from kvtui.tui.widgets import EventLog, Kpis, LatencyPanel, PageGrid, ProcsPanel, StorePanel, Throughput
+from kvtui.tui.widgets import EventLog, Kpis, LatencyPanel, PageGrid, ProcsPanel, StorePanel, Throughput, WorkersPanel
+from kvtui.tui.widgets.workers import several
 from kvtui.tui.widgets.keybar import KeyBar
 from kvtui.tui.widgets.master_panel import MasterPanel
 
@@ -106,6 +107,7 @@ class KvtuiApp(KnobActions, ReplayActions, StoreActions, ExitSignals, App[int]):
                 yield PageGrid(id="grid")
                 with Vertical(id="side"):
                     yield Throughput(id="throughput")
+                    yield WorkersPanel(id="workers")  # (only with several workers of a role: Screen.-workers)
                     yield LatencyPanel(id="latency")
             with Horizontal(id="bottom"):
                 yield StorePanel(id="store")
@@ -117,7 +119,7 @@ class KvtuiApp(KnobActions, ReplayActions, StoreActions, ExitSignals, App[int]):
         self._install_signal_handlers()
         self.main_screen: Screen = self.screen
         self.w = {cls: self.query_one(cls) for cls in (Kpis, PageGrid, Throughput, LatencyPanel, StorePanel,
-                                                       ProcsPanel, EventLog, MasterPanel)}
+                                                       ProcsPanel, EventLog, MasterPanel, WorkersPanel)}
         self.w[EventLog].ui_last = self.player is not None
         self.w[PageGrid].focus()
         # the dialogs are built now, once (push and pop before the first paint), so that opening one later
@@ -225,6 +227,8 @@ class KvtuiApp(KnobActions, ReplayActions, StoreActions, ExitSignals, App[int]):
         self._show_kpis(frame)
         w[PageGrid].set_rows(frame.rows)
         w[Throughput].update_frame(frame)
+        self.main_screen.set_class(several(frame.workers), "-workers")
+        w[WorkersPanel].update_frame(frame)
         w[LatencyPanel].update_frame(frame, window=self.window, window_label=self.window_label)
         w[StorePanel].update_frame(frame)
         if (frame.workload or {}).get("kind") == "observe":

@@ -7,5 +7,6 @@ from kvtui.tui.widgets.page_grid import PageGrid
 from kvtui.tui.widgets.procs import ProcsPanel
 from kvtui.tui.widgets.store_panel import StorePanel
 from kvtui.tui.widgets.throughput import Throughput
+from kvtui.tui.widgets.workers import WorkersPanel
 
-__all__ = ["EventLog", "Kpis", "LatencyPanel", "PageGrid", "ProcsPanel", "StorePanel", "Throughput"]
+__all__ = ["EventLog", "Kpis", "LatencyPanel", "PageGrid", "ProcsPanel", "StorePanel", "Throughput", "WorkersPanel"]

@@ -2,7 +2,7 @@
 its emulated host's address (or its last part) after the name when it has one and there is room
 (``--hosts auto``).
 
-The workers come first (prefill, decode), then the store node, the master, the monitor and the metadata
+The workers come first (prefill, decode; several of a role as ``decode-0``, ``decode-1``, …), then the store node, the master, the monitor and the metadata
 server, so a short panel keeps the processes that do the work; names are shortened to fit (``metadata`` →
 ``meta``), never cut mid-word. When the panel has no line to spare, the column header moves into its title
 and the subtitle says how many processes are not shown.
@@ -14,6 +14,7 @@ from typing import ClassVar
 
 from rich.text import Text
 
+from kvtui.core.topology import role_of
 from kvtui.tui.fmt import format_bytes
 from kvtui.tui.widgets.lines import LinesPanel
 
@@ -35,7 +36,7 @@ def short_bytes(n: float) -> str:
 
 def _rank(row: dict) -> int:
     words = str(row.get("name", "")).lower().split()
-    first = words[0] if words else ""
+    first = role_of(words[0]) if words else ""  # (decode-1 ranks as decode)
     return ORDER.index(first) if first in ORDER else len(ORDER)
 
 
@@ -45,11 +46,15 @@ def ordered(procs) -> list[dict]:
 
 
 def fit_name(name: str, width: int) -> str:
-    """``name`` in at most ``width`` cells: whole, its first word, that word's short form, else cut."""
+    """``name`` in at most ``width`` cells: whole, its first word, that word's short form (a numbered
+    worker's: ``decode-2`` → ``dec-2`` → ``d2``), else cut."""
     if len(name) <= width:
         return name
     first = name.split()[0] if name.split() else name
-    for option in (first, SHORT.get(first.lower(), first)):
+    role = role_of(first)
+    index = first[len(role) + 1:] if role != first else ""
+    numbered = (f"{role[:3]}-{index}", f"{role[0]}{index}") if index else ()  # decode-2 → dec-2 → d2
+    for option in (first, SHORT.get(first.lower(), first), *numbered):
         if len(option) <= width:
             return option
     return first[:width]

@@ -1,0 +1,84 @@
+"""Per-worker figures (:data:`kvtui.metrics.figures.WORKERS`) counted from the requests' results: each
+:class:`~kvtui.core.events.RequestResult` names its decode and prefill worker (``decode_worker``,
+``prefill_worker``), so every worker's counts add up to the run's totals (requests, pages, bytes)."""
+
+from __future__ import annotations
+
+from collections import Counter
+
+from kvtui.core.topology import worker_name
+from kvtui.metrics import figures as fig
+
+DECODE_COUNTS = ("requests", "pages_total", "pages_hit", "bytes_loaded", "verified_pages", "mismatches", "errors")
+PREFILL_COUNTS = ("requests", "pages_published", "pages_already_present", "pages_failed", "bytes_written", "errors")
+
+
+def _pct(num: float, den: float) -> float:
+    return 100.0 * num / den if den else 0.0
+
+
+def _mbps(nbytes: float, ms: float) -> float:
+    return nbytes / (ms / 1e3) / fig.MB if ms > 0 else 0.0
+
+
+class WorkerTally:
+    """Counts per worker. :meth:`add` one result; :meth:`rows` gives one dict per worker seen (decode first,
+    by index): ``role``, ``index``, ``name`` (:func:`~kvtui.core.topology.worker_name`, given the counts
+    ``set_counts`` was told, else the highest index seen + 1), the counters above, ``read_ms_total`` /
+    ``put_ms_total`` (ms), and the figures of :data:`~kvtui.metrics.figures.WORKERS` by their keys. Not
+    thread-safe (the aggregator calls it under its lock)."""
+
+    def __init__(self) -> None:
+        self._c: dict[tuple[str, int], Counter] = {}
+        self._counts: dict[str, int] = {}
+
+    def set_counts(self, prefill: int, decode: int) -> None:
+        """How many workers of each role the run has (so idle ones get a row, and names are right)."""
+        self._counts = {"prefill": int(prefill), "decode": int(decode)}
+        for role, n in self._counts.items():
+            for i in range(n):
+                self._c.setdefault((role, i), Counter())
+
+    def add(self, r) -> None:
+        """Count one :class:`~kvtui.core.events.RequestResult`."""
+        errors = sum(r.codes.values())
+        d = self._c.setdefault(("decode", r.decode_worker), Counter())
+        d["requests"] += 1
+        d["pages_total"] += r.pages_total
+        d["pages_hit"] += r.pages_hit
+        d["bytes_loaded"] += r.bytes_loaded
+        d["verified_pages"] += r.verified
+        d["mismatches"] += r.mismatches
+        d["read_ms_total"] += r.read_ms
+        d["errors"] += errors
+        p = self._c.setdefault(("prefill", r.prefill_worker), Counter())
+        p["requests"] += 1
+        p["pages_published"] += r.pages_published
+        p["pages_already_present"] += r.pages_already_present
+        p["pages_failed"] += r.pages_failed
+        p["bytes_written"] += r.bytes_written
+        p["put_ms_total"] += r.put_ms
+        p["errors"] += errors
+
+    def rows(self) -> tuple[dict, ...]:
+        """One dict per worker (see the class)."""
+        out = []
+        for role, counts in (("decode", DECODE_COUNTS), ("prefill", PREFILL_COUNTS)):
+            keys = sorted(i for (r, i) in self._c if r == role)
+            if not keys:
+                continue
+            n = max(self._counts.get(role, 0), keys[-1] + 1)
+            total = sum(self._c[(role, i)]["requests"] for i in keys)
+            for i in keys:
+                c = self._c[(role, i)]
+                row = {"role": role, "index": i, "name": worker_name(role, i, n), **{k: int(c[k]) for k in counts}}
+                row[fig.WORKER_SHARE.key] = _pct(c["requests"], total)
+                if role == "decode":
+                    row["read_ms_total"] = float(c["read_ms_total"])
+                    row[fig.WORKER_HIT_RATE.key] = _pct(c["pages_hit"], c["pages_total"])
+                    row[fig.WORKER_REUSE_BUSY.key] = _mbps(c["bytes_loaded"], c["read_ms_total"])
+                else:
+                    row["put_ms_total"] = float(c["put_ms_total"])
+                    row[fig.WORKER_PUBLISH_BUSY.key] = _mbps(c["bytes_written"], c["put_ms_total"])
+                out.append(row)
+        return tuple(out)
