@@ -1,13 +1,16 @@
 """``kvtui bench``: reproduce the demo card's figures on this machine, with same-run baselines.
 
-Three benches, each measured in :mod:`kvtui.bench` (this module parses, validates and prints):
+The benches, each measured in :mod:`kvtui.bench` (this module parses, validates and prints):
 
 - default (:mod:`kvtui.bench.reuse`, seed layout unless overridden): the prefill worker publishes a
   2,048-token prompt, the decode worker reloads a second request sharing its first 1,792 tokens
   ``--iterations`` times (7 of 8 pages); against a plain ``batch_get_into`` of the same keys, one loopback
   TCP stream and memcpy of the same bytes, with 1..N read streams and with the segment co-located with decode;
 - ``--trace NAME|FILE`` (:mod:`kvtui.bench.trace`): a trace's replay rate through the engine vs a bare loop;
-- ``--ui`` (:mod:`kvtui.bench.ui`): the workload rate with the live monitor vs without it.
+- ``--ui`` (:mod:`kvtui.bench.ui`): the workload rate with the live monitor vs without it;
+- ``--tcp-sweep`` (:mod:`kvtui.bench.tcp_sweep`): remote reloads under a few Mooncake TCP settings;
+- ``--link RATE`` (:mod:`kvtui.bench.link`): reloads across an emulated link against its rate, and with
+  ``--decode-workers M,…`` (:mod:`kvtui.bench.aggregate`) M readers at once against M × the rate.
 
 MB/s are 10^6 bytes per second.
 """
@@ -23,6 +26,7 @@ from kvtui.commands.output import check_writable, write_json_atomic
 from kvtui.commands.trace_args import add_synthesis_arguments, synthesis_description, synthesize_rows
 from kvtui.core.defaults import DEFAULT_HZ, DEFAULT_STORE_SIZE_TEXT, MAX_HZ, MIN_SEGMENT_BYTES
 from kvtui.core.errors import KvtuiError
+from kvtui.core.topology import MAX_WORKERS
 from workload import DEFAULT_BLOCK_TOKENS
 
 _CASE = ReuseCase()  # the default flags
@@ -111,6 +115,10 @@ def register(subparsers) -> None:
                    help="instead: reload throughput across emulated hosts (--hosts auto) whose links are shaped to "
                         "RATE bit/s with tc (1gbit, 500mbit; a one-way DELAY such as 200us needs the kernel's "
                         "netem), against that rate: ratios.reload_vs_link (needs root)")
+    p.add_argument("--decode-workers", metavar="M[,M…]", default=None,
+                   help=f"--link: instead of one reader, M decode workers reloading at once, each on its own host, "
+                        f"with M prefill workers holding the segments (1-{MAX_WORKERS} each, e.g. 1,2,4): aggregate "
+                        "reload MB/s against M × the link's rate, ratios.aggregate_vs_links")
     p.add_argument("--seconds", type=float, default=None, metavar="SECONDS", help="--ui: length of each phase (default 8)")
     p.add_argument("--refresh-hz", type=float, default=None, metavar="HZ",
                    help=f"--ui: the monitor's screen updates per second, ≤ {MAX_HZ:g} (default {DEFAULT_HZ:g}, as kvtui "
@@ -149,6 +157,9 @@ def run(args: argparse.Namespace) -> int:
         from kvtui.commands.hosts_args import link_option
 
         link = link_option(args.link)
+    counts = worker_counts(args.decode_workers) if args.decode_workers is not None else []
+    if counts and link is None:
+        raise KvtuiError("--decode-workers measures aggregate reloads across emulated links: add --link RATE")
     if mode in ("reuse", "tcp-sweep", "link"):
         if args.prompt_tokens < layout.page_tokens:
             raise KvtuiError(f"--prompt-tokens must hold at least one page ({layout.page_tokens} tokens)")
@@ -189,6 +200,12 @@ def run(args: argparse.Namespace) -> int:
 
         out = measure_tcp_sweep(engines, layout, args.prompt_tokens, args.shared_tokens, args.iterations, args.rounds)
         print(format_tcp_sweep(out))
+        code = 0 if out["verified"] else 1
+    elif link is not None and counts:
+        from kvtui.bench.aggregate import format_aggregate, measure_aggregate
+
+        out = measure_aggregate(engines, layout, link, counts, args.prompt_tokens, args.shared_tokens, args.iterations)
+        print(format_aggregate(out))
         code = 0 if out["verified"] else 1
     elif link is not None:
         from kvtui.bench.link import format_link, measure_link
@@ -351,3 +368,18 @@ def format_ui(o: dict) -> str:
             f"ratio monitor/headless   {paired:8.2f}, median of the rounds ({per_round}) → "
             f"{_target(paired, TARGETS['monitor_vs_headless'])}; of the best runs {q['monitor_vs_headless_best_of']:.2f}\n"
             f"monitor CPU, paused      {o['idle_paused_cpu_percent']:8.1f} % of one core (target: near zero)")
+
+
+def worker_counts(text: str) -> list[int]:
+    """``--decode-workers 1,2,4`` as ``[1, 2, 4]``; ``KvtuiError`` (one line) unless each is 1-MAX_WORKERS."""
+    from kvtui.core.topology import check_count
+
+    try:
+        counts = [int(x) for x in text.split(",")]
+        for n in counts:
+            check_count("--decode-workers", n)
+    except ValueError as exc:
+        raise KvtuiError(str(exc) if "--decode-workers" in str(exc) else
+                         f"--decode-workers takes counts such as 1,2,4, got {text!r}") from None
+    return counts
+

@@ -49,6 +49,7 @@ class RequestResult:
     keys: tuple = ()  # the first and last page key (store keys of the cacheable pages; () when none)
     decode_worker: int = 0  # index of the decode worker that reloaded it (kvtui.core.topology.worker_name)
     prefill_worker: int = 0  # index of the prefill worker that published it
+    bytes_local: int = 0  # of bytes_loaded, read from the decode worker's own segment (--segment-on decode)
 
     @property
     def tokens_hit(self) -> int:

@@ -80,6 +80,7 @@ class ReloadResult:
     read_ms: float = 0.0
     verify_ms: float = 0.0
     rest_probe: list[int] = field(default_factory=list)
+    bytes_local: int = 0  # of bytes_loaded, from the reader's own segment (set by the decode worker)
 
 
 @dataclass
@@ -266,8 +267,10 @@ class PagedKVConnector:
     # ---- publish -------------------------------------------------------------------------------------
     def store_computed_prefix(self, tokens: Sequence[int] | np.ndarray, start_page: int = 0,
                               cacheable_tokens: int | None = None,
-                              keys: Sequence[str] | None = None, known: Sequence[int] = ()) -> PublishResult:
-        """Compute and publish the absent pages from ``start_page`` on (put-if-absent).
+                              keys: Sequence[str] | None = None, known: Sequence[int] = (),
+                              segment: str = "") -> PublishResult:
+        """Compute and publish the absent pages from ``start_page`` on (put-if-absent); ``segment``: into
+        that segment when it has room (``StoreClient.batch_put_if_absent``), "" where Mooncake picks.
 
         Raises :class:`RoleError` for a decode worker. Pages present at probe time, a key repeated within
         the batch, and a page the put finds stored (or being stored) by a peer count as already present;
@@ -310,7 +313,7 @@ class PagedKVConnector:
             t3 = time.perf_counter()
             base, pb = buf.ctypes.data, self.page_bytes
             rcs = self.store.batch_put_if_absent([todo[i] for i in idx], [base + r * pb for r in range(len(idx))],
-                                                 [pb] * len(idx))
+                                                 [pb] * len(idx), **({"segment": segment} if segment else {}))
             put_s += time.perf_counter() - t3
             compute_s += t3 - t2
             for i, rc in zip(idx, rcs):

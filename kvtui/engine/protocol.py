@@ -194,7 +194,8 @@ class PublishRest:
     need not probe them again; empty when an earlier publish was still running (it could store the same
     pages meanwhile and have them counted as published twice). ``reload``: decode's result (its
     ``rest_probe`` emptied: ``known`` carries it). ``t_start``: when the reload began. ``needs_ack``: prefill
-    will call the store, and decode counts the request as in flight until :class:`Ack`.
+    will call the store, and decode counts the request as in flight until :class:`Ack`. ``segment``: the
+    decode worker's own segment when it has one, so the pages it will reload next time are local.
     """
 
     seq: int
@@ -203,6 +204,7 @@ class PublishRest:
     reload: ReloadResult
     t_start: float
     needs_ack: bool
+    segment: str = ""  # publish into this segment (the decode worker's own, when it has one)
 
 
 @_msg

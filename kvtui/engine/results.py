@@ -85,5 +85,5 @@ def result_from(req, reload: ReloadResult, publish: PublishResult | None, layout
         publish_probe_ms=publish.probe_ms if publish else 0.0, compute_ms=publish.compute_ms if publish else 0.0,
         put_ms=publish.put_ms if publish else 0.0, codes=codes, arrival_s=req.arrival_s,
         t_start=t_start, t_end=t_end, labels=tuple(req.labels), keys=tuple(keys),
-        decode_worker=decode_worker, prefill_worker=prefill_worker,
+        decode_worker=decode_worker, prefill_worker=prefill_worker, bytes_local=reload.bytes_local,
     )

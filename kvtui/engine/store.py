@@ -178,7 +178,8 @@ class StoreClient:
         store = self._store
         return store is not None and not self._closed and hasattr(store, "batch_put_session_start")
 
-    def batch_put_if_absent(self, keys: Sequence[str], ptrs: Sequence[int], sizes: Sequence[int]) -> list[int]:
+    def batch_put_if_absent(self, keys: Sequence[str], ptrs: Sequence[int], sizes: Sequence[int],
+                            segment: str = "") -> list[int]:
         """Put-if-absent that says who wrote each object. Per key: ``0`` stored by this call,
         ``OBJECT_ALREADY_EXISTS`` (-705) the key exists or another writer (another process, or another thread
         of this one) is storing it right now, nothing written; another negative code: nothing stored.
@@ -198,6 +199,9 @@ class StoreClient:
         (``--put_start_discard_timeout_sec``, 30 s by default), as a writer killed inside ``batch_put_from``
         does. On a wheel without the put-session calls this is ``batch_put_from`` (0 also for a key a peer
         stored; :attr:`reports_existing` is False). Sizes in bytes; ``ptrs[i]`` holds ``sizes[i]`` bytes.
+        ``segment``: put the objects into that segment (a :meth:`segment_name`) if it has room
+        (``ReplicateConfig.preferred_segment``); "" lets Mooncake's allocator pick one at random (measured:
+        8 objects of two clients' segments went 5 and 3 without, 8 and 0 with it).
         """
         keys, ptrs, sizes = list(keys), [int(p) for p in ptrs], [int(n) for n in sizes]
         store = self._enter()
@@ -208,11 +212,43 @@ class StoreClient:
                 return [INVALID_PARAMS] * len(keys)
             if not hasattr(store, "batch_put_session_start"):
                 return [int(r) for r in store.batch_put_from(keys, ptrs, sizes)]
-            return self._put_sessions(store, keys, ptrs, sizes)
+            return self._put_sessions(store, keys, ptrs, sizes, segment)
         finally:
             self._leave()
 
-    def _put_sessions(self, store, keys: list[str], ptrs: list[int], sizes: list[int]) -> list[int]:
+    def segment_name(self) -> str:
+        """The name of this client's segment (``get_hostname()``: ``HOST:PORT``), "" when closed."""
+        store = self._enter()
+        if store is None:
+            return ""
+        try:
+            return str(store.get_hostname())
+        finally:
+            self._leave()
+
+    def replica_segments(self, keys: Sequence[str]) -> list[str]:
+        """Per key, the segment (transport endpoint, as :meth:`segment_name`) holding its first memory
+        replica, "" when it has none or the call failed (``batch_get_replica_desc``; one master RPC)."""
+        store = self._enter()
+        if store is None:
+            return [""] * len(keys)
+        try:
+            descs = store.batch_get_replica_desc(list(keys))
+        except Exception:  # (a master outage: unknown, the caller counts such bytes as remote)
+            return [""] * len(keys)
+        finally:
+            self._leave()
+        out = []
+        for k in keys:
+            where = ""
+            for d in descs.get(k, ()) or ():
+                if d.is_memory_replica():
+                    where = str(d.get_memory_descriptor().buffer_descriptor.transport_endpoint)
+                    break
+            out.append(where)
+        return out
+
+    def _put_sessions(self, store, keys: list[str], ptrs: list[int], sizes: list[int], segment: str = "") -> list[int]:
         out = [OBJECT_ALREADY_EXISTS] * len(keys)
         with self._cond:  # a key this client is already storing (another thread): -705, no second session
             mine = []
@@ -226,7 +262,9 @@ class StoreClient:
                 self._revoke(store, stale)
             if not mine:
                 return out
-            started = [int(r) for r in store.batch_put_session_start([keys[i] for i in mine], [sizes[i] for i in mine])]
+            extra = (_placed(segment),) if segment else ()
+            started = [int(r) for r in store.batch_put_session_start([keys[i] for i in mine], [sizes[i] for i in mine],
+                                                                     *extra)]
             held = []
             for i, r in zip(mine, started + [INVALID_PARAMS] * (len(mine) - len(started))):
                 out[i] = r
@@ -319,3 +357,13 @@ def open_client(endpoints: dict, segment_bytes: int = 0, local_buffer_bytes: int
     client = StoreClient(cfg)
     client.setup()
     return client
+
+
+def _placed(segment: str):
+    """A ``ReplicateConfig`` preferring ``segment`` (one replica, as the default)."""
+    from mooncake.store import ReplicateConfig
+
+    cfg = ReplicateConfig()
+    cfg.preferred_segment = segment
+    return cfg
+

@@ -127,7 +127,8 @@ def worker_main(conn, spec: WorkerSpec, peers=(), results=None) -> None:
         keyer = PageKeyer(spec.model, layout.page_tokens, spec.scheme, spec.namespace)
         chain = _Chain(PagedKVConnector(client, layout, keyer, spec.role, read_streams=spec.read_streams,
                                         max_batch_bytes=spec.max_batch_bytes), list(peers), results,
-                       shared=spec.decode_workers > 1, pair=spec.decode_workers == spec.prefill_workers == 1)
+                       shared=spec.decode_workers > 1, pair=spec.decode_workers == spec.prefill_workers == 1,
+                       segment=client.segment_name() if spec.segment_bytes else "")
         conn.send(Ready(os.getpid(), spec.role))
         _serve(conn, chain, _Commands(chain, client))
     except (EOFError, BrokenPipeError, KeyboardInterrupt, SystemExit):
@@ -146,10 +147,16 @@ class _Chain:
     """This worker's part of the request chain (:mod:`kvtui.engine.protocol`): decode's queue, its limit
     of requests in flight, hold, drain and back-off; prefill's publish, ack and report. ``peers``: the chain
     pipe ends (see :func:`worker_main`); ``shared``: other decode workers publish into the same store;
-    ``pair``: the run has this worker and one other (one prefill, one decode)."""
+    ``pair``: the run has this worker and one other (one prefill, one decode); ``segment``: the name of this
+    worker's own segment ("" without one). Placement: a page is published into the segment of the decode
+    worker that reloaded its request when that worker has one, else into the prefill worker's own, else
+    where Mooncake's allocator picks; a decode worker with a segment counts the bytes it reloaded from it
+    (``ReloadResult.bytes_local``: all of them when it is the only decode worker, else one
+    ``batch_get_replica_desc`` of the reloaded keys says)."""
 
-    def __init__(self, connector, peers: list, results, shared: bool = False, pair: bool = True):
+    def __init__(self, connector, peers: list, results, shared: bool = False, pair: bool = True, segment: str = ""):
         self.connector, self.peers, self.results, self.shared, self.pair = connector, peers, results, shared, pair
+        self.segment = segment
         self.queue: deque = deque()  # decode: (seq, keys, prefill index) hashed, waiting for their turn
         self.limit = 1
         self.in_flight = 0  # decode: forwarded to prefill and not yet acknowledged
@@ -212,11 +219,21 @@ class _Chain:
                 self.held = True
             known, res.rest_probe = (res.rest_probe if alone else []), []
             needs_ack = len(known) < len(rest) or 0 in known  # will prefill call the store?
-            peer.send(PublishRest(seq, rest, known, res, t_start, needs_ack))
+            if self.segment and res.pages_hit:
+                self._count_local(res, keys[:res.pages_hit])
+            peer.send(PublishRest(seq, rest, known, res, t_start, needs_ack, self.segment))
         except Exception as exc:
             peer.send(RequestFailed(seq, f"decode worker: {type(exc).__name__}: {exc}"))
             raise
         self.in_flight += needs_ack
+
+    def _count_local(self, res, keys: list[str]) -> None:
+        """Set ``res.bytes_local``: the reloaded bytes that came from this worker's own segment."""
+        if not self.shared:
+            res.bytes_local = res.bytes_loaded
+            return
+        where = self.connector.store.replica_segments(keys)
+        res.bytes_local = self.connector.page_bytes * sum(w == self.segment for w in where)
 
     def on_peer(self, msg, peer) -> None:
         """A message from another worker on its chain pipe ``peer``."""
@@ -237,7 +254,8 @@ class _Chain:
 
     def _publish(self, msg: PublishRest, peer) -> None:
         try:
-            pub = self.connector.store_computed_prefix(None, 0, keys=msg.rest_keys, known=msg.known)
+            pub = self.connector.store_computed_prefix(None, 0, keys=msg.rest_keys, known=msg.known,
+                                                       segment=msg.segment or self.segment)
             t_end = time.monotonic()
         except Exception as exc:
             self.results.send(RequestFailed(msg.seq, f"prefill worker: {type(exc).__name__}: {exc}"))
@@ -273,7 +291,8 @@ class _Commands:
         return self.chain.connector.reload_and_rest(msg.tokens, msg.cacheable_tokens)[0]
 
     def publish(self, msg: Publish):
-        return self.chain.connector.store_computed_prefix(msg.tokens, msg.start_page, msg.cacheable_tokens)
+        return self.chain.connector.store_computed_prefix(msg.tokens, msg.start_page, msg.cacheable_tokens,
+                                                          segment=self.chain.segment)
 
     def bench_reload(self, msg: BenchReload) -> list[TimedReload]:
         connector = self.chain.connector

@@ -184,6 +184,10 @@ WORKER_SHARE = Figure("share", "share of requests (per worker)", "share", "%",
 WORKER_HIT_RATE = Figure("page_hit_rate", "page hit rate (per decode worker)", "hits", "%",
                          "pages it reloaded ÷ full pages of its requests", _WORKER_WINDOW, _WORKER_SHOWN,
                          "workers[].page_hit_rate")
+WORKER_LOCAL = Figure("local_share", "local reuse (per decode worker)", "local", "%",
+                      "bytes it reloaded from its own segment ÷ bytes it reloaded (only a decode worker with a "
+                      "segment, --segment-on decode, has local bytes)", _WORKER_WINDOW, _WORKER_SHOWN,
+                      "workers[].local_share, workers[].bytes_local")
 WORKER_REUSE_BUSY = Figure("reuse_read_MBps", "reuse read (busy, per decode worker)", "reuse", "MB/s",
                            "bytes it loaded ÷ time it spent in store reads (probe excluded)", _WORKER_WINDOW,
                            _WORKER_SHOWN, "workers[].reuse_read_MBps")
@@ -194,7 +198,8 @@ WORKER_ERRORS = Figure("errors", "store errors (per worker)", "err", "codes",
                        "failing store return codes of the requests it took part in (their reload and publish)",
                        _WORKER_WINDOW, _WORKER_SHOWN, "workers[].errors")
 #: the Workers panel's columns and the ``workers`` entries' figures, in order
-WORKERS = (WORKER_REQUESTS, WORKER_SHARE, WORKER_HIT_RATE, WORKER_REUSE_BUSY, WORKER_PUBLISH_BUSY, WORKER_ERRORS)
+WORKERS = (WORKER_REQUESTS, WORKER_SHARE, WORKER_HIT_RATE, WORKER_LOCAL, WORKER_REUSE_BUSY, WORKER_PUBLISH_BUSY,
+           WORKER_ERRORS)
 
 # TTFT and GPU time saved: estimates (kvtui.metrics.ttft), against the measured reload time
 _EST_WINDOW = f"monitor: last {LATENCY_WINDOW_S:g} s; summary: {_RUN_WINDOW}; bench: `--iterations` reloads"

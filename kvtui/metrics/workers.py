@@ -9,7 +9,8 @@ from collections import Counter
 from kvtui.core.topology import worker_name
 from kvtui.metrics import figures as fig
 
-DECODE_COUNTS = ("requests", "pages_total", "pages_hit", "bytes_loaded", "verified_pages", "mismatches", "errors")
+DECODE_COUNTS = ("requests", "pages_total", "pages_hit", "bytes_loaded", "bytes_local", "verified_pages", "mismatches",
+                 "errors")
 PREFILL_COUNTS = ("requests", "pages_published", "pages_already_present", "pages_failed", "bytes_written", "errors")
 
 
@@ -47,6 +48,7 @@ class WorkerTally:
         d["pages_total"] += r.pages_total
         d["pages_hit"] += r.pages_hit
         d["bytes_loaded"] += r.bytes_loaded
+        d["bytes_local"] += r.bytes_local
         d["verified_pages"] += r.verified
         d["mismatches"] += r.mismatches
         d["read_ms_total"] += r.read_ms
@@ -76,6 +78,7 @@ class WorkerTally:
                 if role == "decode":
                     row["read_ms_total"] = float(c["read_ms_total"])
                     row[fig.WORKER_HIT_RATE.key] = _pct(c["pages_hit"], c["pages_total"])
+                    row[fig.WORKER_LOCAL.key] = _pct(c["bytes_local"], c["bytes_loaded"])
                     row[fig.WORKER_REUSE_BUSY.key] = _mbps(c["bytes_loaded"], c["read_ms_total"])
                 else:
                     row["put_ms_total"] = float(c["put_ms_total"])

@@ -146,3 +146,32 @@ def test_bench_link_reports_reload_against_the_links_rate(tmp_path):
     assert b["ratios"]["raw_vs_link"] == pytest.approx(b["raw_MBps_p50"] / 25.0)
     assert 0 < b["ratios"]["reload_vs_link"] <= 1.15  # the link is the limit: no reload beats its rate
     assert "reload ÷ link" in proc.stdout
+
+
+@needs_root
+def test_several_workers_each_get_a_host_and_aggregate_reloads_are_held_to_their_links(tmp_path):
+    out = tmp_path / "run.json"
+    holders = _holders()
+    proc = subprocess.run(KVTUI + ["run", "--hosts", "auto", "--decode-workers", "3", "--prefill-workers", "2",
+                                   "--requests", "60", "--layout", "tiny", "--store-size", "64MiB", "--quiet",
+                                   "--json", str(out)], capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    s = json.loads(out.read_text())
+    hosts = {w["name"]: w["host"] for w in s["workers"]}
+    assert set(hosts) == {"decode-0", "decode-1", "decode-2", "prefill-0", "prefill-1"}
+    assert len(set(hosts.values())) == 5 and all(h.startswith("10.77.0.") for h in hosts.values()), hosts
+    assert s["mismatches"] == 0 and s["requests"] == 60 and _holders() <= holders
+    bench = tmp_path / "bench.json"
+    proc = subprocess.run(KVTUI + ["bench", "--link", "200mbit", "--decode-workers", "1,2", "--iterations", "2",
+                                   "--prompt-tokens", "256", "--shared-tokens", "256", "--store-size", "64MiB",
+                                   "--json", str(bench)] + PAGE_128K, capture_output=True, text=True, timeout=150)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    b = json.loads(bench.read_text())
+    assert [r["decode_workers"] for r in b["runs"]] == [1, 2] and b["verified"]
+    for r in b["runs"]:
+        ratio = b["ratios"]["aggregate_vs_links"][str(r["decode_workers"])]
+        assert ratio == pytest.approx(r["aggregate_MBps_p50"] / (25.0 * r["decode_workers"]))
+        assert 0 < ratio <= 1.15  # no more than the readers' links carry
+    assert "aggregate ÷ links" in proc.stdout
+    bad = subprocess.run(KVTUI + ["bench", "--decode-workers", "2"], capture_output=True, text=True, timeout=60)
+    assert bad.returncode == 2 and "add --link RATE" in bad.stderr and "Traceback" not in bad.stderr

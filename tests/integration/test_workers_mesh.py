@@ -170,3 +170,21 @@ def test_a_run_goes_on_after_a_worker_dies_and_says_what_was_lost(fresh_cluster)
     said = [x for x in events if x.kind == "error" and "worker died" in x.text]
     assert len(said) == 1 and "prefill-1" in said[0].text and f"{d.lost} requests under way lost" in said[0].text
     assert all(r.mismatches == 0 for r in done) and len(done) == d.completed > 10
+
+
+def test_prefix_affinity_makes_every_reload_local_where_round_robin_reads_remote_segments():
+    local = {}
+    for route in ("prefix-affinity", "round-robin"):
+        e = Engine(EngineOptions(layout=TINY, model=f"loc-{uuid.uuid4().hex[:6]}", segment_on="decode",
+                                 store_bytes=96 << 20, decode_workers=3, route=route))
+        e.start()  # an embedded cluster: every decode worker contributes a 32 MiB segment, no store node
+        try:
+            agg, _results = _run(e, 60, concurrency=1, pool=3)
+        finally:
+            e.stop()
+        decode = [w for w in agg.frame().workers if w["role"] == "decode"]
+        assert sum(w["bytes_loaded"] for w in decode) > 0
+        local[route] = 100.0 * sum(w["bytes_local"] for w in decode) / sum(w["bytes_loaded"] for w in decode)
+        if route == "prefix-affinity":
+            assert all(w["local_share"] == 100.0 for w in decode if w["bytes_loaded"])
+    assert local["round-robin"] < 90.0, local  # a group's pages live on one segment; its readers are all three

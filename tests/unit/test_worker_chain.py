@@ -207,3 +207,38 @@ def test_prefill_acks_the_decode_worker_whose_request_it_published():
     chain.on_peer(PublishRest(3, keys, [], ReloadResult(pages_total=2), 1.0, True), b)
     assert b.sent == [Ack(False)] and a.sent == []
     assert results.sent[-1].seq == 3
+
+
+class PlacingStore(FakeStore):
+    """Records the segment each put asked for, and says where each key lives (its first put's segment)."""
+
+    def __init__(self):
+        super().__init__()
+        self.placed = {}
+
+    def batch_put_if_absent(self, keys, ptrs, sizes, segment=""):
+        for k in keys:
+            self.placed.setdefault(k, segment)
+        return super().batch_put_if_absent(keys, ptrs, sizes)
+
+    def replica_segments(self, keys):
+        return [self.placed.get(k, "") for k in keys]
+
+
+def test_pages_go_to_the_readers_segment_and_its_local_bytes_are_counted():
+    store = PlacingStore()
+    prefill = _Chain(_conn(store, role="prefill"), [Pipe()], Pipe(), segment="prefill-seg")
+    keys = prefill.connector.keys_for(toks(4 * 4))
+    prefill.on_peer(PublishRest(0, keys[:2], [], ReloadResult(pages_total=2), 1.0, True, "decode-seg"), prefill.peers[0])
+    prefill.on_peer(PublishRest(1, keys[2:], [], ReloadResult(pages_total=2), 1.0, True, ""), prefill.peers[0])
+    assert [store.placed[k] for k in keys] == ["decode-seg"] * 2 + ["prefill-seg"] * 2  # else its own segment
+    decode = _Chain(_conn(store, role="decode"), [Pipe()], None, shared=True, segment="decode-seg")
+    decode.submit(0, keys)
+    decode.reload_next()
+    sent = decode.peers[0].sent[-1]
+    assert sent.segment == "decode-seg" and sent.reload.pages_hit == 4
+    assert sent.reload.bytes_local == 2 * decode.connector.page_bytes  # two of its four pages were in its segment
+    alone = _Chain(_conn(store, role="decode"), [Pipe()], None, shared=False, segment="decode-seg")
+    alone.submit(0, keys)
+    alone.reload_next()
+    assert alone.peers[0].sent[-1].reload.bytes_local == alone.peers[0].sent[-1].reload.bytes_loaded  # the only segment

@@ -1,5 +1,5 @@
 """Workers panel: one line per worker with the figures of :data:`kvtui.metrics.figures.WORKERS` from
-``frame.workers`` (requests, share of its role's requests, page hit rate, busy MB/s: reuse read for a
+``frame.workers`` (requests, share of its role's requests, page hit rate, local reuse (where wide), busy MB/s: reuse read for a
 decode worker, publish write for a prefill worker, store errors). The app shows it only when a run has more
 than one worker of a role (``--prefill-workers`` / ``--decode-workers``)."""
 
@@ -63,23 +63,24 @@ class WorkersPanel(LinesPanel):
     def lines(self, width: int) -> list[Text]:
         if not self.shown_workers:
             return [Text("no requests yet")]
-        share = width >= 38
-        name_w = max(4, width - (7 + 5 + 7 + 4) - (6 if share else 0))
+        share, local = width >= 38, width >= 44
+        name_w = max(4, width - (7 + 5 + 7 + 4) - (6 if share else 0) - (6 if local else 0))
 
-        def row(name, req, sh, hits, mbps, err) -> str:
-            return (f"{name[:name_w]:<{name_w}}{req:>7}" + (f"{sh:>6}" if share else "")
-                    + f"{hits:>5}{mbps:>7}{err:>4}")
+        def row(name, req, sh, hits, loc, mbps, err) -> str:
+            return (f"{name[:name_w]:<{name_w}}{req:>7}" + (f"{sh:>6}" if share else "") + f"{hits:>5}"
+                    + (f"{loc:>6}" if local else "") + f"{mbps:>7}{err:>4}")
 
-        out = [Text(row("worker", "req", "share", "hits", "MB/s", "err"),
+        out = [Text(row("worker", "req", "share", "hits", "local", "MB/s", "err"),
                     self.get_component_rich_style("workers--header", partial=True))]
         bad = self.get_component_rich_style("workers--bad", partial=True)
         for w in self.shown_workers:
             decode = w.get("role") == "decode"
             mbps = w.get(fig.WORKER_REUSE_BUSY.key if decode else fig.WORKER_PUBLISH_BUSY.key, 0.0)
             hits = f"{w.get(fig.WORKER_HIT_RATE.key, 0.0):.0f}%" if decode else ""
+            loc = f"{w.get(fig.WORKER_LOCAL.key, 0.0):.0f}%" if decode else ""
             errors = int(w.get(fig.WORKER_ERRORS.key, 0))
             line = Text(row(str(w.get("name", "?")), fmt_count(w.get(fig.WORKER_REQUESTS.key, 0)),
-                            f"{w.get(fig.WORKER_SHARE.key, 0.0):.0f}%", hits, _mbps(mbps), fmt_count(errors)))
+                            f"{w.get(fig.WORKER_SHARE.key, 0.0):.0f}%", hits, loc, _mbps(mbps), fmt_count(errors)))
             if errors or w.get("mismatches"):
                 line.stylize(bad)
             out.append(line)

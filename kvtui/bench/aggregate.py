@@ -1,0 +1,117 @@
+"""``kvtui bench --link RATE --decode-workers M[,M…]``: aggregate reload throughput of M decode workers at
+once, each on an emulated host of its own, against M × the link's rate (:mod:`kvtui.engine.hosts`).
+
+For each M: a fresh embedded cluster on emulated hosts, every link shaped to ``RATE`` (tc tbf), M prefill
+workers each contributing an equal share of the store's segment (``--segment-on prefill``: the store's bytes
+live on M hosts, so M readers are not held to one host's link) and M decode workers. Prefill worker i
+publishes prompt i (the M prompts share no page); then, ``iterations`` rounds: every decode worker i reloads
+a request sharing the first ``shared_tokens`` of prompt i, all at the same moment (one thread each).
+
+``aggregate MB/s`` of a round = Σ bytes the M workers reloaded ÷ the round's wall time (from the first
+command sent to the last answer, in the parent: verification included); the figure is the median over
+rounds. ``ratios.aggregate_vs_links[M]`` = that ÷
+(M × the link's rate in MB/s, ``rate_bps / 8 / 10^6``). Each prefill worker publishes into its own segment
+(kvtui's placement, ``kvtui.engine.worker._Chain``), so reader i reads only from host prefill-i and the M
+transfers share no link.
+"""
+
+from __future__ import annotations
+
+import time
+from concurrent.futures import ThreadPoolExecutor
+
+import numpy as np
+
+from kvtui.bench.engines import BenchEngines, environment, say
+from kvtui.core.units import median
+
+TARGET = 0.9
+
+
+def _round(engine, seconds: list, pool: ThreadPoolExecutor) -> tuple[list, float]:
+    """One round: every decode worker reloads its request at once; their ``ReloadResult`` s, in order, and
+    the round's wall time in ms (from the first command sent to the last answer, in the parent)."""
+    from kvtui.engine.protocol import BenchReload
+
+    t0 = time.perf_counter()
+    futures = [pool.submit(h.call, BenchReload(s, 1)) for h, s in zip(engine.decodes, seconds)]
+    results = [f.result()[0].result for f in futures]
+    return results, (time.perf_counter() - t0) * 1e3
+
+
+def measure_one(engines: BenchEngines, layout, link, m: int, prompt_tokens: int, shared_tokens: int,
+                iterations: int) -> dict:
+    """The figures of one M (see the module): ``decode_workers``, ``rounds`` (per round: ``MBps`` and the
+    ``bytes``), ``aggregate_MBps_p50``, ``per_worker_MBps_p50`` (each worker's median reload rate),
+    ``links_MBps`` (M × rate), ``verified``."""
+    from kvtui.engine.cluster import ClusterOptions
+    from kvtui.engine.engine import EngineOptions
+    from kvtui.engine.protocol import Publish
+
+    prompts = [np.arange(prompt_tokens, dtype=np.uint32) + 3000 + 10_000_000 * i for i in range(m)]
+    seconds = []
+    for p in prompts:
+        s = p.copy()
+        s[shared_tokens:] += 1_000_000
+        seconds.append(s)
+    opts = EngineOptions(layout=layout, model=engines.model, scheme=engines.scheme, namespace=engines.namespace,
+                         segment_on="prefill", store_bytes=engines.store_bytes * m, read_streams=1,
+                         cluster=ClusterOptions(hosts=True, link=link), prefill_workers=m, decode_workers=m)
+    say(f"{m} decode worker{'s' if m > 1 else ''}: starting {2 * m} workers on emulated hosts, links {link.text()}…")
+    engine = engines.start(opts, None)
+    try:
+        for h, p in zip(engine.prefills, prompts):
+            h.call(Publish(p))
+        say(f"{m} decode worker{'s' if m > 1 else ''}: {iterations} rounds of {m} reloads at once…")
+        with ThreadPoolExecutor(m) as pool:
+            timed = [_round(engine, seconds, pool) for _ in range(iterations)]
+        rounds = [results for results, _ms in timed]
+        env = environment(engine.endpoints)
+    finally:
+        engine.stop()
+    rate = link.rate_bytes_per_s / 1e6
+    per_round = []
+    for results, wall_ms in timed:
+        nbytes = sum(r.bytes_loaded for r in results)
+        per_round.append({"bytes": nbytes, "wall_ms": wall_ms, "MBps": nbytes / (wall_ms / 1e3) / 1e6})
+    per_worker = [median([rs[i].bytes_loaded / ((rs[i].probe_ms + rs[i].read_ms) / 1e3) / 1e6
+                          for rs in rounds if rs[i].probe_ms + rs[i].read_ms > 0]) for i in range(m)]
+    return {"decode_workers": m, "rounds": per_round, "aggregate_MBps_p50": median([r["MBps"] for r in per_round]),
+            "per_worker_MBps_p50": per_worker, "links_MBps": m * rate,
+            "pages_per_reload": rounds[0][0].pages_hit,
+            "verified": all(r.verified == r.pages_hit > 0 and r.mismatches == 0 for rs in rounds for r in rs),
+            "environment": env}
+
+
+def measure_aggregate(engines: BenchEngines, layout, link, counts: list[int], prompt_tokens: int,
+                      shared_tokens: int, iterations: int) -> dict:
+    """Every M of ``counts`` (:func:`measure_one`), then ``ratios.aggregate_vs_links`` (``{M: ratio}``) and
+    ``ratios.scaling`` (``{M: aggregate(M) ÷ aggregate(first M)}``), ``targets`` and ``verified``."""
+    runs = [measure_one(engines, layout, link, m, prompt_tokens, shared_tokens, iterations) for m in counts]
+    ratios = {str(r["decode_workers"]): r["aggregate_MBps_p50"] / r["links_MBps"] for r in runs}
+    base = runs[0]["aggregate_MBps_p50"]
+    return {"layout": layout.as_dict(), "page_bytes": layout.page_bytes, "iterations": iterations,
+            "link": {"text": link.text(), "rate_bps": link.rate_bps, "rate_MBps": link.rate_bytes_per_s / 1e6},
+            "runs": runs,
+            "ratios": {"aggregate_vs_links": ratios,
+                       "scaling": {str(r["decode_workers"]): (r["aggregate_MBps_p50"] / base if base else 0.0)
+                                   for r in runs}},
+            "targets": {"aggregate_vs_links": TARGET, "met": all(v >= TARGET for v in ratios.values())},
+            "verified": all(r["verified"] for r in runs), "environment": runs[-1]["environment"]}
+
+
+def format_aggregate(out: dict) -> str:
+    """The human table of :func:`measure_aggregate`'s figures."""
+    rate = out["link"]["rate_MBps"]
+    lines = [f"link                  {out['link']['text']} each way = {rate:,.1f} MB/s per host "
+             "(tc tbf on every emulated host's veth)",
+             "decode workers   aggregate p50   M × link   ratio   per worker p50 (MB/s)"]
+    for r in out["runs"]:
+        m = r["decode_workers"]
+        ratio = out["ratios"]["aggregate_vs_links"][str(m)]
+        per = ", ".join(f"{v:,.1f}" for v in r["per_worker_MBps_p50"])
+        lines.append(f"{m:>14}   {r['aggregate_MBps_p50']:>8,.1f} MB/s   {r['links_MBps']:>8,.1f}   {ratio:5.2f}   {per}")
+    met = "met" if out["targets"]["met"] else "NOT met"
+    lines += [f"aggregate ÷ links     target ≥ {out['targets']['aggregate_vs_links']}: {met}",
+              f"verified              {'every reloaded page byte-exact' if out['verified'] else 'MISMATCHES'}"]
+    return "\n".join(lines)
