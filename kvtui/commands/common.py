@@ -366,7 +366,7 @@ def make_workload(args: argparse.Namespace, layout: PageLayout):
         wl = SyntheticWorkload(spec)
     except ValueError as exc:
         raise KvtuiError(flag_message(str(exc))) from None
-    args.working_set = synthetic_working_set(spec, getattr(args, "concurrency", 1))
+    args.working_set = synthetic_working_set(spec, getattr(args, "concurrency", 1) * getattr(args, "decode_workers", 1))
     from kvtui.live import synthetic_description
 
     return wl, synthetic_description(spec), []
