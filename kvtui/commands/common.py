@@ -220,7 +220,7 @@ def engine_options(args: argparse.Namespace, layout: PageLayout):
         raise KvtuiError("--read-streams must be at least 1")
     if not (args.lease_ttl > 0):
         raise KvtuiError("--lease-ttl must be positive seconds")
-    n_prefill, n_decode, route = topology_options(args)
+    n_prefill, n_decode, route, store_nodes = topology_options(args)
     hosts, link = host_options(args)  # (before attaching: --hosts auto with --master is refused as such)
     args.link = link.text() if link else None  # (normalised, for run_context)
     endpoints = None
@@ -254,7 +254,7 @@ def engine_options(args: argparse.Namespace, layout: PageLayout):
                              DEFAULT_STORE_BYTES)  # after the checks: may say in one line the size chosen and why
     args.store_bytes = None if endpoints is not None else store_bytes  # the segment's size, for run_context
     if endpoints is None:
-        check_segment_share(args.segment_on, store_bytes, layout.page_bytes, n_prefill, n_decode)
+        check_segment_share(args.segment_on, store_bytes, layout.page_bytes, n_prefill, n_decode, store_nodes)
     mode = args.isolate_network
     if ports and mode == "auto" and not hosts:
         mode = "off"  # explicit ports are meant to be reached (and checked) on this host's loopback
@@ -269,7 +269,7 @@ def engine_options(args: argparse.Namespace, layout: PageLayout):
                            metrics_port=args.metrics_port, metadata_port=args.metadata_port,
                            isolation=None if endpoints else isolate(mode, explicit_ports=bool(ports), hosts=hosts)
                            + (f"; every host's link {link.text()} each way (tc tbf)" if link else ""),
-                           hosts=hosts, link=link)
+                           hosts=hosts, link=link, store_nodes=store_nodes)
     return EngineOptions(layout=layout, model=args.model, scheme=args.scheme, namespace=args.key_prefix,
                          segment_on=args.segment_on, store_bytes=store_bytes, read_streams=args.read_streams,
                          concurrency=getattr(args, "concurrency", 1), cluster=copts, prefill_workers=n_prefill,
@@ -366,7 +366,8 @@ def make_workload(args: argparse.Namespace, layout: PageLayout):
         wl = SyntheticWorkload(spec)
     except ValueError as exc:
         raise KvtuiError(flag_message(str(exc))) from None
-    args.working_set = synthetic_working_set(spec, getattr(args, "concurrency", 1) * getattr(args, "decode_workers", 1))
+    per_worker = max(1, getattr(args, "decode_workers", 1))  # (a bad count is refused with the engine options)
+    args.working_set = synthetic_working_set(spec, getattr(args, "concurrency", 1) * per_worker)
     from kvtui.live import synthetic_description
 
     return wl, synthetic_description(spec), []

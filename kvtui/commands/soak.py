@@ -119,8 +119,9 @@ def _plan(args: argparse.Namespace):
         raise KvtuiError(f"--client-ttl must be at least 1 second, got {args.client_ttl}")
     if args.concurrency < 1:
         raise KvtuiError("--concurrency must be at least 1")
-    if args.prefill_workers != 1 or args.decode_workers != 1:  # (its series have one column per process role)
-        raise KvtuiError("kvtui soak runs one prefill and one decode worker; drop --prefill-workers/--decode-workers")
+    if args.prefill_workers != 1 or args.decode_workers != 1 or args.store_nodes != 1:  # (a series column per role)
+        raise KvtuiError("kvtui soak runs one prefill worker, one decode worker and one store node; drop "
+                         "--prefill-workers/--decode-workers/--store-nodes")
     try:
         kinds = parse_kinds(args.faults)
     except ValueError as exc:

@@ -157,6 +157,7 @@ class ClusterOptions:
     hosts: bool = False  # each process on an emulated host of its own (kvtui.engine.hosts; needs isolation)
     link: LinkSpec | None = None  # shapes every host's link (with hosts); None: unshaped
     worker_names: tuple[str, ...] = ("prefill", "decode")  # one emulated host each (kvtui.core.topology)
+    store_nodes: int = 1  # with segment_on "store": that many store nodes, each store_bytes / store_nodes
 
 
 @dataclass
@@ -218,7 +219,7 @@ class EmbeddedCluster:
         try:
             if o.hosts:
                 self.emulated = EmulatedHosts(log_dir, o.link)
-                names = ["master"] + (["store"] if o.segment_on == "store" else []) + list(o.worker_names)
+                names = ["master"] + (self.store_names() if o.segment_on == "store" else []) + list(o.worker_names)
                 try:
                     made = self.emulated.make(names)
                 except HostsError as exc:
@@ -250,10 +251,13 @@ class EmbeddedCluster:
                 metrics_url=metrics_url, embedded=True, client_env=loopback_client_env(), log_dir=str(log_dir),
                 hosts=hosts)
             if o.segment_on == "store":
-                self._store_argv = on.get("store", []) + [sys.executable, "-m", "kvtui.engine.store_node", "--endpoints",
-                                    json.dumps(self.endpoints.as_dict()), "--segment-bytes", str(o.store_bytes)]
-                self.processes.append(spawn("store", self._store_argv, log_dir / "store.log", env))
-                self._wait("store", lambda: self.capacity_bytes() >= o.store_bytes)
+                each = o.store_bytes // len(self.store_names())
+                self._store_argv = {name: on.get(name, []) + [
+                    sys.executable, "-m", "kvtui.engine.store_node", "--endpoints", json.dumps(self.endpoints.as_dict()),
+                    "--segment-bytes", str(each), "--name", name] for name in self.store_names()}
+                for name, argv in self._store_argv.items():
+                    self.processes.append(spawn(name, argv, log_dir / f"{name}.log", env))
+                self._wait("store", lambda: self.capacity_bytes() >= each * len(self._store_argv))
             # the thread that restarts the master (M), made now: a thread made later by the monitor's
             # thread would inherit its nice +10, and so would the master it forks
             self._spawner = ThreadPoolExecutor(1, thread_name_prefix="kvtui-spawner")
@@ -327,20 +331,26 @@ class EmbeddedCluster:
         self.processes.insert(1, proc)
         self._wait("master", lambda: http_get(self.endpoints.metrics_url + "/health")[0] == 200)
 
-    def restart_store(self) -> None:
-        """Start the store node again after it died (from the cluster's spawner thread, as the master), with
-        a new segment of the same size; returns once its client is set up (its log says ``store node
+    def store_names(self) -> list[str]:
+        """The store nodes' process (and host) names: ``store``, or ``store-0`` … with several."""
+        from kvtui.core.topology import worker_names
+
+        return worker_names("store", max(1, self.options.store_nodes))
+
+    def restart_store(self, name: str = "store") -> None:
+        """Start store node ``name`` again after it died (from the cluster's spawner thread, as the master),
+        with a new segment of the same size; returns once its client is set up (its log says ``store node
         ready``). The master lists the dead node's pages until ``client_ttl`` passes. ``ClusterError`` if it
         is still running or does not come up."""
-        old = self.process("store")
+        old = self.process(name)
         if old is not None and old.alive():
-            raise ClusterError("the store node is still running")
+            raise ClusterError(f"the store node {name} is still running")
         self._restarted = True
         if old is not None:
             self.processes.remove(old)
-        log = self._log_dir / "store.log"
+        log = self._log_dir / f"{name}.log"
         start = log.stat().st_size if log.exists() else 0
-        proc = self._spawner.submit(spawn, "store", self._store_argv, log, self._env).result()
+        proc = self._spawner.submit(spawn, name, self._store_argv[name], log, self._env).result()
         self.processes.append(proc)
 
         def ready() -> bool:
@@ -348,7 +358,7 @@ class EmbeddedCluster:
                 f.seek(start)
                 return b"store node ready" in f.read()
 
-        self._wait("store", ready)
+        self._wait(name, ready)
 
     def process(self, name: str) -> ManagedProcess | None:
         """The managed process called ``name`` (``master``, ``metadata``, ``store``), if any."""

@@ -28,7 +28,7 @@ from dataclasses import replace
 
 from kvtui.core.events import RequestResult
 from kvtui.core.layout import PageLayout
-from kvtui.core.topology import worker_name
+from kvtui.core.topology import worker_name, worker_names
 from kvtui.engine.cluster import ClusterEndpoints, EmbeddedCluster
 from kvtui.engine.keys import PageKeyer
 from kvtui.engine.options import SEGMENT_PLACES, EngineOptions
@@ -141,10 +141,8 @@ class Engine:
         self.t0 = time.monotonic()
 
     def worker_names(self) -> list[str]:
-        """The names of the workers the options ask for, prefill then decode (:func:`worker_name`)."""
-        o = self.options
-        return ([worker_name("prefill", i, o.prefill_workers) for i in range(o.prefill_workers)]
-                + [worker_name("decode", i, o.decode_workers) for i in range(o.decode_workers)])
+        """The names of the workers the options ask for, prefill then decode (:func:`worker_names`)."""
+        return worker_names("prefill", self.options.prefill_workers) + worker_names("decode", self.options.decode_workers)
 
     def _start_chain(self) -> None:
         """Start every worker with the specs of the current options (layout included), joined by new pipes."""
@@ -309,8 +307,7 @@ class Engine:
         return "; ".join(f"{h.name} worker died (exit code {h.exit_code()})" for h in dead)
 
     def process(self, req) -> RequestResult:
-        """Run one request to completion (reload on decode, then publish on prefill). Not while a
-        :class:`Driver` is running on this engine."""
+        """Run one request to completion (reload, then publish); not while a :class:`Driver` runs."""
         self.submit(req)
         return self.next_result()
 
@@ -404,12 +401,14 @@ class Engine:
         self.cluster.restart_master()
 
     def restart_store(self) -> None:
-        """Embedded mode with a store node: start it again after it died, with a new segment of the same
-        size (``RuntimeError`` otherwise; ``ClusterError`` if it does not come up). The dead node's pages stay
-        listed by the master until its ``client_ttl`` passes (reads of them fail with TRANSFER_FAIL)."""
-        if self.cluster is None or self.cluster.process("store") is None:
+        """Embedded mode with store nodes: start every dead one again, with a new segment of the same size
+        (``RuntimeError`` without store nodes; ``ClusterError`` if none is dead or one does not come up). A dead
+        node's pages stay listed until the master's ``client_ttl`` passes (their reads fail: TRANSFER_FAIL)."""
+        if self.cluster is None or self.options.segment_on != "store":
             raise RuntimeError("kvtui runs no store node here (attached cluster, or the segment is on a worker)")
-        self.cluster.restart_store()
+        names = self.cluster.store_names()
+        for name in [n for n in names if not getattr(self.cluster.process(n), "alive", lambda: False)()] or names[:1]:
+            self.cluster.restart_store(name)
 
     def clear_store(self) -> int:
         """Remove every object in the store (global, also other clients'); returns the count removed."""

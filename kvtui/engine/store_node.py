@@ -1,7 +1,7 @@
 """The embedded store node: a process whose only job is to contribute a memory segment to the store.
 
 Run by :class:`kvtui.engine.cluster.EmbeddedCluster` as ``python -m kvtui.engine.store_node --endpoints JSON
---segment-bytes N``. It exits (closing its client, so its keys leave the master at once; within
+--segment-bytes N [--name store-1]`` (one per ``--store-nodes``). It exits (closing its client, so its keys leave the master at once; within
 :data:`CLOSE_TIMEOUT_S` whatever the master does) on SIGTERM or SIGINT, and at once when kvtui dies
 (parent-death SIGKILL).
 """
@@ -29,6 +29,7 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="kvtui-store-node")
     ap.add_argument("--endpoints", required=True, help="ClusterEndpoints.as_dict() as JSON")
     ap.add_argument("--segment-bytes", type=int, required=True, help="segment size in bytes")
+    ap.add_argument("--name", default="store", help="the node's name (store, store-0, …: its emulated host)")
     args = ap.parse_args(argv)
     stop = threading.Event()
     for sig in (signal.SIGTERM, signal.SIGINT):
@@ -37,7 +38,7 @@ def main(argv: list[str] | None = None) -> int:
 
     endpoints = json.loads(args.endpoints)
     try:
-        client = open_client(endpoints, segment_bytes=args.segment_bytes, role="store")
+        client = open_client(endpoints, segment_bytes=args.segment_bytes, role=args.name)
     except StoreError as exc:
         print(f"store node: {exc}", file=sys.stderr, flush=True)
         return 1

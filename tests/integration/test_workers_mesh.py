@@ -141,7 +141,10 @@ def test_run_json_lists_every_worker_and_bad_counts_get_one_line(tmp_path, clust
     for argv, words in ((["--decode-workers", "0"], "--decode-workers must be within 1-8"),
                         (["--prefill-workers", "9"], "--prefill-workers must be within 1-8"),
                         (["--segment-on", "decode", "--decode-workers", "8", "--store-size", "64MiB"],
-                         "splits the store into 8 segments")):
+                         "splits the store into 8 segments"),
+                        (["--store-nodes", "8", "--store-size", "64MiB"], "--store-nodes 8 splits the store"),
+                        (["--store-nodes", "2", "--segment-on", "decode"], "--store-nodes starts embedded store nodes"),
+                        (["--store-nodes", "0"], "--store-nodes must be within 1-8")):
         bad = subprocess.run(KVTUI + ["run", "--requests", "1", "--layout", "tiny"] + argv, capture_output=True,
                              text=True, timeout=60)
         assert bad.returncode == 2 and words in bad.stderr and "Traceback" not in bad.stderr, bad.stderr
@@ -188,3 +191,31 @@ def test_prefix_affinity_makes_every_reload_local_where_round_robin_reads_remote
         if route == "prefix-affinity":
             assert all(w["local_share"] == 100.0 for w in decode if w["bytes_loaded"])
     assert local["round-robin"] < 90.0, local  # a group's pages live on one segment; its readers are all three
+
+
+def test_store_nodes_share_the_segment_and_the_allocator_spreads_pages_over_them():
+    from kvtui.engine.cluster import ClusterOptions
+    from kvtui.engine.store import open_client
+
+    e = Engine(EngineOptions(layout=TINY, model=f"nodes-{uuid.uuid4().hex[:6]}", store_bytes=96 << 20,
+                             cluster=ClusterOptions(store_nodes=3)))
+    e.start()
+    try:
+        names = set(e.worker_pids())
+        assert {"store-0", "store-1", "store-2"} <= names and "store" not in names
+        assert e.cluster.capacity_bytes() == 96 << 20  # three segments of 32 MiB
+        agg, results = _run(e, 30, pool=3)
+        assert agg.frame().totals["mismatches"] == 0 and agg.frame().totals["pages_hit"] > 0
+        client = open_client(e.endpoints.as_dict())
+        try:
+            keys = [k for r in results for k in r.keys]
+            places = set(client.replica_segments(keys)) - {""}
+        finally:
+            client.close()
+        assert len(places) >= 2, places  # no worker owns a segment: Mooncake picks among the three
+        os.kill(e.worker_pids()["store-1"], signal.SIGKILL)
+        e.cluster.process("store-1").popen.wait(5)
+        e.restart_store()  # the dead one only
+        assert e.cluster.process("store-1").alive() and e.cluster.process("store-0").alive()
+    finally:
+        e.stop()
