@@ -90,7 +90,7 @@ class LiveSession(RecordingControl):
         self.driver.start()
         self._log("info", f"started: {self._workload_text()}")
         o = getattr(self.engine, "options", None)
-        nodes = getattr(getattr(o, "cluster", None), "store_nodes", 1) if o is not None and o.segment_on == "store" else 1
+        nodes = getattr(getattr(o, "cluster", None), "store_nodes", 1) if getattr(o, "segment_on", "") == "store" else 1
         if o is not None and (getattr(o, "prefill_workers", 1) > 1 or getattr(o, "decode_workers", 1) > 1 or nodes > 1):
             self._log("info", f"workers: {o.prefill_workers} prefill × {o.decode_workers} decode, route {o.route}, "
                               f"concurrency {self.driver.concurrency} per decode worker"
