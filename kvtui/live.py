@@ -65,6 +65,7 @@ class LiveSession(RecordingControl):
         self._page_bytes_used: dict[int, int] = {}  # tokens per page → page bytes of every layout used so far
         self.store_full = StoreFullAlarm(self._store_full_text)  # one event-log line per burst of refused puts
         self.sinks: list = []  # views fed every RequestResult, e.g. kvtui.export.request_log.RequestLog
+        self.coordinator = None  # kvtui.engine.remote.Coordinator while remote workers may join (listen)
 
     @property
     def description(self) -> dict:
@@ -82,6 +83,26 @@ class LiveSession(RecordingControl):
             p = progress()
             d.update(speed=p["speed"], position_s=p["position_s"], length_s=p["length_s"])
         return d
+
+    def listen(self, listener, echo=None) -> None:
+        """Let remote decode workers join through ``listener`` (``kvtui.engine.remote.open_listener``; the
+        engine needs relay slots, ``EngineOptions.remote_slots``): each join and refusal is an event (and goes
+        to ``echo(text)`` when given: ``kvtui run`` prints it), each joined worker gets its row in
+        ``Frame.workers``."""
+        from kvtui.engine.remote import Coordinator
+
+        def joined(handle, index: int) -> None:
+            self.agg.describe_worker("decode", index, name=handle.name, host=handle.host, pid=handle.pid, remote=True)
+
+        def event(kind: str, text: str) -> None:
+            self._log(kind, text)
+            if echo is not None:
+                echo(text)
+
+        self.engine.on_remote = joined
+        self.coordinator = Coordinator(self.engine, listener, event)
+        host, port = self.coordinator.address
+        self._log("info", f"listening for remote workers on {host}:{port} (kvtui worker --join)")
 
     def start(self) -> "LiveSession":
         """Start sampling and issuing requests."""
@@ -327,6 +348,8 @@ class LiveSession(RecordingControl):
         with uninterrupted():
             self.halt()
             self.stop_recording(final)
+            if self.coordinator is not None:
+                self.coordinator.stop()  # (no worker joins a stopping engine)
             if self.owns_engine:
                 self.engine.stop()
             if self._started:

@@ -3,4 +3,4 @@ sets ``func(args) -> int`` as the parser default. Command modules import heavy t
 inside ``func`` so that ``kvtui --help`` stays fast and works without the Mooncake wheel."""
 
 COMMANDS = ("watch", "run", "bench", "replay", "report", "export", "keys", "trace_stats", "traces", "layout", "sweep",
-            "compare", "serve", "soak", "doctor")
+            "compare", "serve", "soak", "worker", "doctor")

@@ -14,6 +14,7 @@ from dataclasses import replace
 from pathlib import Path
 
 from kvtui.commands.hosts_args import add_host_arguments, host_options
+from kvtui.commands.listen_args import listen_options
 from kvtui.commands.topology_args import add_topology_arguments, check_segment_share, topology_options
 from kvtui.commands.checks import store_size
 from kvtui.commands.output import check_writable
@@ -22,6 +23,7 @@ from kvtui.commands.trace_args import (add_synthesis_arguments, parse_speed, syn
 from kvtui.core.defaults import (DEFAULT_MODEL, DEFAULT_PROMPT_PAGES, DEFAULT_STORE_BYTES, DEFAULT_STORE_SIZE_TEXT,
                                   MAX_HZ, MIN_SEGMENT_BYTES)
 from kvtui.core.errors import KvtuiError
+from kvtui.core.topology import REMOTE_SLOTS
 from kvtui.core.layout import FIELDS, PRESETS, PageLayout
 
 
@@ -221,6 +223,7 @@ def engine_options(args: argparse.Namespace, layout: PageLayout):
     if not (args.lease_ttl > 0):
         raise KvtuiError("--lease-ttl must be positive seconds")
     n_prefill, n_decode, route, store_nodes = topology_options(args)
+    remote = REMOTE_SLOTS if listen_options(args) is not None else 0  # (checks --listen/--token)
     hosts, link = host_options(args)  # (before attaching: --hosts auto with --master is refused as such)
     args.link = link.text() if link else None  # (normalised, for run_context)
     endpoints = None
@@ -273,8 +276,8 @@ def engine_options(args: argparse.Namespace, layout: PageLayout):
     return EngineOptions(layout=layout, model=args.model, scheme=args.scheme, namespace=args.key_prefix,
                          segment_on=args.segment_on, store_bytes=store_bytes, read_streams=args.read_streams,
                          concurrency=getattr(args, "concurrency", 1), cluster=copts, prefill_workers=n_prefill,
-                         decode_workers=n_decode, route=route,
-                         replace_dead_workers=n_prefill > 1 or n_decode > 1), endpoints  # (one of each: a death ends it)
+                         decode_workers=n_decode, route=route, remote_slots=remote,
+                         replace_dead_workers=n_prefill > 1 or n_decode > 1 or remote > 0), endpoints
 
 
 def isolate(mode: str, explicit_ports: bool = False, hosts: bool = False) -> str:

@@ -36,6 +36,7 @@ from kvtui.commands.output import (
     session_header,
     write_json_atomic,
 )
+from kvtui.commands.listen_args import add_listen_arguments, bind_listener
 from kvtui.core.errors import KvtuiError
 from kvtui.engine.procs import uninterrupted
 
@@ -63,6 +64,7 @@ def register(subparsers) -> None:
     add_page_arguments(p)
     add_estimate_arguments(p)
     add_cluster_arguments(p)
+    add_listen_arguments(p)
     add_export_arguments(p, linger=True)
     p.set_defaults(func=run)
 
@@ -95,7 +97,13 @@ def _run(args: argparse.Namespace, outputs: Outputs) -> int:
         print(f"kvtui: {skipped_rows_text(problems)}", file=sys.stderr)
     duration = args.duration if (args.duration or args.trace or args.requests) else 10.0
     options, endpoints = engine_options(args, layout)
-    engine = start_engine(options, endpoints)
+    listener = bind_listener(args)  # (a busy --listen address fails before anything starts)
+    try:
+        engine = start_engine(options, endpoints)
+    except BaseException:
+        if listener is not None:
+            listener.close()
+        raise
     if options.cluster.isolation and not args.quiet:
         print(f"kvtui: network {options.cluster.isolation}", file=sys.stderr)
     total = desc.get("total") if args.trace else args.requests
@@ -106,6 +114,10 @@ def _run(args: argparse.Namespace, outputs: Outputs) -> int:
                           header={**session_header(args, layout, desc, endpoints), "ttft_estimate": estimator.inputs()},
                           duration_from=getattr(args, "started_at", None), aggregator=Aggregator(estimator=estimator))
     outputs.attach(session)  # the exporter serves its frames, the request log gets its results
+    if listener is not None:
+        session.listen(listener, echo=lambda text: print(f"kvtui: {text}", file=sys.stderr, flush=True))
+        print(f"kvtui: listening for remote workers on {listener.address[0]}:{listener.address[1]}", file=sys.stderr,
+              flush=True)
     if outputs.url:
         print(f"kvtui: Prometheus metrics on {outputs.url}", file=sys.stderr)
     interrupted: KeyboardInterrupt | None = None

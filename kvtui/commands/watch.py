@@ -24,6 +24,7 @@ from kvtui.commands.estimate_args import add_estimate_arguments, estimator_from_
 from kvtui.commands.export_args import Outputs, add_export_arguments
 from kvtui.commands.output import check_new_file, session_header
 from kvtui.core.defaults import DEFAULT_HZ, DEFAULT_PROMPT_PAGES, MAX_HZ
+from kvtui.commands.listen_args import add_listen_arguments, bind_listener
 from kvtui.core.errors import KvtuiError
 
 
@@ -50,6 +51,7 @@ def register(subparsers) -> None:
     add_page_arguments(p)
     add_estimate_arguments(p)
     add_cluster_arguments(p)
+    add_listen_arguments(p)
     add_export_arguments(p)
     p.set_defaults(func=run, prompt_tokens=None)
 
@@ -93,14 +95,22 @@ def _run(args: argparse.Namespace, outputs: Outputs) -> int:
     size = screen_arguments(args, "watch")
     workload, desc, problems = make_workload(args, layout)
     options, endpoints = engine_options(args, layout)
+    listener = bind_listener(args)  # (a busy --listen address fails before anything starts)
     print("kvtui: starting the store and workers…", file=sys.stderr, flush=True)
-    engine = start_engine(options, endpoints)  # from the main thread: children die with it
+    try:
+        engine = start_engine(options, endpoints)  # from the main thread: children die with it
+    except BaseException:
+        if listener is not None:
+            listener.close()
+        raise
     session = LiveSession(engine, workload, desc, concurrency=args.concurrency, layout_text=layout.describe(),
                           layout_name=layout_name(args, layout),
                           prompt_pages=DEFAULT_PROMPT_PAGES if args.prompt_tokens is None else None,
                           header={**session_header(args, layout, desc, endpoints), "ttft_estimate": estimator.inputs()},
                           aggregator=Aggregator(estimator=estimator))
     outputs.attach(session)
+    if listener is not None:
+        session.listen(listener)
     if outputs.url:
         session._log("info", f"Prometheus metrics on {outputs.url}")
     if options.cluster.isolation:

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 MAX_WORKERS = 8  # per role: beyond this a 2-core machine only measures its own scheduler
 DEFAULT_WORKERS = 1
+REMOTE_SLOTS = 4  # decode workers that may join from other machines (--listen): relay pipes provisioned per slot
 ROUTES = ("round-robin", "least-loaded", "prefix-affinity")
 DEFAULT_ROUTE = "round-robin"
 ROUTE_HELP = {

@@ -62,7 +62,8 @@ class Driver:
         self.duration_s = duration_s
         self.duration_from = duration_from
         options = getattr(engine, "options", None)  # (concurrency is per decode worker)
-        self._slots = threading.Semaphore(self.concurrency * getattr(options, "decode_workers", 1) + LOOKAHEAD)
+        workers = getattr(options, "decode_workers", 1) + getattr(options, "remote_slots", 0)  # (remote: may join)
+        self._slots = threading.Semaphore(self.concurrency * workers + LOOKAHEAD)
         self._controls: queue.Queue[Control] = queue.Queue()
         self._running = threading.Event()
         self._running.set()

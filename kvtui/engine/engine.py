@@ -10,10 +10,10 @@ Per request (prefill/decode disaggregation over the store):
 Requests flow parent → decode → prefill → parent as a chain of pipes (:mod:`kvtui.engine.protocol`): the
 parent submits, decode hands its result straight to prefill, prefill acknowledges to decode and sends the
 finished request back. With N prefill × M decode workers (:mod:`kvtui.core.topology`) every decode worker
-has a chain to every prefill worker, and the parent routes each request (:mod:`kvtui.engine.routing`). The parent hashes a request's page keys when it submits it, ahead of the store
-calls. With ``concurrency`` 1 the next request's store calls start only after the previous one published
-(exact replay); with more, up to ``concurrency`` requests are between reload and end of publish. Results
-leave through ``on_result`` (called from an engine thread) as :class:`~kvtui.core.events.RequestResult`.
+has a chain to every prefill worker, the parent routes each request (:mod:`kvtui.engine.routing`) and hashes
+its page keys when it submits it. At ``concurrency`` 1 (per decode worker) the next request's store calls
+start only after the previous one published (exact replay with one decode worker). Decode workers on other
+machines join through relay slots (:mod:`kvtui.engine.remote`, :mod:`kvtui.engine.remote_slots`).
 """
 
 from __future__ import annotations
@@ -35,6 +35,7 @@ from kvtui.engine.options import SEGMENT_PLACES, EngineOptions
 from kvtui.engine.protocol import (
     Begin, Drain, Hold, RemoveAll, RequestDone, RequestDropped, RequestFailed, SetLayout, Submit,
 )
+from kvtui.engine.remote_slots import RemoteWorkers
 from kvtui.engine.results import Dropped, Lost, WorkerReplacement, result_from
 from kvtui.engine.routing import Router
 from kvtui.engine.worker import WorkerSpec
@@ -47,7 +48,7 @@ EMBEDDED_STOP_GRACE_S = 0.2  # an idle worker exits on Stop within ms; one insid
 REPLACE_WAIT_S = 5.0  # stop() waits this long for a worker replacement under way (a worker starts in ~1-2 s)
 
 
-class Engine:
+class Engine(RemoteWorkers):
     """Cluster + workers. ``start()`` then :meth:`process` / :meth:`drive`; ``stop()`` always (or use ``with``).
 
     ``endpoints``: attach to this cluster instead of starting one. Raises ``ClusterError`` / ``WorkerError``
@@ -152,22 +153,22 @@ class Engine:
                       namespace=o.namespace, decode_workers=m, prefill_workers=n)
         seg = {r: (o.store_bytes // count if o.segment_on == r and self.cluster is not None else 0)
                for r, count in (("prefill", n), ("decode", m))}
-        self.prefills, self.decodes, self._results = start_mesh(
+        self.prefills, self.decodes, self._results, relays = start_mesh(
             [WorkerSpec("prefill", segment_bytes=seg["prefill"], name=worker_name("prefill", i, n), **common)
              for i in range(n)],
             [WorkerSpec("decode", segment_bytes=seg["decode"], read_streams=o.read_streams,
                         name=worker_name("decode", i, m), **common) for i in range(m)],
-            log_dir=self.endpoints.log_dir or None)
+            log_dir=self.endpoints.log_dir or None, relays=o.remote_slots)
         self._decode_load, self._prefill_load = [0] * m, [0] * n
+        self._reset_remote(relays)
 
     def now(self) -> float:
         """Seconds since the engine started."""
         return time.monotonic() - self.t0
 
     def _chain_send(self, role: str, msg, index: int | None = None) -> None:
-        """Send a chain command to every ``role`` worker (or to worker ``index`` of them); ``WorkerError`` if
-        one died, unless dead workers are replaced (the collector's next result rebuilds the workers, and
-        the run's state goes to the new ones)."""
+        """Send a chain command to every ``role`` worker (or to worker ``index``); ``WorkerError`` if one died,
+        unless dead workers are replaced (the collector's next result rebuilds them, with the run's state)."""
         with self._chain_lock:
             handles = self.decodes if role == "decode" else self.prefills
             targets = handles if index is None else handles[index:index + 1]
@@ -359,7 +360,8 @@ class Engine:
         if self.cluster is not None:
             pids.update({p.name: p.pid for p in self.cluster.processes})
         for h in self.workers:
-            pids[h.name] = h.pid
+            if not getattr(h, "remote", False):  # (a remote worker's pid is another machine's)
+                pids[h.name] = h.pid
         return pids
 
     def master_reachable(self) -> bool:
@@ -370,11 +372,10 @@ class Engine:
         return probe_tcp(host, port, timeout_s=0.5)
 
     def set_layout(self, layout: PageLayout) -> None:
-        """Use page ``layout`` from the next submitted request on: every worker switches its connector and
-        the parent its keyer, or none does. Only while no request is submitted and unfinished
-        (``Driver.wait_idle``); ``RuntimeError`` otherwise. ``WorkerError`` if a worker refuses or died:
-        the decode workers switch first, then the prefill workers; those switched are switched back when
-        one refuses, and the engine keeps its layout."""
+        """Use page ``layout`` from the next submitted request on: every worker switches its connector and the
+        parent its keyer, or none does; only while no request is under way (``Driver.wait_idle``), else
+        ``RuntimeError``. ``WorkerError`` if a worker refuses or died: decode workers switch first, then
+        prefill; those switched are switched back when one refuses, and the engine keeps its layout."""
         if self._pending:
             raise RuntimeError(f"{len(self._pending)} requests are still under way")
         old, switched = self.options.layout, []
@@ -416,12 +417,12 @@ class Engine:
 
     def stop(self) -> None:
         """Stop the workers and the embedded cluster together, every process gone within ~1 s: every worker
-        is asked to exit (each after its current store call, abandoning what it had queued or under way:
-        see ``workers.stop_all``), the embedded cluster is stopped while they do, then a worker still in a
-        store call is killed: after ``EMBEDDED_STOP_GRACE_S`` with an embedded cluster (it goes down with
-        them, so no store outlives an unfinished put), after ``workers.STOP_GRACE_S`` when attached (a put
-        cut short would keep its space in the shared store for minutes). A worker replacement under way
-        is waited for up to ``REPLACE_WAIT_S`` (it then stops its new workers itself). Safe to call twice."""
+        is asked to exit (after its current store call, abandoning what it had queued or under way: see
+        ``workers.stop_all``; a remote one is hung up on), the embedded cluster is stopped meanwhile, then a
+        worker still in a store call is killed: after ``EMBEDDED_STOP_GRACE_S`` embedded (no store outlives
+        an unfinished put), after ``workers.STOP_GRACE_S`` attached (a put cut short would keep its space in
+        the shared store for minutes). A worker replacement under way is waited for up to ``REPLACE_WAIT_S``
+        (it then stops its new workers itself). Safe to call twice."""
         self._stopping = True
         locked = self._chain_lock.acquire(timeout=REPLACE_WAIT_S)
         try:
@@ -436,9 +437,9 @@ class Engine:
             for h in handles:
                 h.finish_stop(deadline - time.monotonic())
             self.decodes, self.prefills = [], []
-            for conn in self._results:
+            for conn in [*self._results, *(c for row in getattr(self, "_relays", []) for c in row)]:
                 conn.close()
-            self._results = []
+            self._results, self._relays = [], []
             self._pending.clear()
             self._lost.clear()
             if self._spawner is not None:

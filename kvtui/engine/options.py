@@ -33,3 +33,4 @@ class EngineOptions:
     prefill_workers: int = 1
     decode_workers: int = 1
     route: str = DEFAULT_ROUTE
+    remote_slots: int = 0  # decode workers that may join from other machines (kvtui.engine.remote)

@@ -43,6 +43,14 @@ class Router:
         self._groups = [0] * self.m  # prefix groups assigned to each decode worker
         self.affinity_hits = 0  # prefix-affinity: requests sent where their prefix group went before
 
+    def resize(self, decode_workers: int) -> None:
+        """The decode workers are now ``decode_workers`` (a remote one joined, or the workers were rebuilt
+        without the remote ones): groups of workers gone are forgotten."""
+        self.m = int(decode_workers)
+        self._groups = (self._groups + [0] * self.m)[: self.m]
+        for key in [k for k, w in self._affinity.items() if w >= self.m]:
+            del self._affinity[key]
+
     def route(self, first_key: str | None, decode_load: list[int], prefill_load: list[int]) -> tuple[int, int]:
         """``(decode index, prefill index)`` for the next request (see the class)."""
         turn, self._turn = self._turn, self._turn + 1

@@ -340,9 +340,13 @@ def open_client(endpoints: dict, segment_bytes: int = 0, local_buffer_bytes: int
     """Set up a :class:`StoreClient` from ``ClusterEndpoints.as_dict()``; ``StoreError`` on failure. With
     emulated hosts (``endpoints["hosts"]``, :mod:`kvtui.engine.hosts`), ``role``'s host address is the
     client's own (its ``local_hostname`` and ``MC_TCP_BIND_ADDRESS``; the process must already be in that
-    host's namespace), and a ``role`` without a host gets the bridge's (kvtui's own namespace)."""
+    host's namespace), and a ``role`` without a host gets the bridge's (kvtui's own namespace). Attached to
+    a cluster (``embedded`` false), the client's address is the one this host reaches the master from
+    (:func:`route_address`: 127.0.0.1 for a master on loopback), so clients on other machines can reach it."""
     env = tuple(tuple(kv) for kv in endpoints.get("client_env", ()))
     local_host = "127.0.0.1"
+    if not endpoints.get("embedded", True):  # attached: announce the address this host reaches the master from
+        local_host = route_address(split_hostport(endpoints["master"])[0])
     hosts = endpoints.get("hosts", {})
     if hosts:  # a process without a host of its own (the soak's filler, a bench client) is in kvtui's namespace
         from kvtui.engine.hosts import BRIDGE_ADDRESS
@@ -357,6 +361,17 @@ def open_client(endpoints: dict, segment_bytes: int = 0, local_buffer_bytes: int
     client = StoreClient(cfg)
     client.setup()
     return client
+
+
+def route_address(peer_host: str) -> str:
+    """The address of this host's interface that reaches ``peer_host`` (a UDP "connect" sends nothing):
+    ``127.0.0.1`` for a loopback peer, or when it cannot be told."""
+    try:
+        with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
+            s.connect((peer_host, 9))
+            return s.getsockname()[0]
+    except OSError:
+        return "127.0.0.1"
 
 
 def _placed(segment: str):

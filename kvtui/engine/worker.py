@@ -122,6 +122,7 @@ def worker_main(conn, spec: WorkerSpec, peers=(), results=None) -> None:
         try:
             client = open_client(spec.endpoints, segment_bytes=spec.segment_bytes, role=spec.label)
         except StoreError as exc:
+            print(f"{spec.label} worker: {exc}", file=sys.stderr, flush=True)  # (a remote one's terminal)
             conn.send(Failed(str(exc)))
             _leave(1)
         keyer = PageKeyer(spec.model, layout.page_tokens, spec.scheme, spec.namespace)

@@ -132,32 +132,41 @@ def stop_all(handles: list[WorkerHandle], timeout_s: float = STOP_GRACE_S) -> No
         h.finish_stop(deadline - time.monotonic())
 
 
-def start_mesh(prefills: list[WorkerSpec], decodes: list[WorkerSpec], log_dir: str | None = None):
+def start_mesh(prefills: list[WorkerSpec], decodes: list[WorkerSpec], log_dir: str | None = None, relays: int = 0):
     """Start N prefill and M decode workers joined by a full mesh of request chains
     (:mod:`kvtui.engine.protocol`): a chain pipe between every decode and every prefill worker, and a
     results pipe from each prefill worker to the parent. Returns ``(prefill handles, decode handles,
-    results read ends)``, the last in prefill order; the workers hold their own ends (closed here).
+    results read ends, relay ends)``: the results ends in prefill order; ``relays`` slots of one more chain
+    pipe per prefill worker whose decode ends stay with the parent (``relay ends[slot][prefill]``), for
+    remote decode workers (:mod:`kvtui.engine.remote`). The workers hold their own ends (closed here).
     ``WorkerError`` when any does not start (all are stopped then)."""
     ctx = mp.get_context("spawn")
-    chain = [[ctx.Pipe() for _p in prefills] for _d in decodes]  # chain[d][p] = (decode's end, prefill's end)
+    chain = [[ctx.Pipe() for _p in prefills] for _d in range(len(decodes) + relays)]  # [d][p] = (decode's, prefill's)
     pairs = [ctx.Pipe(duplex=False) for _p in prefills]  # (parent's read end, prefill's write end)
-    ends = [([chain[d][p][1] for d in range(len(decodes))], pairs[p][1]) for p in range(len(prefills))]
+    ends = [([chain[d][p][1] for d in range(len(chain))], pairs[p][1]) for p in range(len(prefills))]
     ends += [([chain[d][p][0] for p in range(len(prefills))], None) for d in range(len(decodes))]
     try:
         handles = start_workers([*prefills, *decodes], log_dir=log_dir, ends=ends)
     except BaseException:
         for read, _write in pairs:
             read.close()
+        for row in chain[len(decodes):]:
+            for a, _b in row:
+                a.close()
         raise
     finally:
-        for row in chain:
+        for row in chain[: len(decodes)]:
             for a, b in row:
                 a.close()  # (a second close does nothing)
+                b.close()
+        for row in chain[len(decodes):]:
+            for _a, b in row:
                 b.close()
         for _read, write in pairs:
             write.close()
     n = len(prefills)
-    return handles[:n], handles[n:], [read for read, _write in pairs]
+    relay_ends = [[a for a, _b in row] for row in chain[len(decodes):]]
+    return handles[:n], handles[n:], [read for read, _write in pairs], relay_ends
 
 
 def start_workers(specs: list[WorkerSpec], log_dir: str | None = None,

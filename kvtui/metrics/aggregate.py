@@ -321,6 +321,11 @@ class Aggregator:
                 span=self._span, latency_span=self._lat_snaps[2], window_totals=self._window_totals,
                 ttft=self._ttft.panel(now) if self._ttft is not None else {}, workers=self._workers.rows(), **panels)
 
+    def describe_worker(self, role: str, index: int, **info) -> None:
+        """Facts a worker's row in ``Frame.workers`` carries (:meth:`WorkerTally.describe`)."""
+        with self._lock:
+            self._workers.describe(role, index, **info)
+
     def set_worker_counts(self, prefill: int, decode: int) -> None:
         """The run's number of prefill and decode workers (idle ones get a row in ``Frame.workers``)."""
         with self._lock:
@@ -339,8 +344,8 @@ def summary_from_frame(frame: Frame) -> dict:
     ``reload_vs_recompute``, …), and ``workers``: the per-worker figures (:mod:`kvtui.metrics.workers`), each
     with its process's ``pid`` and emulated ``host`` address (None without hosts) from ``frame.procs``."""
     procs = {p.get("name"): p for p in frame.procs}
-    workers = [{**w, "pid": procs.get(w["name"], {}).get("pid"), "host": procs.get(w["name"], {}).get("host")}
-               for w in frame.workers]
+    workers = [{**w, "pid": procs.get(w["name"], {}).get("pid", w.get("pid")),
+                "host": procs.get(w["name"], {}).get("host", w.get("host"))} for w in frame.workers]
     return {**_summary(frame.totals, frame.errors, frame.latency, frame.t), **summary_fields(frame.ttft),
             "workers": workers}
 

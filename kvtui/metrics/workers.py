@@ -25,13 +25,20 @@ def _mbps(nbytes: float, ms: float) -> float:
 class WorkerTally:
     """Counts per worker. :meth:`add` one result; :meth:`rows` gives one dict per worker seen (decode first,
     by index): ``role``, ``index``, ``name`` (:func:`~kvtui.core.topology.worker_name`, given the counts
-    ``set_counts`` was told, else the highest index seen + 1), the counters above, ``read_ms_total`` /
+    ``set_counts`` was told, else the highest index seen + 1; a described worker's own), the counters above, ``read_ms_total`` /
     ``put_ms_total`` (ms), and the figures of :data:`~kvtui.metrics.figures.WORKERS` by their keys. Not
     thread-safe (the aggregator calls it under its lock)."""
 
     def __init__(self) -> None:
         self._c: dict[tuple[str, int], Counter] = {}
         self._counts: dict[str, int] = {}
+        self._info: dict[tuple[str, int], dict] = {}  # what describe() said of a worker (name, host, remote)
+
+    def describe(self, role: str, index: int, **info) -> None:
+        """Facts of worker ``index`` of ``role`` its row carries (a remote worker's ``name``, ``host``,
+        ``pid``, ``remote=True``); they replace the derived name."""
+        self._info[(role, int(index))] = dict(info)
+        self._c.setdefault((role, int(index)), Counter())
 
     def set_counts(self, prefill: int, decode: int) -> None:
         """How many workers of each role the run has (so idle ones get a row, and names are right)."""
@@ -69,11 +76,13 @@ class WorkerTally:
             keys = sorted(i for (r, i) in self._c if r == role)
             if not keys:
                 continue
-            n = max(self._counts.get(role, 0), keys[-1] + 1)
+            n = self._counts.get(role) or keys[-1] + 1  # (the local workers' count: names as their processes')
             total = sum(self._c[(role, i)]["requests"] for i in keys)
             for i in keys:
                 c = self._c[(role, i)]
-                row = {"role": role, "index": i, "name": worker_name(role, i, n), **{k: int(c[k]) for k in counts}}
+                name = worker_name(role, i, n) if i < n else f"{role}-{i}"  # (beyond: a remote one, described)
+                row = {"role": role, "index": i, "name": name, **{k: int(c[k]) for k in counts},
+                       **self._info.get((role, i), {})}
                 row[fig.WORKER_SHARE.key] = _pct(c["requests"], total)
                 if role == "decode":
                     row["read_ms_total"] = float(c["read_ms_total"])

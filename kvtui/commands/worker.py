@@ -1,0 +1,81 @@
+"""``kvtui worker --role decode --join HOST:PORT --token T``: a decode worker on this machine for a
+``kvtui run|watch --listen HOST:PORT --token T`` running on another (:mod:`kvtui.engine.remote`).
+
+The coordinator sends everything the worker runs with (page layout, model, keys, the attached cluster's
+endpoints); ``--master`` / ``--metadata`` override the cluster's addresses when this machine reaches the
+same cluster by other ones. The process serves until the coordinator stops (or hangs up), then exits 0.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import tempfile
+from pathlib import Path
+
+from kvtui.core.errors import KvtuiError
+
+TOKEN_ENV = "KVTUI_TOKEN"
+
+
+def register(subparsers) -> None:
+    """Add the ``worker`` subcommand."""
+    p = subparsers.add_parser(
+        "worker", help="join a running kvtui run/watch --listen as a remote decode worker",
+        description="Attach a decode worker on this machine to a kvtui run or watch started elsewhere with "
+                    "--listen HOST:PORT --token T. Both use the same attached Mooncake cluster; the coordinator "
+                    "routes requests to this worker like to its own and shows it in its Workers panel. The "
+                    "worker serves until the coordinator stops.")
+    p.add_argument("--role", choices=("decode", "prefill"), default="decode",
+                   help="the worker's role (default decode; remote prefill workers are not supported yet)")
+    p.add_argument("--join", required=True, metavar="HOST:PORT", help="the coordinator's --listen address")
+    p.add_argument("--token", default=None, metavar="T",
+                   help=f"the coordinator's --token (default: the {TOKEN_ENV} environment variable)")
+    p.add_argument("--master", metavar="HOST:PORT", help="the master's RPC address as this machine reaches it "
+                   "(default: the coordinator's)")
+    p.add_argument("--metadata", metavar="URL", help="the metadata server's URL as this machine reaches it "
+                   "(default: the coordinator's)")
+    p.add_argument("--log-dir", metavar="DIR", help="where the worker's native (Mooncake) log goes (default: a new "
+                   "/tmp/kvtui-logs-* folder)")
+    p.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    """Join, then serve as the worker (never returns on success); ``KvtuiError`` (one line, exit 2) when the
+    address is malformed, nothing listens there, or the coordinator refuses the token or the worker."""
+    from dataclasses import replace
+
+    from kvtui.engine.remote import join
+    from kvtui.engine.store import split_hostport
+    from kvtui.engine.worker import worker_main
+
+    if args.role != "decode":
+        raise KvtuiError("--role prefill: remote prefill workers are not supported yet; use --role decode")
+    try:
+        host, port = split_hostport(args.join)
+    except ValueError as exc:
+        raise KvtuiError(f"--join: {exc}") from None
+    token = args.token if args.token is not None else os.environ.get(TOKEN_ENV)
+    if not token:
+        raise KvtuiError(f"--join needs the coordinator's --token (or {TOKEN_ENV})")
+    if bool(args.master) != bool(args.metadata):
+        raise KvtuiError("--master and --metadata go together")
+    try:
+        conn, welcome, chains = join((host, port), token, args.role)
+    except ConnectionRefusedError:
+        raise KvtuiError(f"--join: nothing listens at {host}:{port}") from None
+    except PermissionError as exc:
+        raise KvtuiError(f"--join {host}:{port}: {exc}") from None
+    except (OSError, EOFError) as exc:
+        raise KvtuiError(f"--join {host}:{port}: {getattr(exc, 'strerror', None) or exc or 'connection lost'}") from None
+    spec = welcome.spec
+    if args.master:
+        spec = replace(spec, endpoints={**spec.endpoints, "master": args.master, "metadata_url": args.metadata})
+    log_dir = Path(args.log_dir or tempfile.mkdtemp(prefix="kvtui-logs-"))
+    log_dir.mkdir(parents=True, exist_ok=True)
+    spec = replace(spec, log_path=str(log_dir / f"{spec.label}.log"))  # (Mooncake's native log, not the terminal)
+    print(f"kvtui worker: joined {host}:{port} as {spec.label} (slot {welcome.slot}); serving until the "
+          f"coordinator stops; native log {spec.log_path}", file=sys.stderr, flush=True)
+    worker_main(conn, spec, chains, None)  # (leaves the process itself)
+    return 0

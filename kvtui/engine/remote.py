@@ -1,0 +1,385 @@
+"""Decode workers on other machines: the coordinator's listener (``kvtui run|watch --listen HOST:PORT
+--token T``) and the remote side's join (``kvtui worker --role decode --join HOST:PORT --token T``).
+
+A remote decode worker is the same :func:`kvtui.engine.worker.worker_main` as a local one, over TCP
+connections instead of pipes (``multiprocessing.connection`` ``Client``/``Listener``: the same ``send``/
+``recv``/``poll``). Every connection is authenticated with the token by ``multiprocessing``'s HMAC challenge
+(``hmac.compare_digest``: constant time); a wrong token is refused before any message is read, and logged.
+
+Joining, step by step (:class:`Hello`, :class:`Welcome`, :class:`ChainHello`):
+
+1. the worker connects its **command** connection and says :class:`Hello` (role, its host, pid, version);
+2. the coordinator answers :class:`Welcome` with the :class:`~kvtui.engine.worker.WorkerSpec` to run and
+   a free **slot**, or :class:`Refused` (no slot left, wrong role, another version);
+3. the worker connects one **chain** connection per prefill worker, each saying :class:`ChainHello` (slot,
+   prefill index); the coordinator relays each to that prefill worker's pipe of that slot (provisioned when
+   the engine started: ``kvtui.engine.workers.start_mesh``'s ``relays``), so a running prefill worker needs
+   no new pipe; the relay copies whole messages both ways, the parent touching none;
+4. the worker runs ``worker_main`` on these connections and answers :class:`~kvtui.engine.protocol.Ready`;
+   the engine adds it to the decode workers it routes to (:meth:`kvtui.engine.engine.Engine.add_remote`).
+
+A remote worker that leaves (its connections close) is seen like a local one that died: the prefill
+workers report it, the engine rebuilds its local workers, counts the requests under way as lost and drops
+the remote one; it may join again. Both sides must use the same attached cluster (``--master``,
+``--metadata``): the coordinator's endpoints are in the spec.
+"""
+
+from __future__ import annotations
+
+import os
+import selectors
+import socket
+import threading
+from dataclasses import dataclass
+from multiprocessing.connection import Client, Listener
+
+from kvtui.engine.protocol import Failed, Ready
+from kvtui.engine.store import route_address
+
+HANDSHAKE_TIMEOUT_S = 10.0
+
+
+@dataclass(frozen=True)
+class Hello:
+    """Worker → coordinator, first message on the command connection."""
+
+    role: str
+    host: str
+    pid: int
+    version: str
+
+
+@dataclass(frozen=True)
+class Welcome:
+    """Coordinator → worker: run ``spec`` (a ``WorkerSpec``) in ``slot``; connect ``prefill_workers``
+    chain connections."""
+
+    spec: object
+    slot: int
+    prefill_workers: int
+
+
+@dataclass(frozen=True)
+class Refused:
+    """Coordinator → worker: it cannot join (one line)."""
+
+    message: str
+
+
+@dataclass(frozen=True)
+class ChainHello:
+    """Worker → coordinator, first message on a chain connection: its slot and the prefill index."""
+
+    slot: int
+    prefill: int
+
+
+class _RemoteProcess:
+    """What the engine reads of a worker's process, for a remote one: alive until its command connection
+    ends; no exit code of its own (-1 once gone)."""
+
+    def __init__(self) -> None:
+        self.gone = threading.Event()
+
+    def is_alive(self) -> bool:
+        return not self.gone.is_set()
+
+    @property
+    def exitcode(self) -> int | None:
+        return None if self.is_alive() else -1
+
+    def join(self, timeout: float | None = None) -> None:
+        self.gone.wait(timeout)
+
+    def kill(self) -> None:  # (the coordinator cannot signal another machine's process: it hangs up)
+        self.gone.set()
+
+
+class RemoteHandle:
+    """The engine's handle of a remote decode worker: the API of ``kvtui.engine.workers.WorkerHandle``
+    (``send``, ``recv``, ``call``, ``ask_stop``, ``finish_stop``, ``exit_code``, ``pid``, ``name``,
+    ``process``) over its command connection. ``host``: the address it joined from; ``pid``: its pid there."""
+
+    def __init__(self, conn, spec, ready: Ready, host: str, slot: int, chains: list):
+        self.conn, self.spec, self.host, self.slot, self.chains = conn, spec, host, slot, chains
+        self.name = spec.label
+        self.pid = ready.pid
+        self.remote = True
+        self.process = _RemoteProcess()
+        self._lock = threading.Lock()
+        self._send_lock = threading.Lock()
+
+    def send(self, msg) -> None:
+        """Send a command; ``OSError`` once the worker is gone."""
+        with self._send_lock:
+            try:
+                self.conn.send(msg)
+            except (OSError, ValueError) as exc:
+                self.process.kill()
+                raise OSError(f"{self.name} worker left") from exc
+
+    def recv(self, timeout_s: float | None = None):
+        """The next answer's payload (see ``WorkerHandle.recv``)."""
+        from kvtui.engine.protocol import Ok
+        from kvtui.engine.workers import WorkerError
+
+        if timeout_s is not None and not self.conn.poll(timeout_s):
+            raise WorkerError(f"{self.name} worker did not answer within {timeout_s:.0f} s")
+        try:
+            msg = self.conn.recv()
+        except (EOFError, OSError):
+            self.process.kill()
+            raise WorkerError(f"{self.name} worker left (remote, {self.host})") from None
+        if not isinstance(msg, Ok):
+            raise WorkerError(msg.message if isinstance(msg, Failed) else f"unexpected {type(msg).__name__}")
+        return msg.payload
+
+    def call(self, msg, timeout_s: float | None = None):
+        """Send an answered command and return its payload (thread-safe)."""
+        with self._lock:
+            self.send(msg)
+            return self.recv(timeout_s)
+
+    def exit_code(self, wait_s: float = 1.0) -> int | None:
+        """-1 once the worker left (within ``wait_s``), else None."""
+        self.process.join(wait_s)
+        return self.process.exitcode
+
+    def ask_stop(self) -> None:
+        """Send :class:`~kvtui.engine.protocol.Stop` (the remote worker exits after its current store call)."""
+        from kvtui.engine.protocol import Stop
+
+        try:
+            self.send(Stop())
+        except OSError:
+            pass
+
+    def finish_stop(self, timeout_s: float = 0.0) -> None:
+        """Hang up: close the command and chain connections (the remote worker exits on their end)."""
+        self.process.kill()
+        for c in [self.conn, *self.chains]:
+            try:
+                c.close()
+            except OSError:
+                pass
+
+
+class Relay:
+    """Copies whole messages between pairs of connections (a remote worker's chain connection and a prefill
+    worker's relay pipe), both ways, on one thread; a pair whose either end closes is closed on both, and
+    its ``on_close`` called once."""
+
+    def __init__(self) -> None:
+        self._sel = selectors.DefaultSelector()
+        self._new: list[tuple] = []
+        self._lock = threading.Lock()
+        self._wake_r, self._wake_w = socket.socketpair()
+        self._sel.register(self._wake_r, selectors.EVENT_READ, None)
+        self._stop = False
+        self._thread = threading.Thread(target=self._run, name="kvtui-relay", daemon=True)
+        self._thread.start()
+
+    def add(self, a, b, on_close=None) -> None:
+        """Relay between connections ``a`` and ``b`` from now on (registered by the relay's own thread)."""
+        with self._lock:
+            self._new.append((a, b, on_close))
+        self._wake_w.send(b"x")
+
+    def _drop(self, pair) -> None:
+        src, dst, on_close, fds = pair
+        for fd in fds:  # (registered by descriptor: a connection closed elsewhere can still be unregistered)
+            try:
+                self._sel.unregister(fd)
+            except (KeyError, ValueError, OSError):
+                pass
+        for c in (src, dst):
+            try:
+                c.close()
+            except OSError:
+                pass
+        if on_close is not None:
+            on_close()
+
+    def _run(self) -> None:
+        while not self._stop:
+            try:
+                events = self._sel.select(0.5)
+            except (OSError, ValueError):  # a descriptor closed under us: drop the pairs it belonged to
+                events = []
+                for key in list(self._sel.get_map().values()):
+                    if key.data is not None and (key.data[0].closed or key.data[1].closed):
+                        self._drop(key.data)
+            for key, _ in events:
+                if key.data is None:
+                    self._wake_r.recv(4096)
+                    with self._lock:
+                        new, self._new = self._new, []
+                    for a, b, on_close in new:
+                        fds = (a.fileno(), b.fileno())
+                        self._sel.register(fds[0], selectors.EVENT_READ, (a, b, on_close, fds))
+                        self._sel.register(fds[1], selectors.EVENT_READ, (b, a, on_close, fds))
+                    continue
+                if key.fd not in self._sel.get_map():  # (dropped with its partner in this round)
+                    continue
+                src, dst = key.data[0], key.data[1]
+                try:
+                    dst.send_bytes(src.recv_bytes())
+                except (EOFError, OSError, ValueError):
+                    self._drop(key.data)
+        for key in list(self._sel.get_map().values()):
+            if key.data is not None:
+                self._drop(key.data)
+
+    def stop(self) -> None:
+        """End the relay thread; the connections it holds are closed."""
+        self._stop = True
+        self._wake_w.send(b"x")
+        self._thread.join(2)
+
+
+def local_address(peer_host: str) -> str:
+    """The address of this host's interface that reaches ``peer_host`` (a UDP "connect" sends nothing);
+    ``127.0.0.1`` when it cannot be told."""
+    try:
+        with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
+            s.connect((peer_host, 9))
+            return s.getsockname()[0]
+    except OSError:
+        return "127.0.0.1"
+
+
+def join(address: tuple[str, int], token: str, role: str, timeout_s: float = HANDSHAKE_TIMEOUT_S):
+    """The worker's side of joining (steps 1–3 of the module): ``(command connection, Welcome, chain
+    connections)``. ``ConnectionRefusedError`` / ``OSError`` when nothing listens, ``PermissionError`` when
+    the coordinator refuses the token or the worker (its one-line reason)."""
+    from multiprocessing import AuthenticationError
+
+    from kvtui import __version__
+
+    try:
+        conn = Client(address, authkey=token.encode())
+    except AuthenticationError:
+        raise PermissionError("the coordinator refused the token") from None
+    conn.send(Hello(role, route_address(address[0]), os.getpid(), __version__))
+    if not conn.poll(timeout_s):
+        raise PermissionError("the coordinator did not answer")
+    answer = conn.recv()
+    if isinstance(answer, Refused):
+        raise PermissionError(answer.message)
+    chains = []
+    for j in range(answer.prefill_workers):
+        c = Client(address, authkey=token.encode())
+        c.send(ChainHello(answer.slot, j))
+        chains.append(c)
+    return conn, answer, chains
+
+
+def open_listener(address: tuple[str, int], token: str) -> Listener:
+    """A listener for remote workers on ``address`` (``(host, port)``), authenticating with ``token``;
+    ``OSError`` when it cannot listen there (bound at once, before the engine starts)."""
+    return Listener(address, authkey=token.encode())
+
+
+class Coordinator:
+    """Lets remote decode workers join (steps 2–4 of the module), on its own thread. ``engine``: the
+    :class:`~kvtui.engine.engine.Engine` (started, with ``remote_slots`` relay slots); ``listener``: from
+    :func:`open_listener`; ``on_event(kind, text)``: one line per join and refusal."""
+
+    def __init__(self, engine, listener: Listener, on_event):
+        self.engine, self.on_event = engine, on_event
+        self.listener = listener
+        self.address = self.listener.address
+        self.relay = Relay()
+        self._pending: dict[int, dict] = {}  # slot → {"conn", "hello", "chains": {prefill: conn}}
+        self._stop = False
+        self._thread = threading.Thread(target=self._accept, name="kvtui-listen", daemon=True)
+        self._thread.start()
+
+    def _accept(self) -> None:
+        from multiprocessing import AuthenticationError
+
+        while not self._stop:
+            try:
+                conn = self.listener.accept()
+            except AuthenticationError:
+                peer = self.listener.last_accepted
+                self.on_event("error", f"refused a remote worker{f' from {peer[0]}' if peer else ''}: wrong token")
+                continue
+            except OSError:
+                return
+            try:
+                if not conn.poll(HANDSHAKE_TIMEOUT_S):
+                    conn.close()
+                    continue
+                first = conn.recv()
+                if isinstance(first, Hello):
+                    self._welcome(conn, first)
+                elif isinstance(first, ChainHello):
+                    self._chain(conn, first)
+                else:
+                    conn.close()
+            except (EOFError, OSError) as exc:
+                self.on_event("error", f"a remote worker's handshake failed ({exc})")
+
+    def _welcome(self, conn, hello: Hello) -> None:
+        from kvtui import __version__
+
+        engine = self.engine
+        why = None
+        if hello.role != "decode":
+            why = f"only decode workers can join (asked: {hello.role})"
+        elif hello.version != __version__:
+            why = f"the coordinator runs kvtui {__version__}, the worker {hello.version}"
+        slot = engine.free_remote_slot() if why is None else None
+        if why is None and slot is None:
+            why = "no free slot for another remote worker"
+        if why is not None:
+            conn.send(Refused(why))
+            conn.close()
+            self.on_event("error", f"refused a remote worker from {hello.host}: {why}")
+            return
+        spec = engine.remote_spec(slot)
+        self._pending[slot] = {"conn": conn, "hello": hello, "spec": spec, "chains": {}}
+        conn.send(Welcome(spec, slot, len(engine.prefills)))
+
+    def _chain(self, conn, msg: ChainHello) -> None:
+        entry = self._pending.get(msg.slot)
+        if entry is None:
+            conn.close()
+            return
+        entry["chains"][msg.prefill] = conn
+        if len(entry["chains"]) < len(self.engine.prefills):
+            return
+        del self._pending[msg.slot]
+        threading.Thread(target=self._finish, args=(msg.slot, entry), name="kvtui-join", daemon=True).start()
+
+    def _finish(self, slot: int, entry: dict) -> None:
+        """Wire the relays, wait for the worker's Ready, hand it to the engine."""
+        conn, hello = entry["conn"], entry["hello"]
+        chains = [entry["chains"][j] for j in sorted(entry["chains"])]
+        gone = _RemoteProcess()  # (the handle's, set when a relay of it closes: the worker left)
+        for c, p in zip(chains, self.engine.relay_ends(slot)):
+            self.relay.add(c, p, gone.kill)
+        try:
+            ready = conn.recv() if conn.poll(30) else None
+        except (EOFError, OSError):
+            ready = None
+        if not isinstance(ready, Ready):
+            why = ready.message if isinstance(ready, Failed) else "no Ready within 30 s"
+            self.on_event("error", f"a remote worker from {hello.host} failed to start: {why}")
+            conn.close()
+            self.engine.release_remote_slot(slot)
+            return
+        handle = RemoteHandle(conn, entry["spec"], ready, hello.host, slot, chains)
+        handle.process = gone
+        self.engine.add_remote(handle)
+        self.on_event("info", f"remote worker {handle.name} joined from {hello.host} (pid {ready.pid} there)")
+
+    def stop(self) -> None:
+        """Stop listening and relaying."""
+        self._stop = True
+        try:
+            self.listener.close()
+        except OSError:
+            pass
+        self.relay.stop()

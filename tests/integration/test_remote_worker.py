@@ -1,0 +1,112 @@
+"""A decode worker on another host joins a running ``kvtui run --listen`` (kvtui.engine.remote): two
+emulated hosts on a private bridge, the coordinator in one, ``kvtui worker --join`` in the other, against a
+real master on a third; a wrong token is refused and logged, a join to nothing is one line."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import pytest
+
+from kvtui.engine.hosts import missing_tools
+from kvtui.engine.netns import isolation_possible
+
+pytestmark = pytest.mark.integration
+
+WHY = isolation_possible() or next((f"no {t}" for t in missing_tools()), None)
+needs_root = pytest.mark.skipif(WHY is not None, reason=f"emulated hosts need network namespaces: {WHY}")
+KVTUI = [sys.executable, "-m", "kvtui.cli"]
+
+SCENE = r"""
+import json, subprocess, sys, time
+from kvtui.engine.netns import isolate_network
+assert isolate_network() is None
+from kvtui.engine.cluster import ClusterOptions, EmbeddedCluster
+from kvtui.engine.hosts import nsenter_argv
+
+out_path = sys.argv[1]
+kvtui = [sys.executable, "-m", "kvtui.cli"]
+with EmbeddedCluster(ClusterOptions(store_bytes=64 << 20, hosts=True, worker_names=("coord", "remote"))) as cluster:
+    ep = cluster.endpoints
+    coord, remote = cluster.emulated.hosts["coord"], cluster.emulated.hosts["remote"]
+    attach = ["--master", ep.master, "--metadata", ep.metadata_url]
+    listen = f"{coord.address}:7070"
+    run = subprocess.Popen(nsenter_argv(coord) + kvtui + [
+        "run", "--layout", "tiny", "--duration", "14", "--quiet", "--decode-workers", "1", "--listen", listen,
+        "--token", "s3cret", "--json", out_path] + attach, stderr=subprocess.PIPE, text=True)
+    deadline = time.monotonic() + 30
+    lines = []
+    while time.monotonic() < deadline:  # the coordinator says where it listens once its engine runs
+        line = run.stderr.readline()
+        lines.append(line)
+        if "listening for remote workers" in line:
+            break
+    bad = subprocess.run(nsenter_argv(remote) + kvtui + ["worker", "--join", listen, "--token", "wrong"],
+                         capture_output=True, text=True, timeout=30)
+    worker = subprocess.Popen(nsenter_argv(remote) + kvtui + ["worker", "--join", listen, "--token", "s3cret"],
+                              stderr=subprocess.PIPE, text=True)
+    if len(sys.argv) > 2:  # "kill": the remote worker dies once it served a while
+        while "joined" not in (line := run.stderr.readline()) and line:
+            lines.append(line)
+        lines.append(line)
+        time.sleep(3)
+        worker.kill()
+    rest = run.stderr.read()
+    rc = run.wait(60)
+    worker_rc = worker.wait(30)
+    print(json.dumps({"rc": rc, "stderr": "".join(lines) + rest, "bad_rc": bad.returncode, "bad": bad.stderr,
+                      "worker_rc": worker_rc, "worker": worker.stderr.read(), "remote": remote.address,
+                      "coord": coord.address}))
+"""
+
+
+@needs_root
+def test_a_remote_decode_worker_joins_across_emulated_hosts_and_serves_requests(tmp_path):
+    out = tmp_path / "run.json"
+    proc = subprocess.run([sys.executable, "-c", SCENE, str(out)], capture_output=True, text=True, timeout=150)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    scene = json.loads(proc.stdout.strip().splitlines()[-1])
+    assert scene["rc"] == 0, scene["stderr"][-3000:]
+    assert scene["bad_rc"] == 2 and "refused the token" in scene["bad"] and "Traceback" not in scene["bad"]
+    assert "refused a remote worker" in scene["stderr"] and "wrong token" in scene["stderr"]  # logged
+    assert "joined" in scene["worker"] and scene["worker_rc"] == 0, scene["worker"]
+    s = json.loads(out.read_text())
+    remote = [w for w in s["workers"] if w.get("remote")]
+    assert len(remote) == 1 and remote[0]["host"] == scene["remote"], s["workers"]
+    assert remote[0]["requests"] > 0 and remote[0]["pages_hit"] > 0  # it reloaded pages across its link
+    local = [w for w in s["workers"] if w["role"] == "decode" and not w.get("remote")]
+    assert local and local[0]["host"] is None  # (the coordinator's own processes: no emulated host of kvtui's)
+    assert s["mismatches"] == 0 and s["verified_pages"] == s["pages_hit"]
+    assert sum(w["requests"] for w in s["workers"] if w["role"] == "decode") == s["requests"]
+
+
+def test_a_join_to_nothing_and_bad_flags_get_one_line_and_exit_2():
+    for argv, words in ((["worker", "--join", "127.0.0.1:1", "--token", "t"], "nothing listens at 127.0.0.1:1"),
+                        (["worker", "--join", "nohost", "--token", "t"], "--join: expected HOST:PORT"),
+                        (["worker", "--join", "127.0.0.1:1"], "needs the coordinator's --token"),
+                        (["worker", "--role", "prefill", "--join", "127.0.0.1:1", "--token", "t"], "not supported yet"),
+                        (["run", "--layout", "tiny", "--listen", "7070"], "--listen needs --token"),
+                        (["run", "--layout", "tiny", "--listen", "7070", "--token", "t"], "add --master"),
+                        (["run", "--layout", "tiny", "--token", "t"], "add --listen"),
+                        (["run", "--layout", "tiny", "--listen", "x:y", "--token", "t"], "--listen must be")):
+        proc = subprocess.run(KVTUI + argv, capture_output=True, text=True, timeout=60,
+                              env={**__import__("os").environ, "KVTUI_TOKEN": ""})
+        assert proc.returncode == 2 and words in proc.stderr and "Traceback" not in proc.stderr, (argv, proc.stderr)
+        assert len(proc.stderr.strip().splitlines()) == 1, proc.stderr
+
+
+@needs_root
+def test_the_coordinator_survives_a_remote_worker_that_dies_and_counts_what_it_lost(tmp_path):
+    out = tmp_path / "run.json"
+    proc = subprocess.run([sys.executable, "-c", SCENE, str(out), "kill"], capture_output=True, text=True, timeout=150)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    scene = json.loads(proc.stdout.strip().splitlines()[-1])
+    assert scene["rc"] == 0, scene["stderr"][-3000:]  # the run went on to its end
+    assert scene["worker_rc"] == -9
+    s = json.loads(out.read_text())
+    remote = [w for w in s["workers"] if w.get("remote")]
+    local = [w for w in s["workers"] if w["role"] == "decode" and not w.get("remote")]
+    assert remote and remote[0]["requests"] > 0 and local[0]["requests"] > 0
+    assert s["requests_lost"] > 0 and s["mismatches"] == 0  # counted, never silent
