@@ -39,7 +39,7 @@ class LiveSession(RecordingControl):
     def __init__(self, engine, workload, description: dict, *, concurrency: int = 1, max_requests=None,
                  duration_s=None, aggregator: Aggregator | None = None, layout_text: str = "",
                  header: dict | None = None, owns_engine: bool = True, prompt_pages: int | None = None,
-                 layout_name: str = "custom", duration_from: float | None = None):
+                 layout_name: str = "custom", duration_from: float | None = None, rerun_lost: bool = False):
         from kvtui.engine.driver import Driver
 
         self.engine = engine
@@ -52,7 +52,7 @@ class LiveSession(RecordingControl):
         self.agg.set_worker_counts(getattr(options, "prefill_workers", 1), getattr(options, "decode_workers", 1))
         self.driver = Driver(engine, workload, self._on_result, self.agg.event, on_control=self._apply,
                              concurrency=concurrency, max_requests=max_requests, duration_s=duration_s,
-                             duration_from=duration_from)
+                             duration_from=duration_from, rerun_lost=rerun_lost)
         ep = engine.endpoints
         self.panels = PanelThread(StoreSampler(ep.metrics_url if ep else None), ProcessSampler(
             engine.worker_pids(), host_addresses(ep)))

@@ -112,7 +112,8 @@ def _run(args: argparse.Namespace, outputs: Outputs) -> int:
     session = LiveSession(engine, workload, desc, concurrency=args.concurrency, max_requests=args.requests,
                           duration_s=duration, layout_text=layout.describe(), layout_name=layout_name(args, layout),
                           header={**session_header(args, layout, desc, endpoints), "ttft_estimate": estimator.inputs()},
-                          duration_from=getattr(args, "started_at", None), aggregator=Aggregator(estimator=estimator))
+                          duration_from=getattr(args, "started_at", None), aggregator=Aggregator(estimator=estimator),
+                          rerun_lost=options.replace_dead_workers)
     outputs.attach(session)  # the exporter serves its frames, the request log gets its results
     if listener is not None:
         session.listen(listener, echo=lambda text: print(f"kvtui: {text}", file=sys.stderr, flush=True))
@@ -165,10 +166,13 @@ def _report(args, summary: dict, layout, desc: dict, endpoints, bad_rows: int, d
     elif summary["requests"] == 0 and args.duration is not None and driver.issued == 0:
         print(f"kvtui: --duration {args.duration:g} s ended before the first request: it counts the whole "
               "command, start-up included", file=sys.stderr)
-    summary["requests_lost"] = driver.lost
+    summary["requests_lost"], summary["requests_rerun"] = driver.lost, driver.rerun
+    if driver.rerun:
+        print(f"kvtui: a worker died: every worker was restarted and the {driver.rerun:,} requests it interrupted "
+              "were submitted again", file=sys.stderr)
     if driver.lost:
-        print(f"kvtui: {driver.lost:,} requests were lost when a worker died (every worker was restarted; the "
-              "summary covers the requests that finished)", file=sys.stderr)
+        print(f"kvtui: {driver.lost:,} requests were lost when a worker died (the summary covers the requests that "
+              "finished)", file=sys.stderr)
     if args.json != "-":
         print(format_summary(summary))
     if summary["workload"].get("kind") == "trace" and not summary["workload"]["complete"]:

@@ -107,7 +107,7 @@ def _run(args: argparse.Namespace, outputs: Outputs) -> int:
                           layout_name=layout_name(args, layout),
                           prompt_pages=DEFAULT_PROMPT_PAGES if args.prompt_tokens is None else None,
                           header={**session_header(args, layout, desc, endpoints), "ttft_estimate": estimator.inputs()},
-                          aggregator=Aggregator(estimator=estimator))
+                          aggregator=Aggregator(estimator=estimator), rerun_lost=options.replace_dead_workers)
     outputs.attach(session)
     if listener is not None:
         session.listen(listener)

@@ -13,6 +13,7 @@ from __future__ import annotations
 import queue
 import threading
 import time
+from collections import deque
 from typing import Callable, Iterable, Iterator
 
 from kvtui.core.codes import MASTER_DOWN_CODES, NO_SPACE
@@ -40,6 +41,9 @@ class Driver:
     ``max_requests`` / ``duration_s`` bound the run; ``duration_s`` counts from ``duration_from`` (a
     ``time.monotonic()`` instant, e.g. when the command started: ``kvtui run --duration`` bounds the whole
     command) or, when None, from :meth:`start`, user pauses excluded, master outages included.
+    ``rerun_lost``: a request a worker's death interrupted (the engine's :class:`~kvtui.engine.engine.Lost`)
+    is submitted again, to whichever worker the router picks (:attr:`rerun` counts them); otherwise, and
+    once the feeder is done, it is counted in :attr:`lost`.
 
     Two threads: the feeder draws a request when one of ``concurrency × decode workers + LOOKAHEAD`` slots
     is free (so a knob change applies to the next request drawn) and submits it; the collector takes finished requests
@@ -51,7 +55,7 @@ class Driver:
                  on_event: Callable[[EngineEvent], None] | None = None, *,
                  on_control: Callable[[Control], None] | None = None, concurrency: int = 1,
                  max_requests: int | None = None, duration_s: float | None = None,
-                 duration_from: float | None = None):
+                 duration_from: float | None = None, rerun_lost: bool = False):
         self.engine = engine
         self._iter: Iterator = iter(requests)
         self.on_result = on_result
@@ -78,6 +82,10 @@ class Driver:
         self.completed = 0
         self.dropped = 0  # submitted, then reported dropped unrun (the run was abandoned, or ended in an outage)
         self.lost = 0  # of those, lost when a worker died (the engine rebuilt its workers: replace_dead_workers)
+        self.rerun = 0  # requests a worker's death interrupted that were submitted again (rerun_lost)
+        self.rerun_lost = rerun_lost
+        self._again: deque = deque()  # interrupted requests for the feeder to submit again (they keep their slot)
+        self._again_lock = threading.Lock()
         self.abandoned = 0  # submitted and never reported: under way (or not yet dropped) when the run was abandoned
         self.error: BaseException | None = None
         self._paused_total = 0.0
@@ -155,8 +163,9 @@ class Driver:
 
     def _replaced(self, rep) -> None:
         codes = ", ".join(f"{name} exit code {code}" for name, code in zip(rep.dead, rep.exit_codes)) or rep.reason
+        fate = "submitted again" if self.rerun_lost else "lost (counted, not retried)"
         self.on_event(EngineEvent("error", self.engine.now(), f"worker died ({codes}): every worker restarted in "
-                                  f"{rep.took_s:.1f} s; {rep.lost} requests under way lost (counted, not retried)",
+                                  f"{rep.took_s:.1f} s; {rep.lost} requests under way {fate}",
                                   {"lost": rep.lost, "dead": list(rep.dead)}))
 
     # -- outages ----------------------------------------------------------------------------------------
@@ -246,6 +255,7 @@ class Driver:
             self._sent_epoch = epoch
 
     def _drain_controls(self) -> None:
+        self._submit_again()
         self._sync_hold()
         while True:
             try:
@@ -253,6 +263,30 @@ class Driver:
             except queue.Empty:
                 return
             self.on_control(control)
+
+    def _run_again(self, req) -> bool:
+        """From the collector: queue ``req`` (interrupted by a worker's death) for the feeder, unless the
+        feeder is done; whether it was queued."""
+        with self._again_lock:
+            if self._fed.is_set() or self._abandon.is_set():
+                return False
+            self._again.append(req)
+            self.rerun += 1
+            return True
+
+    def _submit_again(self, locked: bool = False) -> None:
+        """From the feeder: submit the interrupted requests again (each still holds its slot)."""
+        while True:
+            if locked:
+                if not self._again:
+                    return
+                req = self._again.popleft()
+            else:
+                with self._again_lock:
+                    if not self._again:
+                        return
+                    req = self._again.popleft()
+            self.engine.submit(req)
 
     def _feed(self) -> None:
         try:
@@ -296,13 +330,16 @@ class Driver:
             if not self._abandon.is_set():  # (a submit racing the engine's stop is no error)
                 self.error = exc
         finally:
-            try:
-                if self._abandon.is_set():
-                    self.engine.hold(True)  # a drain while held: decode drops its queue unrun
-                self.engine.drain()
-            except Exception:  # the engine is gone already: nothing is queued
-                pass
-            self._fed.set()
+            with self._again_lock:  # (a request interrupted after this is counted lost: the feeder is done)
+                try:
+                    if not self._abandon.is_set():
+                        self._submit_again(locked=True)
+                    if self._abandon.is_set():
+                        self.engine.hold(True)  # a drain while held: decode drops its queue unrun
+                    self.engine.drain()
+                except Exception:  # the engine is gone already: nothing is queued
+                    pass
+                self._fed.set()
 
     def _collect(self) -> None:
         try:
@@ -312,6 +349,8 @@ class Driver:
                 if result is None:
                     if abandon and self._fed.is_set():
                         break
+                    continue
+                if isinstance(result, Lost) and self.rerun_lost and self._run_again(result.req):
                     continue
                 if isinstance(result, Dropped):
                     self.dropped += 1

@@ -175,6 +175,25 @@ def test_a_run_goes_on_after_a_worker_dies_and_says_what_was_lost(fresh_cluster)
     assert all(r.mismatches == 0 for r in done) and len(done) == d.completed > 10
 
 
+def test_with_rerun_lost_the_interrupted_requests_run_again_and_every_request_finishes(fresh_cluster):
+    e = _engine(fresh_cluster.endpoints, decode_workers=2, replace_dead_workers=True)
+    done = []
+    victim = e.worker_pids()["decode-1"]
+
+    def on_result(r):
+        done.append(r)
+        if len(done) == 10:
+            os.kill(victim, signal.SIGKILL)
+
+    try:
+        d = Driver(e, _workload(), on_result, concurrency=1, max_requests=60, rerun_lost=True)
+        d.run()
+    finally:
+        e.stop()
+    assert d.rerun > 0 and d.lost == d.dropped == 0 and d.completed == d.issued == 60
+    assert sorted(r.req_id for r in done) == list(range(60)) and all(r.mismatches == 0 for r in done)
+
+
 def test_prefix_affinity_makes_every_reload_local_where_round_robin_reads_remote_segments():
     local = {}
     for route in ("prefix-affinity", "round-robin"):
