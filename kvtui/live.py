@@ -49,10 +49,20 @@ class LiveSession(RecordingControl):
         self.layout_name = layout_name
         self.agg = aggregator or Aggregator()
         options = getattr(engine, "options", None)
-        self.agg.set_worker_counts(getattr(options, "prefill_workers", 1), getattr(options, "decode_workers", 1))
+        self.agg.set_worker_counts(getattr(options, "prefill_workers", 1), getattr(options, "decode_workers", 1),
+                                   local_segments=getattr(options, "segment_on", "") == "decode")
         self.driver = Driver(engine, workload, self._on_result, self.agg.event, on_control=self._apply,
                              concurrency=concurrency, max_requests=max_requests, duration_s=duration_s,
                              duration_from=duration_from, rerun_lost=rerun_lost)
+        told = getattr(engine, "on_replacement", None)  # (the driver's event line)
+
+        def replaced(rep) -> None:  # the workers were rebuilt: the Processes panel follows the new processes
+            if told is not None:
+                told(rep)
+            self.panels.proc_sampler.set_pids(engine.worker_pids())
+
+        if told is not None:
+            engine.on_replacement = replaced
         ep = engine.endpoints
         self.panels = PanelThread(StoreSampler(ep.metrics_url if ep else None), ProcessSampler(
             engine.worker_pids(), host_addresses(ep)))

@@ -167,9 +167,10 @@ def _report(args, summary: dict, layout, desc: dict, endpoints, bad_rows: int, d
         print(f"kvtui: --duration {args.duration:g} s ended before the first request: it counts the whole "
               "command, start-up included", file=sys.stderr)
     summary["requests_lost"], summary["requests_rerun"] = driver.lost, driver.rerun
-    if driver.rerun:
-        print(f"kvtui: a worker died: every worker was restarted and the {driver.rerun:,} requests it interrupted "
-              "were submitted again", file=sys.stderr)
+    for rep in getattr(driver.engine, "replacements", ()):
+        codes = ", ".join(f"{n} exit code {c}" for n, c in zip(rep.dead, rep.exit_codes)) or rep.reason
+        print(f"kvtui: at {rep.t:.1f} s a worker died ({codes}): every worker restarted in {rep.took_s:.1f} s; "
+              f"{rep.lost} requests {'submitted again' if driver.rerun_lost else 'lost'}", file=sys.stderr)
     if driver.lost:
         print(f"kvtui: {driver.lost:,} requests were lost when a worker died (the summary covers the requests that "
               "finished)", file=sys.stderr)

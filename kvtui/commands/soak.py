@@ -29,6 +29,7 @@ from kvtui.commands.common import (
 )
 from kvtui.commands.output import check_new_file, check_writable, run_context, session_header, write_json_atomic
 from kvtui.core.errors import KvtuiError
+from kvtui.core.topology import DEFAULT_ROUTE
 from kvtui.engine.procs import uninterrupted
 
 MAX_PAUSE_S = 60.0  # a master-pause or link-cut longer than this is an outage, not a fault to recover from
@@ -119,9 +120,9 @@ def _plan(args: argparse.Namespace):
         raise KvtuiError(f"--client-ttl must be at least 1 second, got {args.client_ttl}")
     if args.concurrency < 1:
         raise KvtuiError("--concurrency must be at least 1")
-    if args.prefill_workers != 1 or args.decode_workers != 1 or args.store_nodes != 1:  # (a series column per role)
-        raise KvtuiError("kvtui soak runs one prefill worker, one decode worker and one store node; drop "
-                         "--prefill-workers/--decode-workers/--store-nodes")
+    if args.prefill_workers != 1 or args.decode_workers != 1 or args.store_nodes != 1 or args.route != DEFAULT_ROUTE:
+        raise KvtuiError("kvtui soak runs one prefill worker, one decode worker and one store node (its series have "
+                         "a column per process role); drop --prefill-workers/--decode-workers/--store-nodes/--route")
     try:
         kinds = parse_kinds(args.faults)
     except ValueError as exc:

@@ -54,5 +54,6 @@ def check_segment_share(segment_on: str, store_bytes: int, page_bytes: int, n_pr
     share = {"prefill": n_prefill, "decode": n_decode, "store": store_nodes}.get(segment_on, 1)
     if share > 1 and store_bytes // share < max(MIN_SEGMENT_BYTES, page_bytes):
         flag = f"--store-nodes {share}" if segment_on == "store" else f"--segment-on {segment_on}"
-        raise KvtuiError(f"{flag} splits the store into {share} segments of {store_bytes // share} bytes, below "
-                         "Mooncake's smallest segment or one page; raise --store-size or use fewer")
+        raise KvtuiError(f"{flag} splits the store into {share} segments of {store_bytes // share / 2**20:g} MiB, "
+                         f"below Mooncake's smallest segment ({MIN_SEGMENT_BYTES >> 20} MiB) or one page "
+                         f"({page_bytes / 2**20:g} MiB); raise --store-size or use fewer")

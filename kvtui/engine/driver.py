@@ -96,7 +96,7 @@ class Driver:
         self._hold_epoch = 0  # may also have held by itself, so an outage's end is always sent as a release
         self._sent_epoch = 0
         self._outage_total = 0.0  # seconds of ended outages (the duration bound counts them, arrivals do not)
-        if getattr(engine, "on_replacement", False) is None:  # a worker died and the engine rebuilt them: say so
+        if hasattr(engine, "on_replacement"):  # a worker died and the engine rebuilt them: this run says so
             engine.on_replacement = self._replaced
 
     # -- controls ---------------------------------------------------------------------------------------
@@ -165,7 +165,7 @@ class Driver:
         codes = ", ".join(f"{name} exit code {code}" for name, code in zip(rep.dead, rep.exit_codes)) or rep.reason
         fate = "submitted again" if self.rerun_lost else "lost (counted, not retried)"
         self.on_event(EngineEvent("error", self.engine.now(), f"worker died ({codes}): every worker restarted in "
-                                  f"{rep.took_s:.1f} s; {rep.lost} requests under way {fate}",
+                                  f"{rep.took_s:.1f} s; {rep.lost} requests submitted and unfinished {fate}",
                                   {"lost": rep.lost, "dead": list(rep.dead)}))
 
     # -- outages ----------------------------------------------------------------------------------------

@@ -251,75 +251,123 @@ def local_address(peer_host: str) -> str:
 def join(address: tuple[str, int], token: str, role: str, timeout_s: float = HANDSHAKE_TIMEOUT_S):
     """The worker's side of joining (steps 1–3 of the module): ``(command connection, Welcome, chain
     connections)``. ``ConnectionRefusedError`` / ``OSError`` when nothing listens, ``PermissionError`` when
-    the coordinator refuses the token or the worker (its one-line reason)."""
-    from multiprocessing import AuthenticationError
-
+    the coordinator refuses the token or the worker, or the other side is no coordinator (one-line reason)."""
     from kvtui import __version__
 
-    try:
-        conn = Client(address, authkey=token.encode())
-    except AuthenticationError:
-        raise PermissionError("the coordinator refused the token") from None
+    conn = _connect(address, token, timeout_s)
     conn.send(Hello(role, route_address(address[0]), os.getpid(), __version__))
     if not conn.poll(timeout_s):
-        raise PermissionError("the coordinator did not answer")
-    answer = conn.recv()
+        raise PermissionError(f"no answer within {timeout_s:.0f} s (is it a kvtui --listen?)")
+    try:
+        answer = conn.recv()
+    except EOFError:
+        raise PermissionError("the coordinator closed the connection") from None
     if isinstance(answer, Refused):
         raise PermissionError(answer.message)
+    if not isinstance(answer, Welcome):
+        raise PermissionError(f"unexpected answer {type(answer).__name__} (is it a kvtui --listen?)")
     chains = []
     for j in range(answer.prefill_workers):
-        c = Client(address, authkey=token.encode())
+        c = _connect(address, token, timeout_s)
         c.send(ChainHello(answer.slot, j))
         chains.append(c)
     return conn, answer, chains
 
 
+def _connect(address: tuple[str, int], token: str, timeout_s: float):
+    """One authenticated connection, its handshake bounded by ``timeout_s``: something that accepts and stays
+    silent, or is no kvtui, is refused instead of waited on for ever (the handshake runs on a daemon thread,
+    left behind when it hangs: the command then exits)."""
+    from multiprocessing import AuthenticationError
+
+    out: dict = {}
+
+    def connect() -> None:
+        try:
+            out["conn"] = Client(address, authkey=token.encode())
+        except BaseException as exc:  # (handed to the caller)
+            out["error"] = exc
+
+    t = threading.Thread(target=connect, name="kvtui-join", daemon=True)
+    t.start()
+    t.join(timeout_s)
+    if t.is_alive():
+        raise PermissionError(f"no answer within {timeout_s:.0f} s (is it a kvtui --listen?)")
+    exc = out.get("error")
+    if isinstance(exc, AuthenticationError):
+        raise PermissionError("the coordinator refused the token")
+    if isinstance(exc, EOFError):
+        raise PermissionError("the other side closed the connection (is it a kvtui --listen?)")
+    if exc is not None:
+        raise exc
+    return out["conn"]
+
+
 def open_listener(address: tuple[str, int], token: str) -> Listener:
-    """A listener for remote workers on ``address`` (``(host, port)``), authenticating with ``token``;
-    ``OSError`` when it cannot listen there (bound at once, before the engine starts)."""
-    return Listener(address, authkey=token.encode())
+    """A listener for remote workers on ``address`` (``(host, port)``); ``OSError`` when it cannot listen
+    there (bound at once, before the engine starts). The token is checked per connection by the
+    :class:`Coordinator` (so a peer that never answers the challenge holds up no one else)."""
+    listener = Listener(address)
+    listener.token = token
+    return listener
 
 
 class Coordinator:
     """Lets remote decode workers join (steps 2–4 of the module), on its own thread. ``engine``: the
     :class:`~kvtui.engine.engine.Engine` (started, with ``remote_slots`` relay slots); ``listener``: from
-    :func:`open_listener`; ``on_event(kind, text)``: one line per join and refusal."""
+    :func:`open_listener`; ``on_event(kind, text)``: one line per join and refusal. Each connection's
+    challenge and first message run on a thread of their own, closed after ``HANDSHAKE_TIMEOUT_S``."""
 
     def __init__(self, engine, listener: Listener, on_event):
         self.engine, self.on_event = engine, on_event
         self.listener = listener
         self.address = self.listener.address
+        self._key = listener.token.encode()
         self.relay = Relay()
         self._pending: dict[int, dict] = {}  # slot → {"conn", "hello", "chains": {prefill: conn}}
+        self._lock = threading.Lock()
         self._stop = False
         self._thread = threading.Thread(target=self._accept, name="kvtui-listen", daemon=True)
         self._thread.start()
 
     def _accept(self) -> None:
-        from multiprocessing import AuthenticationError
-
         while not self._stop:
             try:
                 conn = self.listener.accept()
-            except AuthenticationError:
-                peer = self.listener.last_accepted
-                self.on_event("error", f"refused a remote worker{f' from {peer[0]}' if peer else ''}: wrong token")
-                continue
             except OSError:
                 return
-            try:
-                if not conn.poll(HANDSHAKE_TIMEOUT_S):
-                    conn.close()
-                    continue
-                first = conn.recv()
-                if isinstance(first, Hello):
-                    self._welcome(conn, first)
-                elif isinstance(first, ChainHello):
-                    self._chain(conn, first)
-                else:
-                    conn.close()
-            except (EOFError, OSError) as exc:
-                self.on_event("error", f"a remote worker's handshake failed ({exc})")
+            peer = self.listener.last_accepted
+            threading.Thread(target=self._handshake, args=(conn, peer), name="kvtui-handshake", daemon=True).start()
+
+    def _handshake(self, conn, peer) -> None:
+        from multiprocessing import AuthenticationError
+        from multiprocessing.connection import answer_challenge, deliver_challenge
+
+        timer = threading.Timer(HANDSHAKE_TIMEOUT_S, conn.close)  # (a silent peer: its reads fail)
+        timer.daemon = True
+        timer.start()
+        where = f" from {peer[0]}" if peer else ""
+        try:
+            deliver_challenge(conn, self._key)
+            answer_challenge(conn, self._key)
+            first = conn.recv() if conn.poll(HANDSHAKE_TIMEOUT_S) else None
+        except AuthenticationError:
+            self.on_event("error", f"refused a remote worker{where}: wrong token")
+            conn.close()
+            return
+        except (EOFError, OSError) as exc:
+            if not self._stop:
+                self.on_event("error", f"a remote worker's handshake{where} failed ({exc or 'connection closed'})")
+            return
+        finally:
+            timer.cancel()
+        with self._lock:
+            if isinstance(first, Hello):
+                self._welcome(conn, first)
+            elif isinstance(first, ChainHello):
+                self._chain(conn, first)
+            else:
+                conn.close()
 
     def _welcome(self, conn, hello: Hello) -> None:
         from kvtui import __version__

@@ -326,10 +326,12 @@ class Aggregator:
         with self._lock:
             self._workers.describe(role, index, **info)
 
-    def set_worker_counts(self, prefill: int, decode: int) -> None:
-        """The run's number of prefill and decode workers (idle ones get a row in ``Frame.workers``)."""
+    def set_worker_counts(self, prefill: int, decode: int, local_segments: bool = False) -> None:
+        """The run's number of prefill and decode workers (idle ones get a row in ``Frame.workers``), and
+        whether the decode workers own segments (``--segment-on decode``: their local share is defined)."""
         with self._lock:
             self._workers.set_counts(prefill, decode)
+            self._workers.local_segments = bool(local_segments)
 
     def summary(self) -> dict:
         """The run summary now (see :func:`summary_from_frame`)."""

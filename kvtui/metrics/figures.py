@@ -185,8 +185,8 @@ WORKER_HIT_RATE = Figure("page_hit_rate", "page hit rate (per decode worker)", "
                          "pages it reloaded ÷ full pages of its requests", _WORKER_WINDOW, _WORKER_SHOWN,
                          "workers[].page_hit_rate")
 WORKER_LOCAL = Figure("local_share", "local reuse (per decode worker)", "local", "%",
-                      "bytes it reloaded from its own segment ÷ bytes it reloaded (only a decode worker with a "
-                      "segment, --segment-on decode, has local bytes)", _WORKER_WINDOW, _WORKER_SHOWN,
+                      "bytes it reloaded from its own segment ÷ bytes it reloaded (defined with --segment-on decode, "
+                      "where decode workers own segments; else \"—\", null)", _WORKER_WINDOW, _WORKER_SHOWN,
                       "workers[].local_share, workers[].bytes_local")
 WORKER_REUSE_BUSY = Figure("reuse_read_MBps", "reuse read (busy, per decode worker)", "reuse", "MB/s",
                            "bytes it loaded ÷ time it spent in store reads (probe excluded)", _WORKER_WINDOW,

@@ -14,8 +14,8 @@ DECODE_COUNTS = ("requests", "pages_total", "pages_hit", "bytes_loaded", "bytes_
 PREFILL_COUNTS = ("requests", "pages_published", "pages_already_present", "pages_failed", "bytes_written", "errors")
 
 
-def _pct(num: float, den: float) -> float:
-    return 100.0 * num / den if den else 0.0
+def _frac(num: float, den: float) -> float:
+    return num / den if den else 0.0
 
 
 def _mbps(nbytes: float, ms: float) -> float:
@@ -26,10 +26,12 @@ class WorkerTally:
     """Counts per worker. :meth:`add` one result; :meth:`rows` gives one dict per worker seen (decode first,
     by index): ``role``, ``index``, ``name`` (:func:`~kvtui.core.topology.worker_name`, given the counts
     ``set_counts`` was told, else the highest index seen + 1; a described worker's own), the counters above, ``read_ms_total`` /
-    ``put_ms_total`` (ms), and the figures of :data:`~kvtui.metrics.figures.WORKERS` by their keys. Not
+    ``put_ms_total`` (ms), and the figures of :data:`~kvtui.metrics.figures.WORKERS` by their keys (shares
+    and rates as fractions 0–1, as the summary's; ``local_share`` None unless :attr:`local_segments`). Not
     thread-safe (the aggregator calls it under its lock)."""
 
     def __init__(self) -> None:
+        self.local_segments = False  # decode workers own segments (--segment-on decode): local_share is defined
         self._c: dict[tuple[str, int], Counter] = {}
         self._counts: dict[str, int] = {}
         self._info: dict[tuple[str, int], dict] = {}  # what describe() said of a worker (name, host, remote)
@@ -83,11 +85,12 @@ class WorkerTally:
                 name = worker_name(role, i, n) if i < n else f"{role}-{i}"  # (beyond: a remote one, described)
                 row = {"role": role, "index": i, "name": name, **{k: int(c[k]) for k in counts},
                        **self._info.get((role, i), {})}
-                row[fig.WORKER_SHARE.key] = _pct(c["requests"], total)
+                row[fig.WORKER_SHARE.key] = _frac(c["requests"], total)
                 if role == "decode":
                     row["read_ms_total"] = float(c["read_ms_total"])
-                    row[fig.WORKER_HIT_RATE.key] = _pct(c["pages_hit"], c["pages_total"])
-                    row[fig.WORKER_LOCAL.key] = _pct(c["bytes_local"], c["bytes_loaded"])
+                    row[fig.WORKER_HIT_RATE.key] = _frac(c["pages_hit"], c["pages_total"])
+                    row[fig.WORKER_LOCAL.key] = (_frac(c["bytes_local"], c["bytes_loaded"]) if self.local_segments
+                                                 else None)
                     row[fig.WORKER_REUSE_BUSY.key] = _mbps(c["bytes_loaded"], c["read_ms_total"])
                 else:
                     row["put_ms_total"] = float(c["put_ms_total"])

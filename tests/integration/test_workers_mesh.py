@@ -33,7 +33,8 @@ def _workload(pool=3, seed=0):
 def _run(engine, n, concurrency=1, pool=3, seed=0):
     """Drive ``n`` requests; (aggregator, results in finishing order)."""
     agg, results = Aggregator(), []
-    agg.set_worker_counts(engine.options.prefill_workers, engine.options.decode_workers)
+    agg.set_worker_counts(engine.options.prefill_workers, engine.options.decode_workers,
+                          local_segments=engine.options.segment_on == "decode")
 
     def on_result(r):
         agg.add(r)
@@ -171,7 +172,7 @@ def test_a_run_goes_on_after_a_worker_dies_and_says_what_was_lost(fresh_cluster)
         e.stop()
     assert d.completed + d.dropped == d.issued == 60 and d.lost == d.dropped > 0
     said = [x for x in events if x.kind == "error" and "worker died" in x.text]
-    assert len(said) == 1 and "prefill-1" in said[0].text and f"{d.lost} requests under way lost" in said[0].text
+    assert len(said) == 1 and "prefill-1" in said[0].text and f"{d.lost} requests submitted and unfinished lost" in said[0].text
     assert all(r.mismatches == 0 for r in done) and len(done) == d.completed > 10
 
 
@@ -208,7 +209,7 @@ def test_prefix_affinity_makes_every_reload_local_where_round_robin_reads_remote
         assert sum(w["bytes_loaded"] for w in decode) > 0
         local[route] = 100.0 * sum(w["bytes_local"] for w in decode) / sum(w["bytes_loaded"] for w in decode)
         if route == "prefix-affinity":
-            assert all(w["local_share"] == 100.0 for w in decode if w["bytes_loaded"])
+            assert all(w["local_share"] == 1.0 for w in decode if w["bytes_loaded"])
     assert local["round-robin"] < 90.0, local  # a group's pages live on one segment; its readers are all three
 
 
@@ -238,3 +239,27 @@ def test_store_nodes_share_the_segment_and_the_allocator_spreads_pages_over_them
         assert e.cluster.process("store-1").alive() and e.cluster.process("store-0").alive()
     finally:
         e.stop()
+
+
+def test_the_processes_panel_follows_the_workers_a_live_session_rebuilt(fresh_cluster):
+    import time as _time
+
+    from kvtui.live import LiveSession
+
+    e = _engine(fresh_cluster.endpoints, decode_workers=2, replace_dead_workers=True)
+    session = LiveSession(e, _workload(), {"kind": "synthetic"}, owns_engine=True, rerun_lost=True)
+    try:
+        session.start()
+        old = e.worker_pids()
+        os.kill(old["decode-0"], signal.SIGKILL)
+        deadline = _time.monotonic() + 30
+
+        def sampled() -> dict:
+            return {row["name"]: row["pid"] for row in session.panels.proc_sampler.sample()}
+
+        while _time.monotonic() < deadline and (not e.replacements or sampled().get("decode-0") == old["decode-0"]):
+            _time.sleep(0.1)
+        assert e.replacements, "the engine did not rebuild its workers"
+        assert sampled()["decode-0"] == e.worker_pids()["decode-0"] != old["decode-0"]
+    finally:
+        session.stop()

@@ -31,9 +31,10 @@ def test_worker_rows_sum_to_the_totals_and_derive_their_figures():
     d2 = decode[2]
     mine = [r for r in results if r.decode_worker == 2]
     assert d2["requests"] == len(mine) and d2["errors"] == 2
-    assert abs(d2["page_hit_rate"] - 100.0 * sum(r.pages_hit for r in mine) / sum(r.pages_total for r in mine)) < 1e-9
+    assert abs(d2["page_hit_rate"] - sum(r.pages_hit for r in mine) / sum(r.pages_total for r in mine)) < 1e-9
     assert abs(d2["reuse_read_MBps"] - sum(r.bytes_loaded for r in mine) / (sum(r.read_ms for r in mine) / 1e3) / 1e6) < 1e-9
-    assert abs(sum(w["share"] for w in decode) - 100.0) < 1e-9
+    assert abs(sum(w["share"] for w in decode) - 1.0) < 1e-9  # fractions, as the summary's rates
+    assert d2["local_share"] is None  # no decode worker owns a segment here: undefined, not 0
     p0 = prefill[0]
     pub = [r for r in results if r.prefill_worker == 0]
     assert abs(p0["publish_write_MBps"] - sum(r.bytes_written for r in pub) / (sum(r.put_ms for r in pub) / 1e3) / 1e6) < 1e-9
@@ -49,3 +50,13 @@ def test_an_idle_worker_has_a_row_and_the_summary_names_each_process():
     assert rows["decode-1"]["requests"] == 0 and rows["decode-1"]["page_hit_rate"] == 0.0
     assert (rows["decode-0"]["pid"], rows["decode-0"]["host"]) == (11, "10.77.0.13")
     assert (rows["prefill"]["pid"], rows["prefill"]["host"], rows["decode-1"]["pid"]) == (10, None, None)
+
+
+def test_local_share_is_the_fraction_of_reloaded_bytes_from_the_readers_own_segment():
+    agg = Aggregator()
+    agg.set_worker_counts(1, 2, local_segments=True)
+    for i, local in enumerate((400, 0, 200)):
+        r = _result(i, i % 2, 0, hit=4)
+        agg.add(RequestResult(**{**r.__dict__, "bytes_local": local}))
+    rows = {w["name"]: w for w in agg.frame().workers}
+    assert rows["decode-0"]["local_share"] == 600 / 800 and rows["decode-1"]["local_share"] == 0.0

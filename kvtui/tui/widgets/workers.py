@@ -76,11 +76,12 @@ class WorkersPanel(LinesPanel):
         for w in self.shown_workers:
             decode = w.get("role") == "decode"
             mbps = w.get(fig.WORKER_REUSE_BUSY.key if decode else fig.WORKER_PUBLISH_BUSY.key, 0.0)
-            hits = f"{w.get(fig.WORKER_HIT_RATE.key, 0.0):.0f}%" if decode else ""
-            loc = f"{w.get(fig.WORKER_LOCAL.key, 0.0):.0f}%" if decode else ""
+            hits = f"{100 * w.get(fig.WORKER_HIT_RATE.key, 0.0):.0f}%" if decode else ""
+            local_share = w.get(fig.WORKER_LOCAL.key)
+            loc = ("—" if local_share is None else f"{100 * local_share:.0f}%") if decode else ""
             errors = int(w.get(fig.WORKER_ERRORS.key, 0))
             line = Text(row(str(w.get("name", "?")), fmt_count(w.get(fig.WORKER_REQUESTS.key, 0)),
-                            f"{w.get(fig.WORKER_SHARE.key, 0.0):.0f}%", hits, loc, _mbps(mbps), fmt_count(errors)))
+                            f"{100 * w.get(fig.WORKER_SHARE.key, 0.0):.0f}%", hits, loc, _mbps(mbps), fmt_count(errors)))
             if errors or w.get("mismatches"):
                 line.stylize(bad)
             out.append(line)
