@@ -95,14 +95,15 @@ class LiveSession(RecordingControl):
         return d
 
     def listen(self, listener, echo=None) -> None:
-        """Let remote decode workers join through ``listener`` (``kvtui.engine.remote.open_listener``; the
+        """Let remote decode and prefill workers join through ``listener`` (``kvtui.engine.remote.open_listener``; the
         engine needs relay slots, ``EngineOptions.remote_slots``): each join and refusal is an event (and goes
         to ``echo(text)`` when given: ``kvtui run`` prints it), each joined worker gets its row in
         ``Frame.workers``."""
         from kvtui.engine.remote import Coordinator
 
         def joined(handle, index: int) -> None:
-            self.agg.describe_worker("decode", index, name=handle.name, host=handle.host, pid=handle.pid, remote=True)
+            self.agg.describe_worker(handle.spec.role, index, name=handle.name, host=handle.host, pid=handle.pid,
+                                     remote=True)
 
         def event(kind: str, text: str) -> None:
             self._log(kind, text)

@@ -1,4 +1,4 @@
-"""The coordinator flags of ``run`` and ``watch`` (``--listen``, ``--token``): remote decode workers may join
+"""The coordinator flags of ``run`` and ``watch`` (``--listen``, ``--token``): remote decode and prefill workers may join
 (``kvtui worker --join``, :mod:`kvtui.engine.remote`)."""
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ def add_listen_arguments(p: argparse.ArgumentParser) -> None:
     """Add ``--listen`` and ``--token`` to a command's parser."""
     g = p.add_argument_group("remote workers (attach mode: --master/--metadata)")
     g.add_argument("--listen", metavar="[HOST:]PORT", default=None,
-                   help=f"accept up to {REMOTE_SLOTS} decode workers from other machines (kvtui worker --join) on "
+                   help=f"accept up to {REMOTE_SLOTS} decode and {REMOTE_SLOTS} prefill workers from other machines (kvtui worker --join) on "
                         "this address; a bare PORT listens on loopback only (default: no listener)")
     g.add_argument("--token", default=None, metavar="T",
                    help=f"the shared secret a joining worker must present (required with --listen; default: the "

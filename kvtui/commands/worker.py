@@ -1,4 +1,4 @@
-"""``kvtui worker --role decode --join HOST:PORT --token T``: a decode worker on this machine for a
+"""``kvtui worker --role decode|prefill --join HOST:PORT --token T``: a worker on this machine for a
 ``kvtui run|watch --listen HOST:PORT --token T`` running on another (:mod:`kvtui.engine.remote`).
 
 The coordinator sends everything the worker runs with (page layout, model, keys, the attached cluster's
@@ -22,13 +22,13 @@ TOKEN_ENV = "KVTUI_TOKEN"
 def register(subparsers) -> None:
     """Add the ``worker`` subcommand."""
     p = subparsers.add_parser(
-        "worker", help="join a running kvtui run/watch --listen as a remote decode worker",
-        description="Attach a decode worker on this machine to a kvtui run or watch started elsewhere with "
+        "worker", help="join a running kvtui run/watch --listen as a remote decode or prefill worker",
+        description="Attach a decode or prefill worker on this machine to a kvtui run or watch started elsewhere with "
                     "--listen HOST:PORT --token T. Both use the same attached Mooncake cluster; the coordinator "
                     "routes requests to this worker like to its own and shows it in its Workers panel. The "
                     "worker serves until the coordinator stops.")
     p.add_argument("--role", choices=("decode", "prefill"), default="decode",
-                   help="the worker's role (default decode; remote prefill workers are not supported yet)")
+                   help="the worker's role (default decode): a decode worker reloads, a prefill worker publishes")
     p.add_argument("--join", required=True, metavar="HOST:PORT", help="the coordinator's --listen address")
     p.add_argument("--token", default=None, metavar="T",
                    help=f"the coordinator's --token (default: the {TOKEN_ENV} environment variable)")
@@ -50,8 +50,6 @@ def run(args: argparse.Namespace) -> int:
     from kvtui.engine.store import split_hostport
     from kvtui.engine.worker import worker_main
 
-    if args.role != "decode":
-        raise KvtuiError("--role prefill: remote prefill workers are not supported yet; use --role decode")
     try:
         host, port = split_hostport(args.join)
     except ValueError as exc:
@@ -62,7 +60,7 @@ def run(args: argparse.Namespace) -> int:
     if bool(args.master) != bool(args.metadata):
         raise KvtuiError("--master and --metadata go together")
     try:
-        conn, welcome, chains = join((host, port), token, args.role)
+        conn, welcome, chains, results = join((host, port), token, args.role)
     except ConnectionRefusedError:
         raise KvtuiError(f"--join: nothing listens at {host}:{port}") from None
     except PermissionError as exc:
@@ -77,5 +75,5 @@ def run(args: argparse.Namespace) -> int:
     spec = replace(spec, log_path=str(log_dir / f"{spec.label}.log"))  # (Mooncake's native log, not the terminal)
     print(f"kvtui worker: joined {host}:{port} as {spec.label} (slot {welcome.slot}); serving until the "
           f"coordinator stops; native log {spec.log_path}", file=sys.stderr, flush=True)
-    worker_main(conn, spec, chains, None)  # (leaves the process itself)
+    worker_main(conn, spec, chains, results)  # (leaves the process itself)
     return 0

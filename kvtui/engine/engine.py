@@ -1,11 +1,9 @@
 """The engine: owns the cluster (embedded or attached) and the prefill/decode workers, and drives requests.
 
-Per request (prefill/decode disaggregation over the store):
-
-1. the **decode** worker reloads the longest cached leading run of the request's pages
-   (``load_cached_prefix``): these are prefix hits, prefill is skipped for them;
-2. the **prefill** worker computes the remaining cacheable pages and publishes the absent ones
-   (``store_computed_prefix`` from the first page not reloaded, reusing the reload's probe answers).
+Per request (prefill/decode disaggregation over the store): the **decode** worker reloads the longest cached
+leading run of the request's pages (``load_cached_prefix``: prefix hits, prefill is skipped for them); the
+**prefill** worker computes the remaining cacheable pages and publishes the absent ones
+(``store_computed_prefix`` from the first page not reloaded, reusing the reload's probe answers).
 
 Requests flow parent → decode → prefill → parent as a chain of pipes (:mod:`kvtui.engine.protocol`): the
 parent submits, decode hands its result straight to prefill, prefill acknowledges to decode and sends the
@@ -37,7 +35,7 @@ from kvtui.engine.protocol import (
 )
 from kvtui.engine.remote_slots import RemoteWorkers
 from kvtui.engine.results import Dropped, Lost, WorkerReplacement, result_from
-from kvtui.engine.routing import Router
+from kvtui.engine.routing import Router, least_loaded
 from kvtui.engine.worker import WorkerSpec
 from kvtui.engine.workers import STOP_GRACE_S as WORKER_STOP_GRACE_S
 from kvtui.engine.workers import WorkerError, WorkerHandle, start_mesh, stop_all
@@ -114,8 +112,7 @@ class Engine(RemoteWorkers):
         return [*self.prefills, *self.decodes]
 
     def __enter__(self) -> "Engine":
-        self.start()
-        return self
+        return self.start() or self
 
     def __exit__(self, *exc) -> None:
         self.stop()
@@ -218,11 +215,13 @@ class Engine(RemoteWorkers):
         with self._chain_lock:
             seq = next(self._seq)
             d, p = self._router.route(keys[0] if keys else None, self._decode_load, self._prefill_load)
+            if d >= self.options.decode_workers:  # a remote decode worker publishes through a local prefill one
+                p = least_loaded(self._prefill_load[: self.options.prefill_workers], seq)
             self._pending[seq] = (self._run, req, (keys[0], keys[-1]) if keys else (), d, p)
             self._decode_load[d] += 1
             self._prefill_load[p] += 1
             try:
-                self._chain_send("decode", Submit(seq, keys, p), index=d)
+                self._chain_send("decode", Submit(seq, keys, self.prefill_peers[p]), index=d)
             except WorkerError:
                 self._take(seq)
                 raise
@@ -437,9 +436,10 @@ class Engine(RemoteWorkers):
             for h in handles:
                 h.finish_stop(deadline - time.monotonic())
             self.decodes, self.prefills = [], []
-            for conn in [*self._results, *(c for row in getattr(self, "_relays", []) for c in row)]:
+            for conn in self._results:
                 conn.close()
-            self._results, self._relays = [], []
+            self._results = []
+            self._close_relays()
             self._pending.clear()
             self._lost.clear()
             if self._spawner is not None:

@@ -51,12 +51,14 @@ class Hello:
 
 @dataclass(frozen=True)
 class Welcome:
-    """Coordinator → worker: run ``spec`` (a ``WorkerSpec``) in ``slot``; connect ``prefill_workers``
-    chain connections."""
+    """Coordinator → worker: run ``spec`` (a ``WorkerSpec``) in ``slot``; connect ``chains`` chain
+    connections (one per local worker of the other role), and with ``results`` (a prefill worker) one more
+    for its results."""
 
     spec: object
     slot: int
-    prefill_workers: int
+    chains: int
+    results: bool = False
 
 
 @dataclass(frozen=True)
@@ -68,10 +70,12 @@ class Refused:
 
 @dataclass(frozen=True)
 class ChainHello:
-    """Worker → coordinator, first message on a chain connection: its slot and the prefill index."""
+    """Worker → coordinator, first message on a chain connection: its role and slot, and the index of the
+    local worker it links to (-1: a prefill worker's results connection)."""
 
     slot: int
-    prefill: int
+    index: int
+    role: str = "decode"
 
 
 class _RemoteProcess:
@@ -250,7 +254,7 @@ def local_address(peer_host: str) -> str:
 
 def join(address: tuple[str, int], token: str, role: str, timeout_s: float = HANDSHAKE_TIMEOUT_S):
     """The worker's side of joining (steps 1–3 of the module): ``(command connection, Welcome, chain
-    connections)``. ``ConnectionRefusedError`` / ``OSError`` when nothing listens, ``PermissionError`` when
+    connections, results connection or None)``. ``ConnectionRefusedError`` / ``OSError`` when nothing listens, ``PermissionError`` when
     the coordinator refuses the token or the worker, or the other side is no coordinator (one-line reason)."""
     from kvtui import __version__
 
@@ -267,11 +271,12 @@ def join(address: tuple[str, int], token: str, role: str, timeout_s: float = HAN
     if not isinstance(answer, Welcome):
         raise PermissionError(f"unexpected answer {type(answer).__name__} (is it a kvtui --listen?)")
     chains = []
-    for j in range(answer.prefill_workers):
+    for j in [*range(answer.chains), *([-1] if answer.results else [])]:
         c = _connect(address, token, timeout_s)
-        c.send(ChainHello(answer.slot, j))
+        c.send(ChainHello(answer.slot, j, role))
         chains.append(c)
-    return conn, answer, chains
+    results = chains.pop() if answer.results else None
+    return conn, answer, chains, results
 
 
 def _connect(address: tuple[str, int], token: str, timeout_s: float):
@@ -373,40 +378,43 @@ class Coordinator:
         from kvtui import __version__
 
         engine = self.engine
-        why = None
-        if hello.role != "decode":
-            why = f"only decode workers can join (asked: {hello.role})"
+        why, role = None, hello.role
+        if role not in ("decode", "prefill"):
+            why = f"a worker is decode or prefill (asked: {role})"
         elif hello.version != __version__:
             why = f"the coordinator runs kvtui {__version__}, the worker {hello.version}"
-        slot = engine.free_remote_slot() if why is None else None
+        slot = engine.free_remote_slot(role) if why is None else None
         if why is None and slot is None:
-            why = "no free slot for another remote worker"
+            why = f"no free slot for another remote {role} worker"
         if why is not None:
             conn.send(Refused(why))
             conn.close()
             self.on_event("error", f"refused a remote worker from {hello.host}: {why}")
             return
-        spec = engine.remote_spec(slot)
-        self._pending[slot] = {"conn": conn, "hello": hello, "spec": spec, "chains": {}}
-        conn.send(Welcome(spec, slot, len(engine.prefills)))
+        spec = engine.remote_spec(slot, role)
+        want = engine.remote_chains(role) + (role == "prefill")
+        self._pending[(role, slot)] = {"conn": conn, "hello": hello, "spec": spec, "chains": {}, "want": want}
+        conn.send(Welcome(spec, slot, engine.remote_chains(role), results=role == "prefill"))
 
     def _chain(self, conn, msg: ChainHello) -> None:
-        entry = self._pending.get(msg.slot)
+        entry = self._pending.get((msg.role, msg.slot))
         if entry is None:
             conn.close()
             return
-        entry["chains"][msg.prefill] = conn
-        if len(entry["chains"]) < len(self.engine.prefills):
+        entry["chains"][msg.index] = conn
+        if len(entry["chains"]) < entry["want"]:
             return
-        del self._pending[msg.slot]
-        threading.Thread(target=self._finish, args=(msg.slot, entry), name="kvtui-join", daemon=True).start()
+        del self._pending[(msg.role, msg.slot)]
+        threading.Thread(target=self._finish, args=(msg.role, msg.slot, entry), name="kvtui-join",
+                         daemon=True).start()
 
-    def _finish(self, slot: int, entry: dict) -> None:
+    def _finish(self, role: str, slot: int, entry: dict) -> None:
         """Wire the relays, wait for the worker's Ready, hand it to the engine."""
         conn, hello = entry["conn"], entry["hello"]
+        results = entry["chains"].pop(-1, None)
         chains = [entry["chains"][j] for j in sorted(entry["chains"])]
         gone = _RemoteProcess()  # (the handle's, set when a relay of it closes: the worker left)
-        for c, p in zip(chains, self.engine.relay_ends(slot)):
+        for c, p in zip(chains, self.engine.relay_ends(slot, role)):
             self.relay.add(c, p, gone.kill)
         try:
             ready = conn.recv() if conn.poll(30) else None
@@ -416,11 +424,11 @@ class Coordinator:
             why = ready.message if isinstance(ready, Failed) else "no Ready within 30 s"
             self.on_event("error", f"a remote worker from {hello.host} failed to start: {why}")
             conn.close()
-            self.engine.release_remote_slot(slot)
+            self.engine.release_remote_slot(slot, role)
             return
-        handle = RemoteHandle(conn, entry["spec"], ready, hello.host, slot, chains)
+        handle = RemoteHandle(conn, entry["spec"], ready, hello.host, slot, chains + ([results] if results else []))
         handle.process = gone
-        self.engine.add_remote(handle)
+        self.engine.add_remote(handle, results=results)
         self.on_event("info", f"remote worker {handle.name} joined from {hello.host} (pid {ready.pid} there)")
 
     def stop(self) -> None:

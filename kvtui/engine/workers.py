@@ -136,36 +136,37 @@ def start_mesh(prefills: list[WorkerSpec], decodes: list[WorkerSpec], log_dir: s
     """Start N prefill and M decode workers joined by a full mesh of request chains
     (:mod:`kvtui.engine.protocol`): a chain pipe between every decode and every prefill worker, and a
     results pipe from each prefill worker to the parent. Returns ``(prefill handles, decode handles,
-    results read ends, relay ends)``: the results ends in prefill order; ``relays`` slots of one more chain
-    pipe per prefill worker whose decode ends stay with the parent (``relay ends[slot][prefill]``), for
-    remote decode workers (:mod:`kvtui.engine.remote`). The workers hold their own ends (closed here).
-    ``WorkerError`` when any does not start (all are stopped then)."""
+    results read ends, relay ends)``, the results ends in prefill order. ``relays`` slots per role for
+    workers on other machines (:mod:`kvtui.engine.remote`): each prefill worker gets one more chain pipe per
+    decode slot, each decode worker one more per prefill slot (after its N), and the parent keeps their other
+    ends: ``relay ends["decode"][slot][prefill]`` and ``relay ends["prefill"][slot][decode]``. The workers
+    hold their own ends (closed here). ``WorkerError`` when any does not start (all are stopped then)."""
     ctx = mp.get_context("spawn")
-    chain = [[ctx.Pipe() for _p in prefills] for _d in range(len(decodes) + relays)]  # [d][p] = (decode's, prefill's)
+    n, m = len(prefills), len(decodes)
+    # chain[d][p] = (decode's end, prefill's end); rows m.. are remote decode slots, columns n.. remote prefill
+    # slots (no pipe between two remote slots: a remote decode worker publishes through a local prefill worker)
+    chain = [[ctx.Pipe() if d < m or p < n else None for p in range(n + relays)] for d in range(m + relays)]
     pairs = [ctx.Pipe(duplex=False) for _p in prefills]  # (parent's read end, prefill's write end)
-    ends = [([chain[d][p][1] for d in range(len(chain))], pairs[p][1]) for p in range(len(prefills))]
-    ends += [([chain[d][p][0] for p in range(len(prefills))], None) for d in range(len(decodes))]
+    ends = [([chain[d][p][1] for d in range(m + relays)], pairs[p][1]) for p in range(n)]
+    ends += [([chain[d][p][0] for p in range(n + relays)], None) for d in range(m)]
+    kept = [chain[d][p][0] for d in range(m, m + relays) for p in range(n)]
+    kept += [chain[d][p][1] for d in range(m) for p in range(n, n + relays)]
     try:
         handles = start_workers([*prefills, *decodes], log_dir=log_dir, ends=ends)
     except BaseException:
-        for read, _write in pairs:
-            read.close()
-        for row in chain[len(decodes):]:
-            for a, _b in row:
-                a.close()
+        for c in [read for read, _write in pairs] + kept:
+            c.close()
         raise
     finally:
-        for row in chain[: len(decodes)]:
-            for a, b in row:
-                a.close()  # (a second close does nothing)
-                b.close()
-        for row in chain[len(decodes):]:
-            for _a, b in row:
-                b.close()
+        for row in chain:
+            for pipe in row:
+                for c in pipe or ():
+                    if not any(c is k for k in kept):
+                        c.close()  # (a second close does nothing)
         for _read, write in pairs:
             write.close()
-    n = len(prefills)
-    relay_ends = [[a for a, _b in row] for row in chain[len(decodes):]]
+    relay_ends = {"decode": [[chain[m + s][p][0] for p in range(n)] for s in range(relays)],
+                  "prefill": [[chain[d][n + s][1] for d in range(m)] for s in range(relays)]}
     return handles[:n], handles[n:], [read for read, _write in pairs], relay_ends
 
 

@@ -47,7 +47,11 @@ with EmbeddedCluster(ClusterOptions(store_bytes=64 << 20, hosts=True, worker_nam
                          capture_output=True, text=True, timeout=30)
     worker = subprocess.Popen(nsenter_argv(remote) + kvtui + ["worker", "--join", listen, "--token", "s3cret"],
                               stderr=subprocess.PIPE, text=True)
-    if len(sys.argv) > 2:  # "kill": the remote worker dies once it served a while
+    prefill = None
+    if "prefill" in sys.argv[2:]:  # and a remote prefill worker beside it
+        prefill = subprocess.Popen(nsenter_argv(remote) + kvtui + ["worker", "--role", "prefill", "--join", listen,
+                                                                    "--token", "s3cret"], stderr=subprocess.PIPE, text=True)
+    if "kill" in sys.argv[2:]:  # the remote worker dies once it served a while
         while "joined" not in (line := run.stderr.readline()) and line:
             lines.append(line)
         lines.append(line)
@@ -56,8 +60,10 @@ with EmbeddedCluster(ClusterOptions(store_bytes=64 << 20, hosts=True, worker_nam
     rest = run.stderr.read()
     rc = run.wait(60)
     worker_rc = worker.wait(30)
+    prefill_rc = prefill.wait(30) if prefill is not None else None
     print(json.dumps({"rc": rc, "stderr": "".join(lines) + rest, "bad_rc": bad.returncode, "bad": bad.stderr,
                       "worker_rc": worker_rc, "worker": worker.stderr.read(), "remote": remote.address,
+                      "prefill_rc": prefill_rc, "prefill": prefill.stderr.read() if prefill is not None else "",
                       "coord": coord.address}))
 """
 
@@ -86,7 +92,6 @@ def test_a_join_to_nothing_and_bad_flags_get_one_line_and_exit_2():
     for argv, words in ((["worker", "--join", "127.0.0.1:1", "--token", "t"], "nothing listens at 127.0.0.1:1"),
                         (["worker", "--join", "nohost", "--token", "t"], "--join: expected HOST:PORT"),
                         (["worker", "--join", "127.0.0.1:1"], "needs the coordinator's --token"),
-                        (["worker", "--role", "prefill", "--join", "127.0.0.1:1", "--token", "t"], "not supported yet"),
                         (["run", "--layout", "tiny", "--listen", "7070"], "--listen needs --token"),
                         (["run", "--layout", "tiny", "--listen", "7070", "--token", "t"], "add --master"),
                         (["run", "--layout", "tiny", "--token", "t"], "add --listen"),
@@ -110,3 +115,20 @@ def test_the_coordinator_survives_a_remote_worker_that_dies_and_counts_what_it_l
     local = [w for w in s["workers"] if w["role"] == "decode" and not w.get("remote")]
     assert remote and remote[0]["requests"] > 0 and local[0]["requests"] > 0
     assert s["requests_rerun"] > 0 and s["requests_lost"] == 0 and s["mismatches"] == 0  # run again elsewhere
+
+
+@needs_root
+def test_a_remote_prefill_worker_publishes_for_the_coordinators_decode_workers(tmp_path):
+    out = tmp_path / "run.json"
+    proc = subprocess.run([sys.executable, "-c", SCENE, str(out), "prefill"], capture_output=True, text=True,
+                          timeout=150)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    scene = json.loads(proc.stdout.strip().splitlines()[-1])
+    assert scene["rc"] == 0 and scene["prefill_rc"] == 0, scene["stderr"][-3000:] + scene["prefill"][-2000:]
+    s = json.loads(out.read_text())
+    remote = {w["role"]: w for w in s["workers"] if w.get("remote")}
+    assert set(remote) == {"decode", "prefill"}, s["workers"]
+    assert remote["prefill"]["requests"] > 0 and remote["prefill"]["host"] == scene["remote"]
+    assert sum(w["requests"] for w in s["workers"] if w["role"] == "prefill") == s["requests"]
+    assert sum(w["pages_published"] for w in s["workers"] if w["role"] == "prefill") == s["pages_published"]
+    assert s["mismatches"] == 0 and s["verified_pages"] == s["pages_hit"] > 0
