@@ -1,26 +1,27 @@
-"""Decode workers on other machines: the coordinator's listener (``kvtui run|watch --listen HOST:PORT
---token T``) and the remote side's join (``kvtui worker --role decode --join HOST:PORT --token T``).
+"""Workers on other machines: the coordinator's listener (``kvtui run|watch --listen HOST:PORT --token T``)
+and the remote side's join (``kvtui worker --role decode|prefill --join HOST:PORT --token T``).
 
-A remote decode worker is the same :func:`kvtui.engine.worker.worker_main` as a local one, over TCP
-connections instead of pipes (``multiprocessing.connection`` ``Client``/``Listener``: the same ``send``/
-``recv``/``poll``). Every connection is authenticated with the token by ``multiprocessing``'s HMAC challenge
-(``hmac.compare_digest``: constant time); a wrong token is refused before any message is read, and logged.
+A remote worker is the same :func:`kvtui.engine.worker.worker_main` as a local one, over TCP connections
+instead of pipes (``multiprocessing.connection`` ``Client``/``Listener``: the same ``send``/``recv``/``poll``).
+Every connection is authenticated with the token by ``multiprocessing``'s HMAC challenge
+(``hmac.compare_digest``: constant time), each on a thread of its own and within ``HANDSHAKE_TIMEOUT_S``; a
+wrong token is refused before any message is read, and logged.
 
 Joining, step by step (:class:`Hello`, :class:`Welcome`, :class:`ChainHello`):
 
 1. the worker connects its **command** connection and says :class:`Hello` (role, its host, pid, version);
 2. the coordinator answers :class:`Welcome` with the :class:`~kvtui.engine.worker.WorkerSpec` to run and
-   a free **slot**, or :class:`Refused` (no slot left, wrong role, another version);
-3. the worker connects one **chain** connection per prefill worker, each saying :class:`ChainHello` (slot,
-   prefill index); the coordinator relays each to that prefill worker's pipe of that slot (provisioned when
-   the engine started: ``kvtui.engine.workers.start_mesh``'s ``relays``), so a running prefill worker needs
-   no new pipe; the relay copies whole messages both ways, the parent touching none;
+   a free **slot** of its role, or :class:`Refused` (no slot left, unknown role, another version);
+3. the worker connects one **chain** connection per local worker of the other role (a prefill worker one
+   more for its results), each saying :class:`ChainHello`; the coordinator relays each chain connection to
+   that local worker's pipe of that slot (provisioned when the engine started: ``start_mesh``'s ``relays``),
+   so a running worker needs no new pipe; the relay copies whole messages both ways;
 4. the worker runs ``worker_main`` on these connections and answers :class:`~kvtui.engine.protocol.Ready`;
-   the engine adds it to the decode workers it routes to (:meth:`kvtui.engine.engine.Engine.add_remote`).
+   the engine adds it to the workers it routes to (:meth:`kvtui.engine.engine.Engine.add_remote`).
 
-A remote worker that leaves (its connections close) is seen like a local one that died: the prefill
-workers report it, the engine rebuilds its local workers, counts the requests under way as lost and drops
-the remote one; it may join again. Both sides must use the same attached cluster (``--master``,
+A remote worker that leaves (its connections close) is seen like a local one that died: the engine
+rebuilds its local workers, the requests under way are run again (``Driver(rerun_lost=True)``) and the
+remote one is dropped; it may join again. Both sides must use the same attached cluster (``--master``,
 ``--metadata``): the coordinator's endpoints are in the spec.
 """
 
@@ -100,7 +101,7 @@ class _RemoteProcess:
 
 
 class RemoteHandle:
-    """The engine's handle of a remote decode worker: the API of ``kvtui.engine.workers.WorkerHandle``
+    """The engine's handle of a remote worker: the API of ``kvtui.engine.workers.WorkerHandle``
     (``send``, ``recv``, ``call``, ``ask_stop``, ``finish_stop``, ``exit_code``, ``pid``, ``name``,
     ``process``) over its command connection. ``host``: the address it joined from; ``pid``: its pid there."""
 
@@ -169,9 +170,9 @@ class RemoteHandle:
 
 
 class Relay:
-    """Copies whole messages between pairs of connections (a remote worker's chain connection and a prefill
+    """Copies whole messages between pairs of connections (a remote worker's chain connection and a local
     worker's relay pipe), both ways, on one thread; a pair whose either end closes is closed on both, and
-    its ``on_close`` called once."""
+    its ``on_close`` called."""
 
     def __init__(self) -> None:
         self._sel = selectors.DefaultSelector()
@@ -318,7 +319,7 @@ def open_listener(address: tuple[str, int], token: str) -> Listener:
 
 
 class Coordinator:
-    """Lets remote decode workers join (steps 2–4 of the module), on its own thread. ``engine``: the
+    """Lets remote workers join (steps 2–4 of the module), on its own thread. ``engine``: the
     :class:`~kvtui.engine.engine.Engine` (started, with ``remote_slots`` relay slots); ``listener``: from
     :func:`open_listener`; ``on_event(kind, text)``: one line per join and refusal. Each connection's
     challenge and first message run on a thread of their own, closed after ``HANDSHAKE_TIMEOUT_S``."""
