@@ -85,7 +85,7 @@ class Driver:
         self.rerun = 0  # requests a worker's death interrupted that were submitted again (rerun_lost)
         self.rerun_lost = rerun_lost
         self._again: deque = deque()  # interrupted requests for the feeder to submit again (they keep their slot)
-        self._again_lock = threading.Lock()
+        self._again_lock = threading.RLock()  # (the feeder's last submissions hold it while they submit)
         self.abandoned = 0  # submitted and never reported: under way (or not yet dropped) when the run was abandoned
         self.error: BaseException | None = None
         self._paused_total = 0.0
@@ -274,18 +274,13 @@ class Driver:
             self.rerun += 1
             return True
 
-    def _submit_again(self, locked: bool = False) -> None:
+    def _submit_again(self) -> None:
         """From the feeder: submit the interrupted requests again (each still holds its slot)."""
         while True:
-            if locked:
+            with self._again_lock:
                 if not self._again:
                     return
                 req = self._again.popleft()
-            else:
-                with self._again_lock:
-                    if not self._again:
-                        return
-                    req = self._again.popleft()
             self.engine.submit(req)
 
     def _feed(self) -> None:
@@ -333,7 +328,7 @@ class Driver:
             with self._again_lock:  # (a request interrupted after this is counted lost: the feeder is done)
                 try:
                     if not self._abandon.is_set():
-                        self._submit_again(locked=True)
+                        self._submit_again()
                     if self._abandon.is_set():
                         self.engine.hold(True)  # a drain while held: decode drops its queue unrun
                     self.engine.drain()

@@ -36,6 +36,7 @@ from multiprocessing.connection import Client, Listener
 
 from kvtui.engine.protocol import Failed, Ready
 from kvtui.engine.store import route_address
+from kvtui.engine.workers import WorkerHandle
 
 HANDSHAKE_TIMEOUT_S = 10.0
 
@@ -100,67 +101,22 @@ class _RemoteProcess:
         self.gone.set()
 
 
-class RemoteHandle:
-    """The engine's handle of a remote worker: the API of ``kvtui.engine.workers.WorkerHandle``
-    (``send``, ``recv``, ``call``, ``ask_stop``, ``finish_stop``, ``exit_code``, ``pid``, ``name``,
-    ``process``) over its command connection. ``host``: the address it joined from; ``pid``: its pid there."""
+class RemoteHandle(WorkerHandle):
+    """The engine's handle of a remote worker: a :class:`~kvtui.engine.workers.WorkerHandle` (its ``send``,
+    ``recv``, ``call``, ``exit_code``, ``ask_stop``) over the worker's command connection, with a
+    :class:`_RemoteProcess` for a process; ``host``: the address it joined from; ``pid``: its pid there.
+    Stopping hangs up on the command and chain connections (the remote worker exits on their end)."""
 
-    def __init__(self, conn, spec, ready: Ready, host: str, slot: int, chains: list):
-        self.conn, self.spec, self.host, self.slot, self.chains = conn, spec, host, slot, chains
-        self.name = spec.label
-        self.pid = ready.pid
+    def __init__(self, conn, spec, ready: Ready, host: str, slot: int, chains: list):  # (no process to start)
+        self.spec, self.name, self.conn, self.pid = spec, spec.label, conn, ready.pid
+        self.host, self.slot, self.chains = host, slot, chains
         self.remote = True
         self.process = _RemoteProcess()
         self._lock = threading.Lock()
         self._send_lock = threading.Lock()
 
-    def send(self, msg) -> None:
-        """Send a command; ``OSError`` once the worker is gone."""
-        with self._send_lock:
-            try:
-                self.conn.send(msg)
-            except (OSError, ValueError) as exc:
-                self.process.kill()
-                raise OSError(f"{self.name} worker left") from exc
-
-    def recv(self, timeout_s: float | None = None):
-        """The next answer's payload (see ``WorkerHandle.recv``)."""
-        from kvtui.engine.protocol import Ok
-        from kvtui.engine.workers import WorkerError
-
-        if timeout_s is not None and not self.conn.poll(timeout_s):
-            raise WorkerError(f"{self.name} worker did not answer within {timeout_s:.0f} s")
-        try:
-            msg = self.conn.recv()
-        except (EOFError, OSError):
-            self.process.kill()
-            raise WorkerError(f"{self.name} worker left (remote, {self.host})") from None
-        if not isinstance(msg, Ok):
-            raise WorkerError(msg.message if isinstance(msg, Failed) else f"unexpected {type(msg).__name__}")
-        return msg.payload
-
-    def call(self, msg, timeout_s: float | None = None):
-        """Send an answered command and return its payload (thread-safe)."""
-        with self._lock:
-            self.send(msg)
-            return self.recv(timeout_s)
-
-    def exit_code(self, wait_s: float = 1.0) -> int | None:
-        """-1 once the worker left (within ``wait_s``), else None."""
-        self.process.join(wait_s)
-        return self.process.exitcode
-
-    def ask_stop(self) -> None:
-        """Send :class:`~kvtui.engine.protocol.Stop` (the remote worker exits after its current store call)."""
-        from kvtui.engine.protocol import Stop
-
-        try:
-            self.send(Stop())
-        except OSError:
-            pass
-
     def finish_stop(self, timeout_s: float = 0.0) -> None:
-        """Hang up: close the command and chain connections (the remote worker exits on their end)."""
+        """Hang up: close the command and chain connections."""
         self.process.kill()
         for c in [self.conn, *self.chains]:
             try:

@@ -66,8 +66,7 @@ class RemoteWorkers:
 
     def remote_chains(self, role: str) -> int:
         """How many chain connections a remote ``role`` worker opens (the local workers of the other role)."""
-        n_local = self.options.prefill_workers if role == "decode" else self.options.decode_workers
-        return n_local
+        return self.options.prefill_workers if role == "decode" else self.options.decode_workers
 
     def remote_spec(self, slot: int, role: str = "decode") -> WorkerSpec:
         """What a remote ``role`` worker in ``slot`` runs: the local workers' spec under its own name, no

@@ -158,10 +158,11 @@ def start_mesh(prefills: list[WorkerSpec], decodes: list[WorkerSpec], log_dir: s
             c.close()
         raise
     finally:
+        keep = {id(c) for c in kept}
         for row in chain:
             for pipe in row:
                 for c in pipe or ():
-                    if not any(c is k for k in kept):
+                    if id(c) not in keep:
                         c.close()  # (a second close does nothing)
         for _read, write in pairs:
             write.close()

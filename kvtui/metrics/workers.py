@@ -9,9 +9,15 @@ from collections import Counter
 from kvtui.core.topology import worker_name
 from kvtui.metrics import figures as fig
 
-DECODE_COUNTS = ("requests", "pages_total", "pages_hit", "bytes_loaded", "bytes_local", "verified_pages", "mismatches",
-                 "errors")
-PREFILL_COUNTS = ("requests", "pages_published", "pages_already_present", "pages_failed", "bytes_written", "errors")
+#: per role, counter → the RequestResult field it adds up ("errors": every failing code of the request)
+DECODE_FIELDS = {"requests": None, "pages_total": "pages_total", "pages_hit": "pages_hit",
+                 "bytes_loaded": "bytes_loaded", "bytes_local": "bytes_local", "verified_pages": "verified",
+                 "mismatches": "mismatches", "errors": None, "read_ms_total": "read_ms"}
+PREFILL_FIELDS = {"requests": None, "pages_published": "pages_published",
+                  "pages_already_present": "pages_already_present", "pages_failed": "pages_failed",
+                  "bytes_written": "bytes_written", "errors": None, "put_ms_total": "put_ms"}
+DECODE_COUNTS = tuple(k for k in DECODE_FIELDS if not k.endswith("_ms_total"))
+PREFILL_COUNTS = tuple(k for k in PREFILL_FIELDS if not k.endswith("_ms_total"))
 
 
 def _frac(num: float, den: float) -> float:
@@ -52,24 +58,14 @@ class WorkerTally:
     def add(self, r) -> None:
         """Count one :class:`~kvtui.core.events.RequestResult`."""
         errors = sum(r.codes.values())
-        d = self._c.setdefault(("decode", r.decode_worker), Counter())
-        d["requests"] += 1
-        d["pages_total"] += r.pages_total
-        d["pages_hit"] += r.pages_hit
-        d["bytes_loaded"] += r.bytes_loaded
-        d["bytes_local"] += r.bytes_local
-        d["verified_pages"] += r.verified
-        d["mismatches"] += r.mismatches
-        d["read_ms_total"] += r.read_ms
-        d["errors"] += errors
-        p = self._c.setdefault(("prefill", r.prefill_worker), Counter())
-        p["requests"] += 1
-        p["pages_published"] += r.pages_published
-        p["pages_already_present"] += r.pages_already_present
-        p["pages_failed"] += r.pages_failed
-        p["bytes_written"] += r.bytes_written
-        p["put_ms_total"] += r.put_ms
-        p["errors"] += errors
+        for role, index, fields in (("decode", r.decode_worker, DECODE_FIELDS),
+                                    ("prefill", r.prefill_worker, PREFILL_FIELDS)):
+            c = self._c.setdefault((role, index), Counter())
+            c["requests"] += 1
+            c["errors"] += errors
+            for key, attr in fields.items():
+                if attr is not None:
+                    c[key] += getattr(r, attr)
 
     def rows(self) -> tuple[dict, ...]:
         """One dict per worker (see the class)."""
