@@ -14,9 +14,8 @@ import sys
 import tempfile
 from pathlib import Path
 
+from kvtui.commands.listen_args import TOKEN_ENV
 from kvtui.core.errors import KvtuiError
-
-TOKEN_ENV = "KVTUI_TOKEN"
 
 
 def register(subparsers) -> None:
