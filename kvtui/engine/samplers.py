@@ -7,7 +7,6 @@
 
 from __future__ import annotations
 
-import sys
 import threading
 import time
 
@@ -121,28 +120,8 @@ class ProcessSampler:
         return tuple(rows)
 
 
-TYPE_CACHE_CLEAR_S = 60.0
-"""How often the panel thread empties CPython's type attribute cache (:func:`clear_type_cache`), seconds."""
-
-
-def clear_type_cache() -> None:
-    """Empty CPython's type attribute cache (``sys._clear_type_cache``; a no-op where it is missing).
-
-    Why: the cache (4,096 slots, ``Objects/typeobject.c``) keeps a reference to the name of each attribute
-    it caches, and the samplers look attributes up by names built at run time (urllib's opener makes
-    ``protocol + "_response"`` on every request; psutil's too), so about 1,100 such short strings stay alive
-    at any time in slots picked by their address, each replaced at random by a later one. Long-lived objects
-    scattered like that keep pymalloc from reusing or freeing their pools: in 9-minute soaks kvtui's RSS
-    grew 0.70 MiB/h with a clear every minute against 1.39 without (README, Soak and chaos). The cache refills
-    at once; a clear costs microseconds."""
-    clear = getattr(sys, "_clear_type_cache", None)
-    if clear is not None:
-        clear()
-
-
 class PanelThread:
-    """Runs the samplers every ``interval_s`` on a daemon thread; :attr:`store` / :attr:`procs` hold the latest.
-    Every ``TYPE_CACHE_CLEAR_S`` it also empties the type attribute cache (:func:`clear_type_cache`)."""
+    """Runs the samplers every ``interval_s`` on a daemon thread; :attr:`store` / :attr:`procs` hold the latest."""
 
     def __init__(self, store: StoreSampler, procs: ProcessSampler, interval_s: float = 1.0):
         self.store_sampler, self.proc_sampler = store, procs
@@ -158,13 +137,9 @@ class PanelThread:
         return self
 
     def _loop(self) -> None:
-        cleared = time.monotonic()
         while not self._stop.is_set():
             self.store = self.store_sampler.sample()
             self.procs = self.proc_sampler.sample()
-            if time.monotonic() - cleared >= TYPE_CACHE_CLEAR_S:
-                clear_type_cache()
-                cleared = time.monotonic()
             self._stop.wait(self.interval_s)
 
     def stop(self) -> None:
