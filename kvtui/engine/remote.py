@@ -198,17 +198,6 @@ class Relay:
         self._thread.join(2)
 
 
-def local_address(peer_host: str) -> str:
-    """The address of this host's interface that reaches ``peer_host`` (a UDP "connect" sends nothing);
-    ``127.0.0.1`` when it cannot be told."""
-    try:
-        with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
-            s.connect((peer_host, 9))
-            return s.getsockname()[0]
-    except OSError:
-        return "127.0.0.1"
-
-
 def join(address: tuple[str, int], token: str, role: str, timeout_s: float = HANDSHAKE_TIMEOUT_S):
     """The worker's side of joining (steps 1–3 of the module): ``(command connection, Welcome, chain
     connections, results connection or None)``. ``ConnectionRefusedError`` / ``OSError`` when nothing listens, ``PermissionError`` when
