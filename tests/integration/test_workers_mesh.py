@@ -152,19 +152,24 @@ def test_run_json_lists_every_worker_and_bad_counts_get_one_line(tmp_path, clust
         assert len(bad.stderr.strip().splitlines()) == 1
 
 
+def _killing_after(n: int, victim: int):
+    """``(results, on_result)``: a driver callback that keeps every result and SIGKILLs ``victim`` at the n-th."""
+    done: list = []
+
+    def on_result(r):
+        done.append(r)
+        if len(done) == n:
+            os.kill(victim, signal.SIGKILL)
+
+    return done, on_result
+
+
 def test_a_run_goes_on_after_a_worker_dies_and_says_what_was_lost(fresh_cluster):
     from kvtui.core.events import EngineEvent
 
     e = _engine(fresh_cluster.endpoints, prefill_workers=2, decode_workers=2, replace_dead_workers=True)
     events: list[EngineEvent] = []
-    done = []
-    victim = e.worker_pids()["prefill-1"]
-
-    def on_result(r):
-        done.append(r)
-        if len(done) == 10:
-            os.kill(victim, signal.SIGKILL)
-
+    done, on_result = _killing_after(10, e.worker_pids()["prefill-1"])
     try:
         d = Driver(e, _workload(), on_result, events.append, concurrency=1, max_requests=60)
         d.run()
@@ -178,14 +183,7 @@ def test_a_run_goes_on_after_a_worker_dies_and_says_what_was_lost(fresh_cluster)
 
 def test_with_rerun_lost_the_interrupted_requests_run_again_and_every_request_finishes(fresh_cluster):
     e = _engine(fresh_cluster.endpoints, decode_workers=2, replace_dead_workers=True)
-    done = []
-    victim = e.worker_pids()["decode-1"]
-
-    def on_result(r):
-        done.append(r)
-        if len(done) == 10:
-            os.kill(victim, signal.SIGKILL)
-
+    done, on_result = _killing_after(10, e.worker_pids()["decode-1"])
     try:
         d = Driver(e, _workload(), on_result, concurrency=1, max_requests=60, rerun_lost=True)
         d.run()
