@@ -15,7 +15,7 @@ from pathlib import Path
 
 from kvtui.commands.hosts_args import add_host_arguments, host_options
 from kvtui.commands.listen_args import listen_options
-from kvtui.commands.topology_args import add_topology_arguments, check_segment_share, topology_options
+from kvtui.commands.topology_args import add_topology_arguments, check_segment_share, topology_options, worker_client
 from kvtui.commands.checks import store_size
 from kvtui.commands.output import check_writable
 from kvtui.commands.trace_args import (add_synthesis_arguments, parse_speed, synthesis_description, synthesize_rows,
@@ -258,6 +258,7 @@ def engine_options(args: argparse.Namespace, layout: PageLayout):
     args.store_bytes = None if endpoints is not None else store_bytes  # the segment's size, for run_context
     if endpoints is None:
         check_segment_share(args.segment_on, store_bytes, layout.page_bytes, n_prefill, n_decode, store_nodes)
+    args.worker_client = worker_client(args, endpoints is not None, n_prefill, store_nodes, hosts)  # (run_context)
     mode = args.isolate_network
     if ports and mode == "auto" and not hosts:
         mode = "off"  # explicit ports are meant to be reached (and checked) on this host's loopback
@@ -272,7 +273,7 @@ def engine_options(args: argparse.Namespace, layout: PageLayout):
                            metrics_port=args.metrics_port, metadata_port=args.metadata_port,
                            isolation=None if endpoints else isolate(mode, explicit_ports=bool(ports), hosts=hosts)
                            + (f"; every host's link {link.text()} each way (tc tbf)" if link else ""),
-                           hosts=hosts, link=link, store_nodes=store_nodes)
+                           hosts=hosts, link=link, store_nodes=store_nodes, worker_client=args.worker_client)
     return EngineOptions(layout=layout, model=args.model, scheme=args.scheme, namespace=args.key_prefix,
                          segment_on=args.segment_on, store_bytes=store_bytes, read_streams=args.read_streams,
                          concurrency=getattr(args, "concurrency", 1), cluster=copts, prefill_workers=n_prefill,

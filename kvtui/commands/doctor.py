@@ -13,6 +13,7 @@ import importlib.metadata as md
 import socket
 import subprocess
 import sys
+from pathlib import Path
 
 WHEELS = ("mooncake-transfer-engine-non-cuda", "mooncake-transfer-engine", "mooncake-transfer-engine-cuda13")
 
@@ -99,6 +100,9 @@ def checks() -> list[tuple[bool, str]]:
             from kvtui.engine.cluster import ClusterError, master_binary
 
             out.append((True, f"mooncake_master binary: {master_binary()}"))
+            client = Path(master_binary()).with_name("mooncake_client")
+            out.append((client.exists(), f"mooncake_client binary: {client}" if client.exists() else
+                        f"mooncake_client is missing beside {master_binary()}: use --worker-client real"))
         except ClusterError as exc:
             out.append((False, str(exc)))
     out.append(check_ports())

@@ -86,7 +86,7 @@ def run_context(args, layout, desc: dict, endpoints, bad_rows: int) -> dict:
     layout, ``page_bytes`` (bytes), workload description, ``bad_rows_skipped``, concurrency, store mode, and
     ``setup``: the embedded segment's ``store_bytes`` (None when attached), ``segment_on``, ``protocol``,
     ``read_streams``, ``hosts`` (``off``/``auto``) and ``link`` (``RATE[,DELAY]`` normalised by ``engine_options``, ``1Gbit`` → ``1gbit``, so runs on
-    the same link compare equal; None: unshaped), ``prefill_workers``, ``decode_workers``, ``route`` and ``store_nodes``, ``listen`` (remote workers' address, None)
+    the same link compare equal; None: unshaped), ``prefill_workers``, ``decode_workers``, ``route`` and ``store_nodes``, ``listen`` (remote workers' address, None), ``worker_client`` (``real``/``dummy``, resolved)
     (:mod:`kvtui.core.topology`) and the kvtui and Mooncake versions (what ``kvtui compare`` lists when runs differ)."""
     from kvtui import __version__
     from kvtui.session.writer import mooncake_version
@@ -97,7 +97,7 @@ def run_context(args, layout, desc: dict, endpoints, bad_rows: int) -> dict:
              "hosts": getattr(args, "hosts", "off"), "link": getattr(args, "link", None),
              "prefill_workers": getattr(args, "prefill_workers", 1), "decode_workers": getattr(args, "decode_workers", 1),
              "route": getattr(args, "route", DEFAULT_ROUTE), "store_nodes": getattr(args, "store_nodes", 1),
-             "listen": getattr(args, "listen", None)}
+             "listen": getattr(args, "listen", None), "worker_client": getattr(args, "worker_client", None)}
     return {"layout": layout.as_dict(), "page_bytes": layout.page_bytes, "workload": desc,
             "bad_rows_skipped": bad_rows, "concurrency": args.concurrency,
             "store_mode": "attached" if endpoints else "embedded", "setup": setup}

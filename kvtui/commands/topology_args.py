@@ -7,6 +7,10 @@ import argparse
 
 from kvtui.core.errors import KvtuiError
 from kvtui.core.topology import DEFAULT_ROUTE, DEFAULT_WORKERS, MAX_WORKERS, ROUTE_HELP, ROUTES, check_count
+from kvtui.engine.cluster import WORKER_CLIENTS
+
+DEFAULT_WORKER_CLIENT = "auto"
+"""``--worker-client``'s default (:data:`~kvtui.engine.cluster.WORKER_CLIENTS`, or ``auto``)."""
 
 
 def add_topology_arguments(p: argparse.ArgumentParser) -> None:
@@ -22,6 +26,13 @@ def add_topology_arguments(p: argparse.ArgumentParser) -> None:
                    help=f"embedded, with --segment-on store: store node processes, 1-{MAX_WORKERS} (default "
                         f"{DEFAULT_WORKERS}), each contributing an equal share of --store-size (with --hosts auto, "
                         "each on a host of its own); Mooncake's allocator spreads the pages over them")
+    g.add_argument("--worker-client", choices=("auto", *WORKER_CLIENTS), default=DEFAULT_WORKER_CLIENT,
+                   help="how the workers join an embedded store: dummy: as dummy clients of the wheel's "
+                        "standalone real client (mooncake_client), which owns the segment, so pages move "
+                        "through shared memory on this host; real: each worker is a real client and pages "
+                        "cross TCP from a store node; auto: dummy where it is exact (embedded, --segment-on "
+                        "store, one store node, no --hosts, one prefill worker: the only writer), else real "
+                        f"(default {DEFAULT_WORKER_CLIENT})")
     g.add_argument("--route", choices=ROUTES, default=DEFAULT_ROUTE,
                    help="which decode worker a request goes to (default " + DEFAULT_ROUTE + "): "
                         + "; ".join(f"{k}: {v}" for k, v in ROUTE_HELP.items()))
@@ -57,3 +68,20 @@ def check_segment_share(segment_on: str, store_bytes: int, page_bytes: int, n_pr
         raise KvtuiError(f"{flag} splits the store into {share} segments of {store_bytes // share / 2**20:g} MiB, "
                          f"below Mooncake's smallest segment ({MIN_SEGMENT_BYTES >> 20} MiB) or one page "
                          f"({page_bytes / 2**20:g} MiB); raise --store-size or use fewer")
+
+
+def worker_client(args: argparse.Namespace, attached: bool, n_prefill: int, store_nodes: int, hosts: bool) -> str:
+    """``--worker-client`` resolved to ``real`` or ``dummy``. A dummy client needs the standalone real client
+    on its own host and gives up exact publish accounting between writers (its put sessions answer
+    INVALID_PARAMS, :meth:`kvtui.engine.store.StoreClient.batch_put_if_absent`), so ``dummy`` is refused in
+    one line (``KvtuiError``) and ``auto`` gives ``real`` unless the store is embedded, on a store node of
+    its own (one), without emulated hosts, and published by one prefill worker."""
+    choice = getattr(args, "worker_client", DEFAULT_WORKER_CLIENT)
+    why = ("--master (an attached cluster)" if attached
+           else f"--segment-on {args.segment_on}" if getattr(args, "segment_on", "store") != "store"
+           else f"--store-nodes {store_nodes}" if store_nodes != 1 else "--hosts auto" if hosts
+           else f"--prefill-workers {n_prefill} (several writers)" if n_prefill != 1 else "")
+    if choice == "dummy" and why:
+        raise KvtuiError(f"--worker-client dummy needs an embedded store on one store node of this host and one "
+                         f"prefill worker; drop {why} or use --worker-client real")
+    return "real" if choice == "real" or why else "dummy"

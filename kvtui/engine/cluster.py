@@ -5,7 +5,9 @@ Embedded mode starts, each on a free 127.0.0.1 port and each dying with kvtui (:
 * ``mooncake_master`` (RPC ``--rpc_address=127.0.0.1``, admin/metrics ``--metrics_host=127.0.0.1``, its
   embedded HTTP metadata server off because it binds 0.0.0.0 whatever ``--http_metadata_server_host`` says);
 * the wheel's Python metadata server (``mooncake.http_metadata_server --host 127.0.0.1``);
-* with ``segment_on="store"``, a store node (:mod:`kvtui.engine.store_node`) contributing the segment.
+* with ``segment_on="store"``, a store node (:mod:`kvtui.engine.store_node`) contributing the segment, or,
+  with ``worker_client="dummy"``, the wheel's standalone real client (``mooncake_client``) owning it, whose
+  dummy clients (the workers) move pages through shared memory with it (:data:`WORKER_CLIENTS`).
 
 Readiness is probed with bounded waits (the master answers ``/health`` ~1.1 s after start); a process that
 exits early stops start-up with the tail of its log (a master whose RPC or metrics port is taken exits with
@@ -28,7 +30,7 @@ import time
 import urllib.error
 import urllib.request
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from kvtui.core.defaults import DEFAULT_STORE_BYTES
@@ -65,6 +67,7 @@ class ClusterEndpoints:
     client_env: tuple[tuple[str, str], ...] = ()
     log_dir: str = ""
     hosts: tuple[Host, ...] = ()  # the emulated hosts (kvtui.engine.hosts), none without --hosts auto
+    real_client: str = ""  # HOST:PORT of the standalone real client the workers are dummy clients of ("": none)
 
     def as_dict(self) -> dict:
         """Plain-data form for worker messages and recorded sessions (``hosts``: ``{name: Host.as_dict()}``,
@@ -74,6 +77,8 @@ class ClusterEndpoints:
              "client_env": [list(kv) for kv in self.client_env], "log_dir": self.log_dir}
         if self.hosts:
             d["hosts"] = {h.name: h.as_dict() for h in self.hosts}
+        if self.real_client:
+            d["real_client"] = self.real_client
         return d
 
 
@@ -135,6 +140,13 @@ def master_binary() -> str:
     raise ClusterError("mooncake_master is missing from the Mooncake wheel; run `kvtui doctor`")
 
 
+WORKER_CLIENTS = ("real", "dummy")
+"""How the workers of an embedded cluster join the store (``--worker-client``). ``real``: each worker is a
+real client (``setup``) and the segment is a store node's; a reload is a TCP transfer from it. ``dummy``: the
+store node is the wheel's standalone real client (``mooncake_client``, Mooncake's standalone deployment),
+each worker a dummy client of it (``setup_dummy``) whose page buffers come from its shared memory pool
+(``alloc_from_mem_pool``), so a reload is a copy between mappings on this host (measured in the README)."""
+
 START_ATTEMPTS = 2
 """Starts of an embedded cluster on kvtui-picked ports before its error is reported (see ``start``)."""
 
@@ -158,6 +170,7 @@ class ClusterOptions:
     link: LinkSpec | None = None  # shapes every host's link (with hosts); None: unshaped
     worker_names: tuple[str, ...] = ("prefill", "decode")  # one emulated host each (kvtui.core.topology)
     store_nodes: int = 1  # with segment_on "store": that many store nodes, each store_bytes / store_nodes
+    worker_client: str = "real"  # WORKER_CLIENTS; "dummy" needs segment_on "store", one store node, no hosts
 
 
 @dataclass
@@ -250,7 +263,17 @@ class EmbeddedCluster:
                 master=f"{bind}:{rpc}", metadata_url=f"http://{bind}:{meta}/metadata",
                 metrics_url=metrics_url, embedded=True, client_env=loopback_client_env(), log_dir=str(log_dir),
                 hosts=hosts)
-            if o.segment_on == "store":
+            if o.segment_on == "store" and o.worker_client == "dummy":
+                if o.hosts or o.store_nodes != 1:
+                    raise ClusterError("--worker-client dummy needs one store node on this host (no --hosts, --store-nodes 1)")
+                port = free_port()
+                self._store_argv = {"store": self._real_client_argv(o.store_bytes, port)}
+                self.processes.append(spawn("store", self._store_argv["store"], log_dir / "store.log",
+                                            dict(env, **dict(self.endpoints.client_env))))
+                whole = max(1, o.store_bytes >> 20) << 20  # (mooncake_client takes whole MiB)
+                self._wait("store", lambda: self.capacity_bytes() >= whole and probe_tcp("127.0.0.1", port))
+                self.endpoints = replace(self.endpoints, real_client=f"127.0.0.1:{port}")
+            elif o.segment_on == "store":
                 each = o.store_bytes // len(self.store_names())
                 self._store_argv = {name: on.get(name, []) + [
                     sys.executable, "-m", "kvtui.engine.store_node", "--endpoints", json.dumps(self.endpoints.as_dict()),
@@ -291,26 +314,17 @@ class EmbeddedCluster:
             time.sleep(0.05)
         raise ClusterError(f"{name} not ready after {timeout_s:.0f} s; logs in {self.processes[0].log_path.parent}")
 
-    def start_real_client(self, segment_bytes: int) -> str:
-        """Start the wheel's ``mooncake_client`` (a standalone "real client" owning a ``segment_bytes``-byte
-        segment, bytes) beside this cluster's master, torn down with the cluster; returns its ``HOST:PORT``,
-        for ``MooncakeDistributedStore.setup_dummy`` (a "dummy client" that moves bytes through shared
-        memory with it: Mooncake's standalone deployments). ``ClusterError`` if it does not register its
-        segment with the master within the start-up timeout."""
-        if self.endpoints is None:
-            raise ClusterError("start the cluster before its real client")
+    def _real_client_argv(self, segment_bytes: int, port: int) -> list[str]:
+        """``mooncake_client`` owning ``segment_bytes`` (whole MiB) and serving dummy clients on
+        ``127.0.0.1:port`` (and the abstract unix socket ``@mooncake_client_<port>.sock``)."""
         binary = Path(master_binary()).with_name("mooncake_client")
         if not binary.exists():
             raise ClusterError("mooncake_client is missing from the Mooncake wheel; run `kvtui doctor`")
-        port = free_port()
-        before = self.capacity_bytes()
-        argv = [str(binary), f"--global_segment_size={max(1, segment_bytes >> 20)} MB",
+        if not os.access(binary, os.X_OK):
+            binary.chmod(binary.stat().st_mode | 0o111)
+        return [str(binary), f"--global_segment_size={max(1, segment_bytes >> 20)} MB",
                 f"--master_server_address={self.endpoints.master}", f"--metadata_server={self.endpoints.metadata_url}",
                 f"--port={port}", "--host=127.0.0.1", f"--protocol={self.endpoints.protocol}", "--minloglevel=1"]
-        env = dict(self._env, **dict(self.endpoints.client_env))
-        self.processes.append(spawn("real-client", argv, self._log_dir / "real_client.log", env))
-        self._wait("real client", lambda: self.capacity_bytes() > before)
-        return f"127.0.0.1:{port}"
 
     def restart_master(self) -> None:
         """Start the master again on the same ports after it died (the new master has no keys).
@@ -348,6 +362,14 @@ class EmbeddedCluster:
         self._restarted = True
         if old is not None:
             self.processes.remove(old)
+        if self.endpoints.real_client:  # the standalone real client, on its port again (its dummy clients do
+            # not come back to a new one: the engine starts its workers again, Engine.restart_store)
+            before, port = self.capacity_bytes(), split_hostport(self.endpoints.real_client)[1]
+            env = dict(self._env, **dict(self.endpoints.client_env))
+            self.processes.append(self._spawner.submit(spawn, name, self._store_argv[name], self._log_dir / f"{name}.log",
+                                                       env).result())
+            self._wait(name, lambda: self.capacity_bytes() > before and probe_tcp("127.0.0.1", port))
+            return
         log = self._log_dir / f"{name}.log"
         start = log.stat().st_size if log.exists() else 0
         proc = self._spawner.submit(spawn, name, self._store_argv[name], log, self._env).result()

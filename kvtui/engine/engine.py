@@ -89,8 +89,7 @@ class Engine(RemoteWorkers):
         self.keyer = PageKeyer(options.model, options.layout.page_tokens, options.scheme, options.namespace)
 
     @property
-    def prefill(self) -> WorkerHandle | None:
-        """The first prefill worker (the one that answers store-wide commands), None while there is none."""
+    def prefill(self) -> WorkerHandle | None:  # the first prefill worker (it answers store-wide commands)
         return self.prefills[0] if self.prefills else None
 
     @prefill.setter
@@ -98,8 +97,7 @@ class Engine(RemoteWorkers):
         self.prefills = [handle] if handle is not None else []
 
     @property
-    def decode(self) -> WorkerHandle | None:
-        """The first decode worker, None while there is none."""
+    def decode(self) -> WorkerHandle | None:  # the first decode worker, None while there is none
         return self.decodes[0] if self.decodes else None
 
     @decode.setter
@@ -107,8 +105,7 @@ class Engine(RemoteWorkers):
         self.decodes = [handle] if handle is not None else []
 
     @property
-    def workers(self) -> list[WorkerHandle]:
-        """Every worker handle: the prefill workers, then the decode workers."""
+    def workers(self) -> list[WorkerHandle]:  # every worker handle: the prefill workers, then the decode ones
         return [*self.prefills, *self.decodes]
 
     def __enter__(self) -> "Engine":
@@ -364,11 +361,11 @@ class Engine(RemoteWorkers):
         return pids
 
     def master_reachable(self) -> bool:
-        """True if the master's RPC port accepts a TCP connection (no store call, no lease)."""
+        """True if the master's RPC port accepts a TCP connection (no store call, no lease), and so does the
+        standalone real client's of dummy workers (while it is down their calls answer RPC_FAIL too)."""
         from kvtui.engine.store import probe_tcp, split_hostport
 
-        host, port = split_hostport(self.endpoints.master)
-        return probe_tcp(host, port, timeout_s=0.5)
+        return all(probe_tcp(*split_hostport(a), timeout_s=0.5) for a in (self.endpoints.master, self.endpoints.real_client) if a)
 
     def set_layout(self, layout: PageLayout) -> None:
         """Use page ``layout`` from the next submitted request on: every worker switches its connector and the
@@ -403,12 +400,15 @@ class Engine(RemoteWorkers):
     def restart_store(self) -> None:
         """Embedded mode with store nodes: start every dead one again, with a new segment of the same size
         (``RuntimeError`` without store nodes; ``ClusterError`` if none is dead or one does not come up). A dead
-        node's pages stay listed until the master's ``client_ttl`` passes (their reads fail: TRANSFER_FAIL)."""
+        node's pages stay listed until the master's ``client_ttl`` passes (their reads fail: TRANSFER_FAIL); dummy
+        workers (``--worker-client dummy``) are killed, to be rebuilt."""
         if self.cluster is None or self.options.segment_on != "store":
             raise RuntimeError("kvtui runs no store node here (attached cluster, or the segment is on a worker)")
         names = self.cluster.store_names()
         for name in [n for n in names if not getattr(self.cluster.process(n), "alive", lambda: False)()] or names[:1]:
             self.cluster.restart_store(name)
+        for handle in self.workers if self.endpoints.real_client else ():  # dummy clients never come back
+            handle.kill()  # to a new real client: new workers (with replace_dead_workers; WORKER_CLIENTS)
 
     def clear_store(self) -> int:
         """Remove every object in the store (global, also other clients'); returns the count removed."""

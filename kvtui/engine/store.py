@@ -12,17 +12,22 @@ Mooncake store calls return negative codes instead of raising (``mooncake-store/
   against a missing master ``setup()`` retries 20 times, about 4.4 s each, and returns -1 after ~90 s;
 * ``close()`` runs exactly once, after the data calls in flight returned;
 * a publish says who wrote each page (:meth:`StoreClient.batch_put_if_absent`): a plain ``batch_put_from`` of
-  a key that exists, or that another client is putting at that moment, returns 0 without writing.
+  a key that exists, or that another client is putting at that moment, returns 0 without writing;
+* a dummy client (``ClientConfig.real_client``) gets its page buffers from the real client's shared memory
+  (:meth:`StoreClient.new_buffer`): buffers of its own answer INVALID_PARAMS (-600) to every data call.
 """
 
 from __future__ import annotations
 
+import ctypes
 import os
 import socket
 import sys
 import threading
 from dataclasses import dataclass
 from typing import Sequence
+
+import numpy as np
 
 from kvtui.core.codes import CLIENT_CLOSED, INVALID_PARAMS, OBJECT_ALREADY_EXISTS, SIZE_MISMATCH
 
@@ -45,6 +50,8 @@ class ClientConfig:
     (0 = none: its puts land in other clients' segments). ``local_buffer_bytes``: the client's staging
     buffer for ``put``/``get`` of Python bytes. ``protocol``: ``tcp`` or ``rdma``; ``device``: RDMA device.
     ``env``: extra ``MC_*`` variables (port ranges, bind address) set before the library is imported.
+    ``real_client``: ``HOST:PORT`` of a standalone real client (``mooncake_client``) on this host: this client
+    is then a dummy client of it (``setup_dummy``; no segment of its own, ``segment_bytes`` unused).
     """
 
     master: str
@@ -56,6 +63,7 @@ class ClientConfig:
     local_host: str = "127.0.0.1"
     env: tuple[tuple[str, str], ...] = ()
     native_log: str | None = None
+    real_client: str = ""  # HOST:PORT: be a dummy client of that standalone real client (setup_dummy)
 
 
 def split_hostport(text: str) -> tuple[str, int]:
@@ -122,6 +130,10 @@ class StoreClient:
             raise StoreError(f"cannot import mooncake.store ({exc}); run `kvtui doctor`") from None
         for _ in range(SETUP_ATTEMPTS):
             store = MooncakeDistributedStore()
+            if cfg.real_client:  # (the pool size is nominal: alloc_from_mem_pool is not held to it, measured)
+                rc = store.setup_dummy(int(cfg.local_buffer_bytes) + (64 << 20), int(cfg.local_buffer_bytes),
+                                       cfg.real_client)
+                break
             rc = store.setup(cfg.local_host, cfg.metadata_url, int(cfg.segment_bytes), int(cfg.local_buffer_bytes),
                              cfg.protocol, cfg.device, cfg.master)
             # setup() failed once with the master answering (a clean-clone test run, cause not logged; a
@@ -174,9 +186,30 @@ class StoreClient:
     @property
     def reports_existing(self) -> bool:
         """True when :meth:`batch_put_if_absent` can tell "stored by this call" from "already there" (the
-        wheel has the put-session calls); False on a closed client or an older wheel."""
+        wheel has the put-session calls); False on a closed client, an older wheel or a dummy client."""
         store = self._store
-        return store is not None and not self._closed and hasattr(store, "batch_put_session_start")
+        return (store is not None and not self._closed and not self.config.real_client
+                and hasattr(store, "batch_put_session_start"))
+
+    def new_buffer(self, nbytes: int) -> np.ndarray:
+        """A uint8 buffer of ``nbytes`` bytes this client's data calls can read into and put from: plain memory
+        for a real client; for a dummy client, memory of the real client's shared pool (``alloc_from_mem_pool``,
+        which touches it, then ``register_buffer``), kept until the process ends (the wheel has no call that
+        gives it back). ``StoreError`` when the pool refuses it or the client is closed."""
+        if not self.config.real_client:
+            return np.empty(int(nbytes), dtype=np.uint8)
+        store = self._enter()
+        if store is None:
+            raise StoreError("the store client is closed")
+        try:
+            ptr = int(store.alloc_from_mem_pool(int(nbytes))) if nbytes else 0
+            if nbytes and (not ptr or int(store.register_buffer(ptr, int(nbytes))) != 0):
+                raise StoreError(f"the real client's shared memory pool refused a {nbytes}-byte page buffer")
+        finally:
+            self._leave()
+        if not nbytes:
+            return np.empty(0, dtype=np.uint8)
+        return np.frombuffer((ctypes.c_uint8 * int(nbytes)).from_address(ptr), dtype=np.uint8)
 
     def batch_put_if_absent(self, keys: Sequence[str], ptrs: Sequence[int], sizes: Sequence[int],
                             segment: str = "") -> list[int]:
@@ -198,7 +231,9 @@ class StoreClient:
         inside a reservation blocks the key until the master discards unfinished puts
         (``--put_start_discard_timeout_sec``, 30 s by default), as a writer killed inside ``batch_put_from``
         does. On a wheel without the put-session calls this is ``batch_put_from`` (0 also for a key a peer
-        stored; :attr:`reports_existing` is False). Sizes in bytes; ``ptrs[i]`` holds ``sizes[i]`` bytes.
+        stored; :attr:`reports_existing` is False); so it is for a dummy client, whose put sessions answer
+        INVALID_PARAMS, except that a key another thread of this client is storing answers -705: exact
+        when this process is the keys' only writer (kvtui's ``--worker-client dummy`` has one prefill worker). Sizes in bytes; ``ptrs[i]`` holds ``sizes[i]`` bytes.
         ``segment``: put the objects into that segment (a :meth:`segment_name`) if it has room
         (``ReplicateConfig.preferred_segment``); "" lets Mooncake's allocator pick one at random (measured:
         8 objects of two clients' segments went 5 and 3 without, 8 and 0 with it).
@@ -210,6 +245,8 @@ class StoreClient:
         try:
             if len(ptrs) != len(keys) or len(sizes) != len(keys):
                 return [INVALID_PARAMS] * len(keys)
+            if self.config.real_client:  # a dummy client's put sessions answer -600 (README, "Measured")
+                return self._put_exclusive(store, keys, ptrs, sizes)
             if not hasattr(store, "batch_put_session_start"):
                 return [int(r) for r in store.batch_put_from(keys, ptrs, sizes)]
             return self._put_sessions(store, keys, ptrs, sizes, segment)
@@ -290,6 +327,25 @@ class StoreClient:
             with self._cond:
                 self._reserving.difference_update(keys[i] for i in mine)
 
+    def _put_exclusive(self, store, keys: list[str], ptrs: list[int], sizes: list[int]) -> list[int]:
+        out = [OBJECT_ALREADY_EXISTS] * len(keys)
+        with self._cond:  # as _put_sessions: a key another thread (or the batch) is storing answers -705
+            mine = []
+            for i, k in enumerate(keys):
+                if k not in self._reserving:
+                    self._reserving.add(k)
+                    mine.append(i)
+        try:
+            if mine:
+                rcs = [int(r) for r in store.batch_put_from([keys[i] for i in mine], [ptrs[i] for i in mine],
+                                                            [sizes[i] for i in mine])]
+                for i, r in zip(mine, rcs + [INVALID_PARAMS] * (len(mine) - len(rcs))):
+                    out[i] = r
+            return out
+        finally:
+            with self._cond:
+                self._reserving.difference_update(keys[i] for i in mine)
+
     def _revoke(self, store, keys: list[str]) -> None:
         """Drop this client's put sessions on ``keys``; one whose revoke fails (master down) is revoked again
         before the key is reserved again (a leftover session makes the next start answer INVALID_PARAMS)."""
@@ -336,11 +392,12 @@ class StoreClient:
 
 
 def open_client(endpoints: dict, segment_bytes: int = 0, local_buffer_bytes: int = 16 << 20,
-                role: str | None = None) -> StoreClient:
+                role: str | None = None, dummy: bool = False) -> StoreClient:
     """Set up a :class:`StoreClient` from ``ClusterEndpoints.as_dict()``; ``StoreError`` on failure. With
     emulated hosts (``endpoints["hosts"]``, :mod:`kvtui.engine.hosts`), ``role``'s host address is the
     client's own (its ``local_hostname`` and ``MC_TCP_BIND_ADDRESS``; the process must already be in that
-    host's namespace), and a ``role`` without a host gets the bridge's (kvtui's own namespace). Attached to
+    host's namespace), and a ``role`` without a host gets the bridge's (kvtui's own namespace). ``dummy``: a
+    dummy client of the endpoints' standalone real client (``endpoints["real_client"]``), when they have one. Attached to
     a cluster (``embedded`` false), the client's address is the one this host reaches the master from
     (:func:`route_address`: 127.0.0.1 for a master on loopback), so clients on other machines can reach it."""
     env = tuple(tuple(kv) for kv in endpoints.get("client_env", ()))
@@ -357,6 +414,7 @@ def open_client(endpoints: dict, segment_bytes: int = 0, local_buffer_bytes: int
         master=endpoints["master"], metadata_url=endpoints["metadata_url"], segment_bytes=int(segment_bytes),
         local_buffer_bytes=int(local_buffer_bytes), protocol=endpoints.get("protocol", "tcp"),
         device=endpoints.get("device", ""), local_host=local_host, env=env,
+        real_client=endpoints.get("real_client", "") if dummy else "",
     )
     client = StoreClient(cfg)
     client.setup()

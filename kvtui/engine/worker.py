@@ -120,7 +120,8 @@ def worker_main(conn, spec: WorkerSpec, peers=(), results=None) -> None:
 
         layout = PageLayout(**spec.layout)
         try:
-            client = open_client(spec.endpoints, segment_bytes=spec.segment_bytes, role=spec.label)
+            client = open_client(spec.endpoints, segment_bytes=spec.segment_bytes, role=spec.label,
+                                 dummy=not spec.segment_bytes)
         except StoreError as exc:
             print(f"{spec.label} worker: {exc}", file=sys.stderr, flush=True)  # (a remote one's terminal)
             conn.send(Failed(str(exc)))

@@ -97,6 +97,11 @@ class WorkerHandle:
         self.ask_stop()
         self.finish_stop(timeout_s)
 
+    def kill(self) -> None:
+        """SIGKILL the worker process now (nothing of it is kept: see ``worker._leave``)."""
+        if self.process.is_alive():
+            self.process.kill()
+
     def ask_stop(self) -> None:
         """Send :class:`~kvtui.engine.protocol.Stop`: the worker exits once its current store call returns,
         dropping whatever it had queued, without closing its store client (see

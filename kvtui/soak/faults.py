@@ -282,16 +282,34 @@ class Injector(threading.Thread):
         return time.monotonic() - start
 
     def store_kill(self, rec: FaultRecord) -> dict:
-        """SIGKILL the store node, start a new one with a segment of the same size."""
+        """SIGKILL the store node, start a new one with a segment of the same size (and, with dummy workers,
+        wait for the engine's new workers)."""
         old = self.engine.cluster.process("store")
         if old is None or not old.alive():
             raise RuntimeError("the store node is not running")
         os.kill(old.pid, signal.SIGKILL)
         old.popen.wait(10)
+        before = len(self.engine.replacements)
         self.engine.restart_store()
         new = self.engine.cluster.process("store")
         self.note_pid("store", new.pid)
-        return {"killed_pid": old.pid, "new_pid": new.pid}
+        out = {"killed_pid": old.pid, "new_pid": new.pid}
+        if self.engine.endpoints.real_client:  # dummy workers do not come back to a new real client: new ones
+            done = self._replaced(before, "the dummy workers")
+            for role, pid in done.pids.items():
+                self.note_pid(role, pid)
+            out["new_worker_pids"] = done.pids
+        return out
+
+    def _replaced(self, before: int, what: str):
+        """The engine's rebuild after its ``before``-th one (``WorkerReplacement``), waited for up to
+        ``WAIT_CLEAR_S``; ``RuntimeError`` naming ``what`` when it does not come."""
+        deadline = time.monotonic() + WAIT_CLEAR_S
+        while len(self.engine.replacements) <= before:
+            if time.monotonic() > deadline:
+                raise RuntimeError(f"the engine did not replace {what} within {WAIT_CLEAR_S:g} s")
+            time.sleep(0.02)
+        return self.engine.replacements[before]
 
     def worker_kill(self, rec: FaultRecord) -> dict:
         """SIGKILL one worker (``rec.target``); cleared when the engine has rebuilt the chain."""
@@ -300,12 +318,7 @@ class Injector(threading.Thread):
             raise RuntimeError(f"no {rec.target} worker")
         before = len(self.engine.replacements)
         os.kill(handle.pid, signal.SIGKILL)
-        deadline = time.monotonic() + WAIT_CLEAR_S
-        while len(self.engine.replacements) <= before:
-            if time.monotonic() > deadline:
-                raise RuntimeError(f"the engine did not replace the {rec.target} worker within {WAIT_CLEAR_S:g} s")
-            time.sleep(0.02)
-        done = self.engine.replacements[before]
+        done = self._replaced(before, f"the {rec.target} worker")
         for role, pid in done.pids.items():
             self.note_pid(role, pid)
         return {"killed_pid": handle.pid, "new_pids": done.pids, "replace_s": round(done.took_s, 3)}

@@ -169,7 +169,8 @@ def test_interrupted_run_stops_within_2s_and_keeps_its_summary(tmp_path, layout,
     assert not r.damaged and len(r) >= 1
 
 
-@pytest.mark.parametrize("case", ["seed-multi-turn", "tiny-store-node-killed", "trace-waiting-for-a-row"])
+@pytest.mark.parametrize("case", ["seed-multi-turn", "tiny-store-node-killed", "tiny-store-node-killed-real",
+                                  "trace-waiting-for-a-row"])
 def test_duration_bounds_the_whole_command(tmp_path, case):
     duration = 6.0
     if case == "seed-multi-turn":
@@ -177,13 +178,14 @@ def test_duration_bounds_the_whole_command(tmp_path, case):
                 "--store-size", "512MiB"]
     elif case == "trace-waiting-for-a-row":  # slowed 1000×: the second row arrives minutes after the first
         argv = ["run", "--trace", "synthetic", "--trace-speedup", "0.001", "--layout", "tiny"]
-    else:
-        argv = ["run", *TINY]
+    else:  # the store node: mooncake_client with dummy workers (the default), a kvtui store node with real ones
+        argv = ["run", *TINY] + (["--worker-client", "real"] if case.endswith("-real") else [])
     cli = Cli([*argv, "--duration", f"{duration:g}", "--json", str(tmp_path / "d.json")], tmp_path)
     cli.wait_for_text(r"published [1-9]|kvtui run", timeout_s=duration + 30)
     running = time.monotonic()  # start-up is over: the run shows its progress
-    if case == "tiny-store-node-killed":
-        store = next(p for p in list(cli.seen.values()) if "kvtui.engine.store_node" in " ".join(p.cmdline()))
+    if case.startswith("tiny-store-node-killed"):
+        node = "kvtui.engine.store_node" if case.endswith("-real") else "mooncake_client"
+        store = next(p for p in list(cli.seen.values()) if node in " ".join(p.cmdline()))
         store.kill()
     rc, gone = cli.finish(timeout_s=duration + 60)
     assert rc == 0, cli.text()[-3000:]
