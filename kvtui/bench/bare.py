@@ -11,7 +11,6 @@ from __future__ import annotations
 import multiprocessing as mp
 import time
 
-import numpy as np
 
 
 def _bare_main(conn, endpoints: dict, layout: dict, model: str, trace: str, block_tokens: int) -> None:
@@ -29,17 +28,17 @@ def _bare_main(conn, endpoints: dict, layout: dict, model: str, trace: str, bloc
     lay = PageLayout(**layout)
     rows, _ = read_trace(trace, block_tokens=block_tokens)
     requests = list(TraceWorkload(rows, block_tokens=block_tokens, speed=None))
-    client = open_client(endpoints)
+    client = open_client(endpoints, dummy=True)  # as the engine's workers: dummy clients where it has a real client
     keyer = PageKeyer(model, lay.page_tokens)
     pb = lay.page_bytes
-    buf = np.zeros(pb * 512, dtype=np.uint8)
+    buf = client.new_buffer(pb * 512)
     hits = 0
     try:
         t0 = time.perf_counter()
         for req in requests:
             keys = keyer.keys(req.tokens[: req.cacheable_tokens])
             if len(keys) * pb > buf.size:
-                buf = np.zeros(len(keys) * pb, dtype=np.uint8)
+                buf = client.new_buffer(len(keys) * pb)
             present = client.batch_is_exist(keys)
             run = next((i for i, p in enumerate(present) if p != 1), len(keys))
             if run:

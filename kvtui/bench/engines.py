@@ -27,16 +27,19 @@ class BenchEngines:
     store_bytes: int
     start: Callable
 
-    def engine(self, layout, segment_on: str = "store", endpoints=None, cluster=None):
+    def engine(self, layout, segment_on: str = "store", endpoints=None, cluster=None, worker_client: str = "dummy"):
         """A started engine of ``layout``, one read stream, the segment on ``segment_on``; with ``endpoints``
         it attaches to that cluster (no segment of its own) instead of starting one. ``cluster``: the
-        embedded cluster's :class:`~kvtui.engine.cluster.ClusterOptions` (default ones)."""
+        embedded cluster's :class:`~kvtui.engine.cluster.ClusterOptions` (default ones, with ``worker_client``:
+        ``dummy``, the default of ``kvtui watch``/``run`` for this setup, or ``real``, the TCP path; a segment
+        on the workers is always ``real``, :data:`~kvtui.engine.cluster.WORKER_CLIENTS`)."""
         from kvtui.engine.cluster import ClusterOptions
         from kvtui.engine.engine import EngineOptions
 
+        if cluster is None:
+            cluster = ClusterOptions(worker_client=worker_client if segment_on == "store" else "real")
         opts = EngineOptions(layout=layout, model=self.model, scheme=self.scheme, namespace=self.namespace,
-                             segment_on=segment_on, store_bytes=self.store_bytes, read_streams=1,
-                             cluster=cluster or ClusterOptions())
+                             segment_on=segment_on, store_bytes=self.store_bytes, read_streams=1, cluster=cluster)
         return self.start(opts, endpoints)
 
 

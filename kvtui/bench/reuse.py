@@ -6,7 +6,8 @@ first ``shared_tokens`` tokens ``iterations`` times, each reload followed by a p
 the same keys (no connector) from the same decode process, so the two sides alternate (ABAB) and a slow
 spell of the machine hits both; the reload is repeated for 2..N concurrent read streams; the PR example's
 ``tiny`` case (3 of 4 pages shared) runs on the same store; then the reload is repeated with the segment
-co-located with decode. Baselines: one loopback TCP stream, an in-process memcpy of the same bytes, and
+co-located with decode, and on the TCP path (a store node and real clients, ``--worker-client real``; the
+first steps run on the default same-host path: dummy clients of ``mooncake_client``). Baselines: one loopback TCP stream, an in-process memcpy of the same bytes, and
 page-content fill and verify against memcpy, interleaved. MB/s are 10^6 bytes per second; every p50 is a
 median.
 """
@@ -119,8 +120,9 @@ def measure_reuse(engines: BenchEngines, layout, case: ReuseCase, estimator=None
     second[case.shared_tokens:] += 1_000_000  # diverges after the shared prefix
     out: dict = {"layout": layout.as_dict(), "page_bytes": layout.page_bytes, "iterations": case.iterations}
 
-    say("starting embedded cluster (segment on a separate store node) and workers…")
-    engine = engines.engine(layout)
+    engine_client = "dummy"  # kvtui watch/run's default here: --worker-client auto (kvtui.commands.topology_args)
+    say("starting embedded cluster (the segment on mooncake_client, the workers dummy clients of it)…")
+    engine = engines.engine(layout, worker_client=engine_client)
     try:
         say(f"publishing a {case.prompt_tokens}-token prompt {PUBLISH_RUNS}× (store emptied between runs)…")
         pubs = _publish_runs(engine, prompt)
@@ -161,14 +163,16 @@ def measure_reuse(engines: BenchEngines, layout, case: ReuseCase, estimator=None
 
     rate = measure_rate(engines, layout)
 
-    say("the same-host shared-memory path: a real client and two dummy clients (not the engine's path yet)…")
+    say("again on the TCP path: a store node and real clients (--worker-client real)…")
+    engine = engines.engine(layout, worker_client="real")
     try:
-        from kvtui.bench.shm import measure_shm
-
-        shm = measure_shm(layout.page_bytes, hit, case.iterations) if hit else None
-    except Exception as exc:  # the step is a comparison; a machine where it cannot run still gets the rest
-        shm = {"error": f"{type(exc).__name__}: {exc}".splitlines()[0]}
-        say(f"shared-memory path unavailable: {shm['error']}")
+        engine.prefill.call(Publish(prompt))
+        engine.decode.call(BenchReload(second, 1))  # first touch of the reload buffer, untimed
+        tcp_runs, tcp_raw = _interleaved(engine, second, case.iterations)
+    finally:
+        engine.stop()
+    tcp_path = reload_figures(tcp_runs)
+    tcp_path["raw_get_MBps_p50"] = hit * layout.page_bytes / (median([r.wall_ms for r in tcp_raw]) / 1e3) / 1e6
 
     nbytes = hit * layout.page_bytes
     say("baselines: memcpy, one loopback TCP stream, page-content fill and verify of the same bytes…")
@@ -178,9 +182,8 @@ def measure_reuse(engines: BenchEngines, layout, case: ReuseCase, estimator=None
     best = streams[best_n]
     publish_runs = [_publish_mbps(p) for p in pubs]
     publish_mbps = median(publish_runs)
-    shm_ok = bool(shm) and "error" not in shm
     verified = main["verified"] and all(s["verified"] for s in streams.values()) and tiny["verified"] \
-        and co["verified"] and all(s["verified"] for s in co_streams.values()) and (not shm_ok or shm["verified"]) \
+        and co["verified"] and all(s["verified"] for s in co_streams.values()) and tcp_path["verified"] \
         and rate["mismatches"] == 0
     out.update({
         "tokens_requested": int(case.prompt_tokens), "tokens_skipped": hit * layout.page_tokens,
@@ -193,20 +196,21 @@ def measure_reuse(engines: BenchEngines, layout, case: ReuseCase, estimator=None
         "best_read_streams": best_n, "best_reload_ms": best["reload_ms"], "best_reuse_read_MBps_p50": best["MBps_p50"],
         "read_streams": {str(n): {"reload_ms_p50": f["reload_ms"]["p50"], "MBps_p50": f["MBps_p50"]} for n, f in streams.items()},
         "colocated": {"reload_ms": co["reload_ms"], "reuse_read_MBps_p50": co["MBps_p50"]},
-        "tiny": tiny, "request_rate": rate,
+        "tiny": tiny, "request_rate": rate, "worker_client": engine_client,
+        "tcp_path": {"reload_ms": tcp_path["reload_ms"], "reuse_read_MBps_p50": tcp_path["MBps_p50"],
+                     "raw_get_MBps_p50": tcp_path["raw_get_MBps_p50"], "verified": tcp_path["verified"]},
         "baselines": {"raw_get_MBps_p50": raw_mbps, "raw_get_ms_p50": raw_ms_p50,
                       "loopback_tcp_MBps": tcp, "memcpy_MBps": memcpy,
-                      "colocated_reload_MBps_p50": co["MBps_p50"], "content": content, "shm": shm},
+                      "colocated_reload_MBps_p50": co["MBps_p50"], "content": content},
         "ratios": {"connector_vs_raw": main["MBps_p50"] / raw_mbps,
                    "best_streams_vs_raw": best["MBps_p50"] / raw_mbps,
                    "reload_vs_loopback_tcp": best["MBps_p50"] / tcp,
                    "reload_vs_memcpy": co["MBps_p50"] / memcpy,
+                   "tcp_reload_vs_loopback_tcp": tcp_path["MBps_p50"] / tcp,
+                   "tcp_connector_vs_raw": tcp_path["MBps_p50"] / tcp_path["raw_get_MBps_p50"],
                    "request_rate_vs_store_bound": rate["request_rate_vs_store_bound"]},
         "environment": env, "demo_card": DEMO_CARD,
     })
-    if shm_ok:
-        out["ratios"].update(shm_reload_vs_memcpy=shm["reload_MBps_p50"] / memcpy,
-                             shm_reload_vs_tcp_reload=shm["reload_MBps_p50"] / main["MBps_p50"])
     if content is not None:
         out["ratios"].update(verify_vs_memcpy=content["verify_vs_memcpy"], fill_vs_memcpy=content["fill_vs_memcpy"])
     if estimator is not None:

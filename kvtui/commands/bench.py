@@ -35,6 +35,7 @@ TARGETS = {
     "connector_vs_raw": 0.97,  # a reload through the connector keeps 97 % of a plain batch_get_into's rate
     "reload_vs_loopback_tcp": 1.0,  # the best reload is at least as fast as one loopback TCP stream
     "reload_vs_memcpy": 0.8,  # a reload from a co-located segment reaches 80 % of memcpy
+    "tcp_reload_vs_loopback_tcp": 0.8,  # a reload on the TCP path (--worker-client real) reaches 80 % of one stream
     "verify_vs_memcpy": 0.5,  # checking every byte of a loaded page runs at half of memcpy's rate or more
     "fill_vs_memcpy": 0.5,  # likewise writing a computed page's contents
     "request_rate_vs_store_bound": 0.85,  # a closed-loop run spends 85 % of its time in store calls or more
@@ -264,7 +265,7 @@ def _streams(n) -> str:
 def format_bench(o: dict) -> str:
     """The human table of a reuse bench run (``o``: :func:`kvtui.bench.reuse.measure_reuse`'s figures), each
     ratio against its :data:`TARGETS` entry; figures are named as in :mod:`kvtui.metrics.figures`."""
-    from kvtui.metrics.figures import PUBLISH_BUSY, RELOAD_P50, SHM_P50
+    from kvtui.metrics.figures import PUBLISH_BUSY, RELOAD_P50
 
     r, b, q, card = o["reload_ms"], o["baselines"], o["ratios"], o.get("demo_card") or {}
     pr = o.get("publish_write_MBps_runs") or {}
@@ -275,6 +276,7 @@ def format_bench(o: dict) -> str:
          card and f"{card['tokens_skipped']:,} of {card['tokens_requested']:,}"),
         ("KV page hit rate", f"{o['hit_rate']:.1%} ({o['pages_hit']}/{o['pages_total']} pages from the store)",
          card and f"{card['pages_hit'] / card['pages_total']:.1%} ({card['pages_hit']}/{card['pages_total']})"),
+        ("workers' store clients", f"{o.get('worker_client', 'real')} (--worker-client; the TCP path below)", ""),
         ("prefix reload (1 stream)", f"min {r['min']:.1f} · p50 {r['p50']:.1f} · mean {r['mean']:.1f} · max {r['max']:.1f} ms"
                                      f" for {o['bytes_reloaded'] / 2**20:.0f} MiB ({o['iterations']} reloads)",
          card and f"p50 {card['reload_ms_p50']:.1f} ms"),
@@ -306,13 +308,12 @@ def format_bench(o: dict) -> str:
         rows.append(("page verify / fill vs memcpy", f"verify {c['verify_MBps']:.0f} MB/s → {_ratio(q, 'verify_vs_memcpy')}; "
                      f"fill {c['fill_MBps']:.0f} MB/s → {_ratio(q, 'fill_vs_memcpy')}; "
                      f"memcpy {c['memcpy_MBps']:.0f} MB/s, interleaved", ""))
-    shm = b.get("shm")
-    if shm:
-        rows.append((SHM_P50.label, f"unavailable here: {shm['error']}" if "error" in shm else
-                     f"{shm['reload_MBps_p50']:.0f} MB/s (batch_get_into p50 {shm['reload_ms_p50']:.1f} ms, "
-                     f"{'verified' if shm['verified'] else 'MISMATCH'}) → vs memcpy {q['shm_reload_vs_memcpy']:.2f}, "
-                     f"{q['shm_reload_vs_tcp_reload']:.1f}× the TCP reload; a real client + dummy clients, not "
-                     "the engine's path yet", ""))
+    tp = o.get("tcp_path")
+    if tp:
+        rows.append(("TCP path (real clients)", f"reload {tp['reuse_read_MBps_p50']:.0f} MB/s (p50 {tp['reload_ms']['p50']:.1f} "
+                     f"ms), raw batch_get_into {tp['raw_get_MBps_p50']:.0f} MB/s, "
+                     f"{'verified' if tp['verified'] else 'MISMATCH'} → reload/TCP "
+                     f"{_ratio(q, 'tcp_reload_vs_loopback_tcp')}", ""))
     if "ttft_estimate" in o:
         rows.append(("recompute vs reload (est.)", _recompute_line(o, r), ""))
     env = o.get("environment")

@@ -149,10 +149,10 @@ _BASE_WINDOW = "`--iterations` repetitions of the same bytes"
 RELOAD_P50 = Figure("reuse_read_MBps_p50", "reload throughput (p50 per reload)", "reload throughput (p50 per reload)",
                     "MB/s", "median over the reloads of bytes loaded ÷ (probe + read time) of that reload",
                     _BENCH_WINDOW, _BENCH, "reuse_read_MBps_p50, best_reuse_read_MBps_p50, read_streams.N.MBps_p50, "
-                    "colocated.reuse_read_MBps_p50, baselines.colocated_reload_MBps_p50")
+                    "colocated.reuse_read_MBps_p50, baselines.colocated_reload_MBps_p50, tcp_path.reuse_read_MBps_p50")
 RAW_GET_P50 = Figure("raw_get_MBps_p50", "raw batch_get_into (p50 call)", "baseline raw batch_get_into", "MB/s",
                      "bytes of the reloaded pages ÷ median time of one plain batch_get_into of their keys",
-                     _BASE_WINDOW, _BENCH, "baselines.raw_get_MBps_p50")
+                     _BASE_WINDOW, _BENCH, "baselines.raw_get_MBps_p50, tcp_path.raw_get_MBps_p50")
 TCP_P50 = Figure("loopback_tcp_MBps", "loopback TCP (p50 transfer)", "baseline loopback TCP", "MB/s",
                  "the same bytes ÷ median time to send them over one loopback TCP stream", _BASE_WINDOW, _BENCH,
                  "baselines.loopback_tcp_MBps")
@@ -166,11 +166,7 @@ FILL_P50 = Figure("fill_MBps", "page fill (p50)", "page fill", "MB/s",
 VERIFY_P50 = Figure("verify_MBps", "page verify (p50)", "page verify", "MB/s",
                     "bytes of the reloaded pages ÷ median time to check every byte against their expected contents",
                     _CONTENT_WINDOW, _BENCH, "baselines.content.verify_MBps, ratios.verify_vs_memcpy")
-SHM_P50 = Figure("shm_reload_MBps_p50", "shared-memory reload (p50 call)", "same-host shared memory", "MB/s",
-                 "bytes of the reloaded pages ÷ median time of one batch_get_into of a dummy client of a real client "
-                 "on the same host (kvtui.bench.shm; not the engine's path)", _BASE_WINDOW, _BENCH,
-                 "baselines.shm.reload_MBps_p50, ratios.shm_reload_vs_memcpy, ratios.shm_reload_vs_tcp_reload")
-BENCH = (RELOAD_P50, PUBLISH_BUSY, RAW_GET_P50, TCP_P50, MEMCPY_P50, FILL_P50, VERIFY_P50, SHM_P50)
+BENCH = (RELOAD_P50, PUBLISH_BUSY, RAW_GET_P50, TCP_P50, MEMCPY_P50, FILL_P50, VERIFY_P50)
 
 # per worker (N prefill × M decode, kvtui.core.topology): kvtui.metrics.workers
 _WORKER_WINDOW = "the session so far"
@@ -224,7 +220,7 @@ TTFT = (TTFT_SAVED, GPU_SAVED_WALL, GPU_SAVED_RUN, RELOAD_VS_RECOMPUTE)
 
 #: every figure once, in the README table's order
 FIGURES = WALL + HEADER + RUN + LATENCY + RELOAD_COUNTS + (RELOAD_P50, RAW_GET_P50, TCP_P50, MEMCPY_P50, FILL_P50,
-                                                            VERIFY_P50, SHM_P50) + WORKERS + TTFT
+                                                            VERIFY_P50) + WORKERS + TTFT
 
 
 def markdown_table() -> str:

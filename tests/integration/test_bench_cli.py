@@ -76,11 +76,11 @@ def test_bench_reuse_figures_and_ratios_come_from_the_same_run(tmp_path):
     assert b["read_streams"]["1"]["MBps_p50"] == b["reuse_read_MBps_p50"]
     assert b["environment"]["cores"] >= 1 and "mooncake" in b["environment"]["mooncake"]
     assert b["demo_card"] == DEMO_CARD
-    shm = base["shm"]  # the same-host shared-memory path: a real client and two dummy clients of it
-    assert "error" not in shm, shm
-    assert shm["verified"] is True and shm["bytes"] == b["bytes_reloaded"]
-    assert q["shm_reload_vs_memcpy"] == pytest.approx(shm["reload_MBps_p50"] / base["memcpy_MBps"])
-    assert shm["put_session_start"] != 0  # why the engine does not use it yet (README)
+    assert b["worker_client"] == "dummy"  # the default same-host path; the TCP path measured beside it
+    tp = b["tcp_path"]
+    assert tp["verified"] is True and tp["reuse_read_MBps_p50"] > 0
+    assert q["tcp_reload_vs_loopback_tcp"] == pytest.approx(tp["reuse_read_MBps_p50"] / base["loopback_tcp_MBps"])
+    assert q["tcp_connector_vs_raw"] == pytest.approx(tp["reuse_read_MBps_p50"] / tp["raw_get_MBps_p50"])
 
 
 def test_tcp_sweep_measures_every_setting_and_leaves_the_environment_as_it_was(tmp_path, monkeypatch):
