@@ -182,8 +182,9 @@ class LiveSession(RecordingControl):
                   "layout": self.layout_text, "mode": "live", "finished": self.driver.done.is_set()}
         if self.driver.error is not None:
             status["error"] = str(self.driver.error)
-        if self.driver.outage:
-            status["outage"] = True
+        if self.driver.outage:  # whose: the master's, or (the master kvtui started alive) its dummy workers' store node
+            master = self.engine.cluster.process("master") if self.engine.cluster is not None else None
+            status["outage"], status["outage_of"] = True, "store" if master is not None and master.alive() else "master"
         rec = self.recorder
         if rec is not None:
             status.update(recording=True, record_path=str(rec.writer.path))

@@ -127,8 +127,9 @@ def add_cluster_arguments(p: argparse.ArgumentParser) -> None:
                         "working set needs below the 90%% eviction watermark, up to half the free memory, said in "
                         "one line)")
     g.add_argument("--segment-on", choices=("store", "prefill", "decode"), default="store",
-                   help="where the embedded segment lives: a separate store node (default; decode reads cross "
-                        "TCP) or co-located with the prefill or decode workers (with several, each contributes "
+                   help="where the embedded segment lives: a separate store node (default; decode reads go "
+                        "through shared memory with --worker-client dummy, the default here, or cross TCP with "
+                        "real) or co-located with the prefill or decode workers (with several, each contributes "
                         "an equal share of --store-size)")
     g.add_argument("--master", metavar="HOST:PORT", help="attach: the master's RPC address (starts nothing)")
     g.add_argument("--metadata", metavar="URL", help="attach: metadata server URL, e.g. http://HOST:8080/metadata")

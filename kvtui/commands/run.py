@@ -230,6 +230,6 @@ def _progress(driver, agg, total, quiet: bool, alarm=None) -> int:
             if time.monotonic() < burst_until:
                 status += " · [bold red]store full: puts refused (see above)[/]"
             if driver.outage:
-                status = "[bold red]master unreachable: dispatch held until it answers[/]"
+                status = "[bold red]store unreachable (RPC_FAIL: the master, or the store node of dummy workers): dispatch held until it answers[/]"
             prog.update(task, completed=t["requests"], status=status)
     return shown

@@ -204,11 +204,15 @@ class KvtuiApp(KnobActions, ReplayActions, StoreActions, ExitSignals, App[int]):
         w, st = frame.workload or {}, frame.status or {}
         self.main_screen.set_class(w.get("kind") == "observe", "-observe")  # the master's dashboard, no grid
         self.knob_state.adopt(seen_in(w, st))
-        own_master_down = bool(st.get("outage")) and st.get("store_mode") == "embedded" and st.get("mode", "live") == "live"
-        gate = (self.controller is not None, st.get("mode", "live"), w.get("kind", "synthetic"), own_master_down)
+        own_down = bool(st.get("outage")) and st.get("store_mode") == "embedded" and st.get("mode", "live") == "live"
+        own_master_down = own_down and st.get("outage_of", "master") == "master"
+        gate = (self.controller is not None, st.get("mode", "live"), w.get("kind", "synthetic"), own_master_down, own_down)
         if gate != self._gate:
             if own_master_down and self.controller is not None and self.player is None:
                 self.log_line("the master kvtui started is down: press M to restart it on the same ports", "outage")
+            elif own_down and self.controller is not None and self.player is None:  # (outage_of "store")
+                self.log_line("the store node kvtui started is down: its workers are dummy clients of it, so dispatch "
+                              "is held (restart kvtui, or use --worker-client real)", "outage")
             self._gate = gate
             self.refresh_bindings()
 

@@ -23,7 +23,7 @@ class StoreActions:
                 return
             self.log_line("clearing the store…", "control")
             self.run_worker(self.controller.clear_store, name="clear-store", group="clear-store", thread=True,
-                            exclusive=True)
+                            exclusive=True, exit_on_error=False)
 
         self.push_screen(ConfirmScreen("Remove every key from the store?  (y / n)", "Clear store", "Cancel"), answered)
 
@@ -34,7 +34,8 @@ class StoreActions:
             self.log_line("restarting the master is unavailable here", "error")
             return
         self.log_line("restarting the master…", "control")
-        self.run_worker(restart, name="restart-master", group="restart-master", thread=True, exclusive=True)
+        self.run_worker(restart, name="restart-master", group="restart-master", thread=True, exclusive=True,
+                        exit_on_error=False)  # (a failed restart is one event-log line, on_worker_state_changed)
 
     def on_worker_state_changed(self, event: Worker.StateChanged) -> None:
         if event.worker.name == "restart-master":

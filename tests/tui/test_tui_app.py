@@ -552,3 +552,32 @@ def test_footer_text_at_120_columns(session_file):
             return screen_lines(app)[-1]
 
         assert pilot_test(app, scenario).rstrip() == text
+
+
+def test_a_store_node_outage_of_dummy_workers_is_named_and_a_failed_restart_is_one_line():
+    """An outage while the master kvtui started is alive (``outage_of`` "store": the store node of dummy
+    workers died) says so in the event log and offers no master restart; a master restart that fails
+    (here: the master still runs) is an event-log line, not the end of the monitor."""
+    src = AggSource()
+    ctl = RecordingController()
+
+    def refused():
+        raise RuntimeError("the master is still running")
+
+    ctl.restart_master = refused
+    app = KvtuiApp(src, ctl, refresh_hz=TICK_HZ)
+
+    async def scenario(pilot):
+        src.status.update(outage=True, outage_of="store")
+        await pilot.pause(0.3)
+        assert app.check_action("restart_master", ()) is False
+        assert any("the store node kvtui started is down" in t for t in log_texts(app))
+        assert not any("press M to restart" in t for t in log_texts(app))
+        src.status["outage_of"] = "master"
+        await pilot.pause(0.3)
+        assert app.check_action("restart_master", ()) is True
+        await pilot.press("M")
+        await pilot.pause(0.5)
+        assert app.is_running and any("master restart failed: the master is still running" in t for t in log_texts(app))
+
+    pilot_test(app, scenario)
