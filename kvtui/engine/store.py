@@ -233,7 +233,8 @@ class StoreClient:
         does. On a wheel without the put-session calls this is ``batch_put_from`` (0 also for a key a peer
         stored; :attr:`reports_existing` is False); so it is for a dummy client, whose put sessions answer
         INVALID_PARAMS, except that a key another thread of this client is storing answers -705: exact
-        when this process is the keys' only writer (kvtui's ``--worker-client dummy`` has one prefill worker). Sizes in bytes; ``ptrs[i]`` holds ``sizes[i]`` bytes.
+        when this process is the keys' only writer (kvtui's ``--worker-client dummy`` has one prefill worker).
+        Sizes in bytes; ``ptrs[i]`` holds ``sizes[i]`` bytes.
         ``segment``: put the objects into that segment (a :meth:`segment_name`) if it has room
         (``ReplicateConfig.preferred_segment``); "" lets Mooncake's allocator pick one at random (measured:
         8 objects of two clients' segments went 5 and 3 without, 8 and 0 with it).
@@ -397,8 +398,8 @@ def open_client(endpoints: dict, segment_bytes: int = 0, local_buffer_bytes: int
     emulated hosts (``endpoints["hosts"]``, :mod:`kvtui.engine.hosts`), ``role``'s host address is the
     client's own (its ``local_hostname`` and ``MC_TCP_BIND_ADDRESS``; the process must already be in that
     host's namespace), and a ``role`` without a host gets the bridge's (kvtui's own namespace). ``dummy``: a
-    dummy client of the endpoints' standalone real client (``endpoints["real_client"]``), when they have one. Attached to
-    a cluster (``embedded`` false), the client's address is the one this host reaches the master from
+    dummy client of the endpoints' standalone real client (``endpoints["real_client"]``), when they have one.
+    Attached to a cluster (``embedded`` false), the client's address is the one this host reaches the master from
     (:func:`route_address`: 127.0.0.1 for a master on loopback), so clients on other machines can reach it."""
     env = tuple(tuple(kv) for kv in endpoints.get("client_env", ()))
     local_host = "127.0.0.1"
