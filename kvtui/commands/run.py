@@ -190,7 +190,8 @@ def _report(args, summary: dict, layout, desc: dict, endpoints, bad_rows: int, d
 def _progress(driver, agg, total, quiet: bool, alarm=None) -> int:
     """Block until the driver is done, showing a rich progress bar or status line on stderr, and each line of
     ``alarm`` (:class:`~kvtui.metrics.store_full.StoreFullAlarm`: a burst of refused puts) as it comes, also
-    when ``quiet``; returns how many of its lines were shown."""
+    when ``quiet`` (then also a line when an outage holds dispatch and one when it ends); returns how many of
+    the alarm's lines were shown."""
     shown = 0
 
     def new_lines() -> list[str]:
@@ -199,10 +200,15 @@ def _progress(driver, agg, total, quiet: bool, alarm=None) -> int:
         shown += len(lines)
         return lines
 
-    if quiet:
+    if quiet:  # (stderr not a terminal: an outage's start and end are a line each, as the alarm's lines)
+        held = False
         while not driver.done.wait(0.2):
             for text in new_lines():
                 print(f"kvtui: {text}", file=sys.stderr, flush=True)
+            if driver.outage != held:
+                held = driver.outage
+                print("kvtui: store unreachable (RPC_FAIL: the master, or the store node of dummy workers): dispatch "
+                      "held" if held else "kvtui: the store answers again: dispatch resumed", file=sys.stderr, flush=True)
         return shown
     import time
 

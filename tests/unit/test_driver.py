@@ -160,3 +160,31 @@ def test_rpc_fail_holds_dispatch_until_master_answers():
     d.stop()
     assert d.done.wait(5)
 
+
+
+def test_a_quiet_run_says_when_an_outage_holds_dispatch_and_when_it_ends(capsys):
+    """``kvtui run`` with stderr not a terminal (``_progress(quiet=True)``) has no status line, so an outage's
+    start and end are one stderr line each."""
+    import threading
+
+    from kvtui.commands.run import _progress
+
+    class FakeDriver:
+        def __init__(self):
+            self.done, self.outage = threading.Event(), False
+
+    d = FakeDriver()
+    script = iter([False, True, True, False])
+
+    def poll(timeout):
+        try:
+            d.outage = next(script)
+        except StopIteration:
+            return True
+        return False
+
+    d.done.wait = poll
+    assert _progress(d, None, 0, quiet=True) == 0
+    err = capsys.readouterr().err.splitlines()
+    assert err == ["kvtui: store unreachable (RPC_FAIL: the master, or the store node of dummy workers): dispatch held",
+                   "kvtui: the store answers again: dispatch resumed"]
