@@ -161,10 +161,13 @@ class LiveSession(RecordingControl):
             ws = working_set_of(self.workload, o.layout.page_tokens, self.driver.concurrency)
         except ValueError:
             ws = None
-        embedded = self.engine.cluster is not None
+        cluster = self.engine.cluster
+        embedded = cluster is not None
         segment = o.store_bytes if embedded else (self.panels.store.get("capacity_bytes") or None)
+        dead = tuple(n for n in cluster.store_names() if (p := cluster.process(n)) is not None and not p.alive()) \
+            if embedded and o.segment_on == "store" else ()
         return store_full_text(failed, seconds, ws, o.layout.page_bytes, segment, o.cluster.eviction_high_watermark,
-                               o.cluster.lease_ttl_ms / 1000 if embedded else None)
+                               o.cluster.lease_ttl_ms / 1000 if embedded else None, dead)
 
     def _workload_text(self) -> str:
         d = self.description

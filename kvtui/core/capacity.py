@@ -166,12 +166,18 @@ def attached_plan_line(ws, page_bytes: int, capacity_bytes: int, watermark: floa
 
 
 def store_full_text(failed: int, seconds: float, ws, page_bytes: int, segment_bytes: int | None,
-                    watermark: float, lease_ttl_s: float | None) -> str:
+                    watermark: float, lease_ttl_s: float | None, dead_nodes: tuple[str, ...] = ()) -> str:
     """The one event-log line of a burst of ``failed`` puts refused with ``NO_AVAILABLE_HANDLE`` within
     ``seconds``: the cause (the working set ``ws`` does not fit ``segment_bytes`` below ``watermark``, or it
-    does and pages leased by recent reads fill the store) and the remedy, by flag. ``ws`` None: unknown;
-    ``segment_bytes`` None: an attached cluster of unknown size."""
+    does and pages leased by recent reads fill the store, or the store nodes ``dead_nodes`` kvtui started
+    are down and their segment with them) and the remedy, by flag. ``ws`` None: unknown; ``segment_bytes``
+    None: an attached cluster of unknown size."""
     head = f"store full: {failed:,} puts failed with NO_AVAILABLE_HANDLE in {seconds:.1f} s — "
+    if dead_nodes:
+        many = len(dead_nodes) > 1
+        return head + (f"the store node{'s' if many else ''} {', '.join(dead_nodes)} kvtui started "
+                       f"{'are' if many else 'is'} down, and {'their segments' if many else 'its segment'} with "
+                       f"{'them' if many else 'it'}; not a size or lease problem (restart kvtui)")
     if ws is None or segment_bytes is None:
         return head + ("every page in the store is leased or in use; raise --store-size"
                        if segment_bytes is not None else
