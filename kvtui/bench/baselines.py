@@ -11,17 +11,20 @@ import numpy as np
 from kvtui.core.units import median
 
 
-def memcpy_mbps(nbytes: int, iterations: int = 20) -> float:
-    """p50 MB/s (10^6 B/s) of ``np.copyto`` of ``nbytes`` between two buffers in this process."""
-    src = np.ones(nbytes, dtype=np.uint8)
-    dst = np.empty_like(src)
-    np.copyto(dst, src)
-    times = []
-    for _ in range(iterations):
+class Memcpy:
+    """``np.copyto`` of ``nbytes`` between two buffers of this process, both touched once when made:
+    :meth:`once` times one copy (seconds), so a bench can interleave copies with what it compares to them."""
+
+    def __init__(self, nbytes: int):
+        self.nbytes = int(nbytes)
+        self.src = np.ones(self.nbytes, dtype=np.uint8)
+        self.dst = np.empty_like(self.src)
+        np.copyto(self.dst, self.src)
+
+    def once(self) -> float:
         t0 = time.perf_counter()
-        np.copyto(dst, src)
-        times.append(time.perf_counter() - t0)
-    return nbytes / median(times) / 1e6
+        np.copyto(self.dst, self.src)
+        return time.perf_counter() - t0
 
 
 def _sender(port: int, nbytes: int, iterations: int) -> None:

@@ -157,7 +157,8 @@ TCP_P50 = Figure("loopback_tcp_MBps", "loopback TCP (p50 transfer)", "baseline l
                  "the same bytes ÷ median time to send them over one loopback TCP stream", _BASE_WINDOW, _BENCH,
                  "baselines.loopback_tcp_MBps")
 MEMCPY_P50 = Figure("memcpy_MBps", "memcpy (p50 copy)", "memcpy", "MB/s",
-                    "the same bytes ÷ median time of one in-process copy", _BASE_WINDOW, _BENCH,
+                    "the same bytes ÷ median time of one in-process copy, one after each co-located reload",
+                    _BASE_WINDOW, _BENCH,
                     "baselines.memcpy_MBps")
 _CONTENT_WINDOW = "`--iterations` rounds of memcpy, fill, verify of the reloaded pages' bytes"
 FILL_P50 = Figure("fill_MBps", "page fill (p50)", "page fill", "MB/s",

@@ -69,6 +69,7 @@ def test_bench_reuse_figures_and_ratios_come_from_the_same_run(tmp_path):
     assert q["reload_vs_loopback_tcp"] == pytest.approx(b["best_reuse_read_MBps_p50"] / base["loopback_tcp_MBps"])
     assert q["verify_vs_memcpy"] == pytest.approx(base["content"]["verify_MBps"] / base["content"]["memcpy_MBps"])
     assert q["fill_vs_memcpy"] == pytest.approx(base["content"]["fill_MBps"] / base["content"]["memcpy_MBps"])
+    assert q["reload_vs_memcpy"] == pytest.approx(base["colocated_reload_MBps_p50"] / base["memcpy_MBps"])
     assert b["publish_runs"] == PUBLISH_RUNS and b["pages_published"] == 2048 // 128
     runs = b["publish_write_MBps_runs"]
     assert runs["min"] <= b["publish_write_MBps"] <= runs["max"]
