@@ -181,7 +181,7 @@ def measure_reuse(engines: BenchEngines, layout, case: ReuseCase, estimator=None
     finally:
         engine.stop()
     tcp_path = reload_figures(tcp_runs)
-    tcp_path["raw_get_MBps_p50"] = hit * layout.page_bytes / (median([r.wall_ms for r in tcp_raw]) / 1e3) / 1e6
+    tcp_path["raw_get_MBps_p50"] = nbytes / (median([r.wall_ms for r in tcp_raw]) / 1e3) / 1e6
 
     say("baselines: one loopback TCP stream, page-content fill and verify of the same bytes…")
     memcpy = nbytes / median(copies) / 1e6

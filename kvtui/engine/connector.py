@@ -143,9 +143,7 @@ class PagedKVConnector:
         """A reusable page buffer of shape ``(pages, page_bytes)`` (uint8); grows, never shrinks."""
         need = pages * self.page_bytes
         if self._buf.size < need:  # (a dummy client's buffers are shared memory of its real client)
-            grow = max(need, 2 * self._buf.size)
-            new_buffer = getattr(self.store, "new_buffer", None)
-            self._buf = new_buffer(grow) if new_buffer else np.empty(grow, dtype=np.uint8)
+            self._buf = self.store.new_buffer(max(need, 2 * self._buf.size))
             self._buf[::4096] = 0  # touch pages once so first use is not first-touch
         return self._buf[:need].reshape(pages, self.page_bytes) if pages else self._buf[:0].reshape(0, self.page_bytes)
 

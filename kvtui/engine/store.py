@@ -286,14 +286,20 @@ class StoreClient:
             out.append(where)
         return out
 
+    def _claim(self, keys: list[str]) -> list[int]:
+        """Under ``_cond``: the indexes of ``keys`` this call now stores (added to ``_reserving``), leaving out
+        a key another call of this client is storing and a key repeated in the batch (its first copy only)."""
+        mine = []
+        for i, k in enumerate(keys):
+            if k not in self._reserving:
+                self._reserving.add(k)
+                mine.append(i)
+        return mine
+
     def _put_sessions(self, store, keys: list[str], ptrs: list[int], sizes: list[int], segment: str = "") -> list[int]:
         out = [OBJECT_ALREADY_EXISTS] * len(keys)
         with self._cond:  # a key this client is already storing (another thread): -705, no second session
-            mine = []
-            for i, k in enumerate(keys):  # a key repeated in the batch: its first copy only
-                if k not in self._reserving:
-                    self._reserving.add(k)
-                    mine.append(i)
+            mine = self._claim(keys)
             stale = [keys[i] for i in mine if keys[i] in self._unrevoked]
         try:
             if stale:
@@ -331,11 +337,7 @@ class StoreClient:
     def _put_exclusive(self, store, keys: list[str], ptrs: list[int], sizes: list[int]) -> list[int]:
         out = [OBJECT_ALREADY_EXISTS] * len(keys)
         with self._cond:  # as _put_sessions: a key another thread (or the batch) is storing answers -705
-            mine = []
-            for i, k in enumerate(keys):
-                if k not in self._reserving:
-                    self._reserving.add(k)
-                    mine.append(i)
+            mine = self._claim(keys)
         try:
             if mine:
                 rcs = [int(r) for r in store.batch_put_from([keys[i] for i in mine], [ptrs[i] for i in mine],

@@ -33,6 +33,10 @@ class FakeStore:
         self.put_codes: dict[str, int] = {}
         self.puts = 0
 
+    def new_buffer(self, nbytes):
+        """As :meth:`StoreClient.new_buffer` of a real client: plain memory."""
+        return np.empty(int(nbytes), dtype=np.uint8)
+
     def batch_is_exist(self, keys):
         self.probed.extend(keys)
         return [1 if k in self.objects else 0 for k in keys]
