@@ -1,40 +1,60 @@
 """Deterministic page contents, so any reader verifies a loaded page byte-exact without asking the writer.
 
-A page's 8-byte word ``i`` (little-endian uint64) is ``h + i·K`` (mod 2^64), where ``h`` is the first
-8 bytes of ``SHA256(key)`` (little-endian) and ``K = 0x9E3779B97F4A7C15`` (odd: 2^64 divided by the golden
-ratio); the ``page_bytes mod 8`` tail bytes are the first bytes of ``SHA256(key)``. What a verify detects:
-any changed bit (every byte is compared), a page of another key (stale or swapped: another ``h``, equal by
-chance with probability 2^-64), a shifted copy (word ``i`` then holds ``h + (i+k)·K``, and ``k·K ≠ 0``
-mod 2^64 for any shift ``k`` below 2^64 words since ``K`` is odd) and a truncated one (the size is checked).
+A page is a run of little-endian uint64 words, cut into chunks of :data:`CHUNK_WORDS` words (the last one
+may be shorter). Word ``j`` of chunk ``c`` is ``h + j·K`` (mod 2^64) for ``j ≥ 1`` and the chunk's header
+``h + c·K2`` for ``j = 0``, where ``h`` is the first 8 bytes of ``SHA256(key)`` (little-endian),
+``K = 0x9E3779B97F4A7C15`` (2^64 divided by the golden ratio) and ``K2 = 0xD6E8FEB86659FD93``, both odd;
+the ``page_bytes mod 8`` tail bytes are the first bytes of ``SHA256(key)``. A page of at most one chunk
+(every page up to 256 KiB) is therefore word ``i`` = ``h + i·K``.
 
-Both directions run at memory speed: the page is written (fill) or read (verify) once, in chunks of
-:data:`CHUNK_WORDS` words. A chunk starting at word ``s`` is ``base + (h + s·K)`` where ``base[j] = j·K``
-is built once per page size, so each chunk costs one scalar add into a cache-resident scratch buffer (or,
-for a fill, straight into the page) and one comparison; no temporary the size of a page is made.
-``kvtui bench`` measures both against a memcpy of the same bytes (``ratios.verify_vs_memcpy``,
-``ratios.fill_vs_memcpy``).
+What a verify detects: any changed bit (every byte is compared with its expected value), a page of another
+key (stale or swapped: another ``h``, equal by chance with probability 2^-64), a copy shifted by ``k``
+words (within a chunk, word ``j`` then holds ``h + (j+k mod C)·K`` and a multiple of the odd ``K`` below
+2^64 is never 0 mod 2^64; a shift by whole chunks moves the headers ``h + c·K2``), chunks swapped or
+repeated within a page (the headers) and a truncated page (the size is checked).
+
+Both directions run at memory speed with no temporary the size of a page: every chunk but its header is
+the same, so the expected chunk is built once per page into a cache-resident buffer; a fill copies it into
+each chunk of the page (a write pass), a verify compares each chunk with it by ``memcmp`` (libc, through
+``ctypes``: a read pass that stops at the first chunk that differs). ``kvtui bench`` measures both against
+a memcpy of the same bytes (``ratios.verify_vs_memcpy``, ``ratios.fill_vs_memcpy``).
 """
 
 from __future__ import annotations
 
+import ctypes
 import hashlib
 from typing import Sequence
 
 import numpy as np
 
 CHUNK_WORDS = 1 << 15
-"""Words (8 bytes each) built and compared at once: 256 KiB, so a chunk's expected values, the base they come
-from and the comparison's booleans (≈ 544 KiB together) stay in a 1 MiB L2 cache while the page streams past."""
+"""Words (8 bytes each) per chunk of the content formula: 256 KiB, so a chunk's expected values and the base
+they come from (512 KiB together) stay in a 1 MiB L2 cache while the page streams past."""
 
 K = np.uint64(0x9E3779B97F4A7C15)
 """The odd word step of the content formula (see the module docstring)."""
+
+K2 = np.uint64(0xD6E8FEB86659FD93)
+"""The odd chunk-header step of the content formula (see the module docstring)."""
+
+_MASK = (1 << 64) - 1
+_memcmp = ctypes.CDLL(None).memcmp  # libc's; ctypes releases the GIL for the call
+_memcmp.restype = ctypes.c_int
+_memcmp.argtypes = [ctypes.c_void_p, ctypes.c_void_p, ctypes.c_size_t]
+
+
+def _same_bytes(a: int, b: int, nbytes: int) -> bool:
+    """True when the ``nbytes`` bytes at addresses ``a`` and ``b`` are equal (``memcmp``)."""
+    return nbytes <= 0 or _memcmp(a, b, nbytes) == 0
 
 
 class PageContent:
     """Expected bytes of a page, derived from its key (see the module docstring).
 
-    One instance per page size keeps a cache-sized ``base`` and scratch buffers; it is not thread-safe (the
-    connector verifies after its read streams have joined). Any ``page_bytes`` ≥ 1 works.
+    One instance per page size keeps a cache-sized ``base`` and scratch buffer; it is not thread-safe (the
+    connector verifies after its read streams have joined). Any ``page_bytes`` ≥ 1 works; pages passed in
+    are uint8 arrays (a non-contiguous one is copied first).
     """
 
     def __init__(self, page_bytes: int):
@@ -48,7 +68,7 @@ class PageContent:
         with np.errstate(over="ignore"):
             self._base = np.arange(self._chunk, dtype=np.uint64) * K  # base[j] = j·K mod 2^64
         self._expected = np.empty(scratch, dtype=np.uint64)
-        self._equal = np.empty(scratch, dtype=np.bool_)
+        self._expected_at = self._expected.ctypes.data
 
     @staticmethod
     def _digest(key: str) -> bytes:
@@ -58,17 +78,29 @@ class PageContent:
     def _h(digest: bytes) -> int:
         return int.from_bytes(digest[:8], "little")
 
+    def _expected_chunk(self, h: int) -> np.ndarray:
+        """Chunk 0 of the page of ``h`` (its header is ``h``) in the scratch buffer."""
+        e = self._expected[: self._chunk]
+        np.add(self._base, np.uint64(h), out=e)
+        return e
+
     def _chunks(self, h: int):
-        """``(start, stop, offset)`` per chunk of the page: words ``start:stop`` are ``base + offset``."""
-        for start in range(0, self._words, self._chunk):
-            yield start, min(self._words, start + self._chunk), np.uint64((h + start * int(K)) & (2**64 - 1))
+        """``(start, stop, header)`` per chunk of the page: words ``start:stop``, the first being ``header``."""
+        for c, start in enumerate(range(0, self._words, CHUNK_WORDS)):
+            yield start, min(self._words, start + CHUNK_WORDS), (h + c * int(K2)) & _MASK
 
     def fill(self, key: str, page: np.ndarray) -> None:
         """Write the expected contents of ``key`` into ``page`` (uint8, shape ``(page_bytes,)``), one pass."""
         digest = self._digest(key)
+        h = self._h(digest)
         words = page[: self._words * 8].view(np.uint64)
-        for start, stop, offset in self._chunks(self._h(digest)):
-            np.add(self._base[: stop - start], offset, out=words[start:stop])
+        if self._words <= CHUNK_WORDS:  # one chunk: build it in place
+            np.add(self._base[: self._words], np.uint64(h), out=words)
+        else:
+            e = self._expected_chunk(h)
+            for start, stop, header in self._chunks(h):
+                e[0] = header
+                np.copyto(words[start:stop], e[: stop - start])
         if self._tail:
             page[self._words * 8:] = np.frombuffer(digest, np.uint8)[: self._tail]
 
@@ -77,14 +109,16 @@ class PageContent:
         the page is read once and the check stops at the first chunk that differs."""
         if page.size != self.page_bytes:
             return False
+        page = np.ascontiguousarray(page)
         digest = self._digest(key)
-        words = page[: self._words * 8].view(np.uint64)
-        for start, stop, offset in self._chunks(self._h(digest)):
-            n = stop - start
-            np.add(self._base[:n], offset, out=self._expected[:n])
-            np.equal(words[start:stop], self._expected[:n], out=self._equal[:n])
-            if not self._equal[:n].all():
-                return False
+        h = self._h(digest)
+        at = page.ctypes.data
+        if self._words:
+            e = self._expected_chunk(h)
+            for start, stop, header in self._chunks(h):
+                e[0] = header
+                if not _same_bytes(at + start * 8, self._expected_at, (stop - start) * 8):
+                    return False
         if self._tail:
             return bool(np.array_equal(page[self._words * 8:], np.frombuffer(digest, np.uint8)[: self._tail]))
         return True
@@ -113,13 +147,14 @@ class PageContent:
                 if not self.matches(key, pages[i]):
                     return i
             return len(keys)
+        pages = np.ascontiguousarray(pages[: len(keys)])
+        at, pb = pages.ctypes.data, self.page_bytes
         for a, b, h in self._row_groups(keys):
-            shape = (b - a, self._words)
-            expected = self._expected[: shape[0] * shape[1]].reshape(shape)
+            expected = self._expected[: (b - a) * self._words].reshape(b - a, self._words)
             np.add(self._base[None, :], h, out=expected)
-            equal = self._equal[: expected.size].reshape(shape)
-            np.equal(pages[a:b].view(np.uint64), expected, out=equal)
-            ok = equal.all(axis=1)
-            if not ok.all():
-                return a + int(np.argmin(ok))
+            if _same_bytes(at + a * pb, self._expected_at, (b - a) * pb):
+                continue
+            for r in range(b - a):  # the group differs: find its first row that does
+                if not _same_bytes(at + (a + r) * pb, self._expected_at + r * pb, pb):
+                    return a + r
         return len(keys)

@@ -137,26 +137,48 @@ def test_page_content_roundtrip_and_detects_corruption(page_bytes):
     assert not pc.matches("mc/ollama/m/abc", page[:-1])
 
 
-@pytest.mark.parametrize("shift", [8, 32, 4096])
+@pytest.mark.parametrize("shift", [8, 32, 4096, 1 << 18, 3 << 18])
 def test_page_content_detects_shifted_copy(shift):
+    """Shifts within a chunk and by whole chunks (256 KiB: every chunk body is alike, the headers differ)."""
     pc = PageContent(1 << 20)
     page = np.empty((1 << 20) + shift, dtype=np.uint8)
     pc.fill("k", page[: 1 << 20])
     page[1 << 20:] = page[:shift]
+    assert pc.matches("k", page[: 1 << 20])
     assert not pc.matches("k", page[shift:])
 
 
-@pytest.mark.parametrize("page_bytes", [4096, (1 << 19) + 8 * 3 + 5])
+def test_page_content_detects_swapped_and_repeated_chunks():
+    pc, chunk = PageContent(1 << 20), 1 << 18
+    page = np.empty(1 << 20, dtype=np.uint8)
+    pc.fill("k", page)
+    swapped = page.copy()
+    swapped[:chunk], swapped[chunk:2 * chunk] = page[chunk:2 * chunk], page[:chunk]
+    assert not pc.matches("k", swapped)
+    repeated = page.copy()
+    repeated[3 * chunk:] = page[2 * chunk:3 * chunk]
+    assert not pc.matches("k", repeated)
+    assert pc.leading_matches(["k", "k"], np.stack([page, repeated])) == 1
+
+
+@pytest.mark.parametrize("page_bytes", [4096, (1 << 19) + 8 * 3 + 5, 1 << 18])
 def test_page_content_is_the_documented_formula(page_bytes):
-    """Word i is h + i·K (mod 2^64), h = the first 8 bytes of SHA256(key) little-endian, K = 0x9E3779B97F4A7C15;
-    the tail bytes are the digest's first bytes (kvtui.engine.contents)."""
+    """Word j of chunk c (2^15 words a chunk) is h + j·K (mod 2^64) for j ≥ 1 and h + c·K2 for j = 0, h = the
+    first 8 bytes of SHA256(key) little-endian, K = 0x9E3779B97F4A7C15, K2 = 0xD6E8FEB86659FD93; the tail bytes
+    are the digest's first bytes (kvtui.engine.contents)."""
     import hashlib
 
     key = "mc/ollama/m/0123"
     digest = hashlib.sha256(key.encode()).digest()
     h = int.from_bytes(digest[:8], "little")
     words = page_bytes // 8
-    expected = b"".join(((h + i * 0x9E3779B97F4A7C15) % 2**64).to_bytes(8, "little") for i in range(words))
+    c_words = 1 << 15
+
+    def word(i):
+        j, c = i % c_words, i // c_words
+        return (h + (j * 0x9E3779B97F4A7C15 if j else c * 0xD6E8FEB86659FD93)) % 2**64
+
+    expected = b"".join(word(i).to_bytes(8, "little") for i in range(words))
     expected += digest[: page_bytes - words * 8]
     page = np.empty(page_bytes, dtype=np.uint8)
     PageContent(page_bytes).fill(key, page)
