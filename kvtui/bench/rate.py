@@ -8,7 +8,9 @@ the mean over them of the store calls' time (reload probe + read, publish probe 
 ``RequestResult`` fields ``probe_ms``, ``read_ms``, ``publish_probe_ms``, ``put_ms``); ``store_bound_rps`` =
 1000 ÷ ``store_ms_mean``; ``ratios.request_rate_vs_store_bound`` = ``requests_per_s`` ÷ ``store_bound_rps``,
 the share of the run's time that its store calls took. What is left is kvtui's own work per request: page
-fill and verify, key hashing, the pipes between the processes.
+fill and verify, key hashing, the pipes between the processes. ``verify_MBps`` = Σ ``bytes_loaded`` ÷ Σ
+``verify_ms`` and ``fill_MBps`` = Σ ``bytes_written`` ÷ Σ ``compute_ms`` over the same requests (10^6 B/s;
+``None`` when nothing was verified or computed) say how fast those two passes over memory ran in the run.
 """
 
 from __future__ import annotations
@@ -34,9 +36,13 @@ def rate_figures(results: list, seconds: float) -> dict:
     mean_store = sum(store_ms(r) for r in results) / len(results)
     own = [r.verify_ms + r.compute_ms for r in results]
     bound = 1000.0 / mean_store if mean_store > 0 else float("inf")
+    verify_s = sum(r.verify_ms for r in results) / 1e3
+    fill_s = sum(r.compute_ms for r in results) / 1e3
     return {"requests": len(results), "seconds": seconds, "requests_per_s": rps, "store_ms_mean": mean_store,
             "verify_and_fill_ms_mean": sum(own) / len(own), "wall_ms_per_request": 1000.0 / rps,
-            "store_bound_rps": bound, "request_rate_vs_store_bound": rps / bound}
+            "store_bound_rps": bound, "request_rate_vs_store_bound": rps / bound,
+            "verify_MBps": sum(r.bytes_loaded for r in results) / verify_s / 1e6 if verify_s > 0 else None,
+            "fill_MBps": sum(r.bytes_written for r in results) / fill_s / 1e6 if fill_s > 0 else None}
 
 
 def measure_rate(engines: BenchEngines, layout, seconds: float = 8.0) -> dict:

@@ -167,7 +167,21 @@ FILL_P50 = Figure("fill_MBps", "page fill (p50)", "page fill", "MB/s",
 VERIFY_P50 = Figure("verify_MBps", "page verify (p50)", "page verify", "MB/s",
                     "bytes of the reloaded pages ÷ median time to check every byte against their expected contents",
                     _CONTENT_WINDOW, _BENCH, "baselines.content.verify_MBps, ratios.verify_vs_memcpy")
-BENCH = (RELOAD_P50, PUBLISH_BUSY, RAW_GET_P50, TCP_P50, MEMCPY_P50, FILL_P50, VERIFY_P50)
+RELOAD_PROBE_P50 = Figure("probe_ms_p50", "reload probe (p50)", "the reload's probe p50", "ms",
+                          "median over the reloads of the time of the batch_is_exist before the read",
+                          _BENCH_WINDOW, _BENCH, "probe_ms_p50")
+RELOAD_READ_P50 = Figure("read_only_MBps_p50", "reload read alone (p50 per reload)", "its read alone", "MB/s",
+                         "median over the reloads of bytes loaded ÷ read time of that reload (probe excluded)",
+                         _BENCH_WINDOW, _BENCH, "read_only_MBps_p50")
+_RATE_WINDOW = "the bench's request-rate step: the requests that finished in its 8 s window"
+RATE_VERIFY = Figure("rate_verify_MBps", "verify in the request-rate step", "verify", "MB/s",
+                     "Σ bytes loaded ÷ Σ verify time of those requests", _RATE_WINDOW, _BENCH,
+                     "request_rate.verify_MBps")
+RATE_FILL = Figure("rate_fill_MBps", "fill in the request-rate step", "fill", "MB/s",
+                   "Σ bytes published ÷ Σ page-compute time of those requests", _RATE_WINDOW, _BENCH,
+                   "request_rate.fill_MBps")
+BENCH = (RELOAD_P50, PUBLISH_BUSY, RAW_GET_P50, TCP_P50, MEMCPY_P50, FILL_P50, VERIFY_P50, RELOAD_PROBE_P50,
+         RELOAD_READ_P50, RATE_VERIFY, RATE_FILL)
 
 # per worker (N prefill × M decode, kvtui.core.topology): kvtui.metrics.workers
 _WORKER_WINDOW = "the session so far"

@@ -28,6 +28,8 @@ def test_reload_figures_are_medians_of_the_reloads():
     # per-reload rates 4 MB / (2, 4, 8, 10 ms) = 2000, 1000, 500, 400 MB/s: median (1000 + 500) / 2
     assert figs["MBps_p50"] == pytest.approx(750.0)
     assert figs["verify_ms_p50"] == pytest.approx(0.6) and figs["verified"] is True
+    # the read alone: 4 MB / (1, 3, 7, 9 ms) = 4000, 1333, 571, 444 MB/s; the probe 1 ms each time
+    assert figs["probe_ms_p50"] == 1.0 and figs["read_MBps_p50"] == pytest.approx((4000 / 3 + 4000 / 7) / 2)
 
 
 def test_a_mismatch_in_any_reload_is_not_verified():
@@ -125,11 +127,12 @@ def test_the_request_rate_ratio_is_the_share_of_time_in_store_calls():
 
     rs = [RequestResult(req_id=i, scenario="s", n_tokens=8, cacheable_tokens=8, page_tokens=8, page_bytes=1,
                         pages_total=1, pages_hit=1, states=b"\x01", probe_ms=1.0, read_ms=3.0, publish_probe_ms=0.5, put_ms=1.5,
-                        verify_ms=2.0, compute_ms=1.0) for i in range(50)]
+                        verify_ms=2.0, compute_ms=1.0, bytes_loaded=4_000_000, bytes_written=1_000_000) for i in range(50)]
     assert store_ms(rs[0]) == 6.0
     f = rate_figures(rs, seconds=0.5)  # 100 req/s: 10 ms each, 6 of them in store calls
     assert f["requests_per_s"] == 100 and f["store_ms_mean"] == 6.0 and f["wall_ms_per_request"] == 10
     assert f["store_bound_rps"] == pytest.approx(1000 / 6) and f["request_rate_vs_store_bound"] == pytest.approx(0.6)
     assert f["verify_and_fill_ms_mean"] == 3.0
+    assert f["verify_MBps"] == pytest.approx(2000) and f["fill_MBps"] == pytest.approx(1000)  # 4 MB in 2 ms, 1 MB in 1 ms
     with pytest.raises(ValueError, match="no request finished"):
         rate_figures([], 1.0)
