@@ -148,6 +148,11 @@ class Kpis(CachedStyles, Widget):
             if self._frame_args is not None:
                 self.update_frame(*self._frame_args[0], **self._frame_args[1])
 
+    def on_resize(self) -> None:
+        """The title chip depends on the width: rebuild when a frame came before the widget had its size."""
+        if self._frame_args is not None:
+            self.update_frame(*self._frame_args[0], **self._frame_args[1])
+
     def _titled(self) -> bool:
         """The title chip shows from 140 columns (the terminal's title bar says kvtui anyway)."""
         return self._compact < 1 and self.size.width >= TITLE_FROM

@@ -134,6 +134,7 @@ class PageGrid(CachedStyles, Widget, can_focus=True):
         self.page_w = 1  # columns per page (> 1: spread over the width)
         self.cursor: int | None = None  # index into the visible rows (0 = newest), None: no cursor
         self._strips: list[Strip] | None = None
+        self._built_for = None  # the size the strips were built for
         self.border_title = "Page grid · newest first"
 
     # -- data ----------------------------------------------------------------------------------------------
@@ -363,8 +364,8 @@ class PageGrid(CachedStyles, Widget, can_focus=True):
         return strips + legend
 
     def render_line(self, y: int) -> Strip:
-        if self._strips is None or len(self._strips) != self.size.height:
-            self._strips = self._build()
+        if self._strips is None or self._built_for != self.size:  # (a render may come before on_resize)
+            self._strips, self._built_for = self._build(), self.size
         if 0 <= y < len(self._strips):
             return self._strips[y]
         return Strip.blank(self.size.width, self._style(""))
