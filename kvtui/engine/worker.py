@@ -262,12 +262,12 @@ class _Chain:
         except Exception as exc:
             self.results.send(RequestFailed(msg.seq, f"prefill worker: {type(exc).__name__}: {exc}"))
             raise
+        self.results.send(RequestDone(msg.seq, msg.reload, pub, msg.t_start, t_end))
         if msg.needs_ack:
             try:
                 peer.send(Ack(NO_SPACE in pub.codes))
             except OSError:  # decode is gone: this result still counts; its EOF is reported next
                 pass
-        self.results.send(RequestDone(msg.seq, msg.reload, pub, msg.t_start, t_end))
 
 
 class _Refused(Exception):
