@@ -341,3 +341,28 @@ def test_store_state_unknown_before_the_first_scrape_is_not_down():
 
     assert with_widget(Kpis(), check, size=(200, 6)) == {
         "unknown": "store embedded ● —", "down": "store embedded ● DOWN", "up": "store embedded ● up"}
+
+
+def test_the_header_title_follows_the_width_after_its_frame():
+    """The title chip shows from TITLE_FROM columns; a frame shown before a resize is rebuilt on the resize."""
+    from tui_helpers import AggSource
+
+    from kvtui.tui.widgets.kpis import TITLE_FROM, Kpis
+
+    kpis = Kpis()
+    frame = AggSource().frame()
+
+    async def go():
+        async with One(kpis).run_test(size=(TITLE_FROM - 20, 6)) as pilot:
+            await pilot.pause()
+            kpis.update_frame(frame)
+            narrow = list(kpis.chips)
+            await pilot.resize_terminal(TITLE_FROM + 20, 6)
+            await pilot.pause()
+            wide = list(kpis.chips)
+            await pilot.resize_terminal(TITLE_FROM - 20, 6)
+            await pilot.pause()
+            return narrow, wide, list(kpis.chips)
+
+    narrow, wide, narrow_again = run(go())
+    assert narrow[0] != "kvtui" and wide[0] == "kvtui" and wide[1:] == narrow and narrow_again == narrow
