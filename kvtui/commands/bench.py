@@ -272,7 +272,9 @@ def _probe_share(o: dict) -> str:
 
     if o.get(probe.key) is None or not o.get(read.key):
         return ""
-    return f"; {probe.label} {o[probe.key]:.2f} {probe.unit}, {read.label} {o[read.key]:,.0f} {read.unit}"
+    raw = (o.get("baselines") or {}).get("raw_get_MBps_p50")
+    vs = f" ({o[read.key] / raw:.2f}× raw)" if raw else ""
+    return f"; {probe.label} {o[probe.key]:.2f} {probe.unit}, {read.label} {o[read.key]:,.0f} {read.unit}{vs}"
 
 
 def _streams(n) -> str:
@@ -287,18 +289,19 @@ def format_bench(o: dict) -> str:
 
     r, b, q, card = o["reload_ms"], o["baselines"], o["ratios"], o.get("demo_card") or {}
     pr = o.get("publish_write_MBps_runs") or {}
-    publish = f"{o['publish_write_MBps']:.0f} MB/s p50 of {o.get('publish_runs', 1)} publishes" + (
-        f" (min {pr['min']:.0f} · max {pr['max']:.0f})" if pr else "")
+    publish = f"{o['publish_write_MBps']:,.0f} MB/s p50 of {o.get('publish_runs', 1)} publishes" + (
+        f" (min {pr['min']:,.0f} · max {pr['max']:,.0f})" if pr else "")
     rows = [  # (figure, kvtui on this machine, the demo card's figure)
         ("prefill skipped", f"{o['tokens_skipped']:,} of {o['tokens_requested']:,} tokens",
          card and f"{card['tokens_skipped']:,} of {card['tokens_requested']:,}"),
         ("KV page hit rate", f"{o['hit_rate']:.1%} ({o['pages_hit']}/{o['pages_total']} pages from the store)",
          card and f"{card['pages_hit'] / card['pages_total']:.1%} ({card['pages_hit']}/{card['pages_total']})"),
-        ("workers' store clients", f"{o.get('worker_client', 'real')} (--worker-client; the TCP path below)", ""),
+        ("workers' store clients", f"{o.get('worker_client', 'real')} (what kvtui watch's --worker-client auto "
+                                   "picks here; real clients on the TCP path below)", ""),
         ("prefix reload (1 stream)", f"min {r['min']:.1f} · p50 {r['p50']:.1f} · mean {r['mean']:.1f} · max {r['max']:.1f} ms"
                                      f" for {o['bytes_reloaded'] / 2**20:.0f} MiB ({o['iterations']} reloads)",
          card and f"p50 {card['reload_ms_p50']:.1f} ms"),
-        (RELOAD_P50.name, f"{o['reuse_read_MBps_p50']:.0f} MB/s with 1 stream; best {o['best_reuse_read_MBps_p50']:.0f} MB/s "
+        (RELOAD_P50.name, f"{o['reuse_read_MBps_p50']:,.0f} MB/s with 1 stream; best {o['best_reuse_read_MBps_p50']:,.0f} MB/s "
                           f"with {_streams(o['best_read_streams'])} (MB/s = 10^6 B/s)",
          card and f"{card['reuse_read_MiBps_p50'] * 2**20 / 1e6:,.0f} MB/s (its {card['reuse_read_MiBps_p50']:,.0f} MiB/s)"),
         (PUBLISH_BUSY.name, publish,
@@ -307,13 +310,13 @@ def format_bench(o: dict) -> str:
         ("byte-exact round-trip", "verified" if o["verified"] else "MISMATCH", card and "verified"),
         ("tiny layout (PR example)", f"{o['tiny']['pages_hit']}/{o['tiny']['pages_total']} pages hit, "
                                      f"{'verified' if o['tiny']['verified'] else 'MISMATCH'}", card and "3/4, verified"),
-        ("reload split in streams", ", ".join(f"{_streams(n)}: {f['MBps_p50']:.0f} MB/s" for n, f in o["read_streams"].items()), ""),
-        ("baseline raw batch_get_into", f"{b['raw_get_MBps_p50']:.0f} MB/s (same keys, same process, no connector, "
+        ("reload split in streams", ", ".join(f"{_streams(n)}: {f['MBps_p50']:,.0f} MB/s" for n, f in o["read_streams"].items()), ""),
+        ("baseline raw batch_get_into", f"{b['raw_get_MBps_p50']:,.0f} MB/s (same keys, same process, no connector, "
                                         f"alternating with the reloads) → connector/raw {_ratio(q, 'connector_vs_raw')}"
                                         f"{_probe_share(o)}", ""),
-        ("baseline loopback TCP", f"{b['loopback_tcp_MBps']:.0f} MB/s (one stream, same bytes) → best reload/TCP "
+        ("baseline loopback TCP", f"{b['loopback_tcp_MBps']:,.0f} MB/s (one stream, same bytes) → best reload/TCP "
                                   f"{_ratio(q, 'reload_vs_loopback_tcp')}", ""),
-        ("co-located reload", f"{b['colocated_reload_MBps_p50']:.0f} MB/s vs memcpy {b['memcpy_MBps']:.0f} MB/s → "
+        ("co-located reload", f"{b['colocated_reload_MBps_p50']:,.0f} MB/s vs memcpy {b['memcpy_MBps']:,.0f} MB/s → "
                               f"{_ratio(q, 'reload_vs_memcpy')}", ""),
     ]
     rr = o.get("request_rate")
@@ -324,13 +327,13 @@ def format_bench(o: dict) -> str:
                      f"{_ratio(q, 'request_rate_vs_store_bound')}", ""))
     c = b.get("content")
     if c:
-        rows.append(("page verify / fill vs memcpy", f"verify {c['verify_MBps']:.0f} MB/s → {_ratio(q, 'verify_vs_memcpy')}; "
-                     f"fill {c['fill_MBps']:.0f} MB/s → {_ratio(q, 'fill_vs_memcpy')}; "
-                     f"memcpy {c['memcpy_MBps']:.0f} MB/s, interleaved", ""))
+        rows.append(("page verify / fill vs memcpy", f"verify {c['verify_MBps']:,.0f} MB/s → {_ratio(q, 'verify_vs_memcpy')}; "
+                     f"fill {c['fill_MBps']:,.0f} MB/s → {_ratio(q, 'fill_vs_memcpy')}; "
+                     f"memcpy {c['memcpy_MBps']:,.0f} MB/s, interleaved", ""))
     tp = o.get("tcp_path")
     if tp:
-        rows.append(("TCP path (real clients)", f"reload {tp['reuse_read_MBps_p50']:.0f} MB/s (p50 {tp['reload_ms']['p50']:.1f} "
-                     f"ms), raw batch_get_into {tp['raw_get_MBps_p50']:.0f} MB/s, "
+        rows.append(("TCP path (real clients)", f"reload {tp['reuse_read_MBps_p50']:,.0f} MB/s (p50 {tp['reload_ms']['p50']:.1f} "
+                     f"ms), raw batch_get_into {tp['raw_get_MBps_p50']:,.0f} MB/s, "
                      f"{'verified' if tp['verified'] else 'MISMATCH'} → reload/TCP "
                      f"{_ratio(q, 'tcp_reload_vs_loopback_tcp')}", ""))
     if "ttft_estimate" in o:
