@@ -22,7 +22,7 @@ import argparse
 from kvtui.bench.reuse import ReuseCase
 from kvtui.commands.common import add_page_arguments, check_refresh_hz, layout_of, store_size
 from kvtui.commands.estimate_args import add_estimate_arguments, estimator_from_args
-from kvtui.commands.output import check_writable, write_json_atomic
+from kvtui.commands.output import check_writable, path_arg, write_json_atomic
 from kvtui.commands.trace_args import add_synthesis_arguments, synthesis_description, synthesize_rows
 from kvtui.core.defaults import DEFAULT_HZ, DEFAULT_STORE_SIZE_TEXT, MAX_HZ, MIN_SEGMENT_BYTES
 from kvtui.core.errors import KvtuiError
@@ -96,7 +96,7 @@ def register(subparsers) -> None:
                         f"{DEFAULT_STORE_SIZE_TEXT})")
     p.add_argument("--max-streams", type=int, default=None, metavar="N",
                    help=f"try reloads split across 1..N concurrent batch_get_into calls (default {_CASE.max_streams})")
-    p.add_argument("--json", metavar="PATH", help="write every figure as JSON to PATH")
+    p.add_argument("--json", type=path_arg, metavar="PATH", help="write every figure as JSON to PATH")
     mode = p.add_mutually_exclusive_group()
     mode.add_argument("--trace", metavar="NAME|FILE",
                    help="instead: replay this FAST'25 trace (a shipped one by name, see `kvtui traces`, or a file) "

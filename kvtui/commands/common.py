@@ -17,7 +17,7 @@ from kvtui.commands.hosts_args import add_host_arguments, host_options
 from kvtui.commands.listen_args import listen_options
 from kvtui.commands.topology_args import add_topology_arguments, check_segment_share, topology_options, worker_client
 from kvtui.commands.checks import store_size
-from kvtui.commands.output import check_writable
+from kvtui.commands.output import check_writable, path_arg
 from kvtui.commands.trace_args import (add_synthesis_arguments, parse_speed, synthesis_description, synthesize_rows,
                                        trace_synthesis)
 from kvtui.core.defaults import (DEFAULT_MODEL, DEFAULT_PROMPT_PAGES, DEFAULT_STORE_BYTES, DEFAULT_STORE_SIZE_TEXT,
@@ -139,7 +139,7 @@ def add_cluster_arguments(p: argparse.ArgumentParser) -> None:
     g.add_argument("--lease-ttl", type=float, default=10.0, metavar="SECONDS",
                    help="embedded master's read lease (default 10 s). Every probe and read grants one, and a "
                         "leased page cannot be evicted")
-    g.add_argument("--log-dir", metavar="DIR", help="where native logs of the cluster and workers go "
+    g.add_argument("--log-dir", type=path_arg, metavar="DIR", help="where native logs of the cluster and workers go "
                    "(default: a new /tmp/kvtui-logs-* folder)")
     g.add_argument("--isolate-network", choices=("auto", "on", "off"), default="auto",
                    help="embedded mode: run the cluster and workers in a private network namespace so Mooncake's "
@@ -414,7 +414,7 @@ def add_screen_arguments(p) -> None:
     (``watch``, ``replay``) on a parser or argument group; :func:`screen_arguments` checks them."""
     p.add_argument("--headless", action="store_true", help="run without a terminal for --duration seconds (for CI and screenshots)")
     p.add_argument("--duration", type=float, metavar="SECONDS", help="quit after this many seconds (default: until q; required with --headless)")
-    p.add_argument("--screenshot", metavar="PATH", help="with --duration: save an SVG of the screen at the end")
+    p.add_argument("--screenshot", type=path_arg, metavar="PATH", help="with --duration: save an SVG of the screen at the end")
     p.add_argument("--size", default="120x40", metavar="COLSxROWS", help="headless screen size (default 120x40)")
 
 

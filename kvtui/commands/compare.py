@@ -14,7 +14,7 @@ import re
 import sys
 from pathlib import Path
 
-from kvtui.commands.output import check_writable, open_session, write_json_atomic
+from kvtui.commands.output import check_writable, open_session, path_arg, write_json_atomic
 from kvtui.core.errors import KvtuiError
 
 # top-level fields that say what ran, not what it measured (compared as inputs, never as figures)
@@ -39,9 +39,9 @@ def register(subparsers) -> None:
                     "their changes in percentage points (pp); MB/s are 10^6 bytes per second. No store is needed.")
     p.add_argument("files", nargs="+", metavar="FILE", help="two or more results: JSON files of run/report/bench, or "
                    "session files (.kvtui); the first is the baseline of the deltas")
-    p.add_argument("--json", metavar="PATH", help="write the comparison as JSON to PATH ('-' = stdout, instead of "
+    p.add_argument("--json", type=path_arg, metavar="PATH", help="write the comparison as JSON to PATH ('-' = stdout, instead of "
                    "the table)")
-    p.add_argument("--svg", metavar="PATH", help="write a plot of the sessions' page hit rate (%%, last 2 s) and reuse "
+    p.add_argument("--svg", type=path_arg, metavar="PATH", help="write a plot of the sessions' page hit rate (%%, last 2 s) and reuse "
                    "read (wall, MB/s) over the seconds since each recording began, one line per session (needs at "
                    "least one session among the files)")
     p.set_defaults(func=run)

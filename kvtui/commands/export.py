@@ -16,7 +16,7 @@ import tempfile
 from pathlib import Path
 
 from kvtui.commands.common import parse_size
-from kvtui.commands.output import check_writable, open_session
+from kvtui.commands.output import check_writable, open_session, path_arg
 from kvtui.core.defaults import MAX_HZ
 from kvtui.core.errors import KvtuiError
 from kvtui.core.units import format_bytes
@@ -37,9 +37,9 @@ def register(subparsers) -> None:
                     "--speed. --gif needs the export extra (pip install 'kvtui[export]': cairosvg and Pillow).")
     p.add_argument("file", metavar="FILE", help="session file (.kvtui)")
     g = p.add_argument_group("outputs (at least one)")
-    g.add_argument("--cast", metavar="PATH", help="write an asciinema v2 cast (plays in asciinema-player)")
-    g.add_argument("--gif", metavar="PATH", help="write an animated GIF (SVG screenshots rasterised with cairosvg)")
-    g.add_argument("--svg-anim", metavar="PATH", help="write an animated SVG (CSS keyframes; plays in browsers)")
+    g.add_argument("--cast", type=path_arg, metavar="PATH", help="write an asciinema v2 cast (plays in asciinema-player)")
+    g.add_argument("--gif", type=path_arg, metavar="PATH", help="write an animated GIF (SVG screenshots rasterised with cairosvg)")
+    g.add_argument("--svg-anim", type=path_arg, metavar="PATH", help="write an animated SVG (CSS keyframes; plays in browsers)")
     g = p.add_argument_group("what and how")
     g.add_argument("--size", default="120x40", metavar="COLSxROWS",
                    help="the monitor's screen size in cells (default 120x40; at least the monitor's minimum)")

@@ -14,7 +14,7 @@ import argparse
 import sys
 import time
 
-from kvtui.commands.output import check_writable
+from kvtui.commands.output import check_writable, path_arg
 from kvtui.core.errors import KvtuiError
 
 DEFAULT_HOST = "127.0.0.1"
@@ -33,7 +33,7 @@ def add_export_arguments(p: argparse.ArgumentParser, *, linger: bool = False, re
                        help="after the summary is printed and --json written, keep serving the final figures this "
                             "many seconds so Prometheus scrapes them (default 0; Ctrl-C ends the wait)")
     if requests_log:
-        g.add_argument("--requests-log", metavar="PATH",
+        g.add_argument("--requests-log", type=path_arg, metavar="PATH",
                        help="write one CSV row per finished request to PATH as it finishes (id, times in s, "
                             "scenario/group or trace row, worker, tokens, pages hit/published/present/failed, "
                             "probe/reload/publish ms, bytes, TTFT saved estimate); .parquet needs pyarrow "

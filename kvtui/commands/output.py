@@ -4,6 +4,7 @@ to it) and recorded session files. Shared by several commands, so no command imp
 
 from __future__ import annotations
 
+import argparse
 import json
 import os
 import sys
@@ -12,6 +13,15 @@ from pathlib import Path
 
 from kvtui.core.errors import KvtuiError
 from kvtui.core.topology import DEFAULT_ROUTE
+
+
+def path_arg(text: str) -> str:
+    """argparse ``type`` of every file or folder flag (``--json``, ``--record``, ``--svg``, ``--log-dir``…):
+    the text as given, or ``argparse.ArgumentTypeError`` (a one-line usage error, exit 2) when it is empty
+    or only spaces, which would otherwise mean "no file" and silently write nothing."""
+    if not text.strip():
+        raise argparse.ArgumentTypeError("needs a path, got an empty one")
+    return text
 
 
 def check_writable(path: str, flag: str) -> None:

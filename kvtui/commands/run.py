@@ -32,6 +32,7 @@ from kvtui.commands.output import (
     check_new_file,
     check_writable,
     format_summary,
+    path_arg,
     run_context,
     session_header,
     write_json_atomic,
@@ -57,9 +58,9 @@ def register(subparsers) -> None:
     g.add_argument("--requests", type=int, metavar="N", help="stop after issuing N requests")
     g.add_argument("--concurrency", type=int, default=1, metavar="N",
                    help="requests in flight (default 1: strictly one after another, exact trace replay)")
-    g.add_argument("--json", metavar="PATH", help="write the summary as JSON to PATH")
+    g.add_argument("--json", type=path_arg, metavar="PATH", help="write the summary as JSON to PATH")
     g.add_argument("--quiet", action="store_true", help="no progress line")
-    g.add_argument("--record", metavar="FILE", help="record the session (frames and events) to FILE for "
+    g.add_argument("--record", type=path_arg, metavar="FILE", help="record the session (frames and events) to FILE for "
                    "`kvtui replay` and `kvtui report`")
     add_page_arguments(p)
     add_estimate_arguments(p)

@@ -34,6 +34,7 @@ from kvtui.commands.common import (
     store_size,
 )
 from kvtui.commands.estimate_args import add_estimate_arguments, estimator_from_args
+from kvtui.commands.output import path_arg
 from kvtui.core.defaults import DEFAULT_HZ, MAX_HZ
 from kvtui.core.errors import KvtuiError
 
@@ -57,7 +58,7 @@ def register(subparsers) -> None:
     g.add_argument("--concurrency", type=int, default=1, metavar="N", help="requests in flight (default 1)")
     g.add_argument("--refresh-hz", type=float, default=DEFAULT_HZ, metavar="HZ",
                    help=f"screen updates per second, ≤ {MAX_HZ:g} (default {DEFAULT_HZ:g}); each is sent to the browser")
-    g.add_argument("--screenshot-dir", default=None, metavar="DIR",
+    g.add_argument("--screenshot-dir", type=path_arg, default=None, metavar="DIR",
                    help="where the screenshot key S saves SVGs, on the server (default: the current folder)")
     g.add_argument("--observe", action="store_true", help="each tab watches an existing cluster only (needs "
                    "--metrics-url): its master's metrics over time, no workload, no workers (as kvtui watch --observe)")

@@ -14,7 +14,7 @@ import sys
 from dataclasses import replace
 
 from kvtui.commands.common import add_layout_arguments, isolate, layout_of, start_engine
-from kvtui.commands.output import check_writable, write_json_atomic
+from kvtui.commands.output import check_writable, path_arg, write_json_atomic
 from kvtui.commands.trace_args import add_synthesis_arguments
 from kvtui.core.errors import KvtuiError
 
@@ -60,17 +60,17 @@ def register(subparsers) -> None:
                    help="the embedded master's read lease (default 10 s, Mooncake's default). Every probe and read "
                         "grants one and a leased page cannot be evicted; at --speed max 10 s covers thousands of "
                         "requests, not the ~40 it covers at the FAST'25 traces' own pace")
-    s.add_argument("--log-dir", metavar="DIR", help="where native logs of the clusters and workers go (default: a new "
+    s.add_argument("--log-dir", type=path_arg, metavar="DIR", help="where native logs of the clusters and workers go (default: a new "
                    "/tmp/kvtui-logs-* folder per point)")
     s.add_argument("--isolate-network", choices=("auto", "on", "off"), default="auto",
                    help="run the clusters and workers in a private network namespace, loopback only (auto: when "
                         "permitted, e.g. as root; default auto; env KVTUI_ISOLATE overrides auto)")
     o = p.add_argument_group("output")
-    o.add_argument("--json", metavar="PATH", help="write the sweep (every point's figures, the sizing) as JSON to PATH "
+    o.add_argument("--json", type=path_arg, metavar="PATH", help="write the sweep (every point's figures, the sizing) as JSON to PATH "
                    "('-' = stdout, instead of the table); `kvtui report PATH` shows it")
-    o.add_argument("--svg", metavar="PATH", help="write the plot as SVG: token hit rate (%%) against capacity "
+    o.add_argument("--svg", type=path_arg, metavar="PATH", help="write the plot as SVG: token hit rate (%%) against capacity "
                    "(tokens, log scale), real store, offline LRU and unbounded ideal")
-    o.add_argument("--png", metavar="PATH", help="write the same plot as PNG (800×480 px)")
+    o.add_argument("--png", type=path_arg, metavar="PATH", help="write the same plot as PNG (800×480 px)")
     o.add_argument("--quiet", action="store_true", help="no progress bar or notes (warnings still show)")
     p.set_defaults(func=run)
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 
+from kvtui.commands.output import path_arg
 from kvtui.commands.trace_args import add_synthesis_arguments
 from kvtui.core import units
 from kvtui.core.errors import KvtuiError
@@ -66,7 +67,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--strict", action="store_true", help="stop at the first bad row, or row whose timestamp is "
                    "below an earlier row's (file:line: reason, exit 2), instead of skipping bad rows and noting late "
                    "ones")
-    p.add_argument("--json", metavar="PATH", help="also write the stats (token counts, seconds, req/s) as JSON "
+    p.add_argument("--json", type=path_arg, metavar="PATH", help="also write the stats (token counts, seconds, req/s) as JSON "
                    "to PATH ('-' = stdout, instead of the table)")
     add_synthesis_arguments(p.add_argument_group("trace synthesis (the same flags as run/watch/bench --trace: "
                                                  "the stats of the rows such a replay issues)"))

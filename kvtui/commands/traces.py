@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 
+from kvtui.commands.output import path_arg
 from kvtui.core.errors import KvtuiError
 
 
@@ -20,7 +21,7 @@ def register(subparsers) -> None:
         description="List the Mooncake FAST'25 sample traces shipped inside kvtui (kvcache-ai/Mooncake "
                     "FAST25-release/traces, Apache-2.0): the name to give --trace (run, watch, bench) or "
                     "trace-stats, rows, duration and the ideal prefix-hit rate of an unbounded cache.")
-    p.add_argument("--json", nargs="?", const="-", metavar="PATH",
+    p.add_argument("--json", type=path_arg, nargs="?", const="-", metavar="PATH",
                    help="write the list as JSON to PATH instead of the table (no PATH or '-' = stdout)")
     p.set_defaults(func=run)
 

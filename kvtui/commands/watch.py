@@ -22,7 +22,7 @@ from kvtui.commands.common import (
 )
 from kvtui.commands.estimate_args import add_estimate_arguments, estimator_from_args
 from kvtui.commands.export_args import Outputs, add_export_arguments
-from kvtui.commands.output import check_new_file, session_header
+from kvtui.commands.output import check_new_file, path_arg, session_header
 from kvtui.core.defaults import DEFAULT_HZ, DEFAULT_PROMPT_PAGES, MAX_HZ
 from kvtui.commands.listen_args import add_listen_arguments, bind_listener
 from kvtui.core.errors import KvtuiError
@@ -42,8 +42,8 @@ def register(subparsers) -> None:
                    help=f"screen updates per second, ≤ {MAX_HZ:g} (default {DEFAULT_HZ:g}: every repaint costs CPU the "
                         "workload could use; key presses show at once whatever the rate)")
     add_screen_arguments(g)
-    g.add_argument("--screenshot-dir", default=".", metavar="DIR", help="where the screenshot key S saves SVGs (default: the current folder)")
-    g.add_argument("--record", metavar="FILE", help="record the session to FILE from the start (Ctrl+R toggles "
+    g.add_argument("--screenshot-dir", type=path_arg, default=".", metavar="DIR", help="where the screenshot key S saves SVGs (default: the current folder)")
+    g.add_argument("--record", type=path_arg, metavar="FILE", help="record the session to FILE from the start (Ctrl+R toggles "
                    "recording while running)")
     g.add_argument("--observe", action="store_true", help="watch an existing cluster only (needs --metrics-url; "
                    "--master is shown): the master's metrics over time, no workload, no workers, nothing written to "

@@ -15,6 +15,7 @@ import tempfile
 from pathlib import Path
 
 from kvtui.commands.listen_args import TOKEN_ENV
+from kvtui.commands.output import path_arg
 from kvtui.core.errors import KvtuiError
 
 
@@ -35,7 +36,7 @@ def register(subparsers) -> None:
                    "(default: the coordinator's)")
     p.add_argument("--metadata", metavar="URL", help="the metadata server's URL as this machine reaches it "
                    "(default: the coordinator's)")
-    p.add_argument("--log-dir", metavar="DIR", help="where the worker's native (Mooncake) log goes (default: a new "
+    p.add_argument("--log-dir", type=path_arg, metavar="DIR", help="where the worker's native (Mooncake) log goes (default: a new "
                    "/tmp/kvtui-logs-* folder)")
     p.set_defaults(func=run)
 
