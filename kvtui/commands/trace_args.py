@@ -28,19 +28,21 @@ def add_synthesis_arguments(p, with_speed: bool = False) -> None:
     them); ``with_speed``: the command also has ``--speed`` (run, watch), which the help then names."""
     p.add_argument("--trace-speedup", metavar="X",
                    help="trace synthesis: divide each row's arrival time after the first row by X (2 = twice the "
-                        f"request rate; {FACTOR_MIN:g}–{FACTOR_MAX:g}; rounded to 1 ms; hit rates unchanged)"
+                        f"request rate; {FACTOR_MIN:g}–{FACTOR_MAX:g}; rounded to 1 ms; hit rates unchanged; default: "
+                        "the trace's own times)"
                         + (". Combines with --speed" if with_speed else ""))
     p.add_argument("--prefix-scale", metavar="X",
                    help="trace synthesis: make each row's shared block prefix (its leading blocks that other rows "
                         f"list too) X times as many blocks ({FACTOR_MIN:g}–{FACTOR_MAX:g}; rounded half up, at least "
-                        "1), unique suffixes unchanged: more reuse for X > 1")
+                        "1), unique suffixes unchanged: more reuse for X > 1; default: the trace's own prefixes)")
     p.add_argument("--prompt-scale", metavar="X",
                    help="trace synthesis: make each row's unique suffix (the tokens after its shared prefix) X times "
                         f"as many tokens ({FACTOR_MIN:g}–{FACTOR_MAX:g}; rounded half up, at least 1), shared prefixes "
-                        "unchanged: less reuse for X > 1")
+                        "unchanged: less reuse for X > 1; default: the trace's own suffixes)")
     p.add_argument("--prefix-roots", metavar="N",
                    help="trace synthesis: N disjoint copies of the trace's prefix trees, row i using copy i mod N "
-                        "(N = 2 halves how often a prefix is met in its copy: lower reuse)")
+                        "(N = 2 halves how often a prefix is met in its copy: lower reuse; at least 1; default: one, "
+                        "the trace's own)")
 
 
 def _factor(text: str, flag: str) -> float:
