@@ -310,7 +310,8 @@ def format_bench(o: dict) -> str:
         ("byte-exact round-trip", "verified" if o["verified"] else "MISMATCH", card and "verified"),
         ("tiny layout (PR example)", f"{o['tiny']['pages_hit']}/{o['tiny']['pages_total']} pages hit, "
                                      f"{'verified' if o['tiny']['verified'] else 'MISMATCH'}", card and "3/4, verified"),
-        ("reload split in streams", ", ".join(f"{_streams(n)}: {f['MBps_p50']:,.0f} MB/s" for n, f in o["read_streams"].items()), ""),
+        ("reload split in streams", ", ".join(f"{_streams(n)}: {f['MBps_p50']:,.0f} MB/s" for n, f in o["read_streams"].items())
+         + (f" → best/raw {q['best_streams_vs_raw']:.2f}" if "best_streams_vs_raw" in q else ""), ""),
         ("baseline raw batch_get_into", f"{b['raw_get_MBps_p50']:,.0f} MB/s (same keys, same process, no connector, "
                                         f"alternating with the reloads) → connector/raw {_ratio(q, 'connector_vs_raw')}"
                                         f"{_probe_share(o)}", ""),
@@ -333,7 +334,8 @@ def format_bench(o: dict) -> str:
     tp = o.get("tcp_path")
     if tp:
         rows.append(("TCP path (real clients)", f"reload {tp['reuse_read_MBps_p50']:,.0f} MB/s (p50 {tp['reload_ms']['p50']:.1f} "
-                     f"ms), raw batch_get_into {tp['raw_get_MBps_p50']:,.0f} MB/s, "
+                     f"ms), raw batch_get_into {tp['raw_get_MBps_p50']:,.0f} MB/s"
+                     + (f" (connector/raw {q['tcp_connector_vs_raw']:.2f})" if "tcp_connector_vs_raw" in q else "") + ", "
                      f"{'verified' if tp['verified'] else 'MISMATCH'} → reload/TCP "
                      f"{_ratio(q, 'tcp_reload_vs_loopback_tcp')}", ""))
     if "ttft_estimate" in o:

@@ -73,4 +73,10 @@ def test_text_outputs_name_the_figures():
              "ratios": {"connector_vs_raw": 0.95, "reload_vs_loopback_tcp": 0.6, "reload_vs_memcpy": 0.83}}
     table = format_bench(bench)
     assert fig.RELOAD_P50.name in table and fig.PUBLISH_BUSY.name in table
-    assert "reuse read" not in table
+    assert "reuse read" not in table and "best/raw" not in table
+    bench["ratios"].update(best_streams_vs_raw=0.947, tcp_connector_vs_raw=1.016)
+    bench["tcp_path"] = {"reuse_read_MBps_p50": 1200.0, "reload_ms": stats, "raw_get_MBps_p50": 1180.0,
+                         "verified": True}
+    bench["ratios"]["tcp_reload_vs_loopback_tcp"] = 0.8
+    table = format_bench(bench)
+    assert "→ best/raw 0.95" in table and "(connector/raw 1.02)" in table
