@@ -18,7 +18,8 @@ import time
 
 from kvtui import __version__
 from kvtui.commands import COMMANDS
-from kvtui.core.errors import KvtuiError
+from kvtui.commands.output import check_distinct_paths
+from kvtui.core.errors import KvtuiError, OutputError
 
 
 class Terminated(KeyboardInterrupt):
@@ -82,6 +83,7 @@ def main(argv: list[str] | None = None) -> int:
         parser.print_help()
         return 2
     try:
+        check_distinct_paths(args)
         return int(args.func(args) or 0)
     except KvtuiError as exc:
         print(f"kvtui: error: {exc}", file=sys.stderr)
@@ -94,6 +96,10 @@ def main(argv: list[str] | None = None) -> int:
         return 128 + signal.SIGINT
     except BrokenPipeError:  # e.g. `kvtui keys ... | head`
         return 0
+    except OSError as exc:  # an output that failed late (disk full, folder gone): one line, never a traceback
+        where = f"{exc.filename}: " if exc.filename else ""
+        print(f"kvtui: error: {where}{exc.strerror or exc}", file=sys.stderr)
+        return OutputError.exit_code
 
 
 if __name__ == "__main__":

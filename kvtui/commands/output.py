@@ -11,7 +11,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-from kvtui.core.errors import KvtuiError
+from kvtui.core.errors import KvtuiError, OutputError
 from kvtui.core.topology import DEFAULT_ROUTE
 
 
@@ -22,6 +22,40 @@ def path_arg(text: str) -> str:
     if not text.strip():
         raise argparse.ArgumentTypeError("needs a path, got an empty one")
     return text
+
+
+OUTPUT_ARGS = ("json", "svg", "png", "series", "record", "requests_log", "cast", "gif", "svg_anim", "screenshot")
+"""The ``args`` attributes of the file outputs a command may write (``--json``, ``--svg``… ``--requests-log``)."""
+
+INPUT_ARGS = ("file", "files", "trace")
+"""The ``args`` attributes naming the files a command reads (a session, results, a trace file)."""
+
+
+def check_distinct_paths(args: argparse.Namespace) -> None:
+    """``KvtuiError`` before any work when two outputs of a command name the same file, or an output names a
+    file the command reads (``report S.kvtui --json S.kvtui`` would replace the recording): each output needs
+    its own file. ``-`` (standard output) and inputs that are not files (a shipped trace's name) are left out."""
+    def same(a: str, b: str) -> bool:
+        try:
+            return os.path.samefile(a, b)
+        except OSError:
+            return os.path.realpath(a) == os.path.realpath(b)
+
+    outputs = [(f"--{name.replace('_', '-')}", path) for name in OUTPUT_ARGS
+               if isinstance(path := getattr(args, name, None), str) and path.strip() and path != "-"]
+    inputs = []
+    for name in INPUT_ARGS:
+        value = getattr(args, name, None)
+        for path in value if isinstance(value, list) else [value]:
+            if isinstance(path, str) and os.path.isfile(path):
+                inputs.append(path)
+    for i, (flag, path) in enumerate(outputs):
+        for src in inputs:
+            if same(path, src):
+                raise KvtuiError(f"{flag}: {path} is a file this command reads; kvtui never writes over its input")
+        for other, other_path in outputs[i + 1:]:
+            if same(path, other_path):
+                raise KvtuiError(f"{flag} and {other} name the same file {path}; give each output its own")
 
 
 def check_writable(path: str, flag: str) -> None:
@@ -72,12 +106,18 @@ def write_json_atomic(path: str, data: dict) -> None:
         sys.stdout.write("\n")
         return
     target = Path(path)
-    fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", dir=str(target.resolve().parent))
-    os.fchmod(fd, 0o666 & ~_umask())
-    with os.fdopen(fd, "w") as f:
-        json.dump(data, f, indent=2, sort_keys=True)
-        f.write("\n")
-    os.replace(tmp, target)
+    tmp = None
+    try:
+        fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", dir=str(target.resolve().parent))
+        os.fchmod(fd, 0o666 & ~_umask())
+        with os.fdopen(fd, "w") as f:
+            json.dump(data, f, indent=2, sort_keys=True)
+            f.write("\n")
+        os.replace(tmp, target)
+    except OSError as exc:
+        if tmp is not None:
+            Path(tmp).unlink(missing_ok=True)
+        raise OutputError(f"could not write {path}: {exc.strerror or exc}") from None
 
 
 def open_session(path: str):

@@ -42,3 +42,46 @@ def test_an_empty_path_is_a_one_line_error(command, flag, capsys):
         rc = exc.code
     err = capsys.readouterr().err.strip().splitlines()
     assert rc == 2 and len(err) == 1 and f"argument {flag}: needs a path, got an empty one" in err[0]
+
+
+def test_an_output_never_replaces_an_input_or_another_output(tmp_path, capsys, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "a.json").write_text("{}\n")
+    (tmp_path / "b.json").write_text("{}\n")
+    cases = [(["compare", "a.json", "b.json", "--json", "a.json"], "--json: a.json is a file this command reads"),
+             (["compare", "a.json", "b.json", "--json", "./b.json"], "--json: ./b.json is a file this command reads"),
+             (["report", "a.json", "--svg", str(tmp_path / "a.json")], "is a file this command reads"),
+             (["run", "--json", "x.json", "--record", "./x.json"], "--json and --record name the same file x.json"),
+             (["soak", "--series", "s.csv", "--record", "s.csv"], "--series and --record name the same file"),
+             (["trace-stats", "a.json", "--json", "a.json"], "is a file this command reads")]
+    for argv, message in cases:
+        assert main(argv) == 2, argv
+        err = capsys.readouterr().err.strip().splitlines()
+        assert len(err) == 1 and message in err[0], (argv, err)
+    assert (tmp_path / "a.json").read_text() == "{}\n" and sorted(p.name for p in tmp_path.iterdir()) == ["a.json", "b.json"]
+    assert main(["traces", "--json", "-"]) == 0  # standard output is never "the same file"
+    capsys.readouterr()
+
+
+def test_an_output_that_fails_late_is_one_line_exit_3_and_leaves_no_temporary_file(tmp_path, capsys, monkeypatch):
+    import json
+
+    def full(*_a, **_k):
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(json, "dump", full)
+    assert main(["traces", "--json", str(tmp_path / "t.json")]) == 3
+    err = capsys.readouterr().err.strip().splitlines()
+    assert err == [f"kvtui: error: could not write {tmp_path / 't.json'}: No space left on device"]
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_any_other_os_error_of_a_command_is_one_line_not_a_traceback(capsys, monkeypatch):
+    import kvtui.commands.traces as traces
+
+    def gone():
+        raise FileNotFoundError(2, "No such file or directory", "/gone/trace.jsonl")
+
+    monkeypatch.setattr(traces, "shipped_trace_rows", gone)
+    assert main(["traces"]) == 3
+    assert capsys.readouterr().err.strip().splitlines() == ["kvtui: error: /gone/trace.jsonl: No such file or directory"]
