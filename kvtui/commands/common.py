@@ -23,6 +23,7 @@ from kvtui.commands.trace_args import (add_synthesis_arguments, parse_speed, syn
 from kvtui.core.defaults import (DEFAULT_MODEL, DEFAULT_PROMPT_PAGES, DEFAULT_STORE_BYTES, DEFAULT_STORE_SIZE_TEXT,
                                   MAX_HZ, MIN_SEGMENT_BYTES)
 from kvtui.core.errors import KvtuiError
+from kvtui.core.units import duration_arg
 from kvtui.core.topology import REMOTE_SLOTS
 from kvtui.core.layout import FIELDS, PRESETS, PageLayout
 
@@ -413,7 +414,7 @@ def add_screen_arguments(p) -> None:
     """``--headless``, ``--duration``, ``--screenshot`` and ``--size`` of the commands that show the monitor
     (``watch``, ``replay``) on a parser or argument group; :func:`screen_arguments` checks them."""
     p.add_argument("--headless", action="store_true", help="run without a terminal for --duration seconds (for CI and screenshots)")
-    p.add_argument("--duration", type=float, metavar="SECONDS", help="quit after this many seconds (default: until q; required with --headless)")
+    p.add_argument("--duration", type=duration_arg, metavar="SECONDS", help="quit after this many seconds (or 90s, 2m: with a unit; default: until q; required with --headless)")
     p.add_argument("--screenshot", type=path_arg, metavar="PATH", help="with --duration: save an SVG of the screen at the end")
     p.add_argument("--size", default="120x40", metavar="COLSxROWS", help="headless screen size (default 120x40)")
 

@@ -39,6 +39,7 @@ from kvtui.commands.output import (
 )
 from kvtui.commands.listen_args import add_listen_arguments, bind_listener
 from kvtui.core.errors import KvtuiError
+from kvtui.core.units import duration_arg
 from kvtui.engine.procs import uninterrupted
 
 
@@ -52,9 +53,9 @@ def register(subparsers) -> None:
                     "percentiles and throughput.")
     add_workload_arguments(p)
     g = p.add_argument_group("run bounds and output")
-    g.add_argument("--duration", type=float, metavar="SECONDS", help="end the run this many seconds after the "
+    g.add_argument("--duration", type=duration_arg, metavar="SECONDS", help="end the run this many seconds (or 90s, 2m: with a unit) after the "
                    "command started, start-up included (requests under way are abandoned; the command ends "
-                   "within ~1 s after). Default: 10 s for scenarios, the whole file for traces")
+                   "within ~1.5 s after). Default: 10 s for scenarios, the whole file for traces")
     g.add_argument("--requests", type=int, metavar="N", help="stop after issuing N requests")
     g.add_argument("--concurrency", type=int, default=1, metavar="N",
                    help="requests in flight (default 1: strictly one after another, exact trace replay)")

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import argparse
 import math
-import re
 import sys
 import threading
 from dataclasses import replace
@@ -27,24 +26,13 @@ from kvtui.commands.common import (
     start_engine,
     start_recording,
 )
+from kvtui.core.units import parse_duration
 from kvtui.commands.output import check_new_file, check_writable, path_arg, run_context, session_header, write_json_atomic
 from kvtui.core.errors import KvtuiError
 from kvtui.core.topology import DEFAULT_ROUTE
 from kvtui.engine.procs import uninterrupted
 
 MAX_PAUSE_S = 60.0  # a master-pause or link-cut longer than this is an outage, not a fault to recover from
-
-_DURATION = re.compile(r"^(?:(?P<h>\d+(?:\.\d*)?)h)?(?:(?P<m>\d+(?:\.\d*)?)m)?(?:(?P<s>\d+(?:\.\d*)?)s?)?$")
-
-
-def parse_duration(text: str, flag: str) -> float:
-    """Seconds of ``text``: ``90``, ``90s``, ``30m``, ``2h``, ``1h30m``; ``KvtuiError`` naming ``flag``."""
-    s = str(text).strip().lower()
-    m = _DURATION.match(s)
-    if not s or not m or not any(m.groupdict().values()):
-        raise KvtuiError(f"{flag} must be a duration such as 2h, 30m, 90s, 1h30m or seconds, got {text!r}")
-    return sum(float(m.group(k) or 0) * mult for k, mult in (("h", 3600), ("m", 60), ("s", 1)))
-
 
 def register(subparsers) -> None:
     """Add the ``soak`` subcommand."""

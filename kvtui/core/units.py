@@ -77,3 +77,29 @@ def parse_token_list(values: Sequence[str] | None, flag: str = "--capacity") -> 
                 raise ValueError(f"bad {flag} {value!r}: empty item in the comma-separated list")
             out.append(parse_tokens(part, flag))
     return out
+
+
+_DURATION = re.compile(r"^(?:(?P<h>\d+(?:\.\d*)?)h)?(?:(?P<m>\d+(?:\.\d*)?)m)?(?:(?P<s>\d+(?:\.\d*)?)s?)?$")
+
+
+def parse_duration(text: str, flag: str) -> float:
+    """Seconds of ``text``: ``90``, ``90s``, ``1.5``, ``30m``, ``2h``, ``1h30m``; ``KvtuiError`` naming ``flag``."""
+    from kvtui.core.errors import KvtuiError
+
+    s = str(text).strip().lower()
+    m = _DURATION.match(s)
+    if not s or not m or not any(m.groupdict().values()):
+        raise KvtuiError(f"{flag} must be a duration such as 2h, 30m, 90s, 1h30m or seconds, got {text!r}")
+    return sum(float(m.group(k) or 0) * mult for k, mult in (("h", 3600), ("m", 60), ("s", 1)))
+
+
+def duration_arg(text: str) -> float:
+    """argparse ``type`` of a ``--duration`` in seconds that also takes units (:func:`parse_duration`)."""
+    import argparse
+
+    from kvtui.core.errors import KvtuiError
+
+    try:
+        return parse_duration(text, "--duration")
+    except KvtuiError:
+        raise argparse.ArgumentTypeError(f"must be a duration such as 90s, 2m, 1h30m or seconds, got {text!r}") from None

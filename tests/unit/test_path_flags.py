@@ -85,3 +85,12 @@ def test_any_other_os_error_of_a_command_is_one_line_not_a_traceback(capsys, mon
     monkeypatch.setattr(traces, "shipped_trace_rows", gone)
     assert main(["traces"]) == 3
     assert capsys.readouterr().err.strip().splitlines() == ["kvtui: error: /gone/trace.jsonl: No such file or directory"]
+
+
+def test_run_and_watch_durations_take_units_as_soak_does(capsys):
+    parser = build_parser()
+    assert parser.parse_args(["run", "--duration", "5s"]).duration == 5.0
+    assert parser.parse_args(["run", "--duration", "1.5"]).duration == 1.5
+    assert parser.parse_args(["watch", "--duration", "2m"]).duration == 120.0
+    assert main(["run", "--duration", "five"]) == 2
+    assert "argument --duration: must be a duration such as 90s" in capsys.readouterr().err
