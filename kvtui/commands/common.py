@@ -47,11 +47,11 @@ def add_layout_arguments(parser: argparse.ArgumentParser, default_preset: str = 
     g.add_argument("--kv-dtype", choices=list(KV_DTYPES), metavar="|".join(KV_DTYPES),
                    help="KV cache element type (fp8 = 1 byte, fp16/bf16 = 2, fp32 = 4); default: the config's "
                         "torch_dtype, or the preset's")
-    g.add_argument("--layers", type=int, metavar="N", help="override: transformer layers per page")
-    g.add_argument("--kv-heads", type=int, metavar="N", help="override: KV heads per layer")
-    g.add_argument("--head-dim", type=int, metavar="N", help="override: elements per head")
-    g.add_argument("--page-tokens", type=int, metavar="TOKENS", help="override: tokens per KV page")
-    g.add_argument("--elem-bytes", type=int, metavar="BYTES", help="override: bytes per element (2 = fp16)")
+    g.add_argument("--layers", type=int, metavar="N", help="override: transformer layers per page (default: the --layout or --model-config one's)")
+    g.add_argument("--kv-heads", type=int, metavar="N", help="override: KV heads per layer (default: the layout's)")
+    g.add_argument("--head-dim", type=int, metavar="N", help="override: elements per head (default: the layout's)")
+    g.add_argument("--page-tokens", type=int, metavar="TOKENS", help="override: tokens per KV page (default: the layout's)")
+    g.add_argument("--elem-bytes", type=int, metavar="BYTES", help="override: bytes per element (2 = fp16; default: the layout's)")
     g.add_argument("--model", default=None, help=f"model name hashed into every page key (default: the "
                    f"--model-config name, else {DEFAULT_MODEL})")
 
@@ -132,11 +132,11 @@ def add_cluster_arguments(p: argparse.ArgumentParser) -> None:
                         "through shared memory with --worker-client dummy, the default here, or cross TCP with "
                         "real) or co-located with the prefill or decode workers (with several, each contributes "
                         "an equal share of --store-size)")
-    g.add_argument("--master", metavar="HOST:PORT", help="attach: the master's RPC address (starts nothing)")
-    g.add_argument("--metadata", metavar="URL", help="attach: metadata server URL, e.g. http://HOST:8080/metadata")
-    g.add_argument("--metrics-url", metavar="URL", help="attach: master admin HTTP base for /metrics, e.g. http://HOST:9003")
+    g.add_argument("--master", metavar="HOST:PORT", help="attach: the master's RPC address (starts nothing; default: an embedded master on loopback)")
+    g.add_argument("--metadata", metavar="URL", help="attach: metadata server URL, e.g. http://HOST:8080/metadata (needed with --master; default: the embedded one)")
+    g.add_argument("--metrics-url", metavar="URL", help="attach: master admin HTTP base for /metrics, e.g. http://HOST:9003 (default: none, store panel without master metrics)")
     g.add_argument("--protocol", choices=("tcp", "rdma"), default="tcp", help="transfer protocol (default tcp)")
-    g.add_argument("--device", default="", metavar="NAME", help="RDMA device name (with --protocol rdma)")
+    g.add_argument("--device", default="", metavar="NAME", help="RDMA device name (with --protocol rdma; default: Mooncake picks)")
     g.add_argument("--lease-ttl", type=float, default=10.0, metavar="SECONDS",
                    help="embedded master's read lease (default 10 s). Every probe and read grants one, and a "
                         "leased page cannot be evicted")
@@ -173,7 +173,8 @@ def add_workload_arguments(p: argparse.ArgumentParser, default_scenario: str | N
                    help="mean prompt length in tokens (default 8 pages of the layout)")
     g.add_argument("--seed", type=int, default=0, metavar="N", help="workload random seed (default 0)")
     g.add_argument("--trace", metavar="NAME|FILE", help="replay a Mooncake FAST'25 JSONL trace instead of a scenario: a "
-                   f"shipped one by name ({trace_names()}; `kvtui traces` lists them) or a file")
+                   f"shipped one by name ({trace_names()}; `kvtui traces` lists them) or a file (default: none, the synthetic "
+                   "--scenario)")
     g.add_argument("--trace-block-tokens", type=int, default=None, metavar="TOKENS",
                    help="with --trace: tokens per trace hash id (default 512, the FAST'25 release)")
     g.add_argument("--speed", default=None, metavar="X",

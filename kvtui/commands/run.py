@@ -56,10 +56,10 @@ def register(subparsers) -> None:
     g.add_argument("--duration", type=duration_arg, metavar="SECONDS", help="end the run this many seconds (or 90s, 2m: with a unit) after the "
                    "command started, start-up included (requests under way are abandoned; the command ends "
                    "within ~1.5 s after). Default: 10 s for scenarios, the whole file for traces")
-    g.add_argument("--requests", type=int, metavar="N", help="stop after issuing N requests")
+    g.add_argument("--requests", type=int, metavar="N", help="stop after issuing N requests (default: no limit)")
     g.add_argument("--concurrency", type=int, default=1, metavar="N",
                    help="requests in flight (default 1: strictly one after another, exact trace replay)")
-    g.add_argument("--json", type=path_arg, metavar="PATH", help="write the summary as JSON to PATH")
+    g.add_argument("--json", type=path_arg, metavar="PATH", help="write the summary as JSON to PATH (- for standard output)")
     g.add_argument("--quiet", action="store_true", help="no progress line")
     g.add_argument("--record", type=path_arg, metavar="FILE", help="record the session (frames and events) to FILE for "
                    "`kvtui replay` and `kvtui report`")
