@@ -144,6 +144,8 @@ def _run(args: argparse.Namespace, outputs: Outputs) -> int:
         for _t, text in session.store_full.lines[shown:]:  # a burst the run ended in
             print(f"kvtui: {text}", file=sys.stderr)
         session.stop(final)
+        if session.recording_error:  # (the frames before it are in the file, readable)
+            print(f"kvtui: {session.recording_error}", file=sys.stderr)
         if session.driver.error is not None and interrupted is None:
             raise KvtuiError(f"run stopped: {session.driver.error}")
         summary = summary_from_frame(final)  # + the TTFT estimate's inputs in full

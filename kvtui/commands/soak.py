@@ -227,6 +227,8 @@ def run(args: argparse.Namespace) -> int:
         session.halt()
         final = session.final_frame()
         session.stop(final)
+        if session.recording_error:  # (the frames before it are in the file, readable)
+            print(f"kvtui: {session.recording_error}", file=sys.stderr)
         summary = soak.summary(final, session.driver, interrupted is not None)
         summary.update(run_context(args, layout, final.workload or desc, endpoints, skipped_count(problems)))
         summary["network"] = options.cluster.isolation

@@ -25,6 +25,7 @@ class RecordingControl:
     """
 
     recorder = None
+    recording_error: str | None = None  # why the last recording stopped early (a full disk), else None
 
     def recording_header(self) -> dict:
         """The header of a file recorded from now (what the session runs at this moment)."""
@@ -50,6 +51,9 @@ class RecordingControl:
             return None
         self._log("control", f"recording stopped: {rec.writer.path}")
         rec.stop(final)
+        if rec.writer.error:
+            self.recording_error = rec.writer.error
+            self._log("error", rec.writer.error)
         return str(rec.writer.path)
 
     def toggle_recording(self) -> tuple[bool, str | None]:

@@ -50,6 +50,7 @@ class SessionWriter:
         self.path = Path(path)
         if self.path.exists():
             raise SessionError(f"{self.path} exists already; choose another name (kvtui never overwrites a file)")
+        self.db = None
         try:
             self.db = sqlite3.connect(str(self.path), check_same_thread=False, isolation_level=None)
             self.db.execute("PRAGMA journal_mode=WAL")
@@ -62,6 +63,7 @@ class SessionWriter:
                     "header": json.dumps(header, default=str)}
             self.db.executemany("INSERT INTO meta VALUES (?, ?)", meta.items())
         except (sqlite3.Error, OSError) as exc:
+            self._remove_unfinished()  # (it did not exist: a retry with the same name must not be refused)
             raise SessionError(f"cannot record to {self.path}: {exc}") from None
         self._enc = FrameEncoder()
         self._lock = threading.Lock()
@@ -69,23 +71,37 @@ class SessionWriter:
         self._requests: list[list] = []  # request rows not yet written (they go with the next frame)
         self._request_columns: tuple[str, ...] | None = None
         self.closed = False
+        self.error: str | None = None  # why recording stopped early (a full disk); the run itself goes on
+
+    def _remove_unfinished(self) -> None:
+        if self.db is not None:
+            try:
+                self.db.close()
+            except sqlite3.Error:
+                pass
+        for suffix in ("", "-wal", "-shm", "-journal"):
+            Path(f"{self.path}{suffix}").unlink(missing_ok=True)
 
     def write(self, frame: Frame) -> None:
-        """Append one frame (committed at once)."""
+        """Append one frame (committed at once). A write that fails (disk full) stops the recording there,
+        with :attr:`error` saying so, instead of the run: the frames before it stay committed and readable."""
         with self._lock:
-            if self.closed:
+            if self.closed or self.error:
                 return
-            self.db.execute("INSERT INTO frames VALUES (?, ?, ?)", (self._seq, frame.t, self._enc.encode(frame)))
-            self._flush_requests()
-            self._seq += 1
-            if self._seq % CHECKPOINT_FRAMES == 0:  # keep the main file itself current, not only its -wal
-                self.db.execute("PRAGMA wal_checkpoint(PASSIVE)")
+            try:
+                self.db.execute("INSERT INTO frames VALUES (?, ?, ?)", (self._seq, frame.t, self._enc.encode(frame)))
+                self._flush_requests()
+                self._seq += 1
+                if self._seq % CHECKPOINT_FRAMES == 0:  # keep the main file itself current, not only its -wal
+                    self.db.execute("PRAGMA wal_checkpoint(PASSIVE)")
+            except sqlite3.Error as exc:
+                self.error = f"recording to {self.path} stopped after {self._seq} frames: {exc}"
 
     def add_request(self, row: dict) -> None:
         """Queue one request row (a dict of plain values: :func:`kvtui.export.request_log.request_row`); rows
         are written with the next frame, in one row of the ``requests`` table."""
         with self._lock:
-            if self.closed:
+            if self.closed or self.error:
                 return
             if self._request_columns is None:
                 self._request_columns = tuple(row)

@@ -115,3 +115,60 @@ def test_a_recording_closes_cleanly_while_another_process_reads_it(tmp_path):
     reader = SessionReader(str(path))
     assert len(reader) == 5
     assert reader.final_frame().totals["requests"] == 5
+
+
+class _FullAfter:
+    """Stands for the writer's SQLite connection: its ``n``-th statement on fails as on a full disk."""
+
+    def __init__(self, db, n: int):
+        self.db, self.n = db, n
+
+    def execute(self, *args):
+        import sqlite3
+
+        self.n -= 1
+        if self.n < 0 and args[0].startswith("INSERT"):
+            raise sqlite3.OperationalError("database or disk is full")
+        return self.db.execute(*args)
+
+    def __getattr__(self, name):
+        return getattr(self.db, name)
+
+
+def test_a_full_disk_stops_the_recording_not_the_run_and_keeps_what_was_written(tmp_path):
+    clock = Clock()
+    agg = Aggregator(clock=clock)
+    path = tmp_path / "full.kvtui"
+    w = SessionWriter(path, {})
+    agg.begin_span()
+    w.db = _FullAfter(w.db, 6)
+    for _ in range(10):
+        agg.add(_result(agg.totals()["requests"]))
+        clock.t += 0.1
+        w.write(agg.frame())  # never raises
+    assert w.error == f"recording to {path} stopped after 6 frames: database or disk is full"
+    w.close()
+    r = SessionReader(path)
+    assert len(r) == 6 and not (tmp_path / "full.kvtui-wal").exists()
+
+
+def test_a_recording_that_cannot_start_leaves_no_file_behind(tmp_path, monkeypatch):
+    import sqlite3
+
+    import kvtui.session.writer as writer
+
+    real_connect = sqlite3.connect
+
+    def connect(*a, **k):
+        db = real_connect(*a, **k)
+        db.execute("CREATE TABLE frames (x)")  # the schema's own CREATE then fails: the file exists by now
+        return db
+
+    monkeypatch.setattr(writer.sqlite3, "connect", connect)
+    path = tmp_path / "x.kvtui"
+    with pytest.raises(SessionError, match="cannot record to"):
+        SessionWriter(path, {})
+    assert list(tmp_path.iterdir()) == []
+    monkeypatch.setattr(writer.sqlite3, "connect", real_connect)
+    SessionWriter(path, {}).close()  # a retry with the same name is not refused
+    assert path.exists()
