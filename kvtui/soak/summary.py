@@ -167,6 +167,15 @@ def _num(v, fmt: str = "{:.2f}") -> str:
     return "n/a" if v is None else fmt.format(v)
 
 
+def _secs(v) -> str:
+    """``2.03 s``, or ``n/a`` (no unit) when nothing was measured."""
+    return "n/a" if v is None else f"{v:.2f} s"
+
+
+SHORT_FIT_S = 600.0
+"""Below this many seconds of fitted samples the summary says its per-hour slopes are projections."""
+
+
 def format_soak(s: dict) -> str:
     """The human summary of a soak (``s``: the summary dict of :func:`kvtui.soak.runner.Soak.summary`)."""
     f, req = s["faults"], s["requests"]
@@ -179,15 +188,19 @@ def format_soak(s: dict) -> str:
         f"verified              {s['verified_pages']:,} pages byte-exact; mismatches {s['mismatches']:,} (wrong bytes)",
         f"faults                {f['injected']} injected, {f['recovered']} recovered, {f['not_recovered']} not "
         f"({f['cut_short']} still open at the end), {f['skipped']} skipped; recovery p50 "
-        f"{_num(f['recovery_s']['p50'])} s, max {_num(f['recovery_s']['max'])} s",
+        f"{_secs(f['recovery_s']['p50'])}, max {_secs(f['recovery_s']['max'])}",
     ]
     for kind, b in f["by_kind"].items():
         if b["scheduled"]:
             lines.append(f"  {kind:<20}{b['injected']} injected, {b['recovered']} recovered; recovery p50 "
-                         f"{_num(b['recovery_s']['p50'])} s, max {_num(b['recovery_s']['max'])} s; lost {b['lost']}")
+                         f"{_secs(b['recovery_s']['p50'])}, max {_secs(b['recovery_s']['max'])}; lost {b['lost']}")
     rss = g["rss_MiB"]
     lines.append("RSS growth (MiB/h)    " + ", ".join(f"{p} {_num(v['per_h'])}" for p, v in rss.items()))
     lines.append("fd growth (/h)        " + ", ".join(f"{p} {_num(v['per_h'], '{:.1f}')}" for p, v in g["fds"].items()))
+    fitted = s["elapsed_s"] - s["warmup_s"]
+    if fitted < SHORT_FIT_S:
+        lines.append(f"                      (slopes fitted over {max(0.0, fitted):.0f} s of samples: projections to an "
+                     "hour; a soak of 30 min or more gives slopes to go by)")
     tw = s["time_wait"]
     lines.append(f"TCP                   established {s['tcp']['established_last']}, TIME_WAIT {tw['last']} "
                  f"(max {tw['max']}, growth {_num(tw['per_h'], '{:.0f}')}/h)"

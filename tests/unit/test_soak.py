@@ -237,3 +237,22 @@ def test_a_new_incarnation_settles_before_it_is_fitted():
     assert raw["per_h"] > 50 and raw["rise"] > 3
     g = growth_per_hour(t, fds, pid, settle_s=40.0)
     assert g["per_h"] == pytest.approx(0.0, abs=1e-9) and g["samples"] == 160 and g["rise"] == 0
+
+
+def test_the_summary_says_when_its_slopes_are_projections_and_prints_no_unit_after_n_a():
+    from kvtui.soak.summary import SHORT_FIT_S, fault_summary, format_soak
+
+    def summary(elapsed_s: float) -> dict:
+        return {"elapsed_s": elapsed_s, "duration_s": elapsed_s, "chaos_per_min": 0, "seed": 0, "sample_s": 5,
+                "warmup_s": 120.0, "verified_pages": 10, "mismatches": 0, "faults": fault_summary([], ()),
+                "requests": {"completed": 5, "per_s": 1.0, "lost": 0, "with_errors": 0, "dropped": 0, "abandoned": 0},
+                "growth_per_hour": {"rss_MiB": {"kvtui": {"per_h": 1.5}}, "fds": {"kvtui": {"per_h": 0.0}}},
+                "time_wait": {"last": 3, "max": 4, "per_h": None, "flagged": False, "why": ""},
+                "tcp": {"established_last": 2}, "errors": {},
+                "targets": {"every_fault_recovered": True, "zero_mismatches": True, "zero_orphans": True,
+                            "kvtui_rss_ok": False, "fds_flat": True}}
+
+    short = format_soak(summary(120.0 + 17))
+    assert "slopes fitted over 17 s of samples: projections to an hour" in short
+    assert "recovery p50 n/a, max n/a" in short and "n/a s" not in short
+    assert "projections" not in format_soak(summary(120.0 + SHORT_FIT_S))
