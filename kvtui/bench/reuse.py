@@ -31,7 +31,7 @@ PUBLISH_RUNS = 5
 
 DEMO_CARD = {"tokens_skipped": 1792, "tokens_requested": 2048, "pages_hit": 7, "pages_total": 8,
              "reload_ms_p50": 22.8, "reuse_read_MiBps_p50": 4293.0, "publish_write_MiBps": 332.0,
-             "machine": "a laptop (LAPTOP-JHMCRIFR), TCP, no RDMA"}
+             "machine": "a laptop (LAPTOP-JHMCRIFR), TCP, no RDMA", "page_bytes": 14 << 20}
 """The figures of the demo card of the Ollama connector (Mooncake PR #2800), printed beside kvtui's: same
 layout (14 MiB pages) and prompt (2,048 tokens, 1,792 shared), another machine. The card's "MB/s" are
 MiB/s (its 98 MB are 7 × 14 MiB; 4,293 "MB/s" × 22.8 ms ≈ 98 MiB), hence the keys; kvtui's MB/s are

@@ -345,7 +345,11 @@ def format_bench(o: dict) -> str:
         rows.append(("machine", f"{env['cores']} cores, {env['mooncake']}", card and card["machine"]))
     w = max(len(k) for k, _, _ in rows)
     vw = max(len(v) for _, v, d in rows if d) if card else 0
-    head = f"{'':<{w}}  {'kvtui, this machine':<{vw}}" + ("   │ demo card (PR #2800)" if card else "")
+    same_case = card and o.get("page_bytes", card.get("page_bytes")) == card.get("page_bytes") \
+        and o["tokens_requested"] == card["tokens_requested"] and o["tokens_skipped"] == card["tokens_skipped"]
+    head = f"{'':<{w}}  {'kvtui, this machine':<{vw}}" + (
+        ("   │ demo card (PR #2800)" if same_case else
+         "   │ demo card (PR #2800: 14 MiB pages, 2,048 tokens; NOT this run's layout or prompt)") if card else "")
     lines = [f"{k:<{w}}  {v:<{vw}}   │ {d}" if d else f"{k:<{w}}  {v}" for k, v, d in rows]
     return "\n".join([head] + lines)
 

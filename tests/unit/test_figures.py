@@ -80,3 +80,9 @@ def test_text_outputs_name_the_figures():
     bench["ratios"]["tcp_reload_vs_loopback_tcp"] = 0.8
     table = format_bench(bench)
     assert "→ best/raw 0.95" in table and "(connector/raw 1.02)" in table
+    from kvtui.bench.reuse import DEMO_CARD
+
+    bench.update(demo_card=DEMO_CARD, page_bytes=DEMO_CARD["page_bytes"])
+    assert "NOT this run's layout" not in format_bench(bench).splitlines()[0]
+    bench["page_bytes"] = 4096  # e.g. --layout tiny: the card's column is said not to compare like for like
+    assert "NOT this run's layout or prompt" in format_bench(bench).splitlines()[0]
