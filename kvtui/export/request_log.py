@@ -119,7 +119,16 @@ class RequestLog:
         else:
             self._f = open(self.path, "w", newline="", encoding="utf-8", buffering=1)
         self._csv = csv.writer(self._f, lineterminator="\n")  # (writerow writes each line in one call)
-        self._write_line(list(NAMES))
+        try:
+            self._write_line(list(NAMES))
+        except OSError:  # (a full disk already): no temporary file is left behind
+            try:
+                self._f.close()
+            except OSError:
+                pass
+            if self._tmp is not None:
+                Path(self._tmp).unlink(missing_ok=True)
+            raise
 
     def _write_line(self, values: list) -> None:
         self._csv.writerow(["" if v is None else v for v in values])

@@ -135,3 +135,17 @@ def test_readme_columns_table_is_the_generated_one():
     begin = "<!-- requests-log:begin (generated: python -m kvtui.export.request_log) -->"
     end = "<!-- requests-log:end -->"
     assert text.split(begin, 1)[1].split(end, 1)[0].strip() == markdown_table()
+
+
+def test_a_log_that_cannot_write_its_header_leaves_no_temporary_file(tmp_path, monkeypatch):
+    import pytest
+
+    from kvtui.export.request_log import RequestLog
+
+    def full(self, values):
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(RequestLog, "_write_line", full)
+    with pytest.raises(OSError):
+        RequestLog(tmp_path / "r.csv", atomic=True)
+    assert list(tmp_path.iterdir()) == []
