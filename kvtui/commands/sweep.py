@@ -196,7 +196,7 @@ def run(args: argparse.Namespace) -> int:
                              "elem_bytes_auto": auto},
                      bad_rows_skipped=skipped_count(problems), synthesis=synthesis.get("synthesis", {}))
     if not quiet:
-        _say(f"{len(sizes)} points of {len(rows):,} rows; pages {layout.describe()}; {plan.isolation}")
+        _say(f"{len(sizes)} point{'' if len(sizes) == 1 else 's'} of {len(rows):,} rows; pages {layout.describe()}; {plan.isolation}")
     try:
         result, interrupted = _with_progress(plan, quiet)
     except RuntimeError as exc:
