@@ -34,7 +34,9 @@ INPUT_ARGS = ("file", "files", "trace")
 def check_distinct_paths(args: argparse.Namespace) -> None:
     """``KvtuiError`` before any work when two outputs of a command name the same file, or an output names a
     file the command reads (``report S.kvtui --json S.kvtui`` would replace the recording): each output needs
-    its own file. ``-`` (standard output) and inputs that are not files (a shipped trace's name) are left out."""
+    its own file, and a device or a pipe (``--json /dev/null``) is refused, since the rename of an atomic write
+    would replace it. ``-`` (standard output) and inputs that are not files (a shipped trace's name) are left
+    out."""
     def same(a: str, b: str) -> bool:
         try:
             return os.path.samefile(a, b)
@@ -50,6 +52,10 @@ def check_distinct_paths(args: argparse.Namespace) -> None:
             if isinstance(path, str) and os.path.isfile(path):
                 inputs.append(path)
     for i, (flag, path) in enumerate(outputs):
+        if os.path.exists(path) and not os.path.isfile(path) and not os.path.isdir(path):
+            raise KvtuiError(f"{flag}: {path} is not a regular file (a device or a pipe): kvtui writes its outputs "
+                             "through a rename, which would replace it; leave the flag out, or use - for "
+                             "standard output where the flag takes it")
         for src in inputs:
             if same(path, src):
                 raise KvtuiError(f"{flag}: {path} is a file this command reads; kvtui never writes over its input")

@@ -4,6 +4,7 @@ it as "no file" and silently writing nothing."""
 from __future__ import annotations
 
 import argparse
+import os
 
 import pytest
 
@@ -94,3 +95,10 @@ def test_run_and_watch_durations_take_units_as_soak_does(capsys):
     assert parser.parse_args(["watch", "--duration", "2m"]).duration == 120.0
     assert main(["run", "--duration", "five"]) == 2
     assert "argument --duration: must be a duration such as 90s" in capsys.readouterr().err
+
+
+def test_a_device_is_never_an_output(capsys):
+    assert main(["traces", "--json", "/dev/null"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "--json: /dev/null is not a regular file" in err[0]
+    assert os.path.exists("/dev/null") and not os.path.isfile("/dev/null")
