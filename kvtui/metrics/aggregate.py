@@ -262,6 +262,11 @@ class Aggregator:
         with self._lock:
             return self._totals_locked()
 
+    def errors(self) -> dict:
+        """Error codes counted so far, by value (what ``Frame.errors`` holds), without building a frame."""
+        with self._lock:
+            return dict(self._codes)
+
     def _totals_locked(self) -> dict:
         c = self._c
         t = {k: int(c[k]) for k in COUNTERS}

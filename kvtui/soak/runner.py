@@ -137,8 +137,9 @@ class Soak:
                     self._note(name, pid)
             self._pids = pids
         now = engine.now()
-        frame = agg.frame()
-        totals, errors = frame.totals, frame.errors
+        # the counters alone: a whole monitor frame (histogram merges and snapshots, the page grid, series)
+        # per sample was what made kvtui's RSS creep in step with --sample-s (README, Soak and chaos)
+        totals, errors = agg.totals(), agg.errors()
         tree = self.sampler.tree(pids)
         procs = self.sampler.processes(pids)
         store = self.session.panels.store

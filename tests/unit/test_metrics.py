@@ -219,3 +219,10 @@ def test_a_series_ring_keeps_the_newest_points_oldest_first():
         ring.append(v)
     assert ring.values() == (3.0, 4.0, 5.0) and len(ring) == 3
     assert all(type(v) is float for v in ring.values())
+
+
+def test_errors_without_a_frame_are_the_frames_errors():
+    agg = Aggregator()
+    for i, codes in enumerate(({-800: 2}, {}, {-704: 1, -800: 1})):
+        agg.add(RequestResult(i, "random", 16, 16, 8, 4096, 2, 0, bytes(2), codes=codes))
+    assert agg.errors() == agg.frame().errors and sum(agg.errors().values()) == 4 and len(agg.errors()) == 2
