@@ -19,11 +19,10 @@ from kvtui.commands.common import parse_size
 from kvtui.commands.output import check_writable, open_session, path_arg
 from kvtui.core.defaults import MAX_HZ
 from kvtui.core.errors import KvtuiError
-from kvtui.core.units import format_bytes
+from kvtui.core.units import format_bytes, parse_duration
 
 SPEEDS = (0.125, 64.0)  # as kvtui replay
 GIF_WIDTHS = (200, 4000)
-_TIME = re.compile(r"^(?:(?P<h>\d+)h)?(?:(?P<m>\d+(?:\.\d*)?)m)?(?:(?P<s>\d+(?:\.\d*)?)s?)?$")
 
 
 def register(subparsers) -> None:
@@ -72,26 +71,19 @@ def parse_time(text: str, flag: str) -> float:
         for x in parts:
             value = value * 60 + float(x)
         return value
-    m = _TIME.match(s)
-    if not s or not m or not any(m.groupdict().values()):
-        raise bad
-    return sum(float(m.group(k) or 0) * mult for k, mult in (("h", 3600), ("m", 60), ("s", 1)))
+    try:
+        return parse_duration(s, flag)
+    except KvtuiError:
+        raise bad from None
 
 
 def _outputs(args: argparse.Namespace) -> list[tuple[str, str]]:
-    """``(flag, path)`` of each output asked for; ``KvtuiError`` if none, two are one file, or one is FILE."""
+    """``(flag, path)`` of each output asked for; ``KvtuiError`` if none (two outputs on one file, or one on
+    FILE, are refused before the command runs: :func:`kvtui.commands.output.check_distinct_paths`)."""
     outs = [(flag, path) for flag, path in (("--cast", args.cast), ("--gif", args.gif), ("--svg-anim", args.svg_anim))
             if path]
     if not outs:
         raise KvtuiError("nothing to export: give --cast PATH, --gif PATH or --svg-anim PATH")
-    seen: dict[str, str] = {}
-    for flag, path in outs:
-        real = os.path.realpath(path)
-        if real == os.path.realpath(args.file):
-            raise KvtuiError(f"{flag} {path} is the session file itself")
-        if real in seen:
-            raise KvtuiError(f"{flag} and {seen[real]} name the same file {path}")
-        seen[real] = flag
     return outs
 
 

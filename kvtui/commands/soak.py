@@ -26,9 +26,9 @@ from kvtui.commands.common import (
     start_engine,
     start_recording,
 )
-from kvtui.core.units import parse_duration
 from kvtui.commands.output import check_new_file, check_writable, path_arg, run_context, session_header, write_json_atomic
 from kvtui.core.errors import KvtuiError
+from kvtui.core.units import parse_duration
 from kvtui.core.topology import DEFAULT_ROUTE
 from kvtui.engine.procs import uninterrupted
 

@@ -1,10 +1,13 @@
-"""Units: byte sizes in and out (binary and decimal prefixes), token counts in (decimal suffixes), and the median
-of a sample."""
+"""Units: byte sizes in and out (binary and decimal prefixes), token counts in (decimal suffixes), durations in
+(``90s``, ``2m``, ``1h30m``), and the median of a sample."""
 
 from __future__ import annotations
 
+import argparse
 import re
 from typing import Sequence
+
+from kvtui.core.errors import KvtuiError
 
 
 def format_bytes(n: float) -> str:
@@ -84,8 +87,6 @@ _DURATION = re.compile(r"^(?:(?P<h>\d+(?:\.\d*)?)h)?(?:(?P<m>\d+(?:\.\d*)?)m)?(?
 
 def parse_duration(text: str, flag: str) -> float:
     """Seconds of ``text``: ``90``, ``90s``, ``1.5``, ``30m``, ``2h``, ``1h30m``; ``KvtuiError`` naming ``flag``."""
-    from kvtui.core.errors import KvtuiError
-
     s = str(text).strip().lower()
     m = _DURATION.match(s)
     if not s or not m or not any(m.groupdict().values()):
@@ -95,10 +96,6 @@ def parse_duration(text: str, flag: str) -> float:
 
 def duration_arg(text: str) -> float:
     """argparse ``type`` of a ``--duration`` in seconds that also takes units (:func:`parse_duration`)."""
-    import argparse
-
-    from kvtui.core.errors import KvtuiError
-
     try:
         return parse_duration(text, "--duration")
     except KvtuiError:
