@@ -39,6 +39,9 @@ K2 = np.uint64(0xD6E8FEB86659FD93)
 """The odd chunk-header step of the content formula (see the module docstring)."""
 
 _MASK = (1 << 64) - 1
+DIGEST_CACHE_KEYS = 1 << 16
+"""Keys whose ``SHA256`` a :class:`PageContent` keeps (emptied when full): a prefix hit reloads the same pages
+again and again, and on 1 KiB pages hashing each key was a tenth of a decode worker's CPU per request."""
 _memcmp = ctypes.CDLL(None).memcmp  # libc's; ctypes releases the GIL for the call
 _memcmp.restype = ctypes.c_int
 _memcmp.argtypes = [ctypes.c_void_p, ctypes.c_void_p, ctypes.c_size_t]
@@ -69,10 +72,16 @@ class PageContent:
             self._base = np.arange(self._chunk, dtype=np.uint64) * K  # base[j] = j·K mod 2^64
         self._expected = np.empty(scratch, dtype=np.uint64)
         self._expected_at = self._expected.ctypes.data
+        self._digests: dict[str, bytes] = {}  # key → SHA256(key), at most DIGEST_CACHE_KEYS of them
 
-    @staticmethod
-    def _digest(key: str) -> bytes:
-        return hashlib.sha256(key.encode("utf-8")).digest()
+    def _digest(self, key: str) -> bytes:
+        """``SHA256(key)`` (32 bytes), from the cache when this instance computed it before."""
+        digest = self._digests.get(key)
+        if digest is None:
+            if len(self._digests) >= DIGEST_CACHE_KEYS:
+                self._digests.clear()
+            digest = self._digests[key] = hashlib.sha256(key.encode("utf-8")).digest()
+        return digest
 
     @staticmethod
     def _h(digest: bytes) -> int:
@@ -125,9 +134,10 @@ class PageContent:
 
     def _row_groups(self, keys: Sequence[str]):
         """Small pages: ``(a, b, h)`` for groups of rows ``a:b`` of about a chunk, ``h`` shaped ``(b-a, 1)``."""
+        digest = self._digest
         for a in range(0, len(keys), self._rows):
             b = min(len(keys), a + self._rows)
-            h = np.frombuffer(b"".join(self._digest(k)[:8] for k in keys[a:b]), dtype="<u8").astype(np.uint64)
+            h = np.frombuffer(b"".join([digest(k)[:8] for k in keys[a:b]]), dtype="<u8").astype(np.uint64)
             yield a, b, h.reshape(b - a, 1)
 
     def fill_many(self, keys: Sequence[str], pages: np.ndarray) -> None:

@@ -361,8 +361,10 @@ def _serve(conn, chain: _Chain, commands: _Commands) -> None:
     sources.register(conn, selectors.EVENT_READ)
     for peer in peers:
         sources.register(peer, selectors.EVENT_READ)
+    command = selectors.DefaultSelector()  # the command pipe alone (``conn.poll(0)`` builds one per call)
+    command.register(conn, selectors.EVENT_READ)
     while True:
-        if chain.can_reload() and not conn.poll(0):
+        if chain.can_reload() and not command.select(0):
             chain.reload_next()
             continue
         ready = [key.fileobj for key, _ in sources.select(chain.wait_s())]

@@ -201,3 +201,22 @@ def test_batched_fill_and_verify_equal_the_per_page_ones(page_bytes):
     assert pc.leading_matches(keys[:4], pages) == 4
     assert pc.leading_matches(keys[1:], pages[1:]) == 3
     assert pc.leading_matches([keys[1]] + keys[1:], pages) == 0  # page 0 checked against another key
+
+
+def test_page_content_digest_cache_is_bounded_and_changes_no_answer(monkeypatch):
+    """The SHA256 of each key is kept (a prefix hit verifies the same pages again and again), at most
+    DIGEST_CACHE_KEYS of them; a page filled, then verified after the cache was emptied, still matches, and
+    another key's page still does not."""
+    import kvtui.engine.contents as contents
+
+    monkeypatch.setattr(contents, "DIGEST_CACHE_KEYS", 5)
+    pc = PageContent(1024)
+    keys = [f"mc/ollama/m/{i:x}" for i in range(12)]
+    pages = np.empty((12, 1024), dtype=np.uint8)
+    pc.fill_many(keys, pages)
+    assert len(pc._digests) <= 5
+    fresh = PageContent(1024)  # (no cache yet)
+    assert pc.leading_matches(keys, pages) == fresh.leading_matches(keys, pages) == 12
+    assert len(pc._digests) <= 5
+    assert pc.leading_matches(keys[1:] + keys[:1], pages) == 0
+    assert all(pc.matches(k, p) for k, p in zip(keys, pages)) and not pc.matches(keys[0], pages[1])
