@@ -3,7 +3,8 @@ process, without kvtui's engine (no worker processes, no pipes, no page verifica
 
 Per request: page keys (the same hash chain), ``batch_is_exist`` of the pages, ``batch_get_into`` of the
 leading present run, ``batch_put_from`` of the absent pages after it. Both sides of the bench build the
-trace's requests (token ids) before their clock starts. Used only by ``kvtui bench --trace``.
+trace's requests (token ids) before their clock starts. Used only by ``kvtui bench --trace``, which also
+counts the CPU seconds the loop's process spent in the timed loop (``time.process_time``).
 """
 
 from __future__ import annotations
@@ -34,7 +35,7 @@ def _bare_main(conn, endpoints: dict, layout: dict, model: str, trace: str, bloc
     buf = client.new_buffer(pb * 512)
     hits = 0
     try:
-        t0 = time.perf_counter()
+        t0, cpu0 = time.perf_counter(), time.process_time()
         for req in requests:
             keys = keyer.keys(req.tokens[: req.cacheable_tokens])
             if len(keys) * pb > buf.size:
@@ -48,13 +49,15 @@ def _bare_main(conn, endpoints: dict, layout: dict, model: str, trace: str, bloc
             absent = [i for i in range(run, len(keys)) if present[i] != 1]
             if absent:
                 client.batch_put_from([keys[i] for i in absent], [buf.ctypes.data + i * pb for i in absent], [pb] * len(absent))
-        conn.send((len(requests), time.perf_counter() - t0, hits))
+        conn.send((len(requests), time.perf_counter() - t0, hits, time.process_time() - cpu0))
     finally:
         client.close()
 
 
-def bare_replay(endpoints: dict, layout: dict, model: str, trace: str, block_tokens: int = 512) -> tuple[int, float, int]:
-    """Replay ``trace`` with the bare loop in a fresh process: ``(requests, seconds, page hits)``."""
+def bare_replay(endpoints: dict, layout: dict, model: str, trace: str,
+                block_tokens: int = 512) -> tuple[int, float, int, float]:
+    """Replay ``trace`` with the bare loop in a fresh process: ``(requests, seconds, page hits, CPU seconds of
+    the loop's process during the loop)``."""
     ctx = mp.get_context("spawn")
     parent, child = ctx.Pipe()
     proc = ctx.Process(target=_bare_main, args=(child, endpoints, layout, model, trace, block_tokens), daemon=True)

@@ -4,10 +4,16 @@ same store calls (:mod:`kvtui.bench.bare`) on the same cluster, one request at a
 The two sides alternate ``rounds`` times in ABBA order, each replay from an empty store; a round's ratio
 is bare-loop seconds / engine seconds of its two replays back to back, and the ratio judged is the median
 of the rounds' ratios (a slow spell of the machine hits both sides of a ratio).
+
+Each replay also counts the CPU it cost, per process, in ms per request (user + system time, psutil's
+``cpu_times``): on the engine side the parent (hashing, routing, results into metrics), the decode and
+prefill workers and the cluster's processes; on the bare loop's side the loop's own process (its timed loop
+alone) and the same cluster processes. On this 2-core VM the replay is bound by that CPU, not by waiting.
 """
 
 from __future__ import annotations
 
+import os
 import shutil
 import tempfile
 import time
@@ -20,12 +26,39 @@ from kvtui.bench.engines import BenchEngines, say
 from kvtui.core.units import median
 
 
+def cpu_seconds(pids: dict[str, int]) -> dict[str, float]:
+    """User + system CPU seconds so far of each process ``{name: pid}`` (a process that is gone is left
+    out); the difference of two readings is what a replay cost."""
+    import psutil
+
+    out = {}
+    for name, pid in pids.items():
+        try:
+            t = psutil.Process(pid).cpu_times()
+        except psutil.Error:
+            continue
+        out[name] = t.user + t.system
+    return out
+
+
+def cpu_ms_per_request(before: dict[str, float], after: dict[str, float], requests: int) -> dict[str, float]:
+    """ms of CPU per request of each process read both times (``before``/``after``: :func:`cpu_seconds`)."""
+    return {name: (after[name] - before[name]) * 1e3 / max(1, requests) for name in after if name in before}
+
+
+def _median_per_process(rounds: list[dict[str, float]]) -> dict[str, float]:
+    names = [n for n in rounds[0] if all(n in r for r in rounds)] if rounds else []
+    return {n: median([r[n] for r in rounds]) for n in names}
+
+
 def measure_trace(engines: BenchEngines, layout, trace: str, rows: list, block_tokens: int, rounds: int,
                   bad_rows: int = 0, label: str | None = None) -> dict:
     """Replay ``rows`` (the good rows of the file ``trace``, ``block_tokens`` tokens per hash id) ``rounds``
     times through each side; returns the fields of ``kvtui bench --trace --json``: per-round seconds, hits and
     ratios, each side's best run (seconds, requests/s, page hits) and the ratios (median of the rounds, and of
-    the best runs). ``bad_rows``: how many rows the reader skipped (reported, not replayed); ``label``: the
+    the best runs), and ``cpu_ms_per_request``: each side's CPU per request by process, the median of the
+    rounds (ms; the bare loop's ``loop`` is its timed loop alone, its cluster processes are counted over the
+    loop process's whole life, start-up and close included, so they are if anything high). ``bad_rows``: how many rows the reader skipped (reported, not replayed); ``label``: the
     trace as the user named it (``synthetic``), reported as ``trace`` (default: the file). The bare loop
     reads ``rows`` themselves from a temporary copy (synthesized rows included), not the file."""
     from kvtui.engine.driver import Driver
@@ -42,30 +75,38 @@ def measure_trace(engines: BenchEngines, layout, trace: str, rows: list, block_t
     try:
         bare_trace.write_text(rows_to_jsonl(rows), encoding="utf-8")
         for r in range(rounds):
-            times = {}
+            times, cpu = {}, {}
             for side in ("engine", "bare loop")[:: 1 if r % 2 == 0 else -1]:  # ABBA: warm-up favours neither
                 engine.clear_store()
                 say(f"round {r + 1}/{rounds}: replaying {len(rows)} rows "
                     + ("through the engine, one request at a time…" if side == "engine"
                        else "with a bare loop of the same store calls…"))
+                cluster = {name: pid for name, pid in engine.worker_pids().items()
+                           if name not in ("prefill", "decode")}
                 if side == "engine":
                     # built before the clock starts, as the bare loop builds its own
                     requests = list(TraceWorkload(rows, block_tokens=block_tokens, speed=None))
                     agg = Aggregator()
-                    t0 = time.perf_counter()
+                    pids = {"parent": os.getpid(), **engine.worker_pids()}
+                    cpu0, t0 = cpu_seconds(pids), time.perf_counter()
                     Driver(engine, requests, agg.add, concurrency=1).run()
                     times[side] = time.perf_counter() - t0
+                    cpu["engine"] = cpu_ms_per_request(cpu0, cpu_seconds(pids), len(rows))
                     del requests
                 else:
-                    n, times[side], bare_hits = bare_replay(engine.endpoints.as_dict(), layout.as_dict(),
-                                                            f"bare-{uuid.uuid4().hex[:6]}", str(bare_trace),
-                                                            block_tokens)
+                    cpu0 = cpu_seconds(cluster)
+                    n, times[side], bare_hits, loop_cpu = bare_replay(
+                        engine.endpoints.as_dict(), layout.as_dict(), f"bare-{uuid.uuid4().hex[:6]}",
+                        str(bare_trace), block_tokens)
+                    cpu["bare loop"] = {"loop": loop_cpu * 1e3 / max(1, n),
+                                        **cpu_ms_per_request(cpu0, cpu_seconds(cluster), n)}
             engine_s, bare_s = times["engine"], times["bare loop"]
             s = agg.summary()
             done.append({"engine_s": engine_s, "bare_loop_s": bare_s, "ratio": bare_s / engine_s,
                          "pages_hit": s["pages_hit"], "tokens_hit": s["tokens_hit"],
                          "token_hit_rate": s["token_hit_rate"], "mismatches": s["mismatches"],
-                         "bare_loop_pages_hit": bare_hits})
+                         "bare_loop_pages_hit": bare_hits, "engine_cpu_ms_per_request": cpu["engine"],
+                         "bare_loop_cpu_ms_per_request": cpu["bare loop"]})
             say(f"round {r + 1}/{rounds}: engine {engine_s:.1f} s, bare loop {bare_s:.1f} s → ratio "
                 f"{bare_s / engine_s:.2f}")
     finally:
@@ -80,5 +121,7 @@ def measure_trace(engines: BenchEngines, layout, trace: str, rows: list, block_t
                        "tokens_hit": last["tokens_hit"], "token_hit_rate": last["token_hit_rate"],
                        "mismatches": sum(x["mismatches"] for x in done)},
             "bare_loop": {"seconds": bare_s, "requests_per_s": n / bare_s, "pages_hit": last["bare_loop_pages_hit"]},
+            "cpu_ms_per_request": {"engine": _median_per_process([x["engine_cpu_ms_per_request"] for x in done]),
+                                   "bare_loop": _median_per_process([x["bare_loop_cpu_ms_per_request"] for x in done])},
             "ratios": {"engine_vs_bare_loop": median([x["ratio"] for x in done]),
                        "engine_vs_bare_loop_best_of": bare_s / engine_s}}

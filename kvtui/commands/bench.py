@@ -382,7 +382,18 @@ def format_trace(o: dict) -> str:
             f"bare loop  {b['seconds']:6.1f} s  {b['requests_per_s']:7.1f} req/s  hits {b['pages_hit']:,} pages\n"
             f"ratio engine/bare {q['engine_vs_bare_loop']:.2f}, median of the rounds ({per_round}) "
             f"→ {_target(q['engine_vs_bare_loop'], TARGETS['engine_vs_bare_loop'])}; of the best runs "
-            f"{q['engine_vs_bare_loop_best_of']:.2f}")
+            f"{q['engine_vs_bare_loop_best_of']:.2f}" + _format_cpu(o.get("cpu_ms_per_request")))
+
+
+def _format_cpu(cpu: dict | None) -> str:
+    """The CPU-per-request lines of a ``--trace`` run ('' without them): each side's total and its processes."""
+    if not cpu:
+        return ""
+    lines = ["\nCPU per request, median of the rounds (ms, user + system):"]
+    for label, side in (("engine", cpu.get("engine", {})), ("bare loop", cpu.get("bare_loop", {}))):
+        parts = " + ".join(f"{name} {ms:.2f}" for name, ms in side.items() if ms >= 0.005)
+        lines.append(f"  {label:<10} {sum(side.values()):5.2f} = {parts}")
+    return "\n".join(lines)
 
 
 def format_ui(o: dict) -> str:

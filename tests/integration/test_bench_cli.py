@@ -31,6 +31,12 @@ def test_bench_trace_rounds_replay_exactly_and_report_their_ratio(tmp_path):
     for r in b["rounds"]:
         assert r["pages_hit"] == r["bare_loop_pages_hit"] == ideal and r["mismatches"] == 0
         assert r["ratio"] == pytest.approx(r["bare_loop_s"] / r["engine_s"])
+        # CPU per request by process, measured: each worker and the loop did work, the cluster served both
+        assert min(r["engine_cpu_ms_per_request"][p] for p in ("parent", "decode", "prefill", "master", "store")) > 0
+        assert min(r["bare_loop_cpu_ms_per_request"][p] for p in ("loop", "master", "store")) > 0
+    for side, key in (("engine", "engine_cpu_ms_per_request"), ("bare_loop", "bare_loop_cpu_ms_per_request")):
+        for proc, ms in b["cpu_ms_per_request"][side].items():  # median of 2 rounds
+            assert ms == pytest.approx(sum(r[key][proc] for r in b["rounds"]) / 2)
     assert b["engine"]["seconds"] == min(r["engine_s"] for r in b["rounds"])
     assert b["bare_loop"]["seconds"] == min(r["bare_loop_s"] for r in b["rounds"])
     ratios = sorted(r["ratio"] for r in b["rounds"])

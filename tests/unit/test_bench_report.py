@@ -53,6 +53,32 @@ def test_trace_lines_show_each_side_and_the_median_ratio_against_its_target():
     assert "NOT met" in format_trace(o)
 
 
+def test_trace_lines_add_each_sides_cpu_per_request_by_process():
+    o = {"trace": "t.jsonl", "rows": 300, "rounds": [{"ratio": 0.9}],
+         "engine": {"seconds": 10.0, "requests_per_s": 30.0, "pages_hit": 1234, "token_hit_rate": 0.5},
+         "bare_loop": {"seconds": 8.0, "requests_per_s": 37.5, "pages_hit": 1234},
+         "ratios": {"engine_vs_bare_loop": 0.9, "engine_vs_bare_loop_best_of": 0.9},
+         "cpu_ms_per_request": {"engine": {"parent": 0.4, "decode": 0.3, "metadata": 0.001},
+                                "bare_loop": {"loop": 0.5, "master": 0.25}}}
+    text = format_trace(o)
+    assert "CPU per request, median of the rounds (ms, user + system):" in text
+    assert "engine      0.70 = parent 0.40 + decode 0.30" in text  # (the idle metadata server left out)
+    assert "bare loop   0.75 = loop 0.50 + master 0.25" in text
+
+
+def test_cpu_per_request_is_the_difference_of_two_readings_per_request():
+    import os
+
+    from kvtui.bench.trace import cpu_ms_per_request, cpu_seconds
+
+    before = {"a": 1.0, "b": 2.0, "gone": 5.0}
+    after = {"a": 1.5, "b": 2.25, "new": 9.0}
+    assert cpu_ms_per_request(before, after, 250) == {"a": 2.0, "b": 1.0}  # ms per request; only read both times
+    sum(range(200_000))  # some CPU of this process
+    mine = cpu_seconds({"me": os.getpid(), "nobody": 2 ** 22 + 12345})  # (a pid above pid_max: no process)
+    assert set(mine) == {"me"} and mine["me"] > 0
+
+
 def test_ui_lines_show_both_rates_the_ratio_and_the_paused_cpu():
     o = {"seconds": 2.0, "warm_up_seconds": 1.5, "refresh_hz": 4.0,
          "rounds": {"headless": [100.0, 80.0], "monitor": [90.0, 80.0]}, "headless_rps": 100.0,
