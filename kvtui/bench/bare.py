@@ -10,6 +10,7 @@ counts the CPU seconds the loop's process spent in the timed loop (``time.proces
 from __future__ import annotations
 
 import multiprocessing as mp
+import signal
 import time
 
 
@@ -22,6 +23,8 @@ def _bare_main(conn, endpoints: dict, layout: dict, model: str, trace: str, bloc
     from workload import TraceWorkload, read_trace
 
     parent_death_signal()
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # a Ctrl-C reaches the whole process group: the parent stops
+    signal.signal(signal.SIGHUP, signal.SIG_IGN)  # us (bare_replay's terminate) and reports it in one line
     if endpoints.get("log_dir"):
         from kvtui.engine.store import redirect_native_stderr
 
@@ -61,7 +64,15 @@ def bare_replay(endpoints: dict, layout: dict, model: str, trace: str,
     ctx = mp.get_context("spawn")
     parent, child = ctx.Pipe()
     proc = ctx.Process(target=_bare_main, args=(child, endpoints, layout, model, trace, block_tokens), daemon=True)
-    proc.start()
+    # a Ctrl-C reaches the whole process group: the loop's process must never turn it into a traceback, also
+    # while it starts (before _bare_main ignores it), so it starts with SIGINT and SIGHUP blocked (the mask
+    # survives fork and exec); here they wait the few ms of the start and then reach this process as usual
+    stop_signals = {signal.SIGINT, signal.SIGHUP}
+    old_mask = signal.pthread_sigmask(signal.SIG_BLOCK, stop_signals)
+    try:
+        proc.start()
+    finally:
+        signal.pthread_sigmask(signal.SIG_SETMASK, old_mask)
     child.close()
     try:
         return parent.recv()

@@ -382,14 +382,24 @@ def format_trace(o: dict) -> str:
             f"bare loop  {b['seconds']:6.1f} s  {b['requests_per_s']:7.1f} req/s  hits {b['pages_hit']:,} pages\n"
             f"ratio engine/bare {q['engine_vs_bare_loop']:.2f}, median of the rounds ({per_round}) "
             f"→ {_target(q['engine_vs_bare_loop'], TARGETS['engine_vs_bare_loop'])}; of the best runs "
-            f"{q['engine_vs_bare_loop_best_of']:.2f}" + _format_cpu(o.get("cpu_ms_per_request")))
+            f"{q['engine_vs_bare_loop_best_of']:.2f}" + _differing_hits(o) + _format_cpu(o.get("cpu_ms_per_request")))
+
+
+def _differing_hits(o: dict) -> str:
+    """A warning line when the two sides of a ``--trace`` run hit different pages ('' when they agree)."""
+    rounds = [r for r in o["rounds"] if "pages_hit" in r and "bare_loop_pages_hit" in r]
+    if all(r["pages_hit"] == r["bare_loop_pages_hit"] for r in rounds):
+        return ""
+    return ("\nwarning: the engine and the bare loop hit different pages (evictions: the store is smaller than "
+            "the trace's pages, see --store-size), so the ratio compares different work")
 
 
 def _format_cpu(cpu: dict | None) -> str:
     """The CPU-per-request lines of a ``--trace`` run ('' without them): each side's total and its processes."""
     if not cpu:
         return ""
-    lines = ["\nCPU per request, median of the rounds (ms, user + system):"]
+    lines = ["\nCPU per request by process, each the median of the rounds (ms, user + system; store = mooncake_client, "
+             "loop = the bare loop's own process):"]
     for label, side in (("engine", cpu.get("engine", {})), ("bare loop", cpu.get("bare_loop", {}))):
         parts = " + ".join(f"{name} {ms:.2f}" for name, ms in side.items() if ms >= 0.005)
         lines.append(f"  {label:<10} {sum(side.values()):5.2f} = {parts}")

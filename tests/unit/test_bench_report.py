@@ -51,6 +51,9 @@ def test_trace_lines_show_each_side_and_the_median_ratio_against_its_target():
             "of the best runs 0.80") in text
     o["ratios"]["engine_vs_bare_loop"] = 0.5
     assert "NOT met" in format_trace(o)
+    assert "warning" not in format_trace(o)
+    o["rounds"][1].update(pages_hit=10, bare_loop_pages_hit=9)  # evictions: the sides did different work
+    assert "warning: the engine and the bare loop hit different pages" in format_trace(o)
 
 
 def test_trace_lines_add_each_sides_cpu_per_request_by_process():
@@ -61,7 +64,8 @@ def test_trace_lines_add_each_sides_cpu_per_request_by_process():
          "cpu_ms_per_request": {"engine": {"parent": 0.4, "decode": 0.3, "metadata": 0.001},
                                 "bare_loop": {"loop": 0.5, "master": 0.25}}}
     text = format_trace(o)
-    assert "CPU per request, median of the rounds (ms, user + system):" in text
+    assert "CPU per request by process, each the median of the rounds (ms, user + system" in text
+    assert "warning" not in text  # (no page counts to compare)
     assert "engine      0.70 = parent 0.40 + decode 0.30" in text  # (the idle metadata server left out)
     assert "bare loop   0.75 = loop 0.50 + master 0.25" in text
 
