@@ -8,7 +8,7 @@ of the rounds' ratios (a slow spell of the machine hits both sides of a ratio).
 Each replay also counts the CPU it cost, per process, in ms per request (user + system time, psutil's
 ``cpu_times``): on the engine side the parent (hashing, routing, results into metrics), the decode and
 prefill workers and the cluster's processes; on the bare loop's side the loop's own process (its timed loop
-alone) and the same cluster processes. On this 2-core VM the replay is bound by that CPU, not by waiting.
+alone) and the same cluster processes. The README's figures show a 2-core machine's replay bound by that CPU.
 """
 
 from __future__ import annotations
@@ -58,8 +58,8 @@ def measure_trace(engines: BenchEngines, layout, trace: str, rows: list, block_t
     ratios, each side's best run (seconds, requests/s, page hits) and the ratios (median of the rounds, and of
     the best runs), and ``cpu_ms_per_request``: each side's CPU per request by process, the median of the
     rounds (ms; the bare loop's ``loop`` is its timed loop alone, its cluster processes are counted over the
-    loop process's whole life, start-up and close included, so they are if anything high). ``bad_rows``: how many rows the reader skipped (reported, not replayed); ``label``: the
-    trace as the user named it (``synthetic``), reported as ``trace`` (default: the file). The bare loop
+    loop process's whole life, start-up and close included, so they are if anything high). ``bad_rows``: how
+    many rows the reader skipped (reported, not replayed); ``label``: the trace as the user named it (``synthetic``), reported as ``trace`` (default: the file). The bare loop
     reads ``rows`` themselves from a temporary copy (synthesized rows included), not the file."""
     from kvtui.engine.driver import Driver
     from kvtui.metrics.aggregate import Aggregator
