@@ -18,6 +18,7 @@ MB/s are 10^6 bytes per second.
 from __future__ import annotations
 
 import argparse
+import sys
 
 from kvtui.bench.reuse import ReuseCase
 from kvtui.commands.common import add_page_arguments, check_refresh_hz, layout_of, store_size
@@ -96,7 +97,7 @@ def register(subparsers) -> None:
                         f"{DEFAULT_STORE_SIZE_TEXT})")
     p.add_argument("--max-streams", type=int, default=None, metavar="N",
                    help=f"try reloads split across 1..N concurrent batch_get_into calls (default {_CASE.max_streams})")
-    p.add_argument("--json", type=path_arg, metavar="PATH", help="write every figure as JSON to PATH")
+    p.add_argument("--json", type=path_arg, metavar="PATH", help="write every figure as JSON to PATH (- : to standard output, the table then goes to standard error)")
     mode = p.add_mutually_exclusive_group()
     mode.add_argument("--trace", metavar="NAME|FILE",
                    help="instead: replay this FAST'25 trace (a shipped one by name, see `kvtui traces`, or a file) "
@@ -184,6 +185,7 @@ def run(args: argparse.Namespace) -> int:
                            start=start_engine)
 
     say(f"network: {isolate('on', hosts=True) if link else isolate('auto')}")
+    table = sys.stderr if args.json == "-" else sys.stdout  # (--json -: standard output is the JSON alone)
     if args.trace:
         from kvtui.bench.trace import measure_trace
         from kvtui.core.traces import resolve_trace, trace_label
@@ -194,38 +196,38 @@ def run(args: argparse.Namespace) -> int:
         out = measure_trace(engines, layout, resolve_trace(args.trace), rows, args.trace_block_tokens, args.rounds,
                             skipped_count(problems), label=trace_label(args.trace))
         out.update(synthesis)
-        print(format_trace(out))
+        print(format_trace(out), file=table)
         code = 0 if out["engine"]["mismatches"] == 0 else 1
     elif args.tcp_sweep:
         from kvtui.bench.tcp_sweep import format_tcp_sweep, measure_tcp_sweep
 
         out = measure_tcp_sweep(engines, layout, args.prompt_tokens, args.shared_tokens, args.iterations, args.rounds)
-        print(format_tcp_sweep(out))
+        print(format_tcp_sweep(out), file=table)
         code = 0 if out["verified"] else 1
     elif link is not None and counts:
         from kvtui.bench.aggregate import format_aggregate, measure_aggregate
 
         out = measure_aggregate(engines, layout, link, counts, args.prompt_tokens, args.shared_tokens, args.iterations)
-        print(format_aggregate(out))
+        print(format_aggregate(out), file=table)
         code = 0 if out["verified"] else 1
     elif link is not None:
         from kvtui.bench.link import format_link, measure_link
 
         out = measure_link(engines, layout, link, args.prompt_tokens, args.shared_tokens, args.iterations)
-        print(format_link(out))
+        print(format_link(out), file=table)
         code = 0 if out["verified"] else 1
     elif args.ui:
         from kvtui.bench.ui import measure_ui
 
         out = measure_ui(engines, layout, args.seconds, args.rounds, args.refresh_hz)
-        print(format_ui(out))
+        print(format_ui(out), file=table)
         code = 0
     else:
         from kvtui.bench.reuse import measure_reuse
 
         out = measure_reuse(engines, layout, ReuseCase(args.prompt_tokens, args.shared_tokens, args.iterations,
                                                        args.max_streams), estimator)
-        print(format_bench(out))
+        print(format_bench(out), file=table)
         code = 0 if out["verified"] else 1
     if args.json:
         write_json_atomic(args.json, out)

@@ -45,6 +45,19 @@ def test_bench_trace_rounds_replay_exactly_and_report_their_ratio(tmp_path):
     assert b["engine"]["requests_per_s"] == pytest.approx(300 / b["engine"]["seconds"])
 
 
+def test_bench_json_to_standard_output_is_the_json_alone(tmp_path, capsys):
+    """``--json -``: standard output parses as the JSON (a pipe to jq works), the table goes to stderr."""
+    source = TRACES / "conversation_head1000.jsonl"
+    if not source.exists():
+        pytest.skip("../shared/data/traces is not present")
+    trace = tmp_path / "head50.jsonl"
+    trace.write_text("".join(source.read_text().splitlines(keepends=True)[:50]))
+    assert main(["bench", "--trace", str(trace), *SMALL, "--rounds", "1", "--json", "-"]) == 0
+    out, err = capsys.readouterr()
+    assert json.loads(out)["rows"] == 50
+    assert "ratio engine/bare" in err and "CPU per request by process" in err
+
+
 def test_bench_ui_reports_both_rates_and_the_paused_cpu(tmp_path):
     out = tmp_path / "ui.json"
     assert main(["bench", "--ui", "--layout", "tiny", "--seconds", "1", "--rounds", "3", "--json", str(out)]) == 0
