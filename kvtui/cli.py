@@ -1,10 +1,11 @@
 """The ``kvtui`` command line: subcommands are registered from :mod:`kvtui.commands`.
 
 Every :class:`~kvtui.core.errors.KvtuiError` (and ``KeyboardInterrupt``) becomes one line on stderr and a
-non-zero exit code; no traceback reaches the user for bad input. Ctrl-C (SIGINT) exits 130 and SIGTERM 143
-(128 + the signal, as a shell reports a process the signal ended), after the same teardown: SIGTERM raises
-:class:`Terminated`, a ``KeyboardInterrupt``, so every ``finally`` and ``except KeyboardInterrupt`` (an
-interrupted ``kvtui run`` still writes its summary) handles both alike.
+non-zero exit code; no traceback reaches the user for bad input. Ctrl-C (SIGINT) exits 130, SIGTERM 143 and
+SIGHUP 129 (128 + the signal, as a shell reports a process the signal ended), after the same teardown:
+SIGTERM and SIGHUP (unless it was ignored, as under ``nohup``) raise :class:`Terminated`, a
+``KeyboardInterrupt``, so every ``finally`` and ``except KeyboardInterrupt`` (an interrupted ``kvtui run``
+still writes its summary) handles them alike.
 """
 
 from __future__ import annotations
@@ -23,7 +24,7 @@ from kvtui.core.errors import KvtuiError, OutputError
 
 
 class Terminated(KeyboardInterrupt):
-    """SIGTERM, raised in the main thread like Ctrl-C's ``KeyboardInterrupt``; ``signum``: the signal."""
+    """SIGTERM or SIGHUP, raised in the main thread like Ctrl-C's ``KeyboardInterrupt``; ``signum``: the signal."""
 
     def __init__(self, signum: int = signal.SIGTERM):
         super().__init__(signum)
@@ -31,7 +32,7 @@ class Terminated(KeyboardInterrupt):
 
 
 def on_sigterm(signum: int, _frame) -> None:
-    """The SIGTERM handler :func:`main` installs: raise :class:`Terminated` in the main thread."""
+    """The SIGTERM (and SIGHUP) handler :func:`main` installs: raise :class:`Terminated` in the main thread."""
     raise Terminated(signum)
 
 
@@ -79,6 +80,8 @@ def main(argv: list[str] | None = None) -> int:
     if threading.current_thread() is threading.main_thread():
         # SIGTERM tears down like Ctrl-C: context managers and finally blocks stop workers and the cluster.
         signal.signal(signal.SIGTERM, on_sigterm)
+        if signal.getsignal(signal.SIGHUP) == signal.SIG_DFL:  # (left ignored under nohup)
+            signal.signal(signal.SIGHUP, on_sigterm)  # a closed terminal: the same teardown, exit 129
     if not getattr(args, "func", None):
         parser.print_help()
         return 2
@@ -89,7 +92,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"kvtui: error: {exc}", file=sys.stderr)
         return exc.exit_code
     except Terminated as exc:
-        print("kvtui: terminated (SIGTERM)", file=sys.stderr)
+        print(f"kvtui: terminated ({signal.Signals(exc.signum).name})", file=sys.stderr)
         return 128 + exc.signum
     except KeyboardInterrupt:
         print("kvtui: interrupted", file=sys.stderr)

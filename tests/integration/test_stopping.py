@@ -43,9 +43,10 @@ TINY = ["--layout", "tiny", "--store-size", "32MiB"]
 
 
 def _default_sigint() -> None:
-    """In the child: SIGINT as a terminal gives it (a test run from a background job inherits it ignored,
-    and Python then leaves it ignored)."""
+    """In the child: SIGINT and SIGHUP as a terminal gives them (a test run from a background job or under
+    nohup inherits them ignored, and Python, like kvtui, then leaves them ignored)."""
     signal.signal(signal.SIGINT, signal.SIG_DFL)
+    signal.signal(signal.SIGHUP, signal.SIG_DFL)
 
 
 class Cli:
@@ -148,7 +149,8 @@ def _frames(path: Path) -> int:
 @pytest.mark.parametrize("layout,sig,code", [
     (SEED_LONG, signal.SIGTERM, 143),
     (TINY, signal.SIGINT, 130),
-], ids=["seed-sigterm", "tiny-sigint"])
+    (TINY, signal.SIGHUP, 129),  # a closed terminal: the same teardown and summary
+], ids=["seed-sigterm", "tiny-sigint", "tiny-sighup"])
 def test_interrupted_run_stops_within_2s_and_keeps_its_summary(tmp_path, layout, sig, code):
     from kvtui.session.reader import SessionReader
 
