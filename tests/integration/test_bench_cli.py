@@ -47,9 +47,9 @@ def test_bench_trace_rounds_replay_exactly_and_report_their_ratio(tmp_path):
 
 def test_bench_json_to_standard_output_is_the_json_alone(tmp_path, capsys):
     """``--json -``: standard output parses as the JSON (a pipe to jq works), the table goes to stderr."""
-    source = TRACES / "conversation_head1000.jsonl"
-    if not source.exists():
-        pytest.skip("../shared/data/traces is not present")
+    from kvtui.core.traces import resolve_trace
+
+    source = Path(resolve_trace("synthetic"))  # (shipped with the package)
     trace = tmp_path / "head50.jsonl"
     trace.write_text("".join(source.read_text().splitlines(keepends=True)[:50]))
     assert main(["bench", "--trace", str(trace), *SMALL, "--rounds", "1", "--json", "-"]) == 0
