@@ -81,8 +81,6 @@ def measure_trace(engines: BenchEngines, layout, trace: str, rows: list, block_t
                 say(f"round {r + 1}/{rounds}: replaying {len(rows)} rows "
                     + ("through the engine, one request at a time…" if side == "engine"
                        else "with a bare loop of the same store calls…"))
-                cluster = {name: pid for name, pid in engine.worker_pids().items()
-                           if name not in ("prefill", "decode")}
                 if side == "engine":
                     # built before the clock starts, as the bare loop builds its own
                     requests = list(TraceWorkload(rows, block_tokens=block_tokens, speed=None))
@@ -93,7 +91,9 @@ def measure_trace(engines: BenchEngines, layout, trace: str, rows: list, block_t
                     times[side] = time.perf_counter() - t0
                     cpu["engine"] = cpu_ms_per_request(cpu0, cpu_seconds(pids), len(rows))
                     del requests
-                else:
+                else:  # the cluster's processes serve the loop; the (idle) workers are left out
+                    cluster = {name: pid for name, pid in engine.worker_pids().items()
+                               if name not in ("prefill", "decode")}
                     cpu0 = cpu_seconds(cluster)
                     n, times[side], bare_hits, loop_cpu = bare_replay(
                         engine.endpoints.as_dict(), layout.as_dict(), f"bare-{uuid.uuid4().hex[:6]}",
