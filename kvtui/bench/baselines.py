@@ -1,9 +1,11 @@
-"""Same-machine, same-run baselines for ``kvtui bench``: one loopback TCP stream and an in-process memcpy."""
+"""Same-machine, same-run baselines for ``kvtui bench``: one loopback TCP stream, an in-process memcpy, and how
+much of the memory bus one copy takes."""
 
 from __future__ import annotations
 
 import multiprocessing as mp
 import socket
+import threading
 import time
 
 import numpy as np
@@ -25,6 +27,33 @@ class Memcpy:
         t0 = time.perf_counter()
         np.copyto(self.dst, self.src)
         return time.perf_counter() - t0
+
+
+def memory_bus(nbytes: int, iterations: int = 10) -> dict:
+    """One memcpy of ``nbytes`` against two at once (two threads, each its own pair of buffers; ``np.copyto``
+    releases the GIL for the copy), interleaved rounds so a slow spell hits both. Returns ``one_MBps``: p50
+    MB/s of one copy; ``two_MBps``: p50 of 2·``nbytes`` ÷ the time both took together; ``two_vs_one``: their
+    ratio. Near 1, one copy already takes the whole memory bus, so passes over memory add up however they
+    are spread across threads or processes; near 2, a second core copies for free (on one CPU, about 1 by
+    construction)."""
+    copies = [Memcpy(nbytes), Memcpy(nbytes)]
+    one, two = [], []
+    for _ in range(iterations):
+        one.append(copies[0].once())
+        spent = [0.0, 0.0]
+
+        def run(i):
+            spent[i] = copies[i].once()
+
+        threads = [threading.Thread(target=run, args=(i,)) for i in range(2)]
+        t0 = time.perf_counter()
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        two.append(time.perf_counter() - t0)
+    one_mbps, two_mbps = nbytes / median(one) / 1e6, 2 * nbytes / median(two) / 1e6
+    return {"one_MBps": one_mbps, "two_MBps": two_mbps, "two_vs_one": two_mbps / one_mbps}
 
 
 def _sender(port: int, nbytes: int, iterations: int) -> None:

@@ -20,7 +20,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from kvtui.bench.baselines import Memcpy, content_vs_memcpy, loopback_tcp_mbps
+from kvtui.bench.baselines import Memcpy, content_vs_memcpy, loopback_tcp_mbps, memory_bus
 from kvtui.bench.engines import BenchEngines, environment, say
 from kvtui.core.units import median
 from kvtui.engine.protocol import BenchRawGet, BenchReload, Keys, Publish, Reload, RemoveAll, SetReadStreams
@@ -187,10 +187,12 @@ def measure_reuse(engines: BenchEngines, layout, case: ReuseCase, estimator=None
     tcp_path = reload_figures(tcp_runs)
     tcp_path["raw_get_MBps_p50"] = nbytes / (median([r.wall_ms for r in tcp_raw]) / 1e3) / 1e6
 
-    say("baselines: one loopback TCP stream, page-content fill and verify of the same bytes…")
+    say("baselines: one loopback TCP stream, page-content fill and verify of the same bytes, one copy against "
+        "two at once…")
     memcpy = nbytes / median(copies) / 1e6
     tcp = loopback_tcp_mbps(nbytes, case.iterations)
     content = content_vs_memcpy(layout.page_bytes, hit, case.iterations) if hit else None
+    bus = memory_bus(nbytes, case.iterations) if hit else None
     best = streams[best_n]
     publish_runs = [_publish_mbps(p) for p in pubs]
     publish_mbps = median(publish_runs)
@@ -214,7 +216,7 @@ def measure_reuse(engines: BenchEngines, layout, case: ReuseCase, estimator=None
                      "raw_get_MBps_p50": tcp_path["raw_get_MBps_p50"], "verified": tcp_path["verified"]},
         "baselines": {"raw_get_MBps_p50": raw_mbps, "raw_get_ms_p50": raw_ms_p50,
                       "loopback_tcp_MBps": tcp, "memcpy_MBps": memcpy,
-                      "colocated_reload_MBps_p50": co["MBps_p50"], "content": content},
+                      "colocated_reload_MBps_p50": co["MBps_p50"], "content": content, "memory_bus": bus},
         "ratios": {"connector_vs_raw": main["MBps_p50"] / raw_mbps,
                    "best_streams_vs_raw": best["MBps_p50"] / raw_mbps,
                    "reload_vs_loopback_tcp": best["MBps_p50"] / tcp,

@@ -327,12 +327,18 @@ def format_bench(o: dict) -> str:
         rows.append(("request rate vs store-bound", f"{rr['requests_per_s']:.1f} req/s closed loop; store calls "
                      f"{rr['store_ms_mean']:.1f} ms of {rr['wall_ms_per_request']:.1f} ms per request (bound "
                      f"{rr['store_bound_rps']:.1f} req/s; verify+fill {rr['verify_and_fill_ms_mean']:.1f} ms{_passes(rr)}) → "
-                     f"{_ratio(q, 'request_rate_vs_store_bound')}", ""))
+                     f"{_ratio(q, 'request_rate_vs_store_bound')}"
+                     + (f"; with those two passes as kvtui's only work {rr['passes_ceiling']:.2f}"
+                        if "passes_ceiling" in rr else ""), ""))
     c = b.get("content")
     if c:
         rows.append(("page verify / fill vs memcpy", f"verify {c['verify_MBps']:,.0f} MB/s → {_ratio(q, 'verify_vs_memcpy')}; "
                      f"fill {c['fill_MBps']:,.0f} MB/s → {_ratio(q, 'fill_vs_memcpy')}; "
                      f"memcpy {c['memcpy_MBps']:,.0f} MB/s, interleaved", ""))
+    bus = b.get("memory_bus")
+    if bus:
+        rows.append(("memory bus", f"two copies at once {bus['two_MBps']:,.0f} MB/s = {bus['two_vs_one']:.2f} × one copy "
+                     f"({bus['one_MBps']:,.0f} MB/s; near 1: one copy takes the whole bus)", ""))
     tp = o.get("tcp_path")
     if tp:
         rows.append(("TCP path (real clients)", f"reload {tp['reuse_read_MBps_p50']:,.0f} MB/s (p50 {tp['reload_ms']['p50']:.1f} "

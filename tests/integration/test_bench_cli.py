@@ -89,6 +89,10 @@ def test_bench_reuse_figures_and_ratios_come_from_the_same_run(tmp_path):
     assert q["verify_vs_memcpy"] == pytest.approx(base["content"]["verify_MBps"] / base["content"]["memcpy_MBps"])
     assert q["fill_vs_memcpy"] == pytest.approx(base["content"]["fill_MBps"] / base["content"]["memcpy_MBps"])
     assert q["reload_vs_memcpy"] == pytest.approx(base["colocated_reload_MBps_p50"] / base["memcpy_MBps"])
+    assert base["memory_bus"]["two_vs_one"] == pytest.approx(base["memory_bus"]["two_MBps"] / base["memory_bus"]["one_MBps"])
+    rr = b["request_rate"]
+    assert q["request_rate_vs_store_bound"] == pytest.approx(rr["requests_per_s"] * rr["store_ms_mean"] / 1000)
+    assert rr["passes_ceiling"] == pytest.approx(rr["store_ms_mean"] / (rr["store_ms_mean"] + rr["verify_and_fill_ms_mean"]))
     assert b["publish_runs"] == PUBLISH_RUNS and b["pages_published"] == 2048 // 128
     runs = b["publish_write_MBps_runs"]
     assert runs["min"] <= b["publish_write_MBps"] <= runs["max"]

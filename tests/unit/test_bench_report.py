@@ -163,6 +163,15 @@ def test_the_request_rate_ratio_is_the_share_of_time_in_store_calls():
     assert f["requests_per_s"] == 100 and f["store_ms_mean"] == 6.0 and f["wall_ms_per_request"] == 10
     assert f["store_bound_rps"] == pytest.approx(1000 / 6) and f["request_rate_vs_store_bound"] == pytest.approx(0.6)
     assert f["verify_and_fill_ms_mean"] == 3.0
+    assert f["passes_ceiling"] == pytest.approx(6 / 9)  # 6 ms of store calls, 3 of the two passes over memory
     assert f["verify_MBps"] == pytest.approx(2000) and f["fill_MBps"] == pytest.approx(1000)  # 4 MB in 2 ms, 1 MB in 1 ms
     with pytest.raises(ValueError, match="no request finished"):
         rate_figures([], 1.0)
+
+
+def test_memory_bus_times_one_copy_against_two_at_once():
+    from kvtui.bench.baselines import memory_bus
+
+    bus = memory_bus(1 << 20, iterations=3)
+    assert bus["one_MBps"] > 0 and bus["two_MBps"] > 0
+    assert bus["two_vs_one"] == pytest.approx(bus["two_MBps"] / bus["one_MBps"])
