@@ -206,7 +206,7 @@ def read_trace(
         raise ValueError(f"block size must be an integer >= 1 tokens, got {block_tokens!r}")
     name = os.fspath(path)
     if os.path.isdir(name):
-        raise TraceError(f"{name}: is a directory, not a trace file")
+        raise TraceError(f"{name}: is a folder, not a trace file")
     try:
         with open(name, "rb") as f:
             data = f.read()

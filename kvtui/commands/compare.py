@@ -109,7 +109,7 @@ def load(path: str) -> tuple[str, dict]:
 
     p = Path(path)
     if p.is_dir():
-        raise KvtuiError(f"{path} is a directory, not a result file")
+        raise KvtuiError(f"{path} is a folder, not a result file")
     try:
         with open(p, "rb") as f:
             head = f.read(16)

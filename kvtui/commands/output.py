@@ -70,7 +70,9 @@ def check_writable(path: str, flag: str) -> None:
     target = Path(path)
     parent = target.resolve().parent
     if target.is_dir():
-        raise KvtuiError(f"{flag}: {path} is a directory")
+        raise KvtuiError(f"{flag}: {path} is a folder; give a file's path")
+    if parent.exists() and not parent.is_dir():
+        raise KvtuiError(f"{flag}: {parent} is a file, not a folder")
     if not parent.is_dir():
         raise KvtuiError(f"{flag}: folder {parent} does not exist")
     existed = target.exists()
@@ -85,6 +87,8 @@ def check_writable(path: str, flag: str) -> None:
 
 def check_new_file(path: str, flag: str) -> None:
     """``KvtuiError`` if ``path`` exists (a recording never overwrites anything) or cannot be created."""
+    if Path(path).is_dir():
+        raise KvtuiError(f"{flag}: {path} is a folder; give a new file's path (kvtui never overwrites a file)")
     if Path(path).exists():
         raise KvtuiError(f"{flag}: {path} exists already; choose another name (kvtui never overwrites a file)")
     check_writable(path, flag)

@@ -80,9 +80,9 @@ def _fmt_int(n: int) -> str:
 
 def run(args: argparse.Namespace) -> int:
     """Compute and print the stats; return 0. Bad input raises :class:`KvtuiError`."""
-    import json
     import os
 
+    from kvtui.commands.output import check_writable, write_json_atomic
     from kvtui.commands.trace_args import synthesis_description, synthesize_rows, trace_synthesis
     from kvtui.core.traces import resolve_trace
     from workload.stats import hit_rate_curve, trace_stats
@@ -94,6 +94,8 @@ def run(args: argparse.Namespace) -> int:
         raise KvtuiError(f"bad --block-tokens {args.block_tokens!r}: must be at least 1 token")
     capacities = _parse_capacities(args.capacity)
     path = resolve_trace(args.file, "trace-stats")
+    if args.json and args.json != "-":
+        check_writable(args.json, "--json")  # before the work, as every command does
 
     try:
         rows, problems = read_trace(path, block_tokens=block_tokens, strict=args.strict)
@@ -170,13 +172,5 @@ def run(args: argparse.Namespace) -> int:
             "bad_rows": len(skipped),
             "problems": [{"line": p.line_no, "reason": p.reason, "skipped": p.skipped} for p in problems[:100]],
         }
-        text = json.dumps(doc, indent=2) + "\n"
-        if args.json == "-":
-            print(text, end="")
-        else:
-            try:
-                with open(args.json, "w", encoding="utf-8") as f:
-                    f.write(text)
-            except OSError as exc:
-                raise KvtuiError(f"cannot write --json {args.json}: {exc.strerror or exc}") from None
+        write_json_atomic(args.json, doc)  # (- : standard output)
     return 0

@@ -33,7 +33,7 @@ class SessionReader:
     def __init__(self, path: str | Path):
         self.path = Path(path)
         if self.path.is_dir():
-            raise SessionError(f"{self.path} is a directory, not a session file")
+            raise SessionError(f"{self.path} is a folder, not a session file")
         if not self.path.is_file():
             raise SessionError(f"{self.path}: no such session file")
         with open(self.path, "rb") as f:

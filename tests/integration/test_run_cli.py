@@ -124,13 +124,16 @@ def test_sigkill_of_kvtui_takes_every_child_down(tmp_path):
     (["watch", "--screenshot-dir", "/nonexistent-dir/deep/shots"], "folder /nonexistent-dir/deep does not exist"),
     (["watch", "--screenshot-dir", "x.jsonl"], "is not a folder"),
     (["run", "--record", "x.jsonl", "--layout", "tiny"], "exists already"),
+    (["run", "--record", ".", "--layout", "tiny"], "--record: . is a folder; give a new file's path"),
+    (["run", "--json", "x.jsonl/out.json", "--layout", "tiny"], "x.jsonl is a file, not a folder"),
+    (["trace-stats", "x.jsonl", "--json", "/nonexistent-dir/x.json"], "--json: folder /nonexistent-dir does not exist"),
     (["run", "--log-dir", "x.jsonl", "--layout", "tiny"], "--log-dir"),
     (["run", "--master-port", "23456", "--metrics-port", "23456"], "both 23456"),
     (["run", "--layers", "abc"], "invalid int value"),
     (["run", "--store-size", "1TB"], "more than this machine's memory"),
     (["bench", "--ui", "--trace", "x.jsonl"], "not allowed with"),
     (["keys", "--model", "", "--page-tokens", "4", "--tokens", "1,2,3,2147483648"], "outside int32"),
-    (["report", "."], "is a directory"),
+    (["report", "."], "is a folder"),
     (["keys", "--model", "m", "--page-tokens", "4", "--tokens", "1,x"], "not an integer token id"),
 ])
 def test_bad_input_is_one_line_exit_2(capsys, tmp_path, argv, needle, monkeypatch):
@@ -140,9 +143,11 @@ def test_bad_input_is_one_line_exit_2(capsys, tmp_path, argv, needle, monkeypatc
     (tmp_path / "binary.jsonl").write_bytes(bytes(range(256)) * 4)
     t0 = time.monotonic()
     rc = main(argv)
-    err = capsys.readouterr().err.strip()
+    captured = capsys.readouterr()
+    err = captured.err.strip()
     assert rc == 2
     assert needle in err and "Traceback" not in err
+    assert captured.out == ""  # refused before any work: nothing printed
     assert len(err.splitlines()) == 1, err
     assert time.monotonic() - t0 < 15
     if "exists already" in needle:

@@ -254,7 +254,7 @@ def test_bad_input_is_one_line_and_leaves_nothing(session_file, tmp_path, capsys
         ((session_file, "--cast", out, "--from", "1:00"), "is at or beyond the end of the recording (0:29.5"),
         ((session_file, "--cast", out, "--from", 10, "--to", 10), "empty span"),
         ((session_file, "--cast", tmp_path / "nowhere" / "o.cast"), "--cast: folder"),
-        ((session_file, "--gif", tmp_path), "--gif: " + str(tmp_path) + " is a directory"),
+        ((session_file, "--gif", tmp_path), "--gif: " + str(tmp_path) + " is a folder; give a file's path"),
         ((session_file, "--cast", out, "--size", "59x40"), "--size 59x40 is below the monitor's minimum 60x16"),
         ((session_file, "--cast", out, "--size", "120x15"), "below the monitor's minimum"),
         ((session_file,), "nothing to export: give --cast PATH"),

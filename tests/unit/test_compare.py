@@ -165,7 +165,7 @@ def test_compare_function_keeps_the_baseline_first():
     (lambda p: p.write_text("not json {"), "is neither a kvtui session nor a JSON result (Expecting value at line 1)"),
     (lambda p: p.write_bytes(b"\x89PNG\r\n\xff\xfe"), "is neither a kvtui session nor a JSON result (not UTF-8 text)"),
     (lambda p: p.write_text("[1, 2]"), "is JSON but not a kvtui result (a list, not an object)"),
-    (lambda p: p.mkdir(), "is a directory, not a result file"),
+    (lambda p: p.mkdir(), "is a folder, not a result file"),
     (lambda p: None, ": no such file"),
     (lambda p: p.write_bytes(b"SQLite format 3\x00" + b"\x00" * 200), "is not a"),
 ])

@@ -121,7 +121,7 @@ def test_file_level_errors(tmp_path, content, message):
 def test_missing_file_and_directory(tmp_path):
     with pytest.raises(TraceError, match="no such trace file"):
         read_trace(tmp_path / "nope.jsonl")
-    with pytest.raises(TraceError, match="is a directory"):
+    with pytest.raises(TraceError, match="is a folder"):
         read_trace(tmp_path)
 
 
