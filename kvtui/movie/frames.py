@@ -13,6 +13,7 @@ Rich segments per row; the SVG of a frame is Rich's ``Console.export_svg`` of th
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import io
 import math
 from collections.abc import AsyncIterator, Callable, Iterable
@@ -222,12 +223,15 @@ def run_film(reader: SessionReader, span: Span, size: tuple[int, int], sinks: It
 
     async def main() -> int:
         n = 0
-        async for frame in film(reader, span, size, annotate=annotate, title=title):
-            for sink in sinks:
-                sink.add(frame)
-            n += 1
-            if on_frame is not None:
-                on_frame(frame)
+        # aclosing: when a sink raises (a full disk), the film and its headless app end here, in this task,
+        # rather than at the event loop's shutdown, where Textual's context is gone (a screenful of noise)
+        async with contextlib.aclosing(film(reader, span, size, annotate=annotate, title=title)) as frames:
+            async for frame in frames:
+                for sink in sinks:
+                    sink.add(frame)
+                n += 1
+                if on_frame is not None:
+                    on_frame(frame)
         return n
 
     n = asyncio.run(main())
