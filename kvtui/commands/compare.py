@@ -14,7 +14,7 @@ import re
 import sys
 from pathlib import Path
 
-from kvtui.commands.output import check_writable, open_session, path_arg, write_json_atomic
+from kvtui.commands.output import CONTEXT_KEYS, check_writable, full_setup, open_session, path_arg, write_json_atomic
 from kvtui.core.errors import KvtuiError
 
 # top-level fields that say what ran, not what it measured (compared as inputs, never as figures)
@@ -82,13 +82,8 @@ def _session(path: str, reader) -> dict:
     doc.update({k: v for k, v in reader.header.items() if k in INPUT_KEYS})
     if final.workload:
         doc["workload"] = dict(final.workload)
-    setup = dict(doc.get("setup") or {})  # recorded before run_context had it: what the file itself says
-    setup.setdefault("kvtui_version", reader.meta.get("kvtui_version"))
-    setup.setdefault("mooncake_version", reader.meta.get("mooncake_version"))
-    if setup.get("store_bytes") is None and (final.store or {}).get("capacity_bytes"):
-        setup["store_capacity_bytes"] = final.store["capacity_bytes"]  # scraped from the master
-    doc["setup"] = setup
-    doc["context"] = {k: reader.header.get(k) for k in ("seed", "model", "scheme", "command") if k in reader.header}
+    doc["setup"] = full_setup(doc.get("setup"), final.store, reader.meta)  # as its report and run --json say it
+    doc["context"] = {k: reader.header.get(k) for k in CONTEXT_KEYS if k in reader.header}
     # every frame once, in order (a FrameDecoder over the records; at most ~4,000 points per curve)
     step = max(1, len(reader.records) // 4000)
     dec, t, hit, reuse = FrameDecoder(), [], [], []

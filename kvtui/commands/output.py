@@ -163,11 +163,36 @@ def run_context(args, layout, desc: dict, endpoints, bad_rows: int) -> dict:
             "store_mode": "attached" if endpoints else "embedded", "setup": setup}
 
 
+def full_setup(setup: dict | None, store: dict | None, meta: dict | None = None) -> dict:
+    """A run's ``setup`` (:func:`run_context`) as its ``--json``, its report and its recording all state it:
+    the kvtui and Mooncake versions from a recording's ``meta`` where its header predates them, and, attached
+    to a cluster (no ``store_bytes`` of its own), ``store_capacity_bytes``: the store's capacity the last frame
+    scraped from the master (``store``: the frame's store block; bytes)."""
+    out = dict(setup or {})
+    for key in ("kvtui_version", "mooncake_version"):
+        if meta and key not in out:
+            out[key] = meta.get(key)
+    if out.get("store_bytes") is None and (store or {}).get("capacity_bytes"):
+        out["store_capacity_bytes"] = int(store["capacity_bytes"])
+    return out
+
+
+CONTEXT_KEYS = ("seed", "model", "scheme", "command")
+"""What a run was asked besides its setup: the workload's seed, the model and key scheme its keys are named
+after, and the command. A session keeps them in its header; ``run --json`` and ``report --json`` as
+``context``; ``kvtui compare`` lists them when runs differ."""
+
+
+def run_inputs(args) -> dict:
+    """The :data:`CONTEXT_KEYS` of a run from its ``args`` (None where the command has no such flag)."""
+    return {"seed": getattr(args, "seed", None), "model": getattr(args, "model", None),
+            "scheme": getattr(args, "scheme", None), "command": getattr(args, "command", None)}
+
+
 def session_header(args, layout, desc: dict, endpoints) -> dict:
     """The header of a recorded session: layout, workload spec and seed, cluster mode, model, keys."""
-    return {**run_context(args, layout, desc, endpoints, 0), "seed": getattr(args, "seed", None),
-            "model": args.model, "scheme": args.scheme, "trace": getattr(args, "trace", None),
-            "layout_text": layout.describe(), "command": getattr(args, "command", None)}
+    return {**run_context(args, layout, desc, endpoints, 0), **run_inputs(args),
+            "trace": getattr(args, "trace", None), "layout_text": layout.describe()}
 
 
 def _percentiles(d: dict) -> str:

@@ -9,7 +9,7 @@ from __future__ import annotations
 import argparse
 
 from kvtui.commands.export_args import check_requests_log, require_request_rows, write_session_requests_log
-from kvtui.commands.output import check_writable, format_summary, open_session, path_arg, write_json_atomic
+from kvtui.commands.output import CONTEXT_KEYS, check_writable, full_setup, format_summary, open_session, path_arg, write_json_atomic
 from kvtui.core.layout import PageLayout
 
 
@@ -67,8 +67,10 @@ def run(args: argparse.Namespace) -> int:
         print(f"kvtui: {args.file} does not mark where its recording began (an older kvtui): counters cover the "
               "recorded frames, latencies the whole session", file=sys.stderr)
     ctx = {k: reader.header[k] for k in ("layout", "page_bytes", "workload", "bad_rows_skipped", "concurrency",
-                                          "store_mode") if k in reader.header}
+                                          "store_mode", "setup") if k in reader.header}
     summary.update(ctx)
+    summary["setup"] = full_setup(reader.header.get("setup"), final.store, reader.meta)
+    summary["context"] = {k: reader.header.get(k) for k in CONTEXT_KEYS if k in reader.header}  # as run --json
     if final.workload:
         summary["workload"] = final.workload  # the knobs as they were at the end, not at start-up
     inputs = reader.header.get("ttft_estimate")  # the TTFT estimate's inputs in full, as the run began

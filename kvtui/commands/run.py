@@ -32,8 +32,10 @@ from kvtui.commands.output import (
     check_new_file,
     check_writable,
     format_summary,
+    full_setup,
     path_arg,
     run_context,
+    run_inputs,
     session_header,
     write_json_atomic,
 )
@@ -151,7 +153,7 @@ def _run(args: argparse.Namespace, outputs: Outputs) -> int:
         summary = summary_from_frame(final)  # + the TTFT estimate's inputs in full
         summary["ttft_estimate"] = {**summary["ttft_estimate"], **session.agg.estimator.inputs()}
         rc = _report(args, summary, layout, final.workload or desc, endpoints,
-                     skipped_count(problems), session.driver, interrupted)
+                     skipped_count(problems), session.driver, interrupted, final.store)
     if interrupted is not None:
         raise interrupted
     outputs.linger()
@@ -159,9 +161,12 @@ def _run(args: argparse.Namespace, outputs: Outputs) -> int:
 
 
 def _report(args, summary: dict, layout, desc: dict, endpoints, bad_rows: int, driver,
-            interrupted: KeyboardInterrupt | None) -> int:
-    """Print the summary and its notes, write ``--json``; the exit code (1 if a page failed verification)."""
+            interrupted: KeyboardInterrupt | None, store: dict | None = None) -> int:
+    """Print the summary and its notes, write ``--json``; the exit code (1 if a page failed verification).
+    ``store``: the last frame's store block (the capacity of an attached cluster, :func:`full_setup`)."""
     summary.update(run_context(args, layout, desc, endpoints, bad_rows))
+    summary["setup"] = full_setup(summary["setup"], store)
+    summary["context"] = run_inputs(args)
     summary["interrupted"] = interrupted is not None
     if interrupted is not None:
         gone = driver.dropped + driver.abandoned

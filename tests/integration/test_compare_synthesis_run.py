@@ -71,3 +71,21 @@ def test_compare_two_recorded_sessions(cluster, tmp_path, capsys):
     assert "workload.overlap" in table and "page hit rate (session)" in table
     text = svg.read_text()
     assert "A: a.kvtui" in text and "B: b.kvtui" in text
+
+
+def test_one_runs_three_forms_differ_only_in_kind(cluster, tmp_path, capsys):
+    """The run's JSON, the report of its recording and the recording itself carry the same inputs (setup,
+    seed, model, scheme, command): compared, only what each file is differs, and the counters agree."""
+    run_json, rec, rep = tmp_path / "run.json", tmp_path / "run.kvtui", tmp_path / "report.json"
+    rc = main(["run", "--requests", "30", "--layout", "tiny", "--quiet", "--json", str(run_json), "--record", str(rec),
+               "--model", f"forms-{uuid.uuid4().hex[:8]}", *_attach(cluster)])
+    assert rc == 0, capsys.readouterr().err
+    assert main(["report", str(rec), "--json", str(rep)]) == 0
+    capsys.readouterr()
+    assert main(["compare", str(run_json), str(rep), str(rec), "--json", "-"]) == 0
+    c = json.loads(capsys.readouterr().out)
+    differ = {d["input"]: d["values"] for d in c["inputs_differ"]}
+    assert differ == {"kind": ["run", "report", "session"]}
+    rows = {r["field"]: r for r in c["figures"]}
+    for field in ("requests", "pages_hit", "pages_published", "tokens_input"):
+        assert rows[field]["delta"][1:] == [0, 0], field
