@@ -80,6 +80,7 @@ def test_text_outputs_name_the_figures():
     bench["ratios"]["tcp_reload_vs_loopback_tcp"] = 0.8
     table = format_bench(bench)
     assert "→ best/raw 0.95" in table and "(connector/raw 1.02)" in table
+    assert "→ 1-stream reload/raw 0.95" in table and "best reload (1 stream)/TCP 0.60" in table  # which reload
     from kvtui.bench.reuse import DEMO_CARD
 
     bench.update(demo_card=DEMO_CARD, page_bytes=DEMO_CARD["page_bytes"])
