@@ -103,10 +103,12 @@ def register(subparsers) -> None:
                    help="instead: replay this FAST'25 trace (a shipped one by name, see `kvtui traces`, or a file) "
                         "one request at a time through the engine and through a "
                         "bare loop of the same store calls, and report the replay rates and their ratio "
-                        "(use a small layout, e.g. --layers 1 --kv-heads 1 --head-dim 1 --elem-bytes 1 --page-tokens 512)")
+                        f"(target ≥ {TARGETS['engine_vs_bare_loop']:g}) and each side's CPU per request (use a small "
+                        "layout, e.g. --layers 1 --kv-heads 1 --head-dim 1 --elem-bytes 1 --page-tokens 512)")
     mode.add_argument("--ui", action="store_true",
                    help="instead: the workload rate with the live monitor (headless) against the same scenario "
-                        "without it, and the monitor process's CPU while the workload is paused "
+                        f"without it (target ≥ {TARGETS['monitor_vs_headless']:g}), and the monitor process's CPU "
+                        "while the workload is paused "
                         "(use a small layout, e.g. --layout tiny)")
     mode.add_argument("--tcp-sweep", action="store_true",
                    help="instead: remote reload throughput (segment on the store node, reads over loopback TCP) "
@@ -175,6 +177,9 @@ def run(args: argparse.Namespace) -> int:
         check_writable(args.json, "--json")
     rows, problems = _read_trace(args, layout) if args.trace else ([], [])
     synthesis = synthesis_description(args)  # refuses a synthesis flag without --trace
+    if args.trace and getattr(args, "trace_speedup", None) is not None:
+        raise KvtuiError("--trace-speedup changes when rows arrive, and bench --trace replays one request after "
+                         "another as fast as it can: it would change nothing; leave it out")
     if mode != "reuse" and args.rounds < 1:
         raise KvtuiError("--rounds must be at least 1")
     if args.ui:
