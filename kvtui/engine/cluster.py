@@ -395,8 +395,9 @@ class EmbeddedCluster:
         node's clean close takes ~2 s for a segment owner (and blocks ~4.3 s per call once the master is
         gone), only to remove keys from that master. No page is left half-written: a page becomes readable
         only when its put completed. A log folder kvtui created itself is removed when every process was
-        still running and ended by these signals or exit 0, and ``keep_logs`` is false; otherwise it stays
-        and its path is printed on stderr.
+        still running and ended by these signals or exit 0 and ``keep_logs`` is false (a failed start keeps
+        them), or whenever every file in it is empty (stopped during start-up, before anything was logged);
+        otherwise it stays and its path is printed on stderr.
         """
         clean = not self._restarted
         procs = list(reversed(self.processes))  # store node first, metadata server last
@@ -408,7 +409,7 @@ class EmbeddedCluster:
         self.processes.clear()
         auto, self._auto_log_dir = self._auto_log_dir, None
         if auto is not None:
-            if clean and not keep_logs:
+            if (clean and not keep_logs) or _all_empty(auto):  # (stopped during start-up: nothing was logged)
                 shutil.rmtree(auto, ignore_errors=True)
             else:
                 print(f"kvtui: logs of the embedded cluster and workers kept in {auto}", file=sys.stderr)
@@ -437,3 +438,11 @@ def attach(master: str, metadata_url: str, protocol: str = "tcp", device: str = 
         raise ClusterError(f"--protocol must be tcp or rdma, got {protocol!r}")
     return ClusterEndpoints(master=master, metadata_url=metadata_url, metrics_url=metrics_url, protocol=protocol,
                             device=device, embedded=False, client_env=(("MC_LOG_LEVEL", "ERROR"),))
+
+
+def _all_empty(folder: Path) -> bool:
+    """No file under ``folder`` holds a byte (a log folder of a cluster stopped before anything was logged)."""
+    try:
+        return not any(f.is_file() and f.stat().st_size for f in folder.rglob("*"))
+    except OSError:
+        return False

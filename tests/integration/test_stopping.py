@@ -52,10 +52,10 @@ def _default_sigint() -> None:
 class Cli:
     """``python -m kvtui.cli ARGV`` on a 120×40 pseudo-terminal; every process it starts is tracked."""
 
-    def __init__(self, argv: list[str], cwd: Path):
+    def __init__(self, argv: list[str], cwd: Path, env: dict | None = None):
         master, slave = pty.openpty()
         fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", 40, 120, 0, 0))
-        env = dict(os.environ, TERM="xterm-256color", PYTHONPATH=str(ROOT), KVTUI_ISOLATE="off")
+        env = dict(os.environ, TERM="xterm-256color", PYTHONPATH=str(ROOT), KVTUI_ISOLATE="off", **(env or {}))
         self.t0 = time.monotonic()
         self.proc = subprocess.Popen([sys.executable, "-m", "kvtui.cli", *argv], stdin=slave, stdout=slave,
                                      stderr=slave, env=env, cwd=cwd, start_new_session=True,
@@ -317,3 +317,19 @@ def test_ctrl_c_during_the_bench_trace_bare_loop_is_one_clean_exit(tmp_path):
     os.killpg(cli.proc.pid, signal.SIGINT)  # as a terminal's Ctrl-C: to every process of the group
     rc, _gone = cli.finish()
     assert rc == 130 and "Traceback" not in cli.text() and "KeyboardInterrupt" not in cli.text(), cli.text()[-3000:]
+
+
+def test_ctrl_c_during_start_up_leaves_no_empty_log_folder(tmp_path):
+    """A Ctrl-C as soon as the embedded cluster's log folder exists: the run exits 130, and a log folder it
+    leaves behind holds a log with something in it and is named on stderr; one of empty files is removed."""
+    temp = tmp_path / "tmp"
+    temp.mkdir()
+    cli = Cli(["run", "--duration", "60", *TINY], tmp_path, env={"TMPDIR": str(temp)})
+    cli.wait_for(lambda: any(temp.glob("kvtui-logs-*")), 60, "the log folder")
+    os.killpg(cli.proc.pid, signal.SIGINT)
+    rc, _gone = cli.finish()
+    assert rc == 130, cli.text()[-2000:]
+    for folder in temp.glob("kvtui-logs-*"):
+        assert any(f.is_file() and f.stat().st_size for f in folder.rglob("*")), sorted(folder.rglob("*"))
+        assert str(folder) in cli.text()
+
