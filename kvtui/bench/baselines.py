@@ -40,12 +40,7 @@ def memory_bus(nbytes: int, iterations: int = 10) -> dict:
     one, two = [], []
     for _ in range(iterations):
         one.append(copies[0].once())
-        spent = [0.0, 0.0]
-
-        def run(i):
-            spent[i] = copies[i].once()
-
-        threads = [threading.Thread(target=run, args=(i,)) for i in range(2)]
+        threads = [threading.Thread(target=c.once) for c in copies]
         t0 = time.perf_counter()
         for t in threads:
             t.start()
