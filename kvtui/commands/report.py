@@ -67,7 +67,7 @@ def run(args: argparse.Namespace) -> int:
         print(f"kvtui: {args.file} does not mark where its recording began (an older kvtui): counters cover the "
               "recorded frames, latencies the whole session", file=sys.stderr)
     ctx = {k: reader.header[k] for k in ("layout", "page_bytes", "workload", "bad_rows_skipped", "concurrency",
-                                          "store_mode", "setup") if k in reader.header}
+                                          "store_mode") if k in reader.header}
     summary.update(ctx)
     summary["setup"] = full_setup(reader.header.get("setup"), final.store, reader.meta)
     summary["context"] = {k: reader.header.get(k) for k in CONTEXT_KEYS if k in reader.header}  # as run --json
