@@ -36,6 +36,7 @@ from textual.screen import Screen
 from textual.widgets import Static
 
 from kvtui.core.defaults import DEFAULT_HZ, MAX_HZ, UI_NICE
+from kvtui.core.errors import KvtuiError
 from kvtui.core.knobs import SCENARIOS
 from kvtui.core.sched import lower_thread_priority
 from kvtui.metrics.frame import Frame
@@ -48,6 +49,7 @@ from kvtui.tui.replay import ReplayActions
 from kvtui.tui.screens import HelpScreen, RowDetailScreen, SettingsScreen
 from kvtui.tui.signals import INTERRUPT_EXIT, ExitSignals
 from kvtui.tui.store_actions import StoreActions
+from kvtui.tui.svg import write_screen_svg
 from kvtui.tui.widgets import EventLog, Kpis, LatencyPanel, PageGrid, ProcsPanel, StorePanel, Throughput, WorkersPanel
 from kvtui.tui.widgets.workers import several
 from kvtui.tui.widgets.keybar import KeyBar
@@ -96,6 +98,7 @@ class KvtuiApp(KnobActions, ReplayActions, StoreActions, ExitSignals, App[int]):
         self.refresh_timer = None
         self.finish_after: float | None = None
         self.finish_screenshot: str | None = None
+        self.screenshot_error: str | None = None  # why the closing screenshot could not be written (run_app raises it)
 
     # -- layout --------------------------------------------------------------------------------------------
     def compose(self) -> ComposeResult:
@@ -343,7 +346,7 @@ class KvtuiApp(KnobActions, ReplayActions, StoreActions, ExitSignals, App[int]):
             name, n = f"kvtui-{stamp}.svg", 1
             while os.path.exists(os.path.join(self.screenshot_dir, name)):
                 name, n = f"kvtui-{stamp}-{n}.svg", n + 1
-            path = self.save_screenshot(name, self.screenshot_dir)
+            path = write_screen_svg(self, os.path.join(self.screenshot_dir, name))
         except OSError as exc:  # e.g. --screenshot-dir names a file, or a read-only folder: keep running
             self.log_line(f"screenshot failed: {type(exc).__name__}: {exc}", "error")
             return None
@@ -385,13 +388,17 @@ class KvtuiApp(KnobActions, ReplayActions, StoreActions, ExitSignals, App[int]):
 
     def _finish(self) -> None:
         self.tick()
+        code = 0
         if self.finish_screenshot:
-            folder, name = os.path.split(os.path.abspath(self.finish_screenshot))
-            os.makedirs(folder, exist_ok=True)
-            self.save_screenshot(name, folder)
+            try:
+                os.makedirs(os.path.dirname(os.path.abspath(self.finish_screenshot)), exist_ok=True)
+                write_screen_svg(self, self.finish_screenshot)  # complete or absent, never half written
+            except OSError as exc:  # a full disk, a folder gone: run_app says it in one line
+                self.screenshot_error = f"could not write the screenshot {self.finish_screenshot} ({exc.strerror or exc})"
+                code = 2
         self.stop_controller()
         self.refresh_timer.stop()
-        self.exit(0)
+        self.exit(code, return_code=code)
 
 
 def run_app(source: FrameSource | None, controller: Controller | None, *, headless: bool = False,
@@ -422,4 +429,6 @@ def run_app(source: FrameSource | None, controller: Controller | None, *, headle
         if app.controller is not None and not app._stopped and not headless:
             print("kvtui: stopping the workload, the workers and the store…", file=sys.stderr, flush=True)
         app.stop_controller()
+    if app.screenshot_error:
+        raise KvtuiError(app.screenshot_error)
     return int(app.return_code or 0)

@@ -5,8 +5,10 @@ from __future__ import annotations
 
 from textual.app import App
 
+from kvtui.core.errors import KvtuiError
 from kvtui.core.sweep import SweepResult
 from kvtui.tui.screens.sweep import SweepScreen
+from kvtui.tui.svg import write_screen_svg
 
 
 class SweepApp(App[int]):
@@ -20,6 +22,7 @@ class SweepApp(App[int]):
         super().__init__()
         self.result = result
         self.screenshot = screenshot
+        self.screenshot_error: str | None = None  # why the headless screenshot could not be written
 
     def on_mount(self) -> None:
         self.push_screen(SweepScreen(self.result))
@@ -27,21 +30,24 @@ class SweepApp(App[int]):
             self.set_timer(0.5, lambda: self.call_after_refresh(self._shoot))  # once every widget drew
 
     def _shoot(self) -> None:
-        import os
-
-        path = os.path.abspath(self.screenshot)
-        tmp = os.path.join(os.path.dirname(path), f".{os.path.basename(path)}.tmp")
-        self.save_screenshot(os.path.basename(tmp), path=os.path.dirname(path))
-        os.replace(tmp, path)  # complete or absent, never half written
+        try:
+            write_screen_svg(self, self.screenshot)  # complete or absent, never half written
+        except OSError as exc:
+            self.screenshot_error = f"--svg: could not write {self.screenshot} ({exc.strerror or exc})"
+            self.exit(2)
+            return
         self.exit(0)
 
 
 def run_sweep_app(result: SweepResult, *, headless: bool = False, screenshot: str | None = None,
                   size: tuple[int, int] = (120, 40)) -> int:
     """Show ``result`` until ``q`` (in a terminal), or headless at ``size`` (columns, rows) until
-    ``screenshot`` (an SVG path) is written. Returns the exit code (0)."""
+    ``screenshot`` (an SVG path) is written. Returns the exit code (0); ``KvtuiError`` (one line) when the
+    screenshot could not be written (nothing is left of it)."""
     if headless and not screenshot:
         raise ValueError("a headless sweep screen needs a screenshot path (there is no q without a terminal)")
     app = SweepApp(result, screenshot=screenshot)
     app.run(headless=headless, size=size if headless else None)
+    if app.screenshot_error:
+        raise KvtuiError(app.screenshot_error)
     return int(app.return_code or 0)

@@ -86,6 +86,38 @@ def test_report_svg(recorded):
     assert os.stat(out).st_mode == os.stat(svg).st_mode  # both with the umask
 
 
+def test_report_svg_on_a_full_disk_is_one_line_and_leaves_nothing(recorded, capsys, monkeypatch):
+    """A disk that fills while the SVG is written (ENOSPC from the write, as a full filesystem gives it):
+    exit 2, one line, no file and no temporary left (before: a traceback from inside the app, exit 0, and
+    a truncated SVG)."""
+    import errno
+
+    import kvtui.tui.svg as svg_module
+
+    class FullFile:
+        def __init__(self, fd, *args, **kwargs):
+            os.close(fd)
+
+        def __enter__(self):
+            return self
+
+        def __exit__(self, *exc):
+            return False
+
+        def write(self, _text):
+            raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+
+    monkeypatch.setattr(svg_module.os, "fdopen", FullFile)
+    folder = recorded / "full"
+    folder.mkdir()
+    capsys.readouterr()
+    assert main(["report", str(recorded / "s.kvtui"), "--svg", str(folder / "final.svg")]) == 2
+    err = capsys.readouterr().err
+    assert err.strip().splitlines() == [f"kvtui: error: could not write the screenshot {folder / 'final.svg'} "
+                                        "(No space left on device)"], err
+    assert list(folder.iterdir()) == []
+
+
 def reader_final_status(path) -> dict:
     from kvtui.commands.output import open_session
 
