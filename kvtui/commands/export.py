@@ -18,7 +18,7 @@ from pathlib import Path
 from kvtui.commands.common import parse_size
 from kvtui.commands.output import check_writable, open_session, path_arg
 from kvtui.core.defaults import MAX_HZ
-from kvtui.core.errors import KvtuiError
+from kvtui.core.errors import KvtuiError, OutputError
 from kvtui.core.units import format_bytes, parse_duration
 
 SPEEDS = (0.125, 64.0)  # as kvtui replay
@@ -202,7 +202,7 @@ def run(args: argparse.Namespace) -> int:
         try:
             _film_with_progress(reader, span, size, sinks, args.annotate, title)
         except OSError as exc:
-            raise KvtuiError(f"cannot write the export ({exc.strerror or exc})") from None
+            raise OutputError(f"cannot write the export ({exc.strerror or exc})") from None
         except FilmStopped as exc:  # SIGINT / SIGTERM / SIGHUP end the headless monitor cleanly
             print(f"kvtui: export interrupted ({exc}); no file written", file=sys.stderr)
             return exc.exit_code  # the partial outputs go in the finally below

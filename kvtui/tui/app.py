@@ -36,7 +36,7 @@ from textual.screen import Screen
 from textual.widgets import Static
 
 from kvtui.core.defaults import DEFAULT_HZ, MAX_HZ, UI_NICE
-from kvtui.core.errors import KvtuiError
+from kvtui.core.errors import OutputError
 from kvtui.core.knobs import SCENARIOS
 from kvtui.core.sched import lower_thread_priority
 from kvtui.metrics.frame import Frame
@@ -395,7 +395,7 @@ class KvtuiApp(KnobActions, ReplayActions, StoreActions, ExitSignals, App[int]):
                 write_screen_svg(self, self.finish_screenshot)  # complete or absent, never half written
             except OSError as exc:  # a full disk, a folder gone: run_app says it in one line
                 self.screenshot_error = f"could not write the screenshot {self.finish_screenshot} ({exc.strerror or exc})"
-                code = 2
+                code = OutputError.exit_code
         self.stop_controller()
         self.refresh_timer.stop()
         self.exit(code, return_code=code)
@@ -430,5 +430,5 @@ def run_app(source: FrameSource | None, controller: Controller | None, *, headle
             print("kvtui: stopping the workload, the workers and the store…", file=sys.stderr, flush=True)
         app.stop_controller()
     if app.screenshot_error:
-        raise KvtuiError(app.screenshot_error)
+        raise OutputError(app.screenshot_error)
     return int(app.return_code or 0)

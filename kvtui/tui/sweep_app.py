@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from textual.app import App
 
-from kvtui.core.errors import KvtuiError
+from kvtui.core.errors import OutputError
 from kvtui.core.sweep import SweepResult
 from kvtui.tui.screens.sweep import SweepScreen
 from kvtui.tui.svg import write_screen_svg
@@ -34,7 +34,7 @@ class SweepApp(App[int]):
             write_screen_svg(self, self.screenshot)  # complete or absent, never half written
         except OSError as exc:
             self.screenshot_error = f"--svg: could not write {self.screenshot} ({exc.strerror or exc})"
-            self.exit(2)
+            self.exit(OutputError.exit_code)
             return
         self.exit(0)
 
@@ -42,12 +42,12 @@ class SweepApp(App[int]):
 def run_sweep_app(result: SweepResult, *, headless: bool = False, screenshot: str | None = None,
                   size: tuple[int, int] = (120, 40)) -> int:
     """Show ``result`` until ``q`` (in a terminal), or headless at ``size`` (columns, rows) until
-    ``screenshot`` (an SVG path) is written. Returns the exit code (0); ``KvtuiError`` (one line) when the
+    ``screenshot`` (an SVG path) is written. Returns the exit code (0); ``OutputError`` (one line, exit 3) when the
     screenshot could not be written (nothing is left of it)."""
     if headless and not screenshot:
         raise ValueError("a headless sweep screen needs a screenshot path (there is no q without a terminal)")
     app = SweepApp(result, screenshot=screenshot)
     app.run(headless=headless, size=size if headless else None)
     if app.screenshot_error:
-        raise KvtuiError(app.screenshot_error)
+        raise OutputError(app.screenshot_error)
     return int(app.return_code or 0)

@@ -88,7 +88,7 @@ def test_report_svg(recorded):
 
 def test_report_svg_on_a_full_disk_is_one_line_and_leaves_nothing(recorded, capsys, monkeypatch):
     """A disk that fills while the SVG is written (ENOSPC from the write, as a full filesystem gives it):
-    exit 2, one line, no file and no temporary left (before: a traceback from inside the app, exit 0, and
+    exit 3, one line, no file and no temporary left (before: a traceback from inside the app, exit 0, and
     a truncated SVG)."""
     import errno
 
@@ -111,7 +111,7 @@ def test_report_svg_on_a_full_disk_is_one_line_and_leaves_nothing(recorded, caps
     folder = recorded / "full"
     folder.mkdir()
     capsys.readouterr()
-    assert main(["report", str(recorded / "s.kvtui"), "--svg", str(folder / "final.svg")]) == 2
+    assert main(["report", str(recorded / "s.kvtui"), "--svg", str(folder / "final.svg")]) == 3
     err = capsys.readouterr().err
     assert err.strip().splitlines() == [f"kvtui: error: could not write the screenshot {folder / 'final.svg'} "
                                         "(No space left on device)"], err
