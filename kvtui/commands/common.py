@@ -10,6 +10,7 @@ from __future__ import annotations
 import argparse
 import os
 import sys
+from contextlib import contextmanager
 from dataclasses import replace
 from pathlib import Path
 
@@ -403,6 +404,21 @@ def start_engine(options, endpoints):
     except (ClusterError, WorkerError, ValueError) as exc:
         raise KvtuiError(str(exc).splitlines()[0] if isinstance(exc, WorkerError) else str(exc)) from None
     return engine
+
+
+@contextmanager
+def engine_guard(engine, listener=None):
+    """Between a started engine and the command's own teardown (building its session, its outputs): a Ctrl-C,
+    a SIGTERM or an error there stops ``engine`` (its workers and embedded cluster, whose log folder is then
+    removed or named) and closes ``listener`` before it is re-raised, so nothing is left to the parent-death
+    signal."""
+    try:
+        yield
+    except BaseException:
+        engine.stop()
+        if listener is not None:
+            listener.close()
+        raise
 
 
 def check_refresh_hz(hz: float) -> None:

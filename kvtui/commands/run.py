@@ -19,6 +19,7 @@ from kvtui.commands.common import (
     add_cluster_arguments,
     add_page_arguments,
     add_workload_arguments,
+    engine_guard,
     engine_options,
     layout_name,
     layout_of,
@@ -108,21 +109,24 @@ def _run(args: argparse.Namespace, outputs: Outputs) -> int:
         if listener is not None:
             listener.close()
         raise
-    if options.cluster.isolation and not args.quiet:
-        print(f"kvtui: network {options.cluster.isolation}", file=sys.stderr)
-    total = desc.get("total") if args.trace else args.requests
-    if args.requests and total:
-        total = min(total, args.requests)
-    session = LiveSession(engine, workload, desc, concurrency=args.concurrency, max_requests=args.requests,
-                          duration_s=duration, layout_text=layout.describe(), layout_name=layout_name(args, layout),
-                          header={**session_header(args, layout, desc, endpoints), "ttft_estimate": estimator.inputs()},
-                          duration_from=getattr(args, "started_at", None), aggregator=Aggregator(estimator=estimator),
-                          rerun_lost=options.replace_dead_workers)
-    outputs.attach(session)  # the exporter serves its frames, the request log gets its results
-    if listener is not None:
-        session.listen(listener, echo=lambda text: print(f"kvtui: {text}", file=sys.stderr, flush=True))
-        print(f"kvtui: listening for remote workers on {listener.address[0]}:{listener.address[1]}", file=sys.stderr,
-              flush=True)
+    with engine_guard(engine, listener):  # until the session's own teardown takes over below
+        if options.cluster.isolation and not args.quiet:
+            print(f"kvtui: network {options.cluster.isolation}", file=sys.stderr)
+        total = desc.get("total") if args.trace else args.requests
+        if args.requests and total:
+            total = min(total, args.requests)
+        session = LiveSession(engine, workload, desc, concurrency=args.concurrency, max_requests=args.requests,
+                              duration_s=duration, layout_text=layout.describe(),
+                              layout_name=layout_name(args, layout),
+                              header={**session_header(args, layout, desc, endpoints),
+                                      "ttft_estimate": estimator.inputs()},
+                              duration_from=getattr(args, "started_at", None),
+                              aggregator=Aggregator(estimator=estimator), rerun_lost=options.replace_dead_workers)
+        outputs.attach(session)  # the exporter serves its frames, the request log gets its results
+        if listener is not None:
+            session.listen(listener, echo=lambda text: print(f"kvtui: {text}", file=sys.stderr, flush=True))
+            print(f"kvtui: listening for remote workers on {listener.address[0]}:{listener.address[1]}",
+                  file=sys.stderr, flush=True)
     if outputs.url:
         print(f"kvtui: Prometheus metrics on {outputs.url}", file=sys.stderr)
     interrupted: KeyboardInterrupt | None = None

@@ -19,6 +19,7 @@ from kvtui.commands.common import (
     add_cluster_arguments,
     add_page_arguments,
     add_workload_arguments,
+    engine_guard,
     engine_options,
     layout_name,
     layout_of,
@@ -201,14 +202,15 @@ def run(args: argparse.Namespace) -> int:
     options, endpoints = engine_options(args, layout)
     options = replace(options, replace_dead_workers=True, cluster=replace(options.cluster, client_ttl_s=args.client_ttl))
     engine = start_engine(options, endpoints)
-    out = _Out(args.quiet)
-    if options.cluster.isolation:
-        out.say(f"network {options.cluster.isolation}")
-    session = LiveSession(engine, workload, desc, concurrency=args.concurrency, duration_s=plan.duration_s,
-                          layout_text=layout.describe(), layout_name=layout_name(args, layout),
-                          header=session_header(args, layout, desc, endpoints),
-                          duration_from=getattr(args, "started_at", None))
-    soak = Soak(session, plan, say=out.say, progress=None if args.quiet else out.progress)
+    with engine_guard(engine):  # until the session's own teardown takes over below
+        out = _Out(args.quiet)
+        if options.cluster.isolation:
+            out.say(f"network {options.cluster.isolation}")
+        session = LiveSession(engine, workload, desc, concurrency=args.concurrency, duration_s=plan.duration_s,
+                              layout_text=layout.describe(), layout_name=layout_name(args, layout),
+                              header=session_header(args, layout, desc, endpoints),
+                              duration_from=getattr(args, "started_at", None))
+        soak = Soak(session, plan, say=out.say, progress=None if args.quiet else out.progress)
     if soak.faults:
         out.say(f"chaos: {len(soak.faults)} faults scheduled ({', '.join(plan.kinds)}), seed {plan.seed}")
     interrupted: KeyboardInterrupt | None = None

@@ -12,6 +12,7 @@ from kvtui.commands.common import (
     add_screen_arguments,
     add_workload_arguments,
     check_refresh_hz,
+    engine_guard,
     engine_options,
     layout_name,
     layout_of,
@@ -103,14 +104,16 @@ def _run(args: argparse.Namespace, outputs: Outputs) -> int:
         if listener is not None:
             listener.close()
         raise
-    session = LiveSession(engine, workload, desc, concurrency=args.concurrency, layout_text=layout.describe(),
-                          layout_name=layout_name(args, layout),
-                          prompt_pages=DEFAULT_PROMPT_PAGES if args.prompt_tokens is None else None,
-                          header={**session_header(args, layout, desc, endpoints), "ttft_estimate": estimator.inputs()},
-                          aggregator=Aggregator(estimator=estimator), rerun_lost=options.replace_dead_workers)
-    outputs.attach(session)
-    if listener is not None:
-        session.listen(listener)
+    with engine_guard(engine, listener):  # until session.stop below takes over
+        session = LiveSession(engine, workload, desc, concurrency=args.concurrency, layout_text=layout.describe(),
+                              layout_name=layout_name(args, layout),
+                              prompt_pages=DEFAULT_PROMPT_PAGES if args.prompt_tokens is None else None,
+                              header={**session_header(args, layout, desc, endpoints),
+                                      "ttft_estimate": estimator.inputs()},
+                              aggregator=Aggregator(estimator=estimator), rerun_lost=options.replace_dead_workers)
+        outputs.attach(session)
+        if listener is not None:
+            session.listen(listener)
     if outputs.url:
         session._log("info", f"Prometheus metrics on {outputs.url}")
     if options.cluster.isolation:
