@@ -71,11 +71,14 @@ def main(argv: list[str] | None = None) -> int:
     called in ``args.started_at`` (``time.monotonic()`` seconds: ``kvtui run --duration`` bounds the whole
     command)."""
     started_at = time.monotonic()
-    parser = build_parser()
     try:
+        parser = build_parser()  # (imports every command: a Ctrl-C here is as any other)
         args = parser.parse_args(argv)
     except SystemExit as exc:  # --help, --version, or a usage error already printed as one line
         return int(exc.code or 0)
+    except KeyboardInterrupt:
+        print("kvtui: interrupted", file=sys.stderr)
+        return 128 + signal.SIGINT
     args.started_at = started_at
     if threading.current_thread() is threading.main_thread():
         # SIGTERM tears down like Ctrl-C: context managers and finally blocks stop workers and the cluster.

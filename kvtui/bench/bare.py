@@ -13,6 +13,7 @@ import multiprocessing as mp
 import signal
 import time
 
+from kvtui.engine.procs import start_shielded
 
 
 def _bare_main(conn, endpoints: dict, layout: dict, model: str, trace: str, block_tokens: int) -> None:
@@ -64,15 +65,7 @@ def bare_replay(endpoints: dict, layout: dict, model: str, trace: str,
     ctx = mp.get_context("spawn")
     parent, child = ctx.Pipe()
     proc = ctx.Process(target=_bare_main, args=(child, endpoints, layout, model, trace, block_tokens), daemon=True)
-    # a Ctrl-C reaches the whole process group: the loop's process must never turn it into a traceback, also
-    # while it starts (before _bare_main ignores it), so it starts with SIGINT and SIGHUP blocked (the mask
-    # survives fork and exec); here they wait the few ms of the start and then reach this process as usual
-    stop_signals = {signal.SIGINT, signal.SIGHUP}
-    old_mask = signal.pthread_sigmask(signal.SIG_BLOCK, stop_signals)
-    try:
-        proc.start()
-    finally:
-        signal.pthread_sigmask(signal.SIG_SETMASK, old_mask)
+    start_shielded(proc)  # a Ctrl-C while it starts (before _bare_main ignores it): no traceback from it
     child.close()
     try:
         return parent.recv()

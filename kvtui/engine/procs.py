@@ -40,6 +40,30 @@ def _child_preexec() -> None:
     os.setpgrp()  # own process group: a Ctrl-C in the terminal reaches kvtui, which then tears down in order
 
 
+TERMINAL_SIGNALS = frozenset({signal.SIGINT, signal.SIGHUP})
+"""What a terminal sends the whole process group (Ctrl-C, a closed terminal): kvtui's own process handles them
+and tears down; its ``multiprocessing`` children ignore them."""
+
+
+def start_shielded(process) -> None:
+    """``process.start()`` (a ``multiprocessing`` process) with :data:`TERMINAL_SIGNALS` blocked while it
+    starts. A Ctrl-C reaches the whole process group, and a child it hits during its imports, before it can
+    ignore the signal, prints a traceback (or "Fatal Python error: init_import_site"). The mask survives fork
+    and exec, so the child starts with them blocked and must ignore them itself (``worker_main`` and the
+    bench's bare loop do: a pending signal set to ``SIG_IGN`` is discarded); here they wait the few ms of the
+    start and then arrive as usual. multiprocessing's resource tracker is started first: starting it unblocks
+    SIGINT in the calling thread (``multiprocessing/resource_tracker.py``, ``ensure_running``), which would
+    undo the mask for the first child."""
+    from multiprocessing import resource_tracker
+
+    resource_tracker.ensure_running()
+    old = signal.pthread_sigmask(signal.SIG_BLOCK, TERMINAL_SIGNALS)
+    try:
+        process.start()
+    finally:
+        signal.pthread_sigmask(signal.SIG_SETMASK, old)
+
+
 def parent_death_signal(sig: int = signal.SIGTERM) -> None:
     """Call first thing in a ``multiprocessing`` child: it gets ``sig`` when its parent dies."""
     _set_pdeathsig(sig)

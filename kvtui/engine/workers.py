@@ -10,6 +10,7 @@ import time
 from dataclasses import replace
 from pathlib import Path
 
+from kvtui.engine.procs import start_shielded
 from kvtui.engine.protocol import ANSWERED, Failed, Ok, Ready, Stop
 from kvtui.engine.worker import WorkerSpec, worker_main
 
@@ -39,7 +40,7 @@ class WorkerHandle:
         self.conn, child = ctx.Pipe()
         self.process = ctx.Process(target=worker_main, args=(child, spec, list(peers), results),
                                    name=f"kvtui-{self.name}", daemon=True)
-        self.process.start()
+        start_shielded(self.process)  # (a Ctrl-C while it imports: no traceback from the child)
         for end in (child, *peers, results):
             if end is not None:
                 end.close()

@@ -319,23 +319,37 @@ def test_ctrl_c_during_the_bench_trace_bare_loop_is_one_clean_exit(tmp_path):
     assert rc == 130 and "Traceback" not in cli.text() and "KeyboardInterrupt" not in cli.text(), cli.text()[-3000:]
 
 
-@pytest.mark.parametrize("moment", ["log folder", "engine started"])
+def _spawned(cli: Cli) -> int:
+    """Processes of ``cli`` started by multiprocessing's spawn (workers, the resource tracker, a bare loop)."""
+    n = 0
+    for p in list(cli.seen.values()):
+        try:
+            n += "spawn_main" in " ".join(p.cmdline())
+        except psutil.Error:
+            pass
+    return n
+
+
+@pytest.mark.parametrize("moment", ["log folder", "workers spawning", "engine started"])
 def test_ctrl_c_during_start_up_leaves_no_empty_log_folder(tmp_path, moment):
-    """A Ctrl-C as soon as the embedded cluster's log folder exists, or as soon as the engine has started
-    (before the run's session exists): the run exits 130 with every process gone (``finish``), and a log
-    folder it leaves behind holds a log with something in it and is named on stderr; one of empty files is
-    removed."""
+    """A Ctrl-C as soon as the embedded cluster's log folder exists, as soon as the first worker process is
+    spawned (it is still importing), or as soon as the engine has started (before the run's session exists):
+    the run exits 130 without a traceback, from itself or a child, with every process gone (``finish``), and
+    a log folder it leaves behind holds a log with something in it and is named on stderr; one of empty files
+    is removed."""
     temp = tmp_path / "tmp"
     temp.mkdir()
     cli = Cli(["run", "--duration", "60", *TINY], tmp_path, env={"TMPDIR": str(temp)})
     if moment == "log folder":
         cli.wait_for(lambda: any(temp.glob("kvtui-logs-*")), 60, "the log folder")
+    elif moment == "workers spawning":
+        cli.wait_for(lambda: _spawned(cli) >= 1, 60, "a spawned worker")
     else:
         cli.wait_for_text(r"kvtui: network", timeout_s=60)
     os.killpg(cli.proc.pid, signal.SIGINT)
     rc, _gone = cli.finish()
     assert rc == 130, cli.text()[-2000:]
-    assert "Traceback" not in cli.text(), cli.text()[-3000:]
+    assert "Traceback" not in cli.text() and "Fatal Python error" not in cli.text(), cli.text()[-3000:]
     for folder in temp.glob("kvtui-logs-*"):
         assert any(f.is_file() and f.stat().st_size for f in folder.rglob("*")), sorted(folder.rglob("*"))
         assert str(folder) in cli.text()

@@ -102,3 +102,22 @@ def test_a_device_is_never_an_output(capsys):
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and "--json: /dev/null is not a regular file" in err[0]
     assert os.path.exists("/dev/null") and not os.path.isfile("/dev/null")
+
+
+def test_ctrl_c_while_kvtui_is_imported_is_one_line(monkeypatch, capsys):
+    """The console script's entry (kvtui/__main__.py) imports the CLI itself, so a Ctrl-C during that import
+    (the first ~0.3 s of every command) is one line and exit 130, not a traceback."""
+    import builtins
+
+    import kvtui.__main__ as entry
+
+    real_import = builtins.__import__
+
+    def interrupted(name, *args, **kwargs):
+        if name == "kvtui.cli":
+            raise KeyboardInterrupt
+        return real_import(name, *args, **kwargs)
+
+    monkeypatch.setattr(builtins, "__import__", interrupted)
+    assert entry.main() == 130
+    assert capsys.readouterr().err == "kvtui: interrupted\n"
