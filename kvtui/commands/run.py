@@ -41,7 +41,7 @@ from kvtui.commands.output import (
     write_json_atomic,
 )
 from kvtui.commands.listen_args import add_listen_arguments, bind_listener
-from kvtui.core.errors import KvtuiError
+from kvtui.core.errors import KvtuiError, OutputError
 from kvtui.core.units import duration_arg
 from kvtui.engine.procs import uninterrupted
 
@@ -161,6 +161,8 @@ def _run(args: argparse.Namespace, outputs: Outputs) -> int:
     if interrupted is not None:
         raise interrupted
     outputs.linger()
+    if session.recording_error and rc == 0:  # an output that could not be written: exit 3, as any other
+        return OutputError.exit_code
     return rc
 
 

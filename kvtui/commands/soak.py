@@ -28,7 +28,7 @@ from kvtui.commands.common import (
     start_recording,
 )
 from kvtui.commands.output import check_new_file, check_writable, path_arg, run_context, session_header, write_json_atomic
-from kvtui.core.errors import KvtuiError
+from kvtui.core.errors import KvtuiError, OutputError
 from kvtui.core.units import parse_duration
 from kvtui.core.topology import DEFAULT_ROUTE
 from kvtui.engine.procs import uninterrupted
@@ -247,4 +247,6 @@ def run(args: argparse.Namespace) -> int:
     if session.driver.error is not None:
         print(f"kvtui: error: the soak stopped early: {session.driver.error}", file=sys.stderr)
         return 1
-    return 1 if summary["mismatches"] else 0
+    if summary["mismatches"]:
+        return 1
+    return OutputError.exit_code if session.recording_error else 0  # (the recording stopped early: disk full)

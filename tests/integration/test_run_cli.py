@@ -205,3 +205,29 @@ def test_trace_run_cut_short_says_so(cluster, capsys, tmp_path):
     s = json.loads(out.read_text())
     assert s["workload"]["done"] == 50 and s["workload"]["total"] == 1000 and not s["workload"]["complete"]
     assert "stopped after 50 of 1,000 trace rows" in capsys.readouterr().err
+
+
+def test_a_recording_the_disk_cut_short_is_exit_3(cluster, tmp_path, capsys, monkeypatch):
+    """The disk fills while `--record` writes (SQLite's "database or disk is full" after two frames): the run
+    goes on to its summary and `--json`, says in one line where the recording stopped, and exits 3 (an
+    output that could not be written), not 0; the frames written stay readable."""
+    from kvtui.commands.output import open_session
+    from kvtui.session import writer
+
+    real_write = writer.SessionWriter.write
+
+    def write(self, frame):
+        if self._seq >= 2 and self.error is None:
+            self.error = f"recording to {self.path} stopped after {self._seq} frames: database or disk is full"
+        if self.error is None:
+            real_write(self, frame)
+
+    monkeypatch.setattr(writer.SessionWriter, "write", write)
+    rec, out = tmp_path / "cut.kvtui", tmp_path / "cut.json"
+    rc = main(["run", "--requests", "30", "--layout", "tiny", "--quiet", "--record", str(rec), "--json", str(out),
+               "--model", f"cut-{uuid.uuid4().hex[:6]}", *_attach(cluster)])
+    err = capsys.readouterr().err
+    assert rc == 3, err
+    assert f"kvtui: recording to {rec} stopped after 2 frames: database or disk is full" in err.splitlines()
+    assert json.loads(out.read_text())["requests"] == 30
+    assert len(open_session(str(rec))) == 2
