@@ -202,7 +202,7 @@ def run(args: argparse.Namespace) -> int:
         try:
             _film_with_progress(reader, span, size, sinks, args.annotate, title)
         except OSError as exc:
-            raise OutputError(f"cannot write the export ({exc.strerror or exc})") from None
+            raise OutputError(f"could not write {', '.join(str(p) for _f, p in outs)}: {exc.strerror or exc}") from None
         except FilmStopped as exc:  # SIGINT / SIGTERM / SIGHUP end the headless monitor cleanly
             print(f"kvtui: export interrupted ({exc}); no file written", file=sys.stderr)
             return exc.exit_code  # the partial outputs go in the finally below

@@ -394,7 +394,7 @@ class KvtuiApp(KnobActions, ReplayActions, StoreActions, ExitSignals, App[int]):
                 os.makedirs(os.path.dirname(os.path.abspath(self.finish_screenshot)), exist_ok=True)
                 write_screen_svg(self, self.finish_screenshot)  # complete or absent, never half written
             except OSError as exc:  # a full disk, a folder gone: run_app says it in one line
-                self.screenshot_error = f"could not write the screenshot {self.finish_screenshot} ({exc.strerror or exc})"
+                self.screenshot_error = f"could not write {self.finish_screenshot}: {exc.strerror or exc}"
                 code = OutputError.exit_code
         self.stop_controller()
         self.refresh_timer.stop()

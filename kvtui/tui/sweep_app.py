@@ -33,7 +33,7 @@ class SweepApp(App[int]):
         try:
             write_screen_svg(self, self.screenshot)  # complete or absent, never half written
         except OSError as exc:
-            self.screenshot_error = f"--svg: could not write {self.screenshot} ({exc.strerror or exc})"
+            self.screenshot_error = f"could not write {self.screenshot}: {exc.strerror or exc}"
             self.exit(OutputError.exit_code)
             return
         self.exit(0)

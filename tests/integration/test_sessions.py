@@ -113,8 +113,8 @@ def test_report_svg_on_a_full_disk_is_one_line_and_leaves_nothing(recorded, caps
     capsys.readouterr()
     assert main(["report", str(recorded / "s.kvtui"), "--svg", str(folder / "final.svg")]) == 3
     err = capsys.readouterr().err
-    assert err.strip().splitlines() == [f"kvtui: error: could not write the screenshot {folder / 'final.svg'} "
-                                        "(No space left on device)"], err
+    assert err.strip().splitlines() == [f"kvtui: error: could not write {folder / 'final.svg'}: "
+                                        "No space left on device"], err
     assert list(folder.iterdir()) == []
 
 

@@ -298,7 +298,7 @@ def test_a_failure_mid_export_leaves_the_old_file(session_file, tmp_path, capsys
 
     monkeypatch.setattr(cast.CastWriter, "add", add)
     rc, _, err = export(capsys, session_file, "--cast", out, "--to", 3)
-    assert rc == 3 and err == "kvtui: error: cannot write the export (No space left on device)\n"
+    assert rc == 3 and err == f"kvtui: error: could not write {out}: No space left on device\n"
     assert out.read_text() == "the old cast\n" and sorted(p.name for p in tmp_path.iterdir()) == ["keep.cast"]
     assert [r.getMessage() for r in caplog.records if r.name == "asyncio"] == []
 
