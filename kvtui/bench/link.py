@@ -18,9 +18,10 @@ from statistics import median
 import numpy as np
 
 from kvtui.bench.engines import BenchEngines, environment, say
+from kvtui.bench.targets import TARGETS
 from kvtui.bench.reuse import _interleaved, _publish_mbps, reload_figures
 
-TARGET = 0.9
+TARGET = TARGETS["reload_vs_link"]
 
 
 def measure_link(engines: BenchEngines, layout, link, prompt_tokens: int, shared_tokens: int,

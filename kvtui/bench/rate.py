@@ -54,7 +54,7 @@ def rate_figures(results: list, seconds: float) -> dict:
 def measure_rate(engines: BenchEngines, layout, seconds: float = 8.0) -> dict:
     """Run the step on a fresh embedded cluster of ``layout`` (segment on the store node); returns
     :func:`rate_figures` plus the workload's ``scenario``, ``prompt_tokens`` and the window's ``mismatches``
-    (the target is ``kvtui.commands.bench.TARGETS``)."""
+    (the target is ``kvtui.bench.targets.TARGETS``)."""
     from kvtui.live import LiveSession, synthetic_description
     from workload import SyntheticWorkload
 

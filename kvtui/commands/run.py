@@ -19,14 +19,13 @@ from kvtui.commands.common import (
     add_cluster_arguments,
     add_page_arguments,
     add_workload_arguments,
-    engine_guard,
     engine_options,
     layout_name,
     layout_of,
     make_workload,
-    start_engine,
     start_recording,
 )
+from kvtui.commands.engine_start import engine_guard, start_engine
 from kvtui.commands.estimate_args import add_estimate_arguments, estimator_from_args
 from kvtui.commands.export_args import Outputs, add_export_arguments
 from kvtui.commands.output import (

@@ -19,14 +19,13 @@ from kvtui.commands.common import (
     add_cluster_arguments,
     add_page_arguments,
     add_workload_arguments,
-    engine_guard,
     engine_options,
     layout_name,
     layout_of,
     make_workload,
-    start_engine,
     start_recording,
 )
+from kvtui.commands.engine_start import engine_guard, start_engine
 from kvtui.commands.output import check_new_file, check_writable, path_arg, run_context, session_header, write_json_atomic
 from kvtui.core.errors import KvtuiError, OutputError
 from kvtui.core.units import parse_duration

@@ -13,7 +13,8 @@ import argparse
 import sys
 from dataclasses import replace
 
-from kvtui.commands.common import add_layout_arguments, isolate, layout_of, start_engine
+from kvtui.commands.common import add_layout_arguments, isolate, layout_of
+from kvtui.commands.engine_start import start_engine
 from kvtui.commands.output import check_writable, path_arg, write_json_atomic
 from kvtui.commands.trace_args import add_synthesis_arguments
 from kvtui.core.errors import KvtuiError

@@ -23,22 +23,24 @@ FACTOR_MIN, FACTOR_MAX = 1e-3, 1e3
 """The range of the synthesis factors (``--trace-speedup``, ``--prefix-scale``, ``--prompt-scale``)."""
 
 
-def add_synthesis_arguments(p, with_speed: bool = False) -> None:
+def add_synthesis_arguments(p, with_speed: bool = False, arrival_times: bool = True) -> None:
     """Add the four synthesis flags to a parser or argument group (strings; :func:`trace_synthesis` checks
-    them); ``with_speed``: the command also has ``--speed`` (run, watch), which the help then names."""
+    them); ``with_speed``: the command also has ``--speed`` (run, watch), which the help then names;
+    ``arrival_times`` False: the command ignores arrival times (``bench --trace``), so ``--trace-speedup``
+    is left out of its help (the command refuses it in one line)."""
     p.add_argument("--trace-speedup", metavar="X",
-                   help="trace synthesis: divide each row's arrival time after the first row by X (2 = twice the "
-                        f"request rate; {FACTOR_MIN:g}–{FACTOR_MAX:g}; rounded to 1 ms; hit rates unchanged; default: "
-                        "the trace's own times)"
-                        + (". Combines with --speed" if with_speed else ""))
+                   help=("trace synthesis: divide each row's arrival time after the first row by X (2 = twice the "
+                         f"request rate; {FACTOR_MIN:g}–{FACTOR_MAX:g}; rounded to 1 ms; hit rates unchanged; default: "
+                         "the trace's own times)"
+                         + (". Combines with --speed" if with_speed else "")) if arrival_times else argparse.SUPPRESS)
     p.add_argument("--prefix-scale", metavar="X",
                    help="trace synthesis: make each row's shared block prefix (its leading blocks that other rows "
                         f"list too) X times as many blocks ({FACTOR_MIN:g}–{FACTOR_MAX:g}; rounded half up, at least "
-                        "1), unique suffixes unchanged: more reuse for X > 1; default: the trace's own prefixes)")
+                        "1); unique suffixes unchanged: more reuse for X > 1; default: the trace's own prefixes")
     p.add_argument("--prompt-scale", metavar="X",
                    help="trace synthesis: make each row's unique suffix (the tokens after its shared prefix) X times "
                         f"as many tokens ({FACTOR_MIN:g}–{FACTOR_MAX:g}; rounded half up, at least 1), shared prefixes "
-                        "unchanged: less reuse for X > 1; default: the trace's own suffixes)")
+                        "unchanged: less reuse for X > 1; default: the trace's own suffixes")
     p.add_argument("--prefix-roots", metavar="N",
                    help="trace synthesis: N disjoint copies of the trace's prefix trees, row i using copy i mod N "
                         "(N = 2 halves how often a prefix is met in its copy: lower reuse; at least 1; default: one, "

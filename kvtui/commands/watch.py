@@ -12,15 +12,14 @@ from kvtui.commands.common import (
     add_screen_arguments,
     add_workload_arguments,
     check_refresh_hz,
-    engine_guard,
     engine_options,
     layout_name,
     layout_of,
     make_workload,
     screen_arguments,
-    start_engine,
     start_recording,
 )
+from kvtui.commands.engine_start import engine_guard, start_engine
 from kvtui.commands.estimate_args import add_estimate_arguments, estimator_from_args
 from kvtui.commands.export_args import Outputs, add_export_arguments
 from kvtui.commands.output import check_new_file, path_arg, session_header

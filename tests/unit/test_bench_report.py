@@ -9,7 +9,8 @@ import pytest
 
 from kvtui.bench.reuse import reload_figures, _stats
 from kvtui.cli import main
-from kvtui.commands.bench import TARGETS, format_trace, format_ui
+from kvtui.bench.targets import TARGETS
+from kvtui.commands.bench import format_trace, format_ui
 from kvtui.commands.common import parse_size
 from kvtui.commands.output import check_new_file, write_json_atomic
 from kvtui.core.errors import KvtuiError
