@@ -69,7 +69,7 @@ def check_writable(path: str, flag: str) -> None:
     appending, and removes it again if that created it)."""
     target = Path(path)
     parent = target.resolve().parent
-    if target.is_dir():
+    if target.is_dir() or path.endswith(os.sep):
         raise KvtuiError(f"{flag}: {path} is a folder; give a file's path")
     if parent.exists() and not parent.is_dir():
         raise KvtuiError(f"{flag}: {parent} is a file, not a folder")
@@ -115,10 +115,10 @@ def write_json_atomic(path: str, data: dict) -> None:
         json.dump(data, sys.stdout, indent=2, sort_keys=True)
         sys.stdout.write("\n")
         return
-    target = Path(path)
+    target = Path(os.path.realpath(path))  # through a symbolic link: the file it points at, the link kept
     tmp = None
     try:
-        fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", dir=str(target.resolve().parent))
+        fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", dir=str(target.parent))
         os.fchmod(fd, 0o666 & ~_umask())
         with os.fdopen(fd, "w") as f:
             json.dump(data, f, indent=2, sort_keys=True)

@@ -13,7 +13,7 @@ def write_screen_svg(app: App, path: str) -> str:
     """Write ``app``'s current screen (``App.export_screenshot``) as SVG to ``path`` through a temporary file in
     the same folder and a rename; returns the absolute path. ``OSError`` when it cannot be written, the
     temporary file then removed and ``path`` as it was."""
-    path = os.path.abspath(path)
+    path = os.path.realpath(path)  # through a symbolic link: the file it points at, the link kept
     folder = os.path.dirname(path)
     svg = app.export_screenshot()
     fd, tmp = tempfile.mkstemp(prefix=f".{os.path.basename(path)}.", dir=folder)

@@ -3,6 +3,7 @@ it as "no file" and silently writing nothing."""
 
 from __future__ import annotations
 
+import json
 import argparse
 import os
 
@@ -121,3 +122,22 @@ def test_ctrl_c_while_kvtui_is_imported_is_one_line(monkeypatch, capsys):
     monkeypatch.setattr(builtins, "__import__", interrupted)
     assert entry.main() == 130
     assert capsys.readouterr().err == "kvtui: interrupted\n"
+
+
+def test_json_through_a_symbolic_link_writes_the_file_it_points_at(tmp_path, capsys):
+    """An atomic write renames a temporary file over the target: through a link it replaces the file the link
+    names and keeps the link (before, the link itself was replaced by a file)."""
+    from kvtui.cli import main
+
+    real, link = tmp_path / "real.json", tmp_path / "link.json"
+    real.write_text("{}")
+    link.symlink_to(real)
+    assert main(["trace-stats", "synthetic", "--json", str(link)]) == 0
+    assert link.is_symlink() and json.loads(real.read_text())["rows"] > 0
+
+
+def test_a_path_ending_in_a_slash_is_a_folder(tmp_path, capsys):
+    from kvtui.cli import main
+
+    assert main(["trace-stats", "synthetic", "--json", f"{tmp_path}/new/"]) == 2
+    assert capsys.readouterr().err == f"kvtui: error: --json: {tmp_path}/new/ is a folder; give a file's path\n"
