@@ -3,8 +3,8 @@ it as "no file" and silently writing nothing."""
 
 from __future__ import annotations
 
-import json
 import argparse
+import json
 import os
 
 import pytest
