@@ -408,7 +408,8 @@ def run_app(source: FrameSource | None, controller: Controller | None, *, headle
     (1 s when no duration is given). ``screenshot``: SVG path written just before exiting after
     ``duration_s``. ``controller.stop()`` is called on the way out. Returns the exit code: 0 after q or
     ``duration_s``, 130 after ctrl+c, or 128 + the signal number after SIGINT / SIGTERM / SIGHUP (130 / 143 /
-    129), which end the app cleanly. ``ui_nice``: the calling
+    129), which end the app cleanly. ``OutputError`` (one line, exit 3) when ``screenshot`` could not be written
+    (a full disk: nothing is left of it). ``ui_nice``: the calling
     thread (Textual's, and the threads it starts) runs this much nicer while the app runs; threads started
     before, such as the engine's feeder and collector, keep their priority.
     Replay: ``run_app(None, None, player=ReplayPlayer(SessionReader(path)))``."""
