@@ -95,7 +95,8 @@ class SessionWriter:
                 if self._seq % CHECKPOINT_FRAMES == 0:  # keep the main file itself current, not only its -wal
                     self.db.execute("PRAGMA wal_checkpoint(PASSIVE)")
             except sqlite3.Error as exc:
-                self.error = f"recording to {self.path} stopped after {self._seq} frames: {exc}"
+                self.error = (f"recording to {self.path} stopped after {self._seq} frame"
+                              f"{'' if self._seq == 1 else 's'}: {exc}")
 
     def add_request(self, row: dict) -> None:
         """Queue one request row (a dict of plain values: :func:`kvtui.export.request_log.request_row`); rows

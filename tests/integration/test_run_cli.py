@@ -208,19 +208,33 @@ def test_trace_run_cut_short_says_so(cluster, capsys, tmp_path):
 
 
 def test_a_recording_the_disk_cut_short_is_exit_3(cluster, tmp_path, capsys, monkeypatch):
-    """The disk fills while `--record` writes (SQLite's "database or disk is full" after two frames): the run
+    """The disk fills while `--record` writes (SQLite's "database or disk is full" after the first frame; a run
+    writes at least two, its first and its final one): the run
     goes on to its summary and `--json`, says in one line where the recording stopped, and exits 3 (an
     output that could not be written), not 0; the frames written stay readable."""
     from kvtui.commands.output import open_session
     from kvtui.session import writer
 
+    import sqlite3
+
+    class FullDisk:  # the recording's database once the disk is full: every insert fails as SQLite says it
+        def __init__(self, db):
+            self.db = db
+
+        def execute(self, sql, *args):
+            if sql.startswith("INSERT"):
+                raise sqlite3.OperationalError("database or disk is full")
+            return self.db.execute(sql, *args)
+
+        def __getattr__(self, name):
+            return getattr(self.db, name)
+
     real_write = writer.SessionWriter.write
 
     def write(self, frame):
-        if self._seq >= 2 and self.error is None:
-            self.error = f"recording to {self.path} stopped after {self._seq} frames: database or disk is full"
-        if self.error is None:
-            real_write(self, frame)
+        if self._seq >= 1 and not isinstance(self.db, FullDisk):
+            self.db = FullDisk(self.db)
+        real_write(self, frame)
 
     monkeypatch.setattr(writer.SessionWriter, "write", write)
     rec, out = tmp_path / "cut.kvtui", tmp_path / "cut.json"
@@ -228,6 +242,6 @@ def test_a_recording_the_disk_cut_short_is_exit_3(cluster, tmp_path, capsys, mon
                "--model", f"cut-{uuid.uuid4().hex[:6]}", *_attach(cluster)])
     err = capsys.readouterr().err
     assert rc == 3, err
-    assert f"kvtui: recording to {rec} stopped after 2 frames: database or disk is full" in err.splitlines()
+    assert f"kvtui: recording to {rec} stopped after 1 frame: database or disk is full" in err.splitlines()
     assert json.loads(out.read_text())["requests"] == 30
-    assert len(open_session(str(rec))) == 2
+    assert len(open_session(str(rec))) == 1
