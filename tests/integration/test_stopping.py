@@ -296,29 +296,6 @@ def test_results_of_an_abandoned_run_never_reach_the_next_run(attached_engine):
     assert b.completed == 3 and b.error is None
 
 
-def test_ctrl_c_during_the_bench_trace_bare_loop_is_one_clean_exit(tmp_path):
-    """A Ctrl-C reaches the whole process group, the bare loop's process of ``bench --trace`` included: the
-    bench exits 130 without a traceback (the loop's process starts with the signal blocked) and every
-    process is gone."""
-    small = ["--layers", "1", "--kv-heads", "1", "--head-dim", "1", "--elem-bytes", "1", "--page-tokens", "512"]
-    cli = Cli(["bench", "--trace", "synthetic", *small, "--rounds", "1"], tmp_path)
-    cli.wait_for_text(r"with a bare loop of the same store calls", timeout_s=120)
-
-    def spawned() -> int:  # processes started by multiprocessing's spawn: the two workers, then the loop's
-        n = 0
-        for p in list(cli.seen.values()):
-            try:
-                n += "spawn_main" in " ".join(p.cmdline())
-            except psutil.Error:
-                pass
-        return n
-
-    cli.wait_for(lambda: spawned() >= 3, 30, "the bare loop's process")
-    os.killpg(cli.proc.pid, signal.SIGINT)  # as a terminal's Ctrl-C: to every process of the group
-    rc, _gone = cli.finish()
-    assert rc == 130 and "Traceback" not in cli.text() and "KeyboardInterrupt" not in cli.text(), cli.text()[-3000:]
-
-
 def _spawned(cli: Cli) -> int:
     """Processes of ``cli`` started by multiprocessing's spawn (workers, the resource tracker, a bare loop)."""
     n = 0
@@ -328,6 +305,20 @@ def _spawned(cli: Cli) -> int:
         except psutil.Error:
             pass
     return n
+
+
+def test_ctrl_c_during_the_bench_trace_bare_loop_is_one_clean_exit(tmp_path):
+    """A Ctrl-C reaches the whole process group, the bare loop's process of ``bench --trace`` included: the
+    bench exits 130 without a traceback (the loop's process starts with the signal blocked) and every
+    process is gone."""
+    small = ["--layers", "1", "--kv-heads", "1", "--head-dim", "1", "--elem-bytes", "1", "--page-tokens", "512"]
+    cli = Cli(["bench", "--trace", "synthetic", *small, "--rounds", "1"], tmp_path)
+    cli.wait_for_text(r"with a bare loop of the same store calls", timeout_s=120)
+    # processes started by multiprocessing's spawn: the two workers, then the loop's
+    cli.wait_for(lambda: _spawned(cli) >= 3, 30, "the bare loop's process")
+    os.killpg(cli.proc.pid, signal.SIGINT)  # as a terminal's Ctrl-C: to every process of the group
+    rc, _gone = cli.finish()
+    assert rc == 130 and "Traceback" not in cli.text() and "KeyboardInterrupt" not in cli.text(), cli.text()[-3000:]
 
 
 @pytest.mark.parametrize("moment", ["log folder", "workers spawning", "engine started"])
