@@ -8,10 +8,10 @@ import argparse
 import json
 import os
 import sys
-import tempfile
 from pathlib import Path
 
 from kvtui.core.errors import KvtuiError, OutputError
+from kvtui.core.files import write_atomic
 from kvtui.core.topology import DEFAULT_ROUTE
 
 
@@ -94,39 +94,22 @@ def check_new_file(path: str, flag: str) -> None:
     check_writable(path, flag)
 
 
-def _umask() -> int:
-    """The process's umask (read from /proc where it can be, else set and restored at once)."""
-    try:
-        for line in Path("/proc/self/status").read_text().splitlines():
-            if line.startswith("Umask:"):
-                return int(line.split()[1], 8)
-    except (OSError, ValueError, IndexError):
-        pass
-    mask = os.umask(0o022)
-    os.umask(mask)
-    return mask
-
-
 def write_json_atomic(path: str, data: dict) -> None:
-    """Write ``data`` as JSON via a temporary file and rename (a reader never sees half a file), with the
-    permissions a plain ``open`` would give (0666 less the umask: the temporary file is 0600);
-    ``-`` writes to standard output."""
+    """Write ``data`` as JSON whole or not at all (:func:`kvtui.core.files.write_atomic`: a temporary file and a
+    rename, the umask's permissions, through a link to the file it names); ``-`` writes to standard output.
+    ``OutputError`` (one line, exit 3) when it cannot be written."""
     if path == "-":
         json.dump(data, sys.stdout, indent=2, sort_keys=True)
         sys.stdout.write("\n")
         return
-    target = Path(os.path.realpath(path))  # through a symbolic link: the file it points at, the link kept
-    tmp = None
+
+    def dump(f) -> None:
+        json.dump(data, f, indent=2, sort_keys=True)
+        f.write("\n")
+
     try:
-        fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", dir=str(target.parent))
-        os.fchmod(fd, 0o666 & ~_umask())
-        with os.fdopen(fd, "w") as f:
-            json.dump(data, f, indent=2, sort_keys=True)
-            f.write("\n")
-        os.replace(tmp, target)
+        write_atomic(path, dump)
     except OSError as exc:
-        if tmp is not None:
-            Path(tmp).unlink(missing_ok=True)
         raise OutputError(f"could not write {path}: {exc.strerror or exc}") from None
 
 

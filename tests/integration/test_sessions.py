@@ -92,7 +92,7 @@ def test_report_svg_on_a_full_disk_is_one_line_and_leaves_nothing(recorded, caps
     a truncated SVG)."""
     import errno
 
-    import kvtui.tui.svg as svg_module
+    import kvtui.core.files as files_module  # (where every SVG and JSON output is written)
 
     class FullFile:
         def __init__(self, fd, *args, **kwargs):
@@ -107,7 +107,7 @@ def test_report_svg_on_a_full_disk_is_one_line_and_leaves_nothing(recorded, caps
         def write(self, _text):
             raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
 
-    monkeypatch.setattr(svg_module.os, "fdopen", FullFile)
+    monkeypatch.setattr(files_module.os, "fdopen", FullFile)
     folder = recorded / "full"
     folder.mkdir()
     capsys.readouterr()
