@@ -1,10 +1,21 @@
-"""The bench's baseline for trace replay: a bare loop issuing the same store calls as the engine, in one
-process, without kvtui's engine (no worker processes, no pipes, no page verification, zero-filled pages).
+"""The bench's baselines for trace replay: bare loops issuing the same store calls as the engine, without
+kvtui's engine (no parent between requests, no page verification, zero-filled pages).
 
 Per request: page keys (the same hash chain), ``batch_is_exist`` of the pages, ``batch_get_into`` of the
 leading present run, ``batch_put_from`` of the absent pages after it. Both sides of the bench build the
 trace's requests (token ids) before their clock starts. Used only by ``kvtui bench --trace``, which also
 counts the CPU seconds the loop's process spent in the timed loop (``time.process_time``).
+
+Two forms:
+
+* the **bare loop**: one process makes every call;
+* the **two-process loop**: the price of disaggregation alone. A reader process (decode's part) probes and
+  reloads; when pages are left to publish it hands their keys to a writer process (prefill's part) over a
+  pipe (one ``send_bytes`` of the keys joined by newlines), which puts them and answers one byte, and the
+  reader waits for that answer before its next request, as the engine's decode waits for prefill's ``Ack``
+  at concurrency 1. Both processes run their calls on the CPU the engine's workers share
+  (:func:`kvtui.core.sched.pin_calling_thread`). Its difference from the bare loop is the hand-off between
+  two processes and nothing else; its difference from the engine is kvtui's own work.
 """
 
 from __future__ import annotations
@@ -15,13 +26,11 @@ import time
 
 from kvtui.engine.procs import start_shielded
 
+READY = b"ready"
 
-def _bare_main(conn, endpoints: dict, layout: dict, model: str, trace: str, block_tokens: int) -> None:
-    from kvtui.core.layout import PageLayout
-    from kvtui.engine.keys import PageKeyer
+
+def _quiet(endpoints: dict, log_name: str) -> None:
     from kvtui.engine.procs import parent_death_signal
-    from kvtui.engine.store import open_client
-    from workload import TraceWorkload, read_trace
 
     parent_death_signal()
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # a Ctrl-C reaches the whole process group: the parent stops
@@ -29,7 +38,18 @@ def _bare_main(conn, endpoints: dict, layout: dict, model: str, trace: str, bloc
     if endpoints.get("log_dir"):
         from kvtui.engine.store import redirect_native_stderr
 
-        redirect_native_stderr(f"{endpoints['log_dir']}/bare-loop.log")
+        redirect_native_stderr(f"{endpoints['log_dir']}/{log_name}.log")
+
+
+def _bare_main(conn, endpoints: dict, layout: dict, model: str, trace: str, block_tokens: int,
+               writer=None) -> None:
+    from kvtui.core.layout import PageLayout
+    from kvtui.core.sched import pin_calling_thread
+    from kvtui.engine.keys import PageKeyer
+    from kvtui.engine.store import open_client
+    from workload import TraceWorkload, read_trace
+
+    _quiet(endpoints, "bare-loop" if writer is None else "bare-reader")
     lay = PageLayout(**layout)
     rows, _ = read_trace(trace, block_tokens=block_tokens)
     requests = list(TraceWorkload(rows, block_tokens=block_tokens, speed=None))
@@ -38,6 +58,10 @@ def _bare_main(conn, endpoints: dict, layout: dict, model: str, trace: str, bloc
     pb = lay.page_bytes
     buf = client.new_buffer(pb * 512)
     hits = 0
+    if writer is not None:
+        pin_calling_thread(True)  # as the engine's two workers at concurrency 1
+        if writer.recv_bytes() != READY:
+            raise RuntimeError("the two-process loop's writer did not start")
     try:
         t0, cpu0 = time.perf_counter(), time.process_time()
         for req in requests:
@@ -51,25 +75,68 @@ def _bare_main(conn, endpoints: dict, layout: dict, model: str, trace: str, bloc
                 run = next((i for i, r in enumerate(rcs) if r != pb), run)
             hits += run
             absent = [i for i in range(run, len(keys)) if present[i] != 1]
-            if absent:
+            if absent and writer is not None:
+                writer.send_bytes("\n".join(keys[i] for i in absent).encode())
+                writer.recv_bytes()
+            elif absent:
                 client.batch_put_from([keys[i] for i in absent], [buf.ctypes.data + i * pb for i in absent], [pb] * len(absent))
-        conn.send((len(requests), time.perf_counter() - t0, hits, time.process_time() - cpu0))
+        seconds, cpu = time.perf_counter() - t0, time.process_time() - cpu0
+        writer_cpu = 0.0
+        if writer is not None:  # the end: the writer answers with its CPU seconds since it was ready
+            writer.send_bytes(b"")
+            writer_cpu = float(writer.recv_bytes())
+        conn.send((len(requests), seconds, hits, cpu, writer_cpu))
     finally:
         client.close()
 
 
-def bare_replay(endpoints: dict, layout: dict, model: str, trace: str,
-                block_tokens: int = 512) -> tuple[int, float, int, float]:
-    """Replay ``trace`` with the bare loop in a fresh process: ``(requests, seconds, page hits, CPU seconds of
-    the loop's process during the loop)``."""
+def _writer_main(reader, endpoints: dict, layout: dict) -> None:
+    """The two-process loop's writer: puts the keys each message names (zero-filled pages), answers one byte;
+    an empty message ends it, answered with the CPU seconds this process spent since it was ready."""
+    from kvtui.core.layout import PageLayout
+    from kvtui.core.sched import pin_calling_thread
+    from kvtui.engine.store import open_client
+
+    _quiet(endpoints, "bare-writer")
+    pb = PageLayout(**layout).page_bytes
+    client = open_client(endpoints, dummy=True)
+    buf = client.new_buffer(pb * 512)
+    pin_calling_thread(True)
+    reader.send_bytes(READY)
+    cpu0 = time.process_time()
+    try:
+        while msg := reader.recv_bytes():
+            keys = msg.decode().split("\n")
+            if len(keys) * pb > buf.size:
+                buf = client.new_buffer(len(keys) * pb)
+            client.batch_put_from(keys, [buf.ctypes.data + i * pb for i in range(len(keys))], [pb] * len(keys))
+            reader.send_bytes(b"k")
+        reader.send_bytes(repr(time.process_time() - cpu0).encode())
+    finally:
+        client.close()
+
+
+def bare_replay(endpoints: dict, layout: dict, model: str, trace: str, block_tokens: int = 512,
+                two_process: bool = False) -> tuple[int, float, int, float, float]:
+    """Replay ``trace`` with the bare loop (or, ``two_process``, the two-process loop) in fresh processes:
+    ``(requests, seconds, page hits, CPU seconds of the loop's (the reader's) process during the loop, CPU
+    seconds of the writer from its start-up's end to the loop's end (0 for the bare loop))``."""
     ctx = mp.get_context("spawn")
     parent, child = ctx.Pipe()
-    proc = ctx.Process(target=_bare_main, args=(child, endpoints, layout, model, trace, block_tokens), daemon=True)
-    start_shielded(proc)  # a Ctrl-C while it starts (before _bare_main ignores it): no traceback from it
+    procs = []
+    writer_end = None
+    if two_process:
+        writer_end, reader_end = ctx.Pipe()
+        procs.append(ctx.Process(target=_writer_main, args=(reader_end, endpoints, layout), daemon=True))
+    procs.insert(0, ctx.Process(target=_bare_main, args=(child, endpoints, layout, model, trace, block_tokens,
+                                                         writer_end), daemon=True))
+    for proc in procs:
+        start_shielded(proc)  # a Ctrl-C while it starts (before _quiet ignores it): no traceback from it
     child.close()
     try:
         return parent.recv()
     finally:
-        proc.join(10)
-        if proc.is_alive():
-            proc.terminate()
+        for proc in procs:
+            proc.join(10)
+            if proc.is_alive():
+                proc.terminate()

@@ -29,16 +29,26 @@ def test_bench_trace_rounds_replay_exactly_and_report_their_ratio(tmp_path):
     b = json.loads(out.read_text())
     assert len(b["rounds"]) == 2 and ideal > 0
     for r in b["rounds"]:
-        assert r["pages_hit"] == r["bare_loop_pages_hit"] == ideal and r["mismatches"] == 0
+        assert r["pages_hit"] == r["bare_loop_pages_hit"] == r["two_process_loop_pages_hit"] == ideal
+        assert r["mismatches"] == 0
         assert r["ratio"] == pytest.approx(r["bare_loop_s"] / r["engine_s"])
+        # the ratio splits into the hand-off between two processes and kvtui's own work
+        assert r["engine_vs_two_process_loop"] == pytest.approx(r["two_process_loop_s"] / r["engine_s"])
+        assert r["two_process_loop_vs_bare_loop"] == pytest.approx(r["bare_loop_s"] / r["two_process_loop_s"])
+        assert r["engine_vs_two_process_loop"] * r["two_process_loop_vs_bare_loop"] == pytest.approx(r["ratio"])
         # CPU per request by process, measured: each worker and the loop did work, the cluster served both
         assert min(r["engine_cpu_ms_per_request"][p] for p in ("parent", "decode", "prefill", "master", "store")) > 0
         assert min(r["bare_loop_cpu_ms_per_request"][p] for p in ("loop", "master", "store")) > 0
-    for side, key in (("engine", "engine_cpu_ms_per_request"), ("bare_loop", "bare_loop_cpu_ms_per_request")):
+        assert min(r["two_process_loop_cpu_ms_per_request"][p] for p in ("reader", "writer", "master", "store")) > 0
+    for side in ("engine", "bare_loop", "two_process_loop"):
+        key = f"{side}_cpu_ms_per_request"
         for proc, ms in b["cpu_ms_per_request"][side].items():  # median of 2 rounds
             assert ms == pytest.approx(sum(r[key][proc] for r in b["rounds"]) / 2)
     assert b["engine"]["seconds"] == min(r["engine_s"] for r in b["rounds"])
     assert b["bare_loop"]["seconds"] == min(r["bare_loop_s"] for r in b["rounds"])
+    assert b["two_process_loop"]["seconds"] == min(r["two_process_loop_s"] for r in b["rounds"])
+    split = sorted(r["engine_vs_two_process_loop"] for r in b["rounds"])
+    assert b["ratios"]["engine_vs_two_process_loop"] == pytest.approx((split[0] + split[1]) / 2)
     ratios = sorted(r["ratio"] for r in b["rounds"])
     assert b["ratios"]["engine_vs_bare_loop"] == pytest.approx((ratios[0] + ratios[1]) / 2)  # median of 2 rounds
     assert b["ratios"]["engine_vs_bare_loop_best_of"] == pytest.approx(b["bare_loop"]["seconds"] / b["engine"]["seconds"])

@@ -46,15 +46,36 @@ def test_trace_lines_show_each_side_and_the_median_ratio_against_its_target():
          "ratios": {"engine_vs_bare_loop": 0.85, "engine_vs_bare_loop_best_of": 0.8}}
     text = format_trace(o)
     assert "trace t.jsonl: 300 rows, 3 round(s)" in text
-    assert "engine       10.0 s     30.0 req/s  hits 1,234 pages (50.00% of tokens)" in text
-    assert "bare loop     8.0 s     37.5 req/s" in text
+    assert "engine             10.0 s     30.0 req/s  hits 1,234 pages (50.00% of tokens)" in text
+    assert "bare loop           8.0 s     37.5 req/s" in text
     assert (f"median of the rounds (0.90, 0.70, 0.85) → target ≥ {TARGETS['engine_vs_bare_loop']:g}: met; "
             "of the best runs 0.80") in text
     o["ratios"]["engine_vs_bare_loop"] = 0.5
     assert "NOT met" in format_trace(o)
     assert "warning" not in format_trace(o)
     o["rounds"][1].update(pages_hit=10, bare_loop_pages_hit=9)  # evictions: the sides did different work
-    assert "warning: the engine and the bare loop hit different pages" in format_trace(o)
+    assert "warning: the engine and the bare loops hit different pages" in format_trace(o)
+    assert "two-process" not in format_trace(o)  # (a --json of before the two-process loop)
+
+
+def test_trace_lines_split_the_ratio_into_the_hand_off_and_kvtuis_work():
+    o = {"trace": "t.jsonl", "rows": 300, "rounds": [{"ratio": 0.6, "pages_hit": 5, "bare_loop_pages_hit": 5,
+                                                       "two_process_loop_pages_hit": 5}],
+         "engine": {"seconds": 10.0, "requests_per_s": 30.0, "pages_hit": 1234, "token_hit_rate": 0.5},
+         "bare_loop": {"seconds": 6.0, "requests_per_s": 50.0, "pages_hit": 1234},
+         "two_process_loop": {"seconds": 7.5, "requests_per_s": 40.0, "pages_hit": 1234},
+         "ratios": {"engine_vs_bare_loop": 0.6, "engine_vs_bare_loop_best_of": 0.6,
+                    "engine_vs_two_process_loop": 0.75, "two_process_loop_vs_bare_loop": 0.8},
+         "cpu_ms_per_request": {"engine": {"parent": 0.4}, "bare_loop": {"loop": 0.5},
+                                "two_process_loop": {"reader": 0.5, "writer": 0.25}}}
+    text = format_trace(o)
+    assert "two-process loop    7.5 s     40.0 req/s  hits 1,234 pages" in text
+    assert "two-process loop/bare 0.80 (the hand-off between two processes alone)" in text
+    assert "engine/two-process loop 0.75 (kvtui's own work" in text
+    assert "two-process  0.75 = reader 0.50 + writer 0.25" in text
+    assert "warning" not in text
+    o["rounds"][0]["two_process_loop_pages_hit"] = 4  # the two-process loop alone did other work
+    assert "warning: the engine and the bare loops hit different pages" in format_trace(o)
 
 
 def test_trace_lines_add_each_sides_cpu_per_request_by_process():
@@ -67,8 +88,8 @@ def test_trace_lines_add_each_sides_cpu_per_request_by_process():
     text = format_trace(o)
     assert "CPU per request by process, each the median of the rounds (ms, user + system" in text
     assert "warning" not in text  # (no page counts to compare)
-    assert "engine      0.70 = parent 0.40 + decode 0.30" in text  # (the idle metadata server left out)
-    assert "bare loop   0.75 = loop 0.50 + master 0.25" in text
+    assert "engine       0.70 = parent 0.40 + decode 0.30" in text  # (the idle metadata server left out)
+    assert "bare loop    0.75 = loop 0.50 + master 0.25" in text
 
 
 def test_cpu_per_request_is_the_difference_of_two_readings_per_request():
