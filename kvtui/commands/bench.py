@@ -381,29 +381,28 @@ def _recompute_line(o: dict, reload: dict) -> str:
 
 def format_trace(o: dict) -> str:
     """The human lines of a ``--trace`` run (``o``: :func:`kvtui.bench.trace.measure_trace`'s figures)."""
-    e, b, q = o["engine"], o["bare_loop"], o["ratios"]
+    e, q = o["engine"], o["ratios"]
     per_round = ", ".join(format(x["ratio"], ".2f") for x in o["rounds"])
-    two = o.get("two_process_loop")  # (a --json of before the two-process loop has none)
+    loops = [(label, o[key]) for label, key in (("bare loop", "bare_loop"), ("two-process loop", "two_process_loop"))
+             if key in o]  # (a --json of before the two-process loop has none)
     return (f"trace {o['trace']}: {o['rows']} rows, {len(o['rounds'])} round(s), best run of each side:\n"
             f"engine           {e['seconds']:6.1f} s  {e['requests_per_s']:7.1f} req/s  hits {e['pages_hit']:,} pages "
             f"({e['token_hit_rate']:.2%} of tokens)\n"
-            f"bare loop        {b['seconds']:6.1f} s  {b['requests_per_s']:7.1f} req/s  hits {b['pages_hit']:,} pages\n"
-            + (f"two-process loop {two['seconds']:6.1f} s  {two['requests_per_s']:7.1f} req/s  hits "
-               f"{two['pages_hit']:,} pages\n" if two else "")
+            + "".join(f"{label:<16} {b['seconds']:6.1f} s  {b['requests_per_s']:7.1f} req/s  hits {b['pages_hit']:,} "
+                      "pages\n" for label, b in loops)
             + f"ratio engine/bare {q['engine_vs_bare_loop']:.2f}, median of the rounds ({per_round}) "
             f"→ {_target(q['engine_vs_bare_loop'], TARGETS['engine_vs_bare_loop'])}; of the best runs "
             f"{q['engine_vs_bare_loop_best_of']:.2f}"
             + (f"\nof which: two-process loop/bare {q['two_process_loop_vs_bare_loop']:.2f} (the hand-off between "
                f"two processes alone), engine/two-process loop {q['engine_vs_two_process_loop']:.2f} (kvtui's own "
-               "work: parent, messages, verify and fill); medians of the rounds" if two else "")
+               "work: parent, messages, verify and fill); medians of the rounds" if len(loops) > 1 else "")
             + _differing_hits(o) + _format_cpu(o.get("cpu_ms_per_request")))
 
 
 def _differing_hits(o: dict) -> str:
-    """A warning line when the two sides of a ``--trace`` run hit different pages ('' when they agree)."""
-    rounds = [r for r in o["rounds"] if "pages_hit" in r and "bare_loop_pages_hit" in r]
-    if all(r["pages_hit"] == r["bare_loop_pages_hit"] == r.get("two_process_loop_pages_hit", r["pages_hit"])
-           for r in rounds):
+    """A warning line when the sides of a ``--trace`` run hit different pages ('' when they agree)."""
+    if all(len({r[k] for k in ("pages_hit", "bare_loop_pages_hit", "two_process_loop_pages_hit") if k in r}) < 2
+           for r in o["rounds"]):
         return ""
     return ("\nwarning: the engine and the bare loops hit different pages (evictions: the store is smaller than "
             "the trace's pages, see --store-size), so the ratio compares different work")
@@ -415,10 +414,8 @@ def _format_cpu(cpu: dict | None) -> str:
         return ""
     lines = ["\nCPU per request by process, each the median of the rounds (ms, user + system; store = mooncake_client, "
              "loop = the bare loop's own process, reader/writer = the two-process loop's):"]
-    for label, key in (("engine", "engine"), ("bare loop", "bare_loop"), ("two-process", "two_process_loop")):
-        side = cpu.get(key)
-        if side is None:
-            continue
+    named = (("engine", "engine"), ("bare loop", "bare_loop"), ("two-process", "two_process_loop"))
+    for label, side in ((label, cpu[key]) for label, key in named if key in cpu):
         parts = " + ".join(f"{name} {ms:.2f}" for name, ms in side.items() if ms >= 0.005)
         lines.append(f"  {label:<11} {sum(side.values()):5.2f} = {parts}")
     return "\n".join(lines)
