@@ -91,11 +91,12 @@ def register(subparsers) -> None:
     p.add_argument("--json", type=path_arg, metavar="PATH", help="write every figure as JSON to PATH (- : to standard output, the table then goes to standard error)")
     mode = p.add_mutually_exclusive_group()
     mode.add_argument("--trace", metavar="NAME|FILE",
-                   help="instead: replay this FAST'25 trace (a shipped one by name, see `kvtui traces`, or a file) "
-                        "one request at a time through the engine and through a "
-                        "bare loop of the same store calls, and report the replay rates and their ratio "
-                        f"(target ≥ {TARGETS['engine_vs_bare_loop']:g}) and each side's CPU per request (use a small "
-                        "layout, e.g. --layers 1 --kv-heads 1 --head-dim 1 --elem-bytes 1 --page-tokens 512)")
+                   help="instead: replay this FAST'25 trace (a shipped one by name, see `kvtui traces`, or a file) one "
+                        "request at a time through the engine, a bare loop of the same store calls and those calls "
+                        "split over two processes, and report the replay rates, engine/bare "
+                        f"(target ≥ {TARGETS['engine_vs_bare_loop']:g}) split into the hand-off and kvtui's own work, "
+                        "and each side's CPU per request (use a small layout, e.g. --layers 1 --kv-heads 1 "
+                        "--head-dim 1 --elem-bytes 1 --page-tokens 512)")
     mode.add_argument("--ui", action="store_true",
                    help="instead: the workload rate with the live monitor (headless) against the same scenario "
                         f"without it (target ≥ {TARGETS['monitor_vs_headless']:g}), and the monitor process's CPU "
@@ -119,10 +120,10 @@ def register(subparsers) -> None:
                    help=f"--ui: the monitor's screen updates per second, ≤ {MAX_HZ:g} (default {DEFAULT_HZ:g}, as kvtui "
                         "watch)")
     p.add_argument("--rounds", type=int, default=None, metavar="N",
-                   help="--trace / --ui / --tcp-sweep: alternate the sides N times (ABBA order), each from an empty store; the "
-                        "ratio judged against the target is the median of the rounds' ratios, each taken between "
-                        "two runs back to back, so a slow spell of the machine hits both sides of a ratio (the "
-                        "ratio of each side's best run is printed too; default 3)")
+                   help="--trace / --ui / --tcp-sweep: alternate the sides N times (ABBA order; --trace's three: ABC "
+                        "CBA), each from an empty store; the ratio judged against the target is the median of the "
+                        "rounds' ratios, each taken between runs back to back, so a slow spell of the machine hits "
+                        "both sides of a ratio (the ratio of each side's best run is printed too; default 3)")
     p.add_argument("--trace-block-tokens", type=int, default=None, metavar="TOKENS",
                    help=f"tokens per trace hash id (default {DEFAULT_BLOCK_TOKENS})")
     add_synthesis_arguments(p, arrival_times=False)
@@ -401,11 +402,10 @@ def format_trace(o: dict) -> str:
 
 def _differing_hits(o: dict) -> str:
     """A warning line when the sides of a ``--trace`` run hit different pages ('' when they agree)."""
-    if all(len({r[k] for k in ("pages_hit", "bare_loop_pages_hit", "two_process_loop_pages_hit") if k in r}) < 2
-           for r in o["rounds"]):
-        return ""
-    return ("\nwarning: the engine and the bare loops hit different pages (evictions: the store is smaller than "
-            "the trace's pages, see --store-size), so the ratio compares different work")
+    return "" if all(len({r[k] for k in ("pages_hit", "bare_loop_pages_hit", "two_process_loop_pages_hit") if k in r})
+                     < 2 for r in o["rounds"]) else (
+        "\nwarning: the engine and the bare loops hit different pages (evictions: the store is smaller than the "
+        "trace's pages, see --store-size), so the ratio compares different work")
 
 
 def _format_cpu(cpu: dict | None) -> str:
