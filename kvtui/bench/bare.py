@@ -124,7 +124,7 @@ def bare_replay(endpoints: dict, layout: dict, model: str, trace: str, block_tok
     ctx = mp.get_context("spawn")
     parent, child = ctx.Pipe()
     procs = []
-    writer_end = None
+    writer_end = reader_end = None
     if two_process:
         writer_end, reader_end = ctx.Pipe()
         procs.append(ctx.Process(target=_writer_main, args=(reader_end, endpoints, layout), daemon=True))
@@ -132,11 +132,17 @@ def bare_replay(endpoints: dict, layout: dict, model: str, trace: str, block_tok
                                                          writer_end), daemon=True))
     for proc in procs:
         start_shielded(proc)  # a Ctrl-C while it starts (before _quiet ignores it): no traceback from it
-    child.close()
+    for end in (child, writer_end, reader_end):
+        if end is not None:
+            end.close()  # (the children hold theirs: a writer whose reader is gone sees the pipe's end)
+    answered = False
     try:
-        return parent.recv()
-    finally:
+        out = parent.recv()
+        answered = True
+        return out
+    finally:  # the loop answered: its processes are ending; a Ctrl-C (or a failure) here: stop them now
         for proc in procs:
-            proc.join(10)
+            proc.join(10 if answered else 0)
             if proc.is_alive():
                 proc.terminate()
+                proc.join(5)

@@ -307,15 +307,19 @@ def _spawned(cli: Cli) -> int:
     return n
 
 
-def test_ctrl_c_during_the_bench_trace_bare_loop_is_one_clean_exit(tmp_path):
-    """A Ctrl-C reaches the whole process group, the bare loop's process of ``bench --trace`` included: the
-    bench exits 130 without a traceback (the loop's process starts with the signal blocked) and every
-    process is gone."""
+@pytest.mark.parametrize("loop", ["bare loop", "two-process loop"])
+def test_ctrl_c_during_the_bench_trace_bare_loop_is_one_clean_exit(tmp_path, loop):
+    """A Ctrl-C reaches the whole process group, the processes of ``bench --trace``'s loops included: the
+    bench exits 130 without a traceback (the loops' processes start with the signal blocked, and the bench
+    stops them at once) and every process is gone."""
     small = ["--layers", "1", "--kv-heads", "1", "--head-dim", "1", "--elem-bytes", "1", "--page-tokens", "512"]
     cli = Cli(["bench", "--trace", "synthetic", *small, "--rounds", "1"], tmp_path)
-    cli.wait_for_text(r"with a bare loop of the same store calls", timeout_s=120)
-    # processes started by multiprocessing's spawn: the two workers, then the loop's
-    cli.wait_for(lambda: _spawned(cli) >= 3, 30, "the bare loop's process")
+    if loop == "bare loop":
+        cli.wait_for_text(r"with a bare loop of the same store calls", timeout_s=120)
+    else:
+        cli.wait_for_text(r"split over two processes", timeout_s=180)
+    # processes started by multiprocessing's spawn: the two workers, then the loop's (the reader and the writer)
+    cli.wait_for(lambda: _spawned(cli) >= (3 if loop == "bare loop" else 4), 30, f"the {loop}'s processes")
     os.killpg(cli.proc.pid, signal.SIGINT)  # as a terminal's Ctrl-C: to every process of the group
     rc, _gone = cli.finish()
     assert rc == 130 and "Traceback" not in cli.text() and "KeyboardInterrupt" not in cli.text(), cli.text()[-3000:]
