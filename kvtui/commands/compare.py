@@ -205,10 +205,12 @@ def describe_field(path: str, names: dict[str, tuple[str, str]]) -> tuple[str, s
         unit = "%"
     elif path.startswith("errors."):
         unit = "calls"
-    elif last.endswith("_ms") or "_ms_" in last or path.split(".")[0].endswith("_ms"):
-        unit = "ms"
+    elif last.endswith("_ms") or "_ms_" in last or path.split(".")[0].endswith("_ms") or "_ms_per_" in path:
+        unit = "ms"  # (bench --trace's cpu_ms_per_request.SIDE.PROCESS: ms a request)
     elif "MBps" in last:
         unit = "MB/s"
+    elif last.endswith("_per_s"):  # requests_per_s: a rate, not seconds
+        unit = "/s"
     elif last.endswith("_s") or last == "seconds":
         unit = "s"
     elif last.startswith("bytes") or last.endswith("_bytes"):

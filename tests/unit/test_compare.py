@@ -149,6 +149,10 @@ def test_figure_names_come_from_the_figures_module():
     assert describe_field("publish_ms.count", names) == ("publish latency count", "samples")
     assert describe_field("put_ms_total", names) == ("put_ms_total", "ms")
     assert describe_field("tokens_hit", names) == ("tokens_hit", "tokens")
+    # bench --trace's fields: a rate is per second, not seconds; CPU per request is ms
+    assert describe_field("engine.requests_per_s", names) == ("engine.requests_per_s", "/s")
+    assert describe_field("bare_loop.seconds", names) == ("bare_loop.seconds", "s")
+    assert describe_field("cpu_ms_per_request.engine.parent", names) == ("cpu_ms_per_request.engine.parent", "ms")
 
 
 def test_compare_function_keeps_the_baseline_first():
