@@ -205,8 +205,8 @@ def describe_field(path: str, names: dict[str, tuple[str, str]]) -> tuple[str, s
         unit = "%"
     elif path.startswith("errors."):
         unit = "calls"
-    elif last.endswith("_ms") or "_ms_" in last or path.split(".")[0].endswith("_ms") or "_ms_per_" in path:
-        unit = "ms"  # (bench --trace's cpu_ms_per_request.SIDE.PROCESS: ms a request)
+    elif any(part.endswith("_ms") or "_ms_" in part for part in (last, path.split(".")[0])):
+        unit = "ms"  # (a group's name says it too: reload_ms.p50, cpu_ms_per_request.engine.parent)
     elif "MBps" in last:
         unit = "MB/s"
     elif last.endswith("_per_s"):  # requests_per_s: a rate, not seconds
