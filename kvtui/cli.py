@@ -43,6 +43,16 @@ class OneLineParser(argparse.ArgumentParser):
         where = f"{self.prog.split(' ', 1)[1]}: " if " " in self.prog else ""
         self.exit(2, f"kvtui: error: {where}{message} (see {self.prog} --help)\n")
 
+    def parse_args(self, args=None, namespace=None):  # noqa: D102 - argparse API
+        # as argparse's, but an unknown flag after a command is refused by that command's parser, so the line
+        # points at its help (`kvtui bench --help`), not the top level's
+        ns, extras = self.parse_known_args(args, namespace)
+        if extras:
+            chosen = next((a.choices.get(getattr(ns, "command", None)) for a in self._actions
+                           if isinstance(a, argparse._SubParsersAction)), None)
+            (chosen or self).error(f"unrecognized arguments: {' '.join(extras)}")
+        return ns
+
 
 def build_parser() -> argparse.ArgumentParser:
     """Return the top-level parser with every available subcommand registered."""

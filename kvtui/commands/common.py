@@ -160,7 +160,7 @@ def add_workload_arguments(p: argparse.ArgumentParser, default_scenario: str | N
     None: :data:`~kvtui.core.knobs.DEFAULT_SCENARIO`) and trace replay flags. Knob values stay in the user's
     unit (``--overlap`` in %); :func:`make_workload` checks them."""
     from kvtui.core.knobs import DEFAULT_SCENARIO, OVERLAP, POOL, RATE, SCENARIOS
-    from kvtui.core.traces import trace_names
+    from kvtui.core.traces import trace_arg, trace_names
 
     default_scenario = default_scenario or DEFAULT_SCENARIO
     g = p.add_argument_group("workload (synthetic scenario, or --trace FILE)")
@@ -172,7 +172,7 @@ def add_workload_arguments(p: argparse.ArgumentParser, default_scenario: str | N
     g.add_argument("--prompt-tokens", type=int, default=None, metavar="TOKENS",
                    help="mean prompt length in tokens (default 8 pages of the layout)")
     g.add_argument("--seed", type=int, default=0, metavar="N", help="workload random seed (default 0)")
-    g.add_argument("--trace", metavar="NAME|FILE", help="replay a Mooncake FAST'25 JSONL trace instead of a scenario: a "
+    g.add_argument("--trace", type=trace_arg, metavar="NAME|FILE", help="replay a Mooncake FAST'25 JSONL trace instead of a scenario: a "
                    f"shipped one by name ({trace_names()}; `kvtui traces` lists them) or a file (default: none, the synthetic "
                    "--scenario)")
     g.add_argument("--trace-block-tokens", type=int, default=None, metavar="TOKENS",

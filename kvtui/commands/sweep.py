@@ -24,7 +24,7 @@ def register(subparsers) -> None:
     """Add the ``sweep`` subcommand."""
     from kvtui.core.defaults import DEFAULT_MODEL
     from kvtui.core.sweep import SWEEP_BASE
-    from kvtui.core.traces import trace_names
+    from kvtui.core.traces import trace_arg, trace_names
 
     p = subparsers.add_parser(
         "sweep", help="hit rate of a trace through the real store at several capacities, against offline LRU",
@@ -34,7 +34,7 @@ def register(subparsers) -> None:
                     "(`kvtui trace-stats --capacity`) and the unbounded cache's ideal. Each point starts from an "
                     "empty store. `kvtui report SWEEP.json` shows a saved sweep's curve.")
     g = p.add_argument_group("what to sweep")
-    g.add_argument("--trace", required=True, metavar="NAME|FILE",
+    g.add_argument("--trace", required=True, type=trace_arg, metavar="NAME|FILE",
                    help=f"a Mooncake FAST'25 JSONL trace: a shipped one by name ({trace_names()}) or a file")
     g.add_argument("--capacity", required=True, action="append", metavar="TOKENS[,TOKENS…]",
                    help="store capacities in tokens (4096, 500k, 1M = 1,000,000 tokens, 2.5M, 1G); a comma-separated "

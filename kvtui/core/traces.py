@@ -49,6 +49,16 @@ def trace_names() -> str:
     return ", ".join(SHIPPED_TRACES)
 
 
+def trace_arg(text: str) -> str:
+    """The argparse type of a ``--trace NAME|FILE`` argument: ``text`` as given; an empty one is refused (one
+    line naming the flag), so ``--trace ""`` never runs as if no trace were given."""
+    import argparse
+
+    if not text.strip():
+        raise argparse.ArgumentTypeError(f"needs a shipped trace's name ({trace_names()}) or a file, got {text!r}")
+    return text
+
+
 def resolve_trace(text: str, what: str = "--trace") -> str:
     """The file behind a trace argument: a shipped trace's installed path for one of its names, else
     ``text`` itself when it is an existing path (the trace reader reports an unreadable or bad file).
