@@ -27,6 +27,15 @@ import time
 from kvtui.engine.procs import start_shielded
 
 READY = b"ready"
+FAILED = b"E"  # the writer's answer when a put raised: FAILED + the error's one line
+
+
+class LoopError(RuntimeError):
+    """A loop's process failed (its store call raised) or died: one line naming the process and why."""
+
+
+def _one_line(exc: BaseException) -> str:
+    return (str(exc).splitlines() or [type(exc).__name__])[0]
 
 
 def _quiet(endpoints: dict, log_name: str) -> None:
@@ -43,13 +52,29 @@ def _quiet(endpoints: dict, log_name: str) -> None:
 
 def _bare_main(conn, endpoints: dict, layout: dict, model: str, trace: str, block_tokens: int,
                writer=None) -> None:
+    """The loop's process (the two-process loop's reader): sends the parent ``("ok", figures)`` at the end, or
+    ``("error", line)`` when a store call raised or the writer failed; a parent or writer gone ends it quietly
+    (exit code 1, no traceback)."""
+    _quiet(endpoints, "bare-loop" if writer is None else "bare-reader")
+    try:
+        conn.send(("ok", _replay(endpoints, layout, model, trace, block_tokens, writer)))
+    except (EOFError, BrokenPipeError, ConnectionResetError):  # the parent or the writer is gone
+        raise SystemExit(1) from None
+    except Exception as exc:  # (StoreError, LoopError: one line for the parent to print)
+        try:
+            conn.send(("error", _one_line(exc)))
+        except OSError:
+            pass
+        raise SystemExit(1) from None
+
+
+def _replay(endpoints: dict, layout: dict, model: str, trace: str, block_tokens: int, writer) -> tuple:
     from kvtui.core.layout import PageLayout
     from kvtui.core.sched import pin_calling_thread
     from kvtui.engine.keys import PageKeyer
     from kvtui.engine.store import open_client
     from workload import TraceWorkload, read_trace
 
-    _quiet(endpoints, "bare-loop" if writer is None else "bare-reader")
     lay = PageLayout(**layout)
     rows, _ = read_trace(trace, block_tokens=block_tokens)
     requests = list(TraceWorkload(rows, block_tokens=block_tokens, speed=None))
@@ -60,8 +85,8 @@ def _bare_main(conn, endpoints: dict, layout: dict, model: str, trace: str, bloc
     hits = 0
     if writer is not None:
         pin_calling_thread(True)  # as the engine's two workers at concurrency 1
-        if writer.recv_bytes() != READY:
-            raise RuntimeError("the two-process loop's writer did not start")
+        if (answer := writer.recv_bytes()) != READY:
+            raise LoopError(f"the two-process loop's writer did not start: {answer[1:].decode()}")
     try:
         t0, cpu0 = time.perf_counter(), time.process_time()
         for req in requests:
@@ -77,7 +102,8 @@ def _bare_main(conn, endpoints: dict, layout: dict, model: str, trace: str, bloc
             absent = [i for i in range(run, len(keys)) if present[i] != 1]
             if absent and writer is not None:
                 writer.send_bytes("\n".join(keys[i] for i in absent).encode())
-                writer.recv_bytes()
+                if (answer := writer.recv_bytes()).startswith(FAILED):
+                    raise LoopError(f"the two-process loop's writer failed: {answer[1:].decode()}")
             elif absent:
                 client.batch_put_from([keys[i] for i in absent], [buf.ctypes.data + i * pb for i in absent], [pb] * len(absent))
         seconds, cpu = time.perf_counter() - t0, time.process_time() - cpu0
@@ -85,7 +111,7 @@ def _bare_main(conn, endpoints: dict, layout: dict, model: str, trace: str, bloc
         if writer is not None:  # the end: the writer answers with its CPU seconds since it was ready
             writer.send_bytes(b"")
             writer_cpu = float(writer.recv_bytes())
-        conn.send((len(requests), seconds, hits, cpu, writer_cpu))
+        return len(requests), seconds, hits, cpu, writer_cpu
     finally:
         client.close()
 
@@ -99,7 +125,11 @@ def _writer_main(reader, endpoints: dict, layout: dict) -> None:
 
     _quiet(endpoints, "bare-writer")
     pb = PageLayout(**layout).page_bytes
-    client = open_client(endpoints, dummy=True)
+    try:
+        client = open_client(endpoints, dummy=True)
+    except Exception as exc:
+        _answer(reader, FAILED + _one_line(exc).encode())
+        raise SystemExit(1) from None
     buf = client.new_buffer(pb * 512)
     pin_calling_thread(True)
     reader.send_bytes(READY)
@@ -112,8 +142,20 @@ def _writer_main(reader, endpoints: dict, layout: dict) -> None:
             client.batch_put_from(keys, [buf.ctypes.data + i * pb for i in range(len(keys))], [pb] * len(keys))
             reader.send_bytes(b"k")
         reader.send_bytes(repr(time.process_time() - cpu0).encode())
+    except (EOFError, BrokenPipeError, ConnectionResetError):  # the reader is gone: end quietly
+        raise SystemExit(1) from None
+    except Exception as exc:  # a put raised: the reader says it in one line
+        _answer(reader, FAILED + _one_line(exc).encode())
+        raise SystemExit(1) from None
     finally:
         client.close()
+
+
+def _answer(reader, msg: bytes) -> None:
+    try:
+        reader.send_bytes(msg)
+    except OSError:
+        pass
 
 
 def bare_replay(endpoints: dict, layout: dict, model: str, trace: str, block_tokens: int = 512,
@@ -137,8 +179,20 @@ def bare_replay(endpoints: dict, layout: dict, model: str, trace: str, block_tok
             end.close()  # (the children hold theirs: a writer whose reader is gone sees the pipe's end)
     answered = False
     try:
-        out = parent.recv()
+        try:
+            status, out = parent.recv()
+        except EOFError:  # the loop's process died without a word (killed): name it, with its exit code
+            for proc in procs:
+                proc.join(1)
+            names = ("process",) if len(procs) == 1 else ("reader", "writer")
+            codes = {name: proc.exitcode for name, proc in zip(names, procs)}
+            killed = {n: c for n, c in codes.items() if c not in (0, 1)} or {n: c for n, c in codes.items() if c}
+            dead = [f"{name} (exit code {code})" for name, code in killed.items()]  # (1: it saw the other go)
+            raise LoopError(f"the {'two-process' if two_process else 'bare'} loop's {' and '.join(dead) or 'process'}"
+                            " died") from None
         answered = True
+        if status != "ok":
+            raise LoopError(f"the {'two-process' if two_process else 'bare'} loop stopped: {out}")
         return out
     finally:  # the loop answered: its processes are ending; a Ctrl-C (or a failure) here: stop them now
         for proc in procs:

@@ -15,3 +15,9 @@ TARGETS = {
     "aggregate_vs_links": 0.9,  # --link with --decode-workers: each reader reaches 90 % of its link
 }
 """The ratio each bench is judged against (printed as met / NOT met; the exit code ignores them)."""
+
+
+def target_text(value: float, key: str) -> str:
+    """``target ≥ 0.97: met`` or ``target ≥ 0.97: NOT met``: ``value`` against ``TARGETS[key]``."""
+    target = TARGETS[key]
+    return f"target ≥ {target:g}: {'met' if value >= target else 'NOT met'}"

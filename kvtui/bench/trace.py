@@ -18,24 +18,45 @@ its start-up's end to the loop's end, and the cluster processes. The README's fi
 
 from __future__ import annotations
 
+import hashlib
 import os
 import shutil
 import tempfile
 import time
 import uuid
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from kvtui.bench.bare import bare_replay
 from kvtui.bench.engines import BenchEngines, say
+from kvtui.bench.targets import target_text
 from kvtui.core.units import median
 
 
-SIDES = ("engine", "bare loop", "two-process loop")
+@dataclass(frozen=True)
+class Side:
+    """One side of ``bench --trace``: ``label`` in the table and the progress lines, ``key`` the prefix of its
+    fields in ``--json`` (``{key}_s``, ``{key}_pages_hit``, ``{key}_cpu_ms_per_request`` per round; ``{key}``
+    for its best run), ``doing`` the end of its progress line."""
+
+    label: str
+    key: str
+    doing: str
+
+
+SIDES = (Side("engine", "engine", "through the engine, one request at a time…"),
+         Side("bare loop", "bare_loop", "with a bare loop of the same store calls…"),
+         Side("two-process loop", "two_process_loop",
+              "with the same calls split over two processes (the hand-off alone)…"))
 """The sides of ``bench --trace``, in a round's order (odd rounds reverse it)."""
-_DOING = {"engine": "through the engine, one request at a time…",
-          "bare loop": "with a bare loop of the same store calls…",
-          "two-process loop": "with the same calls split over two processes (the hand-off alone)…"}
+
+CPU_NAMES = {"parent": "kvtui's own process (hashing, routing, results into metrics)",
+             "decode": "the decode worker", "prefill": "the prefill worker",
+             "loop": "the bare loop's process", "reader": "the two-process loop's reader (decode's part)",
+             "writer": "its writer (prefill's part)", "master": "mooncake_master",
+             "store": "mooncake_client (the segment's real client)",
+             "metadata": "Mooncake's HTTP metadata server"}
+"""What each process named in ``cpu_ms_per_request`` is (the legend of the table's CPU lines)."""
 
 
 def cpu_seconds(pids: dict[str, int]) -> dict[str, float]:
@@ -85,64 +106,107 @@ def measure_trace(engines: BenchEngines, layout, trace: str, rows: list, block_t
     folder = Path(tempfile.mkdtemp(prefix="kvtui-bench-trace-"))
     bare_trace = folder / "rows.jsonl"  # the very rows the engine replays (--prefix-scale & co. applied)
     try:
-        bare_trace.write_text(rows_to_jsonl(rows), encoding="utf-8")
+        bare_trace_text = rows_to_jsonl(rows)
+        bare_trace.write_text(bare_trace_text, encoding="utf-8")
         for r in range(rounds):
             times, cpu, hits = {}, {}, {}
             for side in SIDES[:: 1 if r % 2 == 0 else -1]:  # ABC CBA: warm-up favours none
                 engine.clear_store()
-                say(f"round {r + 1}/{rounds}: replaying {len(rows)} rows " + _DOING[side])
-                if side == "engine":
+                say(f"round {r + 1}/{rounds}: replaying {len(rows)} rows " + side.doing)
+                if side.key == "engine":
                     # built before the clock starts, as the bare loops build their own
                     requests = list(TraceWorkload(rows, block_tokens=block_tokens, speed=None))
                     agg = Aggregator()
                     pids = {"parent": os.getpid(), **engine.worker_pids()}
                     cpu0, t0 = cpu_seconds(pids), time.perf_counter()
                     Driver(engine, requests, agg.add, concurrency=1).run()
-                    times[side] = time.perf_counter() - t0
-                    cpu[side] = cpu_ms_per_request(cpu0, cpu_seconds(pids), len(rows))
+                    times[side.key] = time.perf_counter() - t0
+                    cpu[side.key] = cpu_ms_per_request(cpu0, cpu_seconds(pids), len(rows))
                     del requests
                 else:  # the cluster's processes serve the loop; the (idle) workers are left out
                     cluster = {name: pid for name, pid in engine.worker_pids().items()
                                if name not in ("prefill", "decode")}
                     cpu0 = cpu_seconds(cluster)
-                    two = side == "two-process loop"
-                    n, times[side], hits[side], loop_cpu, writer_cpu = bare_replay(
+                    two = side.key == "two_process_loop"
+                    n, times[side.key], hits[side.key], loop_cpu, writer_cpu = bare_replay(
                         engine.endpoints.as_dict(), layout.as_dict(), f"bare-{uuid.uuid4().hex[:6]}",
                         str(bare_trace), block_tokens, two_process=two)
                     own = {"reader": loop_cpu, "writer": writer_cpu} if two else {"loop": loop_cpu}
-                    cpu[side] = {**{k: v * 1e3 / max(1, n) for k, v in own.items()},
-                                 **cpu_ms_per_request(cpu0, cpu_seconds(cluster), n)}
-            engine_s, bare_s, two_s = times["engine"], times["bare loop"], times["two-process loop"]
+                    cpu[side.key] = {**{k: v * 1e3 / max(1, n) for k, v in own.items()},
+                                     **cpu_ms_per_request(cpu0, cpu_seconds(cluster), n)}
+            engine_s, bare_s, two_s = times["engine"], times["bare_loop"], times["two_process_loop"]
             s = agg.summary()
-            done.append({"engine_s": engine_s, "bare_loop_s": bare_s, "two_process_loop_s": two_s,
-                         "ratio": bare_s / engine_s, "engine_vs_two_process_loop": two_s / engine_s,
+            done.append({**{f"{k}_s": v for k, v in times.items()},
+                         "engine_vs_bare_loop": bare_s / engine_s, "engine_vs_two_process_loop": two_s / engine_s,
                          "two_process_loop_vs_bare_loop": bare_s / two_s,
-                         "pages_hit": s["pages_hit"], "tokens_hit": s["tokens_hit"],
-                         "token_hit_rate": s["token_hit_rate"], "mismatches": s["mismatches"],
-                         "bare_loop_pages_hit": hits["bare loop"], "two_process_loop_pages_hit": hits["two-process loop"],
-                         "engine_cpu_ms_per_request": cpu["engine"],
-                         "bare_loop_cpu_ms_per_request": cpu["bare loop"],
-                         "two_process_loop_cpu_ms_per_request": cpu["two-process loop"]})
+                         "engine_pages_hit": s["pages_hit"], "engine_tokens_hit": s["tokens_hit"],
+                         "engine_token_hit_rate": s["token_hit_rate"], "engine_mismatches": s["mismatches"],
+                         **{f"{k}_pages_hit": v for k, v in hits.items()},
+                         **{f"{k}_cpu_ms_per_request": v for k, v in cpu.items()}})
             say(f"round {r + 1}/{rounds}: engine {engine_s:.1f} s, bare loop {bare_s:.1f} s, two-process loop "
-                f"{two_s:.1f} s → ratio {bare_s / engine_s:.2f} (engine/two-process {two_s / engine_s:.2f})")
+                f"{two_s:.1f} s → engine/bare {bare_s / engine_s:.2f} (engine/two-process loop {two_s / engine_s:.2f})")
     finally:
         engine.stop()
         shutil.rmtree(folder, ignore_errors=True)
-    engine_s = min(x["engine_s"] for x in done)
-    bare_s = min(x["bare_loop_s"] for x in done)
-    two_s = min(x["two_process_loop_s"] for x in done)
+    best = {side.key: min(x[f"{side.key}_s"] for x in done) for side in SIDES}
     last = done[-1]
-    return {"trace": label or trace, "rows": len(rows), "bad_rows_skipped": bad_rows, "layout": layout.as_dict(),
-            "rounds": done,
-            "engine": {"seconds": engine_s, "requests_per_s": len(rows) / engine_s, "pages_hit": last["pages_hit"],
-                       "tokens_hit": last["tokens_hit"], "token_hit_rate": last["token_hit_rate"],
-                       "mismatches": sum(x["mismatches"] for x in done)},
-            "bare_loop": {"seconds": bare_s, "requests_per_s": n / bare_s, "pages_hit": last["bare_loop_pages_hit"]},
-            "two_process_loop": {"seconds": two_s, "requests_per_s": n / two_s,
-                                 "pages_hit": last["two_process_loop_pages_hit"]},
-            "cpu_ms_per_request": {side: _median_per_process([x[f"{side}_cpu_ms_per_request"] for x in done])
-                                   for side in ("engine", "bare_loop", "two_process_loop")},
-            "ratios": {"engine_vs_bare_loop": median([x["ratio"] for x in done]),
-                       "engine_vs_bare_loop_best_of": bare_s / engine_s,
+    return {"trace": label or trace, "trace_sha256": hashlib.sha256(bare_trace_text.encode()).hexdigest()[:16],
+            "rows": len(rows), "block_tokens": block_tokens, "bad_rows_skipped": bad_rows,
+            "layout": layout.as_dict(), "round_count": rounds, "rounds": done,
+            "engine": {"seconds": best["engine"], "requests_per_s": len(rows) / best["engine"],
+                       "pages_hit": last["engine_pages_hit"], "tokens_hit": last["engine_tokens_hit"],
+                       "token_hit_rate": last["engine_token_hit_rate"],
+                       "mismatches": sum(x["engine_mismatches"] for x in done)},
+            **{side.key: {"seconds": best[side.key], "requests_per_s": n / best[side.key],
+                          "pages_hit": last[f"{side.key}_pages_hit"]} for side in SIDES[1:]},
+            "cpu_ms_per_request": {side.key: _median_per_process([x[f"{side.key}_cpu_ms_per_request"] for x in done])
+                                   for side in SIDES},
+            "ratios": {"engine_vs_bare_loop": median([x["engine_vs_bare_loop"] for x in done]),
+                       "engine_vs_bare_loop_best_of": best["bare_loop"] / best["engine"],
                        "engine_vs_two_process_loop": median([x["engine_vs_two_process_loop"] for x in done]),
                        "two_process_loop_vs_bare_loop": median([x["two_process_loop_vs_bare_loop"] for x in done])}}
+
+
+def format_trace(o: dict) -> str:
+    """The human lines of a ``--trace`` run (``o``: :func:`measure_trace`'s figures): each side's best run, the
+    judged ratio with its rounds, its split into the hand-off and kvtui's own work, and the CPU lines."""
+    e, q = o["engine"], o["ratios"]
+    per_round = ", ".join(format(x["engine_vs_bare_loop"], ".2f") for x in o["rounds"])
+    loops = [side for side in SIDES[1:] if side.key in o]
+    return (f"trace {o['trace']}: {o['rows']} rows, {len(o['rounds'])} round(s), best run of each side:\n"
+            f"{'engine':<16} {e['seconds']:6.1f} s  {e['requests_per_s']:7.1f} req/s  hits {e['pages_hit']:,} pages "
+            f"({e['token_hit_rate']:.2%} of tokens)\n"
+            + "".join(f"{side.label:<16} {o[side.key]['seconds']:6.1f} s  {o[side.key]['requests_per_s']:7.1f} req/s  "
+                      f"hits {o[side.key]['pages_hit']:,} pages\n" for side in loops)
+            + f"ratio engine/bare loop {q['engine_vs_bare_loop']:.2f}, median of the rounds ({per_round}) "
+            f"→ {target_text(q['engine_vs_bare_loop'], 'engine_vs_bare_loop')}; of the best runs "
+            f"{q['engine_vs_bare_loop_best_of']:.2f}"
+            + (f"\nsplit: two-process loop/bare loop {q['two_process_loop_vs_bare_loop']:.2f} (the hand-off between "
+               f"two processes alone), engine/two-process loop {q['engine_vs_two_process_loop']:.2f} (kvtui's own "
+               "work: parent, messages, verify and fill); each the median of the rounds (a round's two multiply "
+               "to its engine/bare loop; their medians need not)" if len(loops) > 1 else "")
+            + _differing_hits(o) + _format_cpu(o.get("cpu_ms_per_request")))
+
+
+def _differing_hits(o: dict) -> str:
+    """A warning line when the sides of a ``--trace`` run hit different pages ('' when they agree)."""
+    keys = [f"{side.key}_pages_hit" for side in SIDES]
+    return "" if all(len({r[k] for k in keys if k in r}) < 2 for r in o["rounds"]) else (
+        "\nwarning: the engine and the bare loops hit different pages (evictions: the store is smaller than the "
+        "trace's pages, see --store-size), so the ratio compares different work")
+
+
+def _format_cpu(cpu: dict | None) -> str:
+    """The CPU-per-request lines of a ``--trace`` run ('' without them): each side's total and its processes,
+    then a legend of the processes named (:data:`CPU_NAMES`)."""
+    if not cpu:
+        return ""
+    lines = ["\nCPU per request by process, each the median of the rounds (ms, user + system):"]
+    named = set()
+    for side in (s for s in SIDES if s.key in cpu):
+        shown = {name: ms for name, ms in cpu[side.key].items() if ms >= 0.005}
+        named.update(shown)
+        parts = " + ".join(f"{name} {ms:.2f}" for name, ms in shown.items())
+        lines.append(f"  {side.label:<16} {sum(cpu[side.key].values()):5.2f} = {parts}")
+    legend = "; ".join(f"{name} = {what}" for name, what in CPU_NAMES.items() if name in named)
+    return "\n".join(lines) + (f"\n  ({legend})" if legend else "")

@@ -20,15 +20,17 @@ from __future__ import annotations
 import argparse
 import sys
 
+from kvtui.bench.engines import say
 from kvtui.bench.reuse import ReuseCase
 from kvtui.commands.common import add_page_arguments, check_refresh_hz, layout_of, store_size
 from kvtui.commands.estimate_args import add_estimate_arguments, estimator_from_args
 from kvtui.commands.output import check_writable, path_arg, write_json_atomic
-from kvtui.bench.targets import TARGETS
+from kvtui.bench.targets import TARGETS, target_text
 from kvtui.commands.trace_args import add_synthesis_arguments, synthesis_description, synthesize_rows
 from kvtui.core.defaults import DEFAULT_HZ, DEFAULT_STORE_SIZE_TEXT, MAX_HZ, MIN_SEGMENT_BYTES
 from kvtui.core.errors import KvtuiError
 from kvtui.core.topology import MAX_WORKERS
+from kvtui.core.traces import trace_arg
 from workload import DEFAULT_BLOCK_TOKENS
 
 _CASE = ReuseCase()  # the default flags
@@ -45,6 +47,7 @@ MODE_FLAGS = (  # flag, attribute, default, the modes it applies to (reuse: the 
     ("--trace-block-tokens", "trace_block_tokens", DEFAULT_BLOCK_TOKENS, ("trace",)),
 )
 """The flags that only some benches use, with their defaults: one given to another bench is refused."""
+MAX_ROUNDS = 100  # --rounds: 100 rounds of the shipped synthetic trace take about 1 h here
 
 
 def _mode_of(args: argparse.Namespace) -> str:
@@ -90,7 +93,7 @@ def register(subparsers) -> None:
                    help=f"try reloads split across 1..N concurrent batch_get_into calls (default {_CASE.max_streams})")
     p.add_argument("--json", type=path_arg, metavar="PATH", help="write every figure as JSON to PATH (- : to standard output, the table then goes to standard error)")
     mode = p.add_mutually_exclusive_group()
-    mode.add_argument("--trace", metavar="NAME|FILE",
+    mode.add_argument("--trace", type=trace_arg, metavar="NAME|FILE",
                    help="instead: replay this FAST'25 trace (a shipped one by name, see `kvtui traces`, or a file) one "
                         "request at a time through the engine, a bare loop of the same store calls and those calls "
                         "split over two processes, and report the replay rates, engine/bare "
@@ -123,7 +126,7 @@ def register(subparsers) -> None:
                    help="--trace / --ui / --tcp-sweep: alternate the sides N times (ABBA order; --trace's three: ABC "
                         "CBA), each from an empty store; the ratio judged against the target is the median of the "
                         "rounds' ratios, each taken between runs back to back, so a slow spell of the machine hits "
-                        "both sides of a ratio (the ratio of each side's best run is printed too; default 3)")
+                        f"both sides of a ratio (the ratio of each side's best run is printed too; 1-{MAX_ROUNDS}, default 3)")
     p.add_argument("--trace-block-tokens", type=int, default=None, metavar="TOKENS",
                    help=f"tokens per trace hash id (default {DEFAULT_BLOCK_TOKENS})")
     add_synthesis_arguments(p, arrival_times=False)
@@ -135,7 +138,7 @@ def register(subparsers) -> None:
 def run(args: argparse.Namespace) -> int:
     """Validate, run the chosen bench, print its table, write ``--json``; exit 1 if any page failed
     verification (``--ui``: 0)."""
-    from kvtui.bench.engines import BenchEngines, say
+    from kvtui.bench.engines import BenchEngines
     from kvtui.commands.common import isolate
     from kvtui.commands.engine_start import start_engine
     layout = layout_of(args)
@@ -170,11 +173,12 @@ def run(args: argparse.Namespace) -> int:
         check_writable(args.json, "--json")
     rows, problems = _read_trace(args, layout) if args.trace else ([], [])
     if getattr(args, "trace_speedup", None) is not None:  # (every bench: none of them keeps arrival times)
-        raise KvtuiError("--trace-speedup changes when rows arrive, and bench --trace replays one request after "
-                         "another as fast as it can: it would change nothing; leave it out")
+        raise KvtuiError("--trace-speedup changes when trace rows arrive (kvtui run --trace), and no bench keeps "
+                         "arrival times (bench --trace replays one request after another as fast as it can): leave "
+                         "it out")
     synthesis = synthesis_description(args)  # refuses a synthesis flag without --trace
-    if mode != "reuse" and args.rounds < 1:
-        raise KvtuiError("--rounds must be at least 1")
+    if mode != "reuse" and not 1 <= args.rounds <= MAX_ROUNDS:
+        raise KvtuiError(f"--rounds must be within 1..{MAX_ROUNDS}, got {args.rounds}")
     if args.ui:
         if args.seconds <= 0:
             raise KvtuiError("--seconds must be positive")
@@ -183,9 +187,33 @@ def run(args: argparse.Namespace) -> int:
                            start=start_engine)
 
     say(f"network: {isolate('on', hosts=True) if link else isolate('auto')}")
-    table = sys.stderr if args.json == "-" else sys.stdout  # (--json -: standard output is the JSON alone)
+    try:
+        out, text, code = _measure(args, engines, layout, estimator, link, counts, rows, problems)
+    except Exception as exc:
+        from kvtui.bench.bare import LoopError
+        from kvtui.engine.cluster import ClusterError
+        from kvtui.engine.store import StoreError
+        from kvtui.engine.workers import WorkerError
+
+        if not isinstance(exc, (LoopError, ClusterError, StoreError, WorkerError)):
+            raise
+        # a process the bench needs died or its store failed: one line, as `kvtui run` says it (its logs are
+        # named on stderr by the cluster's teardown)
+        raise KvtuiError(f"bench stopped: {(str(exc).splitlines() or [type(exc).__name__])[0]}") from None
+    out.update(synthesis)
+    if mode in ("trace", "ui", "tcp-sweep"):
+        out["round_count"] = args.rounds  # an input: `kvtui compare` says when two runs' counts differ
+    print(text, file=sys.stderr if args.json == "-" else sys.stdout)  # (--json -: standard output is the JSON)
+    if args.json:
+        write_json_atomic(args.json, out)
+    return code
+
+
+def _measure(args, engines, layout, estimator, link, counts: list[int], rows: list, problems: list) -> tuple:
+    """Run the bench ``args`` chose: ``(its --json figures, its table, the exit code)`` (1 when a loaded page
+    failed verification). Raises what the bench's engines, loops and store raise."""
     if args.trace:
-        from kvtui.bench.trace import measure_trace
+        from kvtui.bench.trace import format_trace, measure_trace
         from kvtui.core.traces import resolve_trace, trace_label
         from workload import skipped_count, skipped_rows_text
 
@@ -193,43 +221,32 @@ def run(args: argparse.Namespace) -> int:
             say(skipped_rows_text(problems))
         out = measure_trace(engines, layout, resolve_trace(args.trace), rows, args.trace_block_tokens, args.rounds,
                             skipped_count(problems), label=trace_label(args.trace))
-        out.update(synthesis)
-        print(format_trace(out), file=table)
-        code = 0 if out["engine"]["mismatches"] == 0 else 1
-    elif args.tcp_sweep:
+        return out, format_trace(out), 0 if out["engine"]["mismatches"] == 0 else 1
+    if args.tcp_sweep:
         from kvtui.bench.tcp_sweep import format_tcp_sweep, measure_tcp_sweep
 
         out = measure_tcp_sweep(engines, layout, args.prompt_tokens, args.shared_tokens, args.iterations, args.rounds)
-        print(format_tcp_sweep(out), file=table)
-        code = 0 if out["verified"] else 1
-    elif link is not None and counts:
+        return out, format_tcp_sweep(out), 0 if out["verified"] else 1
+    if link is not None and counts:
         from kvtui.bench.aggregate import format_aggregate, measure_aggregate
 
         out = measure_aggregate(engines, layout, link, counts, args.prompt_tokens, args.shared_tokens, args.iterations)
-        print(format_aggregate(out), file=table)
-        code = 0 if out["verified"] else 1
-    elif link is not None:
+        return out, format_aggregate(out), 0 if out["verified"] else 1
+    if link is not None:
         from kvtui.bench.link import format_link, measure_link
 
         out = measure_link(engines, layout, link, args.prompt_tokens, args.shared_tokens, args.iterations)
-        print(format_link(out), file=table)
-        code = 0 if out["verified"] else 1
-    elif args.ui:
+        return out, format_link(out), 0 if out["verified"] else 1
+    if args.ui:
         from kvtui.bench.ui import measure_ui
 
         out = measure_ui(engines, layout, args.seconds, args.rounds, args.refresh_hz)
-        print(format_ui(out), file=table)
-        code = 0
-    else:
-        from kvtui.bench.reuse import measure_reuse
+        return out, format_ui(out), 0
+    from kvtui.bench.reuse import measure_reuse
 
-        out = measure_reuse(engines, layout, ReuseCase(args.prompt_tokens, args.shared_tokens, args.iterations,
-                                                       args.max_streams), estimator)
-        print(format_bench(out), file=table)
-        code = 0 if out["verified"] else 1
-    if args.json:
-        write_json_atomic(args.json, out)
-    return code
+    out = measure_reuse(engines, layout, ReuseCase(args.prompt_tokens, args.shared_tokens, args.iterations,
+                                                   args.max_streams), estimator)
+    return out, format_bench(out), 0 if out["verified"] else 1
 
 
 def _read_trace(args, layout) -> tuple[list, list]:
@@ -238,6 +255,8 @@ def _read_trace(args, layout) -> tuple[list, list]:
     from kvtui.core.traces import resolve_trace
     from workload import TraceError, check_page_divides_block, read_trace
 
+    if args.trace_block_tokens < 1:
+        raise KvtuiError(f"--trace-block-tokens must be at least 1, got {args.trace_block_tokens}")
     path = resolve_trace(args.trace)  # a shipped trace's name (--trace synthetic) or a file
     try:
         check_page_divides_block(layout.page_tokens, args.trace_block_tokens)
@@ -247,14 +266,9 @@ def _read_trace(args, layout) -> tuple[list, list]:
         raise KvtuiError(str(exc)) from None
 
 
-def _target(value: float, target: float) -> str:
-    """``target ≥ 0.97: met`` or ``… NOT met``."""
-    return f"target ≥ {target:g}: {'met' if value >= target else 'NOT met'}"
-
-
 def _ratio(ratios: dict, key: str) -> str:
     """``0.96 (target ≥ 0.97: NOT met)``: the ratio ``key`` of ``ratios`` against its :data:`TARGETS` entry."""
-    return f"{ratios[key]:.2f} ({_target(ratios[key], TARGETS[key])})"
+    return f"{ratios[key]:.2f} ({target_text(ratios[key], key)})"
 
 
 def _passes(rate: dict) -> str:
@@ -380,47 +394,6 @@ def _recompute_line(o: dict, reload: dict) -> str:
             f"{reload['mean']:.1f} ms measured → {verdict}; estimate: {est['basis']}")
 
 
-def format_trace(o: dict) -> str:
-    """The human lines of a ``--trace`` run (``o``: :func:`kvtui.bench.trace.measure_trace`'s figures)."""
-    e, q = o["engine"], o["ratios"]
-    per_round = ", ".join(format(x["ratio"], ".2f") for x in o["rounds"])
-    loops = [(label, o[key]) for label, key in (("bare loop", "bare_loop"), ("two-process loop", "two_process_loop"))
-             if key in o]  # (a --json of before the two-process loop has none)
-    return (f"trace {o['trace']}: {o['rows']} rows, {len(o['rounds'])} round(s), best run of each side:\n"
-            f"engine           {e['seconds']:6.1f} s  {e['requests_per_s']:7.1f} req/s  hits {e['pages_hit']:,} pages "
-            f"({e['token_hit_rate']:.2%} of tokens)\n"
-            + "".join(f"{label:<16} {b['seconds']:6.1f} s  {b['requests_per_s']:7.1f} req/s  hits {b['pages_hit']:,} "
-                      "pages\n" for label, b in loops)
-            + f"ratio engine/bare {q['engine_vs_bare_loop']:.2f}, median of the rounds ({per_round}) "
-            f"→ {_target(q['engine_vs_bare_loop'], TARGETS['engine_vs_bare_loop'])}; of the best runs "
-            f"{q['engine_vs_bare_loop_best_of']:.2f}"
-            + (f"\nof which: two-process loop/bare {q['two_process_loop_vs_bare_loop']:.2f} (the hand-off between "
-               f"two processes alone), engine/two-process loop {q['engine_vs_two_process_loop']:.2f} (kvtui's own "
-               "work: parent, messages, verify and fill); medians of the rounds" if len(loops) > 1 else "")
-            + _differing_hits(o) + _format_cpu(o.get("cpu_ms_per_request")))
-
-
-def _differing_hits(o: dict) -> str:
-    """A warning line when the sides of a ``--trace`` run hit different pages ('' when they agree)."""
-    return "" if all(len({r[k] for k in ("pages_hit", "bare_loop_pages_hit", "two_process_loop_pages_hit") if k in r})
-                     < 2 for r in o["rounds"]) else (
-        "\nwarning: the engine and the bare loops hit different pages (evictions: the store is smaller than the "
-        "trace's pages, see --store-size), so the ratio compares different work")
-
-
-def _format_cpu(cpu: dict | None) -> str:
-    """The CPU-per-request lines of a ``--trace`` run ('' without them): each side's total and its processes."""
-    if not cpu:
-        return ""
-    lines = ["\nCPU per request by process, each the median of the rounds (ms, user + system; store = mooncake_client, "
-             "loop = the bare loop's own process, reader/writer = the two-process loop's):"]
-    named = (("engine", "engine"), ("bare loop", "bare_loop"), ("two-process", "two_process_loop"))
-    for label, side in ((label, cpu[key]) for label, key in named if key in cpu):
-        parts = " + ".join(f"{name} {ms:.2f}" for name, ms in side.items() if ms >= 0.005)
-        lines.append(f"  {label:<11} {sum(side.values()):5.2f} = {parts}")
-    return "\n".join(lines)
-
-
 def format_ui(o: dict) -> str:
     """The human lines of a ``--ui`` run (``o``: :func:`kvtui.bench.ui.measure_ui`'s figures)."""
     runs, q = o["rounds"], o["ratios"]
@@ -431,7 +404,7 @@ def format_ui(o: dict) -> str:
             f"workload rate headless   {o['headless_rps']:8.1f} req/s\n"
             f"with the monitor         {o['monitor_rps']:8.1f} req/s\n"
             f"ratio monitor/headless   {paired:8.2f}, median of the rounds ({per_round}) → "
-            f"{_target(paired, TARGETS['monitor_vs_headless'])}; of the best runs {q['monitor_vs_headless_best_of']:.2f}\n"
+            f"{target_text(paired, 'monitor_vs_headless')}; of the best runs {q['monitor_vs_headless_best_of']:.2f}\n"
             f"monitor CPU, paused      {o['idle_paused_cpu_percent']:8.1f} % of one core (target: near zero)")
 
 

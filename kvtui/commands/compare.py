@@ -21,7 +21,8 @@ from kvtui.core.errors import KvtuiError
 INPUT_KEYS = ("layout", "page_bytes", "workload", "bad_rows_skipped", "concurrency", "store_mode", "setup", "trace",
               "synthesis", "ttft_estimate", "iterations", "rows", "seconds", "warm_up_seconds", "refresh_hz",
               "reload_read_streams", "best_read_streams", "layout_at_end",
-              "block_tokens", "format", "sizing", "store", "versions")  # the last five: kvtui sweep --json
+              "block_tokens", "format", "sizing", "store", "versions",  # these five: kvtui sweep --json
+              "round_count", "trace_sha256")  # kvtui bench --trace / --ui / --tcp-sweep
 SKIP_KEYS = ("session", "span", "interrupted", "rounds", "file", "problems", "tiny")
 PROGRESS = ("done", "complete", "position_s", "length_s")  # a workload's progress, not an input
 HEADLINE = ("requests", "elapsed_s", "token_hit_rate", "page_hit_rate", "tokens_hit", "tokens_input", "pages_hit",

@@ -349,3 +349,34 @@ def test_ctrl_c_during_start_up_leaves_no_empty_log_folder(tmp_path, moment):
         assert any(f.is_file() and f.stat().st_size for f in folder.rglob("*")), sorted(folder.rglob("*"))
         assert str(folder) in cli.text()
 
+
+
+def _newest_spawned(cli: Cli) -> psutil.Process:
+    procs = []
+    for p in list(cli.seen.values()):
+        try:
+            if "spawn_main" in " ".join(p.cmdline()) and "resource_tracker" not in " ".join(p.cmdline()):
+                procs.append((p.create_time(), p.pid, p))
+        except psutil.Error:
+            pass
+    return max(procs, key=lambda t: t[:2])[2]  # (start times tie within a clock tick: then the later pid)
+
+
+@pytest.mark.parametrize("victim", ["a worker", "the two-process loop's writer"])
+def test_a_process_of_bench_trace_killed_mid_run_ends_it_in_one_line(tmp_path, victim):
+    """A worker or a loop's process killed (SIGKILL) while ``bench --trace`` replays: the bench says in one
+    line which process died and with what exit code, exits 2 without a traceback, and every process is gone."""
+    small = ["--layers", "1", "--kv-heads", "1", "--head-dim", "1", "--elem-bytes", "1", "--page-tokens", "512"]
+    cli = Cli(["bench", "--trace", "synthetic", *small, "--rounds", "1"], tmp_path)
+    if victim == "a worker":
+        cli.wait_for_text(r"through the engine, one request at a time", timeout_s=120)
+        cli.wait_for(lambda: _spawned(cli) >= 2, 30, "the workers")
+        expected = r"kvtui: error: bench stopped: (prefill|decode) worker died \(exit code -9\)"
+    else:
+        cli.wait_for_text(r"split over two processes", timeout_s=180)
+        cli.wait_for(lambda: _spawned(cli) >= 4, 30, "the loop's reader and writer")
+        expected = r"kvtui: error: bench stopped: the two-process loop's writer \(exit code -9\) died"
+    _newest_spawned(cli).kill()
+    rc, _gone = cli.finish(60)
+    assert rc == 2 and re.search(expected, cli.text()), cli.text()[-3000:]
+    assert "Traceback" not in cli.text(), cli.text()[-3000:]

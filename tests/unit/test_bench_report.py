@@ -10,7 +10,8 @@ import pytest
 from kvtui.bench.reuse import reload_figures, _stats
 from kvtui.cli import main
 from kvtui.bench.targets import TARGETS
-from kvtui.commands.bench import format_trace, format_ui
+from kvtui.bench.trace import format_trace
+from kvtui.commands.bench import format_ui
 from kvtui.commands.common import parse_size
 from kvtui.commands.output import check_new_file, write_json_atomic
 from kvtui.core.errors import KvtuiError
@@ -40,7 +41,8 @@ def test_a_mismatch_in_any_reload_is_not_verified():
 
 
 def test_trace_lines_show_each_side_and_the_median_ratio_against_its_target():
-    o = {"trace": "t.jsonl", "rows": 300, "rounds": [{"ratio": 0.9}, {"ratio": 0.7}, {"ratio": 0.85}],
+    o = {"trace": "t.jsonl", "rows": 300, "rounds": [{"engine_vs_bare_loop": 0.9}, {"engine_vs_bare_loop": 0.7},
+                                                   {"engine_vs_bare_loop": 0.85}],
          "engine": {"seconds": 10.0, "requests_per_s": 30.0, "pages_hit": 1234, "token_hit_rate": 0.5},
          "bare_loop": {"seconds": 8.0, "requests_per_s": 37.5, "pages_hit": 1234},
          "ratios": {"engine_vs_bare_loop": 0.85, "engine_vs_bare_loop_best_of": 0.8}}
@@ -53,13 +55,13 @@ def test_trace_lines_show_each_side_and_the_median_ratio_against_its_target():
     o["ratios"]["engine_vs_bare_loop"] = 0.5
     assert "NOT met" in format_trace(o)
     assert "warning" not in format_trace(o)
-    o["rounds"][1].update(pages_hit=10, bare_loop_pages_hit=9)  # evictions: the sides did different work
+    o["rounds"][1].update(engine_pages_hit=10, bare_loop_pages_hit=9)  # evictions: the sides did different work
     assert "warning: the engine and the bare loops hit different pages" in format_trace(o)
-    assert "two-process" not in format_trace(o)  # (a --json of before the two-process loop)
+    assert "two-process" not in format_trace(o)  # (without the two-process loop's figures)
 
 
 def test_trace_lines_split_the_ratio_into_the_hand_off_and_kvtuis_work():
-    o = {"trace": "t.jsonl", "rows": 300, "rounds": [{"ratio": 0.6, "pages_hit": 5, "bare_loop_pages_hit": 5,
+    o = {"trace": "t.jsonl", "rows": 300, "rounds": [{"engine_vs_bare_loop": 0.6, "engine_pages_hit": 5, "bare_loop_pages_hit": 5,
                                                        "two_process_loop_pages_hit": 5}],
          "engine": {"seconds": 10.0, "requests_per_s": 30.0, "pages_hit": 1234, "token_hit_rate": 0.5},
          "bare_loop": {"seconds": 6.0, "requests_per_s": 50.0, "pages_hit": 1234},
@@ -70,16 +72,18 @@ def test_trace_lines_split_the_ratio_into_the_hand_off_and_kvtuis_work():
                                 "two_process_loop": {"reader": 0.5, "writer": 0.25}}}
     text = format_trace(o)
     assert "two-process loop    7.5 s     40.0 req/s  hits 1,234 pages" in text
-    assert "two-process loop/bare 0.80 (the hand-off between two processes alone)" in text
+    assert "two-process loop/bare loop 0.80 (the hand-off between two processes alone)" in text
     assert "engine/two-process loop 0.75 (kvtui's own work" in text
-    assert "two-process  0.75 = reader 0.50 + writer 0.25" in text
+    assert "two-process loop  0.75 = reader 0.50 + writer 0.25" in text
+    assert "each the median of the rounds (a round's two multiply to its engine/bare loop; their medians need not)" in text
+    assert "reader = the two-process loop's reader (decode's part); writer = its writer (prefill's part)" in text
     assert "warning" not in text
     o["rounds"][0]["two_process_loop_pages_hit"] = 4  # the two-process loop alone did other work
     assert "warning: the engine and the bare loops hit different pages" in format_trace(o)
 
 
 def test_trace_lines_add_each_sides_cpu_per_request_by_process():
-    o = {"trace": "t.jsonl", "rows": 300, "rounds": [{"ratio": 0.9}],
+    o = {"trace": "t.jsonl", "rows": 300, "rounds": [{"engine_vs_bare_loop": 0.9}],
          "engine": {"seconds": 10.0, "requests_per_s": 30.0, "pages_hit": 1234, "token_hit_rate": 0.5},
          "bare_loop": {"seconds": 8.0, "requests_per_s": 37.5, "pages_hit": 1234},
          "ratios": {"engine_vs_bare_loop": 0.9, "engine_vs_bare_loop_best_of": 0.9},
@@ -88,8 +92,9 @@ def test_trace_lines_add_each_sides_cpu_per_request_by_process():
     text = format_trace(o)
     assert "CPU per request by process, each the median of the rounds (ms, user + system" in text
     assert "warning" not in text  # (no page counts to compare)
-    assert "engine       0.70 = parent 0.40 + decode 0.30" in text  # (the idle metadata server left out)
-    assert "bare loop    0.75 = loop 0.50 + master 0.25" in text
+    assert "engine            0.70 = parent 0.40 + decode 0.30" in text  # (the idle metadata server left out)
+    assert "bare loop         0.75 = loop 0.50 + master 0.25" in text
+    assert "metadata =" not in text and "master = mooncake_master" in text  # the legend names what is shown
 
 
 def test_cpu_per_request_is_the_difference_of_two_readings_per_request():
@@ -118,7 +123,7 @@ def test_ui_lines_show_both_rates_the_ratio_and_the_paused_cpu():
 
 
 @pytest.mark.parametrize("argv, message", [
-    (["bench", "--ui", "--layout", "tiny", "--rounds", "0"], "--rounds must be at least 1"),
+    (["bench", "--ui", "--layout", "tiny", "--rounds", "0"], "--rounds must be within 1..100, got 0"),
     (["bench", "--ui", "--layout", "tiny", "--seconds", "0"], "--seconds must be positive"),
     (["bench", "--ui", "--layout", "tiny", "--refresh-hz", "100"], "--refresh-hz must be within"),
     (["bench", "--layout", "tiny", "--iterations", "0"], "--iterations must be at least 1"),
@@ -133,6 +138,13 @@ def test_ui_lines_show_both_rates_the_ratio_and_the_paused_cpu():
     (["bench", "--link", "1gbit", "--layout", "tiny", "--seconds", "3"], "--seconds applies to bench --ui only"),
     (["bench", "--layout", "tiny", "--store-size", "12 parsecs"], "--store-size: not a size"),
     (["bench", "--layout", "tiny", "--store-size", "8MiB"], "--store-size must be at least 16 MiB"),
+    (["bench", "--trace", "synthetic", "--layout", "tiny", "--rounds", "101"], "--rounds must be within 1..100, got 101"),
+    (["bench", "--trace", "synthetic", "--layout", "tiny", "--trace-block-tokens", "0"],
+     "--trace-block-tokens must be at least 1, got 0"),
+    (["bench", "--trace", "", "--layout", "tiny"], "bench: argument --trace: needs a shipped trace's name"),
+    (["run", "--trace", " ", "--layout", "tiny"], "run: argument --trace: needs a shipped trace's name"),
+    (["bench", "--layout", "tiny", "--trace-speedup", "2"], "no bench keeps arrival times"),
+    (["bench", "--layout", "tiny", "--strict"], "unrecognized arguments: --strict (see kvtui bench --help)"),
 ])
 def test_bench_refuses_bad_flags_before_starting_anything(argv, message, capsys):
     assert main(argv) == 2

@@ -143,6 +143,18 @@ def test_kinds_of_json_and_figures_they_share(tmp_path, capsys):
     assert "reload latency p50" in io.out
 
 
+def test_bench_trace_runs_of_other_rounds_or_rows_are_inputs_that_differ():
+    base = {"trace": "t.jsonl", "trace_sha256": "0123456789abcdef", "rows": 300, "block_tokens": 512,
+            "round_count": 3, "rounds": [{"engine_s": 1.0}], "engine": {"seconds": 1.0, "requests_per_s": 300.0},
+            "bare_loop": {"seconds": 0.8, "requests_per_s": 375.0}, "ratios": {"engine_vs_bare_loop": 0.8}}
+    other = {**base, "trace_sha256": "fedcba9876543210", "round_count": 5}
+    c = compare([("a", "bench --trace", base), ("b", "bench --trace", other)])
+    assert sorted(c["inputs_differ"], key=lambda d: d["input"]) == [
+        {"input": "round_count", "values": [3, 5]},
+        {"input": "trace_sha256", "values": ["0123456789abcdef", "fedcba9876543210"]}]
+    assert "round_count" not in [r["field"] for r in c["figures"]]  # an input, not a figure
+
+
 def test_figure_names_come_from_the_figures_module():
     names = _figure_names()
     assert describe_field("throughput.reuse_read_MBps", names) == ("reuse read (busy)", "MB/s")
