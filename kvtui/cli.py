@@ -81,20 +81,23 @@ def main(argv: list[str] | None = None) -> int:
     called in ``args.started_at`` (``time.monotonic()`` seconds: ``kvtui run --duration`` bounds the whole
     command)."""
     started_at = time.monotonic()
-    try:
-        parser = build_parser()  # (imports every command: a Ctrl-C here is as any other)
-        args = parser.parse_args(argv)
-    except SystemExit as exc:  # --help, --version, or a usage error already printed as one line
-        return int(exc.code or 0)
-    except KeyboardInterrupt:
-        print("kvtui: interrupted", file=sys.stderr)
-        return 128 + signal.SIGINT
-    args.started_at = started_at
     if threading.current_thread() is threading.main_thread():
         # SIGTERM tears down like Ctrl-C: context managers and finally blocks stop workers and the cluster.
         signal.signal(signal.SIGTERM, on_sigterm)
         if signal.getsignal(signal.SIGHUP) == signal.SIG_DFL:  # (left ignored under nohup)
             signal.signal(signal.SIGHUP, on_sigterm)  # a closed terminal: the same teardown, exit 129
+    try:
+        parser = build_parser()  # (imports every command: a Ctrl-C or SIGTERM here is as any other)
+        args = parser.parse_args(argv)
+    except SystemExit as exc:  # --help, --version, or a usage error already printed as one line
+        return int(exc.code or 0)
+    except Terminated as exc:
+        print(f"kvtui: terminated ({signal.Signals(exc.signum).name})", file=sys.stderr)
+        return 128 + exc.signum
+    except KeyboardInterrupt:
+        print("kvtui: interrupted", file=sys.stderr)
+        return 128 + signal.SIGINT
+    args.started_at = started_at
     if not getattr(args, "func", None):
         parser.print_help()
         return 2

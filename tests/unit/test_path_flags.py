@@ -124,6 +124,58 @@ def test_ctrl_c_while_kvtui_is_imported_is_one_line(monkeypatch, capsys):
     assert capsys.readouterr().err == "kvtui: interrupted\n"
 
 
+@pytest.mark.parametrize("sig, code", [("SIGTERM", 143), ("SIGHUP", 129)])
+def test_sigterm_or_sighup_while_kvtui_is_imported_is_one_line(monkeypatch, capsys, sig, code):
+    """SIGTERM or SIGHUP while the console script's entry imports the CLI (a real signal, sent to this
+    process from inside that import): one line and 128 + the signal, not a silent death; the default
+    handlers are back afterwards, for kvtui.cli to install its own (a SIGHUP ignored under nohup stays so)."""
+    import builtins
+    import os
+    import signal
+
+    import kvtui.__main__ as entry
+
+    signum = getattr(signal, sig)
+    monkeypatch.setattr(signal, "getsignal", lambda s: signal.SIG_DFL)  # (as in a fresh process)
+    real_import = builtins.__import__
+    saved = {s: signal.signal(s, signal.SIG_DFL) for s in (signal.SIGTERM, signal.SIGHUP)}
+
+    def signalled(name, *args, **kwargs):
+        if name == "kvtui.cli":
+            os.kill(os.getpid(), signum)  # (the handler runs here, in the main thread)
+        return real_import(name, *args, **kwargs)
+
+    monkeypatch.setattr(builtins, "__import__", signalled)
+    try:
+        assert entry.main() == code
+        assert capsys.readouterr().err == f"kvtui: terminated ({sig})\n"
+        monkeypatch.undo()
+        assert signal.getsignal(signal.SIGTERM) == signal.SIG_DFL == signal.getsignal(signal.SIGHUP)
+    finally:
+        for s, handler in saved.items():
+            signal.signal(s, handler)
+
+
+def test_sigterm_while_the_parser_is_built_is_one_line(monkeypatch, capsys):
+    """kvtui.cli installs its SIGTERM handler before it builds the parser (which imports every command):
+    a SIGTERM then ends with 143 and one line, not 130."""
+    import signal
+
+    import kvtui.cli as cli
+
+    def terminated():
+        raise cli.Terminated(signal.SIGTERM)
+
+    saved = {s: signal.getsignal(s) for s in (signal.SIGTERM, signal.SIGHUP)}
+    monkeypatch.setattr(cli, "build_parser", terminated)
+    try:
+        assert cli.main(["traces"]) == 143
+        assert capsys.readouterr().err == "kvtui: terminated (SIGTERM)\n"
+    finally:
+        for s, handler in saved.items():
+            signal.signal(s, handler)
+
+
 def test_json_through_a_symbolic_link_writes_the_file_it_points_at(tmp_path, capsys):
     """An atomic write renames a temporary file over the target: through a link it replaces the file the link
     names and keeps the link (before, the link itself was replaced by a file)."""
