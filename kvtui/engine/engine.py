@@ -21,7 +21,6 @@ import threading
 import time
 from collections import deque
 from concurrent.futures import ThreadPoolExecutor
-from multiprocessing.connection import wait as mp_wait
 from dataclasses import replace
 
 from kvtui.core.events import RequestResult
@@ -34,6 +33,7 @@ from kvtui.engine.protocol import (
     Begin, Drain, Hold, RemoveAll, RequestDone, RequestDropped, RequestFailed, SetLayout, Submit,
 )
 from kvtui.engine.remote_slots import RemoteWorkers
+from kvtui.engine.result_pipes import PipeGone, ResultPipes
 from kvtui.engine.results import Dropped, Lost, WorkerReplacement, result_from
 from kvtui.engine.routing import Router, least_loaded
 from kvtui.engine.worker import WorkerSpec
@@ -62,7 +62,7 @@ class Engine(RemoteWorkers):
         self.decodes: list[WorkerHandle] = []
         self.t0 = time.monotonic()
         self._results: list = []  # read ends of the results pipes, one per prefill worker
-        self._turn = 0  # which results pipe is read first (they take turns)
+        self._pipes: ResultPipes | None = None  # how the parent waits on them (rebuilt with them)
         self._seq = itertools.count()
         self._run = 0  # counts begin_run calls: results of requests submitted in an earlier run are discarded
         self._pending: dict[int, tuple] = {}  # seq → (run, request, first and last page key, decode i, prefill i)
@@ -257,33 +257,16 @@ class Engine(RemoteWorkers):
 
     def _recv_result(self, deadline: float | None):
         """The next message on any results pipe (they take turns), None once ``deadline`` passed."""
-        results = self._results
-        if not results:
+        if not self._results:
             raise WorkerError("prefill worker died (exit code None)")
-        k = len(results)
-        while True:
-            start, self._turn = self._turn, self._turn + 1
-            for i in range(k):
-                j = (start + i) % k
-                conn = results[j]
-                try:
-                    if conn.poll(0):
-                        return conn.recv()
-                except (EOFError, OSError):
-                    h = self.prefills[j] if j < len(self.prefills) else None
-                    code = h.exit_code() if h is not None else None
-                    raise WorkerError(f"{h.name if h else 'prefill'} worker died (exit code {code})") from None
-            left = None if deadline is None else deadline - time.monotonic()
-            if left is not None and left <= 0:
-                return None
-            if k == 1:
-                try:  # (one pipe: wait on it alone, the common case's cost)
-                    if not results[0].poll(left):
-                        return None
-                except (EOFError, OSError):
-                    pass  # (read, and reported, on the next pass)
-            elif not mp_wait(results, left):
-                return None
+        if self._pipes is None or not self._pipes.serves(self._results):  # (a rebuilt chain, a remote prefill)
+            self._pipes = ResultPipes(self._results)
+        try:
+            return self._pipes.recv(deadline)
+        except PipeGone as gone:
+            h = self.prefills[gone.index] if gone.index < len(self.prefills) else None
+            code = h.exit_code() if h is not None else None
+            raise WorkerError(f"{h.name if h else 'prefill'} worker died (exit code {code})") from None
 
     def _result_of(self, msg) -> "RequestResult | Dropped":
         match msg:
