@@ -90,7 +90,7 @@ def run(args: argparse.Namespace) -> int:
                           "kvtui_version": reader.meta.get("kvtui_version"),
                           "mooncake_version": reader.meta.get("mooncake_version"),
                           "started_at": reader.meta.get("started_at"), "damaged": reader.damaged,
-                          "wal_missing": reader.wal_missing}
+                          "wal_missing": reader.wal_missing, "not_closed": reader.not_closed}
     if args.json != "-":
         print(format_summary(summary))
     if args.json:

@@ -41,7 +41,8 @@ class SessionReader:
         if head[:16] != b"SQLite format 3\x00":
             raise SessionError(f"{self.path} is not a kvtui session (not an SQLite file)")
         # bytes 18-19 of the header are 2 in WAL mode (sqlite.org/fileformat2.html); the writer leaves it on close
-        self.wal_missing = head[18:20] == b"\x02\x02" and not Path(f"{self.path}-wal").exists()
+        self.not_closed = head[18:20] == b"\x02\x02"  # its recorder still runs, or was killed or cut short
+        self.wal_missing = self.not_closed and not Path(f"{self.path}-wal").exists()
         not_closed = (f"{self.path} is a recording that was not closed (its recorder still runs or was killed) "
                       f"and has no {self.path.name}-wal here: {WAL_MISSING}")
         # immutable: nothing to recover, so SQLite creates no -wal/-shm beside the copy
@@ -125,13 +126,16 @@ class SessionReader:
             db.close()
 
     def warning(self, doing: str) -> str | None:
-        """One line about a file read only in part (``doing``: what the command does, e.g. ``reporting``),
-        or None when it was read whole."""
+        """One line about a file read only in part, or not closed by its recorder (``doing``: what the
+        command does, e.g. ``reporting``), or None when it was closed and read whole."""
         if self.wal_missing:
             return (f"{self.path} has no {self.path.name}-wal beside it (its recorder did not close it): "
                     f"{WAL_MISSING}; {doing} its first {len(self)} frames")
         if self.damaged:
             return f"{self.path} is damaged after frame {len(self)}; {doing} up to there"
+        if self.not_closed:
+            return (f"{self.path} was not closed (its recorder still runs, or was killed): {doing} its "
+                    f"{len(self)} frames so far")
         return None
 
     def __len__(self) -> int:

@@ -3,6 +3,7 @@ copied without its -wal (the writer still running, or killed) says which file is
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import stat
@@ -87,11 +88,17 @@ def test_a_recording_copied_without_its_wal_says_to_copy_it(tmp_path, capsys):
     both.mkdir()
     shutil.copy(path, both / path.name)
     shutil.copy(f"{path}-wal", both / f"{path.name}-wal")
-    r = SessionReader(both / path.name)
-    assert not r.wal_missing and len(r) == CHECKPOINT_FRAMES + 10 and r.warning("reporting") is None
+    r = SessionReader(both / path.name)  # read whole, but its recorder has not closed it: said so
+    assert not r.wal_missing and len(r) == CHECKPOINT_FRAMES + 10
+    assert r.warning("reporting").endswith(f"was not closed (its recorder still runs, or was killed): reporting its "
+                                           f"{CHECKPOINT_FRAMES + 10} frames so far")
+    assert main(["report", str(both / path.name), "--json", str(tmp_path / "both.json")]) == 0
+    assert "was not closed" in capsys.readouterr().err
+    assert json.loads((tmp_path / "both.json").read_text())["session"]["not_closed"] is True
     w.close()
     r = SessionReader(path)  # closed: one self-contained file
     assert not r.wal_missing and len(r) == CHECKPOINT_FRAMES + 10 and not (tmp_path / "live.kvtui-wal").exists()
+    assert not r.not_closed and r.warning("reporting") is None
 
 
 def test_a_recording_closes_cleanly_while_another_process_reads_it(tmp_path):
