@@ -38,6 +38,18 @@ def _one_line(exc: BaseException) -> str:
     return (str(exc).splitlines() or [type(exc).__name__])[0]
 
 
+def _check(codes, call: str) -> None:
+    """``LoopError`` when a store call's per-key answers hold one of ``BROKEN_STORE_CODES``: the master (or, for these
+    dummy clients, the store node) stopped answering, and counting those pages as misses would make the loop
+    replay other work than the engine, at another rate."""
+    from kvtui.core.codes import BROKEN_STORE_CODES, code_name
+
+    down = [c for c in codes if c in BROKEN_STORE_CODES]
+    if down:
+        raise LoopError(f"{call} answered {code_name(down[0])} for {len(down)} of {len(codes)} pages: the master "
+                        "or the store node stopped answering")
+
+
 def _quiet(endpoints: dict, log_name: str) -> None:
     from kvtui.engine.procs import parent_death_signal
 
@@ -94,9 +106,11 @@ def _replay(endpoints: dict, layout: dict, model: str, trace: str, block_tokens:
             if len(keys) * pb > buf.size:
                 buf = client.new_buffer(len(keys) * pb)
             present = client.batch_is_exist(keys)
+            _check(present, "batch_is_exist")
             run = next((i for i, p in enumerate(present) if p != 1), len(keys))
             if run:
                 rcs = client.batch_get_into(keys[:run], [buf.ctypes.data + i * pb for i in range(run)], [pb] * run)
+                _check(rcs, "batch_get_into")
                 run = next((i for i, r in enumerate(rcs) if r != pb), run)
             hits += run
             absent = [i for i in range(run, len(keys)) if present[i] != 1]
@@ -105,7 +119,8 @@ def _replay(endpoints: dict, layout: dict, model: str, trace: str, block_tokens:
                 if (answer := writer.recv_bytes()).startswith(FAILED):
                     raise LoopError(f"the two-process loop's writer failed: {answer[1:].decode()}")
             elif absent:
-                client.batch_put_from([keys[i] for i in absent], [buf.ctypes.data + i * pb for i in absent], [pb] * len(absent))
+                _check(client.batch_put_from([keys[i] for i in absent], [buf.ctypes.data + i * pb for i in absent],
+                                             [pb] * len(absent)), "batch_put_from")
         seconds, cpu = time.perf_counter() - t0, time.process_time() - cpu0
         writer_cpu = 0.0
         if writer is not None:  # the end: the writer answers with its CPU seconds since it was ready
@@ -139,7 +154,8 @@ def _writer_main(reader, endpoints: dict, layout: dict) -> None:
             keys = msg.decode().split("\n")
             if len(keys) * pb > buf.size:
                 buf = client.new_buffer(len(keys) * pb)
-            client.batch_put_from(keys, [buf.ctypes.data + i * pb for i in range(len(keys))], [pb] * len(keys))
+            _check(client.batch_put_from(keys, [buf.ctypes.data + i * pb for i in range(len(keys))], [pb] * len(keys)),
+                   "batch_put_from")
             reader.send_bytes(b"k")
         reader.send_bytes(repr(time.process_time() - cpu0).encode())
     except (EOFError, BrokenPipeError, ConnectionResetError):  # the reader is gone: end quietly
@@ -187,9 +203,12 @@ def bare_replay(endpoints: dict, layout: dict, model: str, trace: str, block_tok
             names = ("process",) if len(procs) == 1 else ("reader", "writer")
             codes = {name: proc.exitcode for name, proc in zip(names, procs)}
             killed = {n: c for n, c in codes.items() if c not in (0, 1)} or {n: c for n, c in codes.items() if c}
-            dead = [f"{name} (exit code {code})" for name, code in killed.items()]  # (1: it saw the other go)
-            raise LoopError(f"the {'two-process' if two_process else 'bare'} loop's {' and '.join(dead) or 'process'}"
-                            " died") from None
+            loop = "two-process" if two_process else "bare"  # (exit code 1: it saw the other go)
+            if len(killed) == 1:
+                (name, code), = killed.items()
+                raise LoopError(f"the {loop} loop's {name} died (exit code {code})") from None
+            raise LoopError(f"the {loop} loop's " + " and ".join(f"{n} (exit code {c})" for n, c in killed.items())
+                            + " died") from None
         answered = True
         if status != "ok":
             raise LoopError(f"the {'two-process' if two_process else 'bare'} loop stopped: {out}")

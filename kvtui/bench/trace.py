@@ -84,6 +84,43 @@ def _median_per_process(rounds: list[dict[str, float]]) -> dict[str, float]:
     return {n: median([r[n] for r in rounds]) for n in names}
 
 
+def replay_through(engine, requests: list, on_result) -> None:
+    """Replay ``requests`` through ``engine`` one at a time (:class:`~kvtui.engine.driver.Driver`, concurrency 1),
+    each result to ``on_result``. Raises ``StoreError`` at the first request answered with one of
+    :data:`~kvtui.core.codes.BROKEN_STORE_CODES`, or when the master (or, for dummy workers, the store node)
+    stops answering mid-replay: a ``kvtui run`` holds dispatch until it answers again, but a bench cannot
+    measure across an outage, so it stops at once instead of waiting for ever."""
+    import collections
+
+    from kvtui.core.codes import BROKEN_STORE_CODES, code_name
+    from kvtui.engine.driver import Driver
+    from kvtui.engine.store import StoreError
+
+    outage: list[str] = []
+
+    def on_event(event) -> None:
+        if event.kind == "outage" and not outage:  # (the first outage event is its start)
+            outage.append(event.text)
+            driver.stop()
+
+    down = collections.Counter()
+
+    def counted(result) -> None:  # answers of a broken store that did not (yet) hold dispatch count too
+        on_result(result)
+        down.update({code_name(c): n for c, n in result.codes.items() if c in BROKEN_STORE_CODES})
+        if down:
+            driver.stop()  # (the requests under way are abandoned; none is reported after this one)
+
+    driver = Driver(engine, requests, counted, on_event, concurrency=1)
+    driver.run()
+    if down:
+        name, n = down.most_common(1)[0]
+        raise StoreError(f"the engine's replay met a broken store ({n} {name} answers in one request: the master "
+                         "or the store node stopped answering); a bench's figures would be void")
+    if outage:
+        raise StoreError(f"the engine's replay met a broken store ({outage[0]}); a bench does not wait it out")
+
+
 def measure_trace(engines: BenchEngines, layout, trace: str, rows: list, block_tokens: int, rounds: int,
                   bad_rows: int = 0, label: str | None = None) -> dict:
     """Replay ``rows`` (the good rows of the file ``trace``, ``block_tokens`` tokens per hash id) ``rounds``
@@ -94,7 +131,6 @@ def measure_trace(engines: BenchEngines, layout, trace: str, rows: list, block_t
     loop process's whole life, start-up and close included, so they are if anything high). ``bad_rows``: how
     many rows the reader skipped (reported, not replayed); ``label``: the trace as the user named it (``synthetic``), reported as ``trace`` (default: the file). The bare loops
     read ``rows`` themselves from a temporary copy (synthesized rows included), not the file."""
-    from kvtui.engine.driver import Driver
     from kvtui.metrics.aggregate import Aggregator
     from workload import TraceWorkload
     from workload.synthesis import rows_to_jsonl
@@ -119,7 +155,7 @@ def measure_trace(engines: BenchEngines, layout, trace: str, rows: list, block_t
                     agg = Aggregator()
                     pids = {"parent": os.getpid(), **engine.worker_pids()}
                     cpu0, t0 = cpu_seconds(pids), time.perf_counter()
-                    Driver(engine, requests, agg.add, concurrency=1).run()
+                    replay_through(engine, requests, agg.add)
                     times[side.key] = time.perf_counter() - t0
                     cpu[side.key] = cpu_ms_per_request(cpu0, cpu_seconds(pids), len(rows))
                     del requests
@@ -144,7 +180,7 @@ def measure_trace(engines: BenchEngines, layout, trace: str, rows: list, block_t
                          **{f"{k}_pages_hit": v for k, v in hits.items()},
                          **{f"{k}_cpu_ms_per_request": v for k, v in cpu.items()}})
             say(f"round {r + 1}/{rounds}: engine {engine_s:.1f} s, bare loop {bare_s:.1f} s, two-process loop "
-                f"{two_s:.1f} s → engine/bare {bare_s / engine_s:.2f} (engine/two-process loop {two_s / engine_s:.2f})")
+                f"{two_s:.1f} s → engine/bare loop {bare_s / engine_s:.2f} (engine/two-process loop {two_s / engine_s:.2f})")
     finally:
         engine.stop()
         shutil.rmtree(folder, ignore_errors=True)
@@ -201,7 +237,8 @@ def _format_cpu(cpu: dict | None) -> str:
     then a legend of the processes named (:data:`CPU_NAMES`)."""
     if not cpu:
         return ""
-    lines = ["\nCPU per request by process, each the median of the rounds (ms, user + system):"]
+    lines = ["\nCPU per request by process, each the median of the rounds (ms, user + system; a process under "
+             "0.005 ms is counted in the total, not listed):"]
     named = set()
     for side in (s for s in SIDES if s.key in cpu):
         shown = {name: ms for name, ms in cpu[side.key].items() if ms >= 0.005}

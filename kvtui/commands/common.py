@@ -352,7 +352,9 @@ def make_workload(args: argparse.Namespace, layout: PageLayout):
             rows = synthesize_rows(args, rows, block)  # --trace-speedup, --prefix-scale, … (trace_args)
             wl = TraceWorkload(rows, block_tokens=block, speed=parse_speed(args.speed or "1"),
                                name=trace_label(args.trace))
-        except (TraceError, ValueError) as exc:
+        except TraceError as exc:  # (the file is named in it: an empty, binary or all-bad trace)
+            raise KvtuiError(f"--trace {exc}") from None
+        except ValueError as exc:
             raise KvtuiError(str(exc)) from None
         args.working_set = trace_working_set(rows, block, layout.page_tokens)
         return wl, {"kind": "trace", "name": trace_label(args.trace), "done": 0, "total": wl.rows_total,

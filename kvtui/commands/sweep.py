@@ -161,7 +161,9 @@ def run(args: argparse.Namespace) -> int:
     path = resolve_trace(args.trace)
     try:
         rows, problems = read_trace(path, block_tokens=block, strict=args.strict)
-    except (TraceError, ValueError) as exc:
+    except TraceError as exc:  # (the file is named in it: an empty, binary or all-bad trace)
+        raise KvtuiError(f"--trace {exc}") from None
+    except ValueError as exc:
         raise KvtuiError(str(exc)) from None
     if problems:
         _say(skipped_rows_text(problems))

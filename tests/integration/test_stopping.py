@@ -362,7 +362,7 @@ def _newest_spawned(cli: Cli) -> psutil.Process:
     return max(procs, key=lambda t: t[:2])[2]  # (start times tie within a clock tick: then the later pid)
 
 
-@pytest.mark.parametrize("victim", ["a worker", "the two-process loop's writer"])
+@pytest.mark.parametrize("victim", ["a worker", "the store node", "the two-process loop's writer"])
 def test_a_process_of_bench_trace_killed_mid_run_ends_it_in_one_line(tmp_path, victim):
     """A worker or a loop's process killed (SIGKILL) while ``bench --trace`` replays: the bench says in one
     line which process died and with what exit code, exits 2 without a traceback, and every process is gone."""
@@ -372,11 +372,18 @@ def test_a_process_of_bench_trace_killed_mid_run_ends_it_in_one_line(tmp_path, v
         cli.wait_for_text(r"through the engine, one request at a time", timeout_s=120)
         cli.wait_for(lambda: _spawned(cli) >= 2, 30, "the workers")
         expected = r"kvtui: error: bench stopped: (prefill|decode) worker died \(exit code -9\)"
+    elif victim == "the store node":  # dummy workers' calls then answer RPC_FAIL: an outage, not waited out
+        cli.wait_for_text(r"through the engine, one request at a time", timeout_s=120)
+        cli.wait_for(lambda: _spawned(cli) >= 2, 30, "the workers")
+        expected = r"kvtui: error: bench stopped: the engine's replay met a broken store \((master unreachable|\d+ \w+ answers)"
     else:
         cli.wait_for_text(r"split over two processes", timeout_s=180)
         cli.wait_for(lambda: _spawned(cli) >= 4, 30, "the loop's reader and writer")
-        expected = r"kvtui: error: bench stopped: the two-process loop's writer \(exit code -9\) died"
-    _newest_spawned(cli).kill()
+        expected = r"kvtui: error: bench stopped: the two-process loop's writer died \(exit code -9\)"
+    if victim == "the store node":
+        next(p for p in list(cli.seen.values()) if p.name().startswith("mooncake_client")).kill()
+    else:
+        _newest_spawned(cli).kill()
     rc, _gone = cli.finish(60)
     assert rc == 2 and re.search(expected, cli.text()), cli.text()[-3000:]
     assert "Traceback" not in cli.text(), cli.text()[-3000:]

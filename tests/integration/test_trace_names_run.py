@@ -49,4 +49,4 @@ def test_a_late_row_is_named_replayed_and_rejected_under_strict(cluster, tmp_pat
     assert s["pages_hit"] == 1 + 2  # row 2 hits block 1, row 3 blocks 1 and 2
     rc = main(["run", "--trace", str(trace), "--strict", "--speed", "max", "--quiet", *SMALL, *_attach(cluster)])
     err = capsys.readouterr().err
-    assert rc == 2 and err == f"kvtui: error: {trace}:2: timestamp 900 ms is below the previous row's 1000 ms\n"
+    assert rc == 2 and err == f"kvtui: error: --trace {trace}:2: timestamp 900 ms is below the previous row's 1000 ms\n"
