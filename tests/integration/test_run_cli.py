@@ -132,7 +132,7 @@ def test_sigkill_of_kvtui_takes_every_child_down(tmp_path):
     (["run", "--layers", "abc"], "invalid int value"),
     (["run", "--store-size", "1TB"], "more than this machine's memory"),
     (["bench", "--ui", "--trace", "x.jsonl"], "not allowed with"),
-    (["bench", "--trace", "x.jsonl", "--trace-speedup", "2", "--layout", "tiny"], "--trace-speedup changes when rows"),
+    (["bench", "--trace", "x.jsonl", "--trace-speedup", "2", "--layout", "tiny"], "--trace-speedup changes when trace rows"),
     (["keys", "--model", "", "--page-tokens", "4", "--tokens", "1,2,3,2147483648"], "outside int32"),
     (["report", "."], "is a folder"),
     (["keys", "--model", "m", "--page-tokens", "4", "--tokens", "1,x"], "not an integer token id"),
