@@ -11,10 +11,9 @@ Two forms:
 * the **bare loop**: one process makes every call;
 * the **two-process loop**: the price of disaggregation alone. A reader process (decode's part) probes and
   reloads; when pages are left to publish it hands their keys to a writer process (prefill's part) over a
-  pipe (one ``send_bytes`` of the keys joined by newlines), which puts them and answers one byte; the
-  reader waits for that answer before a request that shares a page with the put, or before a second put,
-  as the engine's decode waits for prefill's ``Ack`` at concurrency 1 (a request sharing no page with the
-  put under way goes on beside it). Both processes run their calls on the CPU the engine's workers share
+  pipe (one ``send_bytes`` of the keys joined by newlines), which puts them and answers one byte, and the
+  reader waits for that answer before its next request, as the engine's decode waits for prefill's ``Ack``
+  at concurrency 1. Both processes run their calls on the CPU the engine's workers share
   (:func:`kvtui.core.sched.pin_calling_thread`). Its difference from the bare loop is the hand-off between
   two processes and nothing else; its difference from the engine is kvtui's own work.
 """
@@ -102,13 +101,10 @@ def _replay(endpoints: dict, layout: dict, model: str, trace: str, block_tokens:
             raise LoopError(f"the two-process loop's writer did not start: {answer[1:].decode()}")
     try:
         t0, cpu0 = time.perf_counter(), time.process_time()
-        putting: list[str] = []  # the keys of the writer's put under way
         for req in requests:
             keys = keyer.keys(req.tokens[: req.cacheable_tokens])
             if len(keys) * pb > buf.size:
                 buf = client.new_buffer(len(keys) * pb)
-            if putting and not set(putting).isdisjoint(keys):  # this request needs that put's pages: wait
-                putting = _answered(writer)
             present = client.batch_is_exist(keys)
             _check(present, "batch_is_exist")
             run = next((i for i, p in enumerate(present) if p != 1), len(keys))
@@ -119,31 +115,20 @@ def _replay(endpoints: dict, layout: dict, model: str, trace: str, block_tokens:
             hits += run
             absent = [i for i in range(run, len(keys)) if present[i] != 1]
             if absent and writer is not None:
-                if putting:  # (at most one put under way, as in the engine)
-                    putting = _answered(writer)
-                putting = [keys[i] for i in absent]
-                writer.send_bytes("\n".join(putting).encode())
+                writer.send_bytes("\n".join(keys[i] for i in absent).encode())
+                if (answer := writer.recv_bytes()).startswith(FAILED):
+                    raise LoopError(f"the two-process loop's writer failed: {answer[1:].decode()}")
             elif absent:
                 _check(client.batch_put_from([keys[i] for i in absent], [buf.ctypes.data + i * pb for i in absent],
                                              [pb] * len(absent)), "batch_put_from")
-        writer_cpu = 0.0
-        if putting:
-            _answered(writer)
         seconds, cpu = time.perf_counter() - t0, time.process_time() - cpu0
+        writer_cpu = 0.0
         if writer is not None:  # the end: the writer answers with its CPU seconds since it was ready
             writer.send_bytes(b"")
             writer_cpu = float(writer.recv_bytes())
         return len(requests), seconds, hits, cpu, writer_cpu
     finally:
         client.close()
-
-
-def _answered(writer) -> list[str]:
-    """Wait for the writer's answer to the put under way; ``LoopError`` when it failed. Returns ``[]`` (no put
-    under way any more)."""
-    if (answer := writer.recv_bytes()).startswith(FAILED):
-        raise LoopError(f"the two-process loop's writer failed: {answer[1:].decode()}")
-    return []
 
 
 def _writer_main(reader, endpoints: dict, layout: dict) -> None:

@@ -5,7 +5,7 @@ control handler on its feeder thread before the next request is drawn.
 A run ends in one of two ways. When the workload runs out or ``max_requests`` were issued, the requests
 submitted finish (a drain). When :meth:`Driver.stop` is called or ``duration_s`` is reached, the run is
 abandoned at once: decode drops the submitted requests whose reload has not started, and the ones under way
-(at most ``concurrency``, or two at concurrency 1: a reload beside a publish it shares no page with) are not waited for (:attr:`Driver.abandoned`), so a run ends within ~0.1 s whatever
+(at most ``concurrency``) are not waited for (:attr:`Driver.abandoned`), so a run ends within ~0.1 s whatever
 the page size or the store's state."""
 
 from __future__ import annotations

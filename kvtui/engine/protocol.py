@@ -13,9 +13,7 @@ request chain and get no answer.
 
 **Chain pipes** (decode ↔ prefill): one between every decode and every prefill worker (N prefill × M decode
 workers: a full mesh, :mod:`kvtui.core.topology`). For each submitted request, decode waits until fewer than the run's
-concurrency are between their reload and the end of their publish, reloads, and sends :class:`PublishRest`
-(at concurrency 1 with one decode worker it also starts while one publish is under way when the request shares
-no page key with it: that publish cannot change what its probe and reads answer).
+concurrency are between their reload and the end of their publish, reloads, and sends :class:`PublishRest`.
 Prefill publishes, sends the request's :class:`RequestDone` to the parent and then, when decode waits for it
 (``needs_ack``), :class:`Ack` back (in that order: at concurrency 1 the parent's next :class:`Submit` and the
 :class:`Ack` then reach decode close together, one wake-up rather than two; the engine's trace replay ran
@@ -196,8 +194,8 @@ class PublishRest:
     """Decode → prefill: publish ``rest_keys`` (the pages after request ``seq``'s reloaded run).
 
     ``known``: the reload's probe answers (1, 0 or a negative code) for the first of those pages, so prefill
-    need not probe them again; empty when an earlier publish that may share its pages was still running (it
-    could store the same pages meanwhile and have them counted as published twice). ``reload``: decode's result (its
+    need not probe them again; empty when an earlier publish was still running (it could store the same
+    pages meanwhile and have them counted as published twice). ``reload``: decode's result (its
     ``rest_probe`` emptied: ``known`` carries it). ``t_start``: when the reload began. ``needs_ack``: prefill
     will call the store, and decode counts the request as in flight until :class:`Ack`. ``segment``: the
     decode worker's own segment when it has one, so the pages it will reload next time are local.

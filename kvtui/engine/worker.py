@@ -162,7 +162,6 @@ class _Chain:
         self.queue: deque = deque()  # decode: (seq, keys, prefill index) hashed, waiting for their turn
         self.limit = 1
         self.in_flight = 0  # decode: forwarded to prefill and not yet acknowledged
-        self.publishing: dict = {}  # decode: per prefill peer, the page keys of its publishes not yet acknowledged
         self.held = False
         self.draining = False
         self.backoff_s = 0.0  # decode: after a full store, no reload before ``resume_at`` (monotonic s)
@@ -202,19 +201,7 @@ class _Chain:
 
     def _next_allowed(self) -> bool:
         """A request is waiting and nothing but a back-off keeps it from starting."""
-        if not self.queue or self.held:
-            return False
-        return self.in_flight < self.limit or self._overlaps_safely(self.queue[0][1])
-
-    def _overlaps_safely(self, keys: list[str]) -> bool:
-        """At concurrency 1 with one decode worker, the next request may start during one publish under way
-        when it shares no page key with it: that publish cannot change what its probe and reads answer, so
-        the replay stays exact (the order of store calls on every key is the serial order) while its reload
-        overlaps prefill's put."""
-        if not (self.limit == 1 and self.in_flight == 1 and not self.shared):
-            return False
-        busy = [k for pending in self.publishing.values() for ks in pending for k in ks]
-        return not busy or set(busy).isdisjoint(keys)
+        return bool(self.queue) and self.in_flight < self.limit and not self.held
 
     def can_reload(self) -> bool:
         return self._next_allowed() and time.monotonic() >= self.resume_at
@@ -228,8 +215,7 @@ class _Chain:
         peer = self.peers[prefill]
         try:
             t_start = time.monotonic()
-            # no publish under way can change what the probe said of these pages
-            alone = not self.shared and (self.in_flight == 0 or self._overlaps_safely(keys))
+            alone = self.in_flight == 0 and not self.shared  # no publish can change the store meanwhile
             res, rest = self.connector.reload_and_rest(None, keys=keys, probe_all=True)
             if any(c in res.codes for c in MASTER_DOWN_CODES) and not self.draining:
                 self.held = True
@@ -241,9 +227,7 @@ class _Chain:
         except Exception as exc:
             peer.send(RequestFailed(seq, f"decode worker: {type(exc).__name__}: {exc}"))
             raise
-        if needs_ack:
-            self.in_flight += 1
-            self.publishing.setdefault(peer, deque()).append(rest)
+        self.in_flight += needs_ack
 
     def _count_local(self, res, keys: list[str]) -> None:
         """Set ``res.bytes_local``: the reloaded bytes that came from this worker's own segment."""
@@ -256,10 +240,8 @@ class _Chain:
     def on_peer(self, msg, peer) -> None:
         """A message from another worker on its chain pipe ``peer``."""
         match msg:
-            case Ack(store_full):  # decode: prefill finished a publish (each prefill worker acks in order)
+            case Ack(store_full):  # decode: prefill finished a publish
                 self.in_flight -= 1
-                if self.publishing.get(peer):
-                    self.publishing[peer].popleft()
                 if store_full:  # back off before the next reload (puts are not retried)
                     self.backoff_s = min(BACKOFF_MAX_S, max(BACKOFF_FIRST_S, self.backoff_s * 2))
                     self.resume_at = time.monotonic() + self.backoff_s

@@ -4,7 +4,6 @@ when decode waits for prefill's ack, and when it holds its queue; the typed mess
 from __future__ import annotations
 
 import pickle
-from collections import deque
 
 import pytest
 from test_connector import LAYOUT, FakeStore, MasterDown, _conn, toks
@@ -36,58 +35,18 @@ def test_decode_waits_for_the_ack_only_when_prefill_will_call_the_store():
     writer = _conn(store)
     chain, conn = _decode(store)
     keys = conn.keys_for(toks(4 * 4))
-    writer.store_computed_prefix(None, keys=keys[:3])
-    chain.submit(0, keys)  # page 3 absent: prefill must put it
-    chain.submit(1, keys)  # page 3 again: it waits for request 0's put, then finds the page stored
-    chain.submit(2, keys[:2])  # fully cached: nothing for prefill to store
+    writer.store_computed_prefix(None, keys=keys[:2])
+    chain.submit(0, keys)  # pages 2-3 absent: prefill must put them
+    chain.submit(1, keys[:2])  # fully cached: nothing for prefill to store
     assert chain.can_reload()
     chain.reload_next()
     msg = chain.peers[0].sent[-1]
-    assert isinstance(msg, PublishRest) and (msg.seq, msg.rest_keys, msg.needs_ack) == (0, keys[3:], True)
-    assert msg.reload.pages_hit == 3 and msg.known == [0] and msg.reload.rest_probe == []  # sent once
-    assert not chain.can_reload()  # limit 1: request 1 shares page 3 with the publish under way: it waits
-    prefill = _conn(store, role="prefill")
-    prefill.store_computed_prefix(None, keys=msg.rest_keys, known=msg.known)
+    assert isinstance(msg, PublishRest) and (msg.seq, msg.rest_keys, msg.needs_ack) == (0, keys[2:], True)
+    assert msg.reload.pages_hit == 2 and msg.known == [0, 0] and msg.reload.rest_probe == []  # sent once
+    assert not chain.can_reload()  # limit 1: request 1 waits for the ack of request 0
     chain.on_peer(Ack(False), chain.peers[0])
     chain.reload_next()
-    assert chain.peers[0].sent[-1].reload.pages_hit == 4  # it saw request 0's page, as a serial replay does
     assert chain.peers[0].sent[-1].needs_ack is False and chain.in_flight == 0  # no store call left: no ack awaited
-
-
-def test_at_concurrency_1_a_request_sharing_no_page_with_the_publish_under_way_overlaps_it():
-    store = FakeStore()
-    chain, conn = _decode(store)
-    a, b, c = (conn.keys_for(toks(4 * 2, base=s)) for s in (0, 1000, 2000))
-    assert not set(a) & set(b) and not set(b) & set(c)
-    chain.submit(0, a)
-    chain.submit(1, b)  # disjoint from request 0's pages: its probe and reads answer the same either way
-    chain.submit(2, a[:1] + c)  # shares a page with request 0
-    chain.reload_next()
-    assert chain.in_flight == 1 and chain.can_reload()  # request 1 starts during request 0's publish
-    chain.reload_next()
-    msg = chain.peers[0].sent[-1]
-    assert msg.seq == 1 and msg.known == [0, 0] and chain.in_flight == 2  # its probe's answers still hold
-    assert not chain.can_reload()  # at most one publish is overlapped
-    chain.on_peer(Ack(False), chain.peers[0])  # request 0's publish is done; request 1's still under way
-    assert chain.in_flight == 1 and chain.can_reload()  # request 2 shares nothing with request 1
-    chain.limit = 2  # above concurrency 1 the limit alone decides, as before (prefill probes again)
-    chain.reload_next()
-    assert chain.peers[0].sent[-1].known == []
-
-
-def test_a_request_sharing_a_page_with_an_earlier_publish_waits_for_that_publish_only():
-    store = FakeStore()
-    chain, conn = _decode(store)
-    a, b = (conn.keys_for(toks(4 * 2, base=s)) for s in (0, 1000))
-    chain.submit(0, a)
-    chain.submit(1, b)
-    chain.submit(2, b)  # shares request 1's pages, not request 0's
-    chain.reload_next()
-    chain.reload_next()
-    chain.on_peer(Ack(False), chain.peers[0])  # request 0 acknowledged: request 1's publish (b) is under way
-    assert chain.publishing[chain.peers[0]] == deque([b]) and not chain.can_reload()
-    chain.on_peer(Ack(False), chain.peers[0])
-    assert chain.can_reload() and not chain.publishing[chain.peers[0]]
 
 
 def test_decode_holds_its_queue_when_the_master_is_down():

@@ -1,6 +1,6 @@
-"""At concurrency 1 decode starts a request during prefill's publish of the one before when the two share no
-page (kvtui.engine.worker._Chain): against a real master, the outcome is still the serial one page by page,
-a request that needs a page under publish starts only after that publish ended, and the overlap happens."""
+"""At concurrency 1 the request chain is serial (kvtui.engine.worker._Chain): against a real master, the
+outcome is the serial one page by page, and a request starts only after the publish before it ended (decode
+waits for prefill's Ack whenever prefill called the store; README, "Workers on one machine")."""
 
 from __future__ import annotations
 
@@ -31,10 +31,10 @@ def _serial(keys_by_request: list[list[str]]) -> list[tuple[int, int]]:
     return out
 
 
-def test_overlapped_publishes_keep_the_serial_outcome_and_order_dependent_requests(fresh_cluster):
+def test_concurrency_1_replays_serially_page_by_page(fresh_cluster):
     spec = WorkloadSpec(scenario="shared-system-prompt", pool=4, prompt_tokens=64, page_tokens=8, seed=5)
     requests = list(itertools.islice(SyntheticWorkload(spec), 60))
-    e = Engine(EngineOptions(layout=TINY, model=f"overlap-{uuid.uuid4().hex[:6]}"), endpoints=fresh_cluster.endpoints)
+    e = Engine(EngineOptions(layout=TINY, model=f"serial-{uuid.uuid4().hex[:6]}"), endpoints=fresh_cluster.endpoints)
     e.start()
     try:
         e.clear_store()
@@ -46,13 +46,9 @@ def test_overlapped_publishes_keep_the_serial_outcome_and_order_dependent_reques
     assert [r.req_id for r in results] == [r.req_id for r in requests]  # one prefill worker: in order
     assert [(r.pages_hit, r.pages_published) for r in results] == _serial(keys)
     assert all(r.mismatches == 0 and r.verified == r.pages_hit for r in results)
-    dependent = overlapped = 0
-    for i, r in enumerate(results):
-        for j in range(i):  # every earlier publish whose pages this request reads or stores ended before it began
-            rest = set(keys[j][results[j].pages_hit:])
-            if results[j].pages_published and rest & set(keys[i]):
-                dependent += 1
-                assert r.t_start >= results[j].t_end, (i, j)
-        if i and results[i - 1].pages_published and r.t_start < results[i - 1].t_end:
-            overlapped += 1
-    assert dependent > 0 and overlapped > 0  # both cases happened
+    published = 0
+    for before, r in zip(results, results[1:]):
+        if before.pages_published:  # prefill put pages: the next reload began after that put ended
+            published += 1
+            assert r.t_start >= before.t_end, (before.req_id, r.req_id)
+    assert published > 0 and any(r.pages_hit for r in results)  # (both kinds of request happened)
