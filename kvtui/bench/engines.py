@@ -69,3 +69,31 @@ def environment(endpoints) -> dict:
     mc = dict(getattr(endpoints, "client_env", ()) or ())
     mc.update({k: v for k, v in os.environ.items() if k.startswith("MC_")})
     return {"cores": os.cpu_count(), "mooncake": version, "mc_settings": dict(sorted(mc.items()))}
+
+
+class BrokenStoreWatch:
+    """Watches the ``RequestResult`` s a bench measures for answers of a broken store
+    (:data:`~kvtui.core.codes.BROKEN_STORE_CODES`: the master or, for dummy workers, the store node stopped
+    answering). A ``kvtui run`` waits such an outage out; a bench cannot measure across one, so it stops.
+    ``add(result)`` counts one result (a :class:`~kvtui.live.LiveSession` sink, or a driver's ``on_result``)
+    and says whether any was broken so far; :meth:`check` raises ``StoreError`` naming ``what`` met it."""
+
+    def __init__(self):
+        import collections
+
+        self.down: collections.Counter = collections.Counter()  # {code name: answers}
+
+    def add(self, result) -> bool:
+        from kvtui.core.codes import BROKEN_STORE_CODES, code_name
+
+        self.down.update({code_name(c): n for c, n in result.codes.items() if c in BROKEN_STORE_CODES})
+        return bool(self.down)
+
+    def check(self, what: str) -> None:
+        """``StoreError`` ("WHAT met a broken store (N NAME answers …)") when a result counted was broken."""
+        if self.down:
+            from kvtui.engine.store import StoreError
+
+            name, n = self.down.most_common(1)[0]
+            raise StoreError(f"{what} met a broken store ({n} {name} answers: the master or the store node stopped "
+                             "answering); a bench's figures would be void")

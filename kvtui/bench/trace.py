@@ -28,7 +28,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 from kvtui.bench.bare import bare_replay
-from kvtui.bench.engines import BenchEngines, say
+from kvtui.bench.engines import BenchEngines, BrokenStoreWatch, say
 from kvtui.bench.targets import target_text
 from kvtui.core.units import median
 
@@ -90,9 +90,6 @@ def replay_through(engine, requests: list, on_result) -> None:
     :data:`~kvtui.core.codes.BROKEN_STORE_CODES`, or when the master (or, for dummy workers, the store node)
     stops answering mid-replay: a ``kvtui run`` holds dispatch until it answers again, but a bench cannot
     measure across an outage, so it stops at once instead of waiting for ever."""
-    import collections
-
-    from kvtui.core.codes import BROKEN_STORE_CODES, code_name
     from kvtui.engine.driver import Driver
     from kvtui.engine.store import StoreError
 
@@ -103,20 +100,16 @@ def replay_through(engine, requests: list, on_result) -> None:
             outage.append(event.text)
             driver.stop()
 
-    down = collections.Counter()
+    broken = BrokenStoreWatch()
 
     def counted(result) -> None:  # answers of a broken store that did not (yet) hold dispatch count too
         on_result(result)
-        down.update({code_name(c): n for c, n in result.codes.items() if c in BROKEN_STORE_CODES})
-        if down:
+        if broken.add(result):
             driver.stop()  # (the requests under way are abandoned; none is reported after this one)
 
     driver = Driver(engine, requests, counted, on_event, concurrency=1)
     driver.run()
-    if down:
-        name, n = down.most_common(1)[0]
-        raise StoreError(f"the engine's replay met a broken store ({n} {name} answers in one request: the master "
-                         "or the store node stopped answering); a bench's figures would be void")
+    broken.check("the engine's replay")
     if outage:
         raise StoreError(f"the engine's replay met a broken store ({outage[0]}); a bench does not wait it out")
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 import threading
 import time
 
-from kvtui.bench.engines import BenchEngines, default_workload, say
+from kvtui.bench.engines import BenchEngines, BrokenStoreWatch, default_workload, say
 from kvtui.core.errors import KvtuiError
 from kvtui.core.units import median
 
@@ -21,7 +21,7 @@ def measure_ui(engines: BenchEngines, layout, seconds: float, rounds: int, refre
     """Run the phases on one embedded cluster of ``layout``; returns the fields of ``kvtui bench --ui --json``:
     per-round rates (requests/s), each side's best, the ratios monitor/headless (median of the rounds' ratios,
     and of the best runs) and ``idle_paused_cpu_percent`` (% of one core). ``KvtuiError`` if a round without
-    the monitor completed no request."""
+    the monitor completed no request; ``StoreError`` when a round met a broken store (:class:`BrokenStoreWatch`)."""
     from concurrent.futures import ThreadPoolExecutor
 
     import psutil
@@ -47,6 +47,8 @@ def measure_ui(engines: BenchEngines, layout, seconds: float, rounds: int, refre
                 engine.clear_store()
                 session = LiveSession(engine, SyntheticWorkload(spec), desc, layout_text=layout.describe(),
                                       owns_engine=False)
+                broken = BrokenStoreWatch()  # (a run would wait an outage out: a round would count its pause)
+                session.sinks.append(broken)
                 say(f"round {r + 1}/{rounds}, {phase}: {seconds:g} s of {spec.scenario} after "
                     f"{UI_WARM_S:g} s of start-up…")
                 counts: list[tuple[float, int]] = []
@@ -65,6 +67,7 @@ def measure_ui(engines: BenchEngines, layout, seconds: float, rounds: int, refre
                         run_app(session, None, headless=True, duration_s=UI_WARM_S + seconds + 0.3,
                                 refresh_hz=refresh_hz)
                         timers[1].join()
+                    broken.check(f"the {phase} side's round {r + 1}")
                     (t0, n0), (t1, n1) = counts
                     runs[phase].append((n1 - n0) / (t1 - t0))
                     say(f"round {r + 1}/{rounds}, {phase}: {runs[phase][-1]:.1f} req/s")

@@ -387,3 +387,16 @@ def test_a_process_of_bench_trace_killed_mid_run_ends_it_in_one_line(tmp_path, v
     rc, _gone = cli.finish(60)
     assert rc == 2 and re.search(expected, cli.text()), cli.text()[-3000:]
     assert "Traceback" not in cli.text(), cli.text()[-3000:]
+
+
+def test_bench_ui_stops_in_one_line_when_the_store_node_dies_mid_round(tmp_path):
+    """``bench --ui`` counts requests over fixed windows: a store that stops answering mid-round (the store
+    node SIGKILLed: dummy workers' calls answer RPC_FAIL) would lower that round's rate and give a void ratio,
+    so the bench stops with one line naming the round, exit 2, every process gone."""
+    cli = Cli(["bench", "--ui", "--layout", "tiny", "--seconds", "3", "--rounds", "1"], tmp_path)
+    cli.wait_for_text(r"round 1/1, headless: 3 s", timeout_s=120)
+    next(p for p in list(cli.seen.values()) if p.name().startswith("mooncake_client")).kill()
+    rc, _gone = cli.finish(60)
+    expected = r"kvtui: error: bench stopped: the headless side's round 1 met a broken store \(\d+ \w+ answers"
+    assert rc == 2 and re.search(expected, cli.text()), cli.text()[-3000:]
+    assert "Traceback" not in cli.text(), cli.text()[-3000:]
