@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import time
 
-from kvtui.bench.engines import BenchEngines, default_workload, say
+from kvtui.bench.engines import BenchEngines, BrokenStoreWatch, default_workload, say
 
 RATE_WARM_S = 2.0  # requests that finish before this (start-up, the first publishes) are not counted
 
@@ -54,7 +54,8 @@ def rate_figures(results: list, seconds: float) -> dict:
 def measure_rate(engines: BenchEngines, layout, seconds: float = 8.0) -> dict:
     """Run the step on a fresh embedded cluster of ``layout`` (segment on the store node); returns
     :func:`rate_figures` plus the workload's ``scenario``, ``prompt_tokens`` and the window's ``mismatches``
-    (the target is ``kvtui.bench.targets.TARGETS``)."""
+    (the target is ``kvtui.bench.targets.TARGETS``). ``StoreError`` when the store broke meanwhile
+    (:class:`~kvtui.bench.engines.BrokenStoreWatch`)."""
     from kvtui.live import LiveSession, synthetic_description
     from workload import SyntheticWorkload
 
@@ -70,7 +71,8 @@ def measure_rate(engines: BenchEngines, layout, seconds: float = 8.0) -> dict:
         def add(self, r):
             finished.append((engine.now(), r))
 
-    session.sinks.append(_Finished())
+    broken = BrokenStoreWatch()  # (a run waits an outage out: the window would count it as store-call time)
+    session.sinks += [_Finished(), broken]
     try:
         session.start()
         time.sleep(RATE_WARM_S)  # (a measurement window, not a wait on a condition)
@@ -79,6 +81,7 @@ def measure_rate(engines: BenchEngines, layout, seconds: float = 8.0) -> dict:
         t1 = t0 + seconds
     finally:
         session.stop()
+    broken.check("the request-rate step")
     results = [r for t, r in finished if t0 < t <= t1]
     out = rate_figures(results, seconds)
     out.update(scenario=spec.scenario, prompt_tokens=spec.prompt_tokens,
