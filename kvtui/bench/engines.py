@@ -96,4 +96,4 @@ class BrokenStoreWatch:
 
             name, n = self.down.most_common(1)[0]
             raise StoreError(f"{what} met a broken store ({n} {name} answers: the master or the store node stopped "
-                             "answering); a bench's figures would be void")
+                             "answering); its figures would be void")

@@ -59,21 +59,24 @@ def offline_curve(plan: SweepPlan) -> tuple[list[float], float, int]:
 
 
 def run_sweep(plan: SweepPlan, start: Callable, progress: Callable[[int, int, dict], None] | None = None
-              ) -> tuple[SweepResult, KeyboardInterrupt | None]:
-    """Run every point of ``plan``; returns the result and the ``KeyboardInterrupt`` (Ctrl-C, SIGTERM) that
-    stopped it early, if any (the result then holds the points that finished, ``interrupted`` True; the
-    caller writes it, then re-raises). ``start(options) -> Engine`` starts an engine (the command's, so that
+              ) -> tuple[SweepResult, BaseException | None]:
+    """Run every point of ``plan``; returns the result and what stopped it early, if anything: the
+    ``KeyboardInterrupt`` of a Ctrl-C or SIGTERM, or the ``StoreError`` of a point whose store broke (its
+    master or store node stopped answering: a run would wait for ever, and the point's hit rate would be
+    void). The result then holds the points that finished, ``interrupted`` True; the caller writes it, then
+    re-raises or says it. ``start(options) -> Engine`` starts an engine (the command's, so that
     start-up failures are one line); ``progress(point index, rows done in that point, status)`` is called
     every :data:`POLL_S` s and when a point ends (``status``: ``real`` token hit rate so far, ``keys``).
     ``RuntimeError`` (one line) if a point's driver fails."""
     from kvtui import __version__
     from kvtui.engine.cluster import ClusterOptions
     from kvtui.engine.engine import EngineOptions
+    from kvtui.engine.store import StoreError
     from kvtui.session.writer import mooncake_version
 
     lru, ideal, input_tokens = offline_curve(plan)
     points: list[SweepPoint] = []
-    interrupted: KeyboardInterrupt | None = None
+    interrupted: BaseException | None = None
     copts = ClusterOptions(lease_ttl_ms=int(round(plan.lease_ttl_s * 1000)), log_dir=plan.log_dir,
                            isolation=plan.isolation)
     for i, size in enumerate(plan.sizes):
@@ -81,7 +84,7 @@ def run_sweep(plan: SweepPlan, start: Callable, progress: Callable[[int, int, di
                              read_streams=1, cluster=copts)
         try:
             points.append(_run_point(plan, size, lru[i], start(opts), i, progress))
-        except KeyboardInterrupt as exc:
+        except (KeyboardInterrupt, StoreError) as exc:
             interrupted = exc
             break
     result = SweepResult(
@@ -97,7 +100,9 @@ def run_sweep(plan: SweepPlan, start: Callable, progress: Callable[[int, int, di
 
 def _run_point(plan: SweepPlan, size: PointSize, lru_rate: float, engine, index: int, progress) -> SweepPoint:
     """Replay the rows through ``engine`` (started on a segment of ``size``); stops the engine (and its
-    cluster) before returning or raising."""
+    cluster) before returning or raising; ``StoreError`` when the store broke under it
+    (:class:`~kvtui.bench.engines.BrokenStoreWatch`)."""
+    from kvtui.bench.engines import BrokenStoreWatch
     from kvtui.engine.procs import uninterrupted
     from kvtui.engine.samplers import StoreSampler
     from kvtui.live import LiveSession
@@ -107,11 +112,14 @@ def _run_point(plan: SweepPlan, size: PointSize, lru_rate: float, engine, index:
     desc = {"kind": "trace", "name": plan.label, "done": 0, "total": len(plan.rows), "complete": False}
     workload = TraceWorkload(plan.rows, block_tokens=plan.block_tokens, speed=None, name=plan.label)
     session = LiveSession(engine, workload, desc, concurrency=1, layout_text=plan.layout.describe())
+    broken = BrokenStoreWatch()
+    session.sinks.append(broken)
     keys_max = 0
     t0 = time.perf_counter()
     try:
         session.start()
         while not session.driver.done.wait(POLL_S):
+            broken.check(f"the point of {size.capacity_tokens:,} tokens")
             keys_max = max(keys_max, int(session.panels.store.get("keys") or 0))
             if progress is not None:
                 t = session.agg.totals()

@@ -215,8 +215,11 @@ def run(args: argparse.Namespace) -> int:
             for out, fmt in ((args.svg, "svg"), (args.png, "png")):
                 if out:
                     save_plot(result, out, fmt)
-    if interrupted is not None:
+    if isinstance(interrupted, KeyboardInterrupt):
         raise interrupted
+    if interrupted is not None:  # a point's store broke: the points before it are written above
+        raise KvtuiError(f"sweep stopped: {interrupted}" + (f" ({len(result.points)} points before it written)"
+                                                          if result.points and (args.json or args.svg or args.png) else ""))
     bad = sum(p.mismatches for p in result.points)
     if bad:
         _say(f"{bad:,} loaded pages failed verification")

@@ -400,3 +400,27 @@ def test_bench_ui_stops_in_one_line_when_the_store_node_dies_mid_round(tmp_path)
     expected = r"kvtui: error: bench stopped: the headless side's round 1 met a broken store \(\d+ \w+ answers"
     assert rc == 2 and re.search(expected, cli.text()), cli.text()[-3000:]
     assert "Traceback" not in cli.text(), cli.text()[-3000:]
+
+
+def test_a_sweep_whose_store_breaks_stops_in_one_line_and_keeps_the_points_before(tmp_path):
+    """The store node of a sweep's second point SIGKILLed mid-replay (reads of its pages fail, and a run would
+    hold its requests for an outage that never ends): the sweep stops with one line naming the point, exit 2, every process gone, and its
+    --json holds the first point, marked interrupted."""
+    out = tmp_path / "sweep.json"
+    cli = Cli(["sweep", "--trace", "synthetic", "--capacity", "1M,3M", "--json", str(out)], tmp_path)
+    cli.wait_for_text(r"sweep point 1/2", timeout_s=180)
+    cli.wait_for_text(r"2/2: ", timeout_s=60)  # (the progress bar of the second point: its replay runs)
+    stores = []
+    for p in list(cli.seen.values()):
+        try:
+            if "kvtui.engine.store_node" in " ".join(p.cmdline()):  # (a sweep's workers are real clients)
+                stores.append((p.create_time(), p.pid, p))
+        except psutil.Error:
+            pass
+    max(stores, key=lambda t: t[:2])[2].kill()
+    rc, _gone = cli.finish(60)
+    expected = r"kvtui: error: sweep stopped: the point of 3,000,000 tokens met a broken store \(\d+ \w+ answers"
+    assert rc == 2 and re.search(expected, cli.text()), cli.text()[-3000:]
+    assert "Traceback" not in cli.text(), cli.text()[-3000:]
+    result = json.loads(out.read_text())
+    assert result["interrupted"] and [p["capacity_tokens"] for p in result["points"]] == [1_000_000]
