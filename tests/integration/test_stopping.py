@@ -133,8 +133,15 @@ class Cli:
         for t in self._threads:
             t.join(2)
         os.close(self.master)
-        assert not left, [" ".join(p.cmdline()) for p in left]
+        assert not left, [_cmdline(p) for p in left]
         return rc, gone
+
+
+def _cmdline(p: psutil.Process) -> str:
+    try:
+        return " ".join(p.cmdline())
+    except psutil.Error:  # (killed just above)
+        return f"pid {p.pid}"
 
 
 def _frames(path: Path) -> int:
