@@ -24,7 +24,7 @@ from kvtui.bench.engines import say
 from kvtui.bench.reuse import ReuseCase
 from kvtui.commands.common import add_page_arguments, check_refresh_hz, layout_of, store_size
 from kvtui.commands.estimate_args import add_estimate_arguments, estimator_from_args
-from kvtui.commands.output import check_writable, path_arg, write_json_atomic
+from kvtui.commands.output import check_outputs, path_arg, write_json_atomic
 from kvtui.bench.targets import TARGETS, target_text
 from kvtui.commands.trace_args import add_synthesis_arguments, synthesis_description, synthesize_rows
 from kvtui.core.defaults import DEFAULT_HZ, DEFAULT_STORE_SIZE_TEXT, MAX_HZ, MIN_SEGMENT_BYTES
@@ -170,8 +170,7 @@ def run(args: argparse.Namespace) -> int:
         if pages * layout.page_bytes * 2 > store_bytes:
             raise KvtuiError(f"the store ({store_bytes} bytes) cannot hold {pages} pages of {layout.page_bytes} "
                              "bytes twice; raise --store-size")
-    if args.json:
-        check_writable(args.json, "--json")
+    check_outputs(((args.json, "--json"),))
     rows, problems = _read_trace(args, layout) if args.trace else ([], [])
     if getattr(args, "trace_speedup", None) is not None:  # (every bench: none of them keeps arrival times)
         raise KvtuiError("--trace-speedup changes when trace rows arrive (kvtui run --trace), and no bench keeps "

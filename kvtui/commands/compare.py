@@ -14,7 +14,7 @@ import re
 import sys
 from pathlib import Path
 
-from kvtui.commands.output import CONTEXT_KEYS, check_writable, full_setup, open_session, path_arg, write_json_atomic
+from kvtui.commands.output import CONTEXT_KEYS, check_outputs, full_setup, open_session, path_arg, write_json_atomic
 from kvtui.core.errors import KvtuiError
 
 # top-level fields that say what ran, not what it measured (compared as inputs, never as figures)
@@ -395,9 +395,7 @@ def run(args: argparse.Namespace) -> int:
     """Read every file, print (and write) the comparison; exit 2 on bad input."""
     if len(args.files) < 2:
         raise KvtuiError(f"compare needs at least two files, got {len(args.files)}")
-    for path, flag in ((args.json, "--json"), (args.svg, "--svg")):
-        if path and path != "-":
-            check_writable(path, flag)
+    check_outputs(((args.json, "--json"), (args.svg, "--svg")))
     docs = [(f, *load(f)) for f in args.files]
     sessions = [(f"{chr(ord('A') + i) if i < 26 else i + 1}: {Path(f).name}", d["series"])
                 for i, (f, k, d) in enumerate(docs) if k == "session"]

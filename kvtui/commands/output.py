@@ -64,10 +64,31 @@ def check_distinct_paths(args: argparse.Namespace) -> None:
                 raise KvtuiError(f"{flag} and {other} name the same file {path}; give each output its own")
 
 
+STDOUT_FLAGS = ("--json",)
+"""The output flags that take ``-`` for standard output (the others write files: SVG, PNG, GIF, casts…)."""
+
+
+def check_outputs(pairs) -> None:
+    """:func:`check_writable` for each ``(path, flag)`` given (None or "" = the flag left out); ``-`` is left to
+    the flags of :data:`STDOUT_FLAGS`."""
+    for path, flag in pairs:
+        if path and not (path == "-" and flag in STDOUT_FLAGS):
+            check_writable(path, flag)
+
+
 def check_writable(path: str, flag: str) -> None:
     """``KvtuiError`` now, before any work, if ``path`` cannot be written later (tries to open it for
-    appending, and removes it again if that created it)."""
+    appending, and removes it again if that created it), is ``-`` (standard output: only
+    :data:`STDOUT_FLAGS` take it, and their callers do not check it here), or is a recorded kvtui session,
+    which no output replaces (``--json s1.kvtui`` for ``s1.json`` would lose the recording)."""
+    from kvtui.session import is_session_file
+
+    if path == "-":
+        raise KvtuiError(f"{flag}: - (standard output) is taken by {', '.join(STDOUT_FLAGS)} only; give a file's path")
     target = Path(path)
+    if is_session_file(target):
+        raise KvtuiError(f"{flag}: {path} is a recorded kvtui session; kvtui never writes over one (choose "
+                         "another name)")
     parent = target.resolve().parent
     if target.is_dir() or path.endswith(os.sep):
         raise KvtuiError(f"{flag}: {path} is a folder; give a file's path")

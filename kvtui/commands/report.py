@@ -9,7 +9,7 @@ from __future__ import annotations
 import argparse
 
 from kvtui.commands.export_args import check_requests_log, require_request_rows, write_session_requests_log
-from kvtui.commands.output import CONTEXT_KEYS, check_writable, full_setup, format_summary, open_session, path_arg, write_json_atomic
+from kvtui.commands.output import CONTEXT_KEYS, check_outputs, full_setup, format_summary, open_session, path_arg, write_json_atomic
 from kvtui.core.layout import PageLayout
 
 
@@ -47,9 +47,7 @@ def run(args: argparse.Namespace) -> int:
 
     from kvtui.metrics.aggregate import span_summary
 
-    for path, flag in ((args.json, "--json"), (args.svg, "--svg")):
-        if path and path != "-":
-            check_writable(path, flag)
+    check_outputs(((args.json, "--json"), (args.svg, "--svg")))
     if args.requests_log:
         check_requests_log(args.requests_log)
     sweep = _sweep_of(args.file)

@@ -26,7 +26,7 @@ from kvtui.commands.common import (
     start_recording,
 )
 from kvtui.commands.engine_start import engine_guard, start_engine
-from kvtui.commands.output import check_new_file, check_writable, path_arg, run_context, session_header, write_json_atomic
+from kvtui.commands.output import check_new_file, check_outputs, path_arg, run_context, session_header, write_json_atomic
 from kvtui.core.errors import KvtuiError, OutputError
 from kvtui.core.units import parse_duration
 from kvtui.core.topology import DEFAULT_ROUTE
@@ -185,9 +185,7 @@ def run(args: argparse.Namespace) -> int:
 
     layout = layout_of(args)
     plan = _check_kinds(args, _plan(args))
-    for path, flag in ((args.json, "--json"), (args.series, "--series")):
-        if path and path != "-":
-            check_writable(path, flag)
+    check_outputs(((args.json, "--json"), (args.series, "--series")))
     if args.json and args.json == args.series:
         raise KvtuiError("--json and --series name the same file")
     if args.record:

@@ -15,7 +15,7 @@ from dataclasses import replace
 
 from kvtui.commands.common import add_layout_arguments, isolate, layout_of
 from kvtui.commands.engine_start import start_engine
-from kvtui.commands.output import check_writable, path_arg, write_json_atomic
+from kvtui.commands.output import check_outputs, path_arg, write_json_atomic
 from kvtui.commands.trace_args import add_synthesis_arguments
 from kvtui.core.errors import KvtuiError
 
@@ -148,9 +148,7 @@ def run(args: argparse.Namespace) -> int:
         sizes = tuple(point_size(c, block, layout, watermark) for c in caps)
     except ValueError as exc:
         raise KvtuiError(str(exc)) from None
-    for path, flag in ((args.json, "--json"), (args.svg, "--svg"), (args.png, "--png")):
-        if path and path != "-":
-            check_writable(path, flag)
+    check_outputs(((args.json, "--json"), (args.svg, "--svg"), (args.png, "--png")))
     if args.log_dir:
         from pathlib import Path
 
