@@ -15,7 +15,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-from kvtui.commands.common import parse_size
+from kvtui.commands.common import MAX_SIZE, parse_size
 from kvtui.commands.output import check_writable, open_session, path_arg
 from kvtui.core.defaults import MAX_HZ
 from kvtui.core.errors import KvtuiError, OutputError
@@ -41,7 +41,8 @@ def register(subparsers) -> None:
     g.add_argument("--svg-anim", type=path_arg, metavar="PATH", help="write an animated SVG (CSS keyframes; plays in browsers)")
     g = p.add_argument_group("what and how")
     g.add_argument("--size", default="120x40", metavar="COLSxROWS",
-                   help="the monitor's screen size in cells (default 120x40; at least the monitor's minimum)")
+                   help=f"the monitor's screen size in cells (default 120x40; at least the monitor's minimum, at "
+                        f"most {MAX_SIZE[0]}x{MAX_SIZE[1]})")
     g.add_argument("--speed", type=float, default=1.0, metavar="X",
                    help=f"session seconds per second of film (default 1; {SPEEDS[0]:g}-{SPEEDS[1]:g}, as replay)")
     g.add_argument("--from", dest="start", default=None, metavar="TIME",
@@ -109,6 +110,11 @@ def _check(args: argparse.Namespace):
         raise KvtuiError(f"empty span: --from {args.start or 0} is not before --to {args.end}")
     reader = open_session(args.file)
     length = reader.duration
+    if length <= 0:  # (one frame: a recording stopped at once, or damaged after its first frame)
+        why = (f" (it is damaged after frame {len(reader)})" if reader.damaged else
+               " (its recorder did not close it)" if reader.not_closed or reader.wal_missing else "")
+        raise KvtuiError(f"nothing to film: {args.file} holds {len(reader)} frame{'s' if len(reader) != 1 else ''}, "
+                         f"spanning 0 s{why}")
     if start >= length:
         raise KvtuiError(f"empty span: --from {args.start or 0} is at or beyond the end of the recording "
                          f"({fmt_position(length)}, {len(reader)} frame{'s' if len(reader) != 1 else ''})")

@@ -52,13 +52,15 @@ def test_parquet_without_pyarrow(capsys, tmp_path, monkeypatch):
     one_line_error(capsys, "a .parquet log needs pyarrow (pip install 'kvtui[parquet]')")
 
 
-def _session(path, rows: int) -> None:
-    agg = Aggregator()
+def _session(path, rows: int, frames: int = 1) -> None:
+    clock = iter(float(t) for t in range(10_000))  # one second a frame
+    agg = Aggregator(clock=lambda: next(clock))
     w = SessionWriter(path, {"command": "test"})
     for i in range(rows):
         w.add_request(request_row(RequestResult(i, "random", 16, 16, 8, 4096, 2, 0, bytes(2), pages_published=2,
                                                 t_start=i, t_end=i + 0.5)))
-    w.write(agg.frame())
+    for _ in range(frames):
+        w.write(agg.frame())
     w.close()
 
 
@@ -77,3 +79,69 @@ def test_report_of_a_session_without_rows_writes_nothing(tmp_path, capsys):
     assert main(["report", str(tmp_path / "s.kvtui"), "--requests-log", str(out)]) == 2
     one_line_error(capsys, "holds no request rows")
     assert not out.exists() and sorted(p.name for p in tmp_path.iterdir()) == ["s.kvtui"]
+
+
+@pytest.mark.parametrize("argv", [
+    ["run", "--requests", "1", "--json", "{other}"],
+    ["report", "{src}", "--json", "{other}"],
+    ["report", "{src}", "--svg", "{other}"],
+    ["export", "{src}", "--cast", "{other}"],
+    ["compare", "{src}", "{src}", "--json", "{other}"],
+])
+def test_no_output_writes_over_another_recorded_session(tmp_path, capsys, argv):
+    """`run --json s1.kvtui` for s1.json replaced the recording with JSON, exit 0: every output refuses a file
+    that is a kvtui session (SQLite with kvtui's application_id), as --record refuses any existing file."""
+    src, other = tmp_path / "src.kvtui", tmp_path / "other.kvtui"
+    _session(src, 2, frames=3)
+    _session(other, 3)
+    before = other.read_bytes()
+    assert main([a.format(src=src, other=other) for a in argv]) == 2
+    one_line_error(capsys, f"{other} is a recorded kvtui session; kvtui never writes over one")
+    assert other.read_bytes() == before
+
+
+def test_a_plain_sqlite_file_or_a_stale_output_is_still_overwritten(tmp_path, capsys):
+    import sqlite3
+
+    db = tmp_path / "plain.db"
+    sqlite3.connect(db).execute("create table t (x)").connection.commit()
+    from kvtui.session import is_session_file
+
+    _session(tmp_path / "s.kvtui", 2)
+    assert is_session_file(tmp_path / "s.kvtui") and not is_session_file(db) and not is_session_file(tmp_path / "none")
+    (tmp_path / "old.json").write_text("{}")
+    assert main(["report", str(tmp_path / "s.kvtui"), "--json", str(tmp_path / "old.json")]) == 0
+    assert '"requests"' in (tmp_path / "old.json").read_text()
+
+
+@pytest.mark.parametrize("argv,flag", [
+    (["export", "{src}", "--cast", "-"], "--cast"),
+    (["report", "{src}", "--svg", "-"], "--svg"),
+    (["compare", "{src}", "{src}", "--svg", "-"], "--svg"),
+])
+def test_dash_is_standard_output_for_json_only(tmp_path, capsys, monkeypatch, argv, flag):
+    """`export --cast -` wrote a file named '-': only --json takes - (standard output); the others refuse it."""
+    monkeypatch.chdir(tmp_path)
+    _session(tmp_path / "s.kvtui", 2, frames=3)
+    assert main([a.format(src=tmp_path / "s.kvtui") for a in argv]) == 2
+    one_line_error(capsys, f"{flag}: - (standard output) is taken by --json only")
+    assert not (tmp_path / "-").exists()
+    assert main(["report", str(tmp_path / "s.kvtui"), "--json", "-"]) == 0  # (still standard output)
+    assert '"requests"' in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("size", ["1001x40", "120x501", "100000x100000"])
+def test_export_and_headless_sizes_have_a_ceiling(tmp_path, capsys, size):
+    """`export --size 100000x100000` grew to 24 GB until the kernel killed it (exit 137, no line)."""
+    _session(tmp_path / "s.kvtui", 2, frames=3)
+    assert main(["export", str(tmp_path / "s.kvtui"), "--cast", str(tmp_path / "x.cast"), "--size", size]) == 2
+    one_line_error(capsys, "is beyond the largest screen, 1000x500 cells")
+    assert main(["watch", "--headless", "--duration", "1", "--size", size]) == 2
+    one_line_error(capsys, "is beyond the largest screen")
+
+
+def test_export_of_a_one_frame_recording_says_so_not_from(tmp_path, capsys):
+    _session(tmp_path / "s.kvtui", 2)  # (one frame written)
+    assert main(["export", str(tmp_path / "s.kvtui"), "--cast", str(tmp_path / "x.cast")]) == 2
+    err = one_line_error(capsys, "nothing to film: ")
+    assert "holds 1 frame, spanning 0 s" in err and "--from" not in err
