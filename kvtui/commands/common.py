@@ -58,7 +58,7 @@ def add_layout_arguments(parser: argparse.ArgumentParser, default_preset: str = 
 
 def read_model_config(text: str, flag: str = "--model-config"):
     """The :class:`~kvtui.core.models.ModelSpec` of ``text``: a model preset name (or alias, e.g. ``seed``), else
-    a config.json path. ``KvtuiError`` (one line, after ``flag: `` when ``flag``, naming the file, and the field
+    a config.json path, or a model folder holding one (as a Hugging Face download or snapshot). ``KvtuiError`` (one line, after ``flag: `` when ``flag``, naming the file, and the field
     when one is missing or bad) if it is neither, cannot be read, is not JSON or does not describe a model."""
     import json
 
@@ -70,7 +70,12 @@ def read_model_config(text: str, flag: str = "--model-config"):
     if preset is not None:
         return preset
     path = Path(text)
+    if path.is_dir() and (path / "config.json").is_file():  # a Hugging Face model folder: its config.json
+        path = path / "config.json"
+        text = str(path)
     if not path.is_file():
+        if path.is_dir():
+            raise KvtuiError(f"{at}{text} is a folder without a config.json; give a model's config.json")
         hint = f" (it is a layout preset: --layout {text})" if text in PRESETS and flag else ""
         raise KvtuiError(f"{at}{text} is neither a model preset ({', '.join(MODEL_PRESETS)}) nor a file{hint}")
     try:

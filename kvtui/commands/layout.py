@@ -57,7 +57,7 @@ def describe_layout(source: str, page_tokens: int | None, kv_dtype: str | None, 
     else:
         from pathlib import Path
 
-        if resolve_model(source) is None and not Path(source).is_file():
+        if resolve_model(source) is None and not Path(source).is_file() and not Path(source).is_dir():
             raise KvtuiError(f"{source} is neither a preset ({', '.join(PRESETS)}) nor a file")
         model = read_model_config(source, flag="")
         try:

@@ -166,8 +166,10 @@ def parse_model_config(data: Any, name: str, source: str) -> ModelSpec:
     """A :class:`ModelSpec` from a decoded config.json object. ``source`` names the file in errors.
 
     Needs ``num_hidden_layers``, ``num_attention_heads``, and ``head_dim`` or ``hidden_size`` (MHA/GQA) or
-    ``qk_rope_head_dim`` (MLA: a non-null ``kv_lora_rank``), each a positive integer; ``ModelConfigError``
-    (e.g. ``llama.json: missing num_hidden_layers``) otherwise.
+    ``qk_rope_head_dim`` (MLA: a non-null ``kv_lora_rank``), each a positive integer, and for MHA/GQA a
+    ``num_key_value_heads`` that divides ``num_attention_heads`` (each KV head serves an equal group of query
+    heads, as grouped-query attention defines it: Ainslie et al., "GQA", 2023); ``ModelConfigError`` (e.g.
+    ``llama.json: missing num_hidden_layers``) otherwise.
     """
     if not isinstance(data, Mapping):
         raise ModelConfigError(f"{source}: not a config.json object (the top level is a JSON {type(data).__name__})")
@@ -186,6 +188,9 @@ def parse_model_config(data: Any, name: str, source: str) -> ModelSpec:
         kv_heads = _opt_pos_int(data, "num_key_value_heads", source) or heads
         return ModelSpec(name, source, "MLA", layers, heads, kv_heads, head_dim, dtype, rank, rope, config)
     kv_heads = _opt_pos_int(data, "num_key_value_heads", source) or heads
+    if kv_heads > heads or heads % kv_heads:  # GQA: each KV head serves a group of query heads
+        raise ModelConfigError(f"{source}: num_key_value_heads {kv_heads} does not divide num_attention_heads "
+                               f"{heads} (each KV head serves an equal group of attention heads)")
     head_dim = _opt_pos_int(data, "head_dim", source)
     if head_dim is None:
         if data.get("hidden_size") is None:

@@ -93,6 +93,12 @@ def test_kvtui_layout_text(capsys):
      "{f}: num_hidden_layers must be a positive integer, got 0"),
     ({"num_hidden_layers": 2, "num_attention_heads": 8, "num_key_value_heads": -1, "hidden_size": 64,
       "torch_dtype": "float16"}, "{f}: num_key_value_heads must be a positive integer, got -1"),
+    ({"num_hidden_layers": 2, "num_attention_heads": 32, "num_key_value_heads": 7, "hidden_size": 64,
+      "torch_dtype": "float16"}, "{f}: num_key_value_heads 7 does not divide num_attention_heads 32 (each KV head "
+     "serves an equal group of attention heads)"),
+    ({"num_hidden_layers": 2, "num_attention_heads": 32, "num_key_value_heads": 64, "hidden_size": 64,
+      "torch_dtype": "float16"}, "{f}: num_key_value_heads 64 does not divide num_attention_heads 32 (each KV head "
+     "serves an equal group of attention heads)"),
     ({"num_hidden_layers": 2, "num_attention_heads": 7, "hidden_size": 64, "torch_dtype": "float16"},
      "{f}: hidden_size 64 is not a multiple of num_attention_heads 7; the config needs head_dim"),
     ({"num_hidden_layers": 2, "num_attention_heads": 8, "hidden_size": 64, "torch_dtype": "int4"},
@@ -221,3 +227,20 @@ def test_a_model_preset_with_the_current_layout_is_a_rename():
         assert session.description["layout"] == "qwen2.5-7b" and engine.layouts_set == [PRESETS["seed"]]
     finally:
         session.stop()
+
+
+def test_a_model_folder_is_read_through_its_config_json(tmp_path, capsys):
+    """`kvtui layout m/Qwen3-8B` (a downloaded model's folder) was refused as neither a preset nor a file."""
+    folder = tmp_path / "Qwen3-8B"
+    folder.mkdir()
+    _write(folder, "config.json", WITH_HEAD_DIM)
+    assert main(["layout", str(folder), "--json"]) == 0
+    via_folder = capsys.readouterr().out
+    assert main(["layout", str(folder / "config.json"), "--json"]) == 0
+    assert capsys.readouterr().out == via_folder and '"name": "Qwen3-8B"' in via_folder
+    (tmp_path / "empty").mkdir()
+    for argv, prefix in ((["layout", str(tmp_path / "empty")], ""),
+                         (["run", "--model-config", str(tmp_path / "empty")], "--model-config: ")):
+        assert main(argv) == 2
+        assert capsys.readouterr().err == (f"kvtui: error: {prefix}{tmp_path / 'empty'} is a folder without a "
+                                           "config.json; give a model's config.json\n")
