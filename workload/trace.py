@@ -99,7 +99,8 @@ def skipped_rows_text(problems: Sequence[TraceProblem]) -> str:
     parts = []
     if skipped:
         first = skipped[0]
-        parts.append(f"skipped {len(skipped)} bad trace rows (first: line {first.line_no}: {first.reason})")
+        rows = "row" if len(skipped) == 1 else "rows"
+        parts.append(f"skipped {len(skipped)} bad trace {rows} (first: line {first.line_no}: {first.reason})")
     if late:
         first = late[0]
         parts.append(f"{len(late)} trace row{'s' if len(late) > 1 else ''} out of order, replayed at the earlier "

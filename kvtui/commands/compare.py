@@ -33,12 +33,12 @@ def register(subparsers) -> None:
     """Add the ``compare`` subcommand."""
     p = subparsers.add_parser(
         "compare", help="compare runs: the inputs that differ and every shared figure with its deltas",
-        description="Compare two or more results of kvtui (run --json, report --json or bench --json files, or "
-                    "recorded .kvtui sessions): the inputs that differ (layout, workload, store size and "
+        description="Compare two or more results of kvtui (run --json, report --json, bench --json or sweep --json "
+                    "files, or recorded .kvtui sessions): the inputs that differ (layout, workload, store size and "
                     "placement, kvtui and Mooncake versions), then every figure they share side by side, with the "
                     "absolute and relative change of each against the first file. Hit rates are shown in % and "
                     "their changes in percentage points (pp); MB/s are 10^6 bytes per second. No store is needed.")
-    p.add_argument("files", nargs="+", metavar="FILE", help="two or more results: JSON files of run/report/bench, or "
+    p.add_argument("files", nargs="+", metavar="FILE", help="two or more results: JSON files of run/report/bench/sweep, or "
                    "session files (.kvtui); the first is the baseline of the deltas")
     p.add_argument("--json", type=path_arg, metavar="PATH", help="write the comparison as JSON to PATH ('-' = stdout, instead of "
                    "the table)")

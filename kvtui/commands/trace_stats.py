@@ -74,6 +74,11 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.set_defaults(func=run)
 
 
+def _rows(n: int, what: str) -> str:
+    """``1 bad row``, ``2 bad rows``: ``n`` (with thousands separators) and ``what``, plural when not 1."""
+    return f"{_fmt_int(n)} {what}{'' if n == 1 else 's'}"
+
+
 def _fmt_int(n: int) -> str:
     return f"{n:,}"
 
@@ -111,7 +116,7 @@ def run(args: argparse.Namespace) -> int:
     table: list[tuple[str, str]] = [
         ("trace", os.fspath(args.file)),
         *([("synthesis", synthesis.describe())] if (synthesis := trace_synthesis(args, has_trace=True)) else []),
-        ("rows", f"{_fmt_int(stats.rows)}" + (f"  ({_fmt_int(len(skipped))} bad rows skipped)" if skipped else "")),
+        ("rows", f"{_fmt_int(stats.rows)}" + (f"  ({_rows(len(skipped), 'bad row')} skipped)" if skipped else "")),
         ("duration", f"{stats.duration_s:,.1f} s"),
         (
             "arrival rate",
@@ -149,8 +154,8 @@ def run(args: argparse.Namespace) -> int:
         )
     width = max(len(k) for k, _ in table)
     lines = [f"{k:<{width}}  {v}" for k, v in table]
-    for listed, head in ((skipped, f"skipped {_fmt_int(len(skipped))} bad rows:"),
-                         (late, f"{_fmt_int(len(late))} rows out of order (kept; a replay issues each at the earlier "
+    for listed, head in ((skipped, f"skipped {_rows(len(skipped), 'bad row')}:"),
+                         (late, f"{_rows(len(late), 'row')} out of order (kept; a replay issues each at the earlier "
                                 "row's time):")):
         if not listed:
             continue

@@ -182,8 +182,8 @@ def test_command_names_each_out_of_order_row_and_strict_rejects_it(tmp_path, cap
     p.write_text("\n".join([_row(1000, 512, [1]), "{oops", _row(900, 512, [1]), _row(1200, 512, [2])]) + "\n")
     assert main(["trace-stats", str(p), "--json", str(tmp_path / "s.json")]) == 0
     out = capsys.readouterr().out
-    assert "(1 bad rows skipped)" in out and "skipped 1 bad rows:" in out
-    assert "1 rows out of order" in out and "  line 3: timestamp 900 ms is below the previous row's 1000 ms" in out
+    assert "(1 bad row skipped)" in out and "skipped 1 bad row:" in out
+    assert "1 row out of order" in out and "  line 3: timestamp 900 ms is below the previous row's 1000 ms" in out
     doc = json.loads((tmp_path / "s.json").read_text())
     assert (doc["rows"], doc["bad_rows"], doc["out_of_order_rows"]) == (3, 1, 1)  # the late row is kept, counted
     assert doc["problems"][1] == {"line": 3, "reason": "timestamp 900 ms is below the previous row's 1000 ms",

@@ -258,7 +258,7 @@ def test_a_row_below_an_earlier_timestamp_is_named_with_its_line_and_kept(tmp_pa
     assert skipped_count(problems) == 1
     assert late_rows(rows) == [p for p in problems if not p.skipped]  # one rule, also used by workload.stats
     text = skipped_rows_text(problems)
-    assert text.startswith("skipped 1 bad trace rows (first: line 3: bad JSON")
+    assert text.startswith("skipped 1 bad trace row (first: line 3: bad JSON")
     assert "3 trace rows out of order, replayed at the earlier row's time (first: line 4: timestamp 900 ms is " \
            "below the previous row's 1000 ms)" in text and "\n" not in text
     # the replay issues each late row at the latest earlier arrival
