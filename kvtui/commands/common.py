@@ -23,7 +23,7 @@ from kvtui.commands.trace_args import (add_synthesis_arguments, parse_speed, syn
 from kvtui.core.defaults import (DEFAULT_MODEL, DEFAULT_PROMPT_PAGES, DEFAULT_STORE_BYTES, DEFAULT_STORE_SIZE_TEXT,
                                   MAX_HZ, MIN_SEGMENT_BYTES)
 from kvtui.core.errors import KvtuiError
-from kvtui.core.units import duration_arg
+from kvtui.core.units import MAX_SIZE, duration_arg, parse_size
 from kvtui.core.topology import REMOTE_SLOTS
 from kvtui.core.layout import FIELDS, PRESETS, PageLayout
 
@@ -432,20 +432,3 @@ def screen_arguments(args: argparse.Namespace, command: str) -> tuple[int, int]:
     return size
 
 
-MAX_SIZE = (1000, 500)
-"""The largest ``--size`` (columns, rows) of a headless screen or an export: 1000x500 cells render in ≈ 2 s
-and ≈ 0.1 GB here; 100000x100000 took 24 GB before the kernel killed it."""
-
-
-def parse_size(text: str) -> tuple[int, int]:
-    """``--size COLSxROWS`` (e.g. ``120x40``) as ``(columns, rows)``; ``KvtuiError`` if malformed, not positive
-    or beyond :data:`MAX_SIZE`."""
-    try:
-        w, h = (int(x) for x in text.lower().split("x"))
-    except ValueError:
-        raise KvtuiError(f"--size must look like 120x40, got {text!r}") from None
-    if w < 1 or h < 1:
-        raise KvtuiError("--size must be positive")
-    if w > MAX_SIZE[0] or h > MAX_SIZE[1]:
-        raise KvtuiError(f"--size {w}x{h} is beyond the largest screen, {MAX_SIZE[0]}x{MAX_SIZE[1]} cells")
-    return w, h

@@ -15,7 +15,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-from kvtui.commands.common import MAX_SIZE, parse_size
+from kvtui.core.units import MAX_SIZE, parse_size
 from kvtui.commands.output import check_writable, open_session, path_arg
 from kvtui.core.defaults import MAX_HZ
 from kvtui.core.errors import KvtuiError, OutputError

@@ -181,16 +181,30 @@ def full_setup(setup: dict | None, store: dict | None, meta: dict | None = None)
     return out
 
 
-CONTEXT_KEYS = ("seed", "model", "scheme", "command")
+CONTEXT_KEYS = ("seed", "model", "scheme", "command", "duration_s", "max_requests")
 """What a run was asked besides its setup: the workload's seed, the model and key scheme its keys are named
-after, and the command. A session keeps them in its header; ``run --json`` and ``report --json`` as
-``context``; ``kvtui compare`` lists them when runs differ."""
+after, the command, and its bounds (``--duration`` in seconds, ``--requests``; None: unbounded). A session
+keeps them in its header; ``run --json`` and ``report --json`` as ``context``; ``kvtui compare`` lists them
+when runs differ (a 6 s run against a 10 s one is not a regression of 40 % of the requests)."""
 
 
 def run_inputs(args) -> dict:
     """The :data:`CONTEXT_KEYS` of a run from its ``args`` (None where the command has no such flag)."""
     return {"seed": getattr(args, "seed", None), "model": getattr(args, "model", None),
-            "scheme": getattr(args, "scheme", None), "command": getattr(args, "command", None)}
+            "scheme": getattr(args, "scheme", None), "command": getattr(args, "command", None),
+            "duration_s": _seconds(getattr(args, "duration", None)), "max_requests": getattr(args, "requests", None)}
+
+
+def _seconds(duration) -> float | None:
+    """``--duration`` in seconds: a number as parsed (run, watch), a text as soak takes it (``2h``), None."""
+    if duration is None or isinstance(duration, (int, float)):
+        return duration
+    from kvtui.core.units import parse_duration
+
+    try:
+        return parse_duration(duration, "--duration")
+    except KvtuiError:  # (soak refuses it itself, first)
+        return None
 
 
 def session_header(args, layout, desc: dict, endpoints) -> dict:

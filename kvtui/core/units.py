@@ -100,3 +100,22 @@ def duration_arg(text: str) -> float:
         return parse_duration(text, "--duration")
     except KvtuiError:
         raise argparse.ArgumentTypeError(f"must be a duration such as 90s, 2m, 1h30m or seconds, got {text!r}") from None
+
+
+MAX_SIZE = (1000, 500)
+"""The largest ``--size`` (columns, rows) of a headless screen or an export: 1000x500 cells render in ≈ 2 s
+and ≈ 0.1 GB here; 100000x100000 took 24 GB before the kernel killed it."""
+
+
+def parse_size(text: str) -> tuple[int, int]:
+    """``--size COLSxROWS`` (e.g. ``120x40``) as ``(columns, rows)``; ``KvtuiError`` if malformed, not positive
+    or beyond :data:`MAX_SIZE`."""
+    try:
+        w, h = (int(x) for x in text.lower().split("x"))
+    except ValueError:
+        raise KvtuiError(f"--size must look like 120x40, got {text!r}") from None
+    if w < 1 or h < 1:
+        raise KvtuiError("--size must be positive")
+    if w > MAX_SIZE[0] or h > MAX_SIZE[1]:
+        raise KvtuiError(f"--size {w}x{h} is beyond the largest screen, {MAX_SIZE[0]}x{MAX_SIZE[1]} cells")
+    return w, h

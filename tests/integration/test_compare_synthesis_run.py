@@ -89,3 +89,22 @@ def test_one_runs_three_forms_differ_only_in_kind(cluster, tmp_path, capsys):
     rows = {r["field"]: r for r in c["figures"]}
     for field in ("requests", "pages_hit", "pages_published", "tokens_input"):
         assert rows[field]["delta"][1:] == [0, 0], field
+
+
+def test_runs_of_other_bounds_say_so_among_the_inputs(cluster, tmp_path, capsys):
+    """Two runs that differ only in --requests: compare lists the bound among the inputs that differ (it said
+    "inputs: the same" over a 40 % drop of the requests), and the report of a recording carries it as the run's
+    JSON does."""
+    outs = []
+    for n in (10, 16):
+        out, rec = tmp_path / f"r{n}.json", tmp_path / f"r{n}.kvtui"
+        assert main(["run", "--requests", str(n), "--layout", "tiny", "--quiet", "--json", str(out), "--record", str(rec),
+                     "--model", f"bounds-{uuid.uuid4().hex[:8]}", *_attach(cluster)]) == 0
+        outs.append(out)
+    capsys.readouterr()
+    assert main(["compare", *map(str, outs), "--json", "-"]) == 0
+    differ = {d["input"]: d["values"] for d in json.loads(capsys.readouterr().out)["inputs_differ"]}
+    assert differ.get("context.max_requests") == [10, 16] and "context.duration_s" not in differ
+    assert main(["report", str(tmp_path / "r16.kvtui"), "--json", "-"]) == 0
+    context = json.loads(capsys.readouterr().out)["context"]
+    assert (context["max_requests"], context["duration_s"]) == (16, None)

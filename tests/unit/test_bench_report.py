@@ -12,7 +12,7 @@ from kvtui.cli import main
 from kvtui.bench.targets import TARGETS
 from kvtui.bench.trace import format_trace
 from kvtui.commands.bench import format_ui
-from kvtui.commands.common import parse_size
+from kvtui.core.units import parse_size
 from kvtui.commands.output import check_new_file, write_json_atomic
 from kvtui.core.errors import KvtuiError
 from kvtui.engine.connector import ReloadResult
