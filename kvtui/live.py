@@ -330,8 +330,11 @@ class LiveSession(RecordingControl):
         return {**self.header, "workload_now": self.description}
 
     def final_frame(self) -> Frame:
-        """The frame a finished run is summarised from (and recorded as its last frame)."""
+        """The frame a finished run is summarised from (and recorded as its last frame), with the store scraped
+        once more now (the periodic scrape can be a second old: it missed the run's last puts)."""
         self._log_line(self.store_full.flush(self.agg.now()))
+        if self._started and not self._stopped:
+            self.panels.refresh_store()
         return self.frame()
 
     def restart_master(self) -> None:

@@ -142,6 +142,13 @@ class PanelThread:
             self.procs = self.proc_sampler.sample()
             self._stop.wait(self.interval_s)
 
+    def refresh_store(self) -> dict:
+        """Sample the store now, on the caller's thread (≤ 0.8 s), and keep it as :attr:`store`: a final frame
+        then shows the store as the run left it, not as the last periodic scrape (up to ``interval_s`` old)
+        saw it."""
+        self.store = self.store_sampler.sample()
+        return self.store
+
     def stop(self) -> None:
         """Stop sampling (returns within one interval)."""
         self._stop.set()
