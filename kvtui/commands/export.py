@@ -23,6 +23,8 @@ from kvtui.core.units import format_bytes, parse_duration
 
 SPEEDS = (0.125, 64.0)  # as kvtui replay
 GIF_WIDTHS = (200, 4000)
+GIF_PX_PER_COLUMN = 10  # the default --gif-width: 1,200 px at 120 columns; at 800 px (6.7 px a column) cairosvg's
+# glyphs ran into each other ("64 tokStore", "skipped103.5k"), at 10 px a column they are clean
 
 
 def register(subparsers) -> None:
@@ -54,8 +56,9 @@ def register(subparsers) -> None:
     g.add_argument("--annotate", action="store_true",
                    help="add a caption row below the monitor naming the newest knob change, recording mark, "
                         "outage or store error (highlighted for 3 s of film)")
-    g.add_argument("--gif-width", type=int, default=800, metavar="PIXELS",
-                   help=f"width of the GIF in pixels (default 800; {GIF_WIDTHS[0]}-{GIF_WIDTHS[1]})")
+    g.add_argument("--gif-width", type=int, default=None, metavar="PIXELS",
+                   help=f"width of the GIF in pixels (default {GIF_PX_PER_COLUMN} a column of --size: 1200 at 120 "
+                        f"columns; {GIF_WIDTHS[0]}-{GIF_WIDTHS[1]}; below ≈ 10 a column the text runs together)")
     p.set_defaults(func=run)
 
 
@@ -99,9 +102,11 @@ def _check(args: argparse.Namespace):
         raise KvtuiError(f"--speed must be within {SPEEDS[0]:g}-{SPEEDS[1]:g}, got {args.speed:g}")
     if not (0 < args.fps <= MAX_HZ):
         raise KvtuiError(f"--fps must be within (0, {MAX_HZ:g}] frames per second, got {args.fps:g}")
-    if args.gif and not (GIF_WIDTHS[0] <= args.gif_width <= GIF_WIDTHS[1]):
+    if args.gif_width is not None and not (GIF_WIDTHS[0] <= args.gif_width <= GIF_WIDTHS[1]):
         raise KvtuiError(f"--gif-width must be within {GIF_WIDTHS[0]}-{GIF_WIDTHS[1]} pixels, got {args.gif_width}")
     size = parse_size(args.size)
+    if args.gif_width is None:
+        args.gif_width = min(GIF_WIDTHS[1], max(GIF_WIDTHS[0], GIF_PX_PER_COLUMN * size[0]))
     if size[0] < MIN_SIZE[0] or size[1] < MIN_SIZE[1]:
         raise KvtuiError(f"--size {size[0]}x{size[1]} is below the monitor's minimum {MIN_SIZE[0]}x{MIN_SIZE[1]}")
     start = parse_time(args.start, "--from") if args.start is not None else 0.0

@@ -146,6 +146,18 @@ def test_gif_has_the_frames_and_size_of_the_span(session_file, tmp_path, capsys)
     assert re.search(rf"{re.escape(str(out))}: animated GIF, [0-9.]+ KiB, 400×\d+ px", stdout)
 
 
+def test_a_gifs_default_width_is_ten_pixels_a_column(session_file, tmp_path, capsys):
+    """At the old default of 800 px for 120 columns cairosvg's glyphs ran into each other: the default follows
+    --size, 10 px a column."""
+    from PIL import Image
+
+    out = tmp_path / "d.gif"
+    rc, _stdout, err = export(capsys, session_file, "--gif", out, "--speed", 8, "--fps", 1, "--to", 1, "--size", "80x24")
+    assert rc == 0, err
+    with Image.open(out) as im:
+        assert im.width == 800
+
+
 def test_gif_frames_show_each_screen(session_file, tmp_path):
     """Each GIF frame, composed over the previous ones (only the changed pixels are stored, the rest are
     transparent), is the frame's own rasterised screenshot, every pixel up to the palette's rounding."""
