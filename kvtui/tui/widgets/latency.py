@@ -214,21 +214,33 @@ class LatencyPanel(CachedStyles, Widget):
                 cells[start:start + len(text)] = list(text)
         return Text("".join(cells), self._s("latency--axis"))
 
-    def _title(self, key: str, name: str, snap: LatencySnapshot, width: int, extra: str) -> Text:
-        """``reload  n 1,234  p50 2.81 ms  p90 5.56 ms  p99 9.09 ms`` with p-labels in their region colours."""
-        head = Text(f"{name} ", self._s("latency--name"))
-        stats = self._s("latency--stats")
-        if not snap.count:
-            return head + Text("no samples yet", stats) + (Text(" ") + Text(extra.lstrip(), stats) if extra else Text())
+    _LEVELS = ((3, "  ", True), (3, " ", False), (2, " ", False), (1, " ", False))  # (percentiles, gap, "2.8 ms")
+
+    def _title_parts(self, name: str, snap: LatencySnapshot, width: int, extra: str, least: int = 0):
+        """``(level, separator, [(label, value)])`` of a title: the first of :attr:`_LEVELS` from ``least`` on
+        that fits ``width``."""
         ps = [("p50", snap.p50), ("p90", snap.p90), ("p99", snap.p99)]
-        for keep, sep, unit_space in ((3, "  ", True), (3, " ", False), (2, " ", False), (1, " ", False)):
+        for level, (keep, sep, unit_space) in enumerate(self._LEVELS):
+            if level < least:
+                continue
             shown = [ps[0], ps[2], ps[1]][:keep] if keep < 3 else ps
             shown = sorted(shown, key=lambda p: p[0])
             parts = [(label, fmt_ms(v) if unit_space else fmt_ms(v).replace(" ", "")) for label, v in shown]
             count = f"n {fmt_int(snap.count)}"
-            length = len(head) + len(count) + len(extra) + sum(len(sep) + len(label) + 1 + len(v) for label, v in parts)
-            if length <= width or keep == 1:
-                break
+            length = len(name) + 1 + len(count) + len(extra) + sum(len(sep) + len(label) + 1 + len(v) for label, v in parts)
+            if length <= width or level == len(self._LEVELS) - 1:
+                return level, sep, parts
+        raise AssertionError("unreachable: the last level always fits")
+
+    def _title(self, key: str, name: str, snap: LatencySnapshot, width: int, extra: str, least: int = 0) -> Text:
+        """``reload  n 1,234  p50 2.81 ms  p90 5.56 ms  p99 9.09 ms`` with p-labels in their region colours;
+        ``least``: the most spacious level it may use (the panel's rows share one, so units read alike)."""
+        head = Text(f"{name} ", self._s("latency--name"))
+        stats = self._s("latency--stats")
+        if not snap.count:
+            return head + Text("no samples yet", stats) + (Text(" ") + Text(extra.lstrip(), stats) if extra else Text())
+        _level, sep, parts = self._title_parts(name, snap, width, extra, least)
+        count = f"n {fmt_int(snap.count)}"
         t = head + Text(count + sep, stats)
         for i, (label, v) in enumerate(parts):
             k = ("p50", "p90", "p99").index(label)  # (no span starts with a space: SVG renderers drop those)
@@ -251,9 +263,11 @@ class LatencyPanel(CachedStyles, Widget):
             out += self._compact(snaps, width, tick, separate)
         else:
             axis = Axis(snaps, width)
+            extras = [f"  {self._probe_only_text()}" if i == 0 and not separate else "" for i in range(len(KINDS))]
+            least = max((self._title_parts(name, snap, width, extra)[0]  # one level for every row: "934µs" beside
+                         for (_key, name), snap, extra in zip(KINDS, snaps, extras) if snap.count), default=0)  # "525 µs" read as two styles
             for i, ((key, name), snap) in enumerate(zip(KINDS, snaps)):
-                extra = f"  {self._probe_only_text()}" if i == 0 and not separate else ""
-                title = self._title(key, name, snap, width, extra)
+                title = self._title(key, name, snap, width, extras[i], least)
                 out.append(title)
                 rows = 1 if per == 2 else per - 2
                 out += self._bars(snap, axis, rows)
