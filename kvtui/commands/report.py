@@ -131,7 +131,8 @@ def _sweep_of(path: str):
     try:
         return sweep_from_dict(data, path)
     except ValueError as exc:
-        raise KvtuiError(f"{exc}; kvtui report reads sessions (.kvtui) and sweep results (kvtui sweep --json)") \
+        hint = " (a run's --json is its summary already: kvtui compare reads it)" if "requests" in data else ""
+        raise KvtuiError(f"{exc}; kvtui report reads sessions (.kvtui) and sweep results (kvtui sweep --json){hint}") \
             from None
 
 

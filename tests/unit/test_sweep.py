@@ -186,6 +186,10 @@ def test_report_refuses_json_that_is_not_a_sweep_in_one_line(tmp_path, capsys):
     assert main(["report", str(path)]) == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and err.startswith("kvtui: error: ") and "not a kvtui sweep result" in err
+    assert "kvtui compare reads it" not in err
+    path.write_text('{"requests": 3, "throughput": {}}')  # a run's --json
+    assert main(["report", str(path)]) == 2
+    assert "(a run's --json is its summary already: kvtui compare reads it)" in capsys.readouterr().err
     path.write_text('{"kind": "kvtui-sweep", "format": 1')  # cut short
     assert main(["report", str(path)]) == 2
     err = capsys.readouterr().err
