@@ -401,11 +401,15 @@ def run(args: argparse.Namespace) -> int:
                 for i, (f, k, d) in enumerate(docs) if k == "session"]
     if args.svg and not sessions:
         raise KvtuiError("--svg plots recorded sessions over time, and none of the files is a session (.kvtui)")
+    result = compare(docs)
+    unknown = [f for f, k, _d in docs if k == "JSON"]
+    if unknown and not result["figures"]:  # ({}, a package.json: not a result, and nothing was compared)
+        raise KvtuiError(f"nothing to compare: {unknown[0]} is JSON with no fields of a kvtui result, and no figure "
+                         "is in every file")
     kinds = {k for _f, k, _d in docs}
     if len(kinds) > 1 and not kinds <= {"run", "report", "session"}:
         print(f"kvtui: the files are of different kinds ({', '.join(sorted(kinds))}): only the figures they share "
               "are compared", file=sys.stderr)
-    result = compare(docs)
     if args.json != "-":
         print(format_comparison(result))
     if args.json:

@@ -195,6 +195,18 @@ def test_bad_input_is_one_line(tmp_path, capsys, make, message):
     assert err.startswith(f"kvtui: error: {bad}") and message in err and err.count("\n") == 1
 
 
+@pytest.mark.parametrize("text", ["{}", '{"name": "pkg", "version": "1.0"}'])
+def test_json_that_is_no_result_and_shares_nothing_is_refused(tmp_path, capsys, text):
+    """A package.json against a run's JSON printed 32 inputs of "—" and "no figure is in every file", exit 0."""
+    good, other = tmp_path / "good.json", tmp_path / "package.json"
+    run_json(good, hit=1)
+    other.write_text(text)
+    assert main(["compare", str(good), str(other)]) == 2
+    err = capsys.readouterr().err
+    assert err == (f"kvtui: error: nothing to compare: {other} is JSON with no fields of a kvtui result, and no "
+                   "figure is in every file\n")
+
+
 def test_fewer_than_two_files_and_svg_without_sessions(tmp_path, capsys):
     good = tmp_path / "good.json"
     run_json(good, hit=1)
