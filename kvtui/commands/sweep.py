@@ -216,8 +216,9 @@ def run(args: argparse.Namespace) -> int:
     if isinstance(interrupted, KeyboardInterrupt):
         raise interrupted
     if interrupted is not None:  # a point's store broke: the points before it are written above
-        raise KvtuiError(f"sweep stopped: {interrupted}" + (f" ({len(result.points)} points before it written)"
-                                                          if result.points and (args.json or args.svg or args.png) else ""))
+        n = len(result.points)
+        raise KvtuiError(f"sweep stopped: {interrupted}" + (f" ({n} point{'' if n == 1 else 's'} before it written)"
+                                                          if n and (args.json or args.svg or args.png) else ""))
     bad = sum(p.mismatches for p in result.points)
     if bad:
         _say(f"{bad:,} loaded pages failed verification")
