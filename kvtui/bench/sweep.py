@@ -98,12 +98,23 @@ def run_sweep(plan: SweepPlan, start: Callable, progress: Callable[[int, int, di
     return result, interrupted
 
 
+def _lost_process(engine) -> str | None:
+    """``its store node (exit code -9)`` when a process of the point's embedded cluster exited, else None."""
+    cluster = getattr(engine, "cluster", None)
+    for proc in (cluster.processes if cluster is not None else ()):
+        if not proc.alive():
+            what = "store node" if proc.name.startswith("store") else proc.name
+            return f"its {what} (exit code {proc.popen.returncode})"
+    return None
+
+
 def _run_point(plan: SweepPlan, size: PointSize, lru_rate: float, engine, index: int, progress) -> SweepPoint:
     """Replay the rows through ``engine`` (started on a segment of ``size``); stops the engine (and its
     cluster) before returning or raising; ``StoreError`` when the store broke under it
-    (:class:`~kvtui.bench.engines.BrokenStoreWatch`)."""
+    (:class:`~kvtui.bench.engines.BrokenStoreWatch`) or a process of its cluster died."""
     from kvtui.bench.engines import BrokenStoreWatch
     from kvtui.engine.procs import uninterrupted
+    from kvtui.engine.store import StoreError
     from kvtui.engine.samplers import StoreSampler
     from kvtui.live import LiveSession
     from kvtui.metrics.aggregate import summary_from_frame
@@ -120,6 +131,8 @@ def _run_point(plan: SweepPlan, size: PointSize, lru_rate: float, engine, index:
         session.start()
         while not session.driver.done.wait(POLL_S):
             broken.check(f"the point of {size.capacity_tokens:,} tokens")
+            if gone := _lost_process(engine):  # (a store call to a dead store node can wait long before it fails)
+                raise StoreError(f"the point of {size.capacity_tokens:,} tokens lost {gone}")
             keys_max = max(keys_max, int(session.panels.store.get("keys") or 0))
             if progress is not None:
                 t = session.agg.totals()
