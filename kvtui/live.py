@@ -68,6 +68,7 @@ class LiveSession(RecordingControl):
             engine.worker_pids(), host_addresses(ep)))
         self._stopped = False
         self._started = False
+        self._engine_stopped = False  # (stop() stopped the engine it owns: no store left to scrape)
         self.header = dict(header or {})
         self.owns_engine = owns_engine  # False: stop() leaves the engine running (the bench reuses it)
         self.recorder = None  # RecordingThread while recording
@@ -333,7 +334,7 @@ class LiveSession(RecordingControl):
         """The frame a finished run is summarised from (and recorded as its last frame), with the store scraped
         once more now (the periodic scrape can be a second old: it missed the run's last puts)."""
         self._log_line(self.store_full.flush(self.agg.now()))
-        if self._started and not self._stopped:
+        if self._started and not self._engine_stopped:
             self.panels.refresh_store()
         return self.frame()
 
@@ -365,11 +366,14 @@ class LiveSession(RecordingControl):
         self._stopped = True
         with uninterrupted():
             self.halt()
+            if final is None and self.recorder is not None and self._started:
+                final = self.final_frame()  # (watch: the recording ends with the store as the run left it)
             self.stop_recording(final)
             if self.coordinator is not None:
                 self.coordinator.stop()  # (no worker joins a stopping engine)
             if self.owns_engine:
                 self.engine.stop()
+                self._engine_stopped = True
             if self._started:
                 self.panels.stop()  # after the engine: a scrape then fails at once rather than wait on a master
 

@@ -87,7 +87,8 @@ def read_model_config(text: str, flag: str = "--model-config"):
     except json.JSONDecodeError as exc:
         raise KvtuiError(f"{at}{text} is not JSON ({exc.msg} at line {exc.lineno} column {exc.colno})") from None
     try:
-        return parse_model_config(data, name_from_path(text), text)
+        return parse_model_config(data, name_from_path(os.path.abspath(path)), text)  # (`layout .`: the folder's name;
+        # abspath, not resolve: a Hugging Face snapshot's config.json is a link into blobs/)
     except ModelConfigError as exc:
         raise KvtuiError(f"{at}{exc}") from None
 

@@ -102,6 +102,8 @@ def _check(args: argparse.Namespace):
         raise KvtuiError(f"--speed must be within {SPEEDS[0]:g}-{SPEEDS[1]:g}, got {args.speed:g}")
     if not (0 < args.fps <= MAX_HZ):
         raise KvtuiError(f"--fps must be within (0, {MAX_HZ:g}] frames per second, got {args.fps:g}")
+    if args.gif_width is not None and not args.gif:
+        raise KvtuiError("--gif-width sets the width of a GIF: it needs --gif PATH")
     if args.gif_width is not None and not (GIF_WIDTHS[0] <= args.gif_width <= GIF_WIDTHS[1]):
         raise KvtuiError(f"--gif-width must be within {GIF_WIDTHS[0]}-{GIF_WIDTHS[1]} pixels, got {args.gif_width}")
     size = parse_size(args.size)
@@ -223,7 +225,7 @@ def run(args: argparse.Namespace) -> int:
         for part in partial.values():
             part.discard()
     print(f"kvtui export: {fmt_position(span.start_s)}–{fmt_position(span.end_s)} of {args.file} at "
-          f"{fmt_speed(span.speed)}, {span.fps:g} fps: {span.frames} frames, {span.film_s:.1f} s of film, "
+          f"{fmt_speed(span.speed)}, {span.fps:g} fps: {span.frames} frame{'' if span.frames == 1 else 's'}, {span.film_s:.1f} s of film, "
           f"{size[0]}×{height} cells")
     kinds = {"--cast": "asciinema v2 cast", "--gif": "animated GIF", "--svg-anim": "animated SVG"}
     for (flag, path), sink in zip(outs, sinks):

@@ -247,15 +247,15 @@ def test_a_recording_the_disk_cut_short_is_exit_3(cluster, tmp_path, capsys, mon
     assert len(open_session(str(rec))) == 1
 
 
-def test_the_last_frame_shows_the_store_as_the_run_left_it(tmp_path, capsys):
+@pytest.mark.parametrize("argv", [["run", "--requests", "80", "--quiet"], ["watch", "--headless", "--duration", "3"]])
+def test_the_last_frame_shows_the_store_as_the_run_left_it(tmp_path, capsys, argv):
     """The Store panel of a run's final frame (report --svg, replay's end) came from the last periodic scrape,
     up to a second old: 3,206 keys against 4,046 pages published. It is scraped again for the final frame, so
     a fresh embedded store that evicted nothing holds exactly the pages the run published."""
     from kvtui.session.reader import SessionReader
 
     rec = tmp_path / "r.kvtui"
-    assert main(["run", "--layout", "tiny", "--requests", "80", "--quiet", "--record", str(rec)]) == 0, \
-        capsys.readouterr().err
+    assert main([*argv, "--layout", "tiny", "--record", str(rec)]) == 0, capsys.readouterr().err
     final = SessionReader(str(rec)).final_frame()
     assert final.totals["pages_published"] > 0 and final.store.get("evicted_keys") == 0
     assert final.store.get("keys") == final.totals["pages_published"]

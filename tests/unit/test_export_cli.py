@@ -145,3 +145,9 @@ def test_export_of_a_one_frame_recording_says_so_not_from(tmp_path, capsys):
     assert main(["export", str(tmp_path / "s.kvtui"), "--cast", str(tmp_path / "x.cast")]) == 2
     err = one_line_error(capsys, "nothing to film: ")
     assert "holds 1 frame, spanning 0 s" in err and "--from" not in err
+
+
+def test_gif_width_without_a_gif_is_refused(tmp_path, capsys):
+    _session(tmp_path / "s.kvtui", 2, frames=3)
+    assert main(["export", str(tmp_path / "s.kvtui"), "--cast", str(tmp_path / "x.cast"), "--gif-width", "900"]) == 2
+    one_line_error(capsys, "--gif-width sets the width of a GIF: it needs --gif PATH")

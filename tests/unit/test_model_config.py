@@ -229,7 +229,7 @@ def test_a_model_preset_with_the_current_layout_is_a_rename():
         session.stop()
 
 
-def test_a_model_folder_is_read_through_its_config_json(tmp_path, capsys):
+def test_a_model_folder_is_read_through_its_config_json(tmp_path, capsys, monkeypatch):
     """`kvtui layout m/Qwen3-8B` (a downloaded model's folder) was refused as neither a preset nor a file."""
     folder = tmp_path / "Qwen3-8B"
     folder.mkdir()
@@ -238,9 +238,26 @@ def test_a_model_folder_is_read_through_its_config_json(tmp_path, capsys):
     via_folder = capsys.readouterr().out
     assert main(["layout", str(folder / "config.json"), "--json"]) == 0
     assert capsys.readouterr().out == via_folder and '"name": "Qwen3-8B"' in via_folder
+    monkeypatch.chdir(folder)  # from inside the folder: still named after it, not "model"
+    for here in (".", "config.json"):
+        assert main(["layout", here, "--json"]) == 0
+        assert '"name": "Qwen3-8B"' in capsys.readouterr().out
     (tmp_path / "empty").mkdir()
     for argv, prefix in ((["layout", str(tmp_path / "empty")], ""),
                          (["run", "--model-config", str(tmp_path / "empty")], "--model-config: ")):
         assert main(argv) == 2
         assert capsys.readouterr().err == (f"kvtui: error: {prefix}{tmp_path / 'empty'} is a folder without a "
                                            "config.json; give a model's config.json\n")
+
+
+def test_a_hugging_face_snapshot_whose_config_links_into_blobs_keeps_its_name(tmp_path, capsys):
+    """A snapshot's config.json is a symbolic link into the cache's blobs/: the name comes from the path given,
+    not the link's target (whose stem is a hash)."""
+    repo = tmp_path / "hub" / "models--meta-llama--Mini"
+    (repo / "blobs").mkdir(parents=True)
+    (repo / "snapshots" / "abc123").mkdir(parents=True)
+    _write(repo / "blobs", "0f3e9a", WITH_HEAD_DIM)
+    (repo / "snapshots" / "abc123" / "config.json").symlink_to(repo / "blobs" / "0f3e9a")
+    for source in (repo / "snapshots" / "abc123", repo / "snapshots" / "abc123" / "config.json"):
+        assert main(["layout", str(source), "--json"]) == 0
+        assert '"name": "meta-llama/Mini"' in capsys.readouterr().out
