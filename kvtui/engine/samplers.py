@@ -129,6 +129,7 @@ class PanelThread:
         self.store: dict = store.panel
         self.procs: tuple = ()
         self._stop = threading.Event()
+        self._sampling = threading.Lock()
         self._thread = threading.Thread(target=self._loop, name="kvtui-panels", daemon=True)
 
     def start(self) -> "PanelThread":
@@ -138,16 +139,22 @@ class PanelThread:
 
     def _loop(self) -> None:
         while not self._stop.is_set():
-            self.store = self.store_sampler.sample()
+            with self._sampling:  # (refresh_store may sample from another thread)
+                self.store = self.store_sampler.sample()
             self.procs = self.proc_sampler.sample()
             self._stop.wait(self.interval_s)
 
     def refresh_store(self) -> dict:
         """Sample the store now, on the caller's thread (≤ 0.8 s), and keep it as :attr:`store`: a final frame
-        then shows the store as the run left it, not as the last periodic scrape (up to ``interval_s`` old)
-        saw it."""
-        self.store = self.store_sampler.sample()
-        return self.store
+        then shows the store as the run left it (keys, bytes, evictions), not as the last periodic scrape (up
+        to ``interval_s`` old) saw it. The put and get rates stay those of the last full interval: over the
+        fraction of a second since that scrape they would be noise."""
+        before = self.store
+        with self._sampling:
+            store = dict(self.store_sampler.sample())
+        store.update({k: before[k] for k in ("put_rps", "get_rps") if k in before})
+        self.store = store
+        return store
 
     def stop(self) -> None:
         """Stop sampling (returns within one interval)."""

@@ -226,3 +226,24 @@ def test_errors_without_a_frame_are_the_frames_errors():
     for i, codes in enumerate(({-800: 2}, {}, {-704: 1, -800: 1})):
         agg.add(RequestResult(i, "random", 16, 16, 8, 4096, 2, 0, bytes(2), codes=codes))
     assert agg.errors() == agg.frame().errors and sum(agg.errors().values()) == 4 and len(agg.errors()) == 2
+
+
+def test_a_final_refresh_takes_the_stores_gauges_and_keeps_the_intervals_rates():
+    """PanelThread.refresh_store: the keys and bytes as the store holds them now, the put/get rates of the last
+    full scrape interval (over the fraction of a second since, they would be noise)."""
+    from kvtui.engine.samplers import PanelThread, ProcessSampler
+
+    class Store:
+        panel: dict = {}
+
+        def __init__(self):
+            self.scrapes = iter([{"up": True, "keys": 10, "put_rps": 5.0, "get_rps": 7.0},
+                                 {"up": True, "keys": 12, "put_rps": 90.0, "get_rps": 0.0}])
+
+        def sample(self):
+            return next(self.scrapes)
+
+    panels = PanelThread(Store(), ProcessSampler({}))
+    panels.store = panels.store_sampler.sample()  # (what the periodic thread does)
+    assert panels.refresh_store() == {"up": True, "keys": 12, "put_rps": 5.0, "get_rps": 7.0}
+    assert panels.store["keys"] == 12
