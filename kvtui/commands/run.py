@@ -30,7 +30,7 @@ from kvtui.commands.estimate_args import add_estimate_arguments, estimator_from_
 from kvtui.commands.export_args import Outputs, add_export_arguments
 from kvtui.commands.output import (
     check_new_file,
-    check_writable,
+    check_outputs,
     format_summary,
     full_setup,
     path_arg,
@@ -92,8 +92,7 @@ def _run(args: argparse.Namespace, outputs: Outputs) -> int:
         raise KvtuiError("--requests must be at least 1")
     if args.duration is not None and not args.duration > 0:
         raise KvtuiError("--duration must be positive seconds")
-    if args.json and args.json != "-":
-        check_writable(args.json, "--json")
+    check_outputs(((args.json, "--json"),))
     if args.record:
         check_new_file(args.record, "--record")
     workload, desc, problems = make_workload(args, layout)

@@ -87,7 +87,7 @@ def run(args: argparse.Namespace) -> int:
     """Compute and print the stats; return 0. Bad input raises :class:`KvtuiError`."""
     import os
 
-    from kvtui.commands.output import check_writable, write_json_atomic
+    from kvtui.commands.output import check_outputs, write_json_atomic
     from kvtui.commands.trace_args import synthesis_description, synthesize_rows, trace_synthesis
     from kvtui.core.traces import resolve_trace
     from workload.stats import hit_rate_curve, trace_stats
@@ -99,8 +99,7 @@ def run(args: argparse.Namespace) -> int:
         raise KvtuiError(f"bad --block-tokens {args.block_tokens!r}: must be at least 1 token")
     capacities = _parse_capacities(args.capacity)
     path = resolve_trace(args.file, "trace-stats")
-    if args.json and args.json != "-":
-        check_writable(args.json, "--json")  # before the work, as every command does
+    check_outputs(((args.json, "--json"),))  # before the work, as every command does
 
     try:
         rows, problems = read_trace(path, block_tokens=block_tokens, strict=args.strict)

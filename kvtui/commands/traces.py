@@ -67,10 +67,9 @@ def format_table(traces: list[dict]) -> str:
 def run(args: argparse.Namespace) -> int:
     """Print the table, or write ``--json`` (``{"traces": [...]}``, fields of :func:`shipped_trace_rows`);
     exit 0."""
-    from kvtui.commands.output import check_writable, write_json_atomic
+    from kvtui.commands.output import check_outputs, write_json_atomic
 
-    if args.json not in (None, "-"):
-        check_writable(args.json, "--json")
+    check_outputs(((args.json, "--json"),))
     traces = shipped_trace_rows()
     if args.json is None:
         print(format_table(traces))
