@@ -1,12 +1,16 @@
 """What every bench (``reuse``, ``trace``, ``ui``, ``tcp-sweep``) shares: how it starts the engines it
-measures, its progress lines on stderr, and the environment its figures depend on."""
+measures, its progress lines on stderr, the environment its figures depend on, and the rule that stops it
+on a broken store (:class:`BrokenStoreWatch`)."""
 
 from __future__ import annotations
 
+import collections
 import os
 import sys
 from dataclasses import dataclass
 from typing import Callable
+
+from kvtui.core.codes import BROKEN_STORE_CODES, code_name
 
 
 def say(msg: str) -> None:
@@ -79,13 +83,9 @@ class BrokenStoreWatch:
     and says whether any was broken so far; :meth:`check` raises ``StoreError`` naming ``what`` met it."""
 
     def __init__(self):
-        import collections
-
         self.down: collections.Counter = collections.Counter()  # {code name: answers}
 
     def add(self, result) -> bool:
-        from kvtui.core.codes import BROKEN_STORE_CODES, code_name
-
         self.down.update({code_name(c): n for c, n in result.codes.items() if c in BROKEN_STORE_CODES})
         return bool(self.down)
 
