@@ -19,8 +19,8 @@ from kvtui.commands.common import (
     layout_name,
     layout_of,
     make_workload,
-    start_engine,
 )
+from kvtui.commands.engine_start import start_engine
 from kvtui.commands.output import check_new_file, session_header
 from kvtui.core.controls import SetOverlap
 from kvtui.core.errors import KvtuiError
