@@ -175,7 +175,8 @@ def store_full_text(failed: int, seconds: float, ws, page_bytes: int, segment_by
     head = f"store full: {failed:,} puts failed with NO_AVAILABLE_HANDLE in {seconds:.1f} s — "
     if dead_nodes:
         many = len(dead_nodes) > 1
-        return head + (f"the store node{'s' if many else ''} {', '.join(dead_nodes)} kvtui started "
+        named = "" if tuple(dead_nodes) == ("store",) else f" ({', '.join(dead_nodes)})"  # (the only one: no name)
+        return head + (f"the store node{'s' if many else ''} kvtui started{named} "
                        f"{'are' if many else 'is'} down, and {'their segments' if many else 'its segment'} with "
                        f"{'them' if many else 'it'}; not a size or lease problem (restart kvtui)")
     if ws is None or segment_bytes is None:

@@ -141,7 +141,9 @@ def test_store_full_text_names_the_cause_and_the_remedy():
     leased = store_full_text(3, 1.2, _ws(20), page, GIB, 0.9, 10.0)
     assert "leased" in leased and "--lease-ttl" in leased
     gone = store_full_text(48, 1.0, _ws(20), page, GIB, 0.9, 10.0, dead_nodes=("store",))
-    assert "the store node store kvtui started is down, and its segment with it" in gone
+    assert "the store node kvtui started is down, and its segment with it" in gone  # (the only node: unnamed)
+    two = store_full_text(48, 1.0, _ws(20), page, GIB, 0.9, 10.0, dead_nodes=("store-0", "store-1"))
+    assert "the store nodes kvtui started (store-0, store-1) are down, and their segments with them" in two
     assert "--lease-ttl" not in gone and "--store-size" not in gone  # (no remedy that cannot help)
 
 
