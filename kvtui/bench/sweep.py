@@ -100,12 +100,8 @@ def run_sweep(plan: SweepPlan, start: Callable, progress: Callable[[int, int, di
 
 def _lost_process(engine) -> str | None:
     """``its store node (exit code -9)`` when a process of the point's embedded cluster exited, else None."""
-    cluster = getattr(engine, "cluster", None)
-    for proc in (cluster.processes if cluster is not None else ()):
-        if not proc.alive():
-            what = "store node" if proc.name.startswith("store") else proc.name
-            return f"its {what} (exit code {proc.popen.returncode})"
-    return None
+    proc = engine.dead_cluster_process()
+    return None if proc is None else f"its {proc.title.removeprefix('the ')} (exit code {proc.popen.returncode})"
 
 
 def _run_point(plan: SweepPlan, size: PointSize, lru_rate: float, engine, index: int, progress) -> SweepPoint:

@@ -74,7 +74,8 @@ def register(subparsers) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    """Run the workload; exit 0, or 1 if any loaded page failed verification."""
+    """Run the workload; exit 0, or 1 if any loaded page failed verification, or 2 when a process of its
+    embedded cluster died (the summary and ``--json`` cover the requests that finished)."""
     with Outputs(args) as outputs:  # --prometheus binds now: a busy port fails before anything starts
         return _run(args, outputs)
 
@@ -128,15 +129,18 @@ def _run(args: argparse.Namespace, outputs: Outputs) -> int:
     if outputs.url:
         print(f"kvtui: Prometheus metrics on {outputs.url}", file=sys.stderr)
     interrupted: KeyboardInterrupt | None = None
+    lost: ClusterLost | None = None
     shown = 0
     try:
         start_recording(session, args.record)
         session.start()
         shown = _progress(session.driver, session.agg, total, quiet=args.quiet or not sys.stderr.isatty(),
-                          alarm=session.store_full)
+                          alarm=session.store_full, lost=lambda: _lost(engine, session))
     except KeyboardInterrupt as exc:  # Ctrl-C, or SIGTERM (kvtui.cli): summarise what finished, then re-raise
         interrupted = exc  # (kvtui.cli exits 130 / 143)
         shown = len(session.store_full.lines)
+    except ClusterLost as exc:  # summarised as an interrupted run, then one line and exit 2
+        lost, shown = exc, len(session.store_full.lines)
     except BaseException:
         session.stop()
         raise
@@ -155,9 +159,11 @@ def _run(args: argparse.Namespace, outputs: Outputs) -> int:
         summary = summary_from_frame(final)  # + the TTFT estimate's inputs in full
         summary["ttft_estimate"] = {**summary["ttft_estimate"], **session.agg.estimator.inputs()}
         rc = _report(args, summary, layout, final.workload or desc, endpoints,
-                     skipped_count(problems), session.driver, interrupted, final.store)
+                     skipped_count(problems), session.driver, interrupted, final.store, lost)
     if interrupted is not None:
         raise interrupted
+    if lost is not None:
+        raise KvtuiError(f"run stopped: {lost}")
     outputs.linger()
     if session.recording_error and rc == 0:  # an output that could not be written: exit 3, as any other
         return OutputError.exit_code
@@ -165,17 +171,20 @@ def _run(args: argparse.Namespace, outputs: Outputs) -> int:
 
 
 def _report(args, summary: dict, layout, desc: dict, endpoints, bad_rows: int, driver,
-            interrupted: KeyboardInterrupt | None, store: dict | None = None) -> int:
+            interrupted: KeyboardInterrupt | None, store: dict | None = None, lost: ClusterLost | None = None) -> int:
     """Print the summary and its notes, write ``--json``; the exit code (1 if a page failed verification).
-    ``store``: the last frame's store block (the capacity of an attached cluster, :func:`full_setup`)."""
+    ``store``: the last frame's store block (the capacity of an attached cluster, :func:`full_setup`);
+    ``lost``: the run was stopped because a process of its embedded cluster died (``stopped_by`` in the JSON)."""
     summary.update(run_context(args, layout, desc, endpoints, bad_rows))
     summary["setup"] = full_setup(summary["setup"], store)
     summary["context"] = run_inputs(args)
-    summary["interrupted"] = interrupted is not None
-    if interrupted is not None:
+    summary["interrupted"] = interrupted is not None or lost is not None
+    if lost is not None:
+        summary["stopped_by"] = str(lost)
+    if summary["interrupted"]:
         gone = driver.dropped + driver.abandoned
-        print(f"kvtui: interrupted: the summary covers the requests that finished ({driver.completed:,}); "
-              f"{gone:,} submitted were abandoned, queued or under way", file=sys.stderr)
+        print(f"kvtui: {'stopped' if lost else 'interrupted'}: the summary covers the requests that finished "
+              f"({driver.completed:,}); {gone:,} submitted were abandoned, queued or under way", file=sys.stderr)
     elif summary["requests"] == 0 and args.duration is not None and driver.issued == 0:
         print(f"kvtui: --duration {args.duration:g} s ended before the first request: it counts the whole "
               "command, start-up included", file=sys.stderr)
@@ -200,12 +209,32 @@ def _report(args, summary: dict, layout, desc: dict, endpoints, bad_rows: int, d
     return 1 if summary["mismatches"] else 0
 
 
-def _progress(driver, agg, total, quiet: bool, alarm=None) -> int:
+class ClusterLost(Exception):
+    """A process of the run's embedded cluster died (the message says which, with its exit code, and when):
+    nothing will start it again, so a run that waited for it would wait for ever."""
+
+
+def _lost(engine, session) -> str | None:
+    """The message of :class:`ClusterLost` when a process of ``engine``'s embedded cluster has exited, else None."""
+    proc = engine.dead_cluster_process()
+    if proc is None:
+        return None
+    hint = " (kvtui watch offers M to restart its master)" if proc.name == "master" else ""
+    return (f"{proc.title} kvtui started died (exit code {proc.popen.returncode}) at {session.agg.now():.1f} s; "
+            f"nothing restarts it in a kvtui run{hint}")
+
+
+def _progress(driver, agg, total, quiet: bool, alarm=None, lost=None) -> int:
     """Block until the driver is done, showing a rich progress bar or status line on stderr, and each line of
     ``alarm`` (:class:`~kvtui.metrics.store_full.StoreFullAlarm`: a burst of refused puts) as it comes, also
     when ``quiet`` (then also a line when an outage holds dispatch and one when it ends); returns how many of
-    the alarm's lines were shown."""
+    the alarm's lines were shown. ``lost()``: checked at each poll; the text it returns, if any, is raised
+    as :class:`ClusterLost`."""
     shown = 0
+
+    def check_lost() -> None:
+        if lost is not None and (text := lost()):
+            raise ClusterLost(text)
 
     def new_lines() -> list[str]:
         nonlocal shown
@@ -216,6 +245,7 @@ def _progress(driver, agg, total, quiet: bool, alarm=None) -> int:
     if quiet:  # (stderr not a terminal: an outage's start and end are a line each, as the alarm's lines)
         held = False
         while not driver.done.wait(0.2):
+            check_lost()
             for text in new_lines():
                 print(f"kvtui: {text}", file=sys.stderr, flush=True)
             if driver.outage != held:
@@ -241,6 +271,7 @@ def _progress(driver, agg, total, quiet: bool, alarm=None) -> int:
         task = prog.add_task("run", total=total, status="")
         burst_until = 0.0
         while not driver.done.wait(0.25):
+            check_lost()
             t = agg.totals()
             status = f"hit {t['token_hit_rate']:.1%} · published {t['pages_published']}"
             for text in new_lines():

@@ -393,6 +393,12 @@ class Engine(RemoteWorkers):
         for handle in self.workers if self.endpoints.real_client else ():  # dummy clients never come back
             handle.kill()  # to a new real client: new workers (with replace_dead_workers; WORKER_CLIENTS)
 
+    def dead_cluster_process(self):
+        """The first process of the embedded cluster (master, metadata server, store node) that has exited, as
+        a :class:`~kvtui.engine.procs.ManagedProcess` (its ``title``, ``popen.returncode``); None while all
+        run, and always when attached (kvtui cannot see another's processes)."""
+        return next((p for p in (self.cluster.processes if self.cluster is not None else ()) if not p.alive()), None)
+
     def clear_store(self) -> int:
         """Remove every object in the store (global, also other clients'); returns the count removed."""
         return int(self.prefill.call(RemoveAll()))

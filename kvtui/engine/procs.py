@@ -87,6 +87,14 @@ class ManagedProcess:
         """True while the process has not exited."""
         return self.popen.poll() is None
 
+    @property
+    def title(self) -> str:
+        """What the process is, for a message: ``the master``, ``the metadata server``, ``the store node``, or
+        with several store nodes ``the store node store-1``."""
+        if self.name == "store" or self.name.startswith("store-"):
+            return "the store node" + ("" if self.name == "store" else f" {self.name}")
+        return {"metadata": "the metadata server"}.get(self.name, f"the {self.name}")
+
     def log_tail(self, lines: int = 12) -> str:
         """The last ``lines`` lines of the process's log (for error messages)."""
         try:

@@ -432,3 +432,21 @@ def test_a_sweep_whose_store_breaks_stops_in_one_line_and_keeps_the_points_befor
     assert "Traceback" not in cli.text(), cli.text()[-3000:]
     result = json.loads(out.read_text())
     assert result["interrupted"] and [p["capacity_tokens"] for p in result["points"]] == [1_000_000]
+
+
+@pytest.mark.parametrize("victim, title", [("mooncake_master", "the master"), ("mooncake_client", "the store node")])
+def test_a_run_whose_embedded_master_or_store_node_dies_stops_in_one_line(tmp_path, victim, title):
+    """Nothing restarts a process of ``kvtui run``'s own cluster (the monitor's M is ``watch``'s), so a run
+    that held dispatch for it would wait for ever: the run stops with one line naming the process and its exit
+    code, exit 2, every process gone, its summary and --json written (``interrupted``, ``stopped_by``)."""
+    out = tmp_path / "run.json"
+    cli = Cli(["run", "--layout", "tiny", "--requests", "1000000", "--json", str(out)], tmp_path)
+    cli.wait_for_text(r"published [1-9]", timeout_s=120)  # (the progress bar: the workload runs)
+    next(p for p in list(cli.seen.values()) if p.name().startswith(victim)).kill()
+    rc, _gone = cli.finish(60)
+    expected = rf"kvtui: error: run stopped: {title} kvtui started died \(exit code -9\) at [\d.]+ s; nothing restarts it"
+    assert rc == 2 and re.search(expected, cli.text()), cli.text()[-3000:]
+    assert "Traceback" not in cli.text(), cli.text()[-3000:]
+    result = json.loads(out.read_text())
+    assert result["interrupted"] and result["stopped_by"].startswith(f"{title} kvtui started died")
+    assert result["requests"] > 0
