@@ -102,11 +102,17 @@ def format_layout(d: dict) -> str:
         *geometry,
         f"KV dtype         {d['kv_dtype']}, {d['elem_bytes']} B/element",
         f"bytes per token  {d['bytes_per_token']:,} B = {product}",
-        f"page             {d['page_tokens']:,} tokens → {d['page_bytes']:,} B ({format_bytes(d['page_bytes'])})",
-        f"prompt           {d['prompt_tokens']:,} tokens → {d['pages']:,} full pages, {d['bytes']:,} B "
-        f"({format_bytes(d['bytes'])}){tail}",
+        f"page             {d['page_tokens']:,} tokens → {_bytes(d['page_bytes'])}",
+        f"prompt           {d['prompt_tokens']:,} tokens → {d['pages']:,} full page{'' if d['pages'] == 1 else 's'}, "
+        f"{_bytes(d['bytes'])}{tail}",
     ]
     return "\n".join(lines)
+
+
+def _bytes(n: int) -> str:
+    """``n`` bytes exactly, with the binary-unit form beside it when that says more (``4,096 B (4.0 KiB)``,
+    ``0 B``)."""
+    return f"{n:,} B" + (f" ({format_bytes(n)})" if n >= 1024 else "")
 
 
 def run(args: argparse.Namespace) -> int:

@@ -78,6 +78,10 @@ def test_kvtui_layout_text(capsys):
     assert "70,272 B = 61 × 576 × 2" in out
     assert "16 tokens → 1,124,352 B (1.1 MiB)" in out
     assert "100 tokens → 6 full pages, 6,746,112 B (6.4 MiB) (+4 tokens short of a full page" in out
+    assert main(["layout", "tiny", "--prompt-tokens", "3"]) == 0  # no bracket that repeats "0 B"
+    assert "3 tokens → 0 full pages, 0 B (+3 tokens short of a full page" in capsys.readouterr().out
+    assert main(["layout", "tiny", "--prompt-tokens", "8"]) == 0
+    assert "8 tokens → 1 full page, 4,096 B (4.0 KiB)" in capsys.readouterr().out
     assert main(["layout", "llama-3.1-8b"]) == 0
     out = capsys.readouterr().out
     assert "131,072 B = 2 × 32 × 8 × 128 × 2" in out and "KV heads         8 (32 attention heads)" in out
