@@ -19,7 +19,7 @@ import time
 
 from kvtui import __version__
 from kvtui.commands import COMMANDS
-from kvtui.commands.output import check_distinct_paths
+from kvtui.commands.output import OUTPUT_ARGS, check_distinct_paths
 from kvtui.core.errors import KvtuiError, OutputError
 
 
@@ -47,10 +47,15 @@ class OneLineParser(argparse.ArgumentParser):
         # as argparse's, but an unknown flag after a command is refused by that command's parser, so the line
         # points at its help (`kvtui bench --help`), not the top level's
         ns, extras = self.parse_known_args(args, namespace)
+        chosen = next((a.choices.get(getattr(ns, "command", None)) for a in self._actions
+                       if isinstance(a, argparse._SubParsersAction)), None)
         if extras:
-            chosen = next((a.choices.get(getattr(ns, "command", None)) for a in self._actions
-                           if isinstance(a, argparse._SubParsersAction)), None)
             (chosen or self).error(f"unrecognized arguments: {' '.join(extras)}")
+        tokens = [t.split("=", 1)[0] for t in (sys.argv[1:] if args is None else args) if t.startswith("--")]
+        for flag in (f"--{name.replace('_', '-')}" for name in OUTPUT_ARGS):  # argparse keeps the last one
+            if tokens.count(flag) > 1:
+                (chosen or self).error(f"{flag} given {tokens.count(flag)} times: an output goes to one file, and "
+                                       "all but the last would be left unwritten; give it once")
         return ns
 
 

@@ -145,6 +145,9 @@ def test_ui_lines_show_both_rates_the_ratio_and_the_paused_cpu():
     (["run", "--trace", " ", "--layout", "tiny"], "run: argument --trace: needs a shipped trace's name"),
     (["bench", "--layout", "tiny", "--trace-speedup", "2"], "no bench keeps arrival times"),
     (["bench", "--layout", "tiny", "--strict"], "unrecognized arguments: --strict (see kvtui bench --help)"),
+    (["bench", "--layout", "tiny", "--json", "a.json", "--json=b.json"],
+     "bench: --json given 2 times: an output goes to one file, and all but the last would be left unwritten"),
+    (["report", "x.kvtui", "--svg", "a.svg", "--svg", "b.svg"], "report: --svg given 2 times"),
 ])
 def test_bench_refuses_bad_flags_before_starting_anything(argv, message, capsys):
     assert main(argv) == 2
