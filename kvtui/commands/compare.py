@@ -22,8 +22,9 @@ INPUT_KEYS = ("layout", "page_bytes", "workload", "bad_rows_skipped", "concurren
               "synthesis", "ttft_estimate", "iterations", "rows", "seconds", "warm_up_seconds", "refresh_hz",
               "reload_read_streams", "best_read_streams", "layout_at_end",
               "block_tokens", "format", "sizing", "store", "versions",  # these five: kvtui sweep --json
-              "round_count", "trace_sha256")  # kvtui bench --trace / --ui / --tcp-sweep
-SKIP_KEYS = ("session", "span", "interrupted", "rounds", "file", "problems", "tiny")
+              "round_count", "trace_sha256",  # kvtui bench --trace / --ui / --tcp-sweep
+              "interrupted", "stopped_by")  # a run or sweep cut short: its figures cover what finished
+SKIP_KEYS = ("session", "span", "rounds", "file", "problems", "tiny")
 PROGRESS = ("done", "complete", "position_s", "length_s")  # a workload's progress, not an input
 HEADLINE = ("requests", "elapsed_s", "token_hit_rate", "page_hit_rate", "tokens_hit", "tokens_input", "pages_hit",
             "pages_total", "pages_published", "pages_failed", "mismatches")
@@ -406,6 +407,10 @@ def run(args: argparse.Namespace) -> int:
     if unknown and not result["figures"]:  # ({}, a package.json: not a result, and nothing was compared)
         raise KvtuiError(f"nothing to compare: {unknown[0]} is JSON with no fields of a kvtui result, and no figure "
                          "is in every file")
+    for f, _k, d in docs:
+        if d.get("interrupted") is True:
+            why = f" ({d['stopped_by']})" if isinstance(d.get("stopped_by"), str) else ""
+            print(f"kvtui: {f} is of an interrupted run{why}: its figures cover only what finished", file=sys.stderr)
     kinds = {k for _f, k, _d in docs}
     if len(kinds) > 1 and not kinds <= {"run", "report", "session"}:
         print(f"kvtui: the files are of different kinds ({', '.join(sorted(kinds))}): only the figures they share "

@@ -234,3 +234,17 @@ def test_sweep_results_compare_point_by_capacity(tmp_path, capsys):
     assert fields.index("points[1000000].lru_token_hit_rate") < fields.index("points[3000000].lru_token_hit_rate")
     r = _row(c, "points[1000000].real_token_hit_rate")
     assert r["unit"] == "%" and r["values"] == [0.10, 0.12] and r["delta"][1] == pytest.approx(0.02)
+
+
+def test_an_interrupted_run_is_named_as_such(tmp_path, capsys):
+    """A run stopped short (``interrupted``, and ``stopped_by`` when a process of its cluster died) is an input
+    that differs, and a line on stderr says its figures cover only what finished."""
+    a, b = tmp_path / "a.json", tmp_path / "b.json"
+    run_json(a, hit=2)
+    run_json(b, hit=2, interrupted=True, stopped_by="the master kvtui started died (exit code -9) at 3.6 s")
+    assert main(["compare", str(a), str(b), "--json", "-"]) == 0
+    captured = capsys.readouterr()
+    differ = {d["input"]: d["values"] for d in json.loads(captured.out)["inputs_differ"]}
+    assert differ["interrupted"] == [False, True]
+    assert (f"kvtui: {b} is of an interrupted run (the master kvtui started died (exit code -9) at 3.6 s): its "
+            "figures cover only what finished") in captured.err
