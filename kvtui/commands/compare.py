@@ -172,6 +172,8 @@ def inputs_of(kind: str, doc: dict) -> dict[str, object]:
     for key, value in doc.items():
         if key in ("layout", "layout_at_end") or key not in INPUT_KEYS + ("context",):
             continue
+        if key == "interrupted" and value is not True:  # a run that ran its course, like a recording or report
+            continue  # (which carry no such field): only a run cut short is marked
         if isinstance(value, dict):
             for k, v in value.items():
                 if not (key == "workload" and k in PROGRESS) and not isinstance(v, (dict, list)):
