@@ -9,6 +9,8 @@ import math
 import select
 import time
 
+from kvtui.engine.wire import decode
+
 
 class PipeGone(EOFError):
     """The results pipe ``index`` ended (its worker is gone)."""
@@ -47,7 +49,7 @@ class ResultPipes:
                 start, self._turn = self._turn, self._turn + 1
                 j = min(ready, key=lambda i: (i - start) % k)
                 try:
-                    return self.conns[j].recv()
+                    return decode(self.conns[j].recv_bytes())
                 except (EOFError, OSError):
                     raise PipeGone(j) from None
             if left is not None and left <= 0:

@@ -90,7 +90,10 @@ def worker_main(conn, spec: WorkerSpec, peers=(), results=None) -> None:
     its results pipe to the parent (None for decode).
     """
     from kvtui.engine.procs import parent_death_signal
+    from kvtui.engine.wire import Wire
 
+    conn, peers = Wire(conn), [Wire(p) for p in peers]  # (the per-request messages as compact bytes)
+    results = Wire(results) if results is not None else None
     # SIGKILL: a worker blocked in a store call (a cut link, a stopped master) would act on a SIGTERM only
     # once the call returned, and a worker whose parent is gone has nothing to finish (see _leave)
     parent_death_signal(signal.SIGKILL)

@@ -12,6 +12,7 @@ from pathlib import Path
 
 from kvtui.engine.procs import start_shielded
 from kvtui.engine.protocol import ANSWERED, Failed, Ok, Ready, Stop
+from kvtui.engine.wire import decode, encode
 from kvtui.engine.worker import WorkerSpec, worker_main
 
 START_TIMEOUT_S = 30.0
@@ -53,7 +54,7 @@ class WorkerHandle:
         if not self.conn.poll(timeout_s):
             raise WorkerError(f"{self.name} worker did not start within {timeout_s:.0f} s")
         try:
-            msg = self.conn.recv()
+            msg = decode(self.conn.recv_bytes())
         except EOFError:
             raise WorkerError(f"{self.name} worker exited during set-up (code {self.process.exitcode})") from None
         if not isinstance(msg, Ready):
@@ -64,7 +65,7 @@ class WorkerHandle:
         """Send a command without waiting (answers of answered commands arrive in order; read them with
         :meth:`recv`). ``OSError`` when the worker is gone."""
         with self._send_lock:
-            self.conn.send(msg)
+            self.conn.send_bytes(encode(msg))  # (kvtui.engine.wire: Submit as compact bytes)
 
     def recv(self, timeout_s: float | None = None):
         """The next answer's payload (:class:`~kvtui.engine.protocol.Ok`); ``WorkerError`` on a
@@ -72,7 +73,7 @@ class WorkerHandle:
         if timeout_s is not None and not self.conn.poll(timeout_s):
             raise WorkerError(f"{self.name} worker did not answer within {timeout_s:.0f} s")
         try:
-            msg = self.conn.recv()
+            msg = decode(self.conn.recv_bytes())
         except (EOFError, OSError):
             raise WorkerError(f"{self.name} worker died (exit code {self.process.exitcode})") from None
         if not isinstance(msg, Ok):
