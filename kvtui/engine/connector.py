@@ -109,6 +109,24 @@ class PublishResult:
     put_ms: float = 0.0
 
 
+def _classify(todo: Sequence[str], probe: Sequence[int], known: bool, states: list[int], codes: Counter) -> list[int]:
+    """Sort the pages of a publish by their probe answers (1 present, 0 absent, negative: failed): set
+    ``states[i]`` to PRESENT for a present page and a key repeated in the batch (the put stores its first
+    copy), count a failed probe's code in ``codes`` except the first page's when the answers were ``known``
+    from the reload (whose stop code counted it already), and return the indexes of the absent pages, to put."""
+    seen: set[str] = set()
+    absent: list[int] = []
+    for i, (key, r) in enumerate(zip(todo, probe)):
+        if r == 1 or key in seen:
+            states[i] = int(PageState.PRESENT)
+        elif r == 0:
+            absent.append(i)
+        elif i > 0 or not known:  # probe failed: do not guess, count it (the reload counted known[0])
+            codes[int(r)] += 1
+        seen.add(key)
+    return absent
+
+
 class PagedKVConnector:
     """Moves one model's KV pages between a worker and the store.
 
@@ -294,16 +312,7 @@ class PagedKVConnector:
             probe.extend(int(r) for r in self.store.batch_is_exist(todo[i : i + self.batch_pages * 4]))
         t1 = time.perf_counter()
         res.probe_ms = (t1 - t0) * 1e3
-        seen: set[str] = set()
-        absent: list[int] = []
-        for i, (key, r) in enumerate(zip(todo, probe)):
-            if r == 1 or key in seen:
-                states[i] = int(PageState.PRESENT)
-            elif r == 0:
-                absent.append(i)
-            elif i > 0 or not known:  # probe failed: do not guess, count it (the reload counted known[0])
-                res.codes[int(r)] += 1
-            seen.add(key)
+        absent = _classify(todo, probe, bool(known), states, res.codes)
         compute_s = put_s = 0.0
         for j in range(0, len(absent), self.batch_pages):
             idx = absent[j : j + self.batch_pages]
@@ -325,12 +334,29 @@ class PagedKVConnector:
                 else:
                     res.codes[int(rc)] += 1
         res.compute_ms, res.put_ms = compute_s * 1e3, put_s * 1e3
+        return self._tally(res, states)
+
+    def _tally(self, res: PublishResult, states: list[int]) -> PublishResult:
         res.states = states
         res.stored = states.count(PageState.PUBLISHED)
         res.already_present = states.count(PageState.PRESENT)
         res.failed = states.count(PageState.FAILED)
         res.bytes_written = res.stored * self.page_bytes
         return res
+
+    def settle_known(self, keys: Sequence[str], known: Sequence[int]) -> PublishResult | None:
+        """What :meth:`store_computed_prefix` of ``keys`` with ``known`` probe answers returns when it needs no
+        store call (every page answered, none absent: each present or failed), computed without one, for any
+        role (nothing is published); None when some page would have to be probed or put. Lets a decode
+        worker report such a request itself (:mod:`kvtui.engine.worker`)."""
+        if len(known) < len(keys) or 0 in known:
+            return None
+        res = PublishResult(start_page=0, pages_total=len(keys))
+        if not keys:
+            return res
+        states = [int(PageState.FAILED)] * len(keys)
+        _classify(keys, [int(r) for r in known[: len(keys)]], True, states, res.codes)
+        return self._tally(res, states)
 
     def with_layout(self, layout: PageLayout) -> "PagedKVConnector":
         """A connector like this one (same store, role, model, key scheme, read streams, batch bytes) for

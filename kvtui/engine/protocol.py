@@ -22,7 +22,11 @@ Prefill publishes, sends the request's :class:`RequestDone` to the parent and th
 
 **Results pipe** (one per prefill worker → parent): :class:`RequestDone`, :class:`RequestDropped` or
 :class:`RequestFailed` per request it was handed, in the order its decode workers handed them (submission
-order with one decode worker); :class:`RequestFailed` with ``seq`` None when a decode worker died.
+order with one decode worker); :class:`RequestFailed` with ``seq`` None when a decode worker died. With one
+prefill and one decode worker and none remote, decode writes the pipe too: at concurrency 1 it reports a
+request prefill would make no store call for (no page to put) itself, as :class:`RequestDone`, instead of
+a :class:`PublishRest` that prefill would only relay; the order stays the submission order (decode reports
+only with no publish of its own under way). The bytes on every pipe: :mod:`kvtui.engine.wire`.
 """
 
 from __future__ import annotations

@@ -23,6 +23,7 @@ from __future__ import annotations
 import dataclasses
 import operator
 import pickle
+import select
 from collections import Counter
 
 from kvtui.core.pages import PageState
@@ -123,6 +124,16 @@ class Wire:
 
     def send(self, msg) -> None:
         self.conn.send_bytes(encode(msg))
+
+    def send_atomic(self, msg) -> bool:
+        """Send ``msg`` when it fits one atomic pipe write (its bytes and the 4-byte length ``Connection``
+        puts before them within ``select.PIPE_BUF``: two processes may write the pipe, and a longer write
+        could interleave with the other's); False, nothing sent, when it does not."""
+        data = encode(msg)
+        if len(data) + 4 > select.PIPE_BUF:
+            return False
+        self.conn.send_bytes(data)
+        return True
 
     def recv(self):
         return decode(self.conn.recv_bytes())

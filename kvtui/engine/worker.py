@@ -80,20 +80,23 @@ def _exit(*_) -> None:
     _leave(0)
 
 
-def worker_main(conn, spec: WorkerSpec, peers=(), results=None) -> None:
+def worker_main(conn, spec: WorkerSpec, peers=(), results=None, reports=()) -> None:
     """Process entry point: set up, answer :class:`Ready` or :class:`Failed`, then serve until :class:`Stop`
     (or the parent's end of a pipe closes, or SIGTERM), then leave at once (:func:`_leave`: requests queued
     or under way are dropped, the store client is not closed). Never returns.
 
     ``conn``: command pipe to the parent; ``peers``: this worker's ends of its chain pipes (decode: one per
     prefill worker, in prefill order; prefill: one per decode worker); ``results``: prefill's write end of
-    its results pipe to the parent (None for decode).
+    its results pipe to the parent (None for decode); ``reports``: decode's own write ends of the prefill
+    workers' results pipes, in prefill order, for the requests it reports itself (see ``_Chain.reload_next``;
+    empty: every request goes through prefill).
     """
     from kvtui.engine.procs import parent_death_signal
     from kvtui.engine.wire import Wire
 
     conn, peers = Wire(conn), [Wire(p) for p in peers]  # (the per-request messages as compact bytes)
     results = Wire(results) if results is not None else None
+    reports = [Wire(r) for r in reports]
     # SIGKILL: a worker blocked in a store call (a cut link, a stopped master) would act on a SIGTERM only
     # once the call returned, and a worker whose parent is gone has nothing to finish (see _leave)
     parent_death_signal(signal.SIGKILL)
@@ -133,7 +136,7 @@ def worker_main(conn, spec: WorkerSpec, peers=(), results=None) -> None:
         chain = _Chain(PagedKVConnector(client, layout, keyer, spec.role, read_streams=spec.read_streams,
                                         max_batch_bytes=spec.max_batch_bytes), list(peers), results,
                        shared=spec.decode_workers > 1, pair=spec.decode_workers == spec.prefill_workers == 1,
-                       segment=client.segment_name() if spec.segment_bytes else "")
+                       segment=client.segment_name() if spec.segment_bytes else "", reports=reports)
         conn.send(Ready(os.getpid(), spec.role))
         _serve(conn, chain, _Commands(chain, client))
     except (EOFError, BrokenPipeError, KeyboardInterrupt, SystemExit):
@@ -159,9 +162,11 @@ class _Chain:
     (``ReloadResult.bytes_local``: all of them when it is the only decode worker, else one
     ``batch_get_replica_desc`` of the reloaded keys says)."""
 
-    def __init__(self, connector, peers: list, results, shared: bool = False, pair: bool = True, segment: str = ""):
+    def __init__(self, connector, peers: list, results, shared: bool = False, pair: bool = True, segment: str = "",
+                 reports: list | None = None):
         self.connector, self.peers, self.results, self.shared, self.pair = connector, peers, results, shared, pair
         self.segment = segment
+        self.reports: list = list(reports or [])  # decode: write ends of the prefill workers' results pipes
         self.queue: deque = deque()  # decode: (seq, keys, prefill index) hashed, waiting for their turn
         self.limit = 1
         self.in_flight = 0  # decode: forwarded to prefill and not yet acknowledged
@@ -226,11 +231,37 @@ class _Chain:
             needs_ack = len(known) < len(rest) or 0 in known  # will prefill call the store?
             if self.segment and res.pages_hit:
                 self._count_local(res, keys[:res.pages_hit])
+            if not needs_ack and self._report(seq, res, rest, known, t_start, prefill):
+                return
             peer.send(PublishRest(seq, rest, known, res, t_start, needs_ack, self.segment))
         except Exception as exc:
             peer.send(RequestFailed(seq, f"decode worker: {type(exc).__name__}: {exc}"))
             raise
         self.in_flight += needs_ack
+
+    def _report(self, seq: int, res, rest: list[str], known: list[int], t_start: float, prefill: int) -> bool:
+        """Report request ``seq`` to the parent from here when prefill would call no store for it (every page
+        after the reloaded run answered present or failed by the reload's probe): its :class:`RequestDone`
+        goes on prefill's results pipe (``reports``), so prefill is not woken for it. Only one request at a
+        time (concurrency 1: every earlier request of this worker has been reported, by prefill before its
+        :class:`Ack` or from here, so the parent reads them in order) and only in a message the pipe writes
+        at once (at most ``PIPE_BUF`` bytes: prefill, idle meanwhile, is its only other writer). On a 2-core
+        VM the workers share one CPU (:meth:`pin`), and prefill's relay of such a request (≈ 60 % of a
+        synthetic trace's) ran there between decode's reloads. True when reported; False: send it to prefill."""
+        if self.limit != 1 or self.in_flight or prefill >= len(self.reports) or self.reports[prefill] is None:
+            return False
+        publish = self.connector.settle_known(rest, known)
+        if publish is None:
+            return False
+        return self.reports[prefill].send_atomic(RequestDone(seq, res, publish, t_start, time.monotonic()))
+
+    def peer_gone(self, peer) -> None:
+        """Prefill worker ``peer`` is gone: close this worker's end of its results pipe, so the parent sees the
+        pipe end (its only other writer was that worker) and reports it."""
+        i = self.peers.index(peer)
+        if i < len(self.reports) and self.reports[i] is not None:
+            self.reports[i].close()
+            self.reports[i] = None
 
     def _count_local(self, res, keys: list[str]) -> None:
         """Set ``res.bytes_local``: the reloaded bytes that came from this worker's own segment."""
@@ -366,6 +397,9 @@ def _serve(conn, chain: _Chain, commands: _Commands) -> None:
         sources.register(peer, selectors.EVENT_READ)
     command = selectors.DefaultSelector()  # the command pipe alone (``conn.poll(0)`` builds one per call)
     command.register(conn, selectors.EVENT_READ)
+    if chain.reports:  # a decode worker that reports requests itself: a prefill worker's end (or Ack) is seen
+        for peer in peers:  # before the next reload, so its results pipe is closed at once (see _Chain.peer_gone)
+            command.register(peer, selectors.EVENT_READ)
     while True:
         if chain.can_reload() and not command.select(0):
             chain.reload_next()
@@ -389,6 +423,9 @@ def _serve(conn, chain: _Chain, commands: _Commands) -> None:
                 chain.on_peer(peer.recv(), peer)
             except (EOFError, OSError):  # that worker is gone: say so once, keep answering the parent
                 sources.unregister(peer)
+                if chain.reports:
+                    command.unregister(peer)
+                    chain.peer_gone(peer)
                 peers.discard(peer)
                 if results is not None:
                     results.send(RequestFailed(None, "decode worker died"))

@@ -4,6 +4,7 @@ messages they exchange are those of :mod:`kvtui.engine.protocol`."""
 from __future__ import annotations
 
 import multiprocessing as mp
+import os
 import select
 import threading
 import time
@@ -30,19 +31,20 @@ class WorkerHandle:
     """One worker process and its command pipe. ``call`` sends a command (a :mod:`kvtui.engine.protocol`
     message) and waits for the answer's payload; ``send`` sends one without waiting.
 
-    ``peers`` / ``results``: the worker's ends of the request chain's pipes (see :mod:`kvtui.engine.protocol`);
-    they are handed to the child and closed here. ``name``: the worker's name (``spec.label``).
+    ``peers`` / ``results`` / ``reports``: the worker's ends of the request chain's pipes (see
+    :mod:`kvtui.engine.protocol`; ``reports``: a decode worker's own write ends of the prefill workers' results
+    pipes); they are handed to the child and closed here. ``name``: the worker's name (``spec.label``).
     """
 
-    def __init__(self, spec: WorkerSpec, peers=(), results=None):
+    def __init__(self, spec: WorkerSpec, peers=(), results=None, reports=()):
         self.spec = spec
         self.name = spec.label
         ctx = mp.get_context("spawn")
         self.conn, child = ctx.Pipe()
-        self.process = ctx.Process(target=worker_main, args=(child, spec, list(peers), results),
+        self.process = ctx.Process(target=worker_main, args=(child, spec, list(peers), results, list(reports)),
                                    name=f"kvtui-{self.name}", daemon=True)
         start_shielded(self.process)  # (a Ctrl-C while it imports: no traceback from the child)
-        for end in (child, *peers, results):
+        for end in (child, *peers, results, *reports):
             if end is not None:
                 end.close()
         self.pid = self.process.pid
@@ -139,6 +141,14 @@ def stop_all(handles: list[WorkerHandle], timeout_s: float = STOP_GRACE_S) -> No
         h.finish_stop(deadline - time.monotonic())
 
 
+def _writer_copy(conn):
+    """A second write end of the pipe ``conn`` writes (its file descriptor duplicated), to hand to another
+    process: the pipe then ends for its reader once every copy is closed."""
+    from multiprocessing.connection import Connection
+
+    return Connection(os.dup(conn.fileno()), readable=False, writable=True)
+
+
 def start_mesh(prefills: list[WorkerSpec], decodes: list[WorkerSpec], log_dir: str | None = None, relays: int = 0):
     """Start N prefill and M decode workers joined by a full mesh of request chains
     (:mod:`kvtui.engine.protocol`): a chain pipe between every decode and every prefill worker, and a
@@ -154,8 +164,12 @@ def start_mesh(prefills: list[WorkerSpec], decodes: list[WorkerSpec], log_dir: s
     # slots (no pipe between two remote slots: a remote decode worker publishes through a local prefill worker)
     chain = [[ctx.Pipe() if d < m or p < n else None for p in range(n + relays)] for d in range(m + relays)]
     pairs = [ctx.Pipe(duplex=False) for _p in prefills]  # (parent's read end, prefill's write end)
-    ends = [([chain[d][p][1] for d in range(m + relays)], pairs[p][1]) for p in range(n)]
-    ends += [([chain[d][p][0] for p in range(n + relays)], None) for d in range(m)]
+    # one prefill and one decode worker, none remote: decode reports the requests prefill has nothing to do
+    # for on prefill's results pipe itself (kvtui.engine.worker, _Chain._report), through a copy of its write end
+    direct = n == 1 and m == 1 and relays == 0
+    reports = [[_writer_copy(pairs[p][1]) for p in range(n)] if direct else [] for _d in range(m)]
+    ends = [([chain[d][p][1] for d in range(m + relays)], pairs[p][1], []) for p in range(n)]
+    ends += [([chain[d][p][0] for p in range(n + relays)], None, reports[d]) for d in range(m)]
     kept = [chain[d][p][0] for d in range(m, m + relays) for p in range(n)]
     kept += [chain[d][p][1] for d in range(m) for p in range(n, n + relays)]
     try:
@@ -173,6 +187,8 @@ def start_mesh(prefills: list[WorkerSpec], decodes: list[WorkerSpec], log_dir: s
                         c.close()  # (a second close does nothing)
         for _read, write in pairs:
             write.close()
+        for c in (c for row in reports for c in row):
+            c.close()
     relay_ends = {"decode": [[chain[m + s][p][0] for p in range(n)] for s in range(relays)],
                   "prefill": [[chain[d][n + s][1] for d in range(m)] for s in range(relays)]}
     return handles[:n], handles[n:], [read for read, _write in pairs], relay_ends
@@ -182,15 +198,15 @@ def start_workers(specs: list[WorkerSpec], log_dir: str | None = None,
                   ends: list[tuple] | None = None) -> list[WorkerHandle]:
     """Start the workers in parallel and wait until every one is ready (stopping all on any failure).
 
-    ``ends``: per worker, ``(peers, results)`` pipe ends to hand over (see :class:`WorkerHandle`).
+    ``ends``: per worker, ``(peers, results, reports)`` pipe ends to hand over (see :class:`WorkerHandle`).
     """
     handles: list[WorkerHandle] = []
     try:
         for i, spec in enumerate(specs):
             if log_dir and not spec.log_path:
                 spec = replace(spec, log_path=str(Path(log_dir) / f"{spec.label}.log"))
-            peers, results = ends[i] if ends else ((), None)
-            handles.append(WorkerHandle(spec, peers, results))
+            peers, results, reports = ends[i] if ends else ((), None, ())
+            handles.append(WorkerHandle(spec, peers, results, reports))
         for h in handles:
             h.wait_ready()
     except BaseException:

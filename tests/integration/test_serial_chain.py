@@ -7,6 +7,7 @@ from __future__ import annotations
 import itertools
 import uuid
 
+import numpy as np
 import pytest
 
 from kvtui.core.layout import PageLayout
@@ -52,3 +53,50 @@ def test_concurrency_1_replays_serially_page_by_page(fresh_cluster):
             published += 1
             assert r.t_start >= before.t_end, (before.req_id, r.req_id)
     assert published > 0 and any(r.pages_hit for r in results)  # (both kinds of request happened)
+
+
+def _repeating(n: int, prompts: int = 3, pages: int = 4) -> list:
+    """``n`` requests cycling over ``prompts`` prompts of ``pages`` full pages each: after the first round
+    every request is a full hit, with nothing for prefill to do (decode reports it itself)."""
+    from workload import Request
+
+    bodies = [np.arange(pages * TINY.page_tokens, dtype=np.uint32) + 1000 * (k + 1) for k in range(prompts)]
+    return [Request(i, bodies[i % prompts], None, len(bodies[i % prompts]), "repeat") for i in range(n)]
+
+
+def test_requests_decode_reports_itself_keep_their_order_and_outcome(fresh_cluster):
+    """Full hits (reported by decode on prefill's results pipe) and publishes (reported by prefill) reach the
+    parent in submission order, with the serial outcome."""
+    requests = _repeating(3) + _repeating(40, prompts=5)
+    e = Engine(EngineOptions(layout=TINY, model=f"direct-{uuid.uuid4().hex[:6]}"), endpoints=fresh_cluster.endpoints)
+    e.start()
+    try:
+        e.clear_store()
+        keys = [e.keyer.keys(r.tokens[: r.cacheable_tokens]) for r in requests]
+        results = []
+        Driver(e, requests, results.append, concurrency=1).run()
+    finally:
+        e.stop()
+    assert [r.req_id for r in results] == [r.req_id for r in requests]
+    assert [(r.pages_hit, r.pages_published) for r in results] == _serial(keys)
+    assert sum(r.pages_published == 0 and r.pages_hit == r.pages_total for r in results) >= 30
+    assert all(r.mismatches == 0 and r.verified == r.pages_hit for r in results)
+
+
+def test_a_dead_prefill_worker_is_reported_while_every_request_is_a_full_hit(fresh_cluster):
+    """Decode holds a copy of prefill's results pipe for its own reports: once prefill dies, decode closes
+    it, so the parent sees the pipe end and names the dead worker even when no request needs prefill."""
+    from kvtui.engine.workers import WorkerError
+
+    e = Engine(EngineOptions(layout=TINY, model=f"dead-{uuid.uuid4().hex[:6]}"), endpoints=fresh_cluster.endpoints)
+    e.start()
+    try:
+        e.clear_store()
+        req = _repeating(1)[0]
+        assert e.process(req).pages_published == 4  # first: prefill publishes its pages
+        assert e.process(req).pages_hit == 4  # then a full hit, reported by decode
+        e.prefills[0].kill()
+        with pytest.raises(WorkerError, match=r"prefill worker died \(exit code -9\)"):
+            e.next_result(timeout_s=20)  # (None here would mean the pipe never ended)
+    finally:
+        e.stop()

@@ -242,3 +242,79 @@ def test_pages_go_to_the_readers_segment_and_its_local_bytes_are_counted():
     alone.submit(0, keys)
     alone.reload_next()
     assert alone.peers[0].sent[-1].reload.bytes_local == alone.peers[0].sent[-1].reload.bytes_loaded  # the only segment
+
+
+class AtomicPipe(Pipe):
+    """A report end: takes a message when it fits one pipe write (``fits``), as ``Wire.send_atomic``."""
+
+    def __init__(self, fits: bool = True):
+        super().__init__()
+        self.fits = fits
+
+    def send_atomic(self, msg) -> bool:
+        if self.fits:
+            self.sent.append(msg)
+        return self.fits
+
+
+def test_decode_reports_a_request_prefill_has_nothing_to_do_for_itself():
+    """At concurrency 1 with a report end, a request whose pages after the reloaded run all answered
+    present goes straight to the parent (a RequestDone equal to what prefill would send, bar its timing);
+    one with a page to put still goes to prefill, and decode waits for its Ack."""
+    store = FakeStore()
+    writer = _conn(store)
+    conn = _conn(store, role="decode")
+    report = AtomicPipe()
+    chain = _Chain(conn, [Pipe()], None, reports=[report])
+    keys = conn.keys_for(toks(4 * 4))
+    writer.store_computed_prefix(None, keys=keys[:2])
+    chain.submit(0, keys[:2])  # fully cached: nothing to put
+    chain.submit(1, keys)  # pages 2-3 absent: prefill puts them
+    chain.reload_next()
+    assert chain.peers[0].sent == [] and chain.in_flight == 0
+    done = report.sent[-1]
+    assert isinstance(done, RequestDone) and done.seq == 0 and done.reload.pages_hit == 2
+    assert (done.publish.pages_total, done.publish.stored, done.publish.states) == (0, 0, [])
+    chain.reload_next()
+    assert [m.seq for m in chain.peers[0].sent] == [1] and chain.in_flight == 1 and len(report.sent) == 1
+
+
+def test_a_report_goes_through_prefill_when_it_cannot_go_straight():
+    """No direct report while a publish of this worker runs (concurrency above 1), nor when the message would
+    not fit one atomic pipe write: prefill relays it, as before."""
+    store = FakeStore()
+    writer = _conn(store)
+    conn = _conn(store, role="decode")
+    keys = conn.keys_for(toks(4 * 4))
+    writer.store_computed_prefix(None, keys=keys[:2])
+    too_big = AtomicPipe(fits=False)
+    chain = _Chain(conn, [Pipe()], None, reports=[too_big])
+    chain.submit(0, keys[:2])
+    chain.reload_next()
+    assert too_big.sent == [] and [m.seq for m in chain.peers[0].sent] == [0]
+    report = AtomicPipe()
+    chain = _Chain(conn, [Pipe()], None, reports=[report])
+    chain.limit = 2
+    chain.submit(0, keys)  # a publish under way ...
+    chain.submit(1, keys[:2])  # ... so the next request is relayed, to keep the parent's order
+    chain.reload_next()
+    chain.reload_next()
+    assert report.sent == [] and [m.seq for m in chain.peers[0].sent] == [0, 1]
+
+
+def test_a_decode_report_settles_the_rest_as_prefill_would():
+    """``settle_known`` (decode, no store call) gives what prefill's ``store_computed_prefix`` gives for the
+    same known answers: present pages, a repeated key, failed probes (the first page's code left to the
+    reload)."""
+    store = FakeStore()
+    prefill, decode = _conn(store, role="prefill"), _conn(store, role="decode")
+    keys = prefill.keys_for(toks(4 * 4))
+    cases = [(keys, [1, 1, 1, 1]), (keys[:1] + keys[:1] + keys[1:2], [1, 1, 1]), (keys[:3], [-900, -900, 1]),
+             ([], [])]
+    for rest, known in cases:
+        got = decode.settle_known(rest, known)
+        want = prefill.store_computed_prefix(None, 0, keys=rest, known=known)
+        got.probe_ms = want.probe_ms = 0.0
+        assert got == want
+        assert store.probed == []  # neither called the store
+    assert decode.settle_known(keys, [1, 0, 1, 1]) is None and decode.settle_known(keys, [1, 1]) is None
