@@ -138,15 +138,8 @@ class Wire:
     def recv(self):
         return decode(self.conn.recv_bytes())
 
-    def poll(self, timeout: float | None = 0.0) -> bool:
-        return self.conn.poll(timeout)
-
     def fileno(self) -> int:
         return self.conn.fileno()
 
     def close(self) -> None:
         self.conn.close()
-
-    @property
-    def closed(self) -> bool:
-        return self.conn.closed

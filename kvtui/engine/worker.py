@@ -387,7 +387,9 @@ def _serve(conn, chain: _Chain, commands: _Commands) -> None:
     """Serve the command pipe and the chain pipe until :class:`Stop`. A command waiting goes before the next
     reload and before the other worker's messages, so a :class:`Hold` / :class:`Drain` / :class:`Stop` is
     seen as soon as the current store call returns (decode with requests queued, prefill with publishes
-    queued); a reload that an :class:`Ack` made possible goes before the next chain message."""
+    queued); a reload that an :class:`Ack` made possible goes before the next chain message, except in a
+    decode worker that reports requests itself (``_Chain.reports``): there a prefill worker's message, or the
+    end of its pipe, goes before the next reload, so a dead prefill worker is seen at once."""
     import selectors
 
     peers, results = set(chain.peers), chain.results  # (the peers still connected)

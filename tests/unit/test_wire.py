@@ -83,7 +83,7 @@ def test_wire_and_plain_connections_understand_each_other():
     assert b.recv() == Failed("x")
     for msg in PER_REQUEST:
         wa.send(msg)
-        assert wb.poll(1) and wb.recv() == msg
+        assert b.poll(1) and wb.recv() == msg
     r, w = mp.Pipe(duplex=False)
     Wire(w).send(PER_REQUEST[-2])
     assert ResultPipes([r]).recv(None) == PER_REQUEST[-2]
