@@ -32,10 +32,10 @@ def _serial(keys_by_request: list[list[str]]) -> list[tuple[int, int]]:
     return out
 
 
-def test_concurrency_1_replays_serially_page_by_page(fresh_cluster):
-    spec = WorkloadSpec(scenario="shared-system-prompt", pool=4, prompt_tokens=64, page_tokens=8, seed=5)
-    requests = list(itertools.islice(SyntheticWorkload(spec), 60))
-    e = Engine(EngineOptions(layout=TINY, model=f"serial-{uuid.uuid4().hex[:6]}"), endpoints=fresh_cluster.endpoints)
+def _replay(cluster, requests: list, name: str) -> tuple[list, list]:
+    """``requests`` through a new engine on ``cluster`` (emptied first) at concurrency 1: each request's page
+    keys, and the results in the order the parent got them."""
+    e = Engine(EngineOptions(layout=TINY, model=f"{name}-{uuid.uuid4().hex[:6]}"), endpoints=cluster.endpoints)
     e.start()
     try:
         e.clear_store()
@@ -44,6 +44,13 @@ def test_concurrency_1_replays_serially_page_by_page(fresh_cluster):
         Driver(e, requests, results.append, concurrency=1).run()
     finally:
         e.stop()
+    return keys, results
+
+
+def test_concurrency_1_replays_serially_page_by_page(fresh_cluster):
+    spec = WorkloadSpec(scenario="shared-system-prompt", pool=4, prompt_tokens=64, page_tokens=8, seed=5)
+    requests = list(itertools.islice(SyntheticWorkload(spec), 60))
+    keys, results = _replay(fresh_cluster, requests, "serial")
     assert [r.req_id for r in results] == [r.req_id for r in requests]  # one prefill worker: in order
     assert [(r.pages_hit, r.pages_published) for r in results] == _serial(keys)
     assert all(r.mismatches == 0 and r.verified == r.pages_hit for r in results)
@@ -55,28 +62,20 @@ def test_concurrency_1_replays_serially_page_by_page(fresh_cluster):
     assert published > 0 and any(r.pages_hit for r in results)  # (both kinds of request happened)
 
 
-def _repeating(n: int, prompts: int = 3, pages: int = 4) -> list:
-    """``n`` requests cycling over ``prompts`` prompts of ``pages`` full pages each: after the first round
-    every request is a full hit, with nothing for prefill to do (decode reports it itself)."""
+def _repeating(prompt_of: list[int], pages: int = 4) -> list:
+    """Request ``i`` is prompt ``prompt_of[i]`` (``pages`` full pages): a prompt seen before is a full hit,
+    with nothing for prefill to do (decode reports it itself), a new one is published."""
     from workload import Request
 
-    bodies = [np.arange(pages * TINY.page_tokens, dtype=np.uint32) + 1000 * (k + 1) for k in range(prompts)]
-    return [Request(i, bodies[i % prompts], None, len(bodies[i % prompts]), "repeat") for i in range(n)]
+    body = {k: np.arange(pages * TINY.page_tokens, dtype=np.uint32) + 1000 * (k + 1) for k in set(prompt_of)}
+    return [Request(i, body[k], None, len(body[k]), "repeat") for i, k in enumerate(prompt_of)]
 
 
 def test_requests_decode_reports_itself_keep_their_order_and_outcome(fresh_cluster):
     """Full hits (reported by decode on prefill's results pipe) and publishes (reported by prefill) reach the
     parent in submission order, with the serial outcome."""
-    requests = _repeating(3) + _repeating(40, prompts=5)
-    e = Engine(EngineOptions(layout=TINY, model=f"direct-{uuid.uuid4().hex[:6]}"), endpoints=fresh_cluster.endpoints)
-    e.start()
-    try:
-        e.clear_store()
-        keys = [e.keyer.keys(r.tokens[: r.cacheable_tokens]) for r in requests]
-        results = []
-        Driver(e, requests, results.append, concurrency=1).run()
-    finally:
-        e.stop()
+    requests = _repeating([i % 5 if i % 9 else 5 + i // 9 for i in range(45)])  # a new prompt every 9th request
+    keys, results = _replay(fresh_cluster, requests, "direct")
     assert [r.req_id for r in results] == [r.req_id for r in requests]
     assert [(r.pages_hit, r.pages_published) for r in results] == _serial(keys)
     assert sum(r.pages_published == 0 and r.pages_hit == r.pages_total for r in results) >= 30
@@ -92,7 +91,7 @@ def test_a_dead_prefill_worker_is_reported_while_every_request_is_a_full_hit(fre
     e.start()
     try:
         e.clear_store()
-        req = _repeating(1)[0]
+        req = _repeating([0])[0]
         assert e.process(req).pages_published == 4  # first: prefill publishes its pages
         assert e.process(req).pages_hit == 4  # then a full hit, reported by decode
         e.prefills[0].kill()
