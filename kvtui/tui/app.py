@@ -36,7 +36,7 @@ from textual.screen import Screen
 from textual.widgets import Static
 
 from kvtui.core.defaults import DEFAULT_HZ, MAX_HZ, UI_NICE
-from kvtui.core.errors import OutputError
+from kvtui.core.errors import KvtuiError, OutputError
 from kvtui.core.knobs import SCENARIOS
 from kvtui.core.sched import lower_thread_priority
 from kvtui.metrics.frame import Frame
@@ -99,6 +99,7 @@ class KvtuiApp(KnobActions, ReplayActions, StoreActions, ExitSignals, App[int]):
         self.finish_after: float | None = None
         self.finish_screenshot: str | None = None
         self.screenshot_error: str | None = None  # why the closing screenshot could not be written (run_app raises it)
+        self.stopped_by: str | None = None  # why the live workload stopped (a worker died: run_app raises it)
 
     # -- layout --------------------------------------------------------------------------------------------
     def compose(self) -> ComposeResult:
@@ -191,6 +192,14 @@ class KvtuiApp(KnobActions, ReplayActions, StoreActions, ExitSignals, App[int]):
         self._adopt(frame)
         if not self.frozen:
             self.apply(frame)
+        error = (frame.status or {}).get("error")
+        if error and self.controller is not None and self.stopped_by is None:
+            # the live workload stopped for good (a worker died, and nothing rebuilds it): a monitor left open
+            # would show frozen figures as if the run went on, so it ends, as `kvtui run` does (exit 2)
+            self.stopped_by = str(error)
+            if self.refresh_timer is not None:
+                self.refresh_timer.stop()
+            self.exit(2, return_code=2)
 
     @property
     def knobs(self) -> dict:
@@ -409,7 +418,8 @@ def run_app(source: FrameSource | None, controller: Controller | None, *, headle
     ``duration_s``. ``controller.stop()`` is called on the way out. Returns the exit code: 0 after q or
     ``duration_s``, 130 after ctrl+c, or 128 + the signal number after SIGINT / SIGTERM / SIGHUP (130 / 143 /
     129), which end the app cleanly. ``OutputError`` (one line, exit 3) when ``screenshot`` could not be written
-    (a full disk: nothing is left of it). ``ui_nice``: the calling
+    (a full disk: nothing is left of it); ``KvtuiError`` (``watch stopped: …``, exit 2) when a frame says the
+    live workload stopped with an error (``status["error"]``: a worker died and nothing rebuilds it). ``ui_nice``: the calling
     thread (Textual's, and the threads it starts) runs this much nicer while the app runs; threads started
     before, such as the engine's feeder and collector, keep their priority.
     Replay: ``run_app(None, None, player=ReplayPlayer(SessionReader(path)))``."""
@@ -432,4 +442,6 @@ def run_app(source: FrameSource | None, controller: Controller | None, *, headle
         app.stop_controller()
     if app.screenshot_error:
         raise OutputError(app.screenshot_error)
+    if app.stopped_by:
+        raise KvtuiError(f"watch stopped: {app.stopped_by}")
     return int(app.return_code or 0)
