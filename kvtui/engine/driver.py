@@ -322,8 +322,8 @@ class Driver:
                 self.engine.submit(req)
                 self.issued += 1
         except BaseException as exc:  # a workload error ends the run; reported by run()
-            if not self._abandon.is_set():  # (a submit racing the engine's stop is no error)
-                self.error = exc
+            if not self._abandon.is_set():  # (a submit racing the engine's stop is no error; the collector's
+                self.error = self.error or exc  # error, when it came first, is the cause: it stays)
         finally:
             with self._again_lock:  # (a request interrupted after this is counted lost: the feeder is done)
                 try:

@@ -176,7 +176,7 @@ class Engine(RemoteWorkers):
                 except OSError:
                     if self.options.replace_dead_workers and not self._stopping:
                         return
-                    raise WorkerError(f"{handle.name} worker died (exit code {handle.exit_code()})") from None
+                    raise WorkerError(self._death_of(handle)) from None
 
     def begin_run(self, concurrency: int) -> None:
         """Start a run (a :class:`Driver`): allow up to ``concurrency`` requests per decode worker between the
@@ -281,6 +281,17 @@ class Engine(RemoteWorkers):
             case RequestFailed(_seq, message):
                 raise WorkerError(message)
         raise WorkerError(f"unexpected result message {type(msg).__name__}")
+
+    def _death_of(self, handle) -> str:
+        """One line naming the worker whose pipe ended, ``handle``, with its exit code; a worker that left with
+        code 0 unasked (a decode worker leaves once a send to its dead prefill worker fails) is named after the
+        worker(s) whose death it saw, those killed or failed."""
+        code = handle.exit_code()
+        if code == 0:
+            dead = [h for h in [*self.prefills, *self.decodes] if h is not handle and h.exit_code(0.2) not in (None, 0)]
+            if dead:
+                return "; ".join(f"{h.name} worker died (exit code {h.exit_code()})" for h in dead)
+        return f"{handle.name} worker died (exit code {code})"
 
     def _dead_decode(self) -> str:  # one line naming the decode worker(s) that died, with exit codes
         dead = [h for h in self.decodes if h.exit_code(0.05) is not None] or self.decodes[:1]
