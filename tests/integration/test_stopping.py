@@ -290,11 +290,11 @@ def test_results_of_an_abandoned_run_never_reach_the_next_run(attached_engine):
     from kvtui.core.layout import PageLayout
     from kvtui.engine.driver import Driver
 
-    layout = PageLayout(8, 4, 128, 256, 2)  # 4 MiB pages, 32 MiB a request
-    engine = attached_engine(layout)
-    for _attempt in range(5):  # whether a request is under way at the stop is timing: stop until one was
+    layout = PageLayout(8, 4, 128, 256, 2)  # 4 MiB pages, 128 MiB a request: ≈ 0.1 s, well beyond the
+    engine = attached_engine(layout)  # collector's last 20 ms wait for results once the run is abandoned
+    for _attempt in range(10):  # whether a request is under way at the stop is timing: stop until one was
         first: list = []
-        a = Driver(engine, _synthetic("random", layout), first.append).start()
+        a = Driver(engine, _synthetic("random", layout, pages=32), first.append).start()
         _wait(lambda: len(first) >= 1, 60, "a finished request")
         a.stop()
         assert a.done.wait(1.0)
