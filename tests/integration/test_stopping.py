@@ -284,17 +284,34 @@ def test_a_worker_stuck_in_a_store_call_does_not_delay_the_stop():
     assert d.error is None
 
 
-def test_results_of_an_abandoned_run_never_reach_the_next_run(attached_engine):
+def test_results_of_an_abandoned_run_never_reach_the_next_run(fresh_cluster):
     """A run stopped with requests under way, then another on the same engine (the bench reuses engines):
     the second sees only its own requests' results."""
+    import uuid
+
     from kvtui.core.layout import PageLayout
+    from kvtui.engine.engine import Engine, EngineOptions
+
+    # 4 MiB pages, 64 MiB a request (≈ 50 ms), well beyond the collector's last 20 ms wait once the run is
+    # abandoned; a store of this test's own, emptied before each attempt, so no put is refused (a refused put
+    # ends its request at once and makes decode back off: then nothing is under way at the stop)
+    layout = PageLayout(8, 4, 128, 256, 2)
+    engine = Engine(EngineOptions(layout=layout, model=f"abandon-{uuid.uuid4().hex[:6]}"),
+                    endpoints=fresh_cluster.endpoints)
+    engine.start()
+    try:
+        _abandon_then_run_again(engine, layout)
+    finally:
+        engine.stop()
+
+
+def _abandon_then_run_again(engine, layout) -> None:
     from kvtui.engine.driver import Driver
 
-    layout = PageLayout(8, 4, 128, 256, 2)  # 4 MiB pages, 128 MiB a request: ≈ 0.1 s, well beyond the
-    engine = attached_engine(layout)  # collector's last 20 ms wait for results once the run is abandoned
     for _attempt in range(10):  # whether a request is under way at the stop is timing: stop until one was
+        engine.clear_store()
         first: list = []
-        a = Driver(engine, _synthetic("random", layout, pages=32), first.append).start()
+        a = Driver(engine, _synthetic("random", layout, pages=16), first.append).start()
         _wait(lambda: len(first) >= 1, 60, "a finished request")
         a.stop()
         assert a.done.wait(1.0)
