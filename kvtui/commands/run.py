@@ -129,7 +129,7 @@ def _run(args: argparse.Namespace, outputs: Outputs) -> int:
     if outputs.url:
         print(f"kvtui: Prometheus metrics on {outputs.url}", file=sys.stderr)
     interrupted: KeyboardInterrupt | None = None
-    lost: ClusterLost | None = None
+    stopped_by: str | None = None  # a process died that nothing restarts: summarised, then one line, exit 2
     shown = 0
     try:
         start_recording(session, args.record)
@@ -140,7 +140,7 @@ def _run(args: argparse.Namespace, outputs: Outputs) -> int:
         interrupted = exc  # (kvtui.cli exits 130 / 143)
         shown = len(session.store_full.lines)
     except ClusterLost as exc:  # summarised as an interrupted run, then one line and exit 2
-        lost, shown = exc, len(session.store_full.lines)
+        stopped_by, shown = str(exc), len(session.store_full.lines)
     except BaseException:
         session.stop()
         raise
@@ -154,16 +154,16 @@ def _run(args: argparse.Namespace, outputs: Outputs) -> int:
         session.stop(final)
         if session.recording_error:  # (the frames before it are in the file, readable)
             print(f"kvtui: {session.recording_error}", file=sys.stderr)
-        if session.driver.error is not None and interrupted is None:
-            raise KvtuiError(f"run stopped: {session.driver.error}")
+        if session.driver.error is not None and interrupted is None and stopped_by is None:
+            stopped_by = str(session.driver.error)  # (a worker died: what finished is summarised as well)
         summary = summary_from_frame(final)  # + the TTFT estimate's inputs in full
         summary["ttft_estimate"] = {**summary["ttft_estimate"], **session.agg.estimator.inputs()}
         rc = _report(args, summary, layout, final.workload or desc, endpoints,
-                     skipped_count(problems), session.driver, interrupted, final.store, lost)
+                     skipped_count(problems), session.driver, interrupted, final.store, stopped_by)
     if interrupted is not None:
         raise interrupted
-    if lost is not None:
-        raise KvtuiError(f"run stopped: {lost}")
+    if stopped_by is not None:
+        raise KvtuiError(f"run stopped: {stopped_by}")
     outputs.linger()
     if session.recording_error and rc == 0:  # an output that could not be written: exit 3, as any other
         return OutputError.exit_code
@@ -171,19 +171,20 @@ def _run(args: argparse.Namespace, outputs: Outputs) -> int:
 
 
 def _report(args, summary: dict, layout, desc: dict, endpoints, bad_rows: int, driver,
-            interrupted: KeyboardInterrupt | None, store: dict | None = None, lost: ClusterLost | None = None) -> int:
+            interrupted: KeyboardInterrupt | None, store: dict | None = None, stopped_by: str | None = None) -> int:
     """Print the summary and its notes, write ``--json``; the exit code (1 if a page failed verification).
     ``store``: the last frame's store block (the capacity of an attached cluster, :func:`full_setup`);
-    ``lost``: the run was stopped because a process of its embedded cluster died (``stopped_by`` in the JSON)."""
+    ``stopped_by``: why the run was stopped, a process that died and that nothing restarts (a worker, or one of
+    its embedded cluster's): ``stopped_by`` in the JSON, which says ``interrupted``."""
     summary.update(run_context(args, layout, desc, endpoints, bad_rows))
     summary["setup"] = full_setup(summary["setup"], store)
     summary["context"] = run_inputs(args)
-    summary["interrupted"] = interrupted is not None or lost is not None
-    if lost is not None:
-        summary["stopped_by"] = str(lost)
+    summary["interrupted"] = interrupted is not None or stopped_by is not None
+    if stopped_by is not None:
+        summary["stopped_by"] = stopped_by
     if summary["interrupted"]:
         gone = driver.dropped + driver.abandoned
-        print(f"kvtui: {'stopped' if lost else 'interrupted'}: the summary covers the requests that finished "
+        print(f"kvtui: {'stopped' if stopped_by else 'interrupted'}: the summary covers the requests that finished "
               f"({driver.completed:,}); {gone:,} submitted were abandoned, queued or under way", file=sys.stderr)
     elif summary["requests"] == 0 and args.duration is not None and driver.issued == 0:
         print(f"kvtui: --duration {args.duration:g} s ended before the first request: it counts the whole "

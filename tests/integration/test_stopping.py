@@ -380,7 +380,9 @@ def test_ctrl_c_during_start_up_leaves_no_empty_log_folder(tmp_path, moment):
 
 
 
-def _newest_spawned(cli: Cli) -> psutil.Process:
+def _spawned_in_order(cli: Cli) -> list[psutil.Process]:
+    """The processes ``cli`` started by multiprocessing's spawn (its resource tracker left out), oldest first
+    (start times tie within a clock tick: then by pid)."""
     procs = []
     for p in list(cli.seen.values()):
         try:
@@ -388,7 +390,11 @@ def _newest_spawned(cli: Cli) -> psutil.Process:
                 procs.append((p.create_time(), p.pid, p))
         except psutil.Error:
             pass
-    return max(procs, key=lambda t: t[:2])[2]  # (start times tie within a clock tick: then the later pid)
+    return [t[2] for t in sorted(procs, key=lambda t: t[:2])]
+
+
+def _newest_spawned(cli: Cli) -> psutil.Process:
+    return _spawned_in_order(cli)[-1]
 
 
 @pytest.mark.parametrize("victim", ["a worker", "the store node", "the two-process loop's writer"])
@@ -472,3 +478,27 @@ def test_a_run_whose_embedded_master_or_store_node_dies_stops_in_one_line(tmp_pa
     result = json.loads(out.read_text())
     assert result["interrupted"] and result["stopped_by"].startswith(f"{title} kvtui started died")
     assert result["requests"] > 0
+
+
+@pytest.mark.parametrize("role", ["prefill", "decode"])
+def test_a_run_whose_worker_dies_summarises_what_finished_and_names_the_worker(tmp_path, role):
+    """A worker SIGKILLed while nearly every request is a full hit (decode reports those itself): the run
+    stops within seconds with one line naming that worker (not the decode worker that leaves after its prefill
+    worker), exit 2, every process gone; its summary and --json cover the requests that finished, marked
+    interrupted, with the line as ``stopped_by``, as when a process of its cluster dies."""
+    out = tmp_path / "run.json"
+    cli = Cli(["run", "--layout", "tiny", "--overlap", "100", "--pool", "1", "--requests", "1000000",
+               "--json", str(out)], tmp_path)
+    cli.wait_for_text(r"published [1-9]", timeout_s=120)
+    cli.wait_for(lambda: len(_spawned_in_order(cli)) >= 2, 30, "the workers")
+    workers = _spawned_in_order(cli)  # (started prefill first, then decode)
+    (workers[0] if role == "prefill" else workers[-1]).kill()
+    killed = time.monotonic()
+    rc, gone = cli.finish(60)
+    assert rc == 2 and gone - killed < 10, cli.text()[-3000:]
+    line = rf"kvtui: error: run stopped: {role} worker died \(exit code -9\)"
+    assert re.search(line, cli.text()) and "Traceback" not in cli.text(), cli.text()[-3000:]
+    assert "KV page hits" in cli.text()  # the summary was printed
+    result = json.loads(out.read_text())
+    assert result["interrupted"] is True and result["stopped_by"] == f"{role} worker died (exit code -9)"
+    assert result["requests"] > 0 and result["mismatches"] == 0
