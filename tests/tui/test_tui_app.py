@@ -582,37 +582,3 @@ def test_a_store_node_outage_of_dummy_workers_is_named_and_a_failed_restart_is_o
 
     pilot_test(app, scenario)
 
-
-class StoppingSource(DemoSource):
-    """A live source whose workload stops with an error (a worker died) after ``after`` frames."""
-
-    def __init__(self, after: int):
-        super().__init__(2)
-        self.after, self.frames = after, 0
-
-    def frame(self):
-        import dataclasses
-
-        self.frames += 1
-        frame = super().frame()
-        if self.frames > self.after:
-            frame = dataclasses.replace(frame, status={**(frame.status or {}), "error": "prefill worker died (exit code -9)"})
-        return frame
-
-
-def test_the_monitor_ends_when_its_live_workload_stops_with_an_error():
-    """A frame saying the workload stopped (a worker died, nothing rebuilds it) ends the monitor, its
-    controller stopped, and run_app raises the one line `kvtui watch` exits 2 with."""
-    from kvtui.core.errors import KvtuiError
-
-    ctl = RecordingController()
-    with pytest.raises(KvtuiError, match=r"^watch stopped: prefill worker died \(exit code -9\)$"):
-        run_app(StoppingSource(after=3), ctl, headless=True, duration_s=30)
-    assert ctl.named("stop") == [("stop",)]
-    app = KvtuiApp(StoppingSource(after=0), None, refresh_hz=TICK_HZ)  # a replay or a static view: it stays
-
-    async def scenario(pilot):
-        await pilot.pause(0.3)
-        assert app.is_running and app.stopped_by is None
-
-    pilot_test(app, scenario)
