@@ -286,16 +286,14 @@ class Engine(RemoteWorkers):
         """One line naming the worker whose pipe ended, ``handle``, with its exit code; a worker that left with
         code 0 unasked (a decode worker leaves once a send to its dead prefill worker fails) is named after the
         worker(s) whose death it saw, those killed or failed."""
-        code = handle.exit_code()
-        if code == 0:
+        if handle.exit_code() == 0:
             dead = [h for h in [*self.prefills, *self.decodes] if h is not handle and h.exit_code(0.2) not in (None, 0)]
             if dead:
-                return "; ".join(f"{h.name} worker died (exit code {h.exit_code()})" for h in dead)
-        return f"{handle.name} worker died (exit code {code})"
+                return _died(dead)
+        return _died([handle])
 
     def _dead_decode(self) -> str:  # one line naming the decode worker(s) that died, with exit codes
-        dead = [h for h in self.decodes if h.exit_code(0.05) is not None] or self.decodes[:1]
-        return "; ".join(f"{h.name} worker died (exit code {h.exit_code()})" for h in dead)
+        return _died([h for h in self.decodes if h.exit_code(0.05) is not None] or self.decodes[:1])
 
     def process(self, req) -> RequestResult:
         """Run one request to completion (reload, then publish); not while a :class:`Driver` runs."""
@@ -448,3 +446,8 @@ class Engine(RemoteWorkers):
         finally:
             if locked:
                 self._chain_lock.release()
+
+
+def _died(handles) -> str:
+    """``prefill worker died (exit code -9)`` for each of ``handles`` (worker handles), joined by "; "."""
+    return "; ".join(f"{h.name} worker died (exit code {h.exit_code()})" for h in handles)
