@@ -199,7 +199,9 @@ class KvtuiApp(KnobActions, ReplayActions, StoreActions, ExitSignals, App[int]):
             self.stopped_by = str(error)
             if self.refresh_timer is not None:
                 self.refresh_timer.stop()
-            self.exit(2, return_code=2)
+            # after the next refresh: a worker that died at start-up is seen by the first tick, from on_mount,
+            # while the dialogs it installs still mount (an exit then made their on_mount fail, a traceback)
+            self.call_after_refresh(self.exit, 2, return_code=2)
 
     @property
     def knobs(self) -> dict:

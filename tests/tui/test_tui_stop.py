@@ -43,3 +43,12 @@ def test_the_monitor_ends_when_its_live_workload_stops_with_an_error():
         assert app.is_running and app.stopped_by is None
 
     pilot_test(app, scenario)
+
+
+def test_a_workload_stopped_before_the_monitor_mounted_ends_it_without_a_traceback(capfd):
+    """A worker that died during start-up is in the very first frame, pulled while the monitor's dialogs still
+    mount: the monitor ends after they did, with the one line and no Textual traceback."""
+    with pytest.raises(KvtuiError, match=r"^watch stopped: prefill worker died"):
+        run_app(StoppingSource(after=0), RecordingController(), headless=True, duration_s=30)
+    err = capfd.readouterr().err
+    assert "NoMatches" not in err and "Traceback" not in err, err
