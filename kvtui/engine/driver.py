@@ -20,6 +20,7 @@ from kvtui.core.codes import MASTER_DOWN_CODES, NO_SPACE
 from kvtui.core.controls import Control
 from kvtui.core.events import EngineEvent, RequestResult
 from kvtui.engine.engine import Dropped, Engine, Lost
+from kvtui.engine.workers import WorkerError
 
 REMOUNT_S = 1.5  # after the master answers again, clients remount their segments by themselves within this
 
@@ -206,9 +207,16 @@ class Driver:
 
     # -- threads ----------------------------------------------------------------------------------------
     def start(self) -> "Driver":
-        """Start the feeder and collector threads."""
+        """Start the feeder and collector threads; a worker that died before the run began (``WorkerError``
+        from the engine's ``begin_run``) ends the run at once instead, as its :attr:`error`."""
         self._start_t = time.monotonic()
-        self.engine.begin_run(self.concurrency)
+        try:
+            self.engine.begin_run(self.concurrency)
+        except WorkerError as exc:  # a worker died before the run began: the run ends at once with that error
+            self.error = exc
+            self._fed.set()
+            self.done.set()
+            return self
         for name, target in (("feeder", self._feed), ("collector", self._collect)):
             t = threading.Thread(target=target, name=f"kvtui-{name}", daemon=True)
             t.start()

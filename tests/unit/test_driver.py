@@ -188,3 +188,21 @@ def test_a_quiet_run_says_when_an_outage_holds_dispatch_and_when_it_ends(capsys)
     err = capsys.readouterr().err.splitlines()
     assert err == ["kvtui: store unreachable (RPC_FAIL: the master, or the store node of dummy workers): dispatch held",
                    "kvtui: the store answers again: dispatch resumed"]
+
+
+def test_a_worker_dead_before_the_run_began_ends_it_as_its_error():
+    """begin_run meets a dead worker (killed during start-up): start() does not raise, the run is done at once
+    with that error, and run() raises it (kvtui run then summarises, kvtui watch's frames carry it)."""
+    from kvtui.engine.workers import WorkerError
+
+    engine = FakeEngine()
+
+    def dead(_n):
+        raise WorkerError("decode worker died (exit code -9)")
+
+    engine.begin_run = dead
+    d = Driver(engine, iter([]), lambda r: None)
+    assert d.start() is d and d.done.is_set() and str(d.error) == "decode worker died (exit code -9)"
+    assert (d.issued, d.completed, d.abandoned) == (0, 0, 0)
+    with pytest.raises(WorkerError):
+        Driver(engine, iter([]), lambda r: None).run()
