@@ -283,14 +283,10 @@ class Engine(RemoteWorkers):
         raise WorkerError(f"unexpected result message {type(msg).__name__}")
 
     def _death_of(self, handle) -> str:
-        """One line naming the worker whose pipe ended, ``handle``, with its exit code; a worker that left with
-        code 0 unasked (a decode worker leaves once a send to its dead prefill worker fails) is named after the
-        worker(s) whose death it saw, those killed or failed."""
-        if handle.exit_code() == 0:
-            dead = [h for h in [*self.prefills, *self.decodes] if h is not handle and h.exit_code(0.2) not in (None, 0)]
-            if dead:
-                return _died(dead)
-        return _died([handle])
+        """One line naming ``handle``'s worker, whose pipe ended, with its exit code; one that left with code 0
+        (decode, once a send to its dead prefill worker failed) is named after the workers killed or failed."""
+        dead = handle.exit_code() == 0 and [h for h in self.workers if h is not handle and h.exit_code(0.2) not in (None, 0)]
+        return _died(dead or [handle])
 
     def _dead_decode(self) -> str:  # one line naming the decode worker(s) that died, with exit codes
         return _died([h for h in self.decodes if h.exit_code(0.05) is not None] or self.decodes[:1])
@@ -312,7 +308,8 @@ class Engine(RemoteWorkers):
                 raise WorkerError(reason)
             t, began = self.now(), time.monotonic()
             old = [*self.decodes, *self.prefills]
-            dead = [h for h in old if h.exit_code(0.05) is not None]
+            gone = [h for h in old if h.exit_code(0.05) is not None]
+            dead = [h for h in gone if h.process.exitcode != 0] or gone  # (not one that left after a peer died)
             stop_all(old, EMBEDDED_STOP_GRACE_S if self.cluster is not None else WORKER_STOP_GRACE_S)
             for conn in self._results:
                 conn.close()

@@ -58,7 +58,7 @@ class WorkerHandle:
         try:
             msg = decode(self.conn.recv_bytes())
         except EOFError:
-            raise WorkerError(f"{self.name} worker exited during set-up (code {self.process.exitcode})") from None
+            raise WorkerError(f"{self.name} worker exited during set-up (code {self.exit_code()})") from None
         if not isinstance(msg, Ready):
             raise WorkerError(msg.message if isinstance(msg, Failed) else f"unexpected {type(msg).__name__}")
         return msg
@@ -77,7 +77,7 @@ class WorkerHandle:
         try:
             msg = decode(self.conn.recv_bytes())
         except (EOFError, OSError):
-            raise WorkerError(f"{self.name} worker died (exit code {self.process.exitcode})") from None
+            raise WorkerError(f"{self.name} worker died (exit code {self.exit_code()})") from None
         if not isinstance(msg, Ok):
             raise WorkerError(msg.message if isinstance(msg, Failed) else f"unexpected {type(msg).__name__}")
         return msg.payload
