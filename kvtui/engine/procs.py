@@ -175,9 +175,16 @@ def uninterrupted() -> Iterator[list[int]]:
 def spawn(name: str, argv: list[str], log_path: Path, env: dict[str, str] | None = None) -> ManagedProcess:
     """Start ``argv`` with stdout+stderr appended to ``log_path``; the child dies with kvtui."""
     log_path.parent.mkdir(parents=True, exist_ok=True)
-    with open(log_path, "ab") as log:
-        popen = subprocess.Popen(
-            argv, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
-            env=env, preexec_fn=_child_preexec, close_fds=True,
-        )
+    # the child runs Python (_child_preexec) between fork and exec, still in kvtui's process group: a Ctrl-C
+    # then raised KeyboardInterrupt in it ("Exception ignored in _after_fork", a traceback on the terminal);
+    # blocked here, the signal stays pending in the child, which after setpgrp no terminal signal reaches
+    old = signal.pthread_sigmask(signal.SIG_BLOCK, TERMINAL_SIGNALS)
+    try:
+        with open(log_path, "ab") as log:
+            popen = subprocess.Popen(
+                argv, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
+                env=env, preexec_fn=_child_preexec, close_fds=True,
+            )
+    finally:
+        signal.pthread_sigmask(signal.SIG_SETMASK, old)
     return ManagedProcess(name, popen, log_path)
