@@ -19,7 +19,7 @@ import time
 
 from kvtui import __version__
 from kvtui.commands import COMMANDS
-from kvtui.commands.output import OUTPUT_ARGS, check_distinct_paths
+from kvtui.config.paths import OUTPUT_ARGS, check_distinct_paths
 from kvtui.core.errors import KvtuiError, OutputError
 
 
@@ -37,7 +37,12 @@ def on_sigterm(signum: int, _frame) -> None:
 
 
 class OneLineParser(argparse.ArgumentParser):
-    """An ArgumentParser whose usage errors are one line (``kvtui: error: ...``, exit 2), not the usage block."""
+    """An ArgumentParser whose usage errors are one line (``kvtui: error: ...``, exit 2), not the usage block.
+    ``commands``: the parser of each subcommand (filled by :func:`build_parser`)."""
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.commands: dict[str, argparse.ArgumentParser] = {}
 
     def error(self, message: str):  # noqa: D102 - argparse API
         where = f"{self.prog.split(' ', 1)[1]}: " if " " in self.prog else ""
@@ -47,8 +52,7 @@ class OneLineParser(argparse.ArgumentParser):
         # as argparse's, but an unknown flag after a command is refused by that command's parser, so the line
         # points at its help (`kvtui bench --help`), not the top level's
         ns, extras = self.parse_known_args(args, namespace)
-        chosen = next((a.choices.get(getattr(ns, "command", None)) for a in self._actions
-                       if isinstance(a, argparse._SubParsersAction)), None)
+        chosen = self.commands.get(ns.command) if "command" in ns else None
         if extras:
             (chosen or self).error(f"unrecognized arguments: {' '.join(extras)}")
         tokens = [t.split("=", 1)[0] for t in (sys.argv[1:] if args is None else args) if t.startswith("--")]
@@ -71,20 +75,15 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version=f"kvtui {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=OneLineParser)
     for name in COMMANDS:
-        try:
-            module = importlib.import_module(f"kvtui.commands.{name}")
-        except ModuleNotFoundError as exc:  # a command not built yet must not break the others
-            if exc.name == f"kvtui.commands.{name}":
-                continue
-            raise
-        module.register(sub)
+        importlib.import_module(f"kvtui.commands.{name}").register(sub)
+    parser.commands = dict(sub.choices)
     return parser
 
 
 def main(argv: list[str] | None = None) -> int:
-    """Entry point of the console script; returns the process exit code. Commands find the moment it was
-    called in ``args.started_at`` (``time.monotonic()`` seconds: ``kvtui run --duration`` bounds the whole
-    command)."""
+    """Entry point of the console script; returns the process exit code. Each command is called as
+    ``func(args, started_at)``, ``started_at`` the moment ``main`` was called (``time.monotonic()`` seconds:
+    ``kvtui run --duration`` bounds the whole command)."""
     started_at = time.monotonic()
     if threading.current_thread() is threading.main_thread():
         # SIGTERM tears down like Ctrl-C: context managers and finally blocks stop workers and the cluster.
@@ -102,13 +101,12 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("kvtui: interrupted", file=sys.stderr)
         return 128 + signal.SIGINT
-    args.started_at = started_at
-    if not getattr(args, "func", None):
+    if "func" not in args:
         parser.print_help()
         return 2
     try:
         check_distinct_paths(args)
-        return int(args.func(args) or 0)
+        return int(args.func(args, started_at) or 0)
     except KvtuiError as exc:
         print(f"kvtui: error: {exc}", file=sys.stderr)
         return exc.exit_code

@@ -9,8 +9,9 @@ every control change (or its refusal) is also logged as an engine event (shown i
 
 from __future__ import annotations
 
-from dataclasses import replace
+from dataclasses import dataclass, replace
 
+from kvtui.config.workload import synthetic_description
 from kvtui.core.codes import NO_SPACE
 from kvtui.core.controls import Control, SetLayout, SetOverlap, SetPool, SetRate, SetScenario, SetTraceSpeed
 from kvtui.core.events import EngineEvent
@@ -24,6 +25,22 @@ from kvtui.session.recording import RecordingControl
 
 LAYOUT_WAIT_S = 10.0  # a layout switch waits this long for the requests under way to finish
 HALT_WAIT_S = 1.0  # an abandoned driver ends within ~0.1 s (its feeder may be in a control handler a bit longer)
+
+
+@dataclass(frozen=True)
+class RunCounts:
+    """What became of a run's requests: ``issued`` (submitted), ``completed`` (results counted), ``dropped``
+    (reported dropped unrun: the run was abandoned, or ended in an outage), ``abandoned`` (never reported:
+    under way when the run was abandoned), ``lost`` (of the dropped, lost when a worker died), ``rerun``
+    (submitted again after a worker's death) and whether lost requests are run again (``rerun_lost``)."""
+
+    issued: int
+    completed: int
+    dropped: int
+    abandoned: int
+    lost: int
+    rerun: int
+    rerun_lost: bool
 
 
 class LiveSession(RecordingControl):
@@ -107,25 +124,25 @@ class LiveSession(RecordingControl):
                                      remote=True)
 
         def event(kind: str, text: str) -> None:
-            self._log(kind, text)
+            self.log(kind, text)
             if echo is not None:
                 echo(text)
 
         self.engine.on_remote = joined
         self.coordinator = Coordinator(self.engine, listener, event)
         host, port = self.coordinator.address
-        self._log("info", f"listening for remote workers on {host}:{port} (kvtui worker --join)")
+        self.log("info", f"listening for remote workers on {host}:{port} (kvtui worker --join)")
 
     def start(self) -> "LiveSession":
         """Start sampling and issuing requests."""
         self._started = True
         self.panels.start()
         self.driver.start()
-        self._log("info", f"started: {self._workload_text()}")
+        self.log("info", f"started: {self._workload_text()}")
         o = getattr(self.engine, "options", None)
         nodes = getattr(getattr(o, "cluster", None), "store_nodes", 1) if getattr(o, "segment_on", "") == "store" else 1
         if o is not None and (getattr(o, "prefill_workers", 1) > 1 or getattr(o, "decode_workers", 1) > 1 or nodes > 1):
-            self._log("info", f"workers: {o.prefill_workers} prefill × {o.decode_workers} decode, route {o.route}, "
+            self.log("info", f"workers: {o.prefill_workers} prefill × {o.decode_workers} decode, route {o.route}, "
                               f"concurrency {self.driver.concurrency} per decode worker"
                               + (f"; {nodes} store nodes" if nodes > 1 else ""))
         return self
@@ -144,12 +161,13 @@ class LiveSession(RecordingControl):
             self._description["done"] = self.driver.completed
             self._description["complete"] = self.driver.completed >= self._description.get("total", 0)
 
-    def _log(self, kind: str, text: str) -> None:
+    def log(self, kind: str, text: str) -> None:
+        """One line in the event log (``kind``: ``info``, ``control``, ``error``…), at the session's clock."""
         self.agg.event(EngineEvent(kind, self.agg.now(), text))
 
     def _log_line(self, store_full: str | None) -> None:
         if store_full:
-            self._log("error", store_full)
+            self.log("error", store_full)
 
     def _store_full_text(self, failed: int, seconds: float) -> str:
         """The line of a burst of refused puts (:class:`~kvtui.metrics.store_full.StoreFullAlarm`): the
@@ -212,15 +230,15 @@ class LiveSession(RecordingControl):
             self._set_trace_speed(control.speed)
             return
         if not hasattr(self.workload, "update"):
-            self._log("control", "this workload (a trace) has no knobs to change")
+            self.log("control", "this workload (a trace) has no knobs to change")
             return
         try:
             knob, value = _knob_change(control)
             self.workload.update(**{knob: value})
         except ValueError as exc:
-            self._log("error", f"control refused: {exc}")
+            self.log("error", f"control refused: {exc}")
             return
-        self._log("control", _change_text(knob, value))
+        self.log("control", _change_text(knob, value))
 
     def _set_trace_speed(self, speed: float | None) -> None:
         """A trace replay's speed from the next row drawn (``TraceWorkload.set_speed``, counted from now on the
@@ -228,14 +246,14 @@ class LiveSession(RecordingControl):
         from kvtui.core.knobs import trace_speed_text
 
         if not hasattr(self.workload, "set_speed"):
-            self._log("control", "trace speed: this workload is not a trace (its rate is the r / R knob)")
+            self.log("control", "trace speed: this workload is not a trace (its rate is the r / R knob)")
             return
         try:
             self.workload.set_speed(speed, now_s=self.driver.elapsed())
         except ValueError as exc:
-            self._log("error", f"control refused: {exc}")
+            self.log("error", f"control refused: {exc}")
             return
-        self._log("control", f"trace speed → {trace_speed_text(speed)}")
+        self.log("control", f"trace speed → {trace_speed_text(speed)}")
 
     def _switch_layout(self, name: str) -> None:
         """Switch to page layout preset ``name`` (:data:`kvtui.core.layout.PRESETS`: seed, tiny and every model
@@ -250,10 +268,10 @@ class LiveSession(RecordingControl):
         from kvtui.core.layout import PRESETS
 
         if self._description.get("kind") != "synthetic" or not hasattr(self.workload, "update"):
-            self._log("control", "this workload (a trace) keeps the page layout it started with")
+            self.log("control", "this workload (a trace) keeps the page layout it started with")
             return
         if name not in PRESETS:
-            self._log("error", f"control refused: unknown layout {name!r} (choose from {', '.join(sorted(PRESETS))})")
+            self.log("error", f"control refused: unknown layout {name!r} (choose from {', '.join(sorted(PRESETS))})")
             return
         new, old = PRESETS[name], self.engine.options.layout
         if new == old:
@@ -262,7 +280,7 @@ class LiveSession(RecordingControl):
         self._page_bytes_used.setdefault(old.page_tokens, old.page_bytes)
         if self._page_bytes_used.get(new.page_tokens, new.page_bytes) != new.page_bytes:  # keys hash tokens only
             which = "the current one" if new.page_tokens == old.page_tokens else "a layout used earlier"
-            self._log("error", f"control refused: layout {name} has {new.page_tokens} tokens per page like "
+            self.log("error", f"control refused: layout {name} has {new.page_tokens} tokens per page like "
                                f"{which} but other page bytes: its pages would take the stored pages' keys")
             return
         spec = self.workload.spec
@@ -271,46 +289,46 @@ class LiveSession(RecordingControl):
         try:
             replace(spec, **changes).validate()  # checked before anything switches
         except ValueError as exc:
-            self._log("error", f"control refused: layout {name}: {exc}")
+            self.log("error", f"control refused: layout {name}: {exc}")
             return
         prompt_pages = changes["prompt_tokens"] // new.page_tokens
         store_bytes = self.engine.options.store_bytes if self.engine.cluster is not None else None
         if store_bytes is not None and prompt_pages * new.page_bytes > store_bytes:
-            self._log("error", f"control refused: one {name} prompt ({prompt_pages} pages of "
+            self.log("error", f"control refused: one {name} prompt ({prompt_pages} pages of "
                                f"{new.page_bytes / 2**20:.1f} MiB) is larger than the store segment "
                                f"({store_bytes / 2**20:.0f} MiB): every publish would fail")
             return
         if not self.driver.wait_idle(LAYOUT_WAIT_S):
-            self._log("error", f"control refused: requests still under way after {LAYOUT_WAIT_S:g} s; "
+            self.log("error", f"control refused: requests still under way after {LAYOUT_WAIT_S:g} s; "
                                "layout unchanged")
             return
         try:
             self.engine.set_layout(new)  # both workers or neither
         except Exception as exc:
-            self._log("error", f"control refused: layout {name}: {exc}")
+            self.log("error", f"control refused: layout {name}: {exc}")
             return
         try:
             self.workload.update(**changes)  # validated above: cannot refuse, but if it did, switch back
         except ValueError as exc:
             self.engine.set_layout(old)
-            self._log("error", f"control refused: layout {name}: {exc}")
+            self.log("error", f"control refused: layout {name}: {exc}")
             return
         self.layout_text, self.layout_name = new.describe(), name
         self._page_bytes_used[new.page_tokens] = new.page_bytes
-        self._log("control", f"layout → {name} ({self.layout_text})")
+        self.log("control", f"layout → {name} ({self.layout_text})")
         if self.agg.estimator is not None:  # the TTFT estimate follows the model whose shape the layout is
             self.agg.set_estimator(self.agg.estimator.for_layout(name))
-            self._log("info", f"TTFT estimate: {self.agg.estimator.basis}")
+            self.log("info", f"TTFT estimate: {self.agg.estimator.basis}")
 
     def pause(self) -> None:
         """Stop issuing requests (in-flight ones finish)."""
         self.driver.pause()
-        self._log("control", "workload paused")
+        self.log("control", "workload paused")
 
     def resume(self) -> None:
         """Resume issuing requests."""
         self.driver.resume()
-        self._log("control", "workload resumed")
+        self.log("control", "workload resumed")
 
     def clear_store(self) -> int:
         """Remove every object from the store (pauses issuing around it; the few requests already submitted
@@ -319,7 +337,7 @@ class LiveSession(RecordingControl):
         self.driver.pause()
         try:
             n = self.engine.clear_store()
-            self._log("control", f"store cleared: {n} keys removed")
+            self.log("control", f"store cleared: {n} keys removed")
             return n
         finally:
             if not was_paused:
@@ -343,7 +361,7 @@ class LiveSession(RecordingControl):
         Dispatch resumes by itself once the master answers (the driver watches it)."""
         self.engine.restart_master()
         self.panels.proc_sampler.set_pids(self.engine.worker_pids())  # the new master has a new pid
-        self._log("control", "master restarted on the same ports (it starts with no keys)")
+        self.log("control", "master restarted on the same ports (it starts with no keys)")
 
     def halt(self, timeout_s: float = HALT_WAIT_S) -> bool:
         """Abandon the workload now (``Driver.stop``: nothing more is issued, queued requests are dropped,
@@ -377,6 +395,58 @@ class LiveSession(RecordingControl):
             if self._started:
                 self.panels.stop()  # after the engine: a scrape then fails at once rather than wait on a master
 
+    # -- what a command reads ---------------------------------------------------------------------------
+    def add_sink(self, sink) -> None:
+        """Feed ``sink.add(result)`` every :class:`~kvtui.core.events.RequestResult` from now on (a request log)."""
+        self.sinks.append(sink)
+
+    @property
+    def estimator(self):
+        """The TTFT :class:`~kvtui.metrics.ttft.TtftEstimator` of the figures (None: no estimate)."""
+        return self.agg.estimator
+
+    @property
+    def network(self) -> str | None:
+        """The line on the embedded cluster's network isolation (None when attached)."""
+        return self.engine.options.cluster.isolation
+
+    @property
+    def error(self) -> BaseException | None:
+        """Why the workload stopped for good (a worker died and nothing rebuilds it), None while it has not."""
+        return self.driver.error
+
+    @property
+    def outage(self) -> bool:
+        """Dispatch is held: the store does not answer (the master, or the store node of dummy workers)."""
+        return self.driver.outage
+
+    def wait_done(self, timeout_s: float) -> bool:
+        """Wait up to ``timeout_s`` for the workload to end (its bounds, its trace's end, a stop); True if it did."""
+        return self.driver.done.wait(timeout_s)
+
+    def totals(self) -> dict:
+        """The cumulative counters now (:meth:`kvtui.metrics.aggregate.Aggregator.totals`)."""
+        return self.agg.totals()
+
+    def now(self) -> float:
+        """Seconds on the session's clock (the frames' ``t``)."""
+        return self.agg.now()
+
+    def counts(self) -> RunCounts:
+        """What became of the requests issued so far (:class:`RunCounts`)."""
+        d = self.driver
+        return RunCounts(issued=d.issued, completed=d.completed, dropped=d.dropped, abandoned=d.abandoned,
+                         lost=d.lost, rerun=d.rerun, rerun_lost=d.rerun_lost)
+
+    @property
+    def replacements(self) -> tuple:
+        """Every rebuild of the workers after one died (:class:`~kvtui.engine.results.WorkerReplacement`)."""
+        return tuple(self.engine.replacements)
+
+    def dead_cluster_process(self):
+        """A process of the embedded cluster that has exited (its ``ManagedProcess``), None while all live."""
+        return self.engine.dead_cluster_process()
+
 
 _KNOB_OF = {SetOverlap: (OVERLAP, "fraction"), SetPool: (POOL, "n"), SetRate: (RATE, "rps")}
 
@@ -402,9 +472,3 @@ def _change_text(knob: str, value) -> str:
     if knob in KNOBS:
         return f"{knob} → {KNOBS[knob].text(value)}"
     return f"{knob} → {value}"
-
-
-def synthetic_description(spec) -> dict:
-    """The ``frame.workload`` dict of a ``workload.WorkloadSpec`` (the knobs the monitor shows)."""
-    return {"kind": "synthetic", "scenario": spec.scenario, "overlap": spec.overlap, "pool": spec.pool,
-            "rate": spec.rate, "prompt_tokens": spec.prompt_tokens}

@@ -174,7 +174,7 @@ class ObserveSession(RecordingControl):
         self.metrics_url, self.master = metrics_url.rstrip("/"), master
         self.interval_s = interval_s
         self.agg = aggregator or Aggregator()
-        self.sampler = MasterSampler(self.metrics_url, self._log)
+        self.sampler = MasterSampler(self.metrics_url, self.log)
         self.procs = ProcessSampler({})
         self.header = {"command": "watch", "store_mode": "observe", "master": master, "metrics_url": metrics_url,
                        **(header or {})}
@@ -187,9 +187,10 @@ class ObserveSession(RecordingControl):
         self.recorder = None
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._loop, name="kvtui-observe", daemon=True)
-        self.sinks: list = []  # (no request ever finishes here; kept for the commands' wiring)
+        self.estimator = None  # (no request is estimated here)
 
-    def _log(self, kind: str, text: str) -> None:
+    def log(self, kind: str, text: str) -> None:
+        """One line in the event log (``kind``: ``info``, ``control``, ``error``…)."""
         self.agg.event(EngineEvent(kind, self.agg.now(), text))
 
     @property
@@ -201,7 +202,7 @@ class ObserveSession(RecordingControl):
         """Start sampling (the first sample is taken before this returns)."""
         self.sample_once()
         self._thread.start()
-        self._log("info", f"observing {self.master or self.metrics_url} through {self.metrics_url}: no workload, "
+        self.log("info", f"observing {self.master or self.metrics_url} through {self.metrics_url}: no workload, "
                           "nothing written to the store")
         return self
 
@@ -241,17 +242,17 @@ class ObserveSession(RecordingControl):
     # -- Controller -------------------------------------------------------------------------------------
     def send(self, control) -> None:
         """Observe mode has no workload: every knob control is refused with an event-log line."""
-        self._log("control", "observe mode: no workload to change")
+        self.log("control", "observe mode: no workload to change")
 
     def pause(self) -> None:
         """Stop sampling (the frames keep the last sample)."""
         self.paused = True
-        self._log("control", "sampling paused")
+        self.log("control", "sampling paused")
 
     def resume(self) -> None:
         """Sample again."""
         self.paused = False
-        self._log("control", "sampling resumed")
+        self.log("control", "sampling resumed")
 
     def clear_store(self) -> int:
         """Refused: observe mode never writes to the store (``RuntimeError``)."""

@@ -14,17 +14,11 @@ import sys
 import time
 
 from kvtui.cli import build_parser
-from kvtui.commands.common import (
-    engine_options,
-    layout_name,
-    layout_of,
-    make_workload,
-)
-from kvtui.commands.engine_start import start_engine
-from kvtui.commands.output import check_new_file, session_header
+from kvtui.config.paths import check_new_file
+from kvtui.config.plan import plan_from_args
 from kvtui.core.controls import SetOverlap
 from kvtui.core.errors import KvtuiError
-from kvtui.live import LiveSession
+from kvtui.launch import open_session
 
 RUN = ["run", "--layout", "tiny", "--prompt-tokens", "256", "--overlap", "75", "--rate", "50"]
 CHANGES = ((6.0, 0.25), (12.0, 0.95))  # (seconds into the run, overlap fraction)
@@ -33,23 +27,19 @@ CHANGES = ((6.0, 0.25), (12.0, 0.95))  # (seconds into the run, overlap fraction
 def record(path: str, duration: float) -> None:
     args = build_parser().parse_args([*RUN, "--record", path])
     check_new_file(path, "FILE")
-    layout = layout_of(args)
-    workload, desc, _ = make_workload(args, layout)
-    options, endpoints = engine_options(args, layout)
-    engine = start_engine(options, endpoints)
-    session = LiveSession(engine, workload, desc, duration_s=duration, layout_text=layout.describe(),
-                          layout_name=layout_name(args, layout), header=session_header(args, layout, desc, endpoints))
+    session = open_session(plan_from_args(args, run_for_s=duration))
     final = None
     try:
         session.start_recording(path)
         session.start()
         t0 = time.monotonic()
         for at, overlap in CHANGES:
-            if session.driver.done.wait(max(0.0, t0 + at - time.monotonic())):
+            if session.wait_done(max(0.0, t0 + at - time.monotonic())):
                 break
             session.send(SetOverlap(overlap))
             print(f"record_demo: {time.monotonic() - t0:4.1f} s  overlap → {overlap:.0%}", file=sys.stderr)
-        session.driver.done.wait()
+        while not session.wait_done(1.0):
+            pass
         final = session.final_frame()
     finally:
         session.stop(final)

@@ -19,14 +19,18 @@ from __future__ import annotations
 
 import argparse
 import sys
+from dataclasses import dataclass
 
 from kvtui.bench.engines import say
 from kvtui.bench.reuse import ReuseCase
-from kvtui.commands.common import add_page_arguments, check_refresh_hz, layout_of, store_size
-from kvtui.commands.estimate_args import add_estimate_arguments, estimator_from_args
-from kvtui.commands.output import check_outputs, path_arg, write_json_atomic
 from kvtui.bench.targets import TARGETS, target_text
-from kvtui.commands.trace_args import add_synthesis_arguments, synthesis_description, synthesize_rows
+from kvtui.commands.output import write_json_atomic
+from kvtui.config.cluster import link_option, store_size
+from kvtui.config.estimate import add_estimate_arguments, estimate_flags_given, estimator_from_args
+from kvtui.config.layout import add_page_arguments, layout_from_args
+from kvtui.config.paths import check_outputs, path_arg
+from kvtui.config.screen import check_refresh_hz
+from kvtui.config.workload import add_synthesis_arguments, read_trace_rows, synthesis_description, trace_synthesis
 from kvtui.core.defaults import DEFAULT_HZ, DEFAULT_STORE_SIZE_TEXT, MAX_HZ, MIN_SEGMENT_BYTES
 from kvtui.core.errors import KvtuiError
 from kvtui.core.topology import MAX_WORKERS
@@ -56,17 +60,34 @@ def _mode_of(args: argparse.Namespace) -> str:
             "link" if args.link else "reuse")
 
 
-def apply_mode_flags(args: argparse.Namespace) -> str:
-    """Fill the defaults of :data:`MODE_FLAGS` into ``args``; ``KvtuiError`` for one given to a bench that
-    does not use it (``--seconds applies to bench --ui only``). Returns the bench's mode."""
+@dataclass(frozen=True)
+class BenchFlags:
+    """The bench chosen (``mode``: ``reuse``, ``trace``, ``ui``, ``tcp-sweep`` or ``link``) and the values of
+    :data:`MODE_FLAGS`, each the flag's or its default."""
+
+    mode: str
+    prompt_tokens: int
+    shared_tokens: int
+    iterations: int
+    max_streams: int
+    rounds: int
+    seconds: float
+    refresh_hz: float
+    trace_block_tokens: int
+
+
+def bench_flags(args: argparse.Namespace) -> BenchFlags:
+    """The :class:`BenchFlags` of the command line; ``KvtuiError`` for a flag of :data:`MODE_FLAGS` given to a
+    bench that does not use it (``--seconds applies to bench --ui only``)."""
     mode = _mode_of(args)
+    values = {}
     for flag, attr, default, modes in MODE_FLAGS:
-        if getattr(args, attr) is None:
-            setattr(args, attr, default)
-        elif mode not in modes:
+        given = vars(args)[attr]
+        if given is not None and mode not in modes:
             names = " / ".join("the default bench" if m == "reuse" else f"bench --{m}" for m in modes)
             raise KvtuiError(f"{flag} applies to {names} only")
-    return mode
+        values[attr] = default if given is None else given
+    return BenchFlags(mode=mode, **values)
 
 
 def register(subparsers) -> None:
@@ -136,59 +157,60 @@ def register(subparsers) -> None:
     p.set_defaults(func=run)
 
 
-def run(args: argparse.Namespace) -> int:
+def run(args: argparse.Namespace, started_at: float | None = None) -> int:
     """Validate, run the chosen bench, print its table, write ``--json``; exit 1 if any page failed
     verification (``--ui``: 0)."""
     from kvtui.bench.engines import BenchEngines
-    from kvtui.commands.common import isolate
-    from kvtui.commands.engine_start import start_engine
-    layout = layout_of(args)
-    estimator = estimator_from_args(args, layout)
-    given = [f for f, v in (("--gpu", args.gpu), ("--mfu", args.mfu), ("--prefill-tokens-per-s",
-                                                                       args.prefill_tokens_per_s)) if v is not None]
-    mode = apply_mode_flags(args)
-    if given and mode != "reuse":
-        raise KvtuiError(f"{given[0]} sets the reuse bench's recompute estimate; --{mode} has none")
+    from kvtui.launch import isolate, start_engine
+
+    pages_of = layout_from_args(args)
+    layout = pages_of.layout
+    estimator = estimator_from_args(args, pages_of)
+    given = estimate_flags_given(args)
+    b = bench_flags(args)
+    if given and b.mode != "reuse":
+        raise KvtuiError(f"{given[0]} sets the reuse bench's recompute estimate; --{b.mode} has none")
     store_bytes = store_size(args.store_size)
-    for flag, value in (("--iterations", args.iterations), ("--max-streams", args.max_streams)):
+    for flag, value in (("--iterations", b.iterations), ("--max-streams", b.max_streams)):
         if value < 1:
             raise KvtuiError(f"{flag} must be at least 1")
-    link = None
-    if args.link:
-        from kvtui.commands.hosts_args import link_option
-
-        link = link_option(args.link)
+    link = link_option(args.link) if args.link else None
     counts = worker_counts(args.decode_workers) if args.decode_workers is not None else []
     if counts and link is None:
         raise KvtuiError("--decode-workers measures aggregate reloads across emulated links: add --link RATE")
-    if mode in ("reuse", "tcp-sweep", "link"):
-        if args.prompt_tokens < layout.page_tokens:
+    if b.mode in ("reuse", "tcp-sweep", "link"):
+        if b.prompt_tokens < layout.page_tokens:
             raise KvtuiError(f"--prompt-tokens must hold at least one page ({layout.page_tokens} tokens)")
-        if not (0 < args.shared_tokens <= args.prompt_tokens):
+        if not (0 < b.shared_tokens <= b.prompt_tokens):
             raise KvtuiError("--shared-tokens must be within 1..--prompt-tokens")
-        pages = args.prompt_tokens // layout.page_tokens
+        pages = b.prompt_tokens // layout.page_tokens
         if pages * layout.page_bytes * 2 > store_bytes:
             raise KvtuiError(f"the store ({store_bytes} bytes) cannot hold {pages} pages of {layout.page_bytes} "
                              "bytes twice; raise --store-size")
     check_outputs(((args.json, "--json"),))
-    rows, problems = _read_trace(args, layout) if args.trace else ([], [])
-    if getattr(args, "trace_speedup", None) is not None:  # (every bench: none of them keeps arrival times)
+    if args.trace_speedup is not None:  # (every bench: none of them keeps arrival times)
         raise KvtuiError("--trace-speedup changes when trace rows arrive (kvtui run --trace), and no bench keeps "
                          "arrival times (bench --trace replays one request after another as fast as it can): leave "
                          "it out")
+    rows, problems = [], []
+    if args.trace:
+        if b.trace_block_tokens < 1:
+            raise KvtuiError(f"--trace-block-tokens must be at least 1, got {b.trace_block_tokens}")
+        rows, problems = read_trace_rows(args.trace, b.trace_block_tokens, page_tokens=layout.page_tokens,
+                                         synthesis=trace_synthesis(args))
     synthesis = synthesis_description(args)  # refuses a synthesis flag without --trace
-    if mode != "reuse" and not 1 <= args.rounds <= MAX_ROUNDS:
-        raise KvtuiError(f"--rounds must be within 1..{MAX_ROUNDS}, got {args.rounds}")
-    if args.ui:
-        if args.seconds <= 0:
+    if b.mode != "reuse" and not 1 <= b.rounds <= MAX_ROUNDS:
+        raise KvtuiError(f"--rounds must be within 1..{MAX_ROUNDS}, got {b.rounds}")
+    if b.mode == "ui":
+        if b.seconds <= 0:
             raise KvtuiError("--seconds must be positive")
-        check_refresh_hz(args.refresh_hz)
-    engines = BenchEngines(model=args.model, scheme=args.scheme, namespace=args.key_prefix, store_bytes=store_bytes,
-                           start=start_engine)
+        check_refresh_hz(b.refresh_hz)
+    engines = BenchEngines(model=pages_of.model, scheme=pages_of.scheme, namespace=pages_of.key_prefix,
+                           store_bytes=store_bytes, start=start_engine)
 
     say(f"network: {isolate('on', hosts=True) if link else isolate('auto')}")
     try:
-        out, text, code = _measure(args, engines, layout, estimator, link, counts, rows, problems)
+        out, text, code = _measure(b, args.trace, engines, layout, estimator, link, counts, rows, problems)
     except Exception as exc:
         from kvtui.bench.bare import LoopError
         from kvtui.engine.cluster import ClusterError
@@ -201,76 +223,54 @@ def run(args: argparse.Namespace) -> int:
         # named on stderr by the cluster's teardown)
         raise KvtuiError(f"bench stopped: {(str(exc).splitlines() or [type(exc).__name__])[0]}") from None
     out.update(synthesis)
-    if mode in ("trace", "ui", "tcp-sweep"):
-        out["round_count"] = args.rounds  # an input: `kvtui compare` says when two runs' counts differ
+    if b.mode in ("trace", "ui", "tcp-sweep"):
+        out["round_count"] = b.rounds  # an input: `kvtui compare` says when two runs' counts differ
     print(text, file=sys.stderr if args.json == "-" else sys.stdout)  # (--json -: standard output is the JSON)
     if args.json:
         write_json_atomic(args.json, out)
     return code
 
 
-def _measure(args, engines, layout, estimator, link, counts: list[int], rows: list, problems: list) -> tuple:
-    """Run the bench ``args`` chose: ``(its --json figures, its table, the exit code)`` (1 when a loaded page
-    failed verification). Raises what the bench's engines, loops and store raise."""
-    if args.trace:
+def _measure(b: BenchFlags, trace: str | None, engines, layout, estimator, link, counts: list[int], rows: list,
+             problems: list) -> tuple:
+    """Run the bench ``b`` names (``trace``: the ``--trace`` given): ``(its --json figures, its table, the exit
+    code)`` (1 when a loaded page failed verification). Raises what the bench's engines, loops and store
+    raise."""
+    if b.mode == "trace":
         from kvtui.bench.trace import format_trace, measure_trace
         from kvtui.core.traces import resolve_trace, trace_label
         from workload import skipped_count, skipped_rows_text
 
         if problems:  # as `kvtui run` says it; both sides replay the same good rows
             say(skipped_rows_text(problems))
-        out = measure_trace(engines, layout, resolve_trace(args.trace), rows, args.trace_block_tokens, args.rounds,
-                            skipped_count(problems), label=trace_label(args.trace))
+        out = measure_trace(engines, layout, resolve_trace(trace), rows, b.trace_block_tokens, b.rounds,
+                            skipped_count(problems), label=trace_label(trace))
         return out, format_trace(out), 0 if out["engine"]["mismatches"] == 0 else 1
-    if args.tcp_sweep:
+    if b.mode == "tcp-sweep":
         from kvtui.bench.tcp_sweep import format_tcp_sweep, measure_tcp_sweep
 
-        out = measure_tcp_sweep(engines, layout, args.prompt_tokens, args.shared_tokens, args.iterations, args.rounds)
+        out = measure_tcp_sweep(engines, layout, b.prompt_tokens, b.shared_tokens, b.iterations, b.rounds)
         return out, format_tcp_sweep(out), 0 if out["verified"] else 1
     if link is not None and counts:
         from kvtui.bench.aggregate import format_aggregate, measure_aggregate
 
-        out = measure_aggregate(engines, layout, link, counts, args.prompt_tokens, args.shared_tokens, args.iterations)
+        out = measure_aggregate(engines, layout, link, counts, b.prompt_tokens, b.shared_tokens, b.iterations)
         return out, format_aggregate(out), 0 if out["verified"] else 1
     if link is not None:
         from kvtui.bench.link import format_link, measure_link
 
-        out = measure_link(engines, layout, link, args.prompt_tokens, args.shared_tokens, args.iterations)
+        out = measure_link(engines, layout, link, b.prompt_tokens, b.shared_tokens, b.iterations)
         return out, format_link(out), 0 if out["verified"] else 1
-    if args.ui:
+    if b.mode == "ui":
         from kvtui.bench.ui import measure_ui
 
-        out = measure_ui(engines, layout, args.seconds, args.rounds, args.refresh_hz)
+        out = measure_ui(engines, layout, b.seconds, b.rounds, b.refresh_hz)
         return out, format_ui(out), 0
     from kvtui.bench.reuse import measure_reuse
 
-    out = measure_reuse(engines, layout, ReuseCase(args.prompt_tokens, args.shared_tokens, args.iterations,
-                                                   args.max_streams), estimator)
+    out = measure_reuse(engines, layout, ReuseCase(b.prompt_tokens, b.shared_tokens, b.iterations, b.max_streams),
+                        estimator)
     return out, format_bench(out), 0 if out["verified"] else 1
-
-
-def _read_trace(args, layout) -> tuple[list, list]:
-    """``--trace``: its good rows and skipped bad rows; ``KvtuiError`` if the file cannot be replayed with
-    ``layout``'s pages (a page must not straddle two trace blocks)."""
-    from kvtui.core.traces import resolve_trace
-    from workload import TraceError, check_page_divides_block, read_trace
-
-    if args.trace_block_tokens < 1:
-        raise KvtuiError(f"--trace-block-tokens must be at least 1, got {args.trace_block_tokens}")
-    path = resolve_trace(args.trace)  # a shipped trace's name (--trace synthetic) or a file
-    block = args.trace_block_tokens
-    try:
-        check_page_divides_block(layout.page_tokens, block)
-    except ValueError:
-        raise KvtuiError(f"--page-tokens {layout.page_tokens} does not divide --trace-block-tokens {block}: a KV "
-                         "page must not straddle two trace blocks") from None
-    try:
-        rows, problems = read_trace(path, block_tokens=block)
-        return synthesize_rows(args, rows, block), problems
-    except TraceError as exc:  # (the file is named in it: an empty, binary or all-bad trace)
-        raise KvtuiError(f"--trace {exc}") from None
-    except ValueError as exc:
-        raise KvtuiError(str(exc)) from None
 
 
 def _ratio(ratios: dict, key: str) -> str:

@@ -14,7 +14,9 @@ import re
 import sys
 from pathlib import Path
 
-from kvtui.commands.output import CONTEXT_KEYS, check_outputs, full_setup, open_session, path_arg, write_json_atomic
+from kvtui.commands.output import full_setup, open_session, write_json_atomic
+from kvtui.config.paths import check_outputs, path_arg
+from kvtui.config.plan import CONTEXT_KEYS
 from kvtui.core.errors import KvtuiError
 
 # top-level fields that say what ran, not what it measured (compared as inputs, never as figures)
@@ -394,7 +396,7 @@ def write_svg(path: str, sessions: list[tuple[str, dict]]) -> None:
             tmp.unlink()
 
 
-def run(args: argparse.Namespace) -> int:
+def run(args: argparse.Namespace, started_at: float | None = None) -> int:
     """Read every file, print (and write) the comparison; exit 2 on bad input."""
     if len(args.files) < 2:
         raise KvtuiError(f"compare needs at least two files, got {len(args.files)}")

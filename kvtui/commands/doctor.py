@@ -131,7 +131,7 @@ def check_host_tools(isolation_reason: str | None) -> tuple[bool, str]:
     return True, f"note: --hosts auto is not available here ({why})"
 
 
-def run(args: argparse.Namespace) -> int:
+def run(args: argparse.Namespace, started_at: float | None = None) -> int:
     """Print the checks; exit 0 only if all passed."""
     results = checks()
     for ok, line in results:

@@ -16,7 +16,8 @@ import tempfile
 from pathlib import Path
 
 from kvtui.core.units import MAX_SIZE, parse_size
-from kvtui.commands.output import check_writable, open_session, path_arg
+from kvtui.commands.output import open_session
+from kvtui.config.paths import check_writable, path_arg
 from kvtui.core.defaults import MAX_HZ
 from kvtui.core.errors import KvtuiError, OutputError
 from kvtui.core.units import format_bytes, parse_duration
@@ -107,8 +108,6 @@ def _check(args: argparse.Namespace):
     if args.gif_width is not None and not (GIF_WIDTHS[0] <= args.gif_width <= GIF_WIDTHS[1]):
         raise KvtuiError(f"--gif-width must be within {GIF_WIDTHS[0]}-{GIF_WIDTHS[1]} pixels, got {args.gif_width}")
     size = parse_size(args.size)
-    if args.gif_width is None:
-        args.gif_width = min(GIF_WIDTHS[1], max(GIF_WIDTHS[0], GIF_PX_PER_COLUMN * size[0]))
     if size[0] < MIN_SIZE[0] or size[1] < MIN_SIZE[1]:
         raise KvtuiError(f"--size {size[0]}x{size[1]} is below the monitor's minimum {MIN_SIZE[0]}x{MIN_SIZE[1]}")
     start = parse_time(args.start, "--from") if args.start is not None else 0.0
@@ -187,9 +186,11 @@ def _start_time(reader, start_s: float) -> int:
     return int(t0 + start_s)
 
 
-def run(args: argparse.Namespace) -> int:
+def run(args: argparse.Namespace, started_at: float | None = None) -> int:
     """Export; prints the span and, per output, its path, frames and size."""
     reader, span, size, outs = _check(args)
+    gif_width = args.gif_width if args.gif_width is not None else min(
+        GIF_WIDTHS[1], max(GIF_WIDTHS[0], GIF_PX_PER_COLUMN * size[0]))
     from kvtui.movie.cast import CastWriter
     from kvtui.movie.frames import FilmStopped
     from kvtui.movie.gif import GifWriter
@@ -209,7 +210,7 @@ def run(args: argparse.Namespace) -> int:
             if flag == "--cast":
                 sinks.append(CastWriter(part.file, size[0], height, _start_time(reader, span.start_s), title))
             elif flag == "--gif":
-                sinks.append(GifWriter(part.file, span.fps, args.gif_width, title))
+                sinks.append(GifWriter(part.file, span.fps, gif_width, title))
             else:
                 sinks.append(SvgAnimWriter(part.file, span.frames, span.fps, title))
         try:

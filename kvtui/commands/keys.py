@@ -72,7 +72,7 @@ def parse_token_text(text: str, source: str) -> list[int]:
     return tokens
 
 
-def run(args: argparse.Namespace) -> int:
+def run(args: argparse.Namespace, started_at: float | None = None) -> int:
     """Print the keys; exit 0 (also when the tokens are shorter than one page: no keys)."""
     from kvtui.engine.keys import PageKeyer
 

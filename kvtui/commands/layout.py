@@ -6,7 +6,7 @@ from __future__ import annotations
 import argparse
 import json
 
-from kvtui.commands.common import read_model_config
+from kvtui.config.layout import read_model_config
 from kvtui.core.defaults import DEFAULT_PROMPT_PAGES
 from kvtui.core.errors import KvtuiError
 from kvtui.core.units import format_bytes
@@ -115,7 +115,7 @@ def _bytes(n: int) -> str:
     return f"{n:,} B" + (f" ({format_bytes(n)})" if n >= 1024 else "")
 
 
-def run(args: argparse.Namespace) -> int:
+def run(args: argparse.Namespace, started_at: float | None = None) -> int:
     """Print the layout (``--json``: as JSON); exit 0, or 2 on a bad config or flag."""
     d = describe_layout(args.source, args.page_tokens, args.kv_dtype, args.prompt_tokens)
     print(json.dumps(d, indent=2, ensure_ascii=False) if args.json else format_layout(d))

@@ -11,10 +11,11 @@ from __future__ import annotations
 
 import argparse
 
-from kvtui.commands.common import check_refresh_hz, screen_arguments, start_recording
-from kvtui.commands.export_args import Outputs
-from kvtui.commands.output import check_new_file
+from kvtui.config.exports import exports_from_args
+from kvtui.config.paths import check_new_file
+from kvtui.config.screen import screen_from_args
 from kvtui.core.errors import KvtuiError
+from kvtui.launch import Outputs, start_recording
 
 # flags that only make sense with a workload or a store kvtui starts: refused with --observe
 _REFUSED = (("trace", "--trace"), ("requests_log", "--requests-log"), ("store_size", "--store-size"))
@@ -27,7 +28,7 @@ def check_observe_args(args: argparse.Namespace) -> None:
     from kvtui.observe import NotAMaster, check_master
 
     for attr, flag in _REFUSED:
-        if getattr(args, attr, None):
+        if vars(args).get(attr):
             raise KvtuiError(f"{flag} does not go with --observe (observe mode runs no workload and starts nothing)")
     if not args.metrics_url:
         raise KvtuiError("--observe needs --metrics-url URL (the master's admin HTTP base, e.g. http://HOST:9003)")
@@ -44,28 +45,25 @@ def check_observe_args(args: argparse.Namespace) -> None:
         raise KvtuiError(str(exc)) from None
 
 
-def run_observe(args: argparse.Namespace, check_screenshot_dir=None) -> int:
+def run_observe(args: argparse.Namespace) -> int:
     """Run the monitor on an :class:`~kvtui.observe.ObserveSession` until it quits (or ``--duration``)."""
     from kvtui.observe import ObserveSession
     from kvtui.tui.app import run_app
 
-    check_refresh_hz(args.refresh_hz)
     if args.record:
         check_new_file(args.record, "--record")
-    if check_screenshot_dir is not None:
-        check_screenshot_dir(args.screenshot_dir)
-    size = screen_arguments(args, "watch")
+    screen = screen_from_args(args, "watch")
     check_observe_args(args)
-    with Outputs(args) as outputs:
+    with Outputs(exports_from_args(args)) as outputs:
         session = ObserveSession(args.metrics_url, args.master)
         outputs.attach(session)
         if outputs.url:
-            session._log("info", f"Prometheus metrics (kvtui's derived rates) on {outputs.url}")
+            session.log("info", f"Prometheus metrics (kvtui's derived rates) on {outputs.url}")
         try:
             start_recording(session, args.record)
             session.start()
-            return run_app(session, session, headless=args.headless, duration_s=args.duration,
-                           screenshot=args.screenshot, screenshot_dir=args.screenshot_dir, size=size,
-                           refresh_hz=args.refresh_hz, title="kvtui observe")
+            return run_app(session, session, headless=screen.headless, duration_s=screen.duration_s,
+                           screenshot=screen.screenshot, screenshot_dir=screen.screenshot_dir, size=screen.size,
+                           refresh_hz=screen.refresh_hz, title="kvtui observe")
         finally:
             session.stop()

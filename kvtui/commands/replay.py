@@ -6,7 +6,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from kvtui.commands.common import add_screen_arguments, screen_arguments
+from kvtui.config.screen import add_screen_arguments, screen_from_args
 from kvtui.commands.output import open_session
 from kvtui.core.errors import KvtuiError
 
@@ -23,7 +23,7 @@ def register(subparsers) -> None:
     p.set_defaults(func=run)
 
 
-def run(args: argparse.Namespace) -> int:
+def run(args: argparse.Namespace, started_at: float | None = None) -> int:
     """Play the session until quit (or ``--duration``)."""
     from kvtui.session.reader import ReplayPlayer
     from kvtui.tui.app import run_app
@@ -31,10 +31,10 @@ def run(args: argparse.Namespace) -> int:
     if not (0.125 <= args.speed <= 64):
         raise KvtuiError(f"--speed must be within 0.125-64, got {args.speed:g}")
     reader = open_session(args.file)  # a wrong file is the first thing to say, terminal or not
-    size = screen_arguments(args, "replay")
+    screen = screen_from_args(args, "replay")
     warning = reader.warning("playing")
     if warning:
         print(f"kvtui: {warning}", file=sys.stderr)
     player = ReplayPlayer(reader, speed=args.speed)
-    return run_app(player, None, player=player, headless=args.headless, duration_s=args.duration,
-                   screenshot=args.screenshot, size=size, title=f"kvtui replay · {args.file}")
+    return run_app(player, None, player=player, headless=screen.headless, duration_s=screen.duration_s,
+                   screenshot=screen.screenshot, size=screen.size, title=f"kvtui replay · {args.file}")

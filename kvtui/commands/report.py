@@ -8,8 +8,11 @@ from __future__ import annotations
 
 import argparse
 
-from kvtui.commands.export_args import check_requests_log, require_request_rows, write_session_requests_log
-from kvtui.commands.output import CONTEXT_KEYS, check_outputs, full_setup, format_summary, open_session, path_arg, write_json_atomic
+from kvtui.commands.output import full_setup, format_summary, open_session, write_json_atomic
+from kvtui.config.exports import check_requests_log
+from kvtui.config.paths import check_outputs, path_arg
+from kvtui.config.plan import CONTEXT_KEYS
+from kvtui.core.errors import KvtuiError
 from kvtui.core.layout import PageLayout
 
 
@@ -40,7 +43,7 @@ def _layout_dict(text: str | None) -> dict | None:
     return next((p.as_dict() for p in PRESETS.values() if text and p.describe() == text), None)
 
 
-def run(args: argparse.Namespace) -> int:
+def run(args: argparse.Namespace, started_at: float | None = None) -> int:
     """Print (and optionally write) the summary; exit 2 for a file that is not a readable session."""
     import dataclasses
     import sys
@@ -153,3 +156,30 @@ def _report_sweep(args: argparse.Namespace, sweep) -> int:
     if not args.json and sys.stdout.isatty() and sys.stdin.isatty():
         return run_sweep_app(sweep)
     return 0
+
+
+def require_request_rows(reader, source: str) -> None:
+    """``KvtuiError`` (one line) when session ``reader`` (from ``source``) holds no request rows."""
+    if not reader.request_columns:
+        raise KvtuiError(f"--requests-log: {source} holds no request rows (recorded in observe mode, or by a kvtui "
+                         "from before sessions kept them); nothing written")
+
+
+def write_session_requests_log(reader, path: str, source: str) -> int:
+    """``--requests-log PATH``: the request rows recorded in session ``reader`` (from ``source``), written whole
+    or not at all; returns the row count. ``KvtuiError`` when the session holds no request rows (recorded by a
+    kvtui from before they were kept, or in observe mode, which runs none)."""
+    from kvtui.launch import open_requests_log
+
+    require_request_rows(reader, source)
+    log = open_requests_log(path, atomic=True)
+    try:
+        for row in reader.request_rows():
+            log.write_row(row)
+    except BaseException:
+        log.discard()
+        raise
+    log.close()
+    if log.error:
+        raise KvtuiError(f"--requests-log: {log.error}")
+    return log.rows

@@ -7,7 +7,7 @@ it is reached (the command ends ~1 s later). Ctrl-C or SIGTERM abandon the run t
 summary of the requests that finished and write ``--json`` with ``"interrupted": true`` before exiting 130 / 143.
 ``--prometheus`` serves the figures while the run goes on and, pinned to the summary's frame,
 ``--prometheus-linger`` seconds after it; ``--requests-log`` writes one row per request
-(:mod:`kvtui.commands.export_args`).
+(:mod:`kvtui.config.exports`, :class:`kvtui.launch.Outputs`).
 """
 
 from __future__ import annotations
@@ -15,34 +15,18 @@ from __future__ import annotations
 import argparse
 import sys
 
-from kvtui.commands.common import (
-    add_cluster_arguments,
-    add_page_arguments,
-    add_workload_arguments,
-    engine_options,
-    layout_name,
-    layout_of,
-    make_workload,
-    start_recording,
-)
-from kvtui.commands.engine_start import engine_guard, start_engine
-from kvtui.commands.estimate_args import add_estimate_arguments, estimator_from_args
-from kvtui.commands.export_args import Outputs, add_export_arguments
-from kvtui.commands.output import (
-    check_new_file,
-    check_outputs,
-    format_summary,
-    full_setup,
-    path_arg,
-    run_context,
-    run_inputs,
-    session_header,
-    write_json_atomic,
-)
-from kvtui.commands.listen_args import add_listen_arguments, bind_listener
+from kvtui.commands.output import format_summary, full_setup, write_json_atomic
+from kvtui.config.cluster import add_cluster_arguments, add_listen_arguments
+from kvtui.config.estimate import add_estimate_arguments
+from kvtui.config.exports import add_export_arguments, exports_from_args
+from kvtui.config.layout import add_page_arguments
+from kvtui.config.paths import check_new_file, check_outputs, path_arg
+from kvtui.config.plan import RunPlan, plan_from_args
+from kvtui.config.workload import add_workload_arguments, skipped_text
 from kvtui.core.errors import KvtuiError, OutputError
 from kvtui.core.units import duration_arg
 from kvtui.engine.procs import uninterrupted
+from kvtui.launch import Outputs, open_session, start_recording
 
 
 def register(subparsers) -> None:
@@ -73,59 +57,44 @@ def register(subparsers) -> None:
     p.set_defaults(func=run)
 
 
-def run(args: argparse.Namespace) -> int:
+def run(args: argparse.Namespace, started_at: float | None = None) -> int:
     """Run the workload; exit 0, or 1 if any loaded page failed verification, or 2 when a process of its
-    embedded cluster died (the summary and ``--json`` cover the requests that finished)."""
-    with Outputs(args) as outputs:  # --prometheus binds now: a busy port fails before anything starts
-        return _run(args, outputs)
+    embedded cluster died (the summary and ``--json`` cover the requests that finished). ``started_at``:
+    ``time.monotonic()`` when the command was called (``--duration`` counts from it)."""
+    exports = exports_from_args(args)
+    with Outputs(exports) as outputs:  # --prometheus binds now: a busy port fails before anything starts
+        if args.requests is not None and args.requests < 1:
+            raise KvtuiError("--requests must be at least 1")
+        if args.duration is not None and not args.duration > 0:
+            raise KvtuiError("--duration must be positive seconds")
+        check_outputs(((args.json, "--json"),))
+        if args.record:
+            check_new_file(args.record, "--record")
+        bounded = args.duration or args.trace or args.requests
+        plan = plan_from_args(args, started_at=started_at, exports=exports, max_requests=args.requests,
+                              run_for_s=args.duration if bounded else 10.0, duration_s=args.duration,
+                              quiet=args.quiet)
+        return _run(plan, args, outputs)
 
 
-def _run(args: argparse.Namespace, outputs: Outputs) -> int:
-    from kvtui.live import LiveSession
-    from kvtui.metrics.aggregate import Aggregator, summary_from_frame
-    from workload import skipped_count, skipped_rows_text
+def _run(plan: RunPlan, args: argparse.Namespace, outputs: Outputs) -> int:
+    from kvtui.metrics.aggregate import summary_from_frame
+    from workload import skipped_count
 
-    layout = layout_of(args)
-    estimator = estimator_from_args(args, layout)
-    if args.concurrency < 1:
-        raise KvtuiError("--concurrency must be at least 1")
-    if args.requests is not None and args.requests < 1:
-        raise KvtuiError("--requests must be at least 1")
-    if args.duration is not None and not args.duration > 0:
-        raise KvtuiError("--duration must be positive seconds")
-    check_outputs(((args.json, "--json"),))
-    if args.record:
-        check_new_file(args.record, "--record")
-    workload, desc, problems = make_workload(args, layout)
+    problems = plan.workload.problems
     if problems:
-        print(f"kvtui: {skipped_rows_text(problems)}", file=sys.stderr)
-    duration = args.duration if (args.duration or args.trace or args.requests) else 10.0
-    options, endpoints = engine_options(args, layout)
-    listener = bind_listener(args)  # (a busy --listen address fails before anything starts)
-    try:
-        engine = start_engine(options, endpoints)
-    except BaseException:
-        if listener is not None:
-            listener.close()
-        raise
-    with engine_guard(engine, listener):  # until the session's own teardown takes over below
-        if options.cluster.isolation and not args.quiet:
-            print(f"kvtui: network {options.cluster.isolation}", file=sys.stderr)
-        total = desc.get("total") if args.trace else args.requests
-        if args.requests and total:
-            total = min(total, args.requests)
-        session = LiveSession(engine, workload, desc, concurrency=args.concurrency, max_requests=args.requests,
-                              duration_s=duration, layout_text=layout.describe(),
-                              layout_name=layout_name(args, layout),
-                              header={**session_header(args, layout, desc, endpoints),
-                                      "ttft_estimate": estimator.inputs()},
-                              duration_from=getattr(args, "started_at", None),
-                              aggregator=Aggregator(estimator=estimator), rerun_lost=options.replace_dead_workers)
-        outputs.attach(session)  # the exporter serves its frames, the request log gets its results
-        if listener is not None:
-            session.listen(listener, echo=lambda text: print(f"kvtui: {text}", file=sys.stderr, flush=True))
-            print(f"kvtui: listening for remote workers on {listener.address[0]}:{listener.address[1]}",
-                  file=sys.stderr, flush=True)
+        print(f"kvtui: {skipped_text(problems)}", file=sys.stderr)
+    _say_note(plan.cluster.store_note, plan.quiet)
+    session = open_session(plan, outputs=outputs,
+                           echo=lambda text: print(f"kvtui: {text}", file=sys.stderr, flush=True))
+    if session.network and not plan.quiet:
+        print(f"kvtui: network {session.network}", file=sys.stderr)
+    if plan.cluster.listen is not None:
+        print(f"kvtui: listening for remote workers on {plan.cluster.listen.host}:{plan.cluster.listen.port}",
+              file=sys.stderr, flush=True)
+    total = plan.workload.description.get("total") if plan.workload.is_trace else plan.max_requests
+    if plan.max_requests and total:
+        total = min(total, plan.max_requests)
     if outputs.url:
         print(f"kvtui: Prometheus metrics on {outputs.url}", file=sys.stderr)
     interrupted: KeyboardInterrupt | None = None
@@ -134,8 +103,7 @@ def _run(args: argparse.Namespace, outputs: Outputs) -> int:
     try:
         start_recording(session, args.record)
         session.start()
-        shown = _progress(session.driver, session.agg, total, quiet=args.quiet or not sys.stderr.isatty(),
-                          alarm=session.store_full, lost=lambda: _lost(engine, session))
+        shown = _progress(session, total, quiet=plan.quiet or not sys.stderr.isatty(), lost=lambda: _lost(session))
     except KeyboardInterrupt as exc:  # Ctrl-C, or SIGTERM (kvtui.cli): summarise what finished, then re-raise
         interrupted = exc  # (kvtui.cli exits 130 / 143)
         shown = len(session.store_full.lines)
@@ -154,12 +122,13 @@ def _run(args: argparse.Namespace, outputs: Outputs) -> int:
         session.stop(final)
         if session.recording_error:  # (the frames before it are in the file, readable)
             print(f"kvtui: {session.recording_error}", file=sys.stderr)
-        if session.driver.error is not None and interrupted is None and stopped_by is None:
-            stopped_by = str(session.driver.error)  # (a worker died: what finished is summarised as well)
+        if session.error is not None and interrupted is None and stopped_by is None:
+            stopped_by = str(session.error)  # (a worker died: what finished is summarised as well)
         summary = summary_from_frame(final)  # + the TTFT estimate's inputs in full
-        summary["ttft_estimate"] = {**summary["ttft_estimate"], **session.agg.estimator.inputs()}
-        rc = _report(args, summary, layout, final.workload or desc, endpoints,
-                     skipped_count(problems), session.driver, interrupted, final.store, stopped_by)
+        if session.estimator is not None:
+            summary["ttft_estimate"] = {**summary["ttft_estimate"], **session.estimator.inputs()}
+        rc = _report(plan, args, summary, final.workload or dict(plan.workload.description), skipped_count(problems),
+                     session, interrupted, final.store, stopped_by)
     if interrupted is not None:
         raise interrupted
     if stopped_by is not None:
@@ -170,32 +139,39 @@ def _run(args: argparse.Namespace, outputs: Outputs) -> int:
     return rc
 
 
-def _report(args, summary: dict, layout, desc: dict, endpoints, bad_rows: int, driver,
+def _say_note(line: str, quiet: bool) -> None:
+    """The plan's line on the store's size (``--quiet`` keeps only a warning)."""
+    if line and (not quiet or line.startswith("warning")):
+        print(f"kvtui: {line}", file=sys.stderr, flush=True)
+
+
+def _report(plan: RunPlan, args: argparse.Namespace, summary: dict, desc: dict, bad_rows: int, session,
             interrupted: KeyboardInterrupt | None, store: dict | None = None, stopped_by: str | None = None) -> int:
     """Print the summary and its notes, write ``--json``; the exit code (1 if a page failed verification).
     ``store``: the last frame's store block (the capacity of an attached cluster, :func:`full_setup`);
     ``stopped_by``: why the run was stopped, a process that died and that nothing restarts (a worker, or one of
     its embedded cluster's): ``stopped_by`` in the JSON, which says ``interrupted``."""
-    summary.update(run_context(args, layout, desc, endpoints, bad_rows))
+    counts = session.counts()
+    summary.update(plan.context(desc, bad_rows))
     summary["setup"] = full_setup(summary["setup"], store)
-    summary["context"] = run_inputs(args)
+    summary["context"] = plan.inputs()
     summary["interrupted"] = interrupted is not None or stopped_by is not None
     if stopped_by is not None:
         summary["stopped_by"] = stopped_by
     if summary["interrupted"]:
-        gone = driver.dropped + driver.abandoned
+        gone = counts.dropped + counts.abandoned
         print(f"kvtui: {'stopped' if stopped_by else 'interrupted'}: the summary covers the requests that finished "
-              f"({driver.completed:,}); {gone:,} submitted were abandoned, queued or under way", file=sys.stderr)
-    elif summary["requests"] == 0 and args.duration is not None and driver.issued == 0:
-        print(f"kvtui: --duration {args.duration:g} s ended before the first request: it counts the whole "
+              f"({counts.completed:,}); {gone:,} submitted were abandoned, queued or under way", file=sys.stderr)
+    elif summary["requests"] == 0 and plan.duration_s is not None and counts.issued == 0:
+        print(f"kvtui: --duration {plan.duration_s:g} s ended before the first request: it counts the whole "
               "command, start-up included", file=sys.stderr)
-    summary["requests_lost"], summary["requests_rerun"] = driver.lost, driver.rerun
-    for rep in getattr(driver.engine, "replacements", ()):
+    summary["requests_lost"], summary["requests_rerun"] = counts.lost, counts.rerun
+    for rep in session.replacements:
         codes = ", ".join(f"{n} exit code {c}" for n, c in zip(rep.dead, rep.exit_codes)) or rep.reason
         print(f"kvtui: at {rep.t:.1f} s a worker died ({codes}): every worker restarted in {rep.took_s:.1f} s; "
-              f"{rep.lost} requests {'submitted again' if driver.rerun_lost else 'lost'}", file=sys.stderr)
-    if driver.lost:
-        print(f"kvtui: {driver.lost:,} requests were lost when a worker died (the summary covers the requests that "
+              f"{rep.lost} requests {'submitted again' if counts.rerun_lost else 'lost'}", file=sys.stderr)
+    if counts.lost:
+        print(f"kvtui: {counts.lost:,} requests were lost when a worker died (the summary covers the requests that "
               "finished)", file=sys.stderr)
     if args.json != "-":
         print(format_summary(summary))
@@ -215,22 +191,23 @@ class ClusterLost(Exception):
     nothing will start it again, so a run that waited for it would wait for ever."""
 
 
-def _lost(engine, session) -> str | None:
-    """The message of :class:`ClusterLost` when a process of ``engine``'s embedded cluster has exited, else None."""
-    proc = engine.dead_cluster_process()
+def _lost(session) -> str | None:
+    """The message of :class:`ClusterLost` when a process of the session's embedded cluster has exited, else None."""
+    proc = session.dead_cluster_process()
     if proc is None:
         return None
     hint = " (kvtui watch offers M to restart its master)" if proc.name == "master" else ""
-    return (f"{proc.title} kvtui started died (exit code {proc.popen.returncode}) at {session.agg.now():.1f} s; "
+    return (f"{proc.title} kvtui started died (exit code {proc.popen.returncode}) at {session.now():.1f} s; "
             f"nothing restarts it in a kvtui run{hint}")
 
 
-def _progress(driver, agg, total, quiet: bool, alarm=None, lost=None) -> int:
-    """Block until the driver is done, showing a rich progress bar or status line on stderr, and each line of
-    ``alarm`` (:class:`~kvtui.metrics.store_full.StoreFullAlarm`: a burst of refused puts) as it comes, also
-    when ``quiet`` (then also a line when an outage holds dispatch and one when it ends); returns how many of
-    the alarm's lines were shown. ``lost()``: checked at each poll; the text it returns, if any, is raised
-    as :class:`ClusterLost`."""
+def _progress(session, total, quiet: bool, lost=None) -> int:
+    """Block until the session's workload is done, showing a rich progress bar or status line on stderr, and
+    each line of its store-full alarm (:class:`~kvtui.metrics.store_full.StoreFullAlarm`: a burst of refused
+    puts) as it comes, also when ``quiet`` (then also a line when an outage holds dispatch and one when it
+    ends); returns how many of the alarm's lines were shown. ``lost()``: checked at each poll; the text it
+    returns, if any, is raised as :class:`ClusterLost`."""
+    alarm = session.store_full
     shown = 0
 
     def check_lost() -> None:
@@ -245,12 +222,12 @@ def _progress(driver, agg, total, quiet: bool, alarm=None, lost=None) -> int:
 
     if quiet:  # (stderr not a terminal: an outage's start and end are a line each, as the alarm's lines)
         held = False
-        while not driver.done.wait(0.2):
+        while not session.wait_done(0.2):
             check_lost()
             for text in new_lines():
                 print(f"kvtui: {text}", file=sys.stderr, flush=True)
-            if driver.outage != held:
-                held = driver.outage
+            if session.outage != held:
+                held = session.outage
                 print("kvtui: store unreachable (RPC_FAIL: the master, or the store node of dummy workers): dispatch "
                       "held" if held else "kvtui: the store answers again: dispatch resumed", file=sys.stderr, flush=True)
         return shown
@@ -271,16 +248,16 @@ def _progress(driver, agg, total, quiet: bool, alarm=None, lost=None) -> int:
     with Progress(*cols, console=Console(stderr=True), transient=True) as prog:
         task = prog.add_task("run", total=total, status="")
         burst_until = 0.0
-        while not driver.done.wait(0.25):
+        while not session.wait_done(0.25):
             check_lost()
-            t = agg.totals()
+            t = session.totals()
             status = f"hit {t['token_hit_rate']:.1%} · published {t['pages_published']}"
             for text in new_lines():
                 prog.console.print(f"kvtui: {text}", markup=False, highlight=False)  # above the bar
                 burst_until = time.monotonic() + 10.0
             if time.monotonic() < burst_until:
                 status += " · [bold red]store full: puts refused (see above)[/]"
-            if driver.outage:
+            if session.outage:
                 status = "[bold red]store unreachable (RPC_FAIL: the master, or the store node of dummy workers): dispatch held until it answers[/]"
             prog.update(task, completed=t["requests"], status=status)
     return shown

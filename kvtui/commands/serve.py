@@ -24,17 +24,12 @@ import os
 import signal
 import sys
 
-from kvtui.commands.common import (
-    add_cluster_arguments,
-    add_page_arguments,
-    add_workload_arguments,
-    check_refresh_hz,
-    layout_of,
-    make_workload,
-    store_size,
-)
-from kvtui.commands.estimate_args import add_estimate_arguments, estimator_from_args
-from kvtui.commands.output import path_arg
+from kvtui.config.cluster import add_cluster_arguments, store_size
+from kvtui.config.estimate import add_estimate_arguments, estimator_from_args
+from kvtui.config.layout import add_page_arguments, layout_from_args
+from kvtui.config.paths import path_arg
+from kvtui.config.screen import check_refresh_hz
+from kvtui.config.workload import add_workload_arguments, workload_from_args
 from kvtui.core.defaults import DEFAULT_HZ, MAX_HZ
 from kvtui.core.errors import KvtuiError
 
@@ -85,7 +80,7 @@ def watch_argv(parser: argparse.ArgumentParser, args: argparse.Namespace) -> lis
     for action in parser._actions:  # argparse keeps a parser's actions here; its public API has no iterator
         if not action.option_strings or action.dest in SERVE_DESTS or action.dest == "help":
             continue
-        value = getattr(args, action.dest, None)
+        value = vars(args).get(action.dest)
         if value is None or value == action.default:
             continue
         flag = action.option_strings[-1] if action.option_strings[-1].startswith("--") else action.option_strings[0]
@@ -135,8 +130,8 @@ def _check(args: argparse.Namespace) -> None:
 
         check_observe_args(args)
         return
-    layout = layout_of(args)
-    make_workload(args, layout)  # the workload flags, a trace file and its synthesis
+    layout = layout_from_args(args)
+    workload_from_args(args, layout.layout)  # the workload flags, a trace file and its synthesis
     estimator_from_args(args, layout)  # --gpu, --mfu, --prefill-tokens-per-s
 
 
@@ -260,9 +255,9 @@ async def stop_service(service) -> None:
             await proc.wait()
 
 
-def run(args: argparse.Namespace) -> int:
+def run(args: argparse.Namespace, started_at: float | None = None) -> int:
     """Check the options, then serve until Ctrl-C / SIGTERM (exit 130 / 143 once every tab's process ended)."""
-    argv = watch_argv(args.serve_parser, args)  # before the checks fill in defaults (--model and the like)
+    argv = watch_argv(args.serve_parser, args)
     _check(args)
     try:
         import textual_serve.server  # noqa: F401

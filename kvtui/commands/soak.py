@@ -15,22 +15,17 @@ import sys
 import threading
 from dataclasses import replace
 
-from kvtui.commands.common import (
-    add_cluster_arguments,
-    add_page_arguments,
-    add_workload_arguments,
-    engine_options,
-    layout_name,
-    layout_of,
-    make_workload,
-    start_recording,
-)
-from kvtui.commands.engine_start import engine_guard, start_engine
-from kvtui.commands.output import check_new_file, check_outputs, path_arg, run_context, session_header, write_json_atomic
+from kvtui.commands.output import write_json_atomic
+from kvtui.config.cluster import add_cluster_arguments
+from kvtui.config.layout import add_page_arguments
+from kvtui.config.paths import check_new_file, check_outputs, path_arg
+from kvtui.config.plan import RunPlan, plan_from_args
+from kvtui.config.workload import add_workload_arguments, skipped_text
 from kvtui.core.errors import KvtuiError, OutputError
-from kvtui.core.units import parse_duration
 from kvtui.core.topology import DEFAULT_ROUTE
+from kvtui.core.units import parse_duration
 from kvtui.engine.procs import uninterrupted
+from kvtui.launch import open_session, start_recording
 
 MAX_PAUSE_S = 60.0  # a master-pause or link-cut longer than this is an outage, not a fault to recover from
 
@@ -128,7 +123,7 @@ def _check_kinds(args: argparse.Namespace, plan):
     attached = bool(args.master or args.metadata)
     why = {k: w for k in plan.kinds
            if (w := why_unavailable(k, embedded=not attached, store_node=not attached and args.segment_on == "store",
-                                    hosts=getattr(args, "hosts", "off") == "auto"))}
+                                    hosts=args.hosts == "auto"))}
     if args.faults.strip().lower() != "all":
         for k in plan.kinds:
             if k in why:
@@ -176,40 +171,45 @@ class _Out:
             self._last = ""
 
 
-def run(args: argparse.Namespace) -> int:
+def run(args: argparse.Namespace, started_at: float | None = None) -> int:
     """Soak; exit 0, or 1 if a loaded page failed verification or the soak stopped early."""
-    from kvtui.live import LiveSession
-    from kvtui.soak.runner import Soak
-    from kvtui.soak.summary import format_soak
-    from workload import skipped_count, skipped_rows_text
-
-    layout = layout_of(args)
-    plan = _check_kinds(args, _plan(args))
+    soak_plan = _check_kinds(args, _plan(args))
     check_outputs(((args.json, "--json"), (args.series, "--series")))
     if args.json and args.json == args.series:
         raise KvtuiError("--json and --series name the same file")
     if args.record:
         check_new_file(args.record, "--record")
-    if plan.chaos_per_min and plan.pause_s >= args.client_ttl and "master-pause" in plan.kinds:
-        print(f"kvtui: warning: --pause-s {plan.pause_s:g} is not below --client-ttl {args.client_ttl}: the master "
-              "may drop every client when it continues (its keys with them)", file=sys.stderr)
-    workload, desc, problems = make_workload(args, layout)
+    plan = plan_from_args(args, started_at=started_at, run_for_s=soak_plan.duration_s,
+                          duration_s=soak_plan.duration_s, quiet=args.quiet, estimate=False,
+                          always_replace_workers=True, count_lost=True)
+    plan = replace(plan, cluster=replace(plan.cluster, client_ttl_s=args.client_ttl))
+    if soak_plan.chaos_per_min and soak_plan.pause_s >= args.client_ttl and "master-pause" in soak_plan.kinds:
+        print(f"kvtui: warning: --pause-s {soak_plan.pause_s:g} is not below --client-ttl {args.client_ttl}: the "
+              "master may drop every client when it continues (its keys with them)", file=sys.stderr)
+    return _soak(plan, soak_plan, args)
+
+
+def _soak(plan: RunPlan, soak_plan, args: argparse.Namespace) -> int:
+    from kvtui.soak.runner import Soak
+    from kvtui.soak.summary import format_soak
+    from workload import skipped_count
+
+    problems = plan.workload.problems
     if problems:
-        print(f"kvtui: {skipped_rows_text(problems)}", file=sys.stderr)
-    options, endpoints = engine_options(args, layout)
-    options = replace(options, replace_dead_workers=True, cluster=replace(options.cluster, client_ttl_s=args.client_ttl))
-    engine = start_engine(options, endpoints)
-    with engine_guard(engine):  # until the session's own teardown takes over below
-        out = _Out(args.quiet)
-        if options.cluster.isolation:
-            out.say(f"network {options.cluster.isolation}")
-        session = LiveSession(engine, workload, desc, concurrency=args.concurrency, duration_s=plan.duration_s,
-                              layout_text=layout.describe(), layout_name=layout_name(args, layout),
-                              header=session_header(args, layout, desc, endpoints),
-                              duration_from=getattr(args, "started_at", None))
-        soak = Soak(session, plan, say=out.say, progress=None if args.quiet else out.progress)
+        print(f"kvtui: {skipped_text(problems)}", file=sys.stderr)
+    if plan.cluster.store_note and (not plan.quiet or plan.cluster.store_note.startswith("warning")):
+        print(f"kvtui: {plan.cluster.store_note}", file=sys.stderr, flush=True)
+    out = _Out(args.quiet)
+    session = open_session(plan)
+    try:  # until the session's own teardown takes over below
+        if session.network:
+            out.say(f"network {session.network}")
+        soak = Soak(session, soak_plan, say=out.say, progress=None if args.quiet else out.progress)
+    except BaseException:
+        session.stop()
+        raise
     if soak.faults:
-        out.say(f"chaos: {len(soak.faults)} faults scheduled ({', '.join(plan.kinds)}), seed {plan.seed}")
+        out.say(f"chaos: {len(soak.faults)} faults scheduled ({', '.join(soak_plan.kinds)}), seed {soak_plan.seed}")
     interrupted: KeyboardInterrupt | None = None
     try:
         start_recording(session, args.record)
@@ -228,9 +228,9 @@ def run(args: argparse.Namespace) -> int:
         session.stop(final)
         if session.recording_error:  # (the frames before it are in the file, readable)
             print(f"kvtui: {session.recording_error}", file=sys.stderr)
-        summary = soak.summary(final, session.driver, interrupted is not None)
-        summary.update(run_context(args, layout, final.workload or desc, endpoints, skipped_count(problems)))
-        summary["network"] = options.cluster.isolation
+        summary = soak.summary(final, session.counts(), interrupted is not None)
+        summary.update(plan.context(final.workload or dict(plan.workload.description), skipped_count(problems)))
+        summary["network"] = session.network
         if args.json != "-":
             print(format_soak(summary))
         if args.json:
@@ -241,8 +241,8 @@ def run(args: argparse.Namespace) -> int:
         print(f"kvtui: warning: processes outlived the soak: {summary['orphans']}", file=sys.stderr)
     if interrupted is not None:
         raise interrupted
-    if session.driver.error is not None:
-        print(f"kvtui: error: the soak stopped early: {session.driver.error}", file=sys.stderr)
+    if session.error is not None:
+        print(f"kvtui: error: the soak stopped early: {session.error}", file=sys.stderr)
         return 1
     if summary["mismatches"]:
         return 1

@@ -13,11 +13,13 @@ import argparse
 import sys
 from dataclasses import replace
 
-from kvtui.commands.common import add_layout_arguments, isolate, layout_of
-from kvtui.commands.engine_start import start_engine
-from kvtui.commands.output import check_outputs, path_arg, write_json_atomic
-from kvtui.commands.trace_args import add_synthesis_arguments
+from kvtui.commands.output import write_json_atomic
+from kvtui.config.cluster import check_log_dir
+from kvtui.config.layout import add_layout_arguments, field_overrides, flag_message, layout_from_args
+from kvtui.config.paths import check_outputs, path_arg
+from kvtui.config.workload import add_synthesis_arguments, read_trace_rows, synthesis_fields, trace_synthesis
 from kvtui.core.errors import KvtuiError
+from kvtui.launch import isolate, start_engine
 
 
 def register(subparsers) -> None:
@@ -45,17 +47,13 @@ def register(subparsers) -> None:
     add_synthesis_arguments(p.add_argument_group(
         "trace synthesis (as on run and trace-stats: the offline LRU curve is that of the rows replayed; "
         "--trace-speedup changes no hit of a replay at --speed max and is refused)"))
-    add_layout_arguments(p)
-    for action in p._actions:  # the sweep's own default page shape (kvtui.core.sweep.SWEEP_BASE)
-        if action.dest == "layout":
-            action.default = None
-            action.help = (f"layout preset instead of the sweep's default pages: {SWEEP_BASE.layers} layer × "
-                           f"{SWEEP_BASE.kv_heads} KV head × {SWEEP_BASE.head_dim} element × one trace block of "
-                           "tokens per page, the element size (bytes) the smallest power of two that brings the "
-                           "smallest capacity's store to Mooncake's 16 MiB minimum (1M tokens → 8 B, 8 KiB pages); "
-                           "page bytes change no hit, only the pages a store holds do")
-        if action.dest == "model":
-            action.help = f"model name hashed into every page key (default {DEFAULT_MODEL})"
+    add_layout_arguments(  # the sweep's own default page shape (kvtui.core.sweep.SWEEP_BASE)
+        p, None, layout_help=f"layout preset instead of the sweep's default pages: {SWEEP_BASE.layers} layer × "
+                             f"{SWEEP_BASE.kv_heads} KV head × {SWEEP_BASE.head_dim} element × one trace block of "
+                             "tokens per page, the element size (bytes) the smallest power of two that brings the "
+                             "smallest capacity's store to Mooncake's 16 MiB minimum (1M tokens → 8 B, 8 KiB pages); "
+                             "page bytes change no hit, only the pages a store holds do",
+        model_help=f"model name hashed into every page key (default {DEFAULT_MODEL})")
     s = p.add_argument_group("store (a fresh embedded cluster per capacity)")
     s.add_argument("--lease-ttl", type=float, default=10.0, metavar="SECONDS",
                    help="the embedded master's read lease (default 10 s, Mooncake's default). Every probe and read "
@@ -77,33 +75,30 @@ def register(subparsers) -> None:
 
 
 def _layout(args: argparse.Namespace, smallest: int, block: int, watermark: float):
-    """``(layout, auto)``: the page layout of the flags, or the sweep's default shape (one trace block per page)
-    with the element size :func:`~kvtui.core.sweep.auto_elem_bytes` picks for the ``smallest`` capacity
-    (``auto`` True) unless ``--elem-bytes`` or ``--kv-dtype`` sets it."""
+    """``(layout, model, auto)``: the page layout of the flags and the model hashed into the keys, or the
+    sweep's default shape (one trace block per page) with the element size
+    :func:`~kvtui.core.sweep.auto_elem_bytes` picks for the ``smallest`` capacity (``auto`` True) unless
+    ``--elem-bytes`` or ``--kv-dtype`` sets it."""
     from kvtui.core.defaults import DEFAULT_MODEL
-    from kvtui.core.layout import FIELDS
     from kvtui.core.models import KV_DTYPES
     from kvtui.core.sweep import SWEEP_BASE, auto_elem_bytes
 
     if args.layout is not None or args.model_config:
-        args.layout = args.layout or "seed"  # (only read when --model-config is absent)
-        return layout_of(args), False
+        pages = layout_from_args(args, preset=args.layout or "seed")
+        return pages.layout, pages.model, False
     if args.kv_dtype and args.elem_bytes is not None:
         raise KvtuiError("--kv-dtype and --elem-bytes both set the element size; give one")
-    args.model = args.model or DEFAULT_MODEL
+    model = args.model or DEFAULT_MODEL
     try:
-        base = replace(SWEEP_BASE, **{"page_tokens": block,
-                                      **{f: getattr(args, f) for f in FIELDS if getattr(args, f, None) is not None}})
+        base = replace(SWEEP_BASE, **{"page_tokens": block, **field_overrides(args)})
         if args.kv_dtype:
             base = replace(base, elem_bytes=KV_DTYPES[args.kv_dtype])
     except ValueError as exc:
-        from kvtui.commands.checks import flag_message
-
         raise KvtuiError(flag_message(str(exc))) from None
     if args.elem_bytes is not None or args.kv_dtype:
-        return base, False
+        return base, model, False
     try:
-        return replace(base, elem_bytes=auto_elem_bytes(smallest, block, base, watermark)), True
+        return replace(base, elem_bytes=auto_elem_bytes(smallest, block, base, watermark)), model, True
     except ValueError as exc:
         raise KvtuiError(str(exc)) from None
 
@@ -112,20 +107,19 @@ def _say(text: str) -> None:
     print(f"kvtui: {text}", file=sys.stderr, flush=True)
 
 
-def run(args: argparse.Namespace) -> int:
+def run(args: argparse.Namespace, started_at: float | None = None) -> int:
     """Run the sweep; exit 0, 1 if a loaded page failed verification, 2 on bad input."""
     import psutil
 
     from kvtui.bench.sweep import SweepPlan
-    from kvtui.commands.trace_args import synthesis_description, synthesize_rows
     from kvtui.core.capacity import MEMORY_SHARE
     from kvtui.core.defaults import MIN_SEGMENT_BYTES
     from kvtui.core.sweep import OBJECT_OVERHEAD_BYTES, format_sweep_table, point_size
-    from kvtui.core.traces import resolve_trace, trace_label
+    from kvtui.core.traces import trace_label
     from kvtui.core.units import format_bytes, parse_token_list
     from kvtui.engine.cluster import ClusterOptions
     from kvtui.engine.procs import uninterrupted
-    from workload import DEFAULT_BLOCK_TOKENS, TraceError, read_trace, skipped_count, skipped_rows_text
+    from workload import DEFAULT_BLOCK_TOKENS, skipped_count, skipped_rows_text
     from workload.working_set import trace_working_set
 
     try:
@@ -141,31 +135,18 @@ def run(args: argparse.Namespace) -> int:
         raise KvtuiError("--lease-ttl must be positive seconds")
     if args.trace_speedup is not None:
         raise KvtuiError("--trace-speedup changes no hit rate of a sweep: every point replays at --speed max")
-    synthesis = synthesis_description(args, has_trace=True)  # (checks the flags before any work)
+    synthesis = trace_synthesis(args, has_trace=True)  # (checks the flags before any work)
     watermark = ClusterOptions.eviction_high_watermark
-    layout, auto = _layout(args, caps[0], block, watermark)
+    layout, model, auto = _layout(args, caps[0], block, watermark)
     try:
         sizes = tuple(point_size(c, block, layout, watermark) for c in caps)
     except ValueError as exc:
         raise KvtuiError(str(exc)) from None
     check_outputs(((args.json, "--json"), (args.svg, "--svg"), (args.png, "--png")))
-    if args.log_dir:
-        from pathlib import Path
-
-        try:
-            Path(args.log_dir).mkdir(parents=True, exist_ok=True)
-        except OSError as exc:
-            raise KvtuiError(f"--log-dir: cannot use {args.log_dir} as a folder ({exc.strerror})") from None
-    path = resolve_trace(args.trace)
-    try:
-        rows, problems = read_trace(path, block_tokens=block, strict=args.strict)
-    except TraceError as exc:  # (the file is named in it: an empty, binary or all-bad trace)
-        raise KvtuiError(f"--trace {exc}") from None
-    except ValueError as exc:
-        raise KvtuiError(str(exc)) from None
+    check_log_dir(args.log_dir)
+    rows, problems = read_trace_rows(args.trace, block, strict=args.strict, synthesis=synthesis)
     if problems:
         _say(skipped_rows_text(problems))
-    rows = synthesize_rows(args, rows, block, has_trace=True)
     ws = trace_working_set(rows, block, layout.page_tokens)
     touched = min(sizes[-1].pages, ws.pages) * layout.page_bytes  # a segment's memory is used as pages land
     available = psutil.virtual_memory().available
@@ -189,13 +170,13 @@ def run(args: argparse.Namespace) -> int:
             f"block; segment = ceil(pages × ({format_bytes(layout.page_bytes)} + {OBJECT_OVERHEAD_BYTES} B "
             f"overhead) / {watermark:g} eviction watermark), at least {MIN_SEGMENT_BYTES >> 20} MiB")
     plan = SweepPlan(rows=rows, label=trace_label(args.trace), block_tokens=block, layout=layout, sizes=sizes,
-                     model=args.model, lease_ttl_s=args.lease_ttl, log_dir=args.log_dir,
+                     model=model, lease_ttl_s=args.lease_ttl, log_dir=args.log_dir,
                      isolation=isolate(args.isolate_network),
                      sizing={"rule": rule, "eviction_high_watermark": watermark,
                              "eviction_ratio": ClusterOptions.eviction_ratio,
                              "object_overhead_bytes": OBJECT_OVERHEAD_BYTES, "min_segment_bytes": MIN_SEGMENT_BYTES,
                              "elem_bytes_auto": auto},
-                     bad_rows_skipped=skipped_count(problems), synthesis=synthesis.get("synthesis", {}))
+                     bad_rows_skipped=skipped_count(problems), synthesis=synthesis_fields(synthesis).get("synthesis", {}))
     if not quiet:
         _say(f"{len(sizes)} point{'' if len(sizes) == 1 else 's'} of {len(rows):,} rows; pages {layout.describe()}; {plan.isolation}")
     try:

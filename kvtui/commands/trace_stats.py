@@ -9,8 +9,8 @@ from __future__ import annotations
 
 import argparse
 
-from kvtui.commands.output import path_arg
-from kvtui.commands.trace_args import add_synthesis_arguments
+from kvtui.config.paths import path_arg
+from kvtui.config.workload import add_synthesis_arguments
 from kvtui.core import units
 from kvtui.core.errors import KvtuiError
 
@@ -83,12 +83,13 @@ def _fmt_int(n: int) -> str:
     return f"{n:,}"
 
 
-def run(args: argparse.Namespace) -> int:
+def run(args: argparse.Namespace, started_at: float | None = None) -> int:
     """Compute and print the stats; return 0. Bad input raises :class:`KvtuiError`."""
     import os
 
-    from kvtui.commands.output import check_outputs, write_json_atomic
-    from kvtui.commands.trace_args import synthesis_description, synthesize_rows, trace_synthesis
+    from kvtui.commands.output import write_json_atomic
+    from kvtui.config.paths import check_outputs
+    from kvtui.config.workload import apply_synthesis, synthesis_fields, trace_synthesis
     from kvtui.core.traces import resolve_trace
     from workload.stats import hit_rate_curve, trace_stats
     from workload.synthesis import shared_prefix_lengths
@@ -100,10 +101,11 @@ def run(args: argparse.Namespace) -> int:
     capacities = _parse_capacities(args.capacity)
     path = resolve_trace(args.file, "trace-stats")
     check_outputs(((args.json, "--json"),))  # before the work, as every command does
+    synthesis = trace_synthesis(args, has_trace=True)
 
     try:
         rows, problems = read_trace(path, block_tokens=block_tokens, strict=args.strict)
-        rows = synthesize_rows(args, rows, block_tokens, has_trace=True)
+        rows = apply_synthesis(rows, synthesis, block_tokens)
         stats = trace_stats(rows, block_tokens)
         shared_tokens = sum(shared_prefix_lengths(rows, block_tokens)) * block_tokens
         curve = hit_rate_curve(rows, capacities, block_tokens) if capacities else []
@@ -114,7 +116,7 @@ def run(args: argparse.Namespace) -> int:
 
     table: list[tuple[str, str]] = [
         ("trace", os.fspath(args.file)),
-        *([("synthesis", synthesis.describe())] if (synthesis := trace_synthesis(args, has_trace=True)) else []),
+        *([("synthesis", synthesis.describe())] if synthesis else []),
         ("rows", f"{_fmt_int(stats.rows)}" + (f"  ({_rows(len(skipped), 'bad row')} skipped)" if skipped else "")),
         ("duration", f"{stats.duration_s:,.1f} s"),
         (
@@ -169,7 +171,7 @@ def run(args: argparse.Namespace) -> int:
     if args.json:
         doc = {
             "file": os.fspath(args.file),
-            **synthesis_description(args, has_trace=True),
+            **synthesis_fields(synthesis),
             **stats.to_dict(),
             "shared_prefix_tokens": shared_tokens,
             "lru": [{"capacity_tokens": cap, "token_hit_rate": rate} for cap, rate in curve],

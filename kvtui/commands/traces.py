@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import argparse
 
-from kvtui.commands.output import path_arg
+from kvtui.config.paths import path_arg
 from kvtui.core.errors import KvtuiError
 
 
@@ -64,10 +64,11 @@ def format_table(traces: list[dict]) -> str:
     return "\n".join(lines)
 
 
-def run(args: argparse.Namespace) -> int:
+def run(args: argparse.Namespace, started_at: float | None = None) -> int:
     """Print the table, or write ``--json`` (``{"traces": [...]}``, fields of :func:`shipped_trace_rows`);
     exit 0."""
-    from kvtui.commands.output import check_outputs, write_json_atomic
+    from kvtui.commands.output import write_json_atomic
+    from kvtui.config.paths import check_outputs
 
     check_outputs(((args.json, "--json"),))
     traces = shipped_trace_rows()

@@ -4,28 +4,16 @@ from __future__ import annotations
 
 import argparse
 import sys
-from pathlib import Path
 
-from kvtui.commands.common import (
-    add_cluster_arguments,
-    add_page_arguments,
-    add_screen_arguments,
-    add_workload_arguments,
-    check_refresh_hz,
-    engine_options,
-    layout_name,
-    layout_of,
-    make_workload,
-    screen_arguments,
-    start_recording,
-)
-from kvtui.commands.engine_start import engine_guard, start_engine
-from kvtui.commands.estimate_args import add_estimate_arguments, estimator_from_args
-from kvtui.commands.export_args import Outputs, add_export_arguments
-from kvtui.commands.output import check_new_file, path_arg, session_header
-from kvtui.core.defaults import DEFAULT_HZ, DEFAULT_PROMPT_PAGES, MAX_HZ
-from kvtui.commands.listen_args import add_listen_arguments, bind_listener
-from kvtui.core.errors import KvtuiError
+from kvtui.config.cluster import add_cluster_arguments, add_listen_arguments
+from kvtui.config.estimate import add_estimate_arguments, estimator_from_args
+from kvtui.config.exports import add_export_arguments, exports_from_args
+from kvtui.config.layout import add_page_arguments, layout_from_args
+from kvtui.config.paths import check_new_file, path_arg
+from kvtui.config.plan import plan_from_args
+from kvtui.config.screen import add_refresh_argument, add_screen_arguments, screen_from_args
+from kvtui.config.workload import add_workload_arguments, skipped_text
+from kvtui.launch import Outputs, open_session, start_recording
 
 
 def register(subparsers) -> None:
@@ -38,9 +26,7 @@ def register(subparsers) -> None:
     add_workload_arguments(p)
     g = p.add_argument_group("monitor")
     g.add_argument("--concurrency", type=int, default=1, metavar="N", help="requests in flight (default 1)")
-    g.add_argument("--refresh-hz", type=float, default=DEFAULT_HZ, metavar="HZ",
-                   help=f"screen updates per second, ≤ {MAX_HZ:g} (default {DEFAULT_HZ:g}: every repaint costs CPU the "
-                        "workload could use; key presses show at once whatever the rate)")
+    add_refresh_argument(g)
     add_screen_arguments(g)
     g.add_argument("--screenshot-dir", type=path_arg, default=".", metavar="DIR", help="where the screenshot key S saves SVGs (default: the current folder)")
     g.add_argument("--record", type=path_arg, metavar="FILE", help="record the session to FILE from the start (Ctrl+R toggles "
@@ -53,77 +39,49 @@ def register(subparsers) -> None:
     add_cluster_arguments(p)
     add_listen_arguments(p)
     add_export_arguments(p)
-    p.set_defaults(func=run, prompt_tokens=None)
+    p.set_defaults(func=run)
 
 
-def check_screenshot_dir(path: str) -> None:
-    """``--screenshot-dir``: ``KvtuiError`` now if it names a file, or a folder whose parent does not exist
-    (the screenshot key creates the folder itself, one level only)."""
-    folder = Path(path)
-    if folder.exists() and not folder.is_dir():
-        raise KvtuiError(f"--screenshot-dir: {path} exists and is not a folder")
-    if not folder.exists() and not folder.resolve().parent.is_dir():
-        raise KvtuiError(f"--screenshot-dir: folder {folder.resolve().parent} does not exist")
-
-
-def run(args: argparse.Namespace) -> int:
+def run(args: argparse.Namespace, started_at: float | None = None) -> int:
     """Start everything, run the app until it quits, tear everything down (``--observe``:
     :func:`kvtui.commands.observe_mode.run_observe`)."""
     if args.observe:
         from kvtui.commands.observe_mode import run_observe
 
-        return run_observe(args, check_screenshot_dir)
-    with Outputs(args) as outputs:  # --prometheus binds now: a busy port fails before anything starts
-        return _run(args, outputs)
+        return run_observe(args)
+    exports = exports_from_args(args)
+    with Outputs(exports) as outputs:  # --prometheus binds now: a busy port fails before anything starts
+        layout = layout_from_args(args)
+        estimator_from_args(args, layout)  # (its flags are checked before the terminal is)
+        if args.record:
+            check_new_file(args.record, "--record")
+        screen = screen_from_args(args, "watch")
+        plan = plan_from_args(args, layout=layout, started_at=started_at, exports=exports, follow_layout=True,
+                              duration_s=args.duration)
+        return _run(plan, screen, args.record, outputs)
 
 
-def _run(args: argparse.Namespace, outputs: Outputs) -> int:
+def _run(plan, screen, record: str | None, outputs: Outputs) -> int:
     from kvtui.core.layout import preset_summaries
-    from kvtui.live import LiveSession
-    from kvtui.metrics.aggregate import Aggregator
     from kvtui.tui.app import run_app
-    from workload import skipped_count, skipped_rows_text
+    from workload import skipped_count
 
-    layout = layout_of(args)
-    estimator = estimator_from_args(args, layout)
-    if args.concurrency < 1:
-        raise KvtuiError("--concurrency must be at least 1")
-    check_refresh_hz(args.refresh_hz)
-    if args.record:
-        check_new_file(args.record, "--record")
-    check_screenshot_dir(args.screenshot_dir)
-    size = screen_arguments(args, "watch")
-    workload, desc, problems = make_workload(args, layout)
-    options, endpoints = engine_options(args, layout)
-    listener = bind_listener(args)  # (a busy --listen address fails before anything starts)
+    if plan.cluster.store_note:
+        print(f"kvtui: {plan.cluster.store_note}", file=sys.stderr, flush=True)
     print("kvtui: starting the store and workers…", file=sys.stderr, flush=True)
-    try:
-        engine = start_engine(options, endpoints)  # from the main thread: children die with it
-    except BaseException:
-        if listener is not None:
-            listener.close()
-        raise
-    with engine_guard(engine, listener):  # until session.stop below takes over
-        session = LiveSession(engine, workload, desc, concurrency=args.concurrency, layout_text=layout.describe(),
-                              layout_name=layout_name(args, layout),
-                              prompt_pages=DEFAULT_PROMPT_PAGES if args.prompt_tokens is None else None,
-                              header={**session_header(args, layout, desc, endpoints),
-                                      "ttft_estimate": estimator.inputs()},
-                              aggregator=Aggregator(estimator=estimator), rerun_lost=options.replace_dead_workers)
-        outputs.attach(session)
-        if listener is not None:
-            session.listen(listener)
+    session = open_session(plan, outputs=outputs)
     if outputs.url:
-        session._log("info", f"Prometheus metrics on {outputs.url}")
-    if options.cluster.isolation:
-        session._log("info", f"network {options.cluster.isolation}")  # shown in the event log, not stderr
+        session.log("info", f"Prometheus metrics on {outputs.url}")
+    if session.network:
+        session.log("info", f"network {session.network}")  # shown in the event log, not stderr
+    problems = plan.workload.problems
     if problems:  # skipped rows are an error; rows replayed late only a warning
-        session._log("error" if skipped_count(problems) else "info", skipped_rows_text(problems))
+        session.log("error" if skipped_count(problems) else "info", skipped_text(problems))
     try:
-        start_recording(session, args.record)
+        start_recording(session, record)
         session.start()
-        return run_app(session, session, headless=args.headless, duration_s=args.duration,
-                       screenshot=args.screenshot, screenshot_dir=args.screenshot_dir, size=size,
-                       refresh_hz=args.refresh_hz, layouts=preset_summaries())
+        return run_app(session, session, headless=screen.headless, duration_s=screen.duration_s,
+                       screenshot=screen.screenshot, screenshot_dir=screen.screenshot_dir, size=screen.size,
+                       refresh_hz=screen.refresh_hz, layouts=preset_summaries())
     finally:
         session.stop()

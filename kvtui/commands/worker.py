@@ -14,8 +14,8 @@ import sys
 import tempfile
 from pathlib import Path
 
-from kvtui.commands.listen_args import TOKEN_ENV
-from kvtui.commands.output import path_arg
+from kvtui.config.cluster import TOKEN_ENV
+from kvtui.config.paths import path_arg
 from kvtui.core.errors import KvtuiError
 
 
@@ -41,7 +41,7 @@ def register(subparsers) -> None:
     p.set_defaults(func=run)
 
 
-def run(args: argparse.Namespace) -> int:
+def run(args: argparse.Namespace, started_at: float | None = None) -> int:
     """Join, then serve as the worker (never returns on success); ``KvtuiError`` (one line, exit 2) when the
     address is malformed, nothing listens there, or the coordinator refuses the token or the worker."""
     from dataclasses import replace

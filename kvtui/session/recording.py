@@ -19,7 +19,7 @@ def next_recording_path(folder: str = ".") -> str:
 class RecordingControl:
     """Start, stop and toggle recording of a session's frames and events.
 
-    The session provides ``agg`` (an :class:`~kvtui.metrics.aggregate.Aggregator`), ``_log(kind, text)``,
+    The session provides ``agg`` (an :class:`~kvtui.metrics.aggregate.Aggregator`), ``log(kind, text)``,
     the attribute ``recorder`` (``None`` when not recording), ``frame()`` and ``frame_events()`` (what
     :class:`~kvtui.session.writer.RecordingThread` reads), and :meth:`recording_header` (the file's header).
     """
@@ -41,7 +41,7 @@ class RecordingControl:
         writer = SessionWriter(path, self.recording_header())
         self.agg.begin_span()
         self.recorder = RecordingThread(self, writer).start()
-        self._log("control", f"recording → {path}")
+        self.log("control", f"recording → {path}")
         return path
 
     def stop_recording(self, final=None) -> str | None:
@@ -49,11 +49,11 @@ class RecordingControl:
         rec, self.recorder = self.recorder, None
         if rec is None:
             return None
-        self._log("control", f"recording stopped: {rec.writer.path}")
+        self.log("control", f"recording stopped: {rec.writer.path}")
         rec.stop(final)
         if rec.writer.error:
             self.recording_error = rec.writer.error
-            self._log("error", rec.writer.error)
+            self.log("error", rec.writer.error)
         return str(rec.writer.path)
 
     def toggle_recording(self) -> tuple[bool, str | None]:

@@ -214,9 +214,9 @@ class Soak:
                 continue
         return left
 
-    def summary(self, final, driver, interrupted: bool) -> dict:
-        """The soak's summary (after the session stopped): ``final``, the session's last frame; ``driver``
-        its driver. Fields: see the README's "Soak and chaos"."""
+    def summary(self, final, counts, interrupted: bool) -> dict:
+        """The soak's summary (after the session stopped): ``final``, the session's last frame; ``counts``
+        what became of its requests (:class:`kvtui.live.RunCounts`). Fields: see the README's "Soak and chaos"."""
         from kvtui.metrics.aggregate import summary_from_frame
 
         plan = self.plan
@@ -241,10 +241,10 @@ class Soak:
             "unavailable_kinds": self.skipped_kinds, "pause_s": plan.pause_s,
             "recovery_timeout_s": plan.recovery_timeout_s,
             "schedule": [f.as_dict() for f in self.faults],
-            "requests": {"issued": driver.issued, "completed": driver.completed,
-                         "per_s": driver.completed / elapsed if elapsed > 0 else 0.0, "lost": lost,
-                         "with_errors": self.tracker.with_errors, "dropped": driver.dropped - lost,
-                         "abandoned": driver.abandoned},
+            "requests": {"issued": counts.issued, "completed": counts.completed,
+                         "per_s": counts.completed / elapsed if elapsed > 0 else 0.0, "lost": lost,
+                         "with_errors": self.tracker.with_errors, "dropped": counts.dropped - lost,
+                         "abandoned": counts.abandoned},
             "verified_pages": run["verified_pages"], "mismatches": run["mismatches"], "errors": run["errors"],
             "faults": faults, "fault_events": [r.as_dict() for r in records],
             "worker_replacements": [asdict(r) for r in self.engine.replacements],

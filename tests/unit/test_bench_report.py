@@ -13,7 +13,8 @@ from kvtui.bench.targets import TARGETS
 from kvtui.bench.trace import format_trace
 from kvtui.commands.bench import format_ui
 from kvtui.core.units import parse_size
-from kvtui.commands.output import check_new_file, write_json_atomic
+from kvtui.commands.output import write_json_atomic
+from kvtui.config.paths import check_new_file
 from kvtui.core.errors import KvtuiError
 from kvtui.engine.connector import ReloadResult
 from workload import TraceProblem, skipped_rows_text

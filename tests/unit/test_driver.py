@@ -165,26 +165,23 @@ def test_rpc_fail_holds_dispatch_until_master_answers():
 def test_a_quiet_run_says_when_an_outage_holds_dispatch_and_when_it_ends(capsys):
     """``kvtui run`` with stderr not a terminal (``_progress(quiet=True)``) has no status line, so an outage's
     start and end are one stderr line each."""
-    import threading
-
     from kvtui.commands.run import _progress
+    from kvtui.metrics.store_full import StoreFullAlarm
 
-    class FakeDriver:
-        def __init__(self):
-            self.done, self.outage = threading.Event(), False
-
-    d = FakeDriver()
     script = iter([False, True, True, False])
 
-    def poll(timeout):
-        try:
-            d.outage = next(script)
-        except StopIteration:
-            return True
-        return False
+    class FakeSession:  # what _progress reads of a LiveSession
+        outage = False
+        store_full = StoreFullAlarm(lambda failed, seconds: "")
 
-    d.done.wait = poll
-    assert _progress(d, None, 0, quiet=True) == 0
+        def wait_done(self, timeout_s):
+            try:
+                self.outage = next(script)
+            except StopIteration:
+                return True
+            return False
+
+    assert _progress(FakeSession(), 0, quiet=True) == 0
     err = capsys.readouterr().err.splitlines()
     assert err == ["kvtui: store unreachable (RPC_FAIL: the master, or the store node of dummy workers): dispatch held",
                    "kvtui: the store answers again: dispatch resumed"]

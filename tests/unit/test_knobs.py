@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from kvtui.commands.common import add_workload_arguments, make_workload
+from kvtui.config.workload import add_workload_arguments, workload_from_args
 from kvtui.core.errors import KvtuiError
 from kvtui.core.knobs import DEFAULT_SCENARIO, KNOBS, OVERLAP, POOL, RATE, SCENARIO_KEY, SCENARIOS
 from kvtui.core.layout import PRESETS
@@ -61,13 +61,14 @@ def test_command_line_defaults_help_and_checks_come_from_the_knobs():
     for knob in KNOBS.values():
         assert knob.range_text() in " ".join(text.split())
     layout = PRESETS["tiny"]
-    wl, desc, _ = make_workload(p.parse_args(["--overlap", "40", "--pool", "3", "--rate", "5"]), layout)
-    assert (wl.spec.overlap, wl.spec.pool, wl.spec.rate) == (0.4, 3, 5.0) and desc["overlap"] == 0.4
+    plan = workload_from_args(p.parse_args(["--overlap", "40", "--pool", "3", "--rate", "5"]), layout)
+    spec = plan.build().spec
+    assert (spec.overlap, spec.pool, spec.rate) == (0.4, 3, 5.0) and plan.description["overlap"] == 0.4
     for argv, message in ((["--overlap", "120"], "--overlap must be within 0-100 %, got 120"),
                           (["--pool", "0"], "--pool must be within 1-1048576, got 0"),
                           (["--rate", "-2"], "--rate must be at least 0 req/s, got -2")):
         with pytest.raises(KvtuiError, match=message):
-            make_workload(p.parse_args(argv), layout)
+            workload_from_args(p.parse_args(argv), layout)
 
 
 @pytest.mark.parametrize("knob,value,ok", [

@@ -3,7 +3,8 @@ import argparse
 import numpy as np
 import pytest
 
-from kvtui.commands.common import add_layout_arguments, layout_from_args
+from kvtui.config.layout import add_layout_arguments, layout_from_args
+from kvtui.core.errors import KvtuiError
 from kvtui.core.layout import PRESETS, PageLayout
 from kvtui.core.units import parse_bytes
 from kvtui.engine.contents import PageContent
@@ -79,34 +80,31 @@ def test_cli_overrides():
     ap = argparse.ArgumentParser()
     add_layout_arguments(ap)
     args = ap.parse_args(["--layers", "1", "--kv-heads", "1", "--head-dim", "1", "--elem-bytes", "1", "--page-tokens", "512"])
-    assert layout_from_args(args).page_bytes == 1024
-    assert layout_from_args(ap.parse_args(["--layout", "tiny"])) == PRESETS["tiny"]
-    with pytest.raises(ValueError):
+    assert layout_from_args(args).layout.page_bytes == 1024
+    assert layout_from_args(ap.parse_args(["--layout", "tiny"])).layout == PRESETS["tiny"]
+    with pytest.raises(KvtuiError, match="^--layers must"):
         layout_from_args(ap.parse_args(["--layers", "0"]))
 
 
 def test_model_config_flag_sets_the_layout_and_the_model_name_in_the_keys():
-    from kvtui.commands.common import layout_name
     from kvtui.core.defaults import DEFAULT_MODEL
-    from kvtui.core.errors import KvtuiError
 
     ap = argparse.ArgumentParser()
     add_layout_arguments(ap)
-    args = ap.parse_args(["--model-config", "llama-3.1-8b", "--page-tokens", "16"])
-    lay = layout_from_args(args)
+    plan = layout_from_args(ap.parse_args(["--model-config", "llama-3.1-8b", "--page-tokens", "16"]))
+    lay = plan.layout
     assert lay == PageLayout(32, 8, 128, 16, 2) and lay.page_bytes == 131072 * 16
-    assert args.model == "llama-3.1-8b" and args.model_spec.name == "llama-3.1-8b"
-    assert layout_name(args, lay) == "llama-3.1-8b"
-    args = ap.parse_args(["--model-config", "llama-3.1-8b", "--model", "mine", "--kv-dtype", "fp8"])
-    lay = layout_from_args(args)
-    assert (args.model, lay.page_tokens, lay.elem_bytes) == ("mine", 256, 1)  # --model wins; 256 tokens/page
-    assert layout_name(args, lay) == "llama-3.1-8b"
-    args = ap.parse_args(["--model-config", "deepseek-v3", "--layers", "2"])
-    assert layout_name(args, layout_from_args(args)) == "custom"
-    args = ap.parse_args([])
-    assert layout_from_args(args) == PRESETS["seed"] and args.model == DEFAULT_MODEL and args.model_spec is None
-    args = ap.parse_args(["--layout", "tiny", "--kv-dtype", "fp32"])
-    assert layout_from_args(args) == PageLayout(4, 2, 16, 8, 4)
+    assert plan.model == "llama-3.1-8b" and plan.model_spec.name == "llama-3.1-8b"
+    assert plan.name == "llama-3.1-8b"
+    plan = layout_from_args(ap.parse_args(["--model-config", "llama-3.1-8b", "--model", "mine", "--kv-dtype", "fp8"]))
+    lay = plan.layout
+    assert (plan.model, lay.page_tokens, lay.elem_bytes) == ("mine", 256, 1)  # --model wins; 256 tokens/page
+    assert plan.name == "llama-3.1-8b"
+    assert layout_from_args(ap.parse_args(["--model-config", "deepseek-v3", "--layers", "2"])).name == "custom"
+    plan = layout_from_args(ap.parse_args([]))
+    assert plan.layout == PRESETS["seed"] and plan.model == DEFAULT_MODEL and plan.model_spec is None
+    assert plan.name == "seed"
+    assert layout_from_args(ap.parse_args(["--layout", "tiny", "--kv-dtype", "fp32"])).layout == PageLayout(4, 2, 16, 8, 4)
     with pytest.raises(KvtuiError, match="--kv-dtype and --elem-bytes"):
         layout_from_args(ap.parse_args(["--model-config", "seed", "--kv-dtype", "fp8", "--elem-bytes", "1"]))
     with pytest.raises(KvtuiError, match="layout preset: --layout tiny"):

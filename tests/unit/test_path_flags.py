@@ -10,7 +10,7 @@ import os
 import pytest
 
 from kvtui.cli import build_parser, main
-from kvtui.commands.output import path_arg
+from kvtui.config.paths import path_arg
 
 FILE_FLAGS = ("--json", "--svg", "--png", "--series", "--record", "--requests-log", "--cast", "--gif",
               "--svg-anim", "--screenshot", "--screenshot-dir", "--log-dir")

@@ -67,17 +67,15 @@ def test_one_decode_worker_always_gets_the_request_and_unknown_routes_are_refuse
 
 
 def test_worker_client_auto_is_dummy_only_where_it_is_exact_and_dummy_elsewhere_is_refused():
-    """``--worker-client`` (kvtui.commands.topology_args.worker_client): auto gives dummy clients for an
+    """``--worker-client`` (kvtui.config.cluster.resolve_worker_client): auto gives dummy clients for an
     embedded store on one store node of this host with one prefill worker (the only writer), real clients
     otherwise; asking for dummy where it cannot be exact is one line naming the flag in the way."""
-    import argparse
-
-    from kvtui.commands.topology_args import DEFAULT_WORKER_CLIENT, worker_client
+    from kvtui.config.cluster import DEFAULT_WORKER_CLIENT, Topology, resolve_worker_client
     from kvtui.core.errors import KvtuiError
 
     def resolve(choice=DEFAULT_WORKER_CLIENT, segment_on="store", attached=False, n_prefill=1, nodes=1, hosts=False):
-        return worker_client(argparse.Namespace(worker_client=choice, segment_on=segment_on), attached, n_prefill,
-                             nodes, hosts)
+        return resolve_worker_client(choice, attached=attached, segment_on=segment_on,
+                                     topology=Topology(prefill_workers=n_prefill, store_nodes=nodes), hosts=hosts)
 
     assert DEFAULT_WORKER_CLIENT == "auto" and resolve() == "dummy" and resolve("real") == "real"
     cases = {"--master": dict(attached=True), "--segment-on decode": dict(segment_on="decode"),

@@ -13,7 +13,8 @@ from pathlib import Path
 import pytest
 
 from kvtui.cli import build_parser, main
-from kvtui.commands.common import layout_of, make_workload
+from kvtui.config.layout import layout_from_args
+from kvtui.config.workload import workload_from_args
 from kvtui.core.traces import SHIPPED_TRACES, resolve_trace
 from kvtui.core.errors import KvtuiError
 
@@ -70,7 +71,8 @@ def test_trace_stats_by_name(capsys, name):
 
 def _workload(argv: list[str]):
     args = build_parser().parse_args(argv)
-    return make_workload(args, layout_of(args))
+    plan = workload_from_args(args, layout_from_args(args).layout)
+    return plan.build(), plan.description, list(plan.problems)
 
 
 @pytest.mark.parametrize("command", ["run", "watch"])

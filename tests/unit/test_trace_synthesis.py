@@ -1,5 +1,5 @@
 """Trace synthesis (workload.synthesis) on small hand-made traces, expected rows and hits worked out by hand,
-its documented effect on the ideal hit rate of the shipped traces, and the flags of kvtui/commands/trace_args.py
+its documented effect on the ideal hit rate of the shipped traces, and the flags of kvtui/config/workload.py
 on `kvtui trace-stats`, `run` and `bench`."""
 
 from __future__ import annotations

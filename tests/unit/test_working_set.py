@@ -1,6 +1,6 @@
 """The working-set estimate (workload/working_set.py) against the pages the workloads really issue, the store
 plan built on it (kvtui/core/capacity.py), the one-line burst alarm (kvtui/metrics/store_full.py), and the
-workload flag checks that turn silent no-ops into one-line errors (kvtui/commands/checks.py)."""
+workload flag checks that turn silent no-ops into one-line errors (kvtui/config/workload.py)."""
 
 from __future__ import annotations
 
@@ -10,8 +10,9 @@ from dataclasses import replace
 
 import pytest
 
-from kvtui.commands.checks import flag_message
-from kvtui.commands.common import add_cluster_arguments, add_page_arguments, add_workload_arguments, make_workload
+from kvtui.config.cluster import add_cluster_arguments
+from kvtui.config.layout import add_page_arguments, flag_message
+from kvtui.config.workload import add_workload_arguments, workload_from_args
 from kvtui.core.capacity import held_pages, plan_store, segment_for, size_flag, store_full_text
 from kvtui.core.errors import KvtuiError
 from kvtui.core.layout import PRESETS
@@ -183,7 +184,7 @@ def _parser():
 ])
 def test_flags_that_would_change_nothing_are_errors_naming_flags(argv, message):
     with pytest.raises(KvtuiError, match=message) as exc:
-        make_workload(_parser().parse_args(argv), SEED if "tiny" not in argv else PRESETS["tiny"])
+        workload_from_args(_parser().parse_args(argv), SEED if "tiny" not in argv else PRESETS["tiny"])
     assert "_" not in str(exc.value).split(",")[0]
 
 
@@ -192,14 +193,14 @@ def test_trace_flags_need_a_trace_and_prompt_tokens_none(tmp_path):
     trace.write_text('{"timestamp": 0, "input_length": 600, "output_length": 1, "hash_ids": [1, 2]}\n')
     tiny = PRESETS["tiny"]
     with pytest.raises(KvtuiError, match="--prompt-tokens applies to synthetic scenarios only"):
-        make_workload(_parser().parse_args(["--trace", str(trace), "--prompt-tokens", "64"]), tiny)
+        workload_from_args(_parser().parse_args(["--trace", str(trace), "--prompt-tokens", "64"]), tiny)
     with pytest.raises(KvtuiError, match="--page-tokens 300 does not divide --trace-block-tokens 512"):
-        make_workload(_parser().parse_args(["--trace", str(trace)]), replace(tiny, page_tokens=300))
+        workload_from_args(_parser().parse_args(["--trace", str(trace)]), replace(tiny, page_tokens=300))
     with pytest.raises(KvtuiError, match="--trace-block-tokens must be at least 1"):
-        make_workload(_parser().parse_args(["--trace", str(trace), "--trace-block-tokens", "0"]), tiny)
-    args = _parser().parse_args(["--trace", str(trace), "--speed", "max", "--strict"])
-    wl, desc, _ = make_workload(args, tiny)
-    assert wl.speed is None and args.working_set.pages == 64  # one full block of 512 tokens, 8-token pages
+        workload_from_args(_parser().parse_args(["--trace", str(trace), "--trace-block-tokens", "0"]), tiny)
+    plan = workload_from_args(_parser().parse_args(["--trace", str(trace), "--speed", "max", "--strict"]), tiny)
+    assert plan.build().speed is None
+    assert plan.working_set(tiny.page_tokens, 1).pages == 64  # one full block of 512 tokens, 8-token pages
 
 
 def test_flag_message_translates_the_workload_and_layout_fields():
@@ -210,10 +211,13 @@ def test_flag_message_translates_the_workload_and_layout_fields():
     assert flag_message("no such trace file") == "no such trace file"
 
 
-def test_make_workload_records_the_working_set():
-    args = _parser().parse_args(["--scenario", "multi-turn"])
-    make_workload(args, SEED)
-    assert (args.working_set.pages, args.working_set.prompt_pages) == (214, 32)
+def test_the_plan_holds_the_working_set_the_store_is_sized_for():
+    from kvtui.cli import build_parser
+    from kvtui.config.plan import plan_from_args
+
+    plan = plan_from_args(build_parser().parse_args(["run", "--scenario", "multi-turn", "--store-size", "4GiB"]))
+    assert (plan.working_set.pages, plan.working_set.prompt_pages) == (214, 32)
+    assert plan.cluster.store_bytes == 4 << 30 and plan.cluster.store_note == ""
 
 
 @pytest.mark.parametrize("argv,needle", [

@@ -1,21 +1,22 @@
-"""The TTFT estimate's flags, shared by the commands that move pages (``run``, ``watch``, ``bench``):
+"""The TTFT estimate's flags, shared by the commands that move pages (``run``, ``watch``, ``bench``, ``serve``):
 ``--gpu``, ``--mfu`` and ``--prefill-tokens-per-s`` (:mod:`kvtui.metrics.ttft` holds the formula, the GPU
-table and the default MFU). :func:`estimator_from_args` checks them and raises
-:class:`~kvtui.core.errors.KvtuiError` (one line, exit 2) on a bad value.
-"""
+table and the default MFU)."""
 
 from __future__ import annotations
 
 import argparse
 import math
 
+from kvtui.config.layout import LayoutPlan
 from kvtui.core.errors import KvtuiError
+from kvtui.metrics.ttft import DEFAULT_GPU, DEFAULT_MFU, GPUS, TtftEstimator, make_estimator
+
+ESTIMATE_FLAGS = (("--gpu", "gpu"), ("--mfu", "mfu"), ("--prefill-tokens-per-s", "prefill_tokens_per_s"))
+"""The flags of the estimate and their ``argparse`` destinations."""
 
 
 def add_estimate_arguments(parser: argparse.ArgumentParser) -> None:
     """Add the "TTFT estimate" argument group to a command's parser."""
-    from kvtui.metrics.ttft import DEFAULT_GPU, DEFAULT_MFU, GPUS
-
     g = parser.add_argument_group(
         "TTFT estimate (the prefill time a reload saves: recompute ≈ (2·P·k + 2·L·d_attn·k²) FLOPs ÷ (peak × MFU) "
         "for k reloaded tokens, against the measured reload time; README \"TTFT and GPU time saved\")")
@@ -30,17 +31,18 @@ def add_estimate_arguments(parser: argparse.ArgumentParser) -> None:
                         "recompute time = k ÷ this), and works with any layout, tiny and custom ones too")
 
 
-def estimator_from_args(args: argparse.Namespace, layout):
-    """The :class:`~kvtui.metrics.ttft.TtftEstimator` of ``args`` for ``layout`` (after
-    :func:`kvtui.commands.common.layout_of`, which sets ``args.model_spec``): the model is ``--model-config``'s,
-    or the preset the layout is the shape of (``seed`` → Qwen2.5-7B); none for ``tiny`` or a changed layout
-    (then the estimate is off, unless ``--prefill-tokens-per-s``). ``KvtuiError`` for ``--mfu`` outside
-    (0, 1], ``--prefill-tokens-per-s`` ≤ 0, or ``--gpu`` / ``--mfu`` given with ``--prefill-tokens-per-s``
-    (which replaces them)."""
-    from kvtui.commands.common import layout_name
-    from kvtui.metrics.ttft import DEFAULT_GPU, DEFAULT_MFU, make_estimator
+def estimate_flags_given(args: argparse.Namespace) -> list[str]:
+    """The estimate flags given on the command line, in :data:`ESTIMATE_FLAGS` order."""
+    return [flag for flag, dest in ESTIMATE_FLAGS if getattr(args, dest, None) is not None]
 
-    gpu, mfu, rate = getattr(args, "gpu", None), getattr(args, "mfu", None), getattr(args, "prefill_tokens_per_s", None)
+
+def estimator_from_args(args: argparse.Namespace, layout: LayoutPlan) -> TtftEstimator:
+    """The :class:`~kvtui.metrics.ttft.TtftEstimator` of the flags for ``layout``: the model is
+    ``--model-config``'s, or the preset the layout is the shape of (``seed`` → Qwen2.5-7B); none for ``tiny``
+    or a changed layout (then the estimate is off, unless ``--prefill-tokens-per-s``). ``KvtuiError`` for
+    ``--mfu`` outside (0, 1], ``--prefill-tokens-per-s`` ≤ 0, or ``--gpu`` / ``--mfu`` given with
+    ``--prefill-tokens-per-s`` (which replaces them)."""
+    gpu, mfu, rate = (getattr(args, dest, None) for _flag, dest in ESTIMATE_FLAGS)
     if mfu is not None and not (0 < mfu <= 1):
         raise KvtuiError(f"--mfu must be within (0, 1] (a fraction of the GPU's peak, 0.4 = 40 %), got {mfu:g}")
     if rate is not None and not (rate > 0 and math.isfinite(rate)):
@@ -49,9 +51,8 @@ def estimator_from_args(args: argparse.Namespace, layout):
         given = " and ".join(f for f, v in (("--gpu", gpu), ("--mfu", mfu)) if v is not None)
         raise KvtuiError(f"--prefill-tokens-per-s replaces the FLOPs estimate, so {given} would change nothing; "
                          "give one or the other")
-    name = layout_name(args, layout)
-    spec = getattr(args, "model_spec", None) if name != "custom" else None
+    spec = layout.model_spec if layout.name != "custom" else None
     try:
-        return make_estimator(name, spec, gpu or DEFAULT_GPU, DEFAULT_MFU if mfu is None else mfu, rate)
+        return make_estimator(layout.name, spec, gpu or DEFAULT_GPU, DEFAULT_MFU if mfu is None else mfu, rate)
     except ValueError as exc:
         raise KvtuiError(str(exc)) from None

@@ -1,0 +1,251 @@
+"""Start what a :class:`~kvtui.config.plan.RunPlan` describes: the one session builder of ``run``, ``watch``,
+``soak`` and ``serve`` (whose browser tabs each run ``watch``), and the pieces ``bench`` and ``sweep`` start
+their own engines with.
+
+:func:`open_session` isolates the network (when it may), starts the engine (the embedded cluster or an
+attachment, and the workers), binds the remote-worker listener and builds the
+:class:`~kvtui.live.LiveSession`; :class:`Outputs` binds the Prometheus exporter and opens the request log
+before anything starts. Every start-up failure is one line (:class:`~kvtui.core.errors.KvtuiError`), and a
+Ctrl-C or an error half-way stops whatever had started.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import replace
+from typing import TYPE_CHECKING, Any
+
+from kvtui.config.cluster import ClusterPlan, ListenPlan
+from kvtui.config.exports import ExportPlan
+from kvtui.config.plan import RunPlan
+from kvtui.core.errors import KvtuiError
+
+if TYPE_CHECKING:
+    from kvtui.engine.cluster import ClusterEndpoints
+    from kvtui.engine.engine import Engine
+    from kvtui.engine.options import EngineOptions
+    from kvtui.live import LiveSession
+
+
+def isolate(mode: str, explicit_ports: bool = False, hosts: bool = False) -> str:
+    """Apply ``--isolate-network`` ``mode`` (``auto``, ``on``, ``off``): move this process into a private
+    network namespace whose only interface is loopback when it may (:func:`kvtui.engine.netns.isolate_network`),
+    so the cluster and workers it starts inherit it. Returns a one-line description for the user.
+    ``KvtuiError`` when ``on`` (or ``hosts``: emulated hosts need it) cannot be honoured."""
+    from kvtui.engine.netns import isolate_network
+
+    why = "--isolate-network off"
+    if explicit_ports and mode == "off":
+        why = "explicit ports requested"
+    env = os.environ.get("KVTUI_ISOLATE", "").lower()
+    if mode == "auto" and env in ("off", "0", "no"):
+        mode, why = "off", f"KVTUI_ISOLATE={env}"
+    if mode == "off":
+        return f"not isolated ({why}): Mooncake's transfer listeners bind all interfaces"
+    try:
+        reason = isolate_network()
+    except OSError as exc:  # (stuck in a namespace that reaches nothing: no run can work)
+        raise KvtuiError(str(exc)) from None
+    if reason is None:
+        if hosts:
+            return "isolated: private network namespace, emulated hosts on a private bridge (10.77.0.0/24)"
+        return "isolated: private network namespace, loopback only"
+    if hosts:
+        raise KvtuiError(f"--hosts auto: {reason}")
+    if mode == "on":
+        raise KvtuiError(f"--isolate-network on: {reason}")
+    return f"not isolated ({reason}): Mooncake's transfer listeners bind all interfaces"
+
+
+def isolate_cluster(cluster: ClusterPlan) -> str | None:
+    """:func:`isolate` for an embedded cluster's plan, the link's shaping appended; None when attached (kvtui
+    starts nothing of its own)."""
+    if cluster.attached:
+        return None
+    text = isolate(cluster.isolate, explicit_ports=bool(cluster.ports), hosts=cluster.hosts)
+    return text + (f"; every host's link {cluster.link_text} each way (tc tbf)" if cluster.link is not None else "")
+
+
+def start_engine(options: EngineOptions, endpoints: ClusterEndpoints | None) -> Engine:
+    """Start an :class:`~kvtui.engine.engine.Engine`, turning start-up failures into one-line errors."""
+    from kvtui.engine.cluster import ClusterError
+    from kvtui.engine.engine import Engine
+    from kvtui.engine.workers import WorkerError
+
+    engine = Engine(options, endpoints)
+    try:
+        engine.start()
+    except (ClusterError, WorkerError, ValueError) as exc:
+        raise KvtuiError(str(exc).splitlines()[0] if isinstance(exc, WorkerError) else str(exc)) from None
+    return engine
+
+
+@contextmanager
+def engine_guard(engine: Engine, listener: Any = None) -> Iterator[None]:
+    """Between a started engine and its owner's own teardown (building its session, its outputs): a Ctrl-C, a
+    SIGTERM or an error there stops ``engine`` (its workers and embedded cluster, whose log folder is then
+    removed or named) and closes ``listener`` before it is re-raised, so nothing is left to the parent-death
+    signal."""
+    try:
+        yield
+    except BaseException:
+        engine.stop()
+        if listener is not None:
+            listener.close()
+        raise
+
+
+def bind_listener(listen: ListenPlan | None) -> Any:
+    """The remote-worker listener of ``listen`` bound now (before the engine starts), None without one;
+    ``KvtuiError`` (one line) when the address cannot be listened on."""
+    if listen is None:
+        return None
+    from kvtui.engine.remote import open_listener
+
+    try:
+        return open_listener((listen.host, listen.port), listen.token)
+    except OSError as exc:
+        raise KvtuiError(f"--listen {listen.host}:{listen.port}: cannot listen there ({exc.strerror or exc})") from None
+
+
+def attached_endpoints(cluster: ClusterPlan) -> ClusterEndpoints | None:
+    """The attached cluster's endpoints, with a log folder for the workers' native logs (``--log-dir``, else a
+    new temporary one: never the terminal); None for an embedded cluster."""
+    if cluster.endpoints is None:
+        return None
+    import tempfile
+
+    return replace(cluster.endpoints, log_dir=cluster.log_dir or tempfile.mkdtemp(prefix="kvtui-logs-"))
+
+
+def open_session(plan: RunPlan, *, outputs: Outputs | None = None,
+                 echo: Callable[[str], None] | None = None) -> LiveSession:
+    """Start the engine of ``plan`` and return its :class:`~kvtui.live.LiveSession`, not yet started (the
+    caller starts it, and always stops it): the network isolated first (embedded), then the remote-worker
+    listener bound, the engine started, ``outputs`` attached and the listener handed to the session
+    (``echo(text)``: where remote workers' joins are also said). ``KvtuiError`` (one line) when anything
+    cannot start; what had started is stopped first."""
+    from kvtui.live import LiveSession
+    from kvtui.metrics.aggregate import Aggregator
+
+    isolation = isolate_cluster(plan.cluster)
+    options = plan.engine_options(isolation)
+    listener = bind_listener(plan.cluster.listen)  # (a busy --listen address fails before anything starts)
+    try:
+        engine = start_engine(options, attached_endpoints(plan.cluster))  # from the main thread: children die with it
+    except BaseException:
+        if listener is not None:
+            listener.close()
+        raise
+    with engine_guard(engine, listener):  # until the session's own teardown takes over
+        session = LiveSession(
+            engine, plan.workload.build(), dict(plan.workload.description), concurrency=plan.concurrency,
+            max_requests=plan.max_requests, duration_s=plan.run_for_s, duration_from=plan.started_at,
+            layout_text=plan.layout.layout.describe(), layout_name=plan.layout.name,
+            prompt_pages=plan.workload.prompt_pages, header=plan.header(),
+            aggregator=Aggregator(estimator=plan.estimator), rerun_lost=plan.rerun_lost)
+        if outputs is not None:
+            outputs.attach(session)
+        if listener is not None:
+            session.listen(listener, echo=echo)
+    return session
+
+
+def start_recording(session: Any, path: str | None) -> None:
+    """``--record``: start recording ``session`` into ``path`` (if given); ``KvtuiError`` if it cannot."""
+    from kvtui.session import SessionError
+
+    if path:
+        try:
+            session.start_recording(path)
+        except SessionError as exc:
+            raise KvtuiError(str(exc)) from None
+
+
+# -- outputs --------------------------------------------------------------------------------------------------
+def open_requests_log(path: str, estimator: Any = None, *, atomic: bool = False, flag: str = "--requests-log") -> Any:
+    """A :class:`~kvtui.export.request_log.RequestLog` (CSV) or a Parquet one by the path's suffix;
+    ``KvtuiError`` naming ``flag`` when it cannot be created."""
+    from kvtui.export.request_log import open_log
+
+    try:
+        return open_log(path, estimator, atomic=atomic)
+    except OSError as exc:
+        raise KvtuiError(f"{flag}: {path}: {exc.strerror or exc}") from None
+
+
+class Outputs:
+    """The Prometheus exporter and the request log of one command (use as a context manager: everything is
+    closed on the way out, also after an error). The exporter binds when this is made, before anything else
+    starts, so a busy port is one line at once; :meth:`attach` wires both to a session; at the end,
+    :meth:`finish` pins the exporter to the final frame, so every later scrape returns exactly the summary's
+    counters, and :meth:`linger` waits ``--prometheus-linger`` seconds for a last scrape."""
+
+    def __init__(self, plan: ExportPlan):
+        self.plan = plan
+        self.exporter: Any = None
+        self.log: Any = None
+        self._told = False  # a failed log was reported
+        if plan.prometheus is not None:
+            from kvtui.export.prometheus import ExporterError, PrometheusExporter
+
+            host, port = plan.prometheus
+            try:
+                self.exporter = PrometheusExporter(host, port).start()  # bound now: a busy port fails here
+            except ExporterError as exc:
+                raise KvtuiError(f"--prometheus: {exc}") from None
+
+    def __enter__(self) -> Outputs:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    @property
+    def url(self) -> str | None:
+        """The exporter's ``/metrics`` URL (None without ``--prometheus``)."""
+        return self.exporter.url if self.exporter is not None else None
+
+    def attach(self, session: Any) -> None:
+        """Serve ``session``'s frames and log its requests."""
+        if self.exporter is not None:
+            self.exporter.attach(session.frame)
+        if self.plan.requests_log:
+            self.log = open_requests_log(self.plan.requests_log, session.estimator)
+            session.add_sink(self.log)
+
+    def finish(self, final: Any = None) -> list[str]:
+        """The run ended: pin the exporter to ``final`` (the summary's frame), close the request log;
+        returns lines for the user (a log that failed)."""
+        lines = []
+        if self.exporter is not None and final is not None:
+            self.exporter.pin(final)
+        if self.log is not None:
+            self.log.close()
+            if self.log.error and not self._told:
+                lines.append(f"--requests-log: {self.log.error}")
+            self._told = True
+        return lines
+
+    def linger(self) -> None:
+        """Keep serving ``--prometheus-linger`` seconds (after the summary; Ctrl-C ends it as an interrupt)."""
+        if self.exporter is None or self.plan.linger_s <= 0:
+            return
+        print(f"kvtui: serving the final figures on {self.url} for {self.plan.linger_s:g} s (--prometheus-linger)",
+              file=sys.stderr, flush=True)
+        time.sleep(self.plan.linger_s)
+
+    def close(self) -> None:
+        """Stop the exporter and close the log (safe to call twice); a log that failed says so on stderr."""
+        if self.log is not None:
+            self.log.close()
+            if self.log.error and not self._told:
+                print(f"kvtui: --requests-log: {self.log.error}", file=sys.stderr)
+            self._told = True
+        if self.exporter is not None:
+            self.exporter.stop()
+            self.exporter = None
