@@ -189,8 +189,12 @@ class ObserveSession(RecordingControl):
         self._thread = threading.Thread(target=self._loop, name="kvtui-observe", daemon=True)
         self.sinks: list = []  # (no request ever finishes here; kept for the commands' wiring)
 
-    def _log(self, kind: str, text: str) -> None:
+    def log(self, kind: str, text: str) -> None:
+        """Add an event-log line of ``kind`` (``info``, ``control``, ``error``) at the session's time now."""
         self.agg.event(EngineEvent(kind, self.agg.now(), text))
+
+    def _log(self, kind: str, text: str) -> None:  # (RecordingControl logs through this name)
+        self.log(kind, text)
 
     @property
     def workload(self) -> dict:
