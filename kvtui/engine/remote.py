@@ -33,6 +33,7 @@ import socket
 import threading
 from dataclasses import dataclass, field
 from multiprocessing.connection import Client, Connection, Listener
+from typing import Callable
 
 from kvtui.engine.protocol import Failed, Ready
 from kvtui.engine.store import route_address
@@ -126,6 +127,18 @@ class RemoteHandle(WorkerHandle):
                 pass
 
 
+@dataclass(frozen=True)
+class _Direction:
+    """One direction of a relayed pair, the selector's data for ``src``'s descriptor: what ``src`` receives
+    goes to ``dst``; ``on_close`` (or None) is called when the pair is dropped; ``fds``: both connections'
+    descriptors (to unregister both)."""
+
+    src: Connection
+    dst: Connection
+    on_close: Callable[[], None] | None
+    fds: tuple[int, int]
+
+
 class Relay:
     """Copies whole messages between pairs of connections (a remote worker's chain connection and a local
     worker's relay pipe), both ways, on one thread; a pair whose either end closes is closed on both, and
@@ -147,8 +160,8 @@ class Relay:
             self._new.append((a, b, on_close))
         self._wake_w.send(b"x")
 
-    def _drop(self, pair) -> None:
-        src, dst, on_close, fds = pair
+    def _drop(self, pair: _Direction) -> None:
+        src, dst, on_close, fds = pair.src, pair.dst, pair.on_close, pair.fds
         for fd in fds:  # (registered by descriptor: a connection closed elsewhere can still be unregistered)
             try:
                 self._sel.unregister(fd)
@@ -169,7 +182,7 @@ class Relay:
             except (OSError, ValueError):  # a descriptor closed under us: drop the pairs it belonged to
                 events = []
                 for key in list(self._sel.get_map().values()):
-                    if key.data is not None and (key.data[0].closed or key.data[1].closed):
+                    if key.data is not None and (key.data.src.closed or key.data.dst.closed):
                         self._drop(key.data)
             for key, _ in events:
                 if key.data is None:
@@ -178,14 +191,13 @@ class Relay:
                         new, self._new = self._new, []
                     for a, b, on_close in new:
                         fds = (a.fileno(), b.fileno())
-                        self._sel.register(fds[0], selectors.EVENT_READ, (a, b, on_close, fds))
-                        self._sel.register(fds[1], selectors.EVENT_READ, (b, a, on_close, fds))
+                        self._sel.register(fds[0], selectors.EVENT_READ, _Direction(a, b, on_close, fds))
+                        self._sel.register(fds[1], selectors.EVENT_READ, _Direction(b, a, on_close, fds))
                     continue
                 if key.fd not in self._sel.get_map():  # (dropped with its partner in this round)
                     continue
-                src, dst = key.data[0], key.data[1]
                 try:
-                    dst.send_bytes(src.recv_bytes())
+                    key.data.dst.send_bytes(key.data.src.recv_bytes())
                 except (EOFError, OSError, ValueError):
                     self._drop(key.data)
         for key in list(self._sel.get_map().values()):

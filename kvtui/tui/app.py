@@ -290,7 +290,8 @@ class KvtuiApp(App[int]):
         to its value."""
         asked = self.knob_state.overlay(frame.workload, frame.status, time.monotonic())
         if asked is not None:
-            frame = dataclasses.replace(frame, workload=asked[0], status=asked[1])
+            workload, status = asked
+            frame = dataclasses.replace(frame, workload=workload, status=status)
         self.w[Kpis].update_frame(frame, frozen=self.frozen, window_label=self._latency_text())
 
     def log_line(self, text: str, kind: str = "ui") -> None:
