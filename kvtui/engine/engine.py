@@ -32,11 +32,11 @@ from typing import Callable
 from kvtui.core.engine_api import RemoteJoin, SubmittedRequest, WorkerError
 from kvtui.core.events import RequestResult
 from kvtui.core.layout import PageLayout
+from kvtui.core.subscribers import Subscribers, Unsubscribe
 from kvtui.core.topology import worker_name, worker_names
 from kvtui.engine.cluster import ClusterEndpoints, EmbeddedCluster
 from kvtui.engine.keys import PageKeyer
 from kvtui.engine.options import SEGMENT_PLACES, EngineOptions
-from kvtui.core.subscribers import Subscribers, Unsubscribe
 from kvtui.engine.protocol import (
     Begin, Drain, Hold, RemoveAll, RequestDone, RequestDropped, RequestFailed, SetLayout, Submit,
 )
@@ -256,7 +256,7 @@ class Engine:
         self._chain_state.drained = True
         self._chain_send("decode", Drain())
 
-    def submit(self, req) -> None:
+    def submit(self, req: SubmittedRequest) -> None:
         """Hash the page keys of ``req`` (a ``workload.Request``: its cacheable full pages), route it
         (:class:`~kvtui.engine.routing.Router`) and hand the keys to its decode worker; the result comes
         from :meth:`next_result`. Thread-safe with respect to :meth:`next_result`. With
