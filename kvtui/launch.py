@@ -216,7 +216,7 @@ class Outputs:
             self.exporter.attach(session.frame)
         if self.plan.requests_log:
             self.log = open_requests_log(self.plan.requests_log, session.estimator)
-            session.add_sink(self.log)
+            session.subscribe_results(self.log.add)
 
     def finish(self, final: Any = None) -> list[str]:
         """The run ended: pin the exporter to ``final`` (the summary's frame), close the request log;

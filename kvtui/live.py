@@ -5,23 +5,32 @@ knob and layout changes (typed messages of :mod:`kvtui.core.controls`, checked a
 :mod:`kvtui.core.knobs`), ``pause``, ``resume``, ``clear_store``, ``toggle_recording``, ``restart_master``,
 ``stop``. Controls reach the workload on the driver's feeder thread, so they apply from the next request;
 every control change (or its refusal) is also logged as an engine event (shown in the event log).
+
+The engine is anything that satisfies :class:`kvtui.core.engine_api.EngineAPI` (the real
+:class:`~kvtui.engine.engine.Engine`, or :class:`kvtui.testing.fake_engine.FakeEngine` in tests). The session
+subscribes to its worker rebuilds and remote joins and offers its finished requests to subscribers
+(:meth:`LiveSession.subscribe_results`), each in subscription order.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
+from typing import Any, Callable
 
 from kvtui.config.workload import synthetic_description
 from kvtui.core.codes import NO_SPACE
 from kvtui.core.controls import Control, SetLayout, SetOverlap, SetPool, SetRate, SetScenario, SetTraceSpeed
-from kvtui.core.events import EngineEvent
+from kvtui.core.engine_api import EngineAPI, RemoteJoin, WorkerReplacement
+from kvtui.core.events import EngineEvent, RequestResult
 from kvtui.core.knobs import KNOBS, OVERLAP, POOL, RATE, SCENARIOS
+from kvtui.core.subscribers import Subscribers, Unsubscribe
 from kvtui.engine.hosts import host_addresses
 from kvtui.engine.samplers import PanelThread, ProcessSampler, StoreSampler
 from kvtui.metrics.aggregate import Aggregator
 from kvtui.metrics.frame import Frame
 from kvtui.metrics.store_full import StoreFullAlarm
 from kvtui.session.recording import RecordingControl
+from workload import SyntheticWorkload, TraceWorkload
 
 LAYOUT_WAIT_S = 10.0  # a layout switch waits this long for the requests under way to finish
 HALT_WAIT_S = 1.0  # an abandoned driver ends within ~0.1 s (its feeder may be in a control handler a bit longer)
@@ -46,14 +55,16 @@ class RunCounts:
 class LiveSession(RecordingControl):
     """Owns a running :class:`~kvtui.engine.driver.Driver` over a started engine.
 
-    ``workload``: the request source (a ``SyntheticWorkload`` accepts knob changes; a trace does not);
+    ``engine``: a started :class:`~kvtui.core.engine_api.EngineAPI`; ``workload``: the request source (a
+    ``SyntheticWorkload`` accepts knob and layout changes, a ``TraceWorkload`` speed changes, any other
+    iterable of requests neither);
     ``description``: the ``frame.workload`` dict at the start (:func:`synthetic_description`, or a trace's
     name and row count); ``layout_text``: shown in the header; ``layout_name``: the page layout preset the
     engine started with (``custom`` when none); ``prompt_pages``: prompts of this many pages of the layout
     (after a layout switch too; None: the prompt length in tokens stays as it is).
     """
 
-    def __init__(self, engine, workload, description: dict, *, concurrency: int = 1, max_requests=None,
+    def __init__(self, engine: EngineAPI, workload, description: dict, *, concurrency: int = 1, max_requests=None,
                  duration_s=None, aggregator: Aggregator | None = None, layout_text: str = "",
                  header: dict | None = None, owns_engine: bool = True, prompt_pages: int | None = None,
                  layout_name: str = "custom", duration_from: float | None = None, rerun_lost: bool = False):
@@ -65,21 +76,13 @@ class LiveSession(RecordingControl):
         self.layout_text = layout_text
         self.layout_name = layout_name
         self.agg = aggregator or Aggregator()
-        options = getattr(engine, "options", None)
-        self.agg.set_worker_counts(getattr(options, "prefill_workers", 1), getattr(options, "decode_workers", 1),
-                                   local_segments=getattr(options, "segment_on", "") == "decode")
+        o = engine.options
+        self.agg.set_worker_counts(o.prefill_workers, o.decode_workers, local_segments=o.segment_on == "decode")
         self.driver = Driver(engine, workload, self._on_result, self.agg.event, on_control=self._apply,
                              concurrency=concurrency, max_requests=max_requests, duration_s=duration_s,
                              duration_from=duration_from, rerun_lost=rerun_lost)
-        told = getattr(engine, "on_replacement", None)  # (the driver's event line)
-
-        def replaced(rep) -> None:  # the workers were rebuilt: the Processes panel follows the new processes
-            if told is not None:
-                told(rep)
-            self.panels.proc_sampler.set_pids(engine.worker_pids())
-
-        if told is not None:
-            engine.on_replacement = replaced
+        self._results: Subscribers[[RequestResult]] = Subscribers()
+        self._unsubscribe: list[Unsubscribe] = []  # from the engine's publishers, undone by stop()
         ep = engine.endpoints
         self.panels = PanelThread(StoreSampler(ep.metrics_url if ep else None), ProcessSampler(
             engine.worker_pids(), host_addresses(ep)))
@@ -92,7 +95,6 @@ class LiveSession(RecordingControl):
         self.prompt_pages = prompt_pages  # prompts of this many pages of the layout (None: --prompt-tokens fixed)
         self._page_bytes_used: dict[int, int] = {}  # tokens per page → page bytes of every layout used so far
         self.store_full = StoreFullAlarm(self._store_full_text)  # one event-log line per burst of refused puts
-        self.sinks: list = []  # views fed every RequestResult, e.g. kvtui.export.request_log.RequestLog
         self.coordinator = None  # kvtui.engine.remote.Coordinator while remote workers may join (listen)
 
     @property
@@ -101,16 +103,43 @@ class LiveSession(RecordingControl):
         synthetic workload's knobs, read from the workload's current spec (so the header never disagrees with
         what the next request uses), and its layout preset name (``layout``)."""
         d = dict(self._description)
-        spec = getattr(self.workload, "spec", None)
         if d.get("kind") == "synthetic":
-            if spec is not None:
-                d.update(synthetic_description(spec))
+            if isinstance(self.workload, SyntheticWorkload):
+                d.update(synthetic_description(self.workload.spec))
             d["layout"] = self.layout_name
-        progress = getattr(self.workload, "progress", None)
-        if d.get("kind") == "trace" and progress is not None:  # a TraceWorkload: position, length, speed
-            p = progress()
+        if d.get("kind") == "trace" and isinstance(self.workload, TraceWorkload):  # position, length, speed
+            p = self.workload.progress()
             d.update(speed=p["speed"], position_s=p["position_s"], length_s=p["length_s"])
         return d
+
+    def subscribe_results(self, fn: Callable[[RequestResult], None]) -> Unsubscribe:
+        """Call ``fn`` with every finished request from now on (from the driver's collector thread, after
+        the aggregator and the earlier subscribers); returns the function that unsubscribes.
+        An exception ``fn`` raises ends the run (:attr:`error`)."""
+        return self._results.subscribe(fn)
+
+    def log(self, kind: str, text: str) -> None:
+        """Add an event-log line of ``kind`` (``info``, ``control``, ``error``, ``outage``) at the session's
+        time now; it is shown by the monitor and recorded with the frames."""
+        self.agg.event(EngineEvent(kind, self.agg.now(), text))
+
+    def now(self) -> float:
+        """Seconds since the session's aggregator started (the time of its frames and events)."""
+        return self.agg.now()
+
+    @property
+    def error(self) -> BaseException | None:
+        """Why the run stopped early (a workload error, a worker that died and was not rebuilt), else None."""
+        return self.driver.error
+
+    def wait(self, timeout_s: float | None = None) -> bool:
+        """Wait up to ``timeout_s`` (None: for ever) for the run to end; True once it has."""
+        return self.driver.done.wait(timeout_s)
+
+    def follow_processes(self) -> None:
+        """The Processes panel samples the engine's processes as they are now (after a restart or a rebuild
+        gave some a new pid)."""
+        self.panels.proc_sampler.set_pids(self.engine.worker_pids())
 
     def listen(self, listener, echo=None) -> None:
         """Let remote decode and prefill workers join through ``listener`` (``kvtui.engine.remote.open_listener``; the
@@ -119,51 +148,50 @@ class LiveSession(RecordingControl):
         ``Frame.workers``."""
         from kvtui.engine.remote import Coordinator
 
-        def joined(handle, index: int) -> None:
-            self.agg.describe_worker(handle.spec.role, index, name=handle.name, host=handle.host, pid=handle.pid,
-                                     remote=True)
-
         def event(kind: str, text: str) -> None:
             self.log(kind, text)
             if echo is not None:
                 echo(text)
 
-        self.engine.on_remote = joined
+        self._unsubscribe.append(self.engine.subscribe_remote(self._remote_joined))
         self.coordinator = Coordinator(self.engine, listener, event)
         host, port = self.coordinator.address
         self.log("info", f"listening for remote workers on {host}:{port} (kvtui worker --join)")
 
+    def _remote_joined(self, join: RemoteJoin) -> None:  # a remote worker gets its row in Frame.workers
+        self.agg.describe_worker(join.role, join.index, name=join.name, host=join.host, pid=join.pid, remote=True)
+
+    def _workers_replaced(self, rep: WorkerReplacement) -> None:  # the Processes panel follows the new workers
+        self.follow_processes()
+
     def start(self) -> "LiveSession":
-        """Start sampling and issuing requests."""
+        """Start sampling and issuing requests; from now until :meth:`stop`, each rebuild of the engine's
+        workers (after the driver's event line for it) points the Processes panel at the new processes."""
         self._started = True
         self.panels.start()
         self.driver.start()
+        self._unsubscribe.append(self.engine.subscribe_replacement(self._workers_replaced))
         self.log("info", f"started: {self._workload_text()}")
-        o = getattr(self.engine, "options", None)
-        nodes = getattr(getattr(o, "cluster", None), "store_nodes", 1) if getattr(o, "segment_on", "") == "store" else 1
-        if o is not None and (getattr(o, "prefill_workers", 1) > 1 or getattr(o, "decode_workers", 1) > 1 or nodes > 1):
+        o = self.engine.options
+        nodes = o.cluster.store_nodes if o.segment_on == "store" else 1
+        if o.prefill_workers > 1 or o.decode_workers > 1 or nodes > 1:
             self.log("info", f"workers: {o.prefill_workers} prefill × {o.decode_workers} decode, route {o.route}, "
-                              f"concurrency {self.driver.concurrency} per decode worker"
-                              + (f"; {nodes} store nodes" if nodes > 1 else ""))
+                             f"concurrency {self.driver.concurrency} per decode worker"
+                             + (f"; {nodes} store nodes" if nodes > 1 else ""))
         return self
 
-    def _on_result(self, result) -> None:
+    def _on_result(self, result: RequestResult) -> None:
         self.agg.add(result)
-        for sink in self.sinks:
-            sink.add(result)
+        self._results(result)
         rec = self.recorder
         if rec is not None:  # the session file's request rows (kvtui report --requests-log)
             from kvtui.export.request_log import request_row
 
-            rec.writer.add_request(request_row(result, getattr(self.agg, "estimator", None)))
+            rec.writer.add_request(request_row(result, self.agg.estimator))
         self._log_line(self.store_full.add(result.codes.get(NO_SPACE, 0), self.agg.now()))
         if self._description.get("kind") == "trace":
             self._description["done"] = self.driver.completed
             self._description["complete"] = self.driver.completed >= self._description.get("total", 0)
-
-    def log(self, kind: str, text: str) -> None:
-        """One line in the event log (``kind``: ``info``, ``control``, ``error``…), at the session's clock."""
-        self.agg.event(EngineEvent(kind, self.agg.now(), text))
 
     def _log_line(self, store_full: str | None) -> None:
         if store_full:
@@ -184,7 +212,7 @@ class LiveSession(RecordingControl):
         embedded = cluster is not None
         segment = o.store_bytes if embedded else (self.panels.store.get("capacity_bytes") or None)
         dead = tuple(n for n in cluster.store_names() if (p := cluster.process(n)) is not None and not p.alive()) \
-            if embedded and o.segment_on == "store" else ()
+            if cluster is not None and o.segment_on == "store" else ()
         return store_full_text(failed, seconds, ws, o.layout.page_bytes, segment, o.cluster.eviction_high_watermark,
                                o.cluster.lease_ttl_ms / 1000 if embedded else None, dead)
 
@@ -229,7 +257,7 @@ class LiveSession(RecordingControl):
         if isinstance(control, SetTraceSpeed):
             self._set_trace_speed(control.speed)
             return
-        if not hasattr(self.workload, "update"):
+        if not isinstance(self.workload, SyntheticWorkload):
             self.log("control", "this workload (a trace) has no knobs to change")
             return
         try:
@@ -245,7 +273,7 @@ class LiveSession(RecordingControl):
         driver's arrival clock); refused with an event-log line for a synthetic workload or a speed not > 0."""
         from kvtui.core.knobs import trace_speed_text
 
-        if not hasattr(self.workload, "set_speed"):
+        if not isinstance(self.workload, TraceWorkload):
             self.log("control", "trace speed: this workload is not a trace (its rate is the r / R knob)")
             return
         try:
@@ -267,7 +295,7 @@ class LiveSession(RecordingControl):
         range, or when a worker refuses."""
         from kvtui.core.layout import PRESETS
 
-        if self._description.get("kind") != "synthetic" or not hasattr(self.workload, "update"):
+        if self._description.get("kind") != "synthetic" or not isinstance(self.workload, SyntheticWorkload):
             self.log("control", "this workload (a trace) keeps the page layout it started with")
             return
         if name not in PRESETS:
@@ -281,11 +309,11 @@ class LiveSession(RecordingControl):
         if self._page_bytes_used.get(new.page_tokens, new.page_bytes) != new.page_bytes:  # keys hash tokens only
             which = "the current one" if new.page_tokens == old.page_tokens else "a layout used earlier"
             self.log("error", f"control refused: layout {name} has {new.page_tokens} tokens per page like "
-                               f"{which} but other page bytes: its pages would take the stored pages' keys")
+                              f"{which} but other page bytes: its pages would take the stored pages' keys")
             return
         spec = self.workload.spec
-        changes = {"page_tokens": new.page_tokens,
-                   "prompt_tokens": self.prompt_pages * new.page_tokens if self.prompt_pages else spec.prompt_tokens}
+        prompt_tokens = self.prompt_pages * new.page_tokens if self.prompt_pages else spec.prompt_tokens
+        changes: dict[str, Any] = {"page_tokens": new.page_tokens, "prompt_tokens": prompt_tokens}
         try:
             replace(spec, **changes).validate()  # checked before anything switches
         except ValueError as exc:
@@ -295,12 +323,12 @@ class LiveSession(RecordingControl):
         store_bytes = self.engine.options.store_bytes if self.engine.cluster is not None else None
         if store_bytes is not None and prompt_pages * new.page_bytes > store_bytes:
             self.log("error", f"control refused: one {name} prompt ({prompt_pages} pages of "
-                               f"{new.page_bytes / 2**20:.1f} MiB) is larger than the store segment "
-                               f"({store_bytes / 2**20:.0f} MiB): every publish would fail")
+                              f"{new.page_bytes / 2**20:.1f} MiB) is larger than the store segment "
+                              f"({store_bytes / 2**20:.0f} MiB): every publish would fail")
             return
         if not self.driver.wait_idle(LAYOUT_WAIT_S):
             self.log("error", f"control refused: requests still under way after {LAYOUT_WAIT_S:g} s; "
-                               "layout unchanged")
+                              "layout unchanged")
             return
         try:
             self.engine.set_layout(new)  # both workers or neither
@@ -360,7 +388,7 @@ class LiveSession(RecordingControl):
         """Embedded mode: start the master kvtui owns again on the same ports (``RuntimeError`` otherwise).
         Dispatch resumes by itself once the master answers (the driver watches it)."""
         self.engine.restart_master()
-        self.panels.proc_sampler.set_pids(self.engine.worker_pids())  # the new master has a new pid
+        self.follow_processes()  # the new master has a new pid
         self.log("control", "master restarted on the same ports (it starts with no keys)")
 
     def halt(self, timeout_s: float = HALT_WAIT_S) -> bool:
@@ -384,6 +412,8 @@ class LiveSession(RecordingControl):
         self._stopped = True
         with uninterrupted():
             self.halt()
+            for unsubscribe in self._unsubscribe:
+                unsubscribe()
             if final is None and self.recorder is not None and self._started:
                 final = self.final_frame()  # (watch: the recording ends with the store as the run left it)
             self.stop_recording(final)
@@ -396,10 +426,6 @@ class LiveSession(RecordingControl):
                 self.panels.stop()  # after the engine: a scrape then fails at once rather than wait on a master
 
     # -- what a command reads ---------------------------------------------------------------------------
-    def add_sink(self, sink) -> None:
-        """Feed ``sink.add(result)`` every :class:`~kvtui.core.events.RequestResult` from now on (a request log)."""
-        self.sinks.append(sink)
-
     @property
     def estimator(self):
         """The TTFT :class:`~kvtui.metrics.ttft.TtftEstimator` of the figures (None: no estimate)."""
@@ -411,26 +437,13 @@ class LiveSession(RecordingControl):
         return self.engine.options.cluster.isolation
 
     @property
-    def error(self) -> BaseException | None:
-        """Why the workload stopped for good (a worker died and nothing rebuilds it), None while it has not."""
-        return self.driver.error
-
-    @property
     def outage(self) -> bool:
         """Dispatch is held: the store does not answer (the master, or the store node of dummy workers)."""
         return self.driver.outage
 
-    def wait_done(self, timeout_s: float) -> bool:
-        """Wait up to ``timeout_s`` for the workload to end (its bounds, its trace's end, a stop); True if it did."""
-        return self.driver.done.wait(timeout_s)
-
     def totals(self) -> dict:
         """The cumulative counters now (:meth:`kvtui.metrics.aggregate.Aggregator.totals`)."""
         return self.agg.totals()
-
-    def now(self) -> float:
-        """Seconds on the session's clock (the frames' ``t``)."""
-        return self.agg.now()
 
     def counts(self) -> RunCounts:
         """What became of the requests issued so far (:class:`RunCounts`)."""

@@ -190,7 +190,7 @@ class ObserveSession(RecordingControl):
         self.estimator = None  # (no request is estimated here)
 
     def log(self, kind: str, text: str) -> None:
-        """One line in the event log (``kind``: ``info``, ``control``, ``error``…)."""
+        """Add an event-log line of ``kind`` (``info``, ``control``, ``error``) at the session's time now."""
         self.agg.event(EngineEvent(kind, self.agg.now(), text))
 
     @property

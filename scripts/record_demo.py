@@ -34,11 +34,11 @@ def record(path: str, duration: float) -> None:
         session.start()
         t0 = time.monotonic()
         for at, overlap in CHANGES:
-            if session.wait_done(max(0.0, t0 + at - time.monotonic())):
+            if session.wait(max(0.0, t0 + at - time.monotonic())):
                 break
             session.send(SetOverlap(overlap))
             print(f"record_demo: {time.monotonic() - t0:4.1f} s  overlap → {overlap:.0%}", file=sys.stderr)
-        while not session.wait_done(1.0):
+        while not session.wait(1.0):
             pass
         final = session.final_frame()
     finally:

@@ -79,7 +79,7 @@ class BrokenStoreWatch:
     """Watches the ``RequestResult`` s a bench measures for answers of a broken store
     (:data:`~kvtui.core.codes.BROKEN_STORE_CODES`: the master or, for dummy workers, the store node stopped
     answering). A ``kvtui run`` waits such an outage out; a bench cannot measure across one, so it stops.
-    ``add(result)`` counts one result (a :class:`~kvtui.live.LiveSession` sink, or a driver's ``on_result``)
+    ``add(result)`` counts one result (a :class:`~kvtui.live.LiveSession` results subscriber, or a driver's ``on_result``)
     and says whether any was broken so far; :meth:`check` raises ``StoreError`` naming ``what`` met it."""
 
     def __init__(self):

@@ -66,13 +66,9 @@ def measure_rate(engines: BenchEngines, layout, seconds: float = 8.0) -> dict:
     session = LiveSession(engine, SyntheticWorkload(spec), synthetic_description(spec),
                           layout_text=layout.describe())
     finished: list = []  # (engine seconds, result) of every request, appended by the session's thread
-
-    class _Finished:  # a session sink
-        def add(self, r):
-            finished.append((engine.now(), r))
-
     broken = BrokenStoreWatch()  # (a run waits an outage out: the window would count it as store-call time)
-    session.sinks += [_Finished(), broken]
+    session.subscribe_results(lambda r: finished.append((engine.now(), r)))
+    session.subscribe_results(broken.add)
     try:
         session.start()
         time.sleep(RATE_WARM_S)  # (a measurement window, not a wait on a condition)

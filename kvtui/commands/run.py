@@ -222,7 +222,7 @@ def _progress(session, total, quiet: bool, lost=None) -> int:
 
     if quiet:  # (stderr not a terminal: an outage's start and end are a line each, as the alarm's lines)
         held = False
-        while not session.wait_done(0.2):
+        while not session.wait(0.2):
             check_lost()
             for text in new_lines():
                 print(f"kvtui: {text}", file=sys.stderr, flush=True)
@@ -248,7 +248,7 @@ def _progress(session, total, quiet: bool, lost=None) -> int:
     with Progress(*cols, console=Console(stderr=True), transient=True) as prog:
         task = prog.add_task("run", total=total, status="")
         burst_until = 0.0
-        while not session.wait_done(0.25):
+        while not session.wait(0.25):
             check_lost()
             t = session.totals()
             status = f"hit {t['token_hit_rate']:.1%} · published {t['pages_published']}"

@@ -1,6 +1,6 @@
-"""The driver: feeds a workload's requests into an :class:`~kvtui.engine.engine.Engine`, honouring arrival
-times, concurrency, pauses and master outages, and hands typed controls (:mod:`kvtui.core.controls`) to one
-control handler on its feeder thread before the next request is drawn.
+"""The driver: feeds a workload's requests into an engine (:class:`~kvtui.core.engine_api.RequestEngine`),
+honouring arrival times, concurrency, pauses and master outages, and hands typed controls
+(:mod:`kvtui.core.controls`) to one control handler on its feeder thread before the next request is drawn.
 
 A run ends in one of two ways. When the workload runs out or ``max_requests`` were issued, the requests
 submitted finish (a drain). When :meth:`Driver.stop` is called or ``duration_s`` is reached, the run is
@@ -18,9 +18,9 @@ from typing import Callable, Iterable, Iterator
 
 from kvtui.core.codes import MASTER_DOWN_CODES, NO_SPACE
 from kvtui.core.controls import Control
+from kvtui.core.engine_api import Dropped, Lost, RequestEngine, WorkerError, WorkerReplacement
 from kvtui.core.events import EngineEvent, RequestResult
-from kvtui.engine.engine import Dropped, Engine, Lost
-from kvtui.engine.workers import WorkerError
+from kvtui.core.subscribers import Unsubscribe
 
 REMOUNT_S = 1.5  # after the master answers again, clients remount their segments by themselves within this
 
@@ -31,7 +31,7 @@ LOOKAHEAD = 8  # requests submitted beyond ``concurrency``: ~30 ms of work at 30
 
 
 class Driver:
-    """Feeds requests from a workload into an :class:`Engine`, honouring arrival times and concurrency.
+    """Feeds requests from a workload into an engine, honouring arrival times and concurrency.
 
     ``requests``: an iterable of ``workload.Request`` (a synthetic workload iterates forever);
     ``on_result`` / ``on_event``: callbacks invoked from the driver's threads; ``on_control``: the one
@@ -52,22 +52,22 @@ class Driver:
     holds and the final drain), so the collector never waits on a pipe the workers may be waiting on.
     """
 
-    def __init__(self, engine: Engine, requests: Iterable, on_result: Callable[[RequestResult], None],
+    def __init__(self, engine: RequestEngine, requests: Iterable, on_result: Callable[[RequestResult], None],
                  on_event: Callable[[EngineEvent], None] | None = None, *,
                  on_control: Callable[[Control], None] | None = None, concurrency: int = 1,
                  max_requests: int | None = None, duration_s: float | None = None,
                  duration_from: float | None = None, rerun_lost: bool = False):
         self.engine = engine
         self._iter: Iterator = iter(requests)
-        self.on_result = on_result
-        self.on_event = on_event or (lambda e: None)
-        self.on_control = on_control
+        self._on_result = on_result
+        self._on_event = on_event or (lambda e: None)
+        self._on_control = on_control
         self.concurrency = max(1, int(concurrency))
         self.max_requests = max_requests
         self.duration_s = duration_s
         self.duration_from = duration_from
-        options = getattr(engine, "options", None)  # (concurrency is per decode worker)
-        workers = getattr(options, "decode_workers", 1) + getattr(options, "remote_slots", 0)  # (remote: may join)
+        options = engine.options  # (concurrency is per decode worker; remote decode workers may join)
+        workers = options.decode_workers + options.remote_slots
         self._slots = threading.Semaphore(self.concurrency * workers + LOOKAHEAD)
         self._controls: queue.Queue[Control] = queue.Queue()
         self._running = threading.Event()
@@ -97,8 +97,7 @@ class Driver:
         self._hold_epoch = 0  # may also have held by itself, so an outage's end is always sent as a release
         self._sent_epoch = 0
         self._outage_total = 0.0  # seconds of ended outages (the duration bound counts them, arrivals do not)
-        if hasattr(engine, "on_replacement"):  # a worker died and the engine rebuilt them: this run says so
-            engine.on_replacement = self._replaced
+        self._unsubscribe: Unsubscribe | None = None  # from the engine's replacements, while the run goes
 
     # -- controls ---------------------------------------------------------------------------------------
     def _set_running(self) -> None:
@@ -138,7 +137,7 @@ class Driver:
         ``RuntimeError`` if this driver has no handler."""
         if not isinstance(control, Control):
             raise TypeError(f"not a control message: {control!r}")
-        if self.on_control is None:
+        if self._on_control is None:
             raise RuntimeError("this driver was built without an on_control handler")
         self._controls.put(control)
 
@@ -162,10 +161,10 @@ class Driver:
         self._stop.set()
         self._set_running()
 
-    def _replaced(self, rep) -> None:
+    def _replaced(self, rep: WorkerReplacement) -> None:
         codes = ", ".join(f"{name} exit code {code}" for name, code in zip(rep.dead, rep.exit_codes)) or rep.reason
         fate = "submitted again" if self.rerun_lost else "lost (counted, not retried)"
-        self.on_event(EngineEvent("error", self.engine.now(), f"worker died ({codes}): every worker restarted in "
+        self._on_event(EngineEvent("error", self.engine.now(), f"worker died ({codes}): every worker restarted in "
                                   f"{rep.took_s:.1f} s; {rep.lost} requests submitted and unfinished {fate}",
                                   {"lost": rep.lost, "dead": list(rep.dead)}))
 
@@ -185,7 +184,7 @@ class Driver:
             self._want_hold = True
             self._hold_epoch += 1
         self._set_running()
-        self.on_event(EngineEvent("outage", self.engine.now(), "master unreachable (RPC_FAIL): dispatch held"))
+        self._on_event(EngineEvent("outage", self.engine.now(), "master unreachable (RPC_FAIL): dispatch held"))
         threading.Thread(target=self._watch_master, name="kvtui-outage", daemon=True).start()
 
     def _watch_master(self) -> None:
@@ -199,7 +198,7 @@ class Driver:
                     self._want_hold = False
                     self._hold_epoch += 1
                 self._set_running()
-                self.on_event(EngineEvent("outage", self.engine.now(),
+                self._on_event(EngineEvent("outage", self.engine.now(),
                                           f"master back after {down:.1f} s; dispatch resumed (a restarted master "
                                           "has lost every key: hit rate restarts from zero)"))
                 return
@@ -208,7 +207,8 @@ class Driver:
     # -- threads ----------------------------------------------------------------------------------------
     def start(self) -> "Driver":
         """Start the feeder and collector threads; a worker that died before the run began (``WorkerError``
-        from the engine's ``begin_run``) ends the run at once instead, as its :attr:`error`."""
+        from the engine's ``begin_run``) ends the run at once instead, as its :attr:`error`. Until the run
+        is done, each rebuild of the engine's workers is an ``error`` event of this run."""
         self._start_t = time.monotonic()
         try:
             self.engine.begin_run(self.concurrency)
@@ -217,6 +217,7 @@ class Driver:
             self._fed.set()
             self.done.set()
             return self
+        self._unsubscribe = self.engine.subscribe_replacement(self._replaced)
         for name, target in (("feeder", self._feed), ("collector", self._collect)):
             t = threading.Thread(target=target, name=f"kvtui-{name}", daemon=True)
             t.start()
@@ -270,7 +271,7 @@ class Driver:
                 control = self._controls.get_nowait()
             except queue.Empty:
                 return
-            self.on_control(control)
+            self._on_control(control)
 
     def _run_again(self, req) -> bool:
         """From the collector: queue ``req`` (interrupted by a worker's death) for the feeder, unless the
@@ -361,7 +362,7 @@ class Driver:
                     self._slots.release()
                     continue
                 self.completed += 1
-                self.on_result(result)
+                self._on_result(result)
                 self._check_outage(result.codes)
                 self.backoffs += NO_SPACE in result.codes
                 self._slots.release()
@@ -372,4 +373,6 @@ class Driver:
             self._stop.set()
         finally:
             self.abandoned = max(0, self.issued - self.completed - self.dropped)
+            if self._unsubscribe is not None:
+                self._unsubscribe()
             self.done.set()

@@ -11,7 +11,12 @@ finished request back. With N prefill × M decode workers (:mod:`kvtui.core.topo
 has a chain to every prefill worker, the parent routes each request (:mod:`kvtui.engine.routing`) and hashes
 its page keys when it submits it. At ``concurrency`` 1 (per decode worker) the next request's store calls
 start only after the previous one published (exact replay with one decode worker). Decode workers on other
-machines join through relay slots (:mod:`kvtui.engine.remote`, :mod:`kvtui.engine.remote_slots`).
+machines join through relay slots (:mod:`kvtui.engine.remote`; the engine owns a
+:class:`~kvtui.engine.remote_slots.RemoteSlots` per chain).
+
+What the layers above use of an engine is :class:`kvtui.core.engine_api.EngineAPI`; a worker rebuild and a
+remote worker's join are published to subscribers (:meth:`Engine.subscribe_replacement`,
+:meth:`Engine.subscribe_remote`).
 """
 
 from __future__ import annotations
@@ -21,10 +26,13 @@ import threading
 import time
 from collections import deque
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import replace
+from dataclasses import dataclass, replace
+from typing import Callable
 
+from kvtui.core.engine_api import RemoteJoin, SubmittedRequest, WorkerError
 from kvtui.core.events import RequestResult
 from kvtui.core.layout import PageLayout
+from kvtui.core.subscribers import Subscribers, Unsubscribe
 from kvtui.core.topology import worker_name, worker_names
 from kvtui.engine.cluster import ClusterEndpoints, EmbeddedCluster
 from kvtui.engine.keys import PageKeyer
@@ -32,13 +40,13 @@ from kvtui.engine.options import SEGMENT_PLACES, EngineOptions
 from kvtui.engine.protocol import (
     Begin, Drain, Hold, RemoveAll, RequestDone, RequestDropped, RequestFailed, SetLayout, Submit,
 )
-from kvtui.engine.remote_slots import RemoteWorkers
+from kvtui.engine.remote_slots import RemoteSlots, remote_chains, remote_spec
 from kvtui.engine.result_pipes import PipeGone, ResultPipes
 from kvtui.engine.results import Dropped, Lost, WorkerReplacement, result_from
 from kvtui.engine.routing import Router, least_loaded
 from kvtui.engine.worker import WorkerSpec
 from kvtui.engine.workers import STOP_GRACE_S as WORKER_STOP_GRACE_S
-from kvtui.engine.workers import WorkerError, WorkerHandle, start_mesh, stop_all
+from kvtui.engine.workers import WorkerHandle, start_mesh, stop_all
 
 __all__ = ["SEGMENT_PLACES", "Dropped", "Engine", "EngineOptions", "Lost", "WorkerReplacement", "result_from"]
 
@@ -46,12 +54,41 @@ EMBEDDED_STOP_GRACE_S = 0.2  # an idle worker exits on Stop within ms; one insid
 REPLACE_WAIT_S = 5.0  # stop() waits this long for a worker replacement under way (a worker starts in ~1-2 s)
 
 
-class Engine(RemoteWorkers):
+@dataclass(frozen=True)
+class Pending:
+    """A submitted request under way: the ``run`` (``begin_run`` count) it was submitted in, the request,
+    its first and last page key (``edge_keys``, () without a cacheable page) and the indexes of the
+    ``decode`` and ``prefill`` workers it was routed to."""
+
+    run: int
+    req: SubmittedRequest
+    edge_keys: tuple
+    decode: int
+    prefill: int
+
+
+@dataclass
+class ChainState:
+    """What every worker of the current run was told, re-sent to a rebuilt chain and to a joining worker:
+    the run's ``concurrency`` per decode worker, whether the decode workers are ``held``, and whether the
+    run was ``drained``."""
+
+    concurrency: int = 1
+    held: bool = False
+    drained: bool = False
+
+    def decode_messages(self) -> list:
+        """The messages that bring a new decode worker (after its ``Begin``) to this hold and drain."""
+        return ([Hold(True)] if self.held else []) + ([Drain()] if self.drained else [])
+
+
+class Engine:
     """Cluster + workers. ``start()`` then :meth:`process` / :meth:`drive`; ``stop()`` always (or use ``with``).
 
     ``endpoints``: attach to this cluster instead of starting one. Raises ``ClusterError`` / ``WorkerError``
     (one-line messages) when start-up fails, after stopping whatever did start. ``prefills`` / ``decodes``:
-    the worker handles (``prefill`` / ``decode``: the first of each).
+    the worker handles (``prefill`` / ``decode``: the first of each). Satisfies
+    :class:`kvtui.core.engine_api.EngineAPI`.
     """
 
     def __init__(self, options: EngineOptions, endpoints: ClusterEndpoints | None = None):
@@ -65,7 +102,7 @@ class Engine(RemoteWorkers):
         self._pipes: ResultPipes | None = None  # how the parent waits on them (rebuilt with them)
         self._seq = itertools.count()
         self._run = 0  # counts begin_run calls: results of requests submitted in an earlier run are discarded
-        self._pending: dict[int, tuple] = {}  # seq → (run, request, first and last page key, decode i, prefill i)
+        self._pending: dict[int, Pending] = {}  # seq → the request under way
         self._router = Router(options.route, options.decode_workers, options.prefill_workers)
         self._decode_load = [0] * options.decode_workers  # requests under way per worker (routing)
         self._prefill_load = [0] * options.prefill_workers
@@ -74,8 +111,22 @@ class Engine(RemoteWorkers):
         self.replacements: list[WorkerReplacement] = []  # every rebuild of the chain (replace_dead_workers)
         self._spawner: ThreadPoolExecutor | None = None  # starts replacement workers (see _replace_chain)
         self._stopping = False
-        self._chain_state = {"concurrency": 1, "held": False, "drained": False}  # re-sent to a rebuilt chain
-        self.on_replacement = None  # called with each WorkerReplacement (from the collector's thread)
+        self._chain_state = ChainState()  # re-sent to a rebuilt chain and to a joining worker
+        self._slots = RemoteSlots()  # the relay slots of the current chain (remote workers)
+        self.prefill_peers: list[int] = []  # each entry of ``prefills`` → its chain index (kvtui.engine.remote_slots)
+        self._replaced: Subscribers[[WorkerReplacement]] = Subscribers()
+        self._joined: Subscribers[[RemoteJoin]] = Subscribers()
+
+    def subscribe_replacement(self, fn: Callable[[WorkerReplacement], None]) -> Unsubscribe:
+        """Call ``fn`` with each :class:`WorkerReplacement` (from the thread calling :meth:`next_result`,
+        after the earlier subscribers); returns the function that unsubscribes."""
+        return self._replaced.subscribe(fn)
+
+    def subscribe_remote(self, fn: Callable[[RemoteJoin], None]) -> Unsubscribe:
+        """Call ``fn`` with a :class:`~kvtui.core.engine_api.RemoteJoin` each time a remote worker joins
+        (from the coordinator's thread, after the earlier subscribers); returns the function that
+        unsubscribes."""
+        return self._joined.subscribe(fn)
 
     @property
     def options(self) -> EngineOptions:
@@ -154,7 +205,10 @@ class Engine(RemoteWorkers):
                         name=worker_name("decode", i, m), **common) for i in range(m)],
             log_dir=self.endpoints.log_dir or None, relays=o.remote_slots)
         self._decode_load, self._prefill_load = [0] * m, [0] * n
-        self._reset_remote(relays)
+        self._slots.close()
+        self._slots = RemoteSlots(relays)
+        self.prefill_peers = list(range(n))
+        self._router.resize(m)
 
     def now(self) -> float:
         """Seconds since the engine started."""
@@ -185,24 +239,24 @@ class Engine(RemoteWorkers):
         same CPU (``kvtui.engine.worker._Chain.pin``). Requests an earlier run abandoned (``Driver.stop``)
         may still finish: :meth:`next_result` discards their results."""
         self._run += 1
-        self._chain_state = {"concurrency": max(1, int(concurrency)), "held": False, "drained": False}
+        self._chain_state = ChainState(concurrency=max(1, int(concurrency)))
         for role in ("decode", "prefill"):
             self._chain_send(role, Begin(max(1, int(concurrency))))
 
     def hold(self, held: bool) -> None:
         """Hold (True) or release (False) the submitted requests whose reload has not started. A decode
         worker also holds by itself when a reload fails with RPC_FAIL / RPC_TIMEOUT (the master is down)."""
-        self._chain_state["held"] = bool(held)
+        self._chain_state.held = bool(held)
         self._chain_send("decode", Hold(bool(held)))
 
     def drain(self) -> None:
         """Nothing more will be submitted: run the requests already submitted, or, while the decode workers
         hold them for a dead master, drop them unrun (:meth:`next_result` gives a :class:`Dropped` for each),
         so a run that ends during an outage finishes at once."""
-        self._chain_state["drained"] = True
+        self._chain_state.drained = True
         self._chain_send("decode", Drain())
 
-    def submit(self, req) -> None:
+    def submit(self, req: SubmittedRequest) -> None:
         """Hash the page keys of ``req`` (a ``workload.Request``: its cacheable full pages), route it
         (:class:`~kvtui.engine.routing.Router`) and hand the keys to its decode worker; the result comes
         from :meth:`next_result`. Thread-safe with respect to :meth:`next_result`. With
@@ -214,7 +268,7 @@ class Engine(RemoteWorkers):
             d, p = self._router.route(keys[0] if keys else None, self._decode_load, self._prefill_load)
             if d >= self.options.decode_workers:  # a remote decode worker publishes through a local prefill one
                 p = least_loaded(self._prefill_load[: self.options.prefill_workers], seq)
-            self._pending[seq] = (self._run, req, (keys[0], keys[-1]) if keys else (), d, p)
+            self._pending[seq] = Pending(self._run, req, (keys[0], keys[-1]) if keys else (), d, p)
             self._decode_load[d] += 1
             self._prefill_load[p] += 1
             try:
@@ -223,12 +277,12 @@ class Engine(RemoteWorkers):
                 self._take(seq)
                 raise
 
-    def _take(self, seq: int) -> tuple:  # request seq is no longer under way: its pending entry
+    def _take(self, seq: int) -> Pending:  # request seq is no longer under way: its pending entry
         with self._chain_lock:
             entry = self._pending.pop(seq)
-            if entry[3] < len(self._decode_load) and entry[4] < len(self._prefill_load):
-                self._decode_load[entry[3]] -= 1
-                self._prefill_load[entry[4]] -= 1
+            if entry.decode < len(self._decode_load) and entry.prefill < len(self._prefill_load):
+                self._decode_load[entry.decode] -= 1
+                self._prefill_load[entry.prefill] -= 1
             return entry
 
     def next_result(self, timeout_s: float | None = None) -> "RequestResult | Dropped | None":
@@ -246,7 +300,7 @@ class Engine(RemoteWorkers):
                 if msg is None:
                     return None
                 seq = getattr(msg, "seq", None)
-                if seq is not None and seq in self._pending and self._pending[seq][0] != self._run:
+                if seq is not None and seq in self._pending and self._pending[seq].run != self._run:
                     self._take(seq)  # abandoned by an earlier run
                     continue
                 return self._result_of(msg)
@@ -271,11 +325,11 @@ class Engine(RemoteWorkers):
     def _result_of(self, msg) -> "RequestResult | Dropped":
         match msg:
             case RequestDone(seq, reload, publish, t_start, t_end):
-                _run, req, edge_keys, d, p = self._take(seq)
-                return result_from(req, reload, publish, self.options.layout, t_start - self.t0, t_end - self.t0,
-                                   keys=edge_keys, decode_worker=d, prefill_worker=p)
+                e = self._take(seq)
+                return result_from(e.req, reload, publish, self.options.layout, t_start - self.t0,
+                                   t_end - self.t0, keys=e.edge_keys, decode_worker=e.decode, prefill_worker=e.prefill)
             case RequestDropped(seq):
-                return Dropped(self._take(seq)[1])
+                return Dropped(self._take(seq).req)
             case RequestFailed(None, _message) if self.decodes:  # relayed by prefill: a decode worker is gone
                 raise WorkerError(self._dead_decode())
             case RequestFailed(_seq, message):
@@ -314,7 +368,7 @@ class Engine(RemoteWorkers):
             for conn in self._results:
                 conn.close()
             self._results = []
-            lost = [Lost(entry[1], reason) for _seq, entry in sorted(self._pending.items()) if entry[0] == self._run]
+            lost = [Lost(e.req, reason) for _seq, e in sorted(self._pending.items()) if e.run == self._run]
             self._pending.clear()
             self._lost.extend(lost)
             self.decodes, self.prefills = [], []
@@ -327,8 +381,8 @@ class Engine(RemoteWorkers):
                 raise WorkerError(reason)
             state = self._chain_state
             for h in self.workers:
-                h.send(Begin(state["concurrency"]))
-            for msg in ([Hold(True)] if state["held"] else []) + ([Drain()] if state["drained"] else []):
+                h.send(Begin(state.concurrency))
+            for msg in state.decode_messages():
                 for h in self.decodes:
                     h.send(msg)
             rep = WorkerReplacement(
@@ -336,8 +390,62 @@ class Engine(RemoteWorkers):
                 reason=reason, lost=len(lost), took_s=time.monotonic() - began,
                 pids={h.name: h.pid for h in self.workers})
             self.replacements.append(rep)
-        if self.on_replacement is not None:
-            self.on_replacement(rep)
+        self._replaced(rep)
+
+    # -- remote workers (kvtui.engine.remote.Coordinator admits them through these) ----------------------
+    def free_remote_slot(self, role: str = "decode") -> int | None:
+        """Take a free ``role`` relay slot for a joining worker; None when none is left or the engine is
+        stopping."""
+        with self._chain_lock:
+            return None if self._stopping else self._slots.take(role)
+
+    def release_remote_slot(self, slot: int, role: str = "decode") -> None:
+        """Give back a slot whose worker never joined."""
+        with self._chain_lock:
+            self._slots.give_back(slot, role)
+
+    def relay_ends(self, slot: int, role: str = "decode") -> list:
+        """The parent's ends of ``role`` slot ``slot``'s chain pipes (:meth:`RemoteSlots.ends`)."""
+        with self._chain_lock:
+            return self._slots.ends(slot, role)
+
+    def remote_chains(self, role: str) -> int:
+        """How many chain connections a remote ``role`` worker opens (the local workers of the other role)."""
+        return remote_chains(self.options, role)
+
+    def remote_spec(self, slot: int, role: str = "decode") -> WorkerSpec:
+        """What a remote ``role`` worker in ``slot`` runs (:func:`kvtui.engine.remote_slots.remote_spec`)."""
+        return remote_spec(self.options, self.endpoints.as_dict(), slot, role)
+
+    def add_remote(self, handle, results=None) -> None:
+        """Route to the joined worker ``handle`` (a ``kvtui.engine.remote.RemoteHandle``; a prefill worker
+        comes with its ``results`` connection) from the next request on, after sending it the run's
+        concurrency (and a decode worker the hold and drain), then tell the :meth:`subscribe_remote`
+        subscribers; a stopping engine, or a slot of an older chain, hangs up."""
+        role = handle.spec.role
+        with self._chain_lock:
+            if self._stopping or not self._slots.taken(handle.slot, role):
+                handle.finish_stop()
+                return
+            state = self._chain_state
+            try:
+                handle.send(Begin(state.concurrency))
+                for msg in state.decode_messages() if role == "decode" else ():
+                    handle.send(msg)
+            except OSError:
+                return
+            if role == "decode":
+                index = len(self.decodes)
+                self.decodes.append(handle)
+                self._decode_load.append(0)
+                self._router.resize(len(self.decodes))
+            else:
+                index = len(self.prefills)
+                self.prefills.append(handle)
+                self._prefill_load.append(0)
+                self._results.append(results)
+                self.prefill_peers.append(self.options.prefill_workers + handle.slot)
+        self._joined(RemoteJoin(role, index, handle.name, handle.host, handle.pid))
 
     def worker_pids(self) -> dict[str, int]:
         """``{name: pid}`` of every process kvtui runs (workers and, when embedded, cluster processes)."""
@@ -434,7 +542,7 @@ class Engine(RemoteWorkers):
             for conn in self._results:
                 conn.close()
             self._results = []
-            self._close_relays()
+            self._slots.close()
             self._pending.clear()
             self._lost.clear()
             if self._spawner is not None:

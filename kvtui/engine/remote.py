@@ -31,11 +31,13 @@ import os
 import selectors
 import socket
 import threading
-from dataclasses import dataclass
-from multiprocessing.connection import Client, Listener
+from dataclasses import dataclass, field
+from multiprocessing.connection import Client, Connection, Listener
+from typing import Callable
 
 from kvtui.engine.protocol import Failed, Ready
 from kvtui.engine.store import route_address
+from kvtui.engine.worker import WorkerSpec
 from kvtui.engine.workers import WorkerHandle
 
 HANDSHAKE_TIMEOUT_S = 10.0
@@ -125,6 +127,18 @@ class RemoteHandle(WorkerHandle):
                 pass
 
 
+@dataclass(frozen=True)
+class _Direction:
+    """One direction of a relayed pair, the selector's data for ``src``'s descriptor: what ``src`` receives
+    goes to ``dst``; ``on_close`` (or None) is called when the pair is dropped; ``fds``: both connections'
+    descriptors (to unregister both)."""
+
+    src: Connection
+    dst: Connection
+    on_close: Callable[[], None] | None
+    fds: tuple[int, int]
+
+
 class Relay:
     """Copies whole messages between pairs of connections (a remote worker's chain connection and a local
     worker's relay pipe), both ways, on one thread; a pair whose either end closes is closed on both, and
@@ -146,8 +160,8 @@ class Relay:
             self._new.append((a, b, on_close))
         self._wake_w.send(b"x")
 
-    def _drop(self, pair) -> None:
-        src, dst, on_close, fds = pair
+    def _drop(self, pair: _Direction) -> None:
+        src, dst, on_close, fds = pair.src, pair.dst, pair.on_close, pair.fds
         for fd in fds:  # (registered by descriptor: a connection closed elsewhere can still be unregistered)
             try:
                 self._sel.unregister(fd)
@@ -168,7 +182,7 @@ class Relay:
             except (OSError, ValueError):  # a descriptor closed under us: drop the pairs it belonged to
                 events = []
                 for key in list(self._sel.get_map().values()):
-                    if key.data is not None and (key.data[0].closed or key.data[1].closed):
+                    if key.data is not None and (key.data.src.closed or key.data.dst.closed):
                         self._drop(key.data)
             for key, _ in events:
                 if key.data is None:
@@ -177,14 +191,13 @@ class Relay:
                         new, self._new = self._new, []
                     for a, b, on_close in new:
                         fds = (a.fileno(), b.fileno())
-                        self._sel.register(fds[0], selectors.EVENT_READ, (a, b, on_close, fds))
-                        self._sel.register(fds[1], selectors.EVENT_READ, (b, a, on_close, fds))
+                        self._sel.register(fds[0], selectors.EVENT_READ, _Direction(a, b, on_close, fds))
+                        self._sel.register(fds[1], selectors.EVENT_READ, _Direction(b, a, on_close, fds))
                     continue
                 if key.fd not in self._sel.get_map():  # (dropped with its partner in this round)
                     continue
-                src, dst = key.data[0], key.data[1]
                 try:
-                    dst.send_bytes(src.recv_bytes())
+                    key.data.dst.send_bytes(key.data.src.recv_bytes())
                 except (EOFError, OSError, ValueError):
                     self._drop(key.data)
         for key in list(self._sel.get_map().values()):
@@ -263,6 +276,20 @@ def open_listener(address: tuple[str, int], token: str) -> Listener:
     return listener
 
 
+@dataclass
+class _Joining:
+    """A welcomed worker whose chain connections are coming in: its command connection, its ``Hello``, the
+    spec it runs, how many chain connections it opens (``want``: one per local worker of the other role, and
+    a prefill worker's results connection) and those connected so far (``chains``: chain index → connection,
+    -1 for the results connection)."""
+
+    conn: Connection
+    hello: Hello
+    spec: WorkerSpec
+    want: int
+    chains: dict = field(default_factory=dict)
+
+
 class Coordinator:
     """Lets remote workers join (steps 2–4 of the module), on its own thread. ``engine``: the
     :class:`~kvtui.engine.engine.Engine` (started, with ``remote_slots`` relay slots); ``listener``: from
@@ -275,7 +302,7 @@ class Coordinator:
         self.address = self.listener.address
         self._key = listener.token.encode()
         self.relay = Relay()
-        self._pending: dict[int, dict] = {}  # slot → {"conn", "hello", "chains": {prefill: conn}}
+        self._pending: dict[tuple[str, int], _Joining] = {}  # (role, slot) → a worker whose chains are connecting
         self._lock = threading.Lock()
         self._stop = False
         self._thread = threading.Thread(target=self._accept, name="kvtui-listen", daemon=True)
@@ -339,7 +366,7 @@ class Coordinator:
             return
         spec = engine.remote_spec(slot, role)
         want = engine.remote_chains(role) + (role == "prefill")
-        self._pending[(role, slot)] = {"conn": conn, "hello": hello, "spec": spec, "chains": {}, "want": want}
+        self._pending[(role, slot)] = _Joining(conn, hello, spec, want)
         conn.send(Welcome(spec, slot, engine.remote_chains(role), results=role == "prefill"))
 
     def _chain(self, conn, msg: ChainHello) -> None:
@@ -347,18 +374,18 @@ class Coordinator:
         if entry is None:
             conn.close()
             return
-        entry["chains"][msg.index] = conn
-        if len(entry["chains"]) < entry["want"]:
+        entry.chains[msg.index] = conn
+        if len(entry.chains) < entry.want:
             return
         del self._pending[(msg.role, msg.slot)]
         threading.Thread(target=self._finish, args=(msg.role, msg.slot, entry), name="kvtui-join",
                          daemon=True).start()
 
-    def _finish(self, role: str, slot: int, entry: dict) -> None:
+    def _finish(self, role: str, slot: int, entry: _Joining) -> None:
         """Wire the relays, wait for the worker's Ready, hand it to the engine."""
-        conn, hello = entry["conn"], entry["hello"]
-        results = entry["chains"].pop(-1, None)
-        chains = [entry["chains"][j] for j in sorted(entry["chains"])]
+        conn, hello = entry.conn, entry.hello
+        results = entry.chains.pop(-1, None)
+        chains = [entry.chains[j] for j in sorted(entry.chains)]
         gone = _RemoteProcess()  # (the handle's, set when a relay of it closes: the worker left)
         for c, p in zip(chains, self.engine.relay_ends(slot, role)):
             self.relay.add(c, p, gone.kill)
@@ -372,7 +399,7 @@ class Coordinator:
             conn.close()
             self.engine.release_remote_slot(slot, role)
             return
-        handle = RemoteHandle(conn, entry["spec"], ready, hello.host, slot, chains + ([results] if results else []))
+        handle = RemoteHandle(conn, entry.spec, ready, hello.host, slot, chains + ([results] if results else []))
         handle.process = gone
         self.engine.add_remote(handle, results=results)
         self.on_event("info", f"remote worker {handle.name} joined from {hello.host} (pid {ready.pid} there)")

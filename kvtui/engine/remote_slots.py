@@ -1,17 +1,18 @@
-"""The engine's part for workers on other machines (:mod:`kvtui.engine.remote`): the relay slots provisioned
-at start-up (``start_mesh``'s ``relays``), the spec a joining worker runs, and adding it to the workers the
-engine routes to. A mixin of :class:`kvtui.engine.engine.Engine` (it uses the engine's lock, workers, router
-and run state).
+"""The relay slots through which workers on other machines join (:mod:`kvtui.engine.remote`), and the spec a
+joining worker runs.
+
+:class:`RemoteSlots` is the bookkeeping of one set of slots: the parent's relay ends of each slot that
+``start_mesh`` provisioned (``relays``) and which slots are free. The engine owns one per started chain (a
+rebuilt chain gets new relays: a new object) and calls it under its chain lock; it holds no lock itself.
 
 Indexes: a local decode worker's chain pipes are ordered prefill 0..N-1, then one per prefill slot, so a remote
-prefill worker in slot s is chain index N + s (``Submit.prefill``); :attr:`prefill_peers` maps each entry of
-``Engine.prefills`` to its chain index. A remote decode worker has chains to the local prefill workers only,
-so its requests are published by one of them.
+prefill worker in slot s is chain index N + s (``Submit.prefill``). A remote decode worker has chains to the
+local prefill workers only, so its requests are published by one of them.
 """
 
 from __future__ import annotations
 
-from kvtui.engine.protocol import Begin, Drain, Hold
+from kvtui.engine.options import EngineOptions
 from kvtui.engine.worker import WorkerSpec
 
 ROLES = ("decode", "prefill")
@@ -22,89 +23,59 @@ def remote_name(role: str, slot: int) -> str:
     return f"remote-{role}-{slot}"
 
 
-class RemoteWorkers:
-    """Engine mixin. ``on_remote(handle, index)``: called when a remote worker joined (``index``: its index
-    among the engine's workers of its role, which its requests' results carry)."""
+class RemoteSlots:
+    """The relay slots of one chain. ``relays``: ``{role: [slot's parent ends (one per local worker of the
+    other role, in order)]}``, empty when the engine provisions none."""
 
-    on_remote = None
+    def __init__(self, relays: dict | None = None) -> None:
+        self._relays: dict = dict(relays or {})
+        self._free = {role: set(range(len(self._relays.get(role, ())))) for role in ROLES}
 
-    def _reset_remote(self, relays: dict) -> None:
-        """New relay slots (``start_mesh``'s relay ends) after a (re)start: every slot free, remote workers
-        forgotten (their handles were stopped with the others)."""
-        for rows in getattr(self, "_relays", {}).values():
+    def take(self, role: str) -> int | None:
+        """Take the lowest free ``role`` slot for a joining worker; None when none is left."""
+        free = self._free.get(role)
+        if not free:
+            return None
+        slot = min(free)
+        free.discard(slot)
+        return slot
+
+    def give_back(self, slot: int, role: str) -> None:
+        """Free ``slot`` again (its worker never joined); a slot of other relays is ignored."""
+        if slot < len(self._relays.get(role, ())):
+            self._free[role].add(slot)
+
+    def taken(self, slot: int, role: str) -> bool:
+        """Whether ``slot`` is one of these relays' ``role`` slots and was taken (:meth:`take`)."""
+        return slot < len(self._relays.get(role, ())) and slot not in self._free[role]
+
+    def ends(self, slot: int, role: str) -> list:
+        """The parent's ends of ``role`` slot ``slot``'s chain pipes: one per local prefill worker for a decode
+        slot, one per local decode worker for a prefill slot (in order); ``KeyError`` / ``IndexError`` for a
+        slot these relays do not have."""
+        return self._relays[role][slot]
+
+    def close(self) -> None:
+        """Close every relay end and free no slot from now on (the chain they belonged to is gone)."""
+        for rows in self._relays.values():
             for row in rows:
                 for conn in row:
                     conn.close()
-        self._relays = relays
-        self._remote_free = {role: set(range(len(relays.get(role, ())))) for role in ROLES}
-        self.prefill_peers = list(range(len(self.prefills)))
-        self._router.resize(len(self.decodes))
+        self._relays = {}
+        self._free = {role: set() for role in ROLES}
 
-    def _close_relays(self) -> None:
-        self._reset_remote({})
 
-    def free_remote_slot(self, role: str = "decode") -> int | None:
-        """Take a free ``role`` slot for a joining worker, None when none is left (or the engine is stopping)."""
-        with self._chain_lock:
-            free = getattr(self, "_remote_free", {}).get(role)
-            if self._stopping or not free:
-                return None
-            slot = min(free)
-            free.discard(slot)
-            return slot
+def remote_chains(options: EngineOptions, role: str) -> int:
+    """How many chain connections a remote ``role`` worker opens (the local workers of the other role)."""
+    return options.prefill_workers if role == "decode" else options.decode_workers
 
-    def release_remote_slot(self, slot: int, role: str = "decode") -> None:
-        """Give back a slot whose worker never joined."""
-        with self._chain_lock:
-            if slot < len(self._relays.get(role, ())):
-                self._remote_free[role].add(slot)
 
-    def relay_ends(self, slot: int, role: str = "decode") -> list:
-        """The parent's ends of ``role`` slot ``slot``'s chain pipes: one per local prefill worker for a decode
-        slot, one per local decode worker for a prefill slot (in order)."""
-        return self._relays[role][slot]
-
-    def remote_chains(self, role: str) -> int:
-        """How many chain connections a remote ``role`` worker opens (the local workers of the other role)."""
-        return self.options.prefill_workers if role == "decode" else self.options.decode_workers
-
-    def remote_spec(self, slot: int, role: str = "decode") -> WorkerSpec:
-        """What a remote ``role`` worker in ``slot`` runs: the local workers' spec under its own name, no
-        segment, counting every worker that may run (so it never trusts a probe and never pins)."""
-        o = self.options
-        return WorkerSpec(role, endpoints=self.endpoints.as_dict(), layout=o.layout.as_dict(), model=o.model,
-                          scheme=o.scheme, namespace=o.namespace, read_streams=o.read_streams if role == "decode" else 1,
-                          name=remote_name(role, slot), decode_workers=o.decode_workers + o.remote_slots,
-                          prefill_workers=o.prefill_workers + o.remote_slots)
-
-    def add_remote(self, handle, results=None) -> None:
-        """Route to the joined worker ``handle`` (a ``kvtui.engine.remote.RemoteHandle``; a prefill worker
-        comes with its ``results`` connection) from the next request on, after sending it the run's
-        concurrency (and a decode worker the hold and drain); a stopping engine hangs up."""
-        role = handle.spec.role
-        with self._chain_lock:
-            rows = self._relays.get(role, ())
-            if self._stopping or handle.slot >= len(rows) or handle.slot in self._remote_free[role]:
-                handle.finish_stop()
-                return
-            state = self._chain_state
-            try:
-                handle.send(Begin(state["concurrency"]))
-                if role == "decode":
-                    for msg in ([Hold(True)] if state["held"] else []) + ([Drain()] if state["drained"] else []):
-                        handle.send(msg)
-            except OSError:
-                return
-            if role == "decode":
-                index = len(self.decodes)
-                self.decodes.append(handle)
-                self._decode_load.append(0)
-                self._router.resize(len(self.decodes))
-            else:
-                index = len(self.prefills)
-                self.prefills.append(handle)
-                self._prefill_load.append(0)
-                self._results.append(results)
-                self.prefill_peers.append(self.options.prefill_workers + handle.slot)
-        if self.on_remote is not None:
-            self.on_remote(handle, index)
+def remote_spec(options: EngineOptions, endpoints: dict, slot: int, role: str) -> WorkerSpec:
+    """What a remote ``role`` worker in ``slot`` runs: the local workers' spec (``options``, the cluster's
+    ``endpoints`` as a dict) under its own name, no segment, counting every worker that may run (so it never
+    trusts a probe and never pins)."""
+    o = options
+    return WorkerSpec(role, endpoints=endpoints, layout=o.layout.as_dict(), model=o.model, scheme=o.scheme,
+                      namespace=o.namespace, read_streams=o.read_streams if role == "decode" else 1,
+                      name=remote_name(role, slot), decode_workers=o.decode_workers + o.remote_slots,
+                      prefill_workers=o.prefill_workers + o.remote_slots)

@@ -1,50 +1,19 @@
 """What the engine hands out per request: :func:`result_from` joins a decode worker's reload and a prefill
-worker's publish into one :class:`~kvtui.core.events.RequestResult`; :class:`Dropped` and :class:`Lost` are
-requests that end without one; :class:`WorkerReplacement` records one rebuild of the workers."""
+worker's publish into one :class:`~kvtui.core.events.RequestResult`. :class:`Dropped` and :class:`Lost`
+(requests that end without one) and :class:`WorkerReplacement` (one rebuild of the workers) are part of the
+engine's interface, :mod:`kvtui.core.engine_api`."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
+from kvtui.core.engine_api import Dropped, Lost, WorkerReplacement
 from kvtui.core.events import RequestResult
 from kvtui.core.layout import PageLayout
 from kvtui.core.pages import PageState
 from kvtui.engine.connector import PublishResult, ReloadResult
 
+__all__ = ["Dropped", "Lost", "WorkerReplacement", "result_from"]
 
 _CELL = {state: bytes((int(state),)) for state in PageState}  # one page cell of each state
-
-
-@dataclass(frozen=True)
-class Dropped:
-    """A submitted request dropped without any store call (see :meth:`Engine.drain`)."""
-
-    req: object
-
-
-@dataclass(frozen=True)
-class Lost(Dropped):
-    """A submitted request that will never finish: a worker died while it was queued or under way, and the
-    engine rebuilt the chain (``EngineOptions.replace_dead_workers``). A :class:`Dropped` to a caller that
-    only frees its slot; ``reason``: the one-line cause."""
-
-    reason: str = ""
-
-
-@dataclass(frozen=True)
-class WorkerReplacement:
-    """One rebuild of the workers after one died: ``t`` engine seconds when the death was seen, the ``dead``
-    workers' names (:func:`kvtui.core.topology.worker_name`) and their ``exit_codes`` (negative: the signal),
-    ``lost`` requests (:class:`Lost`), ``took_s`` until every new worker was ready, their ``pids``
-    (``{name: pid}``)."""
-
-    t: float
-    dead: tuple[str, ...]
-    exit_codes: tuple[int | None, ...]
-    reason: str
-    lost: int
-    took_s: float
-    pids: dict
 
 
 def result_from(req, reload: ReloadResult, publish: PublishResult | None, layout: PageLayout, t_start: float,

@@ -11,6 +11,7 @@ import time
 from dataclasses import replace
 from pathlib import Path
 
+from kvtui.core.engine_api import WorkerError
 from kvtui.engine.procs import start_shielded
 from kvtui.engine.protocol import ANSWERED, Failed, Ok, Ready, Stop
 from kvtui.engine.wire import decode, encode
@@ -21,10 +22,6 @@ STOP_GRACE_S = 0.8  # a worker asked to stop exits after its current store call 
 # one still in a call after this long (a stalled transfer, a dead master: ~4.3 s a call) is SIGKILLed. The wait
 # matters in a shared (attached) store: a put cut short keeps the space it was given until the master releases
 # it (``put_start_release_timeout_sec``, 600 s by default), though its page never becomes readable
-
-
-class WorkerError(RuntimeError):
-    """A worker failed to start, died, or answered a command with an error (one-line message)."""
 
 
 class WorkerHandle:

@@ -25,13 +25,16 @@ import time
 from collections import Counter
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Callable
+from typing import TYPE_CHECKING, Callable
 
 from kvtui.core.codes import code_name
-from kvtui.core.events import EngineEvent
+from kvtui.core.topology import role_of
 from kvtui.soak.schedule import (
     LINK_CUT, MASTER_KILL, MASTER_PAUSE, STORE_FULL, STORE_KILL, WORKER_KILL, Fault,
 )
+
+if TYPE_CHECKING:
+    from kvtui.live import LiveSession
 
 NEXT_AFTER_S = 1.0  # after a recovery, the next fault waits at least this long
 FULL_HOLD_S = 1.0  # the filler keeps the store full this long before removing its objects
@@ -171,7 +174,7 @@ class Injector(threading.Thread):
     ``say(line)``: one line per injection and recovery (also logged as events of the session).
     :attr:`records` holds a :class:`FaultRecord` per fault, in order, injected or skipped."""
 
-    def __init__(self, session, faults: tuple[Fault, ...], tracker: RecoveryTracker, *, end_s: float,
+    def __init__(self, session: LiveSession, faults: tuple[Fault, ...], tracker: RecoveryTracker, *, end_s: float,
                  recovery_timeout_s: float, pause_s: float, note_pid: Callable[[str, int], None],
                  say: Callable[[str], None]):
         super().__init__(name="kvtui-chaos", daemon=True)
@@ -195,7 +198,7 @@ class Injector(threading.Thread):
         return self.tracker.open is not None
 
     def _log(self, kind: str, text: str) -> None:
-        self.session.agg.event(EngineEvent(kind, self.session.agg.now(), text))
+        self.session.log(kind, text)
         self.say(text)
 
     def run(self) -> None:
@@ -230,7 +233,7 @@ class Injector(threading.Thread):
         except Exception as exc:
             rec.error = f"{type(exc).__name__}: {exc}"
         self.tracker.cleared(rec, self.engine.now())
-        self.session.panels.proc_sampler.set_pids(self.engine.worker_pids())
+        self.session.follow_processes()
         deadline = rec.t_s + self.timeout_s
         while not self._halt.is_set() and not self.tracker.recovered.is_set() and self.engine.now() < deadline:
             self.tracker.recovered.wait(0.1)
@@ -312,16 +315,17 @@ class Injector(threading.Thread):
         return self.engine.replacements[before]
 
     def worker_kill(self, rec: FaultRecord) -> dict:
-        """SIGKILL one worker (``rec.target``); cleared when the engine has rebuilt the chain."""
-        handle = getattr(self.engine, rec.target)
-        if handle is None:
+        """SIGKILL the first local worker of role ``rec.target``; cleared when the engine has rebuilt the
+        chain."""
+        pid = next((pid for name, pid in self.engine.worker_pids().items() if role_of(name) == rec.target), None)
+        if pid is None:
             raise RuntimeError(f"no {rec.target} worker")
         before = len(self.engine.replacements)
-        os.kill(handle.pid, signal.SIGKILL)
+        os.kill(pid, signal.SIGKILL)
         done = self._replaced(before, f"the {rec.target} worker")
-        for role, pid in done.pids.items():
-            self.note_pid(role, pid)
-        return {"killed_pid": handle.pid, "new_pids": done.pids, "replace_s": round(done.took_s, 3)}
+        for role, new_pid in done.pids.items():
+            self.note_pid(role, new_pid)
+        return {"killed_pid": pid, "new_pids": done.pids, "replace_s": round(done.took_s, 3)}
 
     def link_cut(self, rec: FaultRecord) -> dict:
         """Take the link of the store node's emulated host down (the decode worker's without a store node)

@@ -10,7 +10,7 @@ started outlived it).
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass
-from typing import Callable
+from typing import TYPE_CHECKING, Callable
 
 import math
 from array import array
@@ -23,6 +23,9 @@ from kvtui.soak.schedule import KINDS, default_window, schedule
 from kvtui.soak.summary import (
     FD_RISE, KVTUI_RSS_TARGET_MIB_PER_H, fault_summary, fit_columns, resource_growth, time_wait_check,
 )
+
+if TYPE_CHECKING:
+    from kvtui.live import LiveSession
 
 JOIN_INJECTOR_S = 30.0  # at the end, the fault under way is cleared within this (a filler, a restart)
 
@@ -55,22 +58,12 @@ class Soak:
     ``replace_dead_workers``) and injects ``plan``'s faults. ``say(line)``: injections, recoveries and
     warnings (one line each); ``progress(line)``: the progress line after every sample (None: not shown)."""
 
-    def __init__(self, session, plan: SoakPlan, say: Callable[[str], None],
+    def __init__(self, session: LiveSession, plan: SoakPlan, say: Callable[[str], None],
                  progress: Callable[[str], None] | None = None):
         self.session, self.engine, self.plan = session, session.engine, plan
         self.say, self.progress = say, progress
         self.tracker = RecoveryTracker()
-        sinks = getattr(session, "sinks", None)
-        if sinks is not None:
-            sinks.append(self.tracker)
-        else:  # (a LiveSession without sinks: wrap its result callback)
-            inner = session.driver.on_result
-
-            def on_result(r):
-                inner(r)
-                self.tracker.add(r)
-
-            session.driver.on_result = on_result
+        session.subscribe_results(self.tracker.add)  # (for the session's whole life: a soak is its only run)
         self.skipped_kinds = {k: why for k in plan.kinds if (why := unavailable(k, self.engine))}
         kinds = tuple(k for k in plan.kinds if k not in self.skipped_kinds)
         chaos = bool(kinds and plan.chaos_per_min)
@@ -112,7 +105,7 @@ class Soak:
             self.injector.start()
         next_t = self.engine.now()
         try:
-            while not self.session.driver.done.wait(0.1):
+            while not self.session.wait(0.1):
                 if self.engine.now() >= next_t:
                     self.sample()
                     next_t = max(next_t + self.plan.sample_s, self.engine.now() - self.plan.sample_s / 2)
@@ -131,7 +124,7 @@ class Soak:
         engine, agg = self.engine, self.session.agg
         pids = engine.worker_pids()
         if pids != self._pids:  # a restart or a replacement: the monitor's processes panel follows it
-            self.session.panels.proc_sampler.set_pids(pids)
+            self.session.follow_processes()
             for name, pid in pids.items():
                 if pid not in self.noted:
                     self._note(name, pid)

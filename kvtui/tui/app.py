@@ -18,12 +18,19 @@ act on a trace (``-`` / ``+`` its speed); a scenario key says why it does nothin
 settings dialog and a page-grid row's details (Enter or a click) are screens built once at start and shown
 again (:mod:`kvtui.tui.screens.settings` says why: they open in milliseconds). Quitting: q or ctrl+c; SIGTERM and SIGHUP end the app the same clean way
 (:mod:`kvtui.tui.signals`).
+
+The keys' work is done by parts the app owns, each reaching the app through a small host Protocol:
+``knob_keys`` (:class:`~kvtui.tui.knob_actions.KnobKeys`), ``replay_keys``
+(:class:`~kvtui.tui.replay.ReplayKeys`), ``store_keys`` (:class:`~kvtui.tui.store_actions.StoreKeys`) and
+``exit_signals`` (:class:`~kvtui.tui.signals.ExitSignals`). Textual looks actions up on the app, so the app's
+``action_*`` methods of those keys only call the part.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import os
+import signal
 import sys
 import time
 from collections.abc import Iterable, Sequence
@@ -34,6 +41,7 @@ from textual.app import App, ComposeResult, SystemCommand
 from textual.containers import Horizontal, Vertical
 from textual.screen import Screen
 from textual.widgets import Static
+from textual.worker import Worker
 
 from kvtui.core.defaults import DEFAULT_HZ, MAX_HZ, UI_NICE
 from kvtui.core.errors import KvtuiError, OutputError
@@ -41,27 +49,41 @@ from kvtui.core.knobs import SCENARIOS
 from kvtui.core.sched import lower_thread_priority
 from kvtui.metrics.frame import Frame
 from kvtui.tui.bindings import BINDINGS, ENGINE_ACTIONS, REPLAY_ACTIONS, TRACE_ACTIONS, WORKLOAD_ACTIONS, key_help
-from kvtui.tui.knob_actions import KnobActions
+from kvtui.tui.knob_actions import CONTROL_ECHO_S, KnobKeys
 from kvtui.tui.knob_state import KnobState, seen_in
 from kvtui.tui.palette import system_commands
 from kvtui.tui.protocols import Controller, FrameSource, Player
-from kvtui.tui.replay import ReplayActions
+from kvtui.tui.replay import ReplayKeys
 from kvtui.tui.screens import HelpScreen, RowDetailScreen, SettingsScreen
 from kvtui.tui.signals import INTERRUPT_EXIT, ExitSignals
-from kvtui.tui.store_actions import StoreActions
+from kvtui.tui.store_actions import StoreKeys
 from kvtui.tui.svg import write_screen_svg
 from kvtui.tui.widgets import EventLog, Kpis, LatencyPanel, PageGrid, ProcsPanel, StorePanel, Throughput, WorkersPanel
 from kvtui.tui.widgets.workers import several
 from kvtui.tui.widgets.keybar import KeyBar
 from kvtui.tui.widgets.master_panel import MasterPanel
 
-__all__ = ["FrameSource", "Controller", "Player", "KvtuiApp", "run_app"]
+__all__ = ["FrameSource", "Controller", "Gate", "Player", "KvtuiApp", "run_app"]
 
 MIN_SIZE = (60, 16)
 GIL_SWITCH_S = 0.001  # while the monitor runs (see run_app)
 
 
-class KvtuiApp(KnobActions, ReplayActions, StoreActions, ExitSignals, App[int]):
+@dataclasses.dataclass(frozen=True)
+class Gate:
+    """Which controls the monitor offers, from the newest frame: whether it has a ``controller``, the frame
+    source's ``mode`` (``live`` / ``replay``), the workload ``kind`` (``synthetic``, ``trace``, ``observe``),
+    whether the master of the cluster kvtui started is down (``own_master_down``: M restarts it), and
+    whether that cluster's master or store node is down (``own_down``)."""
+
+    controller: bool
+    mode: str
+    kind: str
+    own_master_down: bool
+    own_down: bool
+
+
+class KvtuiApp(App[int]):
     """The kvtui monitor. ``clock`` (default :func:`time.time`) only names screenshot files; everything shown
     comes from frames (elapsed time is ``frame.t``). ``window_s`` labels the latency window. ``player``: replay
     mode (the player is the frame source when ``source`` is None). ``layouts``: page layout presets the command
@@ -90,9 +112,12 @@ class KvtuiApp(KnobActions, ReplayActions, StoreActions, ExitSignals, App[int]):
         self.frozen = False
         self.window = True
         self.knob_state = KnobState()  # the knobs asked for here and adopted from the frames
-        self._signals: dict[int, object] = {}  # signal → the handler it had before ours
+        self.knob_keys = KnobKeys(self, self.knob_state, self.scenarios)
+        self.replay_keys = ReplayKeys(self)
+        self.store_keys = StoreKeys(self)
+        self.exit_signals = ExitSignals(self._exit_on_signal)
         self._last_key: str | None = None
-        self._gate: tuple | None = None
+        self._gate: Gate | None = None
         self._source_error: str | None = None
         self._stopped = False
         self.refresh_timer = None
@@ -120,7 +145,7 @@ class KvtuiApp(KnobActions, ReplayActions, StoreActions, ExitSignals, App[int]):
         yield KeyBar(self.footer_shows, id="keys")
 
     def on_mount(self) -> None:
-        self._install_signal_handlers()
+        self.exit_signals.install()
         self.main_screen: Screen = self.screen
         self.w = {cls: self.query_one(cls) for cls in (Kpis, PageGrid, Throughput, LatencyPanel, StorePanel,
                                                        ProcsPanel, EventLog, MasterPanel, WorkersPanel)}
@@ -140,7 +165,7 @@ class KvtuiApp(KnobActions, ReplayActions, StoreActions, ExitSignals, App[int]):
             self.set_timer(self.finish_after, self._finish, name="finish")
 
     def on_unmount(self) -> None:
-        self._remove_signal_handlers()
+        self.exit_signals.remove()
 
     def on_resize(self, event: events.Resize) -> None:
         if hasattr(self, "w"):
@@ -220,7 +245,8 @@ class KvtuiApp(KnobActions, ReplayActions, StoreActions, ExitSignals, App[int]):
         self.knob_state.adopt(seen_in(w, st))
         own_down = bool(st.get("outage")) and st.get("store_mode") == "embedded" and st.get("mode", "live") == "live"
         own_master_down = own_down and st.get("outage_of", "master") == "master"
-        gate = (self.controller is not None, st.get("mode", "live"), w.get("kind", "synthetic"), own_master_down, own_down)
+        gate = Gate(self.controller is not None, st.get("mode", "live"), w.get("kind", "synthetic"), own_master_down,
+                    own_down)
         if gate != self._gate:
             if own_master_down and self.controller is not None and self.player is None:
                 self.log_line("the master kvtui started is down: press M to restart it on the same ports", "outage")
@@ -264,7 +290,8 @@ class KvtuiApp(KnobActions, ReplayActions, StoreActions, ExitSignals, App[int]):
         to its value."""
         asked = self.knob_state.overlay(frame.workload, frame.status, time.monotonic())
         if asked is not None:
-            frame = dataclasses.replace(frame, workload=asked[0], status=asked[1])
+            workload, status = asked
+            frame = dataclasses.replace(frame, workload=workload, status=status)
         self.w[Kpis].update_frame(frame, frozen=self.frozen, window_label=self._latency_text())
 
     def log_line(self, text: str, kind: str = "ui") -> None:
@@ -278,7 +305,7 @@ class KvtuiApp(KnobActions, ReplayActions, StoreActions, ExitSignals, App[int]):
     def footer_shows(self, action: str) -> bool:
         """Whether the key bar offers ``action``: not the synthetic-scenario knobs during a trace replay
         (their keys say why they do nothing there instead)."""
-        return not (action in WORKLOAD_ACTIONS and self._gate is not None and self._gate[2] == "trace"
+        return not (action in WORKLOAD_ACTIONS and self._gate is not None and self._gate.kind == "trace"
                     and self.player is None)
 
     # -- controls ------------------------------------------------------------------------------------------
@@ -288,21 +315,23 @@ class KvtuiApp(KnobActions, ReplayActions, StoreActions, ExitSignals, App[int]):
             return self.player is not None
         if action == "settings" and self.screen is not getattr(self, "main_screen", self.screen):
             return False  # a priority key: on top of another screen (an input, a dialog) e is just a key
+        gate = self._gate
         if action in TRACE_ACTIONS:  # live trace replays only (then before the overlap keys -, +)
-            return bool(self.player is None and self.controller is not None and self._gate
-                        and self._gate[2] == "trace" and self._gate[1] != "replay")
+            return bool(self.player is None and self.controller is not None and gate is not None
+                        and gate.kind == "trace" and gate.mode != "replay")
         if action == "restart_master":  # offered only while the master kvtui started is down
-            return bool(self.controller is not None and self.player is None and self._gate and self._gate[3])
-        if action == "clear_store" and self._gate and self._gate[2] == "observe":
+            return bool(self.controller is not None and self.player is None and gate is not None
+                        and gate.own_master_down)
+        if action == "clear_store" and gate is not None and gate.kind == "observe":
             return None  # observe mode writes nothing to the store
         if action in WORKLOAD_ACTIONS or action in ENGINE_ACTIONS:
             if self.player is not None:
                 return False  # replay: hidden, their keys drive the player
-            if self.controller is None or (self._gate and self._gate[1] == "replay"):
+            if self.controller is None or (gate is not None and gate.mode == "replay"):
                 return None  # shown disabled
-            if action in WORKLOAD_ACTIONS and self._gate and self._gate[2] == "trace":
-                return True  # not in the footer; the key says why it does nothing (KnobActions)
-            if action in WORKLOAD_ACTIONS and self._gate and self._gate[2] != "synthetic":
+            if action in WORKLOAD_ACTIONS and gate is not None and gate.kind == "trace":
+                return True  # not in the footer; the key says why it does nothing (KnobKeys)
+            if action in WORKLOAD_ACTIONS and gate is not None and gate.kind != "synthetic":
                 return None
         return True
 
@@ -335,11 +364,72 @@ class KvtuiApp(KnobActions, ReplayActions, StoreActions, ExitSignals, App[int]):
 
     def action_settings(self, focus: str = "overlap") -> None:
         """Open the settings dialog on the knobs as they are now (the screen built at start, shown again)."""
-        if self._not_for_a_trace("settings"):
+        if self.knob_keys.not_for_a_trace("settings"):
             return
         current = {k: self.knobs.get(k) for k in ("overlap", "rate", "pool")}
         self.get_screen("settings").show(current, focus)
-        self.push_screen("settings", self.apply_settings)
+        self.push_screen("settings", self.knob_keys.apply_settings)
+
+    # (the keys whose work a part of the app does: Textual looks their actions up here)
+    def action_overlap(self, steps: int) -> None:
+        self.knob_keys.overlap(steps)
+
+    def action_pool(self, delta: int) -> None:
+        self.knob_keys.pool(delta)
+
+    def action_rate(self, direction: int) -> None:
+        self.knob_keys.rate(direction)
+
+    def action_scenario(self) -> None:
+        self.knob_keys.scenario()
+
+    def action_toggle_pause(self) -> None:
+        self.knob_keys.toggle_pause()
+
+    def action_trace_speed(self, direction: int) -> None:
+        self.knob_keys.trace_speed(direction)
+
+    def set_scenario(self, name: str) -> None:  # (a command-palette entry)
+        self.knob_keys.set_scenario(name)
+
+    def set_layout(self, name: str) -> None:  # (a command-palette entry)
+        self.knob_keys.set_layout(name)
+
+    def action_replay_pause(self) -> None:
+        self.replay_keys.pause()
+
+    def action_replay_step(self, frames: int) -> None:
+        self.replay_keys.step(frames)
+
+    def action_replay_seek(self, direction: int) -> None:
+        self.replay_keys.seek(direction)
+
+    def action_replay_start(self) -> None:
+        self.replay_keys.start()
+
+    def action_replay_end(self) -> None:
+        self.replay_keys.end()
+
+    def action_replay_speed(self, direction: int) -> None:
+        self.replay_keys.speed(direction)
+
+    def action_clear_store(self) -> None:
+        self.store_keys.clear_store()
+
+    def action_restart_master(self) -> None:
+        self.store_keys.restart_master()
+
+    def on_worker_state_changed(self, event: Worker.StateChanged) -> None:
+        self.store_keys.worker_changed(event)
+
+    def knob_changed(self) -> None:
+        """A knob was just asked for (:class:`KnobKeys`): the header shows it now (unless frozen), and a frame
+        is pulled ``CONTROL_ECHO_S`` later (the engine applies a change before its next request: shown then,
+        not a whole refresh period later)."""
+        if self.shown is not None and not self.frozen:
+            self._show_kpis(self.shown)
+        if self.is_running:
+            self.set_timer(CONTROL_ECHO_S, self.tick, name="control-echo")
 
     def on_page_grid_row_selected(self, message: PageGrid.RowSelected) -> None:
         """Enter or a click on a page-grid row: its details."""
@@ -378,6 +468,19 @@ class KvtuiApp(KnobActions, ReplayActions, StoreActions, ExitSignals, App[int]):
         yield from system_commands(self)
 
     # -- exit ----------------------------------------------------------------------------------------------
+    def _exit_on_signal(self, signum: int) -> None:
+        """SIGINT / SIGTERM / SIGHUP (:class:`ExitSignals`): a clean exit (the terminal is restored) with code
+        128 + signal; the controller is stopped after the app has ended (:func:`run_app`), so the terminal
+        comes back at once."""
+        if self.refresh_timer is not None:
+            self.refresh_timer.stop()
+        if signum == getattr(signal, "SIGHUP", None) and not self.is_headless:
+            # The terminal is gone: Textual cannot restore it, and its output thread can block forever on
+            # the dead tty. Stop the engine and everything it started now, then leave at once.
+            self.stop_controller()
+            os._exit(128 + int(signum))
+        self.exit(None, return_code=128 + int(signum))
+
     def stop_controller(self) -> None:
         """Call ``controller.stop()`` once."""
         if not self._stopped and self.controller is not None:
@@ -438,7 +541,7 @@ def run_app(source: FrameSource | None, controller: Controller | None, *, headle
     finally:
         restore_priority()
         sys.setswitchinterval(switch)
-        app._remove_signal_handlers()  # normally done on unmount already
+        app.exit_signals.remove()  # normally done on unmount already
         if app.controller is not None and not app._stopped and not headless:
             print("kvtui: stopping the workload, the workers and the store…", file=sys.stderr, flush=True)
         app.stop_controller()

@@ -1,50 +1,81 @@
 """The monitor's store keys: clear the store (asks first) and restart the master kvtui started (offered while
 it is down), each in a thread worker (the controller's calls take up to a few seconds); the outcome goes to
-the event log."""
+the event log.
+
+:class:`StoreKeys` is a part the app owns (``app.store_keys``); the app's ``action_clear_store``,
+``action_restart_master`` and ``on_worker_state_changed`` call it, and it reaches the app only through
+:class:`StoreHost`.
+"""
 
 from __future__ import annotations
 
+from typing import Any, Callable, Protocol
+
+from textual.screen import Screen
 from textual.worker import Worker, WorkerState
 
+from kvtui.tui.protocols import Controller
 from kvtui.tui.screens import ConfirmScreen
 
-__all__ = ["StoreActions"]
+__all__ = ["StoreHost", "StoreKeys"]
+
+CLEAR_STORE, RESTART_MASTER = "clear-store", "restart-master"  # the names of their thread workers
 
 
-class StoreActions:
-    """Mixin of :class:`kvtui.tui.app.KvtuiApp`: ``action_clear_store``, ``action_restart_master`` and their
-    workers' outcome. Uses the app's ``controller`` (``clear_store() -> int`` keys removed; optional
-    ``restart_master()``), ``push_screen``, ``run_worker`` and ``log_line``."""
+class StoreHost(Protocol):
+    """What :class:`StoreKeys` uses of the monitor (a Textual ``App``): its ``controller``
+    (``clear_store() -> int`` keys removed; optional ``restart_master()``), ``push_screen`` (the
+    confirmation), ``run_worker`` (the calls run in a thread) and its event log."""
 
-    def action_clear_store(self) -> None:
+    @property
+    def controller(self) -> Controller | None: ...
+    def push_screen(self, screen: Screen[Any], callback: Callable[[Any], None]) -> Any: ...
+    def run_worker(self, work: Callable[[], Any], *, name: str, group: str, thread: bool, exclusive: bool,
+                   exit_on_error: bool) -> Any: ...
+    def log_line(self, text: str, kind: str = "ui") -> None: ...
+
+
+class StoreKeys:
+    """The store keys of the monitor ``host``."""
+
+    def __init__(self, host: StoreHost) -> None:
+        self.host = host
+
+    def clear_store(self) -> None:
+        """Ask, then remove every key from the store (in a thread worker)."""
         def answered(yes: bool | None) -> None:
-            if not yes:
-                self.log_line("clear store cancelled")
+            controller = self.host.controller
+            if not yes or controller is None:
+                self.host.log_line("clear store cancelled")
                 return
-            self.log_line("clearing the store…", "control")
-            self.run_worker(self.controller.clear_store, name="clear-store", group="clear-store", thread=True,
-                            exclusive=True, exit_on_error=False)
+            self.host.log_line("clearing the store…", "control")
+            self.host.run_worker(controller.clear_store, name=CLEAR_STORE, group=CLEAR_STORE, thread=True,
+                                 exclusive=True, exit_on_error=False)
 
-        self.push_screen(ConfirmScreen("Remove every key from the store?  (y / n)", "Clear store", "Cancel"), answered)
+        self.host.push_screen(ConfirmScreen("Remove every key from the store?  (y / n)", "Clear store", "Cancel"),
+                              answered)
 
-    def action_restart_master(self) -> None:
-        """Restart the embedded master (in a thread: it takes about a second to answer)."""
-        restart = getattr(self.controller, "restart_master", None)
+    def restart_master(self) -> None:
+        """Restart the embedded master (in a thread: it takes about a second to answer); a controller without
+        ``restart_master`` (one that did not start the master) says it is unavailable."""
+        restart = getattr(self.host.controller, "restart_master", None)
         if restart is None:
-            self.log_line("restarting the master is unavailable here", "error")
+            self.host.log_line("restarting the master is unavailable here", "error")
             return
-        self.log_line("restarting the master…", "control")
-        self.run_worker(restart, name="restart-master", group="restart-master", thread=True, exclusive=True,
-                        exit_on_error=False)  # (a failed restart is one event-log line, on_worker_state_changed)
+        self.host.log_line("restarting the master…", "control")
+        self.host.run_worker(restart, name=RESTART_MASTER, group=RESTART_MASTER, thread=True, exclusive=True,
+                             exit_on_error=False)  # (a failed restart is one event-log line, worker_changed)
 
-    def on_worker_state_changed(self, event: Worker.StateChanged) -> None:
-        if event.worker.name == "restart-master":
+    def worker_changed(self, event: Worker.StateChanged) -> None:
+        """The outcome of a thread worker of :meth:`clear_store` or :meth:`restart_master` (others are not
+        these keys')."""
+        if event.worker.name == RESTART_MASTER:
             if event.state == WorkerState.ERROR:
-                self.log_line(f"master restart failed: {event.worker.error}", "error")
+                self.host.log_line(f"master restart failed: {event.worker.error}", "error")
             return
-        if event.worker.name != "clear-store":
+        if event.worker.name != CLEAR_STORE:
             return
         if event.state == WorkerState.SUCCESS:
-            self.log_line(f"store cleared: {event.worker.result} keys removed", "control")
+            self.host.log_line(f"store cleared: {event.worker.result} keys removed", "control")
         elif event.state == WorkerState.ERROR:
-            self.log_line(f"clear store failed: {event.worker.error}", "error")
+            self.host.log_line(f"clear store failed: {event.worker.error}", "error")

@@ -100,7 +100,7 @@ def test_layout_switch_from_the_palette(fresh_cluster):
     results = []
     session = LiveSession(engine, SyntheticWorkload(spec), synthetic_description(spec), layout_text=tiny.describe(),
                           layout_name="tiny", prompt_pages=8)
-    session.driver.on_result = lambda r: (results.append(r), session._on_result(r))
+    session.subscribe_results(results.append)
     app = KvtuiApp(session, session, refresh_hz=10, layouts={"seed": seed.describe(), "tiny": tiny.describe()})
 
     async def go():

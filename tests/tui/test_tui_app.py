@@ -111,7 +111,7 @@ def test_presses_that_change_nothing_are_not_sent():
         app.frame.rates["rps"] = 2.3
         await pilot.press("r")
         assert ctl.sent(SetRate)[-1] == SetRate(2.0)
-        app.set_pool(1)  # typed / palette values that change nothing are skipped too
+        app.knob_keys.set_pool(1)  # typed / palette values that change nothing are skipped too
         app.set_scenario("random")
         assert not ctl.sent(SetPool) and not ctl.sent(SetScenario)
 
@@ -287,7 +287,8 @@ def test_ctrl_c_quits_from_a_modal_and_is_listed_with_q():
     before = signal.getsignal(signal.SIGTERM)
 
     async def scenario(pilot):
-        assert set(app._signals) == {signal.SIGINT, signal.SIGTERM, signal.SIGHUP}  # see test_tui_signals.py
+        # (what each does: test_tui_signals.py)
+        assert set(app.exit_signals.installed) == {signal.SIGINT, signal.SIGTERM, signal.SIGHUP}
         footer = {b.binding.key for b in app.screen.active_bindings.values() if b.binding.show}
         assert "ctrl+c" not in footer and "q" in footer
         await pilot.press("question_mark")
@@ -299,7 +300,7 @@ def test_ctrl_c_quits_from_a_modal_and_is_listed_with_q():
         assert not app.is_running or app._exit
 
     pilot_test(app, scenario)
-    assert signal.getsignal(signal.SIGTERM) is before and not app._signals  # given back on unmount
+    assert signal.getsignal(signal.SIGTERM) is before and not app.exit_signals.installed  # given back on unmount
 
 
 # -- without a controller / replay / trace ------------------------------------------------------------------

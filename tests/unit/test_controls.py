@@ -5,77 +5,21 @@ as they were)."""
 
 from __future__ import annotations
 
-import queue
 import time
 
 import pytest
 
 from kvtui.core.controls import CONTROLS, Control, SetLayout, SetOverlap, SetPool, SetRate, SetScenario
 from kvtui.core.layout import PRESETS
-from kvtui.engine.connector import PublishResult, ReloadResult
-from kvtui.engine.engine import result_from
 from kvtui.live import LiveSession, synthetic_description
+from kvtui.testing.fake_engine import FakeEngine
 from workload import SyntheticWorkload, WorkloadSpec
 
 TINY, SEED = PRESETS["tiny"], PRESETS["seed"]
 
 
-class FakeEngine:
-    """The engine interface LiveSession and its driver use, answering every request at once; ``refuse``:
-    the error ``set_layout`` raises (as the engine does when a worker refuses: both workers stay as they
-    were)."""
-
-    def __init__(self, layout=TINY):
-        self.options = type("O", (), {"layout": layout, "store_bytes": 1 << 30})()
-        self.endpoints = None
-        self.cluster = None
-        self.refuse: Exception | None = None
-        self.layouts_set: list = []
-        self.submitted: queue.Queue = queue.Queue()
-
-    def worker_pids(self):
-        return {}
-
-    def begin_run(self, n):
-        pass
-
-    def drain(self):
-        pass
-
-    def hold(self, held):
-        pass
-
-    def submit(self, req):
-        self.submitted.put((req, self.options.layout))
-
-    def next_result(self, timeout_s=None):
-        try:
-            req, layout = self.submitted.get(timeout=timeout_s)
-        except queue.Empty:
-            return None
-        pages = len(req.tokens) // layout.page_tokens
-        reload = ReloadResult(pages_total=pages)
-        publish = PublishResult(start_page=0, pages_total=pages, stored=pages, states=[1] * pages)
-        return result_from(req, reload, publish, layout, 0.0, 0.0)
-
-    def now(self):
-        return time.monotonic()
-
-    def master_reachable(self):
-        return True
-
-    def set_layout(self, layout):
-        if self.refuse is not None:
-            raise self.refuse
-        self.layouts_set.append(layout)
-        self.options.layout = layout
-
-    def stop(self):
-        pass
-
-
-def _session(paused: bool = True, **kw) -> tuple[LiveSession, FakeEngine]:
-    engine = FakeEngine()
+def _session(paused: bool = True, engine: FakeEngine | None = None, **kw) -> tuple[LiveSession, FakeEngine]:
+    engine = engine or FakeEngine(TINY)
     spec = WorkloadSpec(scenario="shared-system-prompt", pool=3, prompt_tokens=64, page_tokens=8, rate=200.0)
     session = LiveSession(engine, SyntheticWorkload(spec), synthetic_description(spec), layout_text=TINY.describe(),
                           layout_name="tiny", **kw)
@@ -156,7 +100,7 @@ def test_a_value_out_of_range_is_refused_not_clamped(control, message):
 
 
 def test_a_trace_workload_has_no_knobs():
-    engine = FakeEngine()
+    engine = FakeEngine(TINY)
     session = LiveSession(engine, iter(()), {"kind": "trace", "name": "t.jsonl", "done": 0, "total": 0,
                                              "complete": False})
     session.driver.pause()
@@ -197,12 +141,11 @@ def test_a_refused_layout_switch_changes_nothing(why):
     """A worker refusing (the engine puts both back), prompts out of range, or a prompt larger than the
     store segment: one "control refused" line, and the workload, the engine, the header and the description
     are as they were."""
-    session, engine = _session(prompt_pages=8 if why != "prompt" else 5000)
+    # embedded (the segment is kvtui's own): its size bounds a prompt
+    engine = FakeEngine(TINY, embedded=True, store_bytes=64 << 20) if why == "segment" else FakeEngine(TINY)
+    session, engine = _session(prompt_pages=8 if why != "prompt" else 5000, engine=engine)
     if why == "worker":
         engine.refuse = RuntimeError("decode worker refused the layout")
-    if why == "segment":
-        engine.cluster = object()  # embedded: the segment size counts
-        engine.options.store_bytes = 64 << 20
     spec, desc, header = session.workload.spec, session.description, session.layout_text
     try:
         n = _n_events(session)

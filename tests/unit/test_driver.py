@@ -3,61 +3,22 @@ handler while paused, bounds stop the run, an RPC_FAIL holds dispatch until the 
 
 from __future__ import annotations
 
-import queue
 import time
 
 import numpy as np
 import pytest
 
 from kvtui.core.controls import SetOverlap, SetPool
+from kvtui.core.engine_api import WorkerError
 from kvtui.core.layout import PageLayout
-from kvtui.engine.connector import PublishResult, ReloadResult
 from kvtui.engine.driver import Driver
-from kvtui.engine.engine import result_from
+from kvtui.testing.fake_engine import FakeEngine
 from workload import Request
 
 
-class FakeEngine:
-    """The engine interface the driver uses (begin_run / submit / next_result / hold / drain), answering at once."""
-
-    def __init__(self):
-        self.options = type("O", (), {"layout": PageLayout(1, 1, 1, 4, 1)})()
-        self.codes: dict[int, int] = {}
-        self.reachable = True
-        self.submitted: queue.Queue = queue.Queue()
-        self.limit = None
-        self.drained = False
-        self.holds: list[bool] = []
-
-    def begin_run(self, n):
-        self.limit = n
-
-    def drain(self):
-        self.drained = True
-
-    def hold(self, held):
-        self.holds.append(held)
-
-    def submit(self, req):
-        self.submitted.put(req)
-
-    def next_result(self, timeout_s=None):
-        try:
-            req = self.submitted.get(timeout=timeout_s)
-        except queue.Empty:
-            return None
-        layout = self.options.layout
-        pages = len(req.tokens) // layout.page_tokens
-        reload = ReloadResult(pages_total=pages, probe_ms=0.1, codes=dict(self.codes))
-        publish = PublishResult(start_page=0, pages_total=pages, stored=pages, bytes_written=pages * layout.page_bytes,
-                                states=[1] * pages, probe_ms=0.1, put_ms=0.1)
-        return result_from(req, reload, publish, layout, 0.0, 0.0)
-
-    def now(self):
-        return time.monotonic()
-
-    def master_reachable(self):
-        return self.reachable
+def _engine() -> FakeEngine:
+    """The engine of every test here: answers at once, pages of 4 tokens."""
+    return FakeEngine(PageLayout(1, 1, 1, 4, 1))
 
 
 def requests():
@@ -77,12 +38,12 @@ def wait_for(cond, timeout_s: float = 5.0) -> bool:
 
 def test_bounds_and_pause_and_controls_while_paused():
     results, applied = [], []
-    engine = FakeEngine()
+    engine = _engine()
     d = Driver(engine, requests(), results.append, max_requests=50).start()
     assert d.done.wait(5) and len(results) == 50 and d.issued == 50
-    assert engine.limit == 1 and engine.drained  # the run began with its concurrency and ended with a drain
+    assert engine.runs == [1] and engine.drains == 1  # the run began with its concurrency and ended with a drain
 
-    d = Driver(FakeEngine(), requests(), results.append, on_control=lambda c: applied.append((c, d.issued)))
+    d = Driver(_engine(), requests(), results.append, on_control=lambda c: applied.append((c, d.issued)))
     d.pause()
     d.start()
     time.sleep(0.3)
@@ -98,11 +59,11 @@ def test_bounds_and_pause_and_controls_while_paused():
 
 
 def test_send_takes_only_control_messages_and_needs_a_handler():
-    d = Driver(FakeEngine(), requests(), lambda r: None, on_control=lambda c: None)
+    d = Driver(_engine(), requests(), lambda r: None, on_control=lambda c: None)
     with pytest.raises(TypeError):
         d.send(lambda: None)  # closures are not controls
     with pytest.raises(RuntimeError):
-        Driver(FakeEngine(), requests(), lambda r: None).send(SetPool(2))
+        Driver(_engine(), requests(), lambda r: None).send(SetPool(2))
 
 
 def test_the_handler_runs_before_the_next_request_and_may_wait_idle():
@@ -125,7 +86,7 @@ def test_the_handler_runs_before_the_next_request_and_may_wait_idle():
         marks.append(len(seen))
 
     idle, marks = [], []
-    d = Driver(FakeEngine(), reqs(), lambda r: None, on_control=handle).start()
+    d = Driver(_engine(), reqs(), lambda r: None, on_control=handle).start()
     assert wait_for(lambda: d.issued > 20)
     d.send(SetPool(7))
     assert wait_for(lambda: marks and len(seen) > marks[0] + 5)
@@ -136,10 +97,10 @@ def test_the_handler_runs_before_the_next_request_and_may_wait_idle():
 
 
 def test_rpc_fail_holds_dispatch_until_master_answers():
-    engine = FakeEngine()
+    engine = _engine()
     events = []
     d = Driver(engine, requests(), lambda r: None, events.append).start()
-    time.sleep(0.1)
+    assert wait_for(lambda: d.completed > 0)
     engine.reachable = False
     engine.codes = {-900: 1}
     deadline = time.monotonic() + 3
@@ -161,7 +122,6 @@ def test_rpc_fail_holds_dispatch_until_master_answers():
     assert d.done.wait(5)
 
 
-
 def test_a_quiet_run_says_when_an_outage_holds_dispatch_and_when_it_ends(capsys):
     """``kvtui run`` with stderr not a terminal (``_progress(quiet=True)``) has no status line, so an outage's
     start and end are one stderr line each."""
@@ -174,7 +134,7 @@ def test_a_quiet_run_says_when_an_outage_holds_dispatch_and_when_it_ends(capsys)
         outage = False
         store_full = StoreFullAlarm(lambda failed, seconds: "")
 
-        def wait_done(self, timeout_s):
+        def wait(self, timeout_s):
             try:
                 self.outage = next(script)
             except StopIteration:
@@ -190,14 +150,8 @@ def test_a_quiet_run_says_when_an_outage_holds_dispatch_and_when_it_ends(capsys)
 def test_a_worker_dead_before_the_run_began_ends_it_as_its_error():
     """begin_run meets a dead worker (killed during start-up): start() does not raise, the run is done at once
     with that error, and run() raises it (kvtui run then summarises, kvtui watch's frames carry it)."""
-    from kvtui.engine.workers import WorkerError
-
-    engine = FakeEngine()
-
-    def dead(_n):
-        raise WorkerError("decode worker died (exit code -9)")
-
-    engine.begin_run = dead
+    engine = _engine()
+    engine.begin_error = WorkerError("decode worker died (exit code -9)")
     d = Driver(engine, iter([]), lambda r: None)
     assert d.start() is d and d.done.is_set() and str(d.error) == "decode worker died (exit code -9)"
     assert (d.issued, d.completed, d.abandoned) == (0, 0, 0)

@@ -1,4 +1,5 @@
-"""The layout's rules, checked: import-linter's contracts (pyproject ``[tool.importlinter]``)."""
+"""The layout's rules, checked: import-linter's contracts (pyproject ``[tool.importlinter]``, README "Layout of
+the code")."""
 
 from __future__ import annotations
 

@@ -4,7 +4,6 @@ the moment given (the command's start), and a teardown holds a second Ctrl-C / S
 from __future__ import annotations
 
 import signal
-import threading
 import time
 
 import numpy as np
@@ -12,42 +11,8 @@ import pytest
 
 from kvtui.engine.driver import Driver
 from kvtui.engine.procs import uninterrupted
+from kvtui.testing.fake_engine import FakeEngine
 from workload import Request
-
-
-class SlowEngine:
-    """The driver's engine interface; each submitted request finishes ``latency_s`` after the previous one
-    (a big request: reload and publish of hundreds of MiB), ``None`` meanwhile."""
-
-    def __init__(self, latency_s: float):
-        self.latency_s = latency_s
-        self.submitted: list = []
-        self.holds: list[bool] = []
-        self.drains = 0
-        self.lock = threading.Lock()
-
-    def begin_run(self, n):
-        pass
-
-    def hold(self, held):
-        self.holds.append(held)
-
-    def drain(self):
-        self.drains += 1
-
-    def submit(self, req):
-        with self.lock:
-            self.submitted.append(req)
-
-    def next_result(self, timeout_s=None):
-        time.sleep(min(timeout_s or 0.0, self.latency_s))
-        return None  # nothing ever finishes within the test
-
-    def now(self):
-        return time.monotonic()
-
-    def master_reachable(self):
-        return True
 
 
 def _requests():
@@ -58,7 +23,7 @@ def _requests():
 
 
 def test_stop_abandons_the_requests_under_way_at_once():
-    engine = SlowEngine(latency_s=5.0)
+    engine = FakeEngine(answer=False)  # requests under way for ever (big reloads and publishes)
     d = Driver(engine, _requests(), lambda r: None).start()
     deadline = time.monotonic() + 5
     while d.issued < 9 and time.monotonic() < deadline:  # concurrency 1 + LOOKAHEAD 8 submitted
@@ -73,7 +38,7 @@ def test_stop_abandons_the_requests_under_way_at_once():
 
 
 def test_duration_counts_from_the_moment_given_and_abandons():
-    engine = SlowEngine(latency_s=5.0)
+    engine = FakeEngine(answer=False)  # requests under way for ever (big reloads and publishes)
     started = time.monotonic() - 0.8  # e.g. the command started 0.8 s before the driver
     d = Driver(engine, _requests(), lambda r: None, duration_s=1.0, duration_from=started)
     t0 = time.monotonic()
@@ -86,7 +51,7 @@ def test_duration_counts_from_the_moment_given_and_abandons():
 
 def test_drained_end_still_waits_for_every_request():
     """max_requests ends with a drain: the requests submitted finish (here: never, so done stays unset)."""
-    engine = SlowEngine(latency_s=5.0)
+    engine = FakeEngine(answer=False)  # requests under way for ever (big reloads and publishes)
     d = Driver(engine, _requests(), lambda r: None, max_requests=3).start()
     assert not d.done.wait(0.5)
     assert engine.drains == 1 and engine.holds == []

@@ -5,7 +5,6 @@ windowed counters the monitor reads from frames (also through a recording)."""
 from __future__ import annotations
 
 import math
-import queue
 
 import pytest
 
@@ -16,6 +15,7 @@ from kvtui.core.traces import resolve_trace
 from kvtui.metrics import figures as fig
 from kvtui.metrics.aggregate import Aggregator, prefix_group
 from kvtui.session.codec import FrameDecoder, FrameEncoder, decode_record
+from kvtui.testing.fake_engine import FakeEngine
 from workload.stats import IdealPrefixCache, trace_stats
 from workload.trace import TraceRow, TraceWorkload, read_trace
 
@@ -138,56 +138,14 @@ def test_recordings_keep_row_details_and_the_window():
     assert FrameDecoder().apply(old).rows[0].group == ""  # a file from before the row details
 
 
-class _Engine:
-    """The engine interface LiveSession and its driver use (no store): every request answered at once."""
-
-    def __init__(self):
-        self.options = type("O", (), {"layout": PageLayout(1, 1, 1, 512, 1), "store_bytes": 1 << 30})()
-        self.endpoints = self.cluster = None
-        self.submitted: queue.Queue = queue.Queue()
-
-    def worker_pids(self):
-        return {}
-
-    def begin_run(self, n):
-        pass
-
-    def drain(self):
-        pass
-
-    def hold(self, held):
-        pass
-
-    def submit(self, req):
-        self.submitted.put(req)
-
-    def next_result(self, timeout_s=None):
-        from kvtui.engine.connector import PublishResult, ReloadResult
-        from kvtui.engine.engine import result_from
-
-        try:
-            req = self.submitted.get(timeout=timeout_s)
-        except queue.Empty:
-            return None
-        pages = req.cacheable_tokens // 512
-        return result_from(req, ReloadResult(pages_total=pages),
-                           PublishResult(start_page=0, pages_total=pages, stored=pages, states=[1] * pages),
-                           self.options.layout, 0.0, 0.0)
-
-    def now(self):
-        return 0.0
-
-    def stop(self):
-        pass
-
-
 def test_live_session_changes_a_trace_speed():
     import time
 
     from kvtui.live import LiveSession
 
     wl = TraceWorkload(_rows(400, gap_ms=50), speed=1.0)
-    session = LiveSession(_Engine(), wl, {"kind": "trace", "name": "t", "done": 0, "total": 400, "complete": False})
+    engine = FakeEngine(PageLayout(1, 1, 1, 512, 1))  # every request answered at once
+    session = LiveSession(engine, wl, {"kind": "trace", "name": "t", "done": 0, "total": 400, "complete": False})
     session.start()
     try:
         session.send(SetTraceSpeed(8.0))

@@ -1,0 +1,254 @@
+"""A store-less engine for tests: :class:`FakeEngine` satisfies :class:`kvtui.core.engine_api.EngineAPI`
+without workers, cluster or store, so a :class:`~kvtui.engine.driver.Driver` or a
+:class:`~kvtui.live.LiveSession` runs over it in milliseconds.
+
+What it does, per request: :meth:`FakeEngine.submit` records the request; unless held, it is answered at
+once (``answer=True``: a :class:`~kvtui.core.events.RequestResult` of a cold store, every cacheable page
+published, carrying :attr:`FakeEngine.codes`) or stays under way for ever (``answer=False``: a store call
+that never ends). While held (:meth:`FakeEngine.hold`), submitted requests wait; a release answers them,
+a drain drops them (each a :class:`~kvtui.core.engine_api.Dropped`), as decode workers do. Results of a
+run an earlier :meth:`FakeEngine.begin_run` began are discarded.
+
+Knobs a test sets: ``codes`` (store codes every result carries from now on, e.g. RPC_FAIL for an outage),
+``reachable`` (what :meth:`~FakeEngine.master_reachable` answers), ``refuse`` (the exception
+:meth:`~FakeEngine.set_layout` raises), ``begin_error`` (the exception :meth:`~FakeEngine.begin_run`
+raises: a worker dead before the run began), ``pids`` (:meth:`~FakeEngine.worker_pids`). What it was asked
+is kept: ``submitted``, ``runs``, ``holds``, ``drains``, ``layouts_set``, ``master_restarts``,
+``store_restarts``, ``stopped``. :meth:`~FakeEngine.replace_workers` and :meth:`~FakeEngine.join_remote`
+publish a worker rebuild and a remote join to the subscribers, as the real engine does.
+"""
+
+from __future__ import annotations
+
+import queue
+import threading
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, field, replace
+from typing import Callable
+
+from kvtui.core.defaults import DEFAULT_MODEL
+from kvtui.core.engine_api import (
+    ClusterProcess, ClusterView, Dropped, Endpoints, RemoteJoin, SubmittedRequest, WorkerReplacement,
+)
+from kvtui.core.events import RequestResult
+from kvtui.core.layout import PRESETS, PageLayout
+from kvtui.core.pages import PageState
+from kvtui.core.subscribers import Subscribers, Unsubscribe
+from kvtui.core.topology import DEFAULT_ROUTE
+
+__all__ = ["FakeCluster", "FakeClusterOptions", "FakeEngine", "FakeOptions"]
+
+
+@dataclass(frozen=True)
+class FakeClusterOptions:
+    """The embedded cluster's options a session reads (:class:`~kvtui.core.engine_api.ClusterSettings`)."""
+
+    store_nodes: int = 1
+    eviction_high_watermark: float = 0.9
+    lease_ttl_ms: int = 10_000
+
+
+@dataclass(frozen=True)
+class FakeOptions:
+    """How the fake engine says it runs (:class:`~kvtui.core.engine_api.EngineSettings`); sizes in bytes."""
+
+    layout: PageLayout = PRESETS["tiny"]
+    model: str = DEFAULT_MODEL
+    store_bytes: int = 1 << 30
+    segment_on: str = "store"
+    concurrency: int = 1
+    prefill_workers: int = 1
+    decode_workers: int = 1
+    remote_slots: int = 0
+    route: str = DEFAULT_ROUTE
+    replace_dead_workers: bool = False
+    cluster: FakeClusterOptions = field(default_factory=FakeClusterOptions)
+
+
+class FakeCluster:
+    """An embedded cluster without processes (:class:`~kvtui.core.engine_api.ClusterView`): what a session
+    sees of a cluster kvtui started, e.g. so that the store segment's size bounds a layout switch."""
+
+    emulated = None
+
+    @property
+    def processes(self) -> Sequence[ClusterProcess]:
+        return ()
+
+    def process(self, name: str) -> ClusterProcess | None:
+        return None
+
+    def store_names(self) -> list[str]:
+        return []
+
+
+@dataclass
+class _Item:
+    """A submitted request: the run it belongs to and the layout in force when it was submitted."""
+
+    run: int
+    req: SubmittedRequest
+    layout: PageLayout
+
+
+class FakeEngine:
+    """A store-less :class:`~kvtui.core.engine_api.EngineAPI` (see the module). ``layout`` /
+    ``store_bytes`` / ``options``: what :attr:`options` says (``options`` wins when given); ``embedded``:
+    :attr:`cluster` is a :class:`FakeCluster` (the store segment is kvtui's own) instead of None;
+    ``answer``: answer each request at once (True) or never (False)."""
+
+    def __init__(self, layout: PageLayout = PRESETS["tiny"], *, store_bytes: int = 1 << 30, embedded: bool = False,
+                 answer: bool = True, options: FakeOptions | None = None) -> None:
+        self.options = options or FakeOptions(layout=layout, store_bytes=store_bytes)
+        self.endpoints: Endpoints | None = None
+        self.cluster: ClusterView | None = FakeCluster() if embedded else None
+        self.answer = answer
+        self.codes: dict[int, int] = {}
+        self.reachable = True
+        self.refuse: Exception | None = None
+        self.begin_error: BaseException | None = None
+        self.pids: dict[str, int] = {}
+        self.submitted: list[SubmittedRequest] = []
+        self.runs: list[int] = []  # the concurrency of each begin_run
+        self.holds: list[bool] = []
+        self.drains = 0
+        self.layouts_set: list[PageLayout] = []
+        self.master_restarts = 0
+        self.store_restarts = 0
+        self.stopped = False
+        self.replacements: list[WorkerReplacement] = []
+        self._t0 = time.monotonic()
+        self._lock = threading.Lock()
+        self._run = 0
+        self._held = False
+        self._waiting: list[_Item] = []  # submitted while held
+        self._ready: queue.Queue[tuple[int, RequestResult | Dropped]] = queue.Queue()  # (run, answer)
+        self._replaced: Subscribers[[WorkerReplacement]] = Subscribers()
+        self._joined: Subscribers[[RemoteJoin]] = Subscribers()
+
+    # -- RequestEngine ---------------------------------------------------------------------------------
+    def now(self) -> float:
+        return time.monotonic() - self._t0
+
+    def begin_run(self, concurrency: int) -> None:
+        if self.begin_error is not None:
+            raise self.begin_error
+        with self._lock:
+            self.runs.append(concurrency)
+            self._run += 1
+            self._held, self._waiting = False, []
+
+    def submit(self, req: SubmittedRequest) -> None:
+        with self._lock:
+            self.submitted.append(req)
+            item = _Item(self._run, req, self.options.layout)
+            if self._held:
+                self._waiting.append(item)
+            else:
+                self._start(item)
+
+    def next_result(self, timeout_s: float | None = None) -> RequestResult | Dropped | None:
+        deadline = None if timeout_s is None else time.monotonic() + timeout_s
+        while True:
+            try:
+                wait = None if deadline is None else max(0.0, deadline - time.monotonic())
+                run, answer = self._ready.get(timeout=wait)
+            except queue.Empty:
+                return None
+            if run == self._run:  # (an earlier run's answers are discarded)
+                return answer
+
+    def hold(self, held: bool) -> None:
+        with self._lock:
+            self.holds.append(held)
+            self._held = held
+            if not held:
+                waiting, self._waiting = self._waiting, []
+                for item in waiting:
+                    self._start(item)
+
+    def drain(self) -> None:
+        with self._lock:
+            self.drains += 1
+            if self._held:
+                waiting, self._waiting = self._waiting, []
+                for item in waiting:
+                    self._ready.put((item.run, Dropped(item.req)))
+
+    def master_reachable(self) -> bool:
+        return self.reachable
+
+    def subscribe_replacement(self, fn: Callable[[WorkerReplacement], None]) -> Unsubscribe:
+        return self._replaced.subscribe(fn)
+
+    # -- EngineAPI -------------------------------------------------------------------------------------
+    def worker_pids(self) -> dict[str, int]:
+        return dict(self.pids)
+
+    def set_layout(self, layout: PageLayout) -> None:
+        if self.refuse is not None:
+            raise self.refuse
+        self.layouts_set.append(layout)
+        self.options = replace(self.options, layout=layout)
+
+    def clear_store(self) -> int:
+        return 0
+
+    def restart_master(self) -> None:
+        if self.cluster is None:
+            raise RuntimeError("the master belongs to an attached cluster; restart it there")
+        self.master_restarts += 1
+
+    def restart_store(self) -> None:
+        if self.cluster is None or self.options.segment_on != "store":
+            raise RuntimeError("kvtui runs no store node here (attached cluster, or the segment is on a worker)")
+        self.store_restarts += 1
+
+    def dead_cluster_process(self) -> ClusterProcess | None:
+        return None
+
+    def subscribe_remote(self, fn: Callable[[RemoteJoin], None]) -> Unsubscribe:
+        return self._joined.subscribe(fn)
+
+    def stop(self) -> None:
+        self.stopped = True
+
+    # -- what a test makes happen ----------------------------------------------------------------------
+    def replace_workers(self, dead: tuple[str, ...] = ("decode",), exit_codes: tuple[int | None, ...] = (-9,),
+                        lost: int = 0, reason: str = "decode worker died (exit code -9)") -> WorkerReplacement:
+        """Record a rebuild of the workers (as after ``dead`` died) and publish it to the
+        :meth:`subscribe_replacement` subscribers, from the calling thread; returns it."""
+        rep = WorkerReplacement(t=self.now(), dead=dead, exit_codes=exit_codes, reason=reason, lost=lost,
+                                took_s=0.0, pids=dict(self.pids))
+        self.replacements.append(rep)
+        self._replaced(rep)
+        return rep
+
+    def join_remote(self, role: str = "decode", index: int = 1, name: str = "remote-decode-0",
+                    host: str = "10.0.0.2", pid: int = 4242) -> RemoteJoin:
+        """Publish a remote worker's join to the :meth:`subscribe_remote` subscribers; returns it."""
+        join = RemoteJoin(role, index, name, host, pid)
+        self._joined(join)
+        return join
+
+    # -- answers ---------------------------------------------------------------------------------------
+    def _start(self, item: _Item) -> None:
+        """A request whose store calls begin (called under the lock): answered now, or never."""
+        if self.answer:
+            self._ready.put((item.run, self._result(item)))
+
+    def _result(self, item: _Item) -> RequestResult:
+        """A cold store's answer: every cacheable full page computed and published, a partial cell per
+        started page beyond them; ``codes``: :attr:`codes` as they are now."""
+        req, layout = item.req, item.layout
+        n_tokens = len(req.tokens)
+        pages = req.cacheable_tokens // layout.page_tokens
+        rest = n_tokens - pages * layout.page_tokens
+        states = bytes([PageState.PUBLISHED] * pages + [PageState.PARTIAL] * (-(-rest // layout.page_tokens)))
+        t = self.now()
+        return RequestResult(
+            req_id=req.req_id, scenario=req.scenario, n_tokens=n_tokens, cacheable_tokens=req.cacheable_tokens,
+            page_tokens=layout.page_tokens, page_bytes=layout.page_bytes, pages_total=pages, pages_hit=0,
+            states=states, pages_published=pages, bytes_written=pages * layout.page_bytes, codes=dict(self.codes),
+            arrival_s=req.arrival_s, t_start=t, t_end=t, labels=tuple(req.labels))
