@@ -110,8 +110,8 @@ def _run_point(plan: SweepPlan, size: PointSize, lru_rate: float, engine, index:
     (:class:`~kvtui.bench.engines.BrokenStoreWatch`) or a process of its cluster died."""
     from kvtui.bench.engines import BrokenStoreWatch
     from kvtui.engine.procs import uninterrupted
-    from kvtui.engine.store import StoreError
     from kvtui.engine.samplers import StoreSampler
+    from kvtui.engine.store import StoreError
     from kvtui.live import LiveSession
     from kvtui.metrics.aggregate import summary_from_frame
     from workload import TraceWorkload

@@ -11,7 +11,6 @@ from kvtui.core.layout import PageLayout
 from kvtui.core.pages import PageState
 from kvtui.engine.connector import PublishResult, ReloadResult
 
-
 _CELL = {state: bytes((int(state),)) for state in PageState}  # one page cell of each state
 
 

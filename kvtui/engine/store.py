@@ -31,7 +31,6 @@ import numpy as np
 
 from kvtui.core.codes import CLIENT_CLOSED, INVALID_PARAMS, OBJECT_ALREADY_EXISTS, SIZE_MISMATCH
 
-
 SETUP_ATTEMPTS = 3
 """Store clients a :meth:`StoreClient.setup` creates at most while the master answers TCP (each one tries
 ``MC_STORE_CLIENT_SETUP_RETRIES`` times): a test session's hundreds of clients share one port range."""

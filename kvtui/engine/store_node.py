@@ -18,7 +18,6 @@ import threading
 
 from kvtui.engine.procs import parent_death_signal
 
-
 CLOSE_TIMEOUT_S = 10.0
 """Seconds a stopping store node waits for its store client to close before it exits anyway."""
 

@@ -21,9 +21,31 @@ from kvtui.core.defaults import DEFAULT_MODEL
 from kvtui.core.sched import pin_calling_thread
 from kvtui.engine.connector import MAX_BATCH_BYTES
 from kvtui.engine.protocol import (
-    ANSWERED, CHAIN, Ack, Begin, BenchRawGet, BenchReload, Drain, Failed, Hold, Keys, Ok, Publish, PublishRest,
-    RawGetRun, Ready, Reload, RemoveAll, RequestDone, RequestDropped, RequestFailed, SetLayout, SetReadStreams,
-    Stop, Submit, TimedReload,
+    ANSWERED,
+    CHAIN,
+    Ack,
+    Begin,
+    BenchRawGet,
+    BenchReload,
+    Drain,
+    Failed,
+    Hold,
+    Keys,
+    Ok,
+    Publish,
+    PublishRest,
+    RawGetRun,
+    Ready,
+    Reload,
+    RemoveAll,
+    RequestDone,
+    RequestDropped,
+    RequestFailed,
+    SetLayout,
+    SetReadStreams,
+    Stop,
+    Submit,
+    TimedReload,
 )
 
 

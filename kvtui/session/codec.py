@@ -17,7 +17,6 @@ from kvtui.core.events import EngineEvent
 from kvtui.metrics.frame import Frame, PageRow
 from kvtui.metrics.latency import LatencySnapshot
 
-
 _ROW_HEAD = ("req_id", "scenario", "n_tokens", "pages_hit", "states")
 
 

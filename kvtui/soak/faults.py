@@ -30,7 +30,13 @@ from typing import Callable
 from kvtui.core.codes import code_name
 from kvtui.core.events import EngineEvent
 from kvtui.soak.schedule import (
-    LINK_CUT, MASTER_KILL, MASTER_PAUSE, STORE_FULL, STORE_KILL, WORKER_KILL, Fault,
+    LINK_CUT,
+    MASTER_KILL,
+    MASTER_PAUSE,
+    STORE_FULL,
+    STORE_KILL,
+    WORKER_KILL,
+    Fault,
 )
 
 NEXT_AFTER_S = 1.0  # after a recovery, the next fault waits at least this long

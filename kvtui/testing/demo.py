@@ -37,7 +37,6 @@ from kvtui.core.pages import PageState as S
 from kvtui.metrics.aggregate import Aggregator
 from kvtui.metrics.frame import Frame
 
-
 TRACE_LAYOUT = PageLayout(layers=1, kv_heads=1, head_dim=1, page_tokens=512, elem_bytes=1)  # one page a block
 TRACE_CAPACITY = 0.25  # the simulated store holds this share of a trace's distinct blocks (LRU)
 

@@ -212,10 +212,10 @@ def test_a_recording_the_disk_cut_short_is_exit_3(cluster, tmp_path, capsys, mon
     writes at least two, its first and its final one): the run
     goes on to its summary and `--json`, says in one line where the recording stopped, and exits 3 (an
     output that could not be written), not 0; the frames written stay readable."""
+    import sqlite3
+
     from kvtui.commands.output import open_session
     from kvtui.session import writer
-
-    import sqlite3
 
     class FullDisk:  # the recording's database once the disk is full: every insert fails as SQLite says it
         def __init__(self, db):

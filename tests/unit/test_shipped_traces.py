@@ -14,8 +14,8 @@ import pytest
 
 from kvtui.cli import build_parser, main
 from kvtui.commands.common import layout_of, make_workload
-from kvtui.core.traces import SHIPPED_TRACES, resolve_trace
 from kvtui.core.errors import KvtuiError
+from kvtui.core.traces import SHIPPED_TRACES, resolve_trace
 
 ROOT = Path(__file__).resolve().parents[2]
 SHARED = ROOT.parent / "shared" / "data" / "traces"

@@ -11,8 +11,22 @@ from test_connector import LAYOUT, FakeStore, MasterDown, _conn, toks
 from kvtui.core.layout import PageLayout
 from kvtui.engine.connector import ReloadResult
 from kvtui.engine.protocol import (
-    ANSWERED, CHAIN, Ack, Begin, Drain, Failed, Hold, Ok, Publish, PublishRest, RemoveAll, RequestDone,
-    RequestDropped, RequestFailed, SetLayout, Submit,
+    ANSWERED,
+    CHAIN,
+    Ack,
+    Begin,
+    Drain,
+    Failed,
+    Hold,
+    Ok,
+    Publish,
+    PublishRest,
+    RemoveAll,
+    RequestDone,
+    RequestDropped,
+    RequestFailed,
+    SetLayout,
+    Submit,
 )
 from kvtui.engine.worker import _Chain, _Commands
 

@@ -23,7 +23,6 @@ from textual.widgets import Static
 from kvtui.tui.fmt import fmt_elapsed, fmt_int, fmt_ms, format_bytes
 from kvtui.tui.widgets.page_grid import CLASS, GLYPH, STATES
 
-
 GROUPS = {"sys": "a system prompt of the pool", "shot": "a few-shot template", "conv": "one conversation's turns",
           "pfx": "trace rows with this hash id where the trace's rows first differ"}
 
