@@ -144,7 +144,10 @@ class TtftTracker:
         a = np.array([x[1:] for x in self._recent], dtype=float)  # k, saved, reload, recompute
         s = np.sort(a[:, 1])
         n = len(s)
-        pct = (lambda p: float(s[max(1, math.ceil(p / 100.0 * n)) - 1]))
+
+        def pct(p: float) -> float:
+            return float(s[max(1, math.ceil(p / 100.0 * n)) - 1])
+
         return _stats(n, a[:, 0].sum(), a[:, 1].sum(), pct(50), pct(99), a[:, 2].sum(), a[:, 3].sum(),
                       int((a[:, 2] > a[:, 3]).sum()))
 

@@ -312,7 +312,7 @@ def _abandon_then_run_again(engine, layout) -> None:
         engine.clear_store()
         first: list = []
         a = Driver(engine, _synthetic("random", layout, pages=16), first.append).start()
-        _wait(lambda: len(first) >= 1, 60, "a finished request")
+        _wait(lambda first=first: len(first) >= 1, 60, "a finished request")
         a.stop()
         assert a.done.wait(1.0)
         if a.abandoned > 0:

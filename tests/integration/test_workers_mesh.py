@@ -109,7 +109,7 @@ def test_a_killed_decode_worker_is_replaced_with_its_requests_counted_lost(fresh
         os.kill(before["decode-1"], signal.SIGKILL)
         lost, done = [], []
         e.begin_run(1)
-        for i, req in zip(range(20), _workload()):
+        for _, req in zip(range(20), _workload()):
             e.submit(req)
         deadline = time.monotonic() + 30
         while len(lost) + len(done) < 20 and time.monotonic() < deadline:

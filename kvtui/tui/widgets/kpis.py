@@ -263,7 +263,10 @@ class Kpis(CachedStyles, Widget):
         if tt.get("off"):
             return [self._chip("TTFT", "est. off (no model)", "kpis--label")]
         w = tt.get("window") or {}
-        ms = (lambda v: ("−" if v < 0 else "") + fmt_ms(abs(v)))
+
+        def ms(v: float) -> str:
+            return ("−" if v < 0 else "") + fmt_ms(abs(v))
+
         basis = f"(est., {tt.get('short', '?')})"
         if not w.get("count"):
             return [self._chip("TTFT saved", f"{NO_VALUE} {basis}")]

@@ -288,7 +288,7 @@ class LatencyPanel(CachedStyles, Widget):
         stats_w = max(len(s) for s in stats)
         axis = Axis(snaps, max(4, width - NAME_W - stats_w))
         out = []
-        for (key, name), snap, st in zip(KINDS, snaps, stats):
+        for (_key, name), snap, st in zip(KINDS, snaps, stats):
             head = Text(f"{name:<{NAME_W}}", self._s("latency--name"))
             if not snap.count:
                 out.append(head + Text("no samples yet", self._s("latency--stats")))
