@@ -176,8 +176,8 @@ class SyntheticWorkload:
 
         Raises ``ValueError`` for an unknown knob or a bad value (the old spec then stays in force).
         Changing ``rate`` applies to the next inter-arrival gap (arrival times keep counting from the last
-        Poisson arrival, 0 s if there was none, also across a closed-loop stretch); changing ``seed`` re-seeds the arrival
-        generator and all later per-request draws; shrinking ``pool`` in ``multi-turn`` drops the
+        Poisson arrival, 0 s if there was none, also across a closed-loop stretch); changing ``seed`` re-seeds the
+        arrival generator and all later per-request draws; shrinking ``pool`` in ``multi-turn`` drops the
         conversations of the removed slots. Returns the new spec.
         """
         valid = [f.name for f in dataclasses.fields(WorkloadSpec)]

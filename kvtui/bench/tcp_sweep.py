@@ -106,7 +106,8 @@ def measure_tcp_sweep(engines: BenchEngines, layout, prompt_tokens: int, shared_
 def format_tcp_sweep(o: dict) -> str:
     """The human table of :func:`measure_tcp_sweep`'s figures."""
     w = max(len(s["name"]) for s in o["settings"])
-    lines = [f"{'setting':<{w}}  reload MB/s p50 (median of {o['rounds']} round{'' if o['rounds'] == 1 else 's'})  vs loopback TCP"]
+    rounds = f"{o['rounds']} round{'' if o['rounds'] == 1 else 's'}"
+    lines = [f"{'setting':<{w}}  reload MB/s p50 (median of {rounds})  vs loopback TCP"]
     for s in o["settings"]:
         mark = "  ← best" if s["name"] == o["best"] else ""
         lines.append(f"{s['name']:<{w}}  {s['MBps_p50']:>8.0f}{'':<31}{s['vs_loopback_tcp']:.2f}{mark}")

@@ -130,7 +130,8 @@ def master_binary() -> str:
     """Path of the ``mooncake_master`` binary shipped in the wheel (``ClusterError`` if absent)."""
     spec = importlib.util.find_spec("mooncake")
     if spec is None or not spec.submodule_search_locations:
-        raise ClusterError("the Mooncake wheel is not installed (pip install mooncake-transfer-engine-non-cuda); run `kvtui doctor`")
+        raise ClusterError("the Mooncake wheel is not installed (pip install mooncake-transfer-engine-non-cuda); "
+                           "run `kvtui doctor`")
     for loc in spec.submodule_search_locations:
         path = Path(loc) / "mooncake_master"
         if path.exists():
@@ -265,7 +266,8 @@ class EmbeddedCluster:
                 hosts=hosts)
             if o.segment_on == "store" and o.worker_client == "dummy":
                 if o.hosts or o.store_nodes != 1:
-                    raise ClusterError("--worker-client dummy needs one store node on this host (no --hosts, --store-nodes 1)")
+                    raise ClusterError("--worker-client dummy needs one store node on this host "
+                                       "(no --hosts, --store-nodes 1)")
                 port = free_port()
                 self._store_argv = {"store": self._real_client_argv(o.store_bytes, port)}
                 self.processes.append(spawn("store", self._store_argv["store"], log_dir / "store.log",
@@ -276,7 +278,8 @@ class EmbeddedCluster:
             elif o.segment_on == "store":
                 each = o.store_bytes // len(self.store_names())
                 self._store_argv = {name: on.get(name, []) + [
-                    sys.executable, "-m", "kvtui.engine.store_node", "--endpoints", json.dumps(self.endpoints.as_dict()),
+                    sys.executable, "-m", "kvtui.engine.store_node",
+                    "--endpoints", json.dumps(self.endpoints.as_dict()),
                     "--segment-bytes", str(each), "--name", name] for name in self.store_names()}
                 for name, argv in self._store_argv.items():
                     self.processes.append(spawn(name, argv, log_dir / f"{name}.log", env))
@@ -341,7 +344,8 @@ class EmbeddedCluster:
             self.processes.remove(old)
         if self._spawner is None:
             self._spawner = ThreadPoolExecutor(1, thread_name_prefix="kvtui-spawner")
-        proc = self._spawner.submit(spawn, "master", self._master_argv, self._log_dir / "master.log", self._env).result()
+        proc = self._spawner.submit(spawn, "master", self._master_argv, self._log_dir / "master.log",
+                                    self._env).result()
         self.processes.insert(1, proc)
         self._wait("master", lambda: http_get(self.endpoints.metrics_url + "/health")[0] == 200)
 
@@ -366,8 +370,8 @@ class EmbeddedCluster:
             # not come back to a new one: the engine starts its workers again, Engine.restart_store)
             before, port = self.capacity_bytes(), split_hostport(self.endpoints.real_client)[1]
             env = dict(self._env, **dict(self.endpoints.client_env))
-            self.processes.append(self._spawner.submit(spawn, name, self._store_argv[name], self._log_dir / f"{name}.log",
-                                                       env).result())
+            self.processes.append(self._spawner.submit(spawn, name, self._store_argv[name],
+                                                       self._log_dir / f"{name}.log", env).result())
             self._wait(name, lambda: self.capacity_bytes() > before and probe_tcp("127.0.0.1", port))
             return
         log = self._log_dir / f"{name}.log"

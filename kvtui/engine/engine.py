@@ -144,7 +144,8 @@ class Engine(RemoteWorkers):
 
     def worker_names(self) -> list[str]:
         """The names of the workers the options ask for, prefill then decode (:func:`worker_names`)."""
-        return worker_names("prefill", self.options.prefill_workers) + worker_names("decode", self.options.decode_workers)
+        return (worker_names("prefill", self.options.prefill_workers)
+                + worker_names("decode", self.options.decode_workers))
 
     def _start_chain(self) -> None:
         """Start every worker with the specs of the current options (layout included), joined by new pipes."""
@@ -292,7 +293,8 @@ class Engine(RemoteWorkers):
     def _death_of(self, handle) -> str:
         """One line naming ``handle``'s worker, whose pipe ended, with its exit code; one that left with code 0
         (decode, once a send to its dead prefill worker failed) is named after the workers killed or failed."""
-        dead = handle.exit_code() == 0 and [h for h in self.workers if h is not handle and h.exit_code(0.2) not in (None, 0)]
+        dead = handle.exit_code() == 0 and [h for h in self.workers
+                                            if h is not handle and h.exit_code(0.2) not in (None, 0)]
         return _died(dead or [handle])
 
     def _dead_decode(self) -> str:  # one line naming the decode worker(s) that died, with exit codes
@@ -339,7 +341,8 @@ class Engine(RemoteWorkers):
                 for h in self.decodes:
                     h.send(msg)
             rep = WorkerReplacement(
-                t=t, dead=tuple(h.name for h in dead) or ("unknown",), exit_codes=tuple(h.process.exitcode for h in dead),
+                t=t, dead=tuple(h.name for h in dead) or ("unknown",),
+                exit_codes=tuple(h.process.exitcode for h in dead),
                 reason=reason, lost=len(lost), took_s=time.monotonic() - began,
                 pids={h.name: h.pid for h in self.workers})
             self.replacements.append(rep)
@@ -361,7 +364,8 @@ class Engine(RemoteWorkers):
         standalone real client's of dummy workers (while it is down their calls answer RPC_FAIL too)."""
         from kvtui.engine.store import probe_tcp, split_hostport
 
-        return all(probe_tcp(*split_hostport(a), timeout_s=0.5) for a in (self.endpoints.master, self.endpoints.real_client) if a)
+        return all(probe_tcp(*split_hostport(a), timeout_s=0.5)
+                   for a in (self.endpoints.master, self.endpoints.real_client) if a)
 
     def set_layout(self, layout: PageLayout) -> None:
         """Use page ``layout`` from the next submitted request on: every worker switches its connector and the

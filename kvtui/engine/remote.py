@@ -200,8 +200,9 @@ class Relay:
 
 def join(address: tuple[str, int], token: str, role: str, timeout_s: float = HANDSHAKE_TIMEOUT_S):
     """The worker's side of joining (steps 1–3 of the module): ``(command connection, Welcome, chain
-    connections, results connection or None)``. ``ConnectionRefusedError`` / ``OSError`` when nothing listens, ``PermissionError`` when
-    the coordinator refuses the token or the worker, or the other side is no coordinator (one-line reason)."""
+    connections, results connection or None)``. ``ConnectionRefusedError`` / ``OSError`` when nothing listens,
+    ``PermissionError`` when the coordinator refuses the token or the worker, or the other side is no coordinator
+    (one-line reason)."""
     from kvtui import __version__
 
     conn = _connect(address, token, timeout_s)

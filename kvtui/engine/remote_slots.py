@@ -73,7 +73,8 @@ class RemoteWorkers:
         segment, counting every worker that may run (so it never trusts a probe and never pins)."""
         o = self.options
         return WorkerSpec(role, endpoints=self.endpoints.as_dict(), layout=o.layout.as_dict(), model=o.model,
-                          scheme=o.scheme, namespace=o.namespace, read_streams=o.read_streams if role == "decode" else 1,
+                          scheme=o.scheme, namespace=o.namespace,
+                          read_streams=o.read_streams if role == "decode" else 1,
                           name=remote_name(role, slot), decode_workers=o.decode_workers + o.remote_slots,
                           prefill_workers=o.prefill_workers + o.remote_slots)
 

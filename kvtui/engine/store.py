@@ -140,7 +140,8 @@ class StoreClient:
             if rc == 0 or not probe_tcp(host, port, timeout_s=2.0):
                 break
         if rc != 0:  # older wheels return +1, newer -1: only 0 is success
-            raise StoreError(f"Mooncake setup() failed with code {rc} (master {cfg.master}, metadata {cfg.metadata_url})")
+            raise StoreError(f"Mooncake setup() failed with code {rc} "
+                             f"(master {cfg.master}, metadata {cfg.metadata_url})")
         self._store = store
 
     @property

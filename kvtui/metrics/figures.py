@@ -67,7 +67,8 @@ _HEADER = "watch, replay: header"
 HIT_RATE_SESSION = Figure("page_hit_rate", "page hit rate (session)", "page hits", "%",
                           "pages reloaded ÷ full pages of every request finished", "the session so far",
                           _HEADER + "; run, report: summary, --json", "totals.page_hit_rate, page_hit_rate")
-HIT_RATE_RECENT = Figure("page_hit_rate", f"page hit rate (last {LATENCY_WINDOW_S:g} s)", f"last {LATENCY_WINDOW_S:g} s",
+HIT_RATE_RECENT = Figure("page_hit_rate", f"page hit rate (last {LATENCY_WINDOW_S:g} s)",
+                         f"last {LATENCY_WINDOW_S:g} s",
                          "%", "pages reloaded ÷ full pages of the requests finished in the window",
                          f"last {LATENCY_WINDOW_S:g} s (the latency window; \"—\" while paused or idle)", _HEADER,
                          "window_totals.page_hit_rate")
@@ -112,8 +113,8 @@ REUSE_BUSY = Figure("reuse_read_MBps", "reuse read (busy)", "reuse read (busy)",
                     "throughput.reuse_read_MBps")
 PUBLISH_BUSY = Figure("publish_write_MBps", "publish write (busy)", "publish write (busy)", "MB/s",
                       "bytes newly written ÷ time spent in puts (probe and page computation excluded)",
-                      _RUN_WINDOW + "; bench: the median of its 5 publishes", _RUN + "; bench", "throughput.publish_write_MBps, "
-                      "publish_write_MBps")
+                      _RUN_WINDOW + "; bench: the median of its 5 publishes", _RUN + "; bench",
+                      "throughput.publish_write_MBps, publish_write_MBps")
 REQUESTS_RUN = Figure("requests_per_s", "requests/s (run)", "req/s", "req/s", "requests ÷ elapsed_s",
                       _RUN_WINDOW, _RUN, "throughput.requests_per_s")
 SKIPPED_RUN = Figure("tokens_skipped_per_s", "tokens skipped/s (run)", "tokens skipped/s", "tok/s",

@@ -54,11 +54,14 @@ class GpuProfile:
 
 GPUS: dict[str, GpuProfile] = {g.key: g for g in (
     GpuProfile("h100", "NVIDIA H100 SXM", "H100", 989.0,
-               "NVIDIA H100 Tensor Core GPU datasheet: BF16 Tensor Core 1,979 TFLOPS with sparsity (H100 SXM) → 989 dense"),
+               "NVIDIA H100 Tensor Core GPU datasheet: BF16 Tensor Core 1,979 TFLOPS with sparsity (H100 SXM) "
+               "→ 989 dense"),
     GpuProfile("h100-pcie", "NVIDIA H100 PCIe", "H100 PCIe", 756.0,
-               "NVIDIA H100 Tensor Core GPU datasheet: BF16 Tensor Core 1,513 TFLOPS with sparsity (H100 PCIe) → 756 dense"),
+               "NVIDIA H100 Tensor Core GPU datasheet: BF16 Tensor Core 1,513 TFLOPS with sparsity (H100 PCIe) "
+               "→ 756 dense"),
     GpuProfile("h200", "NVIDIA H200 SXM", "H200", 989.0,
-               "NVIDIA H200 Tensor Core GPU datasheet: BF16 Tensor Core 1,979 TFLOPS with sparsity (H200 SXM) → 989 dense"),
+               "NVIDIA H200 Tensor Core GPU datasheet: BF16 Tensor Core 1,979 TFLOPS with sparsity (H200 SXM) "
+               "→ 989 dense"),
     GpuProfile("a100", "NVIDIA A100 SXM", "A100", 312.0,
                "NVIDIA A100 Tensor Core GPU datasheet: BF16 Tensor Core 312 TFLOPS (624 with sparsity)"),
     GpuProfile("l40s", "NVIDIA L40S", "L40S", 362.05,
@@ -216,6 +219,7 @@ def reload_estimate(est: TtftEstimator, k: int, reload_ms: list[float]) -> dict:
     saved = np.array([recompute - r for r in reload_ms], dtype=float)
     out.update(recompute_ms=recompute, prefill_gpu_s_saved=recompute * len(reload_ms) / 1e3,
                reload_vs_recompute=float(np.mean(reload_ms)) / recompute if recompute > 0 else None,
-               ttft_saved_ms={"total": float(saved.sum()), "p50": float(np.percentile(saved, 50, method="inverted_cdf")),
+               ttft_saved_ms={"total": float(saved.sum()),
+                              "p50": float(np.percentile(saved, 50, method="inverted_cdf")),
                               "p99": float(np.percentile(saved, 99, method="inverted_cdf")), "count": len(reload_ms)})
     return out

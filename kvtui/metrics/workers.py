@@ -31,9 +31,9 @@ def _mbps(nbytes: float, ms: float) -> float:
 class WorkerTally:
     """Counts per worker. :meth:`add` one result; :meth:`rows` gives one dict per worker seen (decode first,
     by index): ``role``, ``index``, ``name`` (:func:`~kvtui.core.topology.worker_name`, given the counts
-    ``set_counts`` was told, else the highest index seen + 1; a described worker's own), the counters above, ``read_ms_total`` /
-    ``put_ms_total`` (ms), and the figures of :data:`~kvtui.metrics.figures.WORKERS` by their keys (shares
-    and rates as fractions 0–1, as the summary's; ``local_share`` None unless :attr:`local_segments`). Not
+    ``set_counts`` was told, else the highest index seen + 1; a described worker's own), the counters above,
+    ``read_ms_total`` / ``put_ms_total`` (ms), and the figures of :data:`~kvtui.metrics.figures.WORKERS` by their keys
+    (shares and rates as fractions 0–1, as the summary's; ``local_share`` None unless :attr:`local_segments`). Not
     thread-safe (the aggregator calls it under its lock)."""
 
     def __init__(self) -> None:

@@ -21,4 +21,5 @@ def is_session_file(path) -> bool:
             head = f.read(72)
     except OSError:
         return False
-    return len(head) == 72 and head[:16] == b"SQLite format 3\x00" and int.from_bytes(head[68:72], "big") == APPLICATION_ID
+    return (len(head) == 72 and head[:16] == b"SQLite format 3\x00"
+            and int.from_bytes(head[68:72], "big") == APPLICATION_ID)

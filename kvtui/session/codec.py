@@ -46,7 +46,8 @@ class FrameEncoder:
             "latw": {k: _lat(v) for k, v in f.latency_window.items()},
             "lats": {k: _lat(v) for k, v in f.latency_span.items()},
             "rows": [_row(r) for r in f.rows[len(f.rows) - new_rows:]] if new_rows > 0 else [],
-            "events": [[e.kind, e.t, e.text, e.data] for e in f.events[len(f.events) - new_events:]] if new_events > 0 else [],
+            "events": ([[e.kind, e.t, e.text, e.data] for e in f.events[len(f.events) - new_events:]]
+                       if new_events > 0 else []),
             "series": {k: list(v[len(v) - new_points:]) for k, v in f.series.items()} if new_points > 0 else {},
             "store": f.store, "procs": list(f.procs), "workload": f.workload, "status": f.status,
             **({"ttft": f.ttft} if f.ttft else {}), **({"wt": f.window_totals} if f.window_totals else {}),

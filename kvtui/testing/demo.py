@@ -215,7 +215,8 @@ class DemoSource:
         rates = self._last_rates
         store = {"keys": keys, "used_bytes": keys * pb, "capacity_bytes": self.capacity,
                  "evicted_keys": self.evicted, "alloc_failures": self.alloc_failures,
-                 "put_rps": rates.get("publish_MBps", 0.0) * 1e6 / pb, "get_rps": rates.get("reuse_MBps", 0.0) * 1e6 / pb}
+                 "put_rps": rates.get("publish_MBps", 0.0) * 1e6 / pb,
+                 "get_rps": rates.get("reuse_MBps", 0.0) * 1e6 / pb}
         busy = 0.0 if self.paused else 1.0
         procs = (
             {"name": "kvtui ui", "pid": 41001, "cpu_percent": 6.0 + self.rng.random(), "rss_bytes": 96 << 20},

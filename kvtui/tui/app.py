@@ -16,8 +16,8 @@ Knob keys change a knob by one step (:mod:`kvtui.core.knobs`) and send a typed c
 sent and shown is :mod:`kvtui.tui.knob_state`. During a trace replay the footer offers only the keys that
 act on a trace (``-`` / ``+`` its speed); a scenario key says why it does nothing, in the status line. The
 settings dialog and a page-grid row's details (Enter or a click) are screens built once at start and shown
-again (:mod:`kvtui.tui.screens.settings` says why: they open in milliseconds). Quitting: q or ctrl+c; SIGTERM and SIGHUP end the app the same clean way
-(:mod:`kvtui.tui.signals`).
+again (:mod:`kvtui.tui.screens.settings` says why: they open in milliseconds). Quitting: q or ctrl+c; SIGTERM and SIGHUP
+end the app the same clean way (:mod:`kvtui.tui.signals`).
 """
 
 from __future__ import annotations
@@ -71,9 +71,9 @@ class KvtuiApp(KnobActions, ReplayActions, StoreActions, ExitSignals, App[int]):
     ENABLE_COMMAND_PALETTE = True
     BINDINGS = BINDINGS
 
-    def __init__(self, source: FrameSource | None, controller: Controller | None = None, *, refresh_hz: float = DEFAULT_HZ,
-                 screenshot_dir: str = ".", title: str = "kvtui", scenarios: Sequence[str] = SCENARIOS,
-                 clock: Callable[[], float] | None = None, window_s: float = 30.0,
+    def __init__(self, source: FrameSource | None, controller: Controller | None = None, *,
+                 refresh_hz: float = DEFAULT_HZ, screenshot_dir: str = ".", title: str = "kvtui",
+                 scenarios: Sequence[str] = SCENARIOS, clock: Callable[[], float] | None = None, window_s: float = 30.0,
                  player: Player | None = None, layouts: dict[str, str] | None = None) -> None:
         super().__init__()
         if source is None and player is None:
@@ -220,7 +220,8 @@ class KvtuiApp(KnobActions, ReplayActions, StoreActions, ExitSignals, App[int]):
         self.knob_state.adopt(seen_in(w, st))
         own_down = bool(st.get("outage")) and st.get("store_mode") == "embedded" and st.get("mode", "live") == "live"
         own_master_down = own_down and st.get("outage_of", "master") == "master"
-        gate = (self.controller is not None, st.get("mode", "live"), w.get("kind", "synthetic"), own_master_down, own_down)
+        gate = (self.controller is not None, st.get("mode", "live"), w.get("kind", "synthetic"), own_master_down,
+                own_down)
         if gate != self._gate:
             if own_master_down and self.controller is not None and self.player is None:
                 self.log_line("the master kvtui started is down: press M to restart it on the same ports", "outage")
@@ -421,8 +422,8 @@ def run_app(source: FrameSource | None, controller: Controller | None, *, headle
     ``duration_s``, 130 after ctrl+c, or 128 + the signal number after SIGINT / SIGTERM / SIGHUP (130 / 143 /
     129), which end the app cleanly. ``OutputError`` (one line, exit 3) when ``screenshot`` could not be written
     (a full disk: nothing is left of it); ``KvtuiError`` (``watch stopped: …``, exit 2) when a frame says the
-    live workload stopped with an error (``status["error"]``: a worker died and nothing rebuilds it). ``ui_nice``: the calling
-    thread (Textual's, and the threads it starts) runs this much nicer while the app runs; threads started
+    live workload stopped with an error (``status["error"]``: a worker died and nothing rebuilds it). ``ui_nice``: the
+    calling thread (Textual's, and the threads it starts) runs this much nicer while the app runs; threads started
     before, such as the engine's feeder and collector, keep their priority.
     Replay: ``run_app(None, None, player=ReplayPlayer(SessionReader(path)))``."""
     app = KvtuiApp(source, controller, screenshot_dir=screenshot_dir, **app_kwargs)

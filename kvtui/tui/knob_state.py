@@ -103,7 +103,8 @@ class KnobState:
         return {k: self.values[k] for k, pending in self.pending.items()
                 if pending and k in self.values and now - self.asked_at.get(k, 0.0) < self.shown_s}
 
-    def overlay(self, workload: Mapping | None, status: Mapping | None, now: float) -> tuple[Mapping | None, dict] | None:
+    def overlay(self, workload: Mapping | None, status: Mapping | None,
+                now: float) -> tuple[Mapping | None, dict] | None:
         """``(workload, status)`` of a frame with the values :meth:`asked` put in (``paused`` into the status;
         the other knobs into the workload only when it is ``synthetic``, the one kind with knobs), or None
         when nothing is asked for (the frame shows the knobs as they are)."""

@@ -78,7 +78,8 @@ def test_every_field_must_be_positive_int(field, bad):
 def test_cli_overrides():
     ap = argparse.ArgumentParser()
     add_layout_arguments(ap)
-    args = ap.parse_args(["--layers", "1", "--kv-heads", "1", "--head-dim", "1", "--elem-bytes", "1", "--page-tokens", "512"])
+    args = ap.parse_args(["--layers", "1", "--kv-heads", "1", "--head-dim", "1", "--elem-bytes", "1",
+                          "--page-tokens", "512"])
     assert layout_from_args(args).page_bytes == 1024
     assert layout_from_args(ap.parse_args(["--layout", "tiny"])) == PRESETS["tiny"]
     with pytest.raises(ValueError):

@@ -37,7 +37,8 @@ def detail_lines(row) -> list:
     out: list[Text | str] = [Text(f"Request #{row.req_id} · {row.scenario}{group}", style="bold")]
     size = ""
     if row.page_tokens:
-        size = f" · pages of {row.page_tokens} tok" + (f", {format_bytes(row.page_bytes)} each" if row.page_bytes else "")
+        size = f" · pages of {row.page_tokens} tok" + (
+            f", {format_bytes(row.page_bytes)} each" if row.page_bytes else "")
     out.append(f"{fmt_int(row.n_tokens)} tokens · {pages} pages{size}" + (f" · finished at {fmt_elapsed(row.t)}"
                                                                          if row.t else ""))
     out.append("")

@@ -190,8 +190,8 @@ class Kpis(CachedStyles, Widget):
 
     def update_frame(self, frame, *, frozen: bool = False, window_label: str = "") -> None:
         """Rebuild the chips from ``frame`` (``frozen``: show the FROZEN badge)."""
-        key = (self._compact, self.size.width >= TITLE_FROM, int(frame.t), repr(frame.totals), repr(frame.status), repr(frame.workload),
-               repr(getattr(frame, "window_totals", None)), store_up(frame), frozen, window_label,
+        key = (self._compact, self.size.width >= TITLE_FROM, int(frame.t), repr(frame.totals), repr(frame.status),
+               repr(frame.workload), repr(getattr(frame, "window_totals", None)), store_up(frame), frozen, window_label,
                round(frame.rates.get("rps", 0.0)) if (frame.workload or {}).get("kind") == "trace" else 0)
         if key == self._key:
             return
