@@ -7,7 +7,17 @@ source knows.
 
 from __future__ import annotations
 
-from typing import TypedDict
+from typing import Any, TypedDict
+
+
+class SegmentRow(TypedDict, total=False):
+    """One memory segment the master knows (observe mode): ``name``, ``used_bytes``, ``capacity_bytes``, and
+    ``status`` (the master's word for it, ``""`` when it gives none)."""
+
+    name: str
+    used_bytes: int
+    capacity_bytes: int
+    status: str
 
 
 class StoreScrape(TypedDict, total=False):
@@ -44,8 +54,8 @@ class StoreScrape(TypedDict, total=False):
     put_fail_ps: float
     get_fail_ps: float
     get_hit_ratio: float
-    segments: list
-    health: dict
+    segments: list[SegmentRow]
+    health: dict[str, Any]  # the master's /health JSON as it answered
 
 
 class ProcRow(TypedDict, total=False):
@@ -84,7 +94,7 @@ class WorkloadPanel(TypedDict, total=False):
     speed: float | None
     position_s: float
     length_s: float
-    synthesis: dict
+    synthesis: dict[str, float]
 
 
 class ReplayStatus(TypedDict, total=False):

@@ -15,6 +15,10 @@ summary's ``throughput``, ``Frame.latency``, the summary itself, the ``kvtui ben
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from kvtui.core.panels import WorkloadPanel
 
 RATE_WINDOW_S = 2.0  # the monitor's rates: over the last 2 s of wall-clock time
 SERIES_INTERVAL_S = 1.0  # one sparkline point per second (the rate over that second)
@@ -88,7 +92,7 @@ TRACE_ETA = Figure("eta_s", "trace ETA (estimate)", "ETA", "s",
 HEADER = (HIT_RATE_SESSION, HIT_RATE_RECENT, TOKENS_SKIPPED, IDEAL_SO_FAR, TRACE_ETA)
 
 
-def trace_eta(workload: dict, rps: float) -> tuple[float | None, str]:
+def trace_eta(workload: WorkloadPanel, rps: float) -> tuple[float | None, str]:
     """:data:`TRACE_ETA` of a trace's ``frame.workload`` (``position_s``, ``length_s``, ``speed``, ``done``,
     ``total``) with the measured requests/s ``rps``: ``(seconds left or None when unknown, basis)``, the basis
     ``"trace time"`` (at a set speed: the trace time left ÷ the speed) or ``"at N req/s"`` (as fast as
