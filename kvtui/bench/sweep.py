@@ -15,9 +15,12 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass
-from typing import Callable
+from typing import TYPE_CHECKING, Callable
 
 from kvtui.core.sweep import PointSize, SweepPoint, SweepResult
+
+if TYPE_CHECKING:
+    from kvtui.core.layout import PageLayout
 
 POLL_S = 0.25  # how often the progress callback is called while a point runs
 
@@ -35,7 +38,7 @@ class SweepPlan:
     rows: list
     label: str
     block_tokens: int
-    layout: object
+    layout: PageLayout
     sizes: tuple[PointSize, ...]
     model: str
     lease_ttl_s: float

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import os
 from contextlib import contextmanager
+from typing import Any
 
 import numpy as np
 
@@ -93,8 +94,9 @@ def measure_tcp_sweep(engines: BenchEngines, layout, prompt_tokens: int, shared_
             verified = verified and one["verified"]
         tcp.append(loopback_tcp_mbps(one["bytes"], iterations))
     tcp_mbps = median(tcp)
-    rows = [{"name": setting_name(s), "env": dict(s), "MBps_p50": median(per[i]), "rounds_MBps": per[i],
-             "vs_loopback_tcp": median(per[i]) / tcp_mbps} for i, s in enumerate(SETTINGS)]
+    rows: list[dict[str, Any]] = [{"name": setting_name(s), "env": dict(s), "MBps_p50": median(per[i]),
+                                   "rounds_MBps": per[i], "vs_loopback_tcp": median(per[i]) / tcp_mbps}
+                                  for i, s in enumerate(SETTINGS)]
     best = max(rows, key=lambda row: row["MBps_p50"])
     return {"layout": layout.as_dict(), "iterations": iterations, "rounds": rounds, "settings": rows,
             "environment": environment(None),

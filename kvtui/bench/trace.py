@@ -235,7 +235,7 @@ def _format_cpu(cpu: dict | None) -> str:
         return ""
     lines = ["\nCPU per request by process, each the median of the rounds (ms, user + system; a process under "
              "0.005 ms is counted in the total, not listed):"]
-    named = set()
+    named: set[str] = set()
     for side in (s for s in SIDES if s.key in cpu):
         shown = {name: ms for name, ms in cpu[side.key].items() if ms >= 0.005}
         named.update(shown)

@@ -15,7 +15,7 @@ step does not count as growth; an incarnation that begins during the soak also l
 from __future__ import annotations
 
 import math
-from typing import Sequence
+from typing import Any, Sequence
 
 import numpy as np
 
@@ -117,7 +117,7 @@ def resource_growth(cols: dict, procs: Sequence[str], warmup_s: float) -> dict:
             "keys": fit("keys", 1.0, "pid_master"), "used_MiB": fit("used_bytes", MIB, "pid_master")}
 
 
-def time_wait_check(counts: Sequence[float], growth: dict | None, ports: int | None) -> dict:
+def time_wait_check(counts: Sequence[float | None], growth: dict | None, ports: int | None) -> dict:
     """The TIME_WAIT watch (sustained TCP use can exhaust the ephemeral ports through TIME_WAIT; Mooncake's
     troubleshooting notes name ``MC_TCP_ENABLE_CONNECTION_POOL=1``, which kvtui sets, as the remedy):
     ``counts``: the sampled TIME_WAIT counts; ``growth``: their :func:`growth_per_hour`. Gives ``last``,
@@ -127,13 +127,13 @@ def time_wait_check(counts: Sequence[float], growth: dict | None, ports: int | N
     for that long after the load starts: the slope is judged (``judged``) only when the fit starts after
     it and spans at least ``TIME_WAIT_MIN_FIT_S``."""
     vals = [int(v) for v in counts if v is not None and math.isfinite(v)]
-    judged = (bool(growth) and growth["from_s"] >= TIME_WAIT_S
-              and growth["to_s"] - growth["from_s"] >= TIME_WAIT_MIN_FIT_S)
-    out = {"last": vals[-1] if vals else None, "max": max(vals) if vals else None,
+    judged = bool(growth and growth["from_s"] >= TIME_WAIT_S
+                  and growth["to_s"] - growth["from_s"] >= TIME_WAIT_MIN_FIT_S)
+    out: dict[str, Any] = {"last": vals[-1] if vals else None, "max": max(vals) if vals else None,
            "per_h": growth["per_h"] if growth else None, "ephemeral_ports": ports, "judged": judged,
            "flagged": False, "why": "" if judged else "too short to judge the slope (the fit must start after "
            f"{TIME_WAIT_S:.0f} s, TIME_WAIT's length, and span {TIME_WAIT_MIN_FIT_S:.0f} s)"}
-    if judged and growth["stderr_per_h"] is not None and growth["per_h"] > TIME_WAIT_FLAG_PER_H \
+    if judged and growth and growth["stderr_per_h"] is not None and growth["per_h"] > TIME_WAIT_FLAG_PER_H \
             and growth["per_h"] - 2 * growth["stderr_per_h"] > 0:
         out.update(flagged=True, why=f"TIME_WAIT grows {growth['per_h']:.0f}/h (± {growth['stderr_per_h']:.0f}): "
                                      "ephemeral ports may run out on a long run")
