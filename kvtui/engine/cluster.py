@@ -32,6 +32,7 @@ import urllib.request
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
 from pathlib import Path
+from typing import Any
 
 from kvtui.core.defaults import DEFAULT_STORE_BYTES
 from kvtui.engine.hosts import EmulatedHosts, Host, HostsError, LinkSpec, nsenter_argv
@@ -69,10 +70,10 @@ class ClusterEndpoints:
     hosts: tuple[Host, ...] = ()  # the emulated hosts (kvtui.engine.hosts), none without --hosts auto
     real_client: str = ""  # HOST:PORT of the standalone real client the workers are dummy clients of ("": none)
 
-    def as_dict(self) -> dict:
+    def as_dict(self) -> dict[str, Any]:
         """Plain-data form for worker messages and recorded sessions (``hosts``: ``{name: Host.as_dict()}``,
         only with emulated hosts)."""
-        d = {"master": self.master, "metadata_url": self.metadata_url, "metrics_url": self.metrics_url,
+        d: dict[str, Any] = {"master": self.master, "metadata_url": self.metadata_url, "metrics_url": self.metrics_url,
              "protocol": self.protocol, "device": self.device, "embedded": self.embedded,
              "client_env": [list(kv) for kv in self.client_env], "log_dir": self.log_dir}
         if self.hosts:
@@ -325,6 +326,7 @@ class EmbeddedCluster:
             raise ClusterError("mooncake_client is missing from the Mooncake wheel; run `kvtui doctor`")
         if not os.access(binary, os.X_OK):
             binary.chmod(binary.stat().st_mode | 0o111)
+        assert self.endpoints is not None  # set by start() before any process is spawned
         return [str(binary), f"--global_segment_size={max(1, segment_bytes >> 20)} MB",
                 f"--master_server_address={self.endpoints.master}", f"--metadata_server={self.endpoints.metadata_url}",
                 f"--port={port}", "--host=127.0.0.1", f"--protocol={self.endpoints.protocol}", "--minloglevel=1"]
@@ -347,7 +349,9 @@ class EmbeddedCluster:
         proc = self._spawner.submit(spawn, "master", self._master_argv, self._log_dir / "master.log",
                                     self._env).result()
         self.processes.insert(1, proc)
-        self._wait("master", lambda: http_get(self.endpoints.metrics_url + "/health")[0] == 200)
+        metrics_url = self.endpoints.metrics_url if self.endpoints else None
+        assert metrics_url is not None  # an embedded master: start() set its admin URL
+        self._wait("master", lambda: http_get(metrics_url + "/health")[0] == 200)
 
     def store_names(self) -> list[str]:
         """The store nodes' process (and host) names: ``store``, or ``store-0`` … with several."""
@@ -366,6 +370,7 @@ class EmbeddedCluster:
         self._restarted = True
         if old is not None:
             self.processes.remove(old)
+        assert self.endpoints is not None and self._spawner is not None  # set by start()
         if self.endpoints.real_client:  # the standalone real client, on its port again (its dummy clients do
             # not come back to a new one: the engine starts its workers again, Engine.restart_store)
             before, port = self.capacity_bytes(), split_hostport(self.endpoints.real_client)[1]

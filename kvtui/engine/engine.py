@@ -20,8 +20,10 @@ import itertools
 import threading
 import time
 from collections import deque
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import replace
+from typing import Any
 
 from kvtui.core.events import RequestResult
 from kvtui.core.layout import PageLayout
@@ -82,7 +84,8 @@ class Engine(RemoteWorkers):
         self._spawner: ThreadPoolExecutor | None = None  # starts replacement workers (see _replace_chain)
         self._stopping = False
         self._chain_state = {"concurrency": 1, "held": False, "drained": False}  # re-sent to a rebuilt chain
-        self.on_replacement = None  # called with each WorkerReplacement (from the collector's thread)
+        # called with each WorkerReplacement (from the collector's thread)
+        self.on_replacement: Callable[[WorkerReplacement], None] | None = None
 
     @property
     def options(self) -> EngineOptions:
@@ -115,8 +118,9 @@ class Engine(RemoteWorkers):
     def workers(self) -> list[WorkerHandle]:  # every worker handle: the prefill workers, then the decode ones
         return [*self.prefills, *self.decodes]
 
-    def __enter__(self) -> "Engine":
-        return self.start() or self
+    def __enter__(self) -> Engine:
+        self.start()
+        return self
 
     def __exit__(self, *exc) -> None:
         self.stop()
@@ -151,8 +155,9 @@ class Engine(RemoteWorkers):
         """Start every worker with the specs of the current options (layout included), joined by new pipes."""
         o = self.options
         n, m = o.prefill_workers, o.decode_workers
-        common = dict(endpoints=self.endpoints.as_dict(), layout=o.layout.as_dict(), model=o.model, scheme=o.scheme,
-                      namespace=o.namespace, decode_workers=m, prefill_workers=n)
+        assert self.endpoints is not None  # start() set them
+        common: dict[str, Any] = dict(endpoints=self.endpoints.as_dict(), layout=o.layout.as_dict(), model=o.model,
+                                      scheme=o.scheme, namespace=o.namespace, decode_workers=m, prefill_workers=n)
         seg = {r: (o.store_bytes // count if o.segment_on == r and self.cluster is not None else 0)
                for r, count in (("prefill", n), ("decode", m))}
         self.prefills, self.decodes, self._results, relays = start_mesh(
@@ -300,10 +305,12 @@ class Engine(RemoteWorkers):
     def _dead_decode(self) -> str:  # one line naming the decode worker(s) that died, with exit codes
         return _died([h for h in self.decodes if h.exit_code(0.05) is not None] or self.decodes[:1])
 
-    def process(self, req) -> RequestResult:
+    def process(self, req) -> RequestResult | Dropped:
         """Run one request to completion (reload, then publish); not while a :class:`Driver` runs."""
         self.submit(req)
-        return self.next_result()
+        res = self.next_result()
+        assert res is not None  # (no timeout: it waits for the request)
+        return res
 
     def _replace_chain(self, reason: str) -> None:
         """A worker died (``reason``): stop the others too (after their current store call, killed after the
@@ -364,6 +371,7 @@ class Engine(RemoteWorkers):
         standalone real client's of dummy workers (while it is down their calls answer RPC_FAIL too)."""
         from kvtui.engine.store import probe_tcp, split_hostport
 
+        assert self.endpoints is not None  # start() set them
         return all(probe_tcp(*split_hostport(a), timeout_s=0.5)
                    for a in (self.endpoints.master, self.endpoints.real_client) if a)
 
@@ -404,6 +412,7 @@ class Engine(RemoteWorkers):
         workers (``--worker-client dummy``) are killed, to be rebuilt."""
         if self.cluster is None or self.options.segment_on != "store":
             raise RuntimeError("kvtui runs no store node here (attached cluster, or the segment is on a worker)")
+        assert self.endpoints is not None  # start() set them
         names = self.cluster.store_names()
         for name in [n for n in names if not getattr(self.cluster.process(n), "alive", lambda: False)()] or names[:1]:
             self.cluster.restart_store(name)
@@ -418,7 +427,9 @@ class Engine(RemoteWorkers):
 
     def clear_store(self) -> int:
         """Remove every object in the store (global, also other clients'); returns the count removed."""
-        return int(self.prefill.call(RemoveAll()))
+        prefill = self.prefill
+        assert prefill is not None  # start() started the workers
+        return int(prefill.call(RemoveAll()))
 
     def stop(self) -> None:
         """Stop the workers and the embedded cluster together, every process gone within ~1 s: every worker

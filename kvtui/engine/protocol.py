@@ -222,11 +222,12 @@ class Ack:
 
 @dataclass(frozen=True, slots=True)
 class RequestDone:
-    """Prefill → parent: request ``seq`` finished; its reload and publish, and when it began and ended."""
+    """Prefill → parent: request ``seq`` finished; its reload and publish (None: nothing published), and when
+    it began and ended."""
 
     seq: int
     reload: ReloadResult
-    publish: PublishResult
+    publish: PublishResult | None
     t_start: float
     t_end: float
 

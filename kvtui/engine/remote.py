@@ -255,11 +255,17 @@ def _connect(address: tuple[str, int], token: str, timeout_s: float):
     return out["conn"]
 
 
-def open_listener(address: tuple[str, int], token: str) -> Listener:
+class TokenListener(Listener):
+    """A :class:`Listener` with the ``token`` its :class:`Coordinator` checks."""
+
+    token: str = ""
+
+
+def open_listener(address: tuple[str, int], token: str) -> TokenListener:
     """A listener for remote workers on ``address`` (``(host, port)``); ``OSError`` when it cannot listen
     there (bound at once, before the engine starts). The token is checked per connection by the
     :class:`Coordinator` (so a peer that never answers the challenge holds up no one else)."""
-    listener = Listener(address)
+    listener = TokenListener(address)
     listener.token = token
     return listener
 
@@ -270,13 +276,13 @@ class Coordinator:
     :func:`open_listener`; ``on_event(kind, text)``: one line per join and refusal. Each connection's
     challenge and first message run on a thread of their own, closed after ``HANDSHAKE_TIMEOUT_S``."""
 
-    def __init__(self, engine, listener: Listener, on_event):
+    def __init__(self, engine, listener: TokenListener, on_event):
         self.engine, self.on_event = engine, on_event
         self.listener = listener
         self.address = self.listener.address
         self._key = listener.token.encode()
         self.relay = Relay()
-        self._pending: dict[int, dict] = {}  # slot → {"conn", "hello", "chains": {prefill: conn}}
+        self._pending: dict[tuple[str, int], dict] = {}  # (role, slot) → {"conn", "hello", "spec", "chains", "want"}
         self._lock = threading.Lock()
         self._stop = False
         self._thread = threading.Thread(target=self._accept, name="kvtui-listen", daemon=True)
@@ -338,6 +344,7 @@ class Coordinator:
             conn.close()
             self.on_event("error", f"refused a remote worker from {hello.host}: {why}")
             return
+        assert slot is not None  # (why is None: a free slot was found)
         spec = engine.remote_spec(slot, role)
         want = engine.remote_chains(role) + (role == "prefill")
         self._pending[(role, slot)] = {"conn": conn, "hello": hello, "spec": spec, "chains": {}, "want": want}

@@ -11,8 +11,19 @@ so its requests are published by one of them.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from typing import TYPE_CHECKING
+
 from kvtui.engine.protocol import Begin, Drain, Hold
 from kvtui.engine.worker import WorkerSpec
+
+if TYPE_CHECKING:
+    import threading
+
+    from kvtui.engine.cluster import ClusterEndpoints
+    from kvtui.engine.options import EngineOptions
+    from kvtui.engine.routing import Router
+    from kvtui.engine.workers import WorkerHandle
 
 ROLES = ("decode", "prefill")
 
@@ -26,7 +37,20 @@ class RemoteWorkers:
     """Engine mixin. ``on_remote(handle, index)``: called when a remote worker joined (``index``: its index
     among the engine's workers of its role, which its requests' results carry)."""
 
-    on_remote = None
+    on_remote: Callable[[WorkerHandle, int], None] | None = None
+
+    # the engine's, which this mixin uses
+    options: EngineOptions
+    endpoints: ClusterEndpoints | None
+    prefills: list[WorkerHandle]
+    decodes: list[WorkerHandle]
+    _router: Router
+    _chain_lock: threading.RLock
+    _stopping: bool
+    _chain_state: dict[str, int]
+    _decode_load: list[int]
+    _prefill_load: list[int]
+    _results: list
 
     def _reset_remote(self, relays: dict) -> None:
         """New relay slots (``start_mesh``'s relay ends) after a (re)start: every slot free, remote workers
@@ -72,6 +96,7 @@ class RemoteWorkers:
         """What a remote ``role`` worker in ``slot`` runs: the local workers' spec under its own name, no
         segment, counting every worker that may run (so it never trusts a probe and never pins)."""
         o = self.options
+        assert self.endpoints is not None  # the engine has started
         return WorkerSpec(role, endpoints=self.endpoints.as_dict(), layout=o.layout.as_dict(), model=o.model,
                           scheme=o.scheme, namespace=o.namespace,
                           read_streams=o.read_streams if role == "decode" else 1,

@@ -209,7 +209,7 @@ class StoreClient:
             self._leave()
         if not nbytes:
             return np.empty(0, dtype=np.uint8)
-        return np.frombuffer((ctypes.c_uint8 * int(nbytes)).from_address(ptr), dtype=np.uint8)
+        return np.frombuffer(memoryview((ctypes.c_uint8 * int(nbytes)).from_address(ptr)), dtype=np.uint8)
 
     def batch_put_if_absent(self, keys: Sequence[str], ptrs: Sequence[int], sizes: Sequence[int],
                             segment: str = "") -> list[int]:
