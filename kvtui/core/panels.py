@@ -112,8 +112,9 @@ class FrameStatus(TypedDict, total=False):
     """The run's state. ``mode``: ``live`` or ``replay``; ``store_mode``: ``embedded`` or ``attached``;
     ``store_up``: the master's last scrape answered (None before the first); ``paused``; ``layout``: the page
     layout in words; ``finished``: the workload ended; ``error``: why the run stopped; ``outage``: the master
-    does not answer; ``recording`` / ``record_path``; ``window_s``: length of the latency window (s);
-    ``replay``: :class:`ReplayStatus` in replay mode."""
+    does not answer; ``outage_of``: what is down in an outage of an embedded store, ``master`` or ``store`` (the
+    store node whose dummy clients the workers are); ``recording`` / ``record_path``; ``window_s``: length of
+    the latency window (s); ``replay``: :class:`ReplayStatus` in replay mode."""
 
     mode: str
     store_mode: str
@@ -123,6 +124,7 @@ class FrameStatus(TypedDict, total=False):
     finished: bool
     error: str
     outage: bool
+    outage_of: str
     recording: bool
     record_path: str
     window_s: float

@@ -27,12 +27,14 @@ import os
 import sys
 import time
 from collections.abc import Iterable, Sequence
-from typing import Callable
+from typing import Callable, ClassVar, TypeVar, cast
 
 from textual import events
 from textual.app import App, ComposeResult, SystemCommand
+from textual.binding import BindingType
 from textual.containers import Horizontal, Vertical
 from textual.screen import Screen
+from textual.widget import Widget
 from textual.widgets import Static
 
 from kvtui.core.defaults import DEFAULT_HZ, MAX_HZ, UI_NICE
@@ -47,7 +49,7 @@ from kvtui.tui.palette import system_commands
 from kvtui.tui.protocols import Controller, FrameSource, Player
 from kvtui.tui.replay import ReplayActions
 from kvtui.tui.screens import HelpScreen, RowDetailScreen, SettingsScreen
-from kvtui.tui.signals import INTERRUPT_EXIT, ExitSignals
+from kvtui.tui.signals import INTERRUPT_EXIT, ExitSignals, Handler
 from kvtui.tui.store_actions import StoreActions
 from kvtui.tui.svg import write_screen_svg
 from kvtui.tui.widgets import EventLog, Kpis, LatencyPanel, PageGrid, ProcsPanel, StorePanel, Throughput, WorkersPanel
@@ -56,6 +58,16 @@ from kvtui.tui.widgets.master_panel import MasterPanel
 from kvtui.tui.widgets.workers import several
 
 __all__ = ["FrameSource", "Controller", "Player", "KvtuiApp", "run_app"]
+
+W = TypeVar("W", bound=Widget)
+
+
+class Panels(dict[type[Widget], Widget]):
+    """The app's panels by class: ``panels[PageGrid]`` is the :class:`PageGrid`."""
+
+    def __getitem__(self, cls: type[W]) -> W:
+        return cast(W, super().__getitem__(cls))
+
 
 MIN_SIZE = (60, 16)
 GIL_SWITCH_S = 0.001  # while the monitor runs (see run_app)
@@ -69,7 +81,7 @@ class KvtuiApp(KnobActions, ReplayActions, StoreActions, ExitSignals, App[int]):
 
     CSS_PATH = "app.tcss"
     ENABLE_COMMAND_PALETTE = True
-    BINDINGS = BINDINGS
+    BINDINGS: ClassVar[list[BindingType]] = [*BINDINGS]
 
     def __init__(self, source: FrameSource | None, controller: Controller | None = None, *,
                  refresh_hz: float = DEFAULT_HZ, screenshot_dir: str = ".", title: str = "kvtui",
@@ -78,7 +90,7 @@ class KvtuiApp(KnobActions, ReplayActions, StoreActions, ExitSignals, App[int]):
         super().__init__()
         if source is None and player is None:
             raise ValueError("KvtuiApp needs a frame source or a player")
-        self.source = source if source is not None else player
+        self.source: FrameSource = source if source is not None else cast(Player, player)  # (one of them is set)
         self.controller, self.player = controller, player
         self.refresh_hz = min(MAX_HZ, max(0.5, float(refresh_hz)))
         self.screenshot_dir, self.scenarios = screenshot_dir, tuple(scenarios) or SCENARIOS
@@ -90,7 +102,7 @@ class KvtuiApp(KnobActions, ReplayActions, StoreActions, ExitSignals, App[int]):
         self.frozen = False
         self.window = True
         self.knob_state = KnobState()  # the knobs asked for here and adopted from the frames
-        self._signals: dict[int, object] = {}  # signal → the handler it had before ours
+        self._signals: dict[int, Handler] = {}  # signal → the handler it had before ours
         self._last_key: str | None = None
         self._gate: tuple | None = None
         self._source_error: str | None = None
@@ -122,8 +134,8 @@ class KvtuiApp(KnobActions, ReplayActions, StoreActions, ExitSignals, App[int]):
     def on_mount(self) -> None:
         self._install_signal_handlers()
         self.main_screen: Screen = self.screen
-        self.w = {cls: self.query_one(cls) for cls in (Kpis, PageGrid, Throughput, LatencyPanel, StorePanel,
-                                                       ProcsPanel, EventLog, MasterPanel, WorkersPanel)}
+        self.w = Panels((cls, self.query_one(cls)) for cls in (Kpis, PageGrid, Throughput, LatencyPanel, StorePanel,
+                                                               ProcsPanel, EventLog, MasterPanel, WorkersPanel))
         self.w[EventLog].ui_last = self.player is not None
         self.w[PageGrid].focus()
         # the dialogs are built now, once (push and pop before the first paint), so that opening one later
@@ -339,17 +351,19 @@ class KvtuiApp(KnobActions, ReplayActions, StoreActions, ExitSignals, App[int]):
         if self._not_for_a_trace("settings"):
             return
         current = {k: self.knobs.get(k) for k in ("overlap", "rate", "pool")}
-        self.get_screen("settings").show(current, focus)
+        cast(SettingsScreen, self.get_screen("settings")).show(current, focus)
         self.push_screen("settings", self.apply_settings)
 
     def on_page_grid_row_selected(self, message: PageGrid.RowSelected) -> None:
         """Enter or a click on a page-grid row: its details."""
         if self.screen is not self.main_screen:
             return
-        self.get_screen("row-detail").show_row(message.row, max(16, min(88, self.size.width - 12)))
+        detail = cast(RowDetailScreen, self.get_screen("row-detail"))
+        detail.show_row(message.row, max(16, min(88, self.size.width - 12)))
         self.push_screen("row-detail")
 
-    def action_screenshot(self) -> str | None:
+    # replaces Textual's screenshot action: ours saves into screenshot_dir and says where
+    def action_screenshot(self) -> str | None:  # type: ignore[override]
         """Save an SVG into ``screenshot_dir``; returns its path, or None (one error line in the event log)
         when the folder cannot be created or written."""
         try:
@@ -394,7 +408,8 @@ class KvtuiApp(KnobActions, ReplayActions, StoreActions, ExitSignals, App[int]):
         """Leave at once (the terminal comes back) with exit code 0 for q, 130 for ctrl+c (as an interrupted
         command: the terminal sends no SIGINT while the app has it in raw mode); :func:`run_app` then stops
         the controller, saying so."""
-        self.refresh_timer.stop()
+        if self.refresh_timer is not None:
+            self.refresh_timer.stop()
         code = INTERRUPT_EXIT if self._last_key == "ctrl+c" else 0
         self.exit(code, return_code=code)
 
@@ -409,7 +424,8 @@ class KvtuiApp(KnobActions, ReplayActions, StoreActions, ExitSignals, App[int]):
                 self.screenshot_error = f"could not write {self.finish_screenshot}: {exc.strerror or exc}"
                 code = OutputError.exit_code
         self.stop_controller()
-        self.refresh_timer.stop()
+        if self.refresh_timer is not None:
+            self.refresh_timer.stop()
         self.exit(code, return_code=code)
 
 

@@ -6,7 +6,8 @@ controls), replay.py (the player's keys) and palette.py (command-palette entries
 
 from __future__ import annotations
 
-from textual.app import App
+from typing import Protocol
+
 from textual.binding import Binding
 
 from kvtui.core.knobs import OVERLAP, POOL, RATE, SCENARIO_KEY
@@ -71,7 +72,17 @@ BINDINGS: list[Binding] = [
 ]
 
 
-def key_help(app: App) -> list[tuple[str, str]]:
+class HelpHost(Protocol):
+    """What :func:`key_help` reads of the app."""
+
+    screenshot_dir: str
+
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None: ...
+
+    def get_key_display(self, binding: Binding) -> str: ...
+
+
+def key_help(app: HelpHost) -> list[tuple[str, str]]:
     """(keys, description) for every binding of :data:`BINDINGS` that the current mode shows (live or replay:
     bindings hidden by ``app.check_action`` are left out; disabled ones are listed). Bindings of the same
     action share one entry (``q ^c`` → quit)."""

@@ -11,12 +11,23 @@ from __future__ import annotations
 
 import math
 import time
-from typing import Callable
+from typing import TYPE_CHECKING, Any, Callable
 
 from kvtui.core.controls import Control, SetLayout, SetOverlap, SetPool, SetRate, SetScenario, SetTraceSpeed
 from kvtui.core.knobs import OVERLAP, POOL, RATE, TRACE_SPEEDS, next_rate, next_trace_speed, trace_speed_text
 from kvtui.tui.fmt import fmt_rps_knob
 from kvtui.tui.knob_state import TRACE_SPEED, same
+
+if TYPE_CHECKING:
+    from textual.app import App
+
+    from kvtui.metrics.frame import Frame
+    from kvtui.tui.knob_state import KnobState
+    from kvtui.tui.protocols import Controller
+
+    _AppHost = App[int]  # the mixin's host, for the type checker
+else:
+    _AppHost = object
 
 __all__ = ["KnobActions", "CONTROL_ECHO_S", "TRACE_KEYS_TEXT"]
 
@@ -26,9 +37,27 @@ _SCENARIO_ONLY = {"overlap": "overlap", "pool": "pool", "rate": "rate", "scenari
                   "settings": "overlap, rate and pool"}
 
 
-class KnobActions:
+class KnobActions(_AppHost):
     """Mixin of :class:`kvtui.tui.app.KvtuiApp`. Uses the app's ``controller``, ``knob_state``, ``knobs``,
     ``frame``, ``shown``, ``frozen``, ``scenarios``, ``log_line``, ``flash``, ``tick`` and ``_show_kpis``."""
+
+    controller: Controller | None
+    knob_state: KnobState
+    knobs: dict[str, Any]
+    frame: Frame | None
+    shown: Frame | None
+    frozen: bool
+    scenarios: tuple[str, ...]
+
+    if TYPE_CHECKING:
+
+        def log_line(self, text: str, kind: str = "ui") -> None: ...
+
+        def flash(self, text: str) -> None: ...
+
+        def tick(self) -> None: ...
+
+        def _show_kpis(self, frame: Frame) -> None: ...
 
     def _control(self, knob: str, value, call: Callable[[], object], text: str) -> bool:
         """Set ``knob`` to ``value`` through ``call`` and log ``text``; nothing at all when the knob already
@@ -48,7 +77,12 @@ class KnobActions:
 
     def _send(self, knob: str, value, control: Control, text: str) -> bool:
         """:meth:`_control` with ``controller.send(control)``."""
-        return self._control(knob, value, lambda: self.controller.send(control), text)
+
+        def call() -> None:
+            assert self.controller is not None  # (the knob keys are enabled only with a controller)
+            self.controller.send(control)
+
+        return self._control(knob, value, call, text)
 
     # -- a trace replay ------------------------------------------------------------------------------------
     @property
@@ -92,7 +126,7 @@ class KnobActions:
 
     def set_pool(self, n: int) -> None:
         """Ask for pool size ``n`` (clamped into the pool's range)."""
-        n = POOL.clamp(int(n))
+        n = int(POOL.clamp(int(n)))
         self._send("pool", n, SetPool(n), f"pool → {n}")
 
     def set_rate(self, rps: float) -> None:
@@ -109,7 +143,7 @@ class KnobActions:
     def action_pool(self, delta: int) -> None:
         if self._not_for_a_trace("pool"):
             return
-        self.set_pool(int(self.knobs.get("pool", 1)) + delta * POOL.step)
+        self.set_pool(int(self.knobs.get("pool", 1)) + delta * int(POOL.step))
 
     def action_rate(self, direction: int) -> None:
         """One step up or down (:func:`kvtui.core.knobs.next_rate`: down from closed loop goes to the highest
@@ -140,6 +174,7 @@ class KnobActions:
         self.set_scenario(self.scenarios[i % len(self.scenarios)])
 
     def action_toggle_pause(self) -> None:
+        assert self.controller is not None  # (enabled only with a controller)
         if self.knobs.get("paused"):
             self._control("paused", False, self.controller.resume, "workload resumed")
         else:

@@ -8,17 +8,36 @@ from __future__ import annotations
 import asyncio
 import os
 import signal
+from collections.abc import Callable
+from types import FrameType
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from textual.app import App
+    from textual.timer import Timer
+
+    _AppHost = App[int]  # the mixin's host, for the type checker
+else:
+    _AppHost = object
 
 __all__ = ["EXIT_SIGNALS", "INTERRUPT_EXIT", "ExitSignals"]
 
 EXIT_SIGNALS = tuple(getattr(signal, name) for name in ("SIGINT", "SIGTERM", "SIGHUP") if hasattr(signal, name))
+Handler = Callable[[int, FrameType | None], Any] | int | signal.Handlers | None  # what signal.getsignal gives
 INTERRUPT_EXIT = 128 + signal.SIGINT  # the exit code of an interrupted command (Ctrl-C), as a shell reports it
 
 
-class ExitSignals:
+class ExitSignals(_AppHost):
     """Mixin of :class:`kvtui.tui.app.KvtuiApp`. ``_signals``: signal → the handler it had before ours
     (set by the app's ``__init__``). Uses the app's ``refresh_timer``, ``stop_controller()``, ``exit()`` and
     ``is_headless``."""
+
+    _signals: dict[int, Handler]
+    refresh_timer: Timer | None
+
+    if TYPE_CHECKING:
+
+        def stop_controller(self) -> None: ...
 
     def _install_signal_handlers(self) -> None:
         """SIGINT / SIGTERM / SIGHUP → :meth:`_exit_on_signal` (the main thread only; elsewhere nothing

@@ -4,17 +4,34 @@ the event log."""
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from textual.worker import Worker, WorkerState
 
 from kvtui.tui.screens import ConfirmScreen
 
+if TYPE_CHECKING:
+    from textual.app import App
+
+    from kvtui.tui.protocols import Controller
+
+    _AppHost = App[int]  # the mixin's host, for the type checker
+else:
+    _AppHost = object
+
 __all__ = ["StoreActions"]
 
 
-class StoreActions:
+class StoreActions(_AppHost):
     """Mixin of :class:`kvtui.tui.app.KvtuiApp`: ``action_clear_store``, ``action_restart_master`` and their
     workers' outcome. Uses the app's ``controller`` (``clear_store() -> int`` keys removed; optional
     ``restart_master()``), ``push_screen``, ``run_worker`` and ``log_line``."""
+
+    controller: Controller | None
+
+    if TYPE_CHECKING:
+
+        def log_line(self, text: str, kind: str = "ui") -> None: ...
 
     def action_clear_store(self) -> None:
         def answered(yes: bool | None) -> None:
@@ -22,6 +39,7 @@ class StoreActions:
                 self.log_line("clear store cancelled")
                 return
             self.log_line("clearing the store…", "control")
+            assert self.controller is not None  # (the key is enabled only with a controller)
             self.run_worker(self.controller.clear_store, name="clear-store", group="clear-store", thread=True,
                             exclusive=True, exit_on_error=False)
 
