@@ -1,8 +1,5 @@
 """Read and replay Mooncake FAST'25 request traces (``kvcache-ai/Mooncake FAST25-release/traces``).
 
-Longer than 450 lines because the reader's row checks, the block tokens and the replay (whose speed can
-change mid-run) share one row format; they are read together.
-
 Format: JSON Lines, one request per line::
 
     {"timestamp": 27482, "input_length": 6955, "output_length": 52, "hash_ids": [46, 47, ...]}
