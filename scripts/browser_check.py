@@ -41,7 +41,10 @@ window.__kvtuiScreen = () => {
   const t = window.__kvtuiTerm;
   if (!t) { return ""; }
   const b = t.buffer.active, lines = [];
-  for (let i = 0; i < t.rows; i++) { const l = b.getLine(b.viewportY + i); lines.push(l ? l.translateToString(true) : ""); }
+  for (let i = 0; i < t.rows; i++) {
+    const l = b.getLine(b.viewportY + i);
+    lines.push(l ? l.translateToString(true) : "");
+  }
   return lines.join("\\n");
 };
 """
@@ -86,7 +89,8 @@ async def check(url: str, png: str | None, want: str, timeout: float, size: tupl
         port_file = Path(profile) / "DevToolsActivePort"
         while not (port_file.exists() and port_file.read_text().strip()):
             if proc.poll() is not None or time.monotonic() - t0 > timeout:
-                raise SystemExit(f"browser_check: chromium did not start ({(Path(profile) / 'chromium.log').read_text()[-500:]})")
+                tail = (Path(profile) / "chromium.log").read_text()[-500:]
+                raise SystemExit(f"browser_check: chromium did not start ({tail})")
             await asyncio.sleep(0.1)
         port = int(port_file.read_text().split()[0])
         async with aiohttp.ClientSession() as http:
@@ -116,7 +120,8 @@ async def check(url: str, png: str | None, want: str, timeout: float, size: tupl
                 screens, first, text, live = 0, None, "", False
                 while time.monotonic() - t0 < timeout:
                     await asyncio.sleep(0.5)
-                    res = await dt.call("Runtime.evaluate", expression="window.__kvtuiScreen ? window.__kvtuiScreen() : ''",
+                    res = await dt.call("Runtime.evaluate",
+                                        expression="window.__kvtuiScreen ? window.__kvtuiScreen() : ''",
                                         returnByValue=True)
                     text = res.get("result", {}).get("value") or ""
                     screens += 1

@@ -1,10 +1,10 @@
 """Offline analysis of a Mooncake FAST'25 trace (``kvcache-ai/Mooncake FAST25-release/traces``): no store.
 
 The ideal prefix-hit figures use the replay rule of the FAST'25 trace release's README (each ``hash_ids``
-entry names one block of ``block_tokens`` tokens, 512 in the release), which is the connector's rule: replay rows in file order; only the ``input_length // block_tokens`` full blocks of a
-row are cacheable; a row's hit is the **longest leading run** of its full blocks already cached by
-earlier rows; then the row publishes its full blocks. A real replay through a store with room for every
-KV page, one request at a time, must reproduce these numbers exactly.
+entry names one block of ``block_tokens`` tokens, 512 in the release), which is the connector's rule: replay rows in
+file order; only the ``input_length // block_tokens`` full blocks of a row are cacheable; a row's hit is the **longest
+leading run** of its full blocks already cached by earlier rows; then the row publishes its full blocks. A real replay
+through a store with room for every KV page, one request at a time, must reproduce these numbers exactly.
 
 Bounded cache (``capacity_tokens``): an LRU cache of ``capacity_tokens // block_tokens`` blocks. Looking
 a block up (hit) or publishing it touches it (most recently used); publishing a block into a full cache

@@ -121,7 +121,8 @@ class Synthesis:
     def as_dict(self) -> dict[str, float | int]:
         """The fields that differ from the default, e.g. ``{"prefix_scale": 2.0}`` (``{}`` for none)."""
         default = Synthesis()
-        return {f.name: getattr(self, f.name) for f in fields(self) if getattr(self, f.name) != getattr(default, f.name)}
+        return {f.name: getattr(self, f.name) for f in fields(self)
+                if getattr(self, f.name) != getattr(default, f.name)}
 
     def describe(self) -> str:
         """One line, e.g. ``arrivals ÷ 2, shared prefixes × 1.5, 4 prefix roots`` (``none`` for none)."""

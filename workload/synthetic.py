@@ -43,6 +43,7 @@ import dataclasses
 import math
 from collections.abc import Iterator
 from dataclasses import dataclass
+from typing import Any, TypeGuard
 
 import numpy as np
 
@@ -76,7 +77,7 @@ def shared_prefix_tokens(n: int, overlap: float, page_tokens: int) -> int:
     return max(0, min(pages * page_tokens, (n // page_tokens) * page_tokens))
 
 
-def _is_int(x: object) -> bool:
+def _is_int(x: object) -> TypeGuard[int | np.integer]:
     return isinstance(x, (int, np.integer)) and not isinstance(x, (bool, np.bool_))
 
 
@@ -171,13 +172,13 @@ class SyntheticWorkload:
         """The current knobs."""
         return self._spec
 
-    def update(self, **changes: object) -> WorkloadSpec:
+    def update(self, **changes: Any) -> WorkloadSpec:
         """Change knobs (e.g. ``overlap=0.5, rate=20``); validated, applied from the next request.
 
         Raises ``ValueError`` for an unknown knob or a bad value (the old spec then stays in force).
         Changing ``rate`` applies to the next inter-arrival gap (arrival times keep counting from the last
-        Poisson arrival, 0 s if there was none, also across a closed-loop stretch); changing ``seed`` re-seeds the arrival
-        generator and all later per-request draws; shrinking ``pool`` in ``multi-turn`` drops the
+        Poisson arrival, 0 s if there was none, also across a closed-loop stretch); changing ``seed`` re-seeds the
+        arrival generator and all later per-request draws; shrinking ``pool`` in ``multi-turn`` drops the
         conversations of the removed slots. Returns the new spec.
         """
         valid = [f.name for f in dataclasses.fields(WorkloadSpec)]

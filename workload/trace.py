@@ -1,8 +1,5 @@
 """Read and replay Mooncake FAST'25 request traces (``kvcache-ai/Mooncake FAST25-release/traces``).
 
-Longer than 450 lines because the reader's row checks, the block tokens and the replay (whose speed can
-change mid-run) share one row format; they are read together.
-
 Format: JSON Lines, one request per line::
 
     {"timestamp": 27482, "input_length": 6955, "output_length": 52, "hash_ids": [46, 47, ...]}
@@ -406,7 +403,7 @@ class TraceWorkload:
         self.tokens = tokens  # False: requests carry no token ids (a store-less simulation needs only the rest)
         self.group_depth = _group_depth(self._rows)
         self._length_s = (max(r.timestamp_ms for r in self._rows) - self._rows[0].timestamp_ms) / 1000.0
-        self._anchor: tuple[float, int] | None = None  # (arrival s, timestamp ms) the arrivals count from
+        self._anchor: tuple[float, float] | None = None  # (arrival s, timestamp ms) the arrivals count from
         self._last: tuple[float | None, int] = (None, self._rows[0].timestamp_ms)  # newest yielded row
         self.issued = 0  # rows yielded by the current replay
 

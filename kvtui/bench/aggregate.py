@@ -111,7 +111,8 @@ def format_aggregate(out: dict) -> str:
         m = r["decode_workers"]
         ratio = out["ratios"]["aggregate_vs_links"][str(m)]
         per = ", ".join(f"{v:,.1f}" for v in r["per_worker_MBps_p50"])
-        lines.append(f"{m:>14}   {r['aggregate_MBps_p50']:>8,.1f} MB/s   {r['links_MBps']:>8,.1f}   {ratio:5.2f}   {per}")
+        lines.append(f"{m:>14}   {r['aggregate_MBps_p50']:>8,.1f} MB/s   {r['links_MBps']:>8,.1f}   {ratio:5.2f}   "
+                     f"{per}")
     met = "met" if out["targets"]["met"] else "NOT met"
     lines += [f"aggregate ÷ links     target ≥ {out['targets']['aggregate_vs_links']}: {met}",
               f"verified              {'every reloaded page byte-exact' if out['verified'] else 'MISMATCHES'}"]

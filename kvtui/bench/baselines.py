@@ -57,7 +57,7 @@ def _sender(port: int, nbytes: int, iterations: int) -> None:
         for _ in range(iterations):
             if s.recv(1) != b"g":  # receiver asks for each transfer, so every one is timed alone
                 return
-            s.sendall(memoryview(buf))
+            s.sendall(buf.data)
 
 
 def loopback_tcp_mbps(nbytes: int, iterations: int = 20) -> float:
@@ -70,7 +70,7 @@ def loopback_tcp_mbps(nbytes: int, iterations: int = 20) -> float:
         proc.start()
         conn, _ = srv.accept()
         dst = np.empty(nbytes, dtype=np.uint8)
-        view = memoryview(dst)
+        view = dst.data
         times = []
         with conn:
             for i in range(iterations + 1):

@@ -82,7 +82,7 @@ class BrokenStoreWatch:
     ``add(result)`` counts one result (a :class:`~kvtui.live.LiveSession` results subscriber, or a driver's ``on_result``)
     and says whether any was broken so far; :meth:`check` raises ``StoreError`` naming ``what`` met it."""
 
-    def __init__(self):
+    def __init__(self) -> None:
         self.down: collections.Counter = collections.Counter()  # {code name: answers}
 
     def add(self, result) -> bool:

@@ -18,8 +18,8 @@ from statistics import median
 import numpy as np
 
 from kvtui.bench.engines import BenchEngines, environment, say
-from kvtui.bench.targets import TARGETS
 from kvtui.bench.reuse import _interleaved, _publish_mbps, reload_figures
+from kvtui.bench.targets import TARGETS
 
 TARGET = TARGETS["reload_vs_link"]
 

@@ -8,9 +8,9 @@ spell of the machine hits both; the reload is repeated for 2..N concurrent read 
 ``tiny`` case (3 of 4 pages shared) runs on the same store; then the reload is repeated with the segment
 co-located with decode (each reload followed by an in-process memcpy of the same bytes, ABAB, the
 baseline of ``reload_vs_memcpy``), and on the TCP path (a store node and real clients, ``--worker-client real``; the
-first steps run on the default same-host path: dummy clients of ``mooncake_client``). Baselines: one loopback TCP stream, an in-process memcpy of the same bytes, and
-page-content fill and verify against memcpy, interleaved. MB/s are 10^6 bytes per second; every p50 is a
-median.
+first steps run on the default same-host path: dummy clients of ``mooncake_client``). Baselines: one loopback TCP
+stream, an in-process memcpy of the same bytes, and page-content fill and verify against memcpy, interleaved. MB/s are
+10^6 bytes per second; every p50 is a median.
 """
 
 from __future__ import annotations
@@ -209,7 +209,8 @@ def measure_reuse(engines: BenchEngines, layout, case: ReuseCase, estimator=None
         "bytes_reloaded": nbytes, "verify_ms_p50": main["verify_ms_p50"], "verified": bool(verified),
         "probe_ms_p50": main["probe_ms_p50"], "read_only_MBps_p50": main["read_MBps_p50"],
         "best_read_streams": best_n, "best_reload_ms": best["reload_ms"], "best_reuse_read_MBps_p50": best["MBps_p50"],
-        "read_streams": {str(n): {"reload_ms_p50": f["reload_ms"]["p50"], "MBps_p50": f["MBps_p50"]} for n, f in streams.items()},
+        "read_streams": {str(n): {"reload_ms_p50": f["reload_ms"]["p50"], "MBps_p50": f["MBps_p50"]}
+                         for n, f in streams.items()},
         "colocated": {"reload_ms": co["reload_ms"], "reuse_read_MBps_p50": co["MBps_p50"]},
         "tiny": tiny, "request_rate": rate, "worker_client": engine_client,
         "tcp_path": {"reload_ms": tcp_path["reload_ms"], "reuse_read_MBps_p50": tcp_path["MBps_p50"],

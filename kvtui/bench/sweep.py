@@ -15,9 +15,12 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass
-from typing import Callable
+from typing import TYPE_CHECKING, Callable
 
 from kvtui.core.sweep import PointSize, SweepPoint, SweepResult
+
+if TYPE_CHECKING:
+    from kvtui.core.layout import PageLayout
 
 POLL_S = 0.25  # how often the progress callback is called while a point runs
 
@@ -35,7 +38,7 @@ class SweepPlan:
     rows: list
     label: str
     block_tokens: int
-    layout: object
+    layout: PageLayout
     sizes: tuple[PointSize, ...]
     model: str
     lease_ttl_s: float
@@ -110,8 +113,8 @@ def _run_point(plan: SweepPlan, size: PointSize, lru_rate: float, engine, index:
     (:class:`~kvtui.bench.engines.BrokenStoreWatch`) or a process of its cluster died."""
     from kvtui.bench.engines import BrokenStoreWatch
     from kvtui.engine.procs import uninterrupted
-    from kvtui.engine.store import StoreError
     from kvtui.engine.samplers import StoreSampler
+    from kvtui.engine.store import StoreError
     from kvtui.live import LiveSession
     from kvtui.metrics.aggregate import summary_from_frame
     from workload import TraceWorkload

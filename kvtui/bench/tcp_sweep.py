@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import os
 from contextlib import contextmanager
+from typing import Any
 
 import numpy as np
 
@@ -93,8 +94,9 @@ def measure_tcp_sweep(engines: BenchEngines, layout, prompt_tokens: int, shared_
             verified = verified and one["verified"]
         tcp.append(loopback_tcp_mbps(one["bytes"], iterations))
     tcp_mbps = median(tcp)
-    rows = [{"name": setting_name(s), "env": dict(s), "MBps_p50": median(per[i]), "rounds_MBps": per[i],
-             "vs_loopback_tcp": median(per[i]) / tcp_mbps} for i, s in enumerate(SETTINGS)]
+    rows: list[dict[str, Any]] = [{"name": setting_name(s), "env": dict(s), "MBps_p50": median(per[i]),
+                                   "rounds_MBps": per[i], "vs_loopback_tcp": median(per[i]) / tcp_mbps}
+                                  for i, s in enumerate(SETTINGS)]
     best = max(rows, key=lambda row: row["MBps_p50"])
     return {"layout": layout.as_dict(), "iterations": iterations, "rounds": rounds, "settings": rows,
             "environment": environment(None),
@@ -106,7 +108,8 @@ def measure_tcp_sweep(engines: BenchEngines, layout, prompt_tokens: int, shared_
 def format_tcp_sweep(o: dict) -> str:
     """The human table of :func:`measure_tcp_sweep`'s figures."""
     w = max(len(s["name"]) for s in o["settings"])
-    lines = [f"{'setting':<{w}}  reload MB/s p50 (median of {o['rounds']} round{'' if o['rounds'] == 1 else 's'})  vs loopback TCP"]
+    rounds = f"{o['rounds']} round{'' if o['rounds'] == 1 else 's'}"
+    lines = [f"{'setting':<{w}}  reload MB/s p50 (median of {rounds})  vs loopback TCP"]
     for s in o["settings"]:
         mark = "  ← best" if s["name"] == o["best"] else ""
         lines.append(f"{s['name']:<{w}}  {s['MBps_p50']:>8.0f}{'':<31}{s['vs_loopback_tcp']:.2f}{mark}")

@@ -13,7 +13,8 @@ Each replay also counts the CPU it cost, per process, in ms per request (user + 
 ``cpu_times``): on the engine side the parent (hashing, routing, results into metrics), the decode and
 prefill workers and the cluster's processes; on the bare loop's side the loop's own process (its timed loop
 alone) and the same cluster processes; on the two-process loop's, its reader's timed loop, its writer from
-its start-up's end to the loop's end, and the cluster processes. The README's figures show a 2-core machine's replay bound by that CPU.
+its start-up's end to the loop's end, and the cluster processes. The README's figures show a 2-core machine's replay
+bound by that CPU.
 """
 
 from __future__ import annotations
@@ -119,11 +120,12 @@ def measure_trace(engines: BenchEngines, layout, trace: str, rows: list, block_t
     """Replay ``rows`` (the good rows of the file ``trace``, ``block_tokens`` tokens per hash id) ``rounds``
     times through each side (:data:`SIDES`); returns the fields of ``kvtui bench --trace --json``: per-round
     seconds, hits and ratios, each side's best run (seconds, requests/s, page hits) and the ratios (medians of
-    the rounds, and engine/bare of the best runs), and ``cpu_ms_per_request``: each side's CPU per request by process, the median of the
-    rounds (ms; the bare loop's ``loop`` is its timed loop alone, its cluster processes are counted over the
-    loop process's whole life, start-up and close included, so they are if anything high). ``bad_rows``: how
-    many rows the reader skipped (reported, not replayed); ``label``: the trace as the user named it (``synthetic``), reported as ``trace`` (default: the file). The bare loops
-    read ``rows`` themselves from a temporary copy (synthesized rows included), not the file."""
+    the rounds, and engine/bare of the best runs), and ``cpu_ms_per_request``: each side's CPU per request by process,
+    the median of the rounds (ms; the bare loop's ``loop`` is its timed loop alone, its cluster processes are counted
+    over the loop process's whole life, start-up and close included, so they are if anything high). ``bad_rows``: how
+    many rows the reader skipped (reported, not replayed); ``label``: the trace as the user named it (``synthetic``),
+    reported as ``trace`` (default: the file). The bare loops read ``rows`` themselves from a temporary copy
+    (synthesized rows included), not the file."""
     from kvtui.metrics.aggregate import Aggregator
     from workload import TraceWorkload
     from workload.synthesis import rows_to_jsonl
@@ -173,7 +175,8 @@ def measure_trace(engines: BenchEngines, layout, trace: str, rows: list, block_t
                          **{f"{k}_pages_hit": v for k, v in hits.items()},
                          **{f"{k}_cpu_ms_per_request": v for k, v in cpu.items()}})
             say(f"round {r + 1}/{rounds}: engine {engine_s:.1f} s, bare loop {bare_s:.1f} s, two-process loop "
-                f"{two_s:.1f} s → engine/bare loop {bare_s / engine_s:.2f} (engine/two-process loop {two_s / engine_s:.2f})")
+                f"{two_s:.1f} s → engine/bare loop {bare_s / engine_s:.2f} "
+                f"(engine/two-process loop {two_s / engine_s:.2f})")
     finally:
         engine.stop()
         shutil.rmtree(folder, ignore_errors=True)
@@ -232,7 +235,7 @@ def _format_cpu(cpu: dict | None) -> str:
         return ""
     lines = ["\nCPU per request by process, each the median of the rounds (ms, user + system; a process under "
              "0.005 ms is counted in the total, not listed):"]
-    named = set()
+    named: set[str] = set()
     for side in (s for s in SIDES if s.key in cpu):
         shown = {name: ms for name, ms in cpu[side.key].items() if ms >= 0.005}
         named.update(shown)

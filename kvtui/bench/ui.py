@@ -101,5 +101,6 @@ def measure_ui(engines: BenchEngines, layout, seconds: float, rounds: int, refre
     return {"layout": layout.as_dict(), "seconds": seconds, "warm_up_seconds": UI_WARM_S, "rounds": runs,
             "refresh_hz": refresh_hz,
             "headless_rps": rates["headless"], "monitor_rps": rates["monitor"],
-            "ratios": {"monitor_vs_headless": paired, "monitor_vs_headless_best_of": rates["monitor"] / rates["headless"]},
+            "ratios": {"monitor_vs_headless": paired,
+                       "monitor_vs_headless_best_of": rates["monitor"] / rates["headless"]},
             "idle_paused_cpu_percent": idle_cpu}

@@ -16,9 +16,13 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from kvtui.core.defaults import MIN_SEGMENT_BYTES
 from kvtui.core.units import format_bytes
+
+if TYPE_CHECKING:
+    from workload.working_set import WorkingSet
 
 MEMORY_SHARE = 0.5
 """A store sized by kvtui (no ``--store-size``) takes at most this share of the machine's available memory
@@ -53,21 +57,21 @@ def size_flag(n: int) -> str:
     return f"{math.ceil(n / _MIB)}MiB"
 
 
-def working_set_text(ws, page_bytes: int) -> str:
+def working_set_text(ws: WorkingSet, page_bytes: int) -> str:
     """``~214 pages of 14.0 MiB = 2.9 GiB (6 shared + 8 conversations × 26 pages)`` for a
     :class:`workload.working_set.WorkingSet`."""
     return (f"~{ws.pages:,} pages of {format_bytes(page_bytes)} = {format_bytes(ws.pages * page_bytes)} "
             f"({ws.formula})")
 
 
-def remedy(ws) -> str:
+def remedy(ws: WorkingSet) -> str:
     """What else than a bigger store shrinks this working set, by flag."""
     return {"multi-turn": "lower --pool or --prompt-tokens", "shared-system-prompt": "lower --pool",
             "few-shot": "lower --pool", "random": "lower --concurrency"}.get(
         ws.source, "use a smaller layout (e.g. --layout tiny)")
 
 
-def _layout_hint(ws, page_bytes: int, page_tokens: int | None, budget_bytes: int, watermark: float) -> str:
+def _layout_hint(ws: WorkingSet, page_bytes: int, page_tokens: int | None, budget_bytes: int, watermark: float) -> str:
     """For a trace too big for ``budget_bytes``: the largest KV bytes per token that would fit."""
     from kvtui.core.layout import PRESETS
 
@@ -80,13 +84,13 @@ def _layout_hint(ws, page_bytes: int, page_tokens: int | None, budget_bytes: int
             f"has {PRESETS['tiny'].bytes_per_token:,})")
 
 
-def _prompt_text(ws, page_bytes: int) -> str:
+def _prompt_text(ws: WorkingSet, page_bytes: int) -> str:
     what = "the longest trace row" if ws.source == "trace" else "one prompt"
     return f"{what} ({ws.prompt_pages:,} pages of {format_bytes(page_bytes)} = " \
            f"{format_bytes(ws.prompt_pages * page_bytes)})"
 
 
-def _prompt_remedy(ws) -> str:
+def _prompt_remedy(ws: WorkingSet) -> str:
     return "use a smaller layout" if ws.source == "trace" else "lower --prompt-tokens, or use a smaller layout"
 
 
@@ -101,7 +105,7 @@ class StorePlan:
     warning: bool = False
 
 
-def plan_store(ws, page_bytes: int, watermark: float, *, given_bytes: int | None, given_text: str = "",
+def plan_store(ws: WorkingSet, page_bytes: int, watermark: float, *, given_bytes: int | None, given_text: str = "",
                available_bytes: int, default_bytes: int, page_tokens: int | None = None) -> StorePlan:
     """Size the embedded segment for working set ``ws`` (:class:`workload.working_set.WorkingSet`).
 
@@ -154,7 +158,7 @@ def plan_store(ws, page_bytes: int, watermark: float, *, given_bytes: int | None
                      warning=True)
 
 
-def attached_plan_line(ws, page_bytes: int, capacity_bytes: int, watermark: float) -> str:
+def attached_plan_line(ws: WorkingSet, page_bytes: int, capacity_bytes: int, watermark: float) -> str:
     """Attach mode (kvtui sizes nothing): a one-line warning when the cluster's capacity (the sum of its
     segments, bytes) does not keep the working set below ``watermark``, else ``""``."""
     if ws.pages <= held_pages(capacity_bytes, page_bytes, watermark):
@@ -165,7 +169,7 @@ def attached_plan_line(ws, page_bytes: int, capacity_bytes: int, watermark: floa
             f"and refused puts; it needs {size_flag(segment_for(ws.pages, page_bytes, watermark))}, or {remedy(ws)}")
 
 
-def store_full_text(failed: int, seconds: float, ws, page_bytes: int, segment_bytes: int | None,
+def store_full_text(failed: int, seconds: float, ws: WorkingSet | None, page_bytes: int, segment_bytes: int | None,
                     watermark: float, lease_ttl_s: float | None, dead_nodes: tuple[str, ...] = ()) -> str:
     """The one event-log line of a burst of ``failed`` puts refused with ``NO_AVAILABLE_HANDLE`` within
     ``seconds``: the cause (the working set ``ws`` does not fit ``segment_bytes`` below ``watermark``, or it

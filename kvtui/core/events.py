@@ -7,6 +7,7 @@ engine → events → metrics → views). They hold no store objects and pickle/
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field
+from typing import Any
 
 
 @dataclass
@@ -45,8 +46,8 @@ class RequestResult:
     arrival_s: float | None = None
     t_start: float = 0.0
     t_end: float = 0.0
-    labels: tuple = ()
-    keys: tuple = ()  # the first and last page key (store keys of the cacheable pages; () when none)
+    labels: tuple[tuple[str, str], ...] = ()
+    keys: tuple[str, ...] = ()  # the first and last page key (store keys of the cacheable pages; () when none)
     decode_worker: int = 0  # index of the decode worker that reloaded it (kvtui.core.topology.worker_name)
     prefill_worker: int = 0  # index of the prefill worker that published it
     bytes_local: int = 0  # of bytes_loaded, read from the decode worker's own segment (--segment-on decode)
@@ -66,7 +67,7 @@ class RequestResult:
         """Publish latency: probe + put of the absent pages (page computation excluded)."""
         return self.publish_probe_ms + self.put_ms
 
-    def as_dict(self) -> dict:
+    def as_dict(self) -> dict[str, Any]:
         """JSON-ready form (states as a list of ints)."""
         d = asdict(self)
         d["states"] = list(self.states)
@@ -83,4 +84,4 @@ class EngineEvent:
     kind: str
     t: float
     text: str
-    data: dict = field(default_factory=dict)
+    data: dict[str, Any] = field(default_factory=dict)  # JSON-ready details, e.g. {"repeat": 3}

@@ -8,9 +8,11 @@ qwen2.5-7b 57,344 · llama-3.1-8b 131,072 · llama-3.1-70b 327,680 · mistral-7b
 
 from __future__ import annotations
 
+from typing import Any
+
 SOURCE = "{repo} config.json (https://huggingface.co/{repo})"
 
-MODEL_CONFIGS: dict[str, tuple[str, dict]] = {
+MODEL_CONFIGS: dict[str, tuple[str, dict[str, Any]]] = {
     # Qwen2.5-7B: 28 layers × 4 KV heads (GQA 7:1) × head_dim 3584/28 = 128 (the file has no head_dim).
     "qwen2.5-7b": ("Qwen/Qwen2.5-7B-Instruct", {
         "architectures": ["Qwen2ForCausalLM"], "model_type": "qwen2", "hidden_act": "silu",

@@ -84,6 +84,7 @@ class ModelSpec:
     def kv_elems_per_layer(self) -> int:
         """KV elements one token stores per layer: ``2·kv_heads·head_dim`` or ``kv_lora_rank+qk_rope_head_dim``."""
         if self.is_mla:
+            assert self.kv_lora_rank is not None and self.qk_rope_head_dim is not None  # set for every MLA model
             return self.kv_lora_rank + self.qk_rope_head_dim
         return 2 * self.kv_heads * self.head_dim
 
@@ -137,6 +138,7 @@ class ModelSpec:
                 return None
             heads, rope, rank, q_rank = self.attention_heads, self.qk_rope_head_dim, self.kv_lora_rank, \
                 _opt_int(c, "q_lora_rank")
+            assert rope is not None and rank is not None  # set for every MLA model
             q = h * q_rank + q_rank * heads * (nope + rope) if q_rank else h * heads * (nope + rope)
             attn = q + h * (rank + rope) + rank * heads * (nope + v) + heads * v * h
         else:
@@ -152,11 +154,12 @@ class ModelSpec:
             moe_layers = sum(1 for i in range(self.layers) if i >= first_dense and i % freq == 0)
             moe_mlp = (top_k + shared) * 3 * h * moe_inter + h * experts
             return self.layers * attn + moe_layers * moe_mlp + (self.layers - moe_layers) * 3 * h * inter
-        if _opt_int(c, "num_local_experts"):  # Mixtral
+        local_experts = _opt_int(c, "num_local_experts")
+        if local_experts:  # Mixtral
             top_k = _opt_int(c, "num_experts_per_tok")
             if top_k is None or inter is None:
                 return None
-            return self.layers * (attn + top_k * 3 * h * inter + h * _opt_int(c, "num_local_experts"))
+            return self.layers * (attn + top_k * 3 * h * inter + h * local_experts)
         if _opt_int(c, "num_experts") or inter is None:  # other MoE layouts (Qwen-MoE, …) are not modelled
             return None
         return self.layers * (attn + 3 * h * inter)
@@ -184,9 +187,9 @@ def parse_model_config(data: Any, name: str, source: str) -> ModelSpec:
         rank = _req_int(data, "kv_lora_rank", source)
         rope = _req_int(data, "qk_rope_head_dim", source)
         nope = _opt_pos_int(data, "qk_nope_head_dim", source)
-        head_dim = _opt_pos_int(data, "head_dim", source) or (nope + rope if nope else rope)
+        mla_head_dim = _opt_pos_int(data, "head_dim", source) or (nope + rope if nope else rope)
         kv_heads = _opt_pos_int(data, "num_key_value_heads", source) or heads
-        return ModelSpec(name, source, "MLA", layers, heads, kv_heads, head_dim, dtype, rank, rope, config)
+        return ModelSpec(name, source, "MLA", layers, heads, kv_heads, mla_head_dim, dtype, rank, rope, config)
     kv_heads = _opt_pos_int(data, "num_key_value_heads", source) or heads
     if kv_heads > heads or heads % kv_heads:  # GQA: each KV head serves a group of query heads
         raise ModelConfigError(f"{source}: num_key_value_heads {kv_heads} does not divide num_attention_heads "
@@ -215,13 +218,13 @@ def name_from_path(path: str) -> str:
     return folder.name or "model"
 
 
-def _req_int(data: Mapping, key: str, source: str) -> int:
+def _req_int(data: Mapping[str, Any], key: str, source: str) -> int:
     if data.get(key) is None:
         raise ModelConfigError(f"{source}: missing {key}")
     return _pos_int(data[key], key, source)
 
 
-def _opt_pos_int(data: Mapping, key: str, source: str) -> int | None:
+def _opt_pos_int(data: Mapping[str, Any], key: str, source: str) -> int | None:
     return None if data.get(key) is None else _pos_int(data[key], key, source)
 
 
@@ -233,7 +236,7 @@ def _pos_int(value: Any, key: str, source: str) -> int:
     return value
 
 
-def _opt_int(data: Mapping, key: str) -> int | None:
+def _opt_int(data: Mapping[str, Any], key: str) -> int | None:
     """A positive integer field of a parsed config, or None (absent, null, or not a positive integer)."""
     value = data.get(key)
     if isinstance(value, bool) or not isinstance(value, (int, float)) or value <= 0 or int(value) != value:
@@ -241,7 +244,7 @@ def _opt_int(data: Mapping, key: str) -> int | None:
     return int(value)
 
 
-def _dtype(data: Mapping) -> str | None:
+def _dtype(data: Mapping[str, Any]) -> str | None:
     """The :data:`KV_DTYPES` name of ``torch_dtype`` (``dtype``), or None when absent or not a known float type
     (:meth:`ModelSpec.kv_dtype` says which, unless ``--kv-dtype`` makes it moot)."""
     raw = data.get("torch_dtype", data.get("dtype"))

@@ -7,7 +7,17 @@ source knows.
 
 from __future__ import annotations
 
-from typing import TypedDict
+from typing import Any, TypedDict
+
+
+class SegmentRow(TypedDict, total=False):
+    """One memory segment the master knows (observe mode): ``name``, ``used_bytes``, ``capacity_bytes``, and
+    ``status`` (the master's word for it, ``""`` when it gives none)."""
+
+    name: str
+    used_bytes: int
+    capacity_bytes: int
+    status: str
 
 
 class StoreScrape(TypedDict, total=False):
@@ -44,8 +54,8 @@ class StoreScrape(TypedDict, total=False):
     put_fail_ps: float
     get_fail_ps: float
     get_hit_ratio: float
-    segments: list
-    health: dict
+    segments: list[SegmentRow]
+    health: dict[str, Any]  # the master's /health JSON as it answered
 
 
 class ProcRow(TypedDict, total=False):
@@ -84,7 +94,7 @@ class WorkloadPanel(TypedDict, total=False):
     speed: float | None
     position_s: float
     length_s: float
-    synthesis: dict
+    synthesis: dict[str, float]
 
 
 class ReplayStatus(TypedDict, total=False):
@@ -102,8 +112,9 @@ class FrameStatus(TypedDict, total=False):
     """The run's state. ``mode``: ``live`` or ``replay``; ``store_mode``: ``embedded`` or ``attached``;
     ``store_up``: the master's last scrape answered (None before the first); ``paused``; ``layout``: the page
     layout in words; ``finished``: the workload ended; ``error``: why the run stopped; ``outage``: the master
-    does not answer; ``recording`` / ``record_path``; ``window_s``: length of the latency window (s);
-    ``replay``: :class:`ReplayStatus` in replay mode."""
+    does not answer; ``outage_of``: what is down in an outage of an embedded store, ``master`` or ``store`` (the
+    store node whose dummy clients the workers are); ``recording`` / ``record_path``; ``window_s``: length of
+    the latency window (s); ``replay``: :class:`ReplayStatus` in replay mode."""
 
     mode: str
     store_mode: str
@@ -113,6 +124,7 @@ class FrameStatus(TypedDict, total=False):
     finished: bool
     error: str
     outage: bool
+    outage_of: str
     recording: bool
     record_path: str
     window_s: float

@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import asdict, dataclass, field, replace
+from typing import Any
 
 from kvtui.core.defaults import MIN_SEGMENT_BYTES
 from kvtui.core.layout import PageLayout
@@ -182,7 +183,7 @@ class SweepPoint:
     used_bytes_at_end: int | None = None
     overhead_bytes_per_object: float | None = None
     elapsed_s: float = 0.0
-    errors: dict = field(default_factory=dict)
+    errors: dict[str, int] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -203,13 +204,13 @@ class SweepResult:
     block_tokens: int
     input_tokens: int
     ideal_token_hit_rate: float
-    layout: dict
+    layout: dict[str, int]
     points: tuple[SweepPoint, ...]
-    sizing: dict = field(default_factory=dict)
-    store: dict = field(default_factory=dict)
-    versions: dict = field(default_factory=dict)
+    sizing: dict[str, Any] = field(default_factory=dict)
+    store: dict[str, Any] = field(default_factory=dict)
+    versions: dict[str, Any] = field(default_factory=dict)
     bad_rows_skipped: int = 0
-    synthesis: dict = field(default_factory=dict)
+    synthesis: dict[str, float] = field(default_factory=dict)
     interrupted: bool = False
 
     @property
@@ -217,7 +218,7 @@ class SweepResult:
         """Bytes of one KV page of :attr:`layout`."""
         return PageLayout(**self.layout).page_bytes
 
-    def to_dict(self) -> dict:
+    def to_dict(self) -> dict[str, Any]:
         """The JSON document (``kind`` :data:`SWEEP_KIND`, ``format`` :data:`SWEEP_FORMAT`)."""
         d = asdict(self)
         d["points"] = [asdict(p) for p in self.points]
@@ -229,7 +230,7 @@ def is_sweep_document(data: object) -> bool:
     return isinstance(data, dict) and data.get("kind") == SWEEP_KIND
 
 
-def sweep_from_dict(data: dict, where: str = "sweep file") -> SweepResult:
+def sweep_from_dict(data: dict[str, Any], where: str = "sweep file") -> SweepResult:
     """The :class:`SweepResult` of a parsed sweep file; ``ValueError`` (one line naming ``where`` and the
     field) when it is not one, is of a newer format, or misses a field."""
     if not is_sweep_document(data):
@@ -283,7 +284,7 @@ def table_rows(result: SweepResult) -> list[tuple[str, ...]]:
     """One row of :data:`TABLE_HEAD` per point, as text with units: capacity in tokens, the pages the store
     holds below the watermark, the segment's bytes, the two token hit rates (%), their gap (percentage
     points), the objects held at the end and the master's evicted keys and refused puts."""
-    rows = []
+    rows: list[tuple[str, ...]] = []
     for p in result.points:
         held = "—" if p.keys_at_end is None else f"{p.keys_at_end:,}"
         evicted = "—" if p.evicted_keys is None else f"{p.evicted_keys:,}"

@@ -99,7 +99,8 @@ def duration_arg(text: str) -> float:
     try:
         return parse_duration(text, "--duration")
     except KvtuiError:
-        raise argparse.ArgumentTypeError(f"must be a duration such as 90s, 2m, 1h30m or seconds, got {text!r}") from None
+        raise argparse.ArgumentTypeError(
+            f"must be a duration such as 90s, 2m, 1h30m or seconds, got {text!r}") from None
 
 
 MAX_SIZE = (1000, 500)

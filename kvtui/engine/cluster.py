@@ -32,6 +32,7 @@ import urllib.request
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
 from pathlib import Path
+from typing import Any
 
 from kvtui.core.defaults import DEFAULT_STORE_BYTES
 from kvtui.engine.hosts import EmulatedHosts, Host, HostsError, LinkSpec, nsenter_argv
@@ -69,10 +70,10 @@ class ClusterEndpoints:
     hosts: tuple[Host, ...] = ()  # the emulated hosts (kvtui.engine.hosts), none without --hosts auto
     real_client: str = ""  # HOST:PORT of the standalone real client the workers are dummy clients of ("": none)
 
-    def as_dict(self) -> dict:
+    def as_dict(self) -> dict[str, Any]:
         """Plain-data form for worker messages and recorded sessions (``hosts``: ``{name: Host.as_dict()}``,
         only with emulated hosts)."""
-        d = {"master": self.master, "metadata_url": self.metadata_url, "metrics_url": self.metrics_url,
+        d: dict[str, Any] = {"master": self.master, "metadata_url": self.metadata_url, "metrics_url": self.metrics_url,
              "protocol": self.protocol, "device": self.device, "embedded": self.embedded,
              "client_env": [list(kv) for kv in self.client_env], "log_dir": self.log_dir}
         if self.hosts:
@@ -130,7 +131,8 @@ def master_binary() -> str:
     """Path of the ``mooncake_master`` binary shipped in the wheel (``ClusterError`` if absent)."""
     spec = importlib.util.find_spec("mooncake")
     if spec is None or not spec.submodule_search_locations:
-        raise ClusterError("the Mooncake wheel is not installed (pip install mooncake-transfer-engine-non-cuda); run `kvtui doctor`")
+        raise ClusterError("the Mooncake wheel is not installed (pip install mooncake-transfer-engine-non-cuda); "
+                           "run `kvtui doctor`")
     for loc in spec.submodule_search_locations:
         path = Path(loc) / "mooncake_master"
         if path.exists():
@@ -265,7 +267,8 @@ class EmbeddedCluster:
                 hosts=hosts)
             if o.segment_on == "store" and o.worker_client == "dummy":
                 if o.hosts or o.store_nodes != 1:
-                    raise ClusterError("--worker-client dummy needs one store node on this host (no --hosts, --store-nodes 1)")
+                    raise ClusterError("--worker-client dummy needs one store node on this host "
+                                       "(no --hosts, --store-nodes 1)")
                 port = free_port()
                 self._store_argv = {"store": self._real_client_argv(o.store_bytes, port)}
                 self.processes.append(spawn("store", self._store_argv["store"], log_dir / "store.log",
@@ -276,7 +279,8 @@ class EmbeddedCluster:
             elif o.segment_on == "store":
                 each = o.store_bytes // len(self.store_names())
                 self._store_argv = {name: on.get(name, []) + [
-                    sys.executable, "-m", "kvtui.engine.store_node", "--endpoints", json.dumps(self.endpoints.as_dict()),
+                    sys.executable, "-m", "kvtui.engine.store_node",
+                    "--endpoints", json.dumps(self.endpoints.as_dict()),
                     "--segment-bytes", str(each), "--name", name] for name in self.store_names()}
                 for name, argv in self._store_argv.items():
                     self.processes.append(spawn(name, argv, log_dir / f"{name}.log", env))
@@ -322,6 +326,7 @@ class EmbeddedCluster:
             raise ClusterError("mooncake_client is missing from the Mooncake wheel; run `kvtui doctor`")
         if not os.access(binary, os.X_OK):
             binary.chmod(binary.stat().st_mode | 0o111)
+        assert self.endpoints is not None  # set by start() before any process is spawned
         return [str(binary), f"--global_segment_size={max(1, segment_bytes >> 20)} MB",
                 f"--master_server_address={self.endpoints.master}", f"--metadata_server={self.endpoints.metadata_url}",
                 f"--port={port}", "--host=127.0.0.1", f"--protocol={self.endpoints.protocol}", "--minloglevel=1"]
@@ -341,9 +346,12 @@ class EmbeddedCluster:
             self.processes.remove(old)
         if self._spawner is None:
             self._spawner = ThreadPoolExecutor(1, thread_name_prefix="kvtui-spawner")
-        proc = self._spawner.submit(spawn, "master", self._master_argv, self._log_dir / "master.log", self._env).result()
+        proc = self._spawner.submit(spawn, "master", self._master_argv, self._log_dir / "master.log",
+                                    self._env).result()
         self.processes.insert(1, proc)
-        self._wait("master", lambda: http_get(self.endpoints.metrics_url + "/health")[0] == 200)
+        metrics_url = self.endpoints.metrics_url if self.endpoints else None
+        assert metrics_url is not None  # an embedded master: start() set its admin URL
+        self._wait("master", lambda: http_get(metrics_url + "/health")[0] == 200)
 
     def store_names(self) -> list[str]:
         """The store nodes' process (and host) names: ``store``, or ``store-0`` … with several."""
@@ -362,12 +370,13 @@ class EmbeddedCluster:
         self._restarted = True
         if old is not None:
             self.processes.remove(old)
+        assert self.endpoints is not None and self._spawner is not None  # set by start()
         if self.endpoints.real_client:  # the standalone real client, on its port again (its dummy clients do
             # not come back to a new one: the engine starts its workers again, Engine.restart_store)
             before, port = self.capacity_bytes(), split_hostport(self.endpoints.real_client)[1]
             env = dict(self._env, **dict(self.endpoints.client_env))
-            self.processes.append(self._spawner.submit(spawn, name, self._store_argv[name], self._log_dir / f"{name}.log",
-                                                       env).result())
+            self.processes.append(self._spawner.submit(spawn, name, self._store_argv[name],
+                                                       self._log_dir / f"{name}.log", env).result())
             self._wait(name, lambda: self.capacity_bytes() > before and probe_tcp("127.0.0.1", port))
             return
         log = self._log_dir / f"{name}.log"

@@ -219,7 +219,8 @@ class PagedKVConnector:
         return [r for part in parts for r in part]
 
     def load_cached_prefix(self, tokens: Sequence[int] | np.ndarray, cacheable_tokens: int | None = None,
-                           keys: Sequence[str] | None = None, probe_all: bool = False) -> tuple[ReloadResult, np.ndarray]:
+                           keys: Sequence[str] | None = None,
+                           probe_all: bool = False) -> tuple[ReloadResult, np.ndarray]:
         """Reload the longest cached leading run of the request's pages.
 
         Returns the result and a ``(pages_hit, page_bytes)`` uint8 view of the loaded, verified pages (valid

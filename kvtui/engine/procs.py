@@ -165,7 +165,7 @@ def uninterrupted() -> Iterator[list[int]]:
         for sig, handler in previous.items():
             signal.signal(sig, handler if handler is not None else signal.SIG_DFL)
     if ok and held:
-        handler = previous[held[0]]
+        handler = previous[signal.Signals(held[0])]
         if callable(handler):
             handler(held[0], None)
         elif handler == signal.SIG_DFL:

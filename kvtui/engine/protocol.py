@@ -40,11 +40,9 @@ if TYPE_CHECKING:
     from kvtui.core.layout import PageLayout
     from kvtui.engine.connector import PublishResult, ReloadResult
 
-_msg = dataclass(frozen=True, slots=True)
-
 
 # ---- command pipe, parent → worker: answered commands --------------------------------------------------
-@_msg
+@dataclass(frozen=True, slots=True)
 class Reload:
     """Reload the cached leading run of ``tokens`` (its first ``cacheable_tokens``, None: all full pages).
     Answer: :class:`Ok` of a ``ReloadResult``."""
@@ -53,7 +51,7 @@ class Reload:
     cacheable_tokens: int | None = None
 
 
-@_msg
+@dataclass(frozen=True, slots=True)
 class Publish:
     """Publish the absent pages of ``tokens`` from page ``start_page`` on (prefill or mixed only; a decode
     worker answers :class:`Failed`). Answer: :class:`Ok` of a ``PublishResult``."""
@@ -63,7 +61,7 @@ class Publish:
     start_page: int = 0
 
 
-@_msg
+@dataclass(frozen=True, slots=True)
 class BenchReload:
     """Reload ``tokens`` ``iterations`` times on every CPU. Answer: :class:`Ok` of ``list[TimedReload]``."""
 
@@ -71,7 +69,7 @@ class BenchReload:
     iterations: int
 
 
-@_msg
+@dataclass(frozen=True, slots=True)
 class BenchRawGet:
     """``batch_get_into`` of ``keys`` (one page each) ``iterations`` times, without the connector.
     Answer: :class:`Ok` of ``list[RawGetRun]``."""
@@ -80,7 +78,7 @@ class BenchRawGet:
     iterations: int
 
 
-@_msg
+@dataclass(frozen=True, slots=True)
 class Keys:
     """The page keys of the cacheable full pages of ``tokens``. Answer: :class:`Ok` of ``list[str]``."""
 
@@ -88,19 +86,19 @@ class Keys:
     cacheable_tokens: int | None = None
 
 
-@_msg
+@dataclass(frozen=True, slots=True)
 class SetReadStreams:
     """Split later reloads across ``n`` concurrent reads. Answer: :class:`Ok` of ``n``."""
 
     n: int
 
 
-@_msg
+@dataclass(frozen=True, slots=True)
 class RemoveAll:
     """Remove every object of every client (global). Answer: :class:`Ok` of the count removed."""
 
 
-@_msg
+@dataclass(frozen=True, slots=True)
 class SetLayout:
     """Use page ``layout`` from the next request on. Answer: :class:`Ok` of its page bytes, or
     :class:`Failed` while a request is queued or being published (wait until none is)."""
@@ -108,14 +106,14 @@ class SetLayout:
     layout: PageLayout
 
 
-@_msg
+@dataclass(frozen=True, slots=True)
 class Stop:
     """Exit at once, dropping what is queued and without closing the store client (see
     ``kvtui.engine.worker._leave``). Answer: :class:`Ok` of None, once the current store call returned."""
 
 
 # ---- command pipe, parent → worker: the request chain (no answer) ---------------------------------------
-@_msg
+@dataclass(frozen=True, slots=True)
 class Submit:
     """Decode: queue request ``seq`` with its page ``keys`` (hashed by the parent, as an LLM scheduler
     hashes blocks before its KV connector sees them); ``prefill``: the index of the prefill worker (among
@@ -126,7 +124,7 @@ class Submit:
     prefill: int = 0
 
 
-@_msg
+@dataclass(frozen=True, slots=True)
 class Hold:
     """Decode: hold (True) or release (False) the queue. Decode also holds by itself after a reload failed
     with RPC_FAIL / RPC_TIMEOUT, so queued requests do not pile errors onto a dead master."""
@@ -134,13 +132,13 @@ class Hold:
     held: bool
 
 
-@_msg
+@dataclass(frozen=True, slots=True)
 class Drain:
     """Decode: nothing more will be submitted; run what is queued and never hold again, or, if the queue is
     held, drop it (a :class:`RequestDropped` per request), so a run that ends during an outage ends at once."""
 
 
-@_msg
+@dataclass(frozen=True, slots=True)
 class Begin:
     """Both workers: a new run with up to ``concurrency`` requests between the start of their reload and the
     end of their publish (1: store calls of consecutive requests never overlap, and both workers call the
@@ -154,7 +152,7 @@ CHAIN = (Submit, Hold, Drain, Begin)
 
 
 # ---- command pipe, worker → parent ------------------------------------------------------------------
-@_msg
+@dataclass(frozen=True, slots=True)
 class Ready:
     """The worker is set up: its process id and role."""
 
@@ -162,21 +160,21 @@ class Ready:
     role: str
 
 
-@_msg
+@dataclass(frozen=True, slots=True)
 class Ok:
     """The answer of an answered command (its payload is documented on the command)."""
 
     payload: object = None
 
 
-@_msg
+@dataclass(frozen=True, slots=True)
 class Failed:
     """Set-up failed, a command was refused, or the worker failed and exits: one line for the user."""
 
     message: str
 
 
-@_msg
+@dataclass(frozen=True, slots=True)
 class TimedReload:
     """One iteration of :class:`BenchReload`: wall time in ms around the reload, and its result."""
 
@@ -184,7 +182,7 @@ class TimedReload:
     result: ReloadResult
 
 
-@_msg
+@dataclass(frozen=True, slots=True)
 class RawGetRun:
     """One iteration of :class:`BenchRawGet`: wall time in ms; ``ok``: every read returned the page bytes."""
 
@@ -193,7 +191,7 @@ class RawGetRun:
 
 
 # ---- chain pipe, decode ↔ prefill, and results pipe, prefill → parent -----------------------------------
-@_msg
+@dataclass(frozen=True, slots=True)
 class PublishRest:
     """Decode → prefill: publish ``rest_keys`` (the pages after request ``seq``'s reloaded run).
 
@@ -214,7 +212,7 @@ class PublishRest:
     segment: str = ""  # publish into this segment (the decode worker's own, when it has one)
 
 
-@_msg
+@dataclass(frozen=True, slots=True)
 class Ack:
     """Prefill → decode: a publish decode waits for ended. ``store_full``: a put failed with
     NO_AVAILABLE_HANDLE; decode waits 50 ms, doubling up to 1 s, before its next reload (puts are not retried)."""
@@ -222,25 +220,26 @@ class Ack:
     store_full: bool
 
 
-@_msg
+@dataclass(frozen=True, slots=True)
 class RequestDone:
-    """Prefill → parent: request ``seq`` finished; its reload and publish, and when it began and ended."""
+    """Prefill → parent: request ``seq`` finished; its reload and publish (None: nothing published), and when
+    it began and ended."""
 
     seq: int
     reload: ReloadResult
-    publish: PublishResult
+    publish: PublishResult | None
     t_start: float
     t_end: float
 
 
-@_msg
+@dataclass(frozen=True, slots=True)
 class RequestDropped:
     """Decode → prefill → parent: request ``seq`` was dropped by :class:`Drain` without any store call."""
 
     seq: int
 
 
-@_msg
+@dataclass(frozen=True, slots=True)
 class RequestFailed:
     """A worker failed on request ``seq`` (None: decode died) and exits; ``message`` is one line."""
 

@@ -4,13 +4,14 @@ keeps the per-worker counts of requests under way and asks a :class:`Router` whe
 from __future__ import annotations
 
 from collections import OrderedDict
+from collections.abc import Sequence
 
 from kvtui.core.topology import ROUTES
 
 AFFINITY_ENTRIES = 65_536  # prefix groups remembered by prefix-affinity (least recently routed forgotten first)
 
 
-def least_loaded(load: list[int], start: int = 0) -> int:
+def least_loaded(load: Sequence[float], start: int = 0) -> int:
     """The index of the smallest count in ``load`` (requests under way per worker), scanning from ``start``
     (mod len) so that ties rotate when ``start`` does. ``ValueError`` for an empty list."""
     if not load:

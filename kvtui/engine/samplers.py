@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import threading
 import time
+from typing import Literal
 
 import psutil
 
@@ -17,13 +18,17 @@ from kvtui.engine.cluster import http_get
 
 # Prometheus names of the Mooncake master's /metrics (served on its --metrics_port; upstream
 # mooncake-store/src/master_metric_manager.cpp) → panel fields.
-STORE_GAUGES = {"master_key_count": "keys", "master_allocated_bytes": "used_bytes",
-                "master_total_capacity_bytes": "capacity_bytes", "master_evicted_key_count": "evicted_keys",
-                "master_put_start_alloc_failures_total": "alloc_failures", "master_active_clients": "clients"}
-STORE_COUNTERS = {"master_put_start_requests_total": "put_rps",
-                  "master_batch_put_start_items_total": "put_rps",
-                  "master_get_replica_list_requests_total": "get_rps",
-                  "master_batch_get_replica_list_items_total": "get_rps"}
+StoreGaugeKey = Literal["keys", "used_bytes", "capacity_bytes", "evicted_keys", "alloc_failures", "clients"]
+StoreRateKey = Literal["put_rps", "get_rps"]
+STORE_GAUGES: dict[str, StoreGaugeKey] = {"master_key_count": "keys", "master_allocated_bytes": "used_bytes",
+                                           "master_total_capacity_bytes": "capacity_bytes",
+                                           "master_evicted_key_count": "evicted_keys",
+                                           "master_put_start_alloc_failures_total": "alloc_failures",
+                                           "master_active_clients": "clients"}
+STORE_COUNTERS: dict[str, StoreRateKey] = {"master_put_start_requests_total": "put_rps",
+                                           "master_batch_put_start_items_total": "put_rps",
+                                           "master_get_replica_list_requests_total": "get_rps",
+                                           "master_batch_get_replica_list_items_total": "get_rps"}
 
 
 def parse_prometheus(text: str) -> dict[str, float]:
@@ -66,14 +71,14 @@ class StoreSampler:
         for name, field in STORE_GAUGES.items():
             if name in m:
                 panel[field] = int(m[name])
-        rates = {"put_rps": 0.0, "get_rps": 0.0}
+        rates: dict[StoreRateKey, float] = {"put_rps": 0.0, "get_rps": 0.0}
         if self._prev is not None:
             t0, prev = self._prev
             dt = now - t0
-            for name, field in STORE_COUNTERS.items():
+            for name, rate in STORE_COUNTERS.items():
                 if name in m and name in prev and dt > 0:
-                    rates[field] += max(0.0, m[name] - prev[name]) / dt
-        panel.update(rates)
+                    rates[rate] += max(0.0, m[name] - prev[name]) / dt
+        panel["put_rps"], panel["get_rps"] = rates["put_rps"], rates["get_rps"]
         self._prev = (now, m)
         self.panel = panel
         return panel
@@ -106,8 +111,9 @@ class ProcessSampler:
     def sample(self) -> tuple[ProcRow, ...]:
         """One :class:`kvtui.core.panels.ProcRow` per process: ``({"name", "pid", "cpu_percent", "rss_bytes",
         "alive"}, ...)``, with ``"host"`` for a process on an emulated host."""
-        rows = []
+        rows: list[ProcRow] = []
         for name, p in self._procs.items():
+            row: ProcRow
             try:
                 with p.oneshot():
                     row = {"name": name, "pid": p.pid, "cpu_percent": p.cpu_percent(None),
@@ -126,8 +132,8 @@ class PanelThread:
     def __init__(self, store: StoreSampler, procs: ProcessSampler, interval_s: float = 1.0):
         self.store_sampler, self.proc_sampler = store, procs
         self.interval_s = interval_s
-        self.store: dict = store.panel
-        self.procs: tuple = ()
+        self.store: StoreScrape = store.panel
+        self.procs: tuple[ProcRow, ...] = ()
         self._stop = threading.Event()
         self._sampling = threading.Lock()
         self._thread = threading.Thread(target=self._loop, name="kvtui-panels", daemon=True)
@@ -144,15 +150,17 @@ class PanelThread:
             self.procs = self.proc_sampler.sample()
             self._stop.wait(self.interval_s)
 
-    def refresh_store(self) -> dict:
+    def refresh_store(self) -> StoreScrape:
         """Sample the store now, on the caller's thread (≤ 0.8 s), and keep it as :attr:`store`: a final frame
         then shows the store as the run left it (keys, bytes, evictions), not as the last periodic scrape (up
         to ``interval_s`` old) saw it. The put and get rates stay those of the last full interval: over the
         fraction of a second since that scrape they would be noise."""
         before = self.store
         with self._sampling:
-            store = dict(self.store_sampler.sample())
-        store.update({k: before[k] for k in ("put_rps", "get_rps") if k in before})
+            store = StoreScrape(**self.store_sampler.sample())
+        for rate in ("put_rps", "get_rps"):
+            if rate in before:
+                store[rate] = before[rate]
         self.store = store
         return store
 

@@ -31,7 +31,6 @@ import numpy as np
 
 from kvtui.core.codes import CLIENT_CLOSED, INVALID_PARAMS, OBJECT_ALREADY_EXISTS, SIZE_MISMATCH
 
-
 SETUP_ATTEMPTS = 3
 """Store clients a :meth:`StoreClient.setup` creates at most while the master answers TCP (each one tries
 ``MC_STORE_CLIENT_SETUP_RETRIES`` times): a test session's hundreds of clients share one port range."""
@@ -141,7 +140,8 @@ class StoreClient:
             if rc == 0 or not probe_tcp(host, port, timeout_s=2.0):
                 break
         if rc != 0:  # older wheels return +1, newer -1: only 0 is success
-            raise StoreError(f"Mooncake setup() failed with code {rc} (master {cfg.master}, metadata {cfg.metadata_url})")
+            raise StoreError(f"Mooncake setup() failed with code {rc} "
+                             f"(master {cfg.master}, metadata {cfg.metadata_url})")
         self._store = store
 
     @property
@@ -209,7 +209,7 @@ class StoreClient:
             self._leave()
         if not nbytes:
             return np.empty(0, dtype=np.uint8)
-        return np.frombuffer((ctypes.c_uint8 * int(nbytes)).from_address(ptr), dtype=np.uint8)
+        return np.frombuffer(memoryview((ctypes.c_uint8 * int(nbytes)).from_address(ptr)), dtype=np.uint8)
 
     def batch_put_if_absent(self, keys: Sequence[str], ptrs: Sequence[int], sizes: Sequence[int],
                             segment: str = "") -> list[int]:

@@ -1,9 +1,9 @@
 """The embedded store node: a process whose only job is to contribute a memory segment to the store.
 
 Run by :class:`kvtui.engine.cluster.EmbeddedCluster` as ``python -m kvtui.engine.store_node --endpoints JSON
---segment-bytes N [--name store-1]`` (one per ``--store-nodes``). It exits (closing its client, so its keys leave the master at once; within
-:data:`CLOSE_TIMEOUT_S` whatever the master does) on SIGTERM or SIGINT, and at once when kvtui dies
-(parent-death SIGKILL).
+--segment-bytes N [--name store-1]`` (one per ``--store-nodes``). It exits (closing its client, so its keys leave the
+master at once; within :data:`CLOSE_TIMEOUT_S` whatever the master does) on SIGTERM or SIGINT, and at once when kvtui
+dies (parent-death SIGKILL).
 """
 
 from __future__ import annotations
@@ -17,7 +17,6 @@ import sys
 import threading
 
 from kvtui.engine.procs import parent_death_signal
-
 
 CLOSE_TIMEOUT_S = 10.0
 """Seconds a stopping store node waits for its store client to close before it exits anyway."""

@@ -14,17 +14,44 @@ import sys
 import time
 import traceback
 from collections import deque
+from collections.abc import Callable
 from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, cast
 
 from kvtui.core.codes import BACKOFF_FIRST_S, BACKOFF_MAX_S, MASTER_DOWN_CODES, NO_SPACE
 from kvtui.core.defaults import DEFAULT_MODEL
 from kvtui.core.sched import pin_calling_thread
 from kvtui.engine.connector import MAX_BATCH_BYTES
 from kvtui.engine.protocol import (
-    ANSWERED, CHAIN, Ack, Begin, BenchRawGet, BenchReload, Drain, Failed, Hold, Keys, Ok, Publish, PublishRest,
-    RawGetRun, Ready, Reload, RemoveAll, RequestDone, RequestDropped, RequestFailed, SetLayout, SetReadStreams,
-    Stop, Submit, TimedReload,
+    ANSWERED,
+    CHAIN,
+    Ack,
+    Begin,
+    BenchRawGet,
+    BenchReload,
+    Drain,
+    Failed,
+    Hold,
+    Keys,
+    Ok,
+    Publish,
+    PublishRest,
+    RawGetRun,
+    Ready,
+    Reload,
+    RemoveAll,
+    RequestDone,
+    RequestDropped,
+    RequestFailed,
+    SetLayout,
+    SetReadStreams,
+    Stop,
+    Submit,
+    TimedReload,
 )
+
+if TYPE_CHECKING:
+    from multiprocessing.connection import Connection
 
 
 @dataclass(frozen=True)
@@ -378,9 +405,9 @@ class _Commands:
     def stop(self, _msg: Stop) -> None:
         return None
 
-    _HANDLERS = {Reload: reload, Publish: publish, BenchReload: bench_reload, BenchRawGet: bench_raw_get,
-                 Keys: keys, SetReadStreams: set_read_streams, RemoveAll: remove_all, SetLayout: set_layout,
-                 Stop: stop}
+    _HANDLERS: dict[type, Callable[..., Any]] = {
+        Reload: reload, Publish: publish, BenchReload: bench_reload, BenchRawGet: bench_raw_get, Keys: keys,
+        SetReadStreams: set_read_streams, RemoveAll: remove_all, SetLayout: set_layout, Stop: stop}
 
 
 def _serve(conn, chain: _Chain, commands: _Commands) -> None:
@@ -406,7 +433,7 @@ def _serve(conn, chain: _Chain, commands: _Commands) -> None:
         if chain.can_reload() and not command.select(0):
             chain.reload_next()
             continue
-        ready = [key.fileobj for key, _ in sources.select(chain.wait_s())]
+        ready = [cast("Connection", key.fileobj) for key, _ in sources.select(chain.wait_s())]
         if conn in ready:
             msg = conn.recv()
             if isinstance(msg, CHAIN):

@@ -16,9 +16,14 @@ from __future__ import annotations
 
 import math
 import threading
-from typing import Callable
+from typing import TYPE_CHECKING, Callable
 
 from kvtui.export.names import LATENCY_BUCKETS_S, METRICS, Metric
+
+if TYPE_CHECKING:
+    from wsgiref.simple_server import WSGIServer
+
+    from prometheus_client.metrics_core import Metric as PromMetric
 
 WORKER_INDEX = "0"  # one worker of each role today (the topology issue adds more)
 
@@ -100,12 +105,12 @@ class _Collector:
         yield from families(frame)
 
 
-def families(frame) -> list:
+def families(frame) -> list[PromMetric]:
     """The metric families of ``frame`` (``prometheus_client.core`` objects), in :data:`METRICS` order."""
     from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, HistogramMetricFamily
 
     observe = (frame.workload or {}).get("kind") == "observe"
-    out = []
+    out: list[PromMetric] = []
     for m in METRICS:
         if m.when == "workload" and observe:
             continue  # no workload: kvtui's own counters would only say 0
@@ -120,17 +125,17 @@ def families(frame) -> list:
                 fam.add_metric(worker, (v or 0.0) * m.scale)
             out.append(fam)
         elif m.kind == "histogram":
-            fam = HistogramMetricFamily(m.family, m.help, labels=list(m.labels))
+            hist = HistogramMetricFamily(m.family, m.help, labels=list(m.labels))
             key = m.source.partition(".")[2]
             buckets, total = histogram_buckets((frame.latency or {}).get(key))
-            fam.add_metric(worker, buckets, total)
-            out.append(fam)
+            hist.add_metric(worker, buckets, total)
+            out.append(hist)
         else:
             v = gauge_value(frame, m)
             if v is not None:
-                fam = GaugeMetricFamily(m.family, m.help)
-                fam.add_metric([], v)
-                out.append(fam)
+                gauge = GaugeMetricFamily(m.family, m.help)
+                gauge.add_metric([], v)
+                out.append(gauge)
     return out
 
 
@@ -149,8 +154,8 @@ class PrometheusExporter:
         self._frame_fn: Callable[[], object] | None = None
         self._pinned = None
         self._lock = threading.Lock()
-        self._server = None
-        self._thread = None
+        self._server: WSGIServer | None = None
+        self._thread: threading.Thread | None = None
         self.scrapes = 0
         self.last_error: str | None = None
 

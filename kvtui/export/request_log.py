@@ -21,6 +21,7 @@ import io
 import os
 import tempfile
 from pathlib import Path
+from typing import Any, TextIO
 
 from kvtui.core.codes import code_name
 from kvtui.metrics.aggregate import prefix_group
@@ -113,6 +114,7 @@ class RequestLog:
         self.rows = 0
         self.error: str | None = None
         self._tmp: str | None = None
+        self._f: TextIO | None
         if atomic:
             fd, self._tmp = tempfile.mkstemp(prefix=f".{self.path.name}.", dir=str(self.path.resolve().parent))
             self._f = io.open(fd, "w", newline="", encoding="utf-8", buffering=1)
@@ -191,6 +193,9 @@ class ParquetLog(RequestLog):
     :data:`PARQUET_ROW_GROUP`, so at most that many are held in memory; columns ending in ``_ms`` are
     float64, the text ones strings, the rest int64. A killed run leaves no readable file (Parquet's footer
     is written at :meth:`close`): use CSV to follow a run as it goes."""
+
+    _f: Any  # a pyarrow ParquetWriter; None once closed
+    _tmp: str
 
     def __init__(self, path, estimator=None, *, atomic: bool = True):
         import pyarrow as pa

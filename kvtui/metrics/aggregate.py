@@ -11,14 +11,23 @@ import threading
 import time
 from array import array
 from collections import Counter, deque
+from collections.abc import Callable, Iterable
+from typing import TYPE_CHECKING, Any
 
 from kvtui.core.codes import code_name
 from kvtui.core.events import EngineEvent, RequestResult
+from kvtui.core.panels import TtftPanel
 from kvtui.metrics import figures as fig
-from kvtui.metrics.frame import Frame, PageRow
-from kvtui.metrics.latency import EMPTY, LatencyRecorder
+from kvtui.metrics.frame import Frame, PageRow, SpanStart
+from kvtui.metrics.latency import EMPTY, LatencyRecorder, LatencySnapshot
 from kvtui.metrics.ttft_saved import TtftTracker, summary_fields
-from kvtui.metrics.workers import WorkerTally
+from kvtui.metrics.workers import WorkerRow, WorkerTally
+
+if TYPE_CHECKING:
+    from kvtui.metrics.ttft import TtftEstimator
+
+Labels = Iterable[tuple[str, str]]  # a request's workload labels, (key, value) pairs
+Snapshots = dict[str, LatencySnapshot]  # latency snapshots by kind (LATENCIES)
 
 LATENCIES = tuple(f.key for f in fig.LATENCY)  # reload, publish, probe
 SERIES = tuple(f.key for f in fig.WALL)  # the keys of Frame.rates and Frame.series
@@ -32,7 +41,7 @@ WINDOW_COUNTERS = ("requests", "pages_total", "pages_hit", "tokens_input", "toke
                    fig.UNUSABLE.key) + IDEAL  # Frame.window_totals: these over the last window_s
 
 
-def prefix_group(scenario: str, labels) -> str:
+def prefix_group(scenario: str, labels: Labels | None) -> str:
     """The prefix group of a request, from its workload labels: ``sys 3`` (shared-system-prompt: system
     prompt 3 of the pool), ``shot 2`` (few-shot template 2), ``conv 12`` (multi-turn conversation 12), ``pfx
     978`` (a trace row's prefix group, :class:`workload.trace.TraceWorkload`), ``""`` when it shares none
@@ -47,7 +56,7 @@ def prefix_group(scenario: str, labels) -> str:
     return ""
 
 
-def _ideal_tokens(labels) -> int | None:
+def _ideal_tokens(labels: Labels | None) -> int | None:
     """The ``ideal_hit_tokens`` label of a trace row (None: the request has none)."""
     for k, v in labels or ():
         if k == "ideal_hit_tokens":
@@ -62,7 +71,7 @@ def _mbps(nbytes: float, seconds: float) -> float:
 _RATE_KEYS = ("requests", "bytes_loaded", "bytes_written", "tokens_hit", "pages_hit", "pages_total", "ideal_pages_hit")
 
 
-def _rates(a: tuple[float, dict], b: tuple[float, dict]) -> dict:
+def _rates(a: tuple[float, dict[str, float]], b: tuple[float, dict[str, float]]) -> dict[str, float]:
     """The wall-clock figures (:data:`kvtui.metrics.figures.WALL`) between two ``(t, counters)`` snapshots:
     MB/s = 10^6 B/s, per-second rates, hit_rate = pages 0..1."""
     dt = b[0] - a[0]
@@ -74,7 +83,7 @@ def _rates(a: tuple[float, dict], b: tuple[float, dict]) -> dict:
             fig.IDEAL_WALL.key: d["ideal_pages_hit"] / d["pages_total"] if d["pages_total"] else 0.0}
 
 
-def derive(t: dict) -> dict:
+def derive(t: dict[str, float]) -> dict[str, float]:
     """Add the derived ``page_hit_rate`` and ``token_hit_rate`` (0..1) to totals ``t`` (in place; returned)."""
     t["page_hit_rate"] = t.get("pages_hit", 0) / t["pages_total"] if t.get("pages_total") else 0.0
     t["token_hit_rate"] = t.get("tokens_hit", 0) / t["tokens_input"] if t.get("tokens_input") else 0.0
@@ -92,7 +101,7 @@ class SeriesRing:
     with the ring against 111 KB with the deques; kvtui's RSS slope did not change per request (README, Soak
     and chaos). :meth:`values` makes short-lived floats."""
 
-    def __init__(self, n: int):
+    def __init__(self, n: int) -> None:
         self._buf = array("d", bytes(8 * n))
         self._n, self._next, self._len = n, 0, 0
 
@@ -129,7 +138,8 @@ class Aggregator:
     """
 
     def __init__(self, rows: int = 64, history: int = 300, window_s: float = fig.LATENCY_WINDOW_S,
-                 events_kept: int = 200, clock=time.monotonic, estimator=None):
+                 events_kept: int = 200, clock: Callable[[], float] = time.monotonic,
+                 estimator: TtftEstimator | None = None) -> None:
         self._lock = threading.Lock()
         self._clock = clock
         self.t0 = clock()
@@ -140,22 +150,23 @@ class Aggregator:
         self.window_s = window_s
         self._sub_s = window_s / 6
         self._win: deque[tuple[float, dict[str, LatencyRecorder]]] = deque(maxlen=6)
-        self._win_counts: deque[Counter] = deque(maxlen=6)  # WINDOW_COUNTERS of each sub-window of _win
-        self._window_totals: dict = {}
+        self._win_counts: deque[Counter[str]] = deque(maxlen=6)  # WINDOW_COUNTERS of each sub-window of _win
+        self._window_totals: dict[str, float] = {}
         self._window = {k: LatencyRecorder() for k in LATENCIES}
-        self._lat_key: tuple | None = None  # (rows seen, live sub-windows) the cached snapshots are for
-        self._lat_snaps: tuple[dict, dict, dict] = ({}, {}, {})
-        self._c = Counter()
-        self._codes = Counter()
+        self._lat_key: tuple[int, tuple[float, ...]] | None = None  # (rows seen, live sub-windows) of the snapshots
+        self._lat_snaps: tuple[Snapshots, Snapshots, Snapshots] = ({}, {}, {})
+        self._c: Counter[str] = Counter()  # integer counters (COUNTERS, IDEAL)
+        self._busy_ms = dict.fromkeys(BUSY_MS, 0.0)
+        self._codes: Counter[str] = Counter()
         self._workers = WorkerTally()  # per-worker counts (kvtui.metrics.workers)
-        self._span: dict = {}  # {"t", "totals", "errors"} at the start of the span; {} when none
+        self._span: SpanStart = {}  # {"t", "totals", "errors"} at the start of the span; {} when none
         self._span_lat: dict[str, LatencyRecorder] = {}
         self._row_seq = self._event_seq = self._series_seq = 0
         self.rate_window_s = fig.RATE_WINDOW_S
         self.series_interval_s = fig.SERIES_INTERVAL_S
-        self._ticks: deque[tuple[float, dict]] = deque()
+        self._ticks: deque[tuple[float, dict[str, float]]] = deque()
         self._series_t = 0.0
-        self._series_snap: tuple[float, dict] = (self.t0, {})
+        self._series_snap: tuple[float, dict[str, float]] = (self.t0, {})
         self._ttft = TtftTracker(estimator, window_s=window_s) if estimator is not None else None
 
     # -- input ------------------------------------------------------------------------------------------
@@ -178,8 +189,8 @@ class Aggregator:
             c["mismatches"] += r.mismatches
             c["bytes_loaded"] += r.bytes_loaded
             c["bytes_written"] += r.bytes_written
-            c["read_ms_total"] += r.read_ms
-            c["put_ms_total"] += r.put_ms
+            self._busy_ms["read_ms_total"] += r.read_ms
+            self._busy_ms["put_ms_total"] += r.put_ms
             if not r.pages_hit:  # no page loaded: no reload latency (it would be a probe's or a failed read's)
                 c[fig.PROBE_ONLY.key if r.read_ms <= 0 else fig.UNUSABLE.key] += 1
             ideal = _ideal_tokens(r.labels)
@@ -229,11 +240,11 @@ class Aggregator:
             self._event_seq += 1
 
     @property
-    def estimator(self):
+    def estimator(self) -> TtftEstimator | None:
         """The :class:`~kvtui.metrics.ttft.TtftEstimator` of ``Frame.ttft`` (None: frames carry none)."""
         return self._ttft.estimator if self._ttft is not None else None
 
-    def set_estimator(self, estimator) -> None:
+    def set_estimator(self, estimator: TtftEstimator) -> None:
         """Estimate the requests from now on with ``estimator`` (a page layout switch changes the model);
         the figures so far stay. No-op for an aggregator created without one."""
         with self._lock:
@@ -256,26 +267,26 @@ class Aggregator:
                 self._ttft.begin_span()
 
     # -- output -----------------------------------------------------------------------------------------
-    def totals(self) -> dict:
+    def totals(self) -> dict[str, float]:
         """Cumulative counters: :data:`COUNTERS` (ints), :data:`BUSY_MS` (ms, floats) and the derived
         ``page_hit_rate`` and ``token_hit_rate`` (0..1)."""
         with self._lock:
             return self._totals_locked()
 
-    def errors(self) -> dict:
+    def errors(self) -> dict[str, int]:
         """Error codes counted so far, by value (what ``Frame.errors`` holds), without building a frame."""
         with self._lock:
             return dict(self._codes)
 
-    def _totals_locked(self) -> dict:
+    def _totals_locked(self) -> dict[str, float]:
         c = self._c
-        t = {k: int(c[k]) for k in COUNTERS}
-        t.update({k: float(c[k]) for k in BUSY_MS})
+        t: dict[str, float] = {k: int(c[k]) for k in COUNTERS}
+        t.update({k: float(self._busy_ms[k]) for k in BUSY_MS})
         if "ideal_tokens_hit" in c:
             t.update({k: int(c[k]) for k in IDEAL})
         return derive(t)
 
-    def frame(self, **panels) -> Frame:
+    def frame(self, **panels: Any) -> Frame:
         """Return a new :class:`Frame`. Rates are per second over the last ``rate_window_s`` (2 s); the
         series get one value per ``series_interval_s`` (1 s), so sparklines span the last minutes (the
         figures of :data:`kvtui.metrics.figures.WALL`).
@@ -287,7 +298,7 @@ class Aggregator:
         with self._lock:
             now = self._clock()
             c = self._c
-            snap = (now, {k: c[k] for k in _RATE_KEYS})
+            snap: tuple[float, dict[str, float]] = (now, {k: c[k] for k in _RATE_KEYS})
             self._ticks.append(snap)
             while len(self._ticks) > 2 and now - self._ticks[1][0] >= self.rate_window_s:
                 self._ticks.popleft()
@@ -308,7 +319,7 @@ class Aggregator:
                     if now - t_sub <= self.window_s:
                         for k in LATENCIES:
                             window[k].merge(recs[k])
-                wt = Counter()
+                wt: Counter[str] = Counter()
                 for (t_sub, _), counts in zip(self._win, self._win_counts):
                     if now - t_sub <= self.window_s:
                         wt.update(counts)
@@ -324,9 +335,10 @@ class Aggregator:
                 rows=tuple(self._rows), errors=dict(self._codes), events=tuple(self._events),
                 row_seq=self._row_seq, event_seq=self._event_seq, series_seq=self._series_seq,
                 span=self._span, latency_span=self._lat_snaps[2], window_totals=self._window_totals,
-                ttft=self._ttft.panel(now) if self._ttft is not None else {}, workers=self._workers.rows(), **panels)
+                ttft=self._ttft.panel(now) if self._ttft is not None else TtftPanel(), workers=self._workers.rows(),
+                **panels)
 
-    def describe_worker(self, role: str, index: int, **info) -> None:
+    def describe_worker(self, role: str, index: int, **info: Any) -> None:
         """Facts a worker's row in ``Frame.workers`` carries (:meth:`WorkerTally.describe`)."""
         with self._lock:
             self._workers.describe(role, index, **info)
@@ -338,12 +350,12 @@ class Aggregator:
             self._workers.set_counts(prefill, decode)
             self._workers.local_segments = bool(local_segments)
 
-    def summary(self) -> dict:
+    def summary(self) -> dict[str, Any]:
         """The run summary now (see :func:`summary_from_frame`)."""
         return summary_from_frame(self.frame())
 
 
-def summary_from_frame(frame: Frame) -> dict:
+def summary_from_frame(frame: Frame) -> dict[str, Any]:
     """The run summary (``kvtui run --json``) of a frame: totals, ``errors`` by code name, whole-session
     latency percentiles (ms) for reload/publish/probe, and the ``throughput`` figures of
     :data:`kvtui.metrics.figures.RUN` over ``frame.t`` (``elapsed_s``), and the TTFT estimates
@@ -351,13 +363,13 @@ def summary_from_frame(frame: Frame) -> dict:
     ``reload_vs_recompute``, …), and ``workers``: the per-worker figures (:mod:`kvtui.metrics.workers`), each
     with its process's ``pid`` and emulated ``host`` address (None without hosts) from ``frame.procs``."""
     procs = {p.get("name"): p for p in frame.procs}
-    workers = [{**w, "pid": procs.get(w["name"], {}).get("pid", w.get("pid")),
+    workers: list[WorkerRow] = [{**w, "pid": procs.get(w["name"], {}).get("pid", w.get("pid")),
                 "host": procs.get(w["name"], {}).get("host", w.get("host"))} for w in frame.workers]
     return {**_summary(frame.totals, frame.errors, frame.latency, frame.t), **summary_fields(frame.ttft),
             "workers": workers}
 
 
-def span_summary(final: Frame, first: Frame) -> dict:
+def span_summary(final: Frame, first: Frame) -> dict[str, Any]:
     """The summary of a recorded span (``kvtui report``): what happened between the start of the span and
     ``final``, with the same fields as :func:`summary_from_frame`. Counters and ``errors`` are ``final``'s
     minus those at the start of the span (``final.span``, written by :meth:`Aggregator.begin_span`),
@@ -365,7 +377,7 @@ def span_summary(final: Frame, first: Frame) -> dict:
 
     A recording made before frames carried a span falls back to the first recorded frame ``first`` as the
     start, and to whole-session latencies (``latency_covers`` says ``"session"``; else ``"span"``)."""
-    base = final.span or {"t": first.t, "totals": first.totals, "errors": first.errors}
+    base: SpanStart = final.span or {"t": first.t, "totals": first.totals, "errors": first.errors}
     latency = final.latency_span or final.latency
     b, e = base.get("totals", {}), base.get("errors", {})
     totals = {k: v - b.get(k, 0) for k, v in final.totals.items() if k in COUNTERS or k in BUSY_MS or k in IDEAL}
@@ -377,12 +389,12 @@ def span_summary(final: Frame, first: Frame) -> dict:
     return s
 
 
-def _summary(totals: dict, errors: dict, latency: dict, elapsed: float) -> dict:
+def _summary(totals: dict[str, float], errors: dict[str, int], latency: Snapshots, elapsed: float) -> dict[str, Any]:
     """The summary fields: ``totals`` and ``elapsed_s``; ``errors`` sorted by name; ``reload_ms`` … ``probe_ms``
     (:meth:`~kvtui.metrics.latency.LatencySnapshot.as_dict`); ``throughput``: the figures of
     :data:`kvtui.metrics.figures.RUN` (MB/s = 10^6 B/s over the busy time, per-second rates over
     ``elapsed`` seconds)."""
-    t = dict(totals)
+    t: dict[str, Any] = dict(totals)
     per_s = (lambda v: v / elapsed) if elapsed > 0 else (lambda v: 0.0)
     t.update({
         "elapsed_s": elapsed,

@@ -15,6 +15,10 @@ summary's ``throughput``, ``Frame.latency``, the summary itself, the ``kvtui ben
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from kvtui.core.panels import WorkloadPanel
 
 RATE_WINDOW_S = 2.0  # the monitor's rates: over the last 2 s of wall-clock time
 SERIES_INTERVAL_S = 1.0  # one sparkline point per second (the rate over that second)
@@ -67,7 +71,8 @@ _HEADER = "watch, replay: header"
 HIT_RATE_SESSION = Figure("page_hit_rate", "page hit rate (session)", "page hits", "%",
                           "pages reloaded ÷ full pages of every request finished", "the session so far",
                           _HEADER + "; run, report: summary, --json", "totals.page_hit_rate, page_hit_rate")
-HIT_RATE_RECENT = Figure("page_hit_rate", f"page hit rate (last {LATENCY_WINDOW_S:g} s)", f"last {LATENCY_WINDOW_S:g} s",
+HIT_RATE_RECENT = Figure("page_hit_rate", f"page hit rate (last {LATENCY_WINDOW_S:g} s)",
+                         f"last {LATENCY_WINDOW_S:g} s",
                          "%", "pages reloaded ÷ full pages of the requests finished in the window",
                          f"last {LATENCY_WINDOW_S:g} s (the latency window; \"—\" while paused or idle)", _HEADER,
                          "window_totals.page_hit_rate")
@@ -87,7 +92,7 @@ TRACE_ETA = Figure("eta_s", "trace ETA (estimate)", "ETA", "s",
 HEADER = (HIT_RATE_SESSION, HIT_RATE_RECENT, TOKENS_SKIPPED, IDEAL_SO_FAR, TRACE_ETA)
 
 
-def trace_eta(workload: dict, rps: float) -> tuple[float | None, str]:
+def trace_eta(workload: WorkloadPanel, rps: float) -> tuple[float | None, str]:
     """:data:`TRACE_ETA` of a trace's ``frame.workload`` (``position_s``, ``length_s``, ``speed``, ``done``,
     ``total``) with the measured requests/s ``rps``: ``(seconds left or None when unknown, basis)``, the basis
     ``"trace time"`` (at a set speed: the trace time left ÷ the speed) or ``"at N req/s"`` (as fast as
@@ -112,8 +117,8 @@ REUSE_BUSY = Figure("reuse_read_MBps", "reuse read (busy)", "reuse read (busy)",
                     "throughput.reuse_read_MBps")
 PUBLISH_BUSY = Figure("publish_write_MBps", "publish write (busy)", "publish write (busy)", "MB/s",
                       "bytes newly written ÷ time spent in puts (probe and page computation excluded)",
-                      _RUN_WINDOW + "; bench: the median of its 5 publishes", _RUN + "; bench", "throughput.publish_write_MBps, "
-                      "publish_write_MBps")
+                      _RUN_WINDOW + "; bench: the median of its 5 publishes", _RUN + "; bench",
+                      "throughput.publish_write_MBps, publish_write_MBps")
 REQUESTS_RUN = Figure("requests_per_s", "requests/s (run)", "req/s", "req/s", "requests ÷ elapsed_s",
                       _RUN_WINDOW, _RUN, "throughput.requests_per_s")
 SKIPPED_RUN = Figure("tokens_skipped_per_s", "tokens skipped/s (run)", "tokens skipped/s", "tok/s",

@@ -3,8 +3,23 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, TypedDict
 
 from kvtui.core.panels import FrameStatus, ProcRow, StoreScrape, TtftPanel, WorkloadPanel
+
+if TYPE_CHECKING:
+    from kvtui.core.events import EngineEvent
+    from kvtui.metrics.latency import LatencySnapshot
+    from kvtui.metrics.workers import WorkerRow
+
+
+class SpanStart(TypedDict, total=False):
+    """``Frame.span``: the session as it was when the current span (a recording) began: ``t`` (s), ``totals``
+    and ``errors`` (by code name); empty when no span began."""
+
+    t: float
+    totals: dict[str, float]
+    errors: dict[str, int]
 
 
 @dataclass(frozen=True)
@@ -56,23 +71,23 @@ class Frame:
     """
 
     t: float
-    totals: dict
-    rates: dict
-    series: dict
-    latency: dict
-    latency_window: dict
-    rows: tuple
-    errors: dict
-    events: tuple
-    store: StoreScrape = field(default_factory=dict)
+    totals: dict[str, float]
+    rates: dict[str, float]
+    series: dict[str, tuple[float, ...]]
+    latency: dict[str, LatencySnapshot]
+    latency_window: dict[str, LatencySnapshot]
+    rows: tuple[PageRow, ...]
+    errors: dict[str, int]
+    events: tuple[EngineEvent, ...]
+    store: StoreScrape = field(default_factory=StoreScrape)
     procs: tuple[ProcRow, ...] = ()
-    workload: WorkloadPanel = field(default_factory=dict)
-    status: FrameStatus = field(default_factory=dict)
+    workload: WorkloadPanel = field(default_factory=WorkloadPanel)
+    status: FrameStatus = field(default_factory=FrameStatus)
     row_seq: int = 0  # rows ever added (the newest row is number row_seq); lets a recorder store only new rows
     event_seq: int = 0  # events ever added
     series_seq: int = 0  # series points ever appended
-    span: dict = field(default_factory=dict)
-    latency_span: dict = field(default_factory=dict)
-    window_totals: dict = field(default_factory=dict)  # counters over the last window_s (see Aggregator.frame)
-    ttft: TtftPanel = field(default_factory=dict)
-    workers: tuple = ()  # one dict per worker (kvtui.metrics.workers.WorkerTally.rows)
+    span: SpanStart = field(default_factory=SpanStart)
+    latency_span: dict[str, LatencySnapshot] = field(default_factory=dict)
+    window_totals: dict[str, float] = field(default_factory=dict)  # counters over the last window_s (Aggregator.frame)
+    ttft: TtftPanel = field(default_factory=TtftPanel)
+    workers: tuple[WorkerRow, ...] = ()  # one dict per worker (kvtui.metrics.workers.WorkerTally.rows)

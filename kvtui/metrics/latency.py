@@ -29,7 +29,7 @@ class LatencySnapshot:
     min: float
     buckets: tuple[tuple[float, int], ...]
 
-    def as_dict(self) -> dict:
+    def as_dict(self) -> dict[str, float]:
         """The JSON summary form: count, min, p50, p90, p99, mean, max (ms)."""
         return {"count": self.count, "min": self.min, "p50": self.p50, "p90": self.p90, "p99": self.p99,
                 "mean": self.mean, "max": self.max}
@@ -67,7 +67,7 @@ class LatencyRecorder:
     @property
     def count(self) -> int:
         """Values recorded."""
-        return self.hist.get_total_count()
+        return int(self.hist.get_total_count())
 
     def snapshot(self) -> LatencySnapshot:
         """Percentiles and log-spaced buckets of what was recorded (vectorised over HdrHistogram's counts).

@@ -32,6 +32,10 @@ attention term is approximate (MLA: d_attn uses the query-key head dim), and MFU
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from kvtui.core.models import ModelSpec
 
 FORMULA = "FLOPs ≈ 2·P·k + 2·L·d_attn·k² (causal prefill of k tokens); time = FLOPs ÷ (peak × MFU)"
 RATE_FORMULA = "time = k ÷ R (measured prefill tokens/s)"
@@ -54,11 +58,14 @@ class GpuProfile:
 
 GPUS: dict[str, GpuProfile] = {g.key: g for g in (
     GpuProfile("h100", "NVIDIA H100 SXM", "H100", 989.0,
-               "NVIDIA H100 Tensor Core GPU datasheet: BF16 Tensor Core 1,979 TFLOPS with sparsity (H100 SXM) → 989 dense"),
+               "NVIDIA H100 Tensor Core GPU datasheet: BF16 Tensor Core 1,979 TFLOPS with sparsity (H100 SXM) "
+               "→ 989 dense"),
     GpuProfile("h100-pcie", "NVIDIA H100 PCIe", "H100 PCIe", 756.0,
-               "NVIDIA H100 Tensor Core GPU datasheet: BF16 Tensor Core 1,513 TFLOPS with sparsity (H100 PCIe) → 756 dense"),
+               "NVIDIA H100 Tensor Core GPU datasheet: BF16 Tensor Core 1,513 TFLOPS with sparsity (H100 PCIe) "
+               "→ 756 dense"),
     GpuProfile("h200", "NVIDIA H200 SXM", "H200", 989.0,
-               "NVIDIA H200 Tensor Core GPU datasheet: BF16 Tensor Core 1,979 TFLOPS with sparsity (H200 SXM) → 989 dense"),
+               "NVIDIA H200 Tensor Core GPU datasheet: BF16 Tensor Core 1,979 TFLOPS with sparsity (H200 SXM) "
+               "→ 989 dense"),
     GpuProfile("a100", "NVIDIA A100 SXM", "A100", 312.0,
                "NVIDIA A100 Tensor Core GPU datasheet: BF16 Tensor Core 312 TFLOPS (624 with sparsity)"),
     GpuProfile("l40s", "NVIDIA L40S", "L40S", 362.05,
@@ -97,7 +104,7 @@ class PrefillModel:
     source: str = ""
 
     @classmethod
-    def of(cls, spec, name: str | None = None) -> "PrefillModel | None":
+    def of(cls, spec: ModelSpec, name: str | None = None) -> "PrefillModel | None":
         """The figures of a :class:`~kvtui.core.models.ModelSpec` (None when its P is unknown: an MoE layout
         not modelled, or a config without ``intermediate_size``); ``name`` overrides the spec's."""
         params = spec.non_embedding_params()
@@ -159,21 +166,22 @@ class TtftEstimator:
         return (f"{self.model.name}{shape} on {self.gpu.name} ({self.gpu.peak_tflops:g} TFLOPS dense bf16) "
                 f"@ {round(self.mfu * 100):g} % MFU")
 
-    def inputs(self) -> dict:
+    def inputs(self) -> dict[str, Any]:
         """The inputs an output names (``ttft_estimate`` of the JSON outputs): model figures, GPU, MFU or
         the measured rate, the formula, and ``off`` when there is no estimate."""
-        d: dict = {"basis": self.basis, "saved": SAVED}
+        d: dict[str, Any] = {"basis": self.basis, "saved": SAVED}
         if not self.active:
             return {**d, "off": self.off or NO_MODEL}
         if self.tokens_per_s is not None:
             return {**d, "prefill_tokens_per_s": self.tokens_per_s, "formula": RATE_FORMULA,
                     "model": self.model.name if self.model else None}
         m = self.model
+        assert m is not None  # active without a measured rate: a model
         return {**d, "formula": FORMULA, "model": m.name, "model_source": m.source, "params_non_embedding": m.params,
                 "layers": m.layers, "attn_dim": m.attn_dim, "gpu": self.gpu.key, "gpu_name": self.gpu.name,
                 "peak_tflops_bf16_dense": self.gpu.peak_tflops, "peak_source": self.gpu.source, "mfu": self.mfu}
 
-    def for_layout(self, name: str, spec=None) -> "TtftEstimator":
+    def for_layout(self, name: str, spec: ModelSpec | None = None) -> TtftEstimator:
         """The same GPU, MFU and measured rate for page layout ``name``: the model is ``spec`` (a
         :class:`~kvtui.core.models.ModelSpec`) or the model preset the layout is the shape of (``seed`` →
         ``qwen2.5-7b``; :func:`kvtui.core.layout.resolve_model`); none for ``tiny`` and ``custom``."""
@@ -191,7 +199,7 @@ class TtftEstimator:
         return replace(self, model=model, off=off, layout=name)
 
 
-def make_estimator(layout_name: str, spec=None, gpu: str = DEFAULT_GPU, mfu: float = DEFAULT_MFU,
+def make_estimator(layout_name: str, spec: ModelSpec | None = None, gpu: str = DEFAULT_GPU, mfu: float = DEFAULT_MFU,
                    tokens_per_s: float | None = None) -> TtftEstimator:
     """The estimator of a run: page layout ``layout_name`` (``custom`` when a field flag changed it),
     ``spec`` the ``--model-config`` model (or None), ``gpu`` a :data:`GPUS` key, ``mfu`` in (0, 1],
@@ -201,12 +209,12 @@ def make_estimator(layout_name: str, spec=None, gpu: str = DEFAULT_GPU, mfu: flo
     return TtftEstimator(GPUS[gpu], mfu, tokens_per_s=tokens_per_s).for_layout(layout_name, spec)
 
 
-def reload_estimate(est: TtftEstimator, k: int, reload_ms: list[float]) -> dict:
+def reload_estimate(est: TtftEstimator, k: int, reload_ms: list[float]) -> dict[str, Any]:
     """The TTFT figures of ``len(reload_ms)`` reloads of the same ``k``-token prefix (``kvtui bench``), in the
     fields of the run summary: ``ttft_saved_ms`` {total, p50, p99, count} (recompute − each reload, ms),
     ``prefill_gpu_s_saved`` (s), ``reload_vs_recompute`` (mean reload ÷ recompute), ``recompute_ms`` and
     ``ttft_estimate`` (:meth:`TtftEstimator.inputs`). The figures are None when the estimate is off."""
-    out: dict = {"ttft_estimate": est.inputs(), "recompute_ms": None, "ttft_saved_ms": None,
+    out: dict[str, Any] = {"ttft_estimate": est.inputs(), "recompute_ms": None, "ttft_saved_ms": None,
                  "prefill_gpu_s_saved": None, "reload_vs_recompute": None}
     if not est.active or not reload_ms:
         return out
@@ -216,6 +224,7 @@ def reload_estimate(est: TtftEstimator, k: int, reload_ms: list[float]) -> dict:
     saved = np.array([recompute - r for r in reload_ms], dtype=float)
     out.update(recompute_ms=recompute, prefill_gpu_s_saved=recompute * len(reload_ms) / 1e3,
                reload_vs_recompute=float(np.mean(reload_ms)) / recompute if recompute > 0 else None,
-               ttft_saved_ms={"total": float(saved.sum()), "p50": float(np.percentile(saved, 50, method="inverted_cdf")),
+               ttft_saved_ms={"total": float(saved.sum()),
+                              "p50": float(np.percentile(saved, 50, method="inverted_cdf")),
                               "p99": float(np.percentile(saved, 99, method="inverted_cdf")), "count": len(reload_ms)})
     return out

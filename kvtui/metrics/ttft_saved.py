@@ -15,12 +15,17 @@ from __future__ import annotations
 
 import math
 from collections import deque
+from typing import TYPE_CHECKING, Any, Literal
 
 import numpy as np
 
+from kvtui.core.panels import TtftPanel, TtftStats
 from kvtui.metrics import figures as fig
 from kvtui.metrics.latency import LatencyRecorder
 from kvtui.metrics.ttft import NO_MODEL, TtftEstimator
+
+if TYPE_CHECKING:
+    from kvtui.core.events import RequestResult
 
 
 class SignedRecorder:
@@ -56,7 +61,7 @@ def _at_rank(rec: LatencyRecorder, rank: int) -> float:
     counts = np.ctypeslib.as_array(h.counts)
     idx = np.nonzero(counts)[0]
     i = int(idx[int(np.searchsorted(np.cumsum(counts[idx]), rank))])
-    return h.get_highest_equivalent_value(h.get_value_from_index(i)) / 1000.0
+    return float(h.get_highest_equivalent_value(h.get_value_from_index(i))) / 1000.0
 
 
 class _Totals:
@@ -76,12 +81,13 @@ class _Totals:
         self.slower += reload > recompute
         self.rec.record(saved)
 
-    def stats(self) -> dict:
+    def stats(self) -> TtftStats:
         return _stats(self.count, self.tokens, self.saved_ms, self.rec.percentile(50), self.rec.percentile(99),
                       self.reload_ms, self.recompute_ms, self.slower)
 
 
-def _stats(count, tokens, saved, p50, p99, reload, recompute, slower) -> dict:
+def _stats(count: float, tokens: float, saved: float, p50: float, p99: float, reload: float, recompute: float,
+           slower: float) -> TtftStats:
     """A :class:`~kvtui.core.panels.TtftStats` dict (ms, s, ratio reload ÷ recompute, 0 when no recompute)."""
     return {"count": int(count), "tokens": int(tokens), "total_ms": float(saved), "p50_ms": float(p50),
             "p99_ms": float(p99), "reload_ms": float(reload), "gpu_s": float(recompute) / 1e3,
@@ -96,7 +102,7 @@ class TtftTracker:
     many requests in it; ``rate_window_s``: the window of the GPU-seconds-saved-per-second rate (2 s)."""
 
     def __init__(self, estimator: TtftEstimator, window_s: float = fig.LATENCY_WINDOW_S, window_kept: int = 8192,
-                 rate_window_s: float = fig.RATE_WINDOW_S):
+                 rate_window_s: float = fig.RATE_WINDOW_S) -> None:
         self.estimator = estimator
         self.window_s, self.rate_window_s = window_s, rate_window_s
         self._session = _Totals()
@@ -105,10 +111,10 @@ class TtftTracker:
         self._gpu_ms = 0.0  # Σ recompute ms: the rate's counter
         self._ticks: deque[tuple[float, float]] = deque()
         self._seq = 0
-        self._cache: tuple[int, dict, dict | None] | None = None
-        self._window_cache: tuple[tuple[int, int], dict] | None = None
+        self._cache: tuple[int, TtftStats, TtftStats | None] | None = None
+        self._window_cache: tuple[tuple[int, int], TtftStats] | None = None
 
-    def add(self, r, now: float) -> None:
+    def add(self, r: RequestResult, now: float) -> None:
         """Count one request (nothing when it reloaded no page or the estimate is off); ``now`` in the
         aggregator's clock (s)."""
         est = self.estimator
@@ -129,7 +135,7 @@ class TtftTracker:
         self._span = _Totals()
         self._cache = None
 
-    def _window(self, now: float) -> dict:
+    def _window(self, now: float) -> TtftStats:
         recent = self._recent
         while recent and now - recent[0][0] > self.window_s:
             recent.popleft()
@@ -138,24 +144,27 @@ class TtftTracker:
             self._window_cache = (key, self._window_stats())
         return self._window_cache[1]
 
-    def _window_stats(self) -> dict:
+    def _window_stats(self) -> TtftStats:
         if not self._recent:
             return _stats(0, 0, 0.0, 0.0, 0.0, 0.0, 0.0, 0)
         a = np.array([x[1:] for x in self._recent], dtype=float)  # k, saved, reload, recompute
         s = np.sort(a[:, 1])
         n = len(s)
-        pct = (lambda p: float(s[max(1, math.ceil(p / 100.0 * n)) - 1]))
+
+        def pct(p: float) -> float:
+            return float(s[max(1, math.ceil(p / 100.0 * n)) - 1])
+
         return _stats(n, a[:, 0].sum(), a[:, 1].sum(), pct(50), pct(99), a[:, 2].sum(), a[:, 3].sum(),
                       int((a[:, 2] > a[:, 3]).sum()))
 
-    def panel(self, now: float) -> dict:
+    def panel(self, now: float) -> TtftPanel:
         """The :class:`~kvtui.core.panels.TtftPanel` now (one call per frame: it also advances the rate)."""
         est = self.estimator
         self._ticks.append((now, self._gpu_ms))
         while len(self._ticks) > 2 and now - self._ticks[1][0] >= self.rate_window_s:
             self._ticks.popleft()
         (t0, g0), (t1, g1) = self._ticks[0], self._ticks[-1]
-        out: dict = {"basis": est.basis, "short": est.short, "window_s": self.window_s,
+        out: TtftPanel = {"basis": est.basis, "short": est.short, "window_s": self.window_s,
                      "gpu_s_per_s": (g1 - g0) / 1e3 / (t1 - t0) if t1 > t0 else 0.0}
         if not est.active:
             out["off"] = est.off or NO_MODEL
@@ -168,7 +177,7 @@ class TtftTracker:
         return out
 
 
-def summary_fields(panel: dict, which: str = "session") -> dict:
+def summary_fields(panel: TtftPanel, which: Literal["session", "span"] = "session") -> dict[str, Any]:
     """The run summary's TTFT fields from a frame's ``ttft`` panel (its ``which`` stats, ``session`` or
     ``span``): ``ttft_saved_ms`` {total, p50, p99, count} (ms), ``prefill_gpu_s_saved`` (s),
     ``reload_vs_recompute`` (Σ reload ÷ Σ recompute), ``reloads_slower_than_recompute`` (requests) and
@@ -178,7 +187,7 @@ def summary_fields(panel: dict, which: str = "session") -> dict:
         return {"ttft_saved_ms": None, "prefill_gpu_s_saved": None, "reload_vs_recompute": None,
                 "reloads_slower_than_recompute": None, "ttft_estimate": {"off": "no TTFT estimate in this run"}}
     s = panel.get(which) or panel.get("session") or {}
-    est = {"basis": panel.get("basis", "")}
+    est: dict[str, str] = {"basis": panel.get("basis", "")}
     if panel.get("off"):
         est["off"] = panel["off"]
     if panel.get("off") and not s.get("count"):

@@ -5,9 +5,17 @@
 from __future__ import annotations
 
 from collections import Counter
+from typing import TYPE_CHECKING, Any
 
 from kvtui.core.topology import worker_name
 from kvtui.metrics import figures as fig
+
+if TYPE_CHECKING:
+    from kvtui.core.events import RequestResult
+
+WorkerRow = dict[str, Any]
+"""One worker's row of ``Frame.workers``: ``role``, ``index``, ``name``, counters, figures by their keys and what
+:meth:`WorkerTally.describe` said (plain JSON values of mixed types, recorded and replayed as they are)."""
 
 #: per role, counter → the RequestResult field it adds up ("errors": every failing code of the request)
 DECODE_FIELDS = {"requests": None, "pages_total": "pages_total", "pages_hit": "pages_hit",
@@ -31,18 +39,18 @@ def _mbps(nbytes: float, ms: float) -> float:
 class WorkerTally:
     """Counts per worker. :meth:`add` one result; :meth:`rows` gives one dict per worker seen (decode first,
     by index): ``role``, ``index``, ``name`` (:func:`~kvtui.core.topology.worker_name`, given the counts
-    ``set_counts`` was told, else the highest index seen + 1; a described worker's own), the counters above, ``read_ms_total`` /
-    ``put_ms_total`` (ms), and the figures of :data:`~kvtui.metrics.figures.WORKERS` by their keys (shares
-    and rates as fractions 0–1, as the summary's; ``local_share`` None unless :attr:`local_segments`). Not
+    ``set_counts`` was told, else the highest index seen + 1; a described worker's own), the counters above,
+    ``read_ms_total`` / ``put_ms_total`` (ms), and the figures of :data:`~kvtui.metrics.figures.WORKERS` by their keys
+    (shares and rates as fractions 0–1, as the summary's; ``local_share`` None unless :attr:`local_segments`). Not
     thread-safe (the aggregator calls it under its lock)."""
 
     def __init__(self) -> None:
         self.local_segments = False  # decode workers own segments (--segment-on decode): local_share is defined
-        self._c: dict[tuple[str, int], Counter] = {}
+        self._c: dict[tuple[str, int], Counter[str]] = {}
         self._counts: dict[str, int] = {}
-        self._info: dict[tuple[str, int], dict] = {}  # what describe() said of a worker (name, host, remote)
+        self._info: dict[tuple[str, int], dict[str, Any]] = {}  # what describe() said of a worker (name, host, remote)
 
-    def describe(self, role: str, index: int, **info) -> None:
+    def describe(self, role: str, index: int, **info: Any) -> None:
         """Facts of worker ``index`` of ``role`` its row carries (a remote worker's ``name``, ``host``,
         ``pid``, ``remote=True``); they replace the derived name."""
         self._info[(role, int(index))] = dict(info)
@@ -55,7 +63,7 @@ class WorkerTally:
             for i in range(n):
                 self._c.setdefault((role, i), Counter())
 
-    def add(self, r) -> None:
+    def add(self, r: RequestResult) -> None:
         """Count one :class:`~kvtui.core.events.RequestResult`."""
         errors = sum(r.codes.values())
         for role, index, fields in (("decode", r.decode_worker, DECODE_FIELDS),
@@ -67,9 +75,9 @@ class WorkerTally:
                 if attr is not None:
                     c[key] += getattr(r, attr)
 
-    def rows(self) -> tuple[dict, ...]:
+    def rows(self) -> tuple[WorkerRow, ...]:
         """One dict per worker (see the class)."""
-        out = []
+        out: list[WorkerRow] = []
         for role, counts in (("decode", DECODE_COUNTS), ("prefill", PREFILL_COUNTS)):
             keys = sorted(i for (r, i) in self._c if r == role)
             if not keys:
@@ -79,7 +87,7 @@ class WorkerTally:
             for i in keys:
                 c = self._c[(role, i)]
                 name = worker_name(role, i, n) if i < n else f"{role}-{i}"  # (beyond: a remote one, described)
-                row = {"role": role, "index": i, "name": name, **{k: int(c[k]) for k in counts},
+                row: WorkerRow = {"role": role, "index": i, "name": name, **{k: int(c[k]) for k in counts},
                        **self._info.get((role, i), {})}
                 row[fig.WORKER_SHARE.key] = _frac(c["requests"], total)
                 if role == "decode":

@@ -16,8 +16,9 @@ import asyncio
 import contextlib
 import io
 import math
-from collections.abc import AsyncIterator, Callable, Iterable
+from collections.abc import AsyncGenerator, Callable, Iterable
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, cast
 
 from rich.console import Console, ConsoleOptions, RenderResult
 from rich.segment import Segment
@@ -28,6 +29,9 @@ from kvtui.metrics.frame import Frame
 from kvtui.session.reader import ReplayPlayer, SessionReader
 from kvtui.tui.app import KvtuiApp
 from kvtui.tui.fmt import fmt_elapsed
+
+if TYPE_CHECKING:
+    from textual._compositor import LayoutUpdate
 
 CAPTION_KINDS = ("control", "outage", "error")
 """Engine events a caption shows (``--annotate``): knob changes and recording marks (``control``), outages of
@@ -155,7 +159,8 @@ def _console(width: int, height: int, record: bool = False) -> Console:
 def screen_rows(app: KvtuiApp) -> list[list[Segment]]:
     """The app's current screen as rows of segments: a full compositor update, simplified, as
     ``App.export_screenshot`` renders it (Textual has no public call that returns the screen as segments)."""
-    update = app.screen._compositor.render_update(full=True, screen_stack=app._background_screens, simplify=True)
+    update = cast("LayoutUpdate", app.screen._compositor.render_update(  # full: a LayoutUpdate
+        full=True, screen_stack=app._background_screens, simplify=True))
     return [[seg for strip in line for seg in strip] for line in update.strips]
 
 
@@ -187,7 +192,7 @@ def caption_row(event: EngineEvent | None, fresh: bool, width: int, console: Con
 
 
 async def film(reader: SessionReader, span: Span, size: tuple[int, int], *, annotate: bool = False,
-               title: str = "kvtui") -> AsyncIterator[ScreenFrame]:
+               title: str = "kvtui") -> AsyncGenerator[ScreenFrame, None]:
     """Yield the :attr:`Span.frames` frames of ``span`` as the monitor draws them at ``size`` (columns, rows);
     with ``annotate``, each frame has one more row: the caption (:func:`caption_row`). One frame is in
     memory at a time. :class:`FilmStopped` if the app ends first (a signal)."""
@@ -208,6 +213,7 @@ async def film(reader: SessionReader, span: Span, size: tuple[int, int], *, anno
             rows = screen_rows(app)
             event = None
             if annotate:
+                assert app.shown is not None  # the tick above showed the player's frame
                 event, fresh = caption_event(app.shown, hold)
                 rows.append(caption_row(event, fresh, size[0], console))
             yield ScreenFrame(k, span.time(k), pos, size[0], rows, event)

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import io
 import struct
-from typing import BinaryIO
+from typing import Any, BinaryIO
 
 from kvtui.movie.frames import ScreenFrame
 
@@ -86,7 +86,7 @@ class GifWriter:
             box = ImageChops.difference(self._prev, im).getbbox() or (0, 0, 1, 1)  # unchanged: one pixel
         crop = im.crop(box)
         part = crop.quantize(COLORS - 1, method=Image.Quantize.FASTOCTREE, dither=Image.Dither.NONE)
-        params = {}
+        params: dict[str, Any] = {}
         if self._prev is not None:  # pixels as they were: the transparent index (long runs, small LZW codes)
             r, g, b = ImageChops.difference(self._prev.crop(box), crop).split()
             unchanged = ImageChops.lighter(ImageChops.lighter(r, g), b).point([255] + [0] * 255, "1")

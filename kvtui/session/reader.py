@@ -8,7 +8,9 @@ import json
 import sqlite3
 import time
 import zlib
+from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Any
 
 from kvtui.metrics.frame import Frame
 from kvtui.session import APPLICATION_ID, FORMAT_VERSION, SessionError
@@ -98,7 +100,7 @@ class SessionReader:
         """The columns of the recorded request rows (empty: the file has none, e.g. from an older kvtui)."""
         return tuple(json.loads(self.meta.get("request_columns", "[]")))
 
-    def request_rows(self):
+    def request_rows(self) -> Iterator[dict[str, Any]]:
         """The recorded per-request rows, oldest first, one dict of :attr:`request_columns` at a time (read
         in batches: memory stays flat). Rows of a damaged tail are skipped; none for a file without them."""
         columns = self.request_columns
@@ -184,7 +186,8 @@ class ReplayPlayer:
     positions are seconds into the recording (0 = its first frame).
     """
 
-    def __init__(self, reader: SessionReader, speed: float = 1.0, clock=time.monotonic):
+    def __init__(self, reader: SessionReader, speed: float = 1.0,
+                 clock: Callable[[], float] = time.monotonic) -> None:
         self.reader = reader
         self.speed = float(speed)
         self._clock = clock

@@ -4,6 +4,12 @@ from __future__ import annotations
 
 import os
 import time
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from kvtui.metrics.aggregate import Aggregator
+    from kvtui.metrics.frame import Frame
+    from kvtui.session.writer import RecordingThread
 
 
 def next_recording_path(folder: str = ".") -> str:
@@ -24,10 +30,17 @@ class RecordingControl:
     :class:`~kvtui.session.writer.RecordingThread` reads), and :meth:`recording_header` (the file's header).
     """
 
-    recorder = None
+    agg: Aggregator
+    recorder: RecordingThread | None = None
     recording_error: str | None = None  # why the last recording stopped early (a full disk), else None
 
-    def recording_header(self) -> dict:
+    if TYPE_CHECKING:  # provided by the session
+
+        def _log(self, kind: str, text: str) -> None: ...
+
+        def frame(self) -> Frame: ...
+
+    def recording_header(self) -> dict[str, Any]:
         """The header of a file recorded from now (what the session runs at this moment)."""
         raise NotImplementedError
 
@@ -44,7 +57,7 @@ class RecordingControl:
         self.log("control", f"recording → {path}")
         return path
 
-    def stop_recording(self, final=None) -> str | None:
+    def stop_recording(self, final: Frame | None = None) -> str | None:
         """Stop recording (writing ``final``, a Frame, as the last frame when given); returns the file path."""
         rec, self.recorder = self.recorder, None
         if rec is None:

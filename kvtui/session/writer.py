@@ -10,6 +10,7 @@ import threading
 import time
 import zlib
 from pathlib import Path
+from typing import Any, Protocol
 
 from kvtui import __version__
 from kvtui.metrics.frame import Frame
@@ -46,37 +47,38 @@ class SessionWriter:
     be created. Thread-safe ``write``.
     """
 
-    def __init__(self, path: str | Path, header: dict):
+    def __init__(self, path: str | Path, header: dict[str, Any]) -> None:
         self.path = Path(path)
         if self.path.exists():
             raise SessionError(f"{self.path} exists already; choose another name (kvtui never overwrites a file)")
-        self.db = None
+        db: sqlite3.Connection | None = None
         try:
-            self.db = sqlite3.connect(str(self.path), check_same_thread=False, isolation_level=None)
-            self.db.execute("PRAGMA journal_mode=WAL")
-            self.db.execute("PRAGMA synchronous=NORMAL")
-            self.db.execute(f"PRAGMA application_id={APPLICATION_ID}")
-            self.db.executescript(SCHEMA)
+            db = sqlite3.connect(str(self.path), check_same_thread=False, isolation_level=None)
+            db.execute("PRAGMA journal_mode=WAL")
+            db.execute("PRAGMA synchronous=NORMAL")
+            db.execute(f"PRAGMA application_id={APPLICATION_ID}")
+            db.executescript(SCHEMA)
             meta = {"format": "kvtui-session", "format_version": str(FORMAT_VERSION), "kvtui_version": __version__,
                     "mooncake_version": mooncake_version(),
                     "started_at": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
                     "header": json.dumps(header, default=str)}
-            self.db.executemany("INSERT INTO meta VALUES (?, ?)", meta.items())
+            db.executemany("INSERT INTO meta VALUES (?, ?)", meta.items())
         except (sqlite3.Error, OSError) as exc:
-            self._remove_unfinished()  # (it did not exist: a retry with the same name must not be refused)
+            self._remove_unfinished(db)  # (it did not exist: a retry with the same name must not be refused)
             raise SessionError(f"cannot record to {self.path}: {exc}") from None
+        self.db = db
         self._enc = FrameEncoder()
         self._lock = threading.Lock()
         self._seq = 0
-        self._requests: list[list] = []  # request rows not yet written (they go with the next frame)
+        self._requests: list[list[Any]] = []  # request rows not yet written (they go with the next frame)
         self._request_columns: tuple[str, ...] | None = None
         self.closed = False
         self.error: str | None = None  # why recording stopped early (a full disk); the run itself goes on
 
-    def _remove_unfinished(self) -> None:
-        if self.db is not None:
+    def _remove_unfinished(self, db: sqlite3.Connection | None) -> None:
+        if db is not None:
             try:
-                self.db.close()
+                db.close()
             except sqlite3.Error:
                 pass
         for suffix in ("", "-wal", "-shm", "-journal"):
@@ -98,7 +100,7 @@ class SessionWriter:
                 self.error = (f"recording to {self.path} stopped after {self._seq} frame"
                               f"{'' if self._seq == 1 else 's'}: {exc}")
 
-    def add_request(self, row: dict) -> None:
+    def add_request(self, row: dict[str, Any]) -> None:
         """Queue one request row (a dict of plain values: :func:`kvtui.export.request_log.request_row`); rows
         are written with the next frame, in one row of the ``requests`` table."""
         with self._lock:
@@ -138,15 +140,23 @@ class SessionWriter:
                 self.db.close()
 
 
+class FrameSource(Protocol):
+    """What a :class:`RecordingThread` records from."""
+
+    def frame(self) -> Frame:
+        """The frame now."""
+        ...
+
+
 class RecordingThread:
     """Pulls frames from ``source.frame()`` every ``1/hz`` seconds into a :class:`SessionWriter`."""
 
-    def __init__(self, source, writer: SessionWriter, hz: float = 10.0):
+    def __init__(self, source: FrameSource, writer: SessionWriter, hz: float = 10.0) -> None:
         self.source, self.writer, self.interval = source, writer, 1.0 / hz
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._loop, name="kvtui-recorder", daemon=True)
 
-    def start(self) -> "RecordingThread":
+    def start(self) -> RecordingThread:
         """Start recording."""
         self._thread.start()
         return self

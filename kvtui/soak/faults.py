@@ -30,7 +30,13 @@ from typing import TYPE_CHECKING, Callable
 from kvtui.core.codes import code_name
 from kvtui.core.topology import role_of
 from kvtui.soak.schedule import (
-    LINK_CUT, MASTER_KILL, MASTER_PAUSE, STORE_FULL, STORE_KILL, WORKER_KILL, Fault,
+    LINK_CUT,
+    MASTER_KILL,
+    MASTER_PAUSE,
+    STORE_FULL,
+    STORE_KILL,
+    WORKER_KILL,
+    Fault,
 )
 
 if TYPE_CHECKING:
@@ -90,7 +96,7 @@ class RecoveryTracker:
     """Fed every :class:`~kvtui.core.events.RequestResult` (``add``, from the engine's collector thread);
     closes the open fault once a healthy run of requests started after it was cleared (see the module)."""
 
-    def __init__(self):
+    def __init__(self) -> None:
         self._lock = threading.Lock()
         self.open: FaultRecord | None = None
         self.recovered = threading.Event()
@@ -241,6 +247,7 @@ class Injector(threading.Thread):
         rec.cut_short = rec.recovered_s is None and self._halt.is_set()
         rec.lost = sum(r.lost for r in self.engine.replacements[replacements:])
         if rec.recovery_s is not None:
+            assert rec.cleared_s is not None and rec.t_s is not None  # recovered: it was injected and cleared
             self._log("info", f"chaos: fault {rec.n} {rec.kind} recovered in {rec.recovery_s:.1f} s (cleared "
                               f"after {rec.cleared_s - rec.t_s:.1f} s; {rec.lost} requests lost, {rec.failed} "
                               f"with store errors, {rec.mismatches} mismatches)")

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import csv
 import os
+from collections.abc import Mapping
 
 import psutil
 
@@ -80,19 +81,21 @@ class ResourceSampler:
             del self._procs[pid]  # (replaced processes: keep the cache bounded)
         return out
 
-    def tcp(self, tree: set[int]) -> dict[str, int]:
-        """``{"tcp_established", "tcp_time_wait", "tcp_listen"}`` of the tree (see the module's note)."""
+    def tcp(self, tree: set[int]) -> Mapping[str, int | None]:
+        """``{"tcp_established", "tcp_time_wait", "tcp_listen"}`` of the tree (see the module's note); None
+        each when the kernel's table cannot be read."""
         try:
             conns = psutil.net_connections(kind="tcp")
         except (psutil.Error, OSError):
             return {"tcp_established": None, "tcp_time_wait": None, "tcp_listen": None}
-        listen = {c.laddr.port for c in conns if c.status == psutil.CONN_LISTEN and c.pid in tree}
+        listen = {c.laddr.port for c in conns if c.status == psutil.CONN_LISTEN and c.pid in tree and c.laddr}
         ports = listen | self.cluster_ports
         out = {"tcp_established": 0, "tcp_time_wait": 0, "tcp_listen": len(listen)}
         for c in conns:
             if c.status == psutil.CONN_ESTABLISHED and c.pid in tree:
                 out["tcp_established"] += 1
-            elif c.status == psutil.CONN_TIME_WAIT and c.raddr and (c.laddr.port in ports or c.raddr.port in ports):
+            elif (c.status == psutil.CONN_TIME_WAIT and c.raddr and c.laddr
+                  and (c.laddr.port in ports or c.raddr.port in ports)):
                 out["tcp_time_wait"] += 1
         for state, n in other_namespaces_tcp(tree).items():
             out[state] += n

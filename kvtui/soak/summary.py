@@ -15,7 +15,7 @@ step does not count as growth; an incarnation that begins during the soak also l
 from __future__ import annotations
 
 import math
-from typing import Sequence
+from typing import Any, Sequence
 
 import numpy as np
 
@@ -26,7 +26,7 @@ TIME_WAIT_MIN_FIT_S = 300.0  # a slope is judged only over a fit this long that 
 MIB = 1 << 20
 FD_RISE = 4  # file descriptors are "flat" when no incarnation's count rose more than this (``rise``, after the
 # warm-up): a worker's store client opens 3 more once, when it reconnects to a restarted master
-SETTLE_S = 60.0  # a process restarted during a soak is fitted from this long after it began (or the warm-up, if shorter)
+SETTLE_S = 60.0  # a process restarted in a soak is fitted from this long after its start (or the warm-up, if shorter)
 
 
 def growth_per_hour(t_s: Sequence[float], values: Sequence[float | None], incarnations: Sequence | None = None,
@@ -117,7 +117,7 @@ def resource_growth(cols: dict, procs: Sequence[str], warmup_s: float) -> dict:
             "keys": fit("keys", 1.0, "pid_master"), "used_MiB": fit("used_bytes", MIB, "pid_master")}
 
 
-def time_wait_check(counts: Sequence[float], growth: dict | None, ports: int | None) -> dict:
+def time_wait_check(counts: Sequence[float | None], growth: dict | None, ports: int | None) -> dict:
     """The TIME_WAIT watch (sustained TCP use can exhaust the ephemeral ports through TIME_WAIT; Mooncake's
     troubleshooting notes name ``MC_TCP_ENABLE_CONNECTION_POOL=1``, which kvtui sets, as the remedy):
     ``counts``: the sampled TIME_WAIT counts; ``growth``: their :func:`growth_per_hour`. Gives ``last``,
@@ -127,12 +127,13 @@ def time_wait_check(counts: Sequence[float], growth: dict | None, ports: int | N
     for that long after the load starts: the slope is judged (``judged``) only when the fit starts after
     it and spans at least ``TIME_WAIT_MIN_FIT_S``."""
     vals = [int(v) for v in counts if v is not None and math.isfinite(v)]
-    judged = bool(growth) and growth["from_s"] >= TIME_WAIT_S and growth["to_s"] - growth["from_s"] >= TIME_WAIT_MIN_FIT_S
-    out = {"last": vals[-1] if vals else None, "max": max(vals) if vals else None,
+    judged = bool(growth and growth["from_s"] >= TIME_WAIT_S
+                  and growth["to_s"] - growth["from_s"] >= TIME_WAIT_MIN_FIT_S)
+    out: dict[str, Any] = {"last": vals[-1] if vals else None, "max": max(vals) if vals else None,
            "per_h": growth["per_h"] if growth else None, "ephemeral_ports": ports, "judged": judged,
            "flagged": False, "why": "" if judged else "too short to judge the slope (the fit must start after "
            f"{TIME_WAIT_S:.0f} s, TIME_WAIT's length, and span {TIME_WAIT_MIN_FIT_S:.0f} s)"}
-    if judged and growth["stderr_per_h"] is not None and growth["per_h"] > TIME_WAIT_FLAG_PER_H \
+    if judged and growth and growth["stderr_per_h"] is not None and growth["per_h"] > TIME_WAIT_FLAG_PER_H \
             and growth["per_h"] - 2 * growth["stderr_per_h"] > 0:
         out.update(flagged=True, why=f"TIME_WAIT grows {growth['per_h']:.0f}/h (± {growth['stderr_per_h']:.0f}): "
                                      "ephemeral ports may run out on a long run")
@@ -184,7 +185,8 @@ def format_soak(s: dict) -> str:
         f"soak                  {s['elapsed_s']:.0f} s of {s['duration_s']:.0f} s; chaos {s['chaos_per_min']:g}/min "
         f"(seed {s['seed']}); samples every {s['sample_s']:g} s, fitted after {s['warmup_s']:.0f} s",
         f"requests              {req['completed']:,} finished ({req['per_s']:.1f}/s); lost {req['lost']:,}; "
-        f"with store errors {req['with_errors']:,}; dropped at the end {req['dropped']:,}, abandoned {req['abandoned']:,}",
+        f"with store errors {req['with_errors']:,}; dropped at the end {req['dropped']:,}, "
+        f"abandoned {req['abandoned']:,}",
         f"verified              {s['verified_pages']:,} pages byte-exact; mismatches {s['mismatches']:,} (wrong bytes)",
         f"faults                {f['injected']} injected, {f['recovered']} recovered, {f['not_recovered']} not "
         f"({f['cut_short']} still open at the end), {f['skipped']} skipped; recovery p50 "
@@ -199,8 +201,8 @@ def format_soak(s: dict) -> str:
     lines.append("fd growth (/h)        " + ", ".join(f"{p} {_num(v['per_h'], '{:.1f}')}" for p, v in g["fds"].items()))
     fitted = s["elapsed_s"] - s["warmup_s"]
     if fitted < SHORT_FIT_S:
-        lines.append(f"                      (slopes fitted over {max(0.0, fitted):.0f} s of samples: projections to an "
-                     "hour; a soak of 30 min or more gives slopes to go by)")
+        lines.append(f"                      (slopes fitted over {max(0.0, fitted):.0f} s of samples: "
+                     "projections to an hour; a soak of 30 min or more gives slopes to go by)")
     tw = s["time_wait"]
     lines.append(f"TCP                   established {s['tcp']['established_last']}, TIME_WAIT {tw['last']} "
                  f"(max {tw['max']}, growth {_num(tw['per_h'], '{:.0f}')}/h)"

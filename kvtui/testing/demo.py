@@ -28,15 +28,20 @@ import os
 import random
 import time
 from collections import OrderedDict
+from typing import TYPE_CHECKING
 
 from kvtui.core.codes import CONTENT_MISMATCH, NO_AVAILABLE_HANDLE, OBJECT_NOT_FOUND
 from kvtui.core.controls import Control, SetLayout, SetOverlap, SetPool, SetRate, SetScenario, SetTraceSpeed
 from kvtui.core.events import EngineEvent, RequestResult
 from kvtui.core.layout import PRESETS, PageLayout
 from kvtui.core.pages import PageState as S
+from kvtui.core.panels import WorkloadPanel
 from kvtui.metrics.aggregate import Aggregator
 from kvtui.metrics.frame import Frame
 
+if TYPE_CHECKING:
+    from kvtui.session.writer import SessionWriter
+    from workload.trace import TraceWorkload
 
 TRACE_LAYOUT = PageLayout(layers=1, kv_heads=1, head_dim=1, page_tokens=512, elem_bytes=1)  # one page a block
 TRACE_CAPACITY = 0.25  # the simulated store holds this share of a trace's distinct blocks (LRU)
@@ -58,9 +63,9 @@ class DemoSource:
         self.t = 0.0
         self.tick_s, self.per_tick = tick_s, per_tick
         self.agg = Aggregator(rows=rows, history=600, window_s=30.0, clock=lambda: self.t)
-        self.workload = {"kind": "synthetic", "scenario": "shared-system-prompt", "overlap": 0.75, "pool": 8,
-                         "rate": 20.0, "prompt_tokens": 2048}
-        self.trace = None
+        self.workload: WorkloadPanel = {"kind": "synthetic", "scenario": "shared-system-prompt", "overlap": 0.75,
+                                        "pool": 8, "rate": 20.0, "prompt_tokens": 2048}
+        self.trace: TraceWorkload | None = None
         if trace is not None:
             self._start_trace(trace, speed)
         self.paused = False
@@ -71,7 +76,7 @@ class DemoSource:
         self.req_id = 0
         self.alloc_failures = 0
         self._last_rates: dict = {}
-        self.writer = None  # a SessionWriter while recording (DemoController.toggle_recording)
+        self.writer: SessionWriter | None = None  # while recording (DemoController.toggle_recording)
         self.agg.event(EngineEvent("info", 0.0, "embedded store up: master 127.0.0.1:50051, 8.0 GiB segment"))
 
     # -- a trace -------------------------------------------------------------------------------------------
@@ -216,7 +221,8 @@ class DemoSource:
         rates = self._last_rates
         store = {"keys": keys, "used_bytes": keys * pb, "capacity_bytes": self.capacity,
                  "evicted_keys": self.evicted, "alloc_failures": self.alloc_failures,
-                 "put_rps": rates.get("publish_MBps", 0.0) * 1e6 / pb, "get_rps": rates.get("reuse_MBps", 0.0) * 1e6 / pb}
+                 "put_rps": rates.get("publish_MBps", 0.0) * 1e6 / pb,
+                 "get_rps": rates.get("reuse_MBps", 0.0) * 1e6 / pb}
         busy = 0.0 if self.paused else 1.0
         procs = (
             {"name": "kvtui ui", "pid": 41001, "cpu_percent": 6.0 + self.rng.random(), "rss_bytes": 96 << 20},
@@ -332,6 +338,7 @@ def trace_fixture_frame(name: str = "synthetic", ticks: int = 150, then: float =
     src = DemoSource(trace=name, speed=None, per_tick=13)
     for _ in range(ticks):
         src.frame()
+    assert src.trace is not None
     src.trace.set_speed(then, now_s=src.t)
     frame = src.frame()
     for _ in range(then_ticks - 1):

@@ -6,7 +6,8 @@ controls), replay.py (the player's keys) and palette.py (command-palette entries
 
 from __future__ import annotations
 
-from textual.app import App
+from typing import Protocol
+
 from textual.binding import Binding
 
 from kvtui.core.knobs import OVERLAP, POOL, RATE, SCENARIO_KEY
@@ -71,7 +72,17 @@ BINDINGS: list[Binding] = [
 ]
 
 
-def key_help(app: App) -> list[tuple[str, str]]:
+class HelpHost(Protocol):
+    """What :func:`key_help` reads of the app."""
+
+    screenshot_dir: str
+
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None: ...
+
+    def get_key_display(self, binding: Binding) -> str: ...
+
+
+def key_help(app: HelpHost) -> list[tuple[str, str]]:
     """(keys, description) for every binding of :data:`BINDINGS` that the current mode shows (live or replay:
     bindings hidden by ``app.check_action`` are left out; disabled ones are listed). Bindings of the same
     action share one entry (``q ^c`` → quit)."""
@@ -81,11 +92,13 @@ def key_help(app: App) -> list[tuple[str, str]]:
              "screenshot": f"save an SVG screenshot into {app.screenshot_dir}/", "help": "this help",
              "quit": "quit", "scenario": "next scenario", "settings": "type overlap %, rate, pool (layout presets: ^p)",
              "overlap(1)": f"prefix overlap +{_OVERLAP_STEP}", "overlap(-1)": f"prefix overlap −{_OVERLAP_STEP}",
-             "pool(1)": f"pool size +{_POOL_STEP}", "pool(-1)": f"pool size −{_POOL_STEP}", "rate(1)": "request rate up a step",
+             "pool(1)": f"pool size +{_POOL_STEP}", "pool(-1)": f"pool size −{_POOL_STEP}",
+             "rate(1)": "request rate up a step",
              "rate(-1)": "request rate down a step (from closed loop: the highest step not above the "
                          "measured rate)",
              "toggle_recording": "start / stop recording to a session file (play it: kvtui replay FILE)",
-             "replay_pause": "replay: play / pause (at the end: play again from the start)", "replay_step(1)": "replay: one frame forward (pauses)",
+             "replay_pause": "replay: play / pause (at the end: play again from the start)",
+             "replay_step(1)": "replay: one frame forward (pauses)",
              "replay_step(-1)": "replay: one frame back (pauses)",
              "replay_seek(1)": f"replay: forward {SEEK_STEP_S:g} s",
              "replay_seek(-1)": f"replay: back {SEEK_STEP_S:g} s",

@@ -18,6 +18,9 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Mapping
+from typing import cast
+
+from kvtui.core.panels import FrameStatus, WorkloadPanel
 
 __all__ = ["ASKED_SHOWN_S", "KNOBS", "PENDING_MAX", "TRACE_SPEED", "KnobState", "same", "seen_in"]
 
@@ -94,6 +97,7 @@ class KnobState:
                     if pending:
                         pending.clear()
                 else:  # an earlier request of ours arriving: keep the newer one the knob already holds
+                    assert pending is not None  # (echoed: found in it)
                     del pending[:echoed + 1]
         self._seen = dict(seen)
 
@@ -103,7 +107,8 @@ class KnobState:
         return {k: self.values[k] for k, pending in self.pending.items()
                 if pending and k in self.values and now - self.asked_at.get(k, 0.0) < self.shown_s}
 
-    def overlay(self, workload: Mapping | None, status: Mapping | None, now: float) -> tuple[Mapping | None, dict] | None:
+    def overlay(self, workload: WorkloadPanel, status: FrameStatus,
+                now: float) -> tuple[WorkloadPanel, FrameStatus] | None:
         """``(workload, status)`` of a frame with the values :meth:`asked` put in (``paused`` into the status;
         the other knobs into the workload only when it is ``synthetic``, the one kind with knobs), or None
         when nothing is asked for (the frame shows the knobs as they are)."""
@@ -112,8 +117,8 @@ class KnobState:
             return None
         paused = {"paused": asked.pop("paused")} if "paused" in asked else {}
         speed = asked.pop(TRACE_SPEED, None)
-        if speed is not None and (workload or {}).get("kind") == "trace":
+        if speed is not None and workload and workload.get("kind") == "trace":
             workload = {**workload, "speed": None if math.isinf(speed) else speed}
-        if asked and (workload or {}).get("kind") == "synthetic":
-            workload = {**workload, **asked}
-        return workload, {**(status or {}), **paused}
+        if asked and workload and workload.get("kind") == "synthetic":
+            workload = cast(WorkloadPanel, {**workload, **asked})  # (asked: knobs of the synthetic workload)
+        return workload, cast(FrameStatus, {**(status or {}), **paused})

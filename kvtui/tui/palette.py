@@ -14,9 +14,11 @@ __all__ = ["PaletteHost", "system_commands"]
 class PaletteHost(Protocol):
     """What the entries call: the actions of :class:`kvtui.tui.app.KvtuiApp`."""
 
-    scenarios: Sequence[str]
     layouts: dict[str, str]
     screenshot_dir: str
+
+    @property
+    def scenarios(self) -> Sequence[str]: ...
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None: ...
     def action_settings(self, focus: str = "overlap") -> None: ...

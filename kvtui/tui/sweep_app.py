@@ -30,6 +30,7 @@ class SweepApp(App[int]):
             self.set_timer(0.5, lambda: self.call_after_refresh(self._shoot))  # once every widget drew
 
     def _shoot(self) -> None:
+        assert self.screenshot is not None  # (called only with one)
         try:
             write_screen_svg(self, self.screenshot)  # complete or absent, never half written
         except OSError as exc:

@@ -35,7 +35,8 @@ def test_bench_trace_rounds_replay_exactly_and_report_their_ratio(tmp_path):
         # the ratio splits into the hand-off between two processes and kvtui's own work
         assert r["engine_vs_two_process_loop"] == pytest.approx(r["two_process_loop_s"] / r["engine_s"])
         assert r["two_process_loop_vs_bare_loop"] == pytest.approx(r["bare_loop_s"] / r["two_process_loop_s"])
-        assert r["engine_vs_two_process_loop"] * r["two_process_loop_vs_bare_loop"] == pytest.approx(r["engine_vs_bare_loop"])
+        assert (r["engine_vs_two_process_loop"] * r["two_process_loop_vs_bare_loop"]
+                == pytest.approx(r["engine_vs_bare_loop"]))
         # CPU per request by process, measured: each worker and the loop did work, the cluster served both
         assert min(r["engine_cpu_ms_per_request"][p] for p in ("parent", "decode", "prefill", "master", "store")) > 0
         assert min(r["bare_loop_cpu_ms_per_request"][p] for p in ("loop", "master", "store")) > 0
@@ -51,7 +52,8 @@ def test_bench_trace_rounds_replay_exactly_and_report_their_ratio(tmp_path):
     assert b["ratios"]["engine_vs_two_process_loop"] == pytest.approx((split[0] + split[1]) / 2)
     ratios = sorted(r["engine_vs_bare_loop"] for r in b["rounds"])
     assert b["ratios"]["engine_vs_bare_loop"] == pytest.approx((ratios[0] + ratios[1]) / 2)  # median of 2 rounds
-    assert b["ratios"]["engine_vs_bare_loop_best_of"] == pytest.approx(b["bare_loop"]["seconds"] / b["engine"]["seconds"])
+    assert (b["ratios"]["engine_vs_bare_loop_best_of"]
+            == pytest.approx(b["bare_loop"]["seconds"] / b["engine"]["seconds"]))
     assert b["engine"]["requests_per_s"] == pytest.approx(300 / b["engine"]["seconds"])
     # what ran, for `kvtui compare`: the round count, the block size and a digest of the rows replayed
     assert b["round_count"] == 2 and b["block_tokens"] == 512 and len(b["trace_sha256"]) == 16
@@ -101,10 +103,12 @@ def test_bench_reuse_figures_and_ratios_come_from_the_same_run(tmp_path):
     assert q["verify_vs_memcpy"] == pytest.approx(base["content"]["verify_MBps"] / base["content"]["memcpy_MBps"])
     assert q["fill_vs_memcpy"] == pytest.approx(base["content"]["fill_MBps"] / base["content"]["memcpy_MBps"])
     assert q["reload_vs_memcpy"] == pytest.approx(base["colocated_reload_MBps_p50"] / base["memcpy_MBps"])
-    assert base["memory_bus"]["two_vs_one"] == pytest.approx(base["memory_bus"]["two_MBps"] / base["memory_bus"]["one_MBps"])
+    bus = base["memory_bus"]
+    assert bus["two_vs_one"] == pytest.approx(bus["two_MBps"] / bus["one_MBps"])
     rr = b["request_rate"]
     assert q["request_rate_vs_store_bound"] == pytest.approx(rr["requests_per_s"] * rr["store_ms_mean"] / 1000)
-    assert rr["passes_ceiling"] == pytest.approx(rr["store_ms_mean"] / (rr["store_ms_mean"] + rr["verify_and_fill_ms_mean"]))
+    assert rr["passes_ceiling"] == pytest.approx(rr["store_ms_mean"]
+                                                 / (rr["store_ms_mean"] + rr["verify_and_fill_ms_mean"]))
     assert b["publish_runs"] == PUBLISH_RUNS and b["pages_published"] == 2048 // 128
     runs = b["publish_write_MBps_runs"]
     assert runs["min"] <= b["publish_write_MBps"] <= runs["max"]

@@ -98,8 +98,8 @@ def test_runs_of_other_bounds_say_so_among_the_inputs(cluster, tmp_path, capsys)
     outs = []
     for n in (10, 16):
         out, rec = tmp_path / f"r{n}.json", tmp_path / f"r{n}.kvtui"
-        assert main(["run", "--requests", str(n), "--layout", "tiny", "--quiet", "--json", str(out), "--record", str(rec),
-                     "--model", f"bounds-{uuid.uuid4().hex[:8]}", *_attach(cluster)]) == 0
+        assert main(["run", "--requests", str(n), "--layout", "tiny", "--quiet", "--json", str(out),
+                     "--record", str(rec), "--model", f"bounds-{uuid.uuid4().hex[:8]}", *_attach(cluster)]) == 0
         outs.append(out)
     capsys.readouterr()
     assert main(["compare", *map(str, outs), "--json", "-"]) == 0

@@ -22,8 +22,8 @@ TINY = PageLayout(4, 2, 16, 8, 2)
 
 
 def _engine(**cluster_kw):
-    opts = EngineOptions(layout=TINY, model=f"f-{uuid.uuid4().hex[:6]}", store_bytes=cluster_kw.pop("store_bytes", 64 << 20),
-                         cluster=ClusterOptions(**cluster_kw))
+    opts = EngineOptions(layout=TINY, model=f"f-{uuid.uuid4().hex[:6]}",
+                         store_bytes=cluster_kw.pop("store_bytes", 64 << 20), cluster=ClusterOptions(**cluster_kw))
     e = Engine(opts)
     e.start()
     return e
@@ -137,7 +137,7 @@ def test_store_node_killed_counts_errors_without_stall():
         t = agg.totals()
         assert t["requests"] > n0 + 5, "the engine stalled after the segment owner died"
         errors = agg.summary()["errors"]
-        assert errors.get("TRANSFER_FAIL", 0) + errors.get("OBJECT_NOT_FOUND", 0) + errors.get("NO_AVAILABLE_HANDLE", 0) > 0
+        assert sum(errors.get(name, 0) for name in ("TRANSFER_FAIL", "OBJECT_NOT_FOUND", "NO_AVAILABLE_HANDLE")) > 0
         assert t["mismatches"] == 0
     finally:
         d.stop()

@@ -50,8 +50,9 @@ def test_observed_rates_and_keys_follow_another_process_load(cluster, tmp_path):
         before = SessionReader(rec).final_frame().store
         out = tmp_path / "load.json"
         load = subprocess.run([sys.executable, "-m", "kvtui.cli", "run", "--scenario", "shared-system-prompt",
-                               "--overlap", "50", "--pool", "4", "--requests", "120", "--rate", "60", "--layout", "tiny",
-                               "--quiet", "--json", str(out), "--model", f"obs-{uuid.uuid4().hex[:8]}",
+                               "--overlap", "50", "--pool", "4", "--requests", "120", "--rate", "60",
+                               "--layout", "tiny", "--quiet", "--json", str(out),
+                               "--model", f"obs-{uuid.uuid4().hex[:8]}",
                                "--master", ep.master, "--metadata", ep.metadata_url, "--metrics-url", ep.metrics_url],
                               env=ENV, capture_output=True, text=True, timeout=60)
         assert load.returncode == 0, load.stderr[-2000:]

@@ -50,7 +50,8 @@ with EmbeddedCluster(ClusterOptions(store_bytes=64 << 20, hosts=True, worker_nam
     prefill = None
     if "prefill" in sys.argv[2:]:  # and a remote prefill worker beside it
         prefill = subprocess.Popen(nsenter_argv(remote) + kvtui + ["worker", "--role", "prefill", "--join", listen,
-                                                                    "--token", "s3cret"], stderr=subprocess.PIPE, text=True)
+                                                                    "--token", "s3cret"],
+                                   stderr=subprocess.PIPE, text=True)
     if "kill" in sys.argv[2:]:  # the remote worker dies once it served a while
         while "joined" not in (line := run.stderr.readline()) and line:
             lines.append(line)

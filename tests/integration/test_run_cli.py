@@ -132,7 +132,8 @@ def test_sigkill_of_kvtui_takes_every_child_down(tmp_path):
     (["run", "--layers", "abc"], "invalid int value"),
     (["run", "--store-size", "1TB"], "more than this machine's memory"),
     (["bench", "--ui", "--trace", "x.jsonl"], "not allowed with"),
-    (["bench", "--trace", "x.jsonl", "--trace-speedup", "2", "--layout", "tiny"], "--trace-speedup changes when trace rows"),
+    (["bench", "--trace", "x.jsonl", "--trace-speedup", "2", "--layout", "tiny"],
+     "--trace-speedup changes when trace rows"),
     (["keys", "--model", "", "--page-tokens", "4", "--tokens", "1,2,3,2147483648"], "outside int32"),
     (["report", "."], "is a folder"),
     (["keys", "--model", "m", "--page-tokens", "4", "--tokens", "1,x"], "not an integer token id"),
@@ -212,10 +213,10 @@ def test_a_recording_the_disk_cut_short_is_exit_3(cluster, tmp_path, capsys, mon
     writes at least two, its first and its final one): the run
     goes on to its summary and `--json`, says in one line where the recording stopped, and exits 3 (an
     output that could not be written), not 0; the frames written stay readable."""
+    import sqlite3
+
     from kvtui.commands.output import open_session
     from kvtui.session import writer
-
-    import sqlite3
 
     class FullDisk:  # the recording's database once the disk is full: every insert fails as SQLite says it
         def __init__(self, db):

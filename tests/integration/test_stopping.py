@@ -312,7 +312,7 @@ def _abandon_then_run_again(engine, layout) -> None:
         engine.clear_store()
         first: list = []
         a = Driver(engine, _synthetic("random", layout, pages=16), first.append).start()
-        _wait(lambda: len(first) >= 1, 60, "a finished request")
+        _wait(lambda first=first: len(first) >= 1, 60, "a finished request")
         a.stop()
         assert a.done.wait(1.0)
         if a.abandoned > 0:
@@ -410,7 +410,8 @@ def test_a_process_of_bench_trace_killed_mid_run_ends_it_in_one_line(tmp_path, v
     elif victim == "the store node":  # dummy workers' calls then answer RPC_FAIL: an outage, not waited out
         cli.wait_for_text(r"through the engine, one request at a time", timeout_s=120)
         cli.wait_for(lambda: _spawned(cli) >= 2, 30, "the workers")
-        expected = r"kvtui: error: bench stopped: the engine's replay met a broken store \((master unreachable|\d+ \w+ answers)"
+        expected = (r"kvtui: error: bench stopped: the engine's replay met a broken store "
+                    r"\((master unreachable|\d+ \w+ answers)")
     else:
         cli.wait_for_text(r"split over two processes", timeout_s=180)
         cli.wait_for(lambda: _spawned(cli) >= 4, 30, "the loop's reader and writer")
@@ -439,8 +440,8 @@ def test_bench_ui_stops_in_one_line_when_the_store_node_dies_mid_round(tmp_path)
 
 def test_a_sweep_whose_store_breaks_stops_in_one_line_and_keeps_the_points_before(tmp_path):
     """The store node of a sweep's second point SIGKILLed mid-replay (reads of its pages fail, and a run would
-    hold its requests for an outage that never ends): the sweep stops with one line naming the point, exit 2, every process gone, and its
-    --json holds the first point, marked interrupted."""
+    hold its requests for an outage that never ends): the sweep stops with one line naming the point, exit 2, every
+    process gone, and its --json holds the first point, marked interrupted."""
     out = tmp_path / "sweep.json"
     cli = Cli(["sweep", "--trace", "synthetic", "--capacity", "1M,3M", "--json", str(out)], tmp_path)
     cli.wait_for_text(r"sweep point 1/2", timeout_s=180)
@@ -472,7 +473,8 @@ def test_a_run_whose_embedded_master_or_store_node_dies_stops_in_one_line(tmp_pa
     cli.wait_for_text(r"published [1-9]", timeout_s=120)  # (the progress bar: the workload runs)
     next(p for p in list(cli.seen.values()) if p.name().startswith(victim)).kill()
     rc, _gone = cli.finish(60)
-    expected = rf"kvtui: error: run stopped: {title} kvtui started died \(exit code -9\) at [\d.]+ s; nothing restarts it"
+    expected = (rf"kvtui: error: run stopped: {title} kvtui started died \(exit code -9\) at [\d.]+ s; "
+                "nothing restarts it")
     assert rc == 2 and re.search(expected, cli.text()), cli.text()[-3000:]
     assert "Traceback" not in cli.text(), cli.text()[-3000:]
     result = json.loads(out.read_text())

@@ -91,7 +91,8 @@ def test_one_decode_worker_replays_exactly_whatever_the_prefill_workers(fresh_cl
     outcomes = []
     model = f"exact-{uuid.uuid4().hex[:6]}"
     for n_prefill in (1, 3):
-        e = Engine(EngineOptions(layout=TINY, model=model, prefill_workers=n_prefill), endpoints=fresh_cluster.endpoints)
+        e = Engine(EngineOptions(layout=TINY, model=model, prefill_workers=n_prefill),
+                   endpoints=fresh_cluster.endpoints)
         e.start()
         try:
             e.clear_store()
@@ -109,7 +110,7 @@ def test_a_killed_decode_worker_is_replaced_with_its_requests_counted_lost(fresh
         os.kill(before["decode-1"], signal.SIGKILL)
         lost, done = [], []
         e.begin_run(1)
-        for i, req in zip(range(20), _workload()):
+        for _, req in zip(range(20), _workload()):
             e.submit(req)
         deadline = time.monotonic() + 30
         while len(lost) + len(done) < 20 and time.monotonic() < deadline:
@@ -177,7 +178,8 @@ def test_a_run_goes_on_after_a_worker_dies_and_says_what_was_lost(fresh_cluster)
         e.stop()
     assert d.completed + d.dropped == d.issued == 60 and d.lost == d.dropped > 0
     said = [x for x in events if x.kind == "error" and "worker died" in x.text]
-    assert len(said) == 1 and "prefill-1" in said[0].text and f"{d.lost} requests submitted and unfinished lost" in said[0].text
+    assert len(said) == 1 and "prefill-1" in said[0].text
+    assert f"{d.lost} requests submitted and unfinished lost" in said[0].text
     assert all(r.mismatches == 0 for r in done) and len(done) == d.completed > 10
 
 

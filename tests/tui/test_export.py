@@ -152,7 +152,8 @@ def test_a_gifs_default_width_is_ten_pixels_a_column(session_file, tmp_path, cap
     from PIL import Image
 
     out = tmp_path / "d.gif"
-    rc, _stdout, err = export(capsys, session_file, "--gif", out, "--speed", 8, "--fps", 1, "--to", 1, "--size", "80x24")
+    rc, _stdout, err = export(capsys, session_file, "--gif", out, "--speed", 8, "--fps", 1, "--to", 1,
+                              "--size", "80x24")
     assert rc == 0, err
     with Image.open(out) as im:
         assert im.width == 800
@@ -199,7 +200,8 @@ def test_svg_anim_shows_one_frame_at_a_time(session_file, tmp_path, capsys):
     assert len(frames) == n == 2 and all(g.get("class") == "kvtui-frame" for g in frames)
     assert [g.get("style") for g in frames] == ["animation-delay: -1.000000s", "animation-delay: -0.500000s"]
     style = root.find(f"{ns}style").text
-    assert "animation: kvtui-show 1.000000s step-end infinite" in style and "50.000000% { visibility: hidden; }" in style
+    assert "animation: kvtui-show 1.000000s step-end infinite" in style
+    assert "50.000000% { visibility: hidden; }" in style
     assert all(g.find(f"{ns}svg") is not None for g in frames)
     assert "REPLAY&#160;0:25.0&#160;/&#160;0:29.5&#160;×10" in out.read_text()  # the last frame
 

@@ -96,7 +96,8 @@ def test_presses_that_change_nothing_are_not_sent():
         assert ctl.calls == [] and log_texts(app) == before
         await pilot.press("R")  # closed loop is above the top step
         assert ctl.calls == []
-        assert log_texts(app)[len(before):] == ["rate is already closed loop (the next request as soon as one finishes)"]
+        assert log_texts(app)[len(before):] == [
+            "rate is already closed loop (the next request as soon as one finishes)"]
         # r from closed loop: the highest step not above the measured rate (0 here: the lowest step) …
         assert app.frame.rates.get("rps", 0.0) < RATE_STEPS[0]
         await pilot.press("r", "r")
@@ -540,7 +541,8 @@ def test_footer_text_at_120_columns(session_file):
     from kvtui.session.reader import ReplayPlayer, SessionReader
 
     live = KvtuiApp(AggSource(), RecordingController(), refresh_hz=TICK_HZ)
-    replay = KvtuiApp(None, None, player=ReplayPlayer(SessionReader(session_file), clock=lambda: 0.0), refresh_hz=TICK_HZ)
+    replay = KvtuiApp(None, None, player=ReplayPlayer(SessionReader(session_file), clock=lambda: 0.0),
+                      refresh_hz=TICK_HZ)
     expected = {
         live: "? help q quit p pause [] overlap <> pool rR rate s scenario f freeze w window e set… c clear ^r rec "
               "S shot    ^p palette",

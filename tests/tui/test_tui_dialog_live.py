@@ -64,7 +64,7 @@ def test_settings_dialog_opens_fast_on_the_seed_layout_under_load(cluster):
                     app.post_message(events.Key("e", "e"))
                     await until(lambda: app.screen is screen and screen.focused is not None)
                     opened = time.perf_counter()
-                    await until(lambda: painted and painted[-1] >= opened)
+                    await until(lambda opened=opened: painted and painted[-1] >= opened)
                     walls.append(painted[-1] - t0)
                     cpus.append(time.thread_time() - c0)
                     screen.action_cancel()

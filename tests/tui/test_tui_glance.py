@@ -23,7 +23,8 @@ def _results():
                                          ("1", [S.HIT] * 4 + [S.PUBLISHED] * 2),
                                          ("1", [S.HIT] * 3 + [S.EVICTED, S.PUBLISHED, S.PARTIAL])], start=1):
         r = result(i, states, codes={-704: 1} if S.EVICTED in states else None)
-        out.append(dataclasses.replace(r, labels=(("pool", group),), keys=(f"mc/ollama/m/first{i}", f"mc/ollama/m/last{i}")))
+        out.append(dataclasses.replace(r, labels=(("pool", group),),
+                                       keys=(f"mc/ollama/m/first{i}", f"mc/ollama/m/last{i}")))
     return out
 
 
@@ -233,7 +234,8 @@ def test_processes_on_emulated_hosts_show_their_address_where_it_fits():
         assert wide[1].startswith("store 10.77.0.11") and wide[2].startswith("kvtui 10.77.0.1 ")
         assert wide[3].startswith("metadata 10.77.0.10")
         middle = [t.plain for t in panel.lines(44)]  # "metadata 10.77.0.10" does not fit: every row short
-        assert middle[1].startswith("store .11 ") and middle[2].startswith("kvtui .1 ") and middle[3].startswith("metadata .10")
+        assert middle[1].startswith("store .11 ") and middle[2].startswith("kvtui .1 ")
+        assert middle[3].startswith("metadata .10")
         at_120 = [t.plain for t in panel.lines(37)]  # (120 columns: 11 cells for the name)
         assert at_120[1].startswith("store .11 ") and at_120[3].startswith("metadata ") and ".10" not in at_120[3]
         narrow = [t.plain for t in panel.lines(18)]

@@ -25,7 +25,8 @@ class StoppingSource(DemoSource):
         self.frames += 1
         frame = super().frame()
         if self.frames > self.after:
-            frame = dataclasses.replace(frame, status={**(frame.status or {}), "error": "prefill worker died (exit code -9)"})
+            frame = dataclasses.replace(frame, status={**(frame.status or {}),
+                                                       "error": "prefill worker died (exit code -9)"})
         return frame
 
 

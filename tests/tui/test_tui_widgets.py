@@ -9,10 +9,10 @@ from textual.app import App, ComposeResult
 from tui_helpers import result, run
 
 import kvtui.tui
+from kvtui.core.knobs import RATE_STEPS, next_rate
 from kvtui.core.pages import PageState as S
 from kvtui.metrics.frame import PageRow
 from kvtui.metrics.latency import LatencyRecorder
-from kvtui.core.knobs import RATE_STEPS, next_rate
 from kvtui.tui.fmt import fmt_elapsed, fmt_mbps, fmt_ms, fmt_pct, fmt_rate
 from kvtui.tui.widgets.event_log import EventLog, wrap_words
 from kvtui.tui.widgets.latency import KINDS, Axis, LatencyPanel, bar_rows, bucket_of, merge_buckets, tick_text

@@ -26,5 +26,6 @@ def test_a_broken_answer_stops_the_step_naming_it_and_the_most_common_code(code)
     watch = BrokenStoreWatch()
     assert watch.add(_result({code: 2, OBJECT_NOT_FOUND: 5}))
     watch.add(_result({code: 1}))
-    with pytest.raises(StoreError, match=rf"^the headless side's round 1 met a broken store \(3 {code_name(code)} answers"):
+    with pytest.raises(StoreError,
+                       match=rf"^the headless side's round 1 met a broken store \(3 {code_name(code)} answers"):
         watch.check("the headless side's round 1")

@@ -8,7 +8,7 @@ import json
 import pytest
 
 from kvtui.cli import main
-from kvtui.commands.compare import compare, describe_field, _figure_names
+from kvtui.commands.compare import _figure_names, compare, describe_field
 from kvtui.core.events import RequestResult
 from kvtui.metrics.aggregate import Aggregator, summary_from_frame
 from kvtui.session.writer import SessionWriter

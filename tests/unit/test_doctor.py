@@ -31,7 +31,8 @@ def test_doctor_exit_code_reflects_problems(monkeypatch, capsys):
 def test_help_works_without_importing_mooncake():
     code = ("import sys; from kvtui.cli import main\n"
             "try:\n    main(['--help'])\nexcept SystemExit: pass\n"
-            "assert 'mooncake' not in sys.modules and 'textual' not in sys.modules, sorted(m for m in sys.modules if 'moon' in m or 'textual' in m)\n")
+            "assert 'mooncake' not in sys.modules and 'textual' not in sys.modules, "
+            "sorted(m for m in sys.modules if 'moon' in m or 'textual' in m)\n")
     r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert r.returncode == 0, r.stderr
     assert "watch" in r.stdout and "bench" in r.stdout

@@ -21,7 +21,8 @@ def test_link_rates_and_delays_are_parsed_in_tc_units(text, rate, delay):
 
 @pytest.mark.parametrize("text, words", [
     ("fast", "rate must be bits per second"), ("1gbyte", "rate must be bits per second"),
-    ("1GBps", "tc's Bps means bytes"), ("125mbps", "tc's Bps means bytes"), ("1G", "rate must be bits per second"), ("100kbit", "between 1mbit and 400gbit"),
+    ("1GBps", "tc's Bps means bytes"), ("125mbps", "tc's Bps means bytes"), ("1G", "rate must be bits per second"),
+    ("100kbit", "between 1mbit and 400gbit"),
     ("1tbit", "between 1mbit and 400gbit"), ("1gbit,2", "delay must look like"), ("1gbit,0us", "above 0"),
     ("1gbit,5s", "at most 1s"), ("", "rate must be bits per second"),
 ])

@@ -101,7 +101,8 @@ def _go_chain_key(namespace: str, domain: bytes, model: str, pages: list[bytes])
 def test_negative_id_is_hashed_as_its_twos_complement_uint32():
     # -1 is 0xffffffff, -2**31 is 0x80000000: the bytes a Go int32 → uint32 conversion writes big-endian
     expect = _go_chain_key("mc/ollama", b"mooncake-ollama-kv\x00", "m",
-                           [b"\xff\xff\xff\xff" * 4, b"\x80\x00\x00\x00" + b"\x7f\xff\xff\xff" + bytes(4) + b"\x00\x00\x00\x07"])
+                           [b"\xff\xff\xff\xff" * 4,
+                            b"\x80\x00\x00\x00" + b"\x7f\xff\xff\xff" + bytes(4) + b"\x00\x00\x00\x07"])
     keys = page_keys([-1, -1, -1, -1, -(2**31), 2**31 - 1, 0, 7], model="m", page_tokens=4)
     assert keys == expect
     assert PageKeyer("m", 4).keys(np.array([-1] * 4, dtype=np.int32)) == expect[:1]
@@ -124,7 +125,8 @@ def _keys_cli(capsys, *args: str) -> tuple[int, str, str]:
 
 
 def test_keys_command_accepts_negative_ids_and_an_empty_model(capsys):
-    expect = _go_chain_key("mc/ollama", b"mooncake-ollama-kv\x00", "", [b"\xff\xff\xff\xff" * 2, struct.pack(">2i", 5, -7)])
+    expect = _go_chain_key("mc/ollama", b"mooncake-ollama-kv\x00", "",
+                           [b"\xff\xff\xff\xff" * 2, struct.pack(">2i", 5, -7)])
     for tokens in (["--tokens", "-1,-1,5,-7"], ["--tokens=-1,-1,5,-7"], ["--tokens", "-1 -1 5 -7"]):
         rc, out, err = _keys_cli(capsys, "--model", "", "--page-tokens", "2", *tokens)
         assert (rc, err) == (0, "") and out.split() == expect, tokens
@@ -163,5 +165,6 @@ def test_keys_identical_across_processes_and_hash_seeds():
     outs = set()
     for seed in ("0", "1", "12345"):
         env = dict(os.environ, PYTHONHASHSEED=seed)
-        outs.add(subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True).stdout)
+        run = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True)
+        outs.add(run.stdout)
     assert len(outs) == 1

@@ -18,9 +18,11 @@ class Clock:
 
 
 def _result(i, hit, total, published, tokens=None, page_tokens=16, page_bytes=4096, reload_ms=2.0, codes=None):
-    states = bytes([PageState.HIT] * hit + [PageState.PUBLISHED] * published + [PageState.PRESENT] * (total - hit - published))
-    return RequestResult(req_id=i, scenario="s", n_tokens=tokens or total * page_tokens, cacheable_tokens=total * page_tokens,
-                         page_tokens=page_tokens, page_bytes=page_bytes, pages_total=total, pages_hit=hit, states=states,
+    states = bytes([PageState.HIT] * hit + [PageState.PUBLISHED] * published
+                   + [PageState.PRESENT] * (total - hit - published))
+    return RequestResult(req_id=i, scenario="s", n_tokens=tokens or total * page_tokens,
+                         cacheable_tokens=total * page_tokens, page_tokens=page_tokens, page_bytes=page_bytes,
+                         pages_total=total, pages_hit=hit, states=states,
                          pages_published=published, pages_already_present=total - hit - published,
                          bytes_loaded=hit * page_bytes, bytes_written=published * page_bytes, verified=hit,
                          probe_ms=0.5, read_ms=reload_ms - 0.5 if hit else 0.0, put_ms=3.0, codes=codes or {})
@@ -92,11 +94,13 @@ def test_result_from_marks_states():
     from workload import Request
 
     lay = PageLayout(1, 1, 1, 16, 2)
-    req = Request(req_id=3, tokens=np.zeros(16 * 5 + 3, np.uint32), arrival_s=None, cacheable_tokens=16 * 5, scenario="x")
+    req = Request(req_id=3, tokens=np.zeros(16 * 5 + 3, np.uint32), arrival_s=None, cacheable_tokens=16 * 5,
+                  scenario="x")
     reload = ReloadResult(pages_total=5, pages_hit=2, stop_state=PageState.EVICTED, stop_code=-704, codes={-704: 1},
                           bytes_loaded=64, verified=2, probe_ms=1, read_ms=1)
-    publish = PublishResult(start_page=2, pages_total=5, states=[int(PageState.PUBLISHED)] * 2 + [int(PageState.FAILED)],
-                            stored=2, failed=1, bytes_written=64, put_ms=1, codes={-200: 1})
+    publish = PublishResult(start_page=2, pages_total=5,
+                            states=[int(PageState.PUBLISHED)] * 2 + [int(PageState.FAILED)], stored=2, failed=1,
+                            bytes_written=64, put_ms=1, codes={-200: 1})
     r = result_from(req, reload, publish, lay, 0.0, 1.0)
     # the page where the reload stopped shows why (evicted), though prefill then republished it
     assert list(r.states) == [PageState.HIT] * 2 + [PageState.EVICTED, PageState.PUBLISHED, PageState.FAILED,
@@ -109,7 +113,8 @@ def test_result_from_marks_states():
 
 
 def test_prometheus_parse_and_store_rates():
-    text = "# HELP x\nmaster_key_count 5\nsegment_allocated_bytes{segment=\"a\"} 3\nsegment_allocated_bytes{segment=\"b\"} 4\nbad line\n"
+    text = ("# HELP x\nmaster_key_count 5\nsegment_allocated_bytes{segment=\"a\"} 3\n"
+            "segment_allocated_bytes{segment=\"b\"} 4\nbad line\n")
     m = parse_prometheus(text)
     assert m["master_key_count"] == 5 and m["segment_allocated_bytes"] == 7
 

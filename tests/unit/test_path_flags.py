@@ -60,7 +60,8 @@ def test_an_output_never_replaces_an_input_or_another_output(tmp_path, capsys, m
         assert main(argv) == 2, argv
         err = capsys.readouterr().err.strip().splitlines()
         assert len(err) == 1 and message in err[0], (argv, err)
-    assert (tmp_path / "a.json").read_text() == "{}\n" and sorted(p.name for p in tmp_path.iterdir()) == ["a.json", "b.json"]
+    assert (tmp_path / "a.json").read_text() == "{}\n"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["a.json", "b.json"]
     assert main(["traces", "--json", "-"]) == 0  # standard output is never "the same file"
     capsys.readouterr()
 
@@ -86,7 +87,8 @@ def test_any_other_os_error_of_a_command_is_one_line_not_a_traceback(capsys, mon
 
     monkeypatch.setattr(traces, "shipped_trace_rows", gone)
     assert main(["traces"]) == 3
-    assert capsys.readouterr().err.strip().splitlines() == ["kvtui: error: /gone/trace.jsonl: No such file or directory"]
+    assert capsys.readouterr().err.strip().splitlines() == [
+        "kvtui: error: /gone/trace.jsonl: No such file or directory"]
 
 
 def test_run_and_watch_durations_take_units_as_soak_does(capsys):

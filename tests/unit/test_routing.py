@@ -12,7 +12,8 @@ from kvtui.engine.routing import Router, least_loaded
 def test_a_lone_worker_is_named_after_its_role_and_several_are_numbered():
     assert worker_names("decode", 1) == ["decode"]
     assert worker_names("prefill", 3) == ["prefill-0", "prefill-1", "prefill-2"]
-    assert [role_of(n) for n in ("decode-2", "prefill", "store", "decode-x")] == ["decode", "prefill", "store", "decode-x"]
+    names = ("decode-2", "prefill", "store", "decode-x")
+    assert [role_of(n) for n in names] == ["decode", "prefill", "store", "decode-x"]
     with pytest.raises(ValueError):
         worker_name("decode", 3, 3)
 

@@ -12,12 +12,11 @@ import pytest
 
 from kvtui.cli import main
 from kvtui.commands.output import write_json_atomic
+from kvtui.core.events import RequestResult
 from kvtui.metrics.aggregate import Aggregator
 from kvtui.session import SessionError
 from kvtui.session.reader import WAL_MISSING, SessionReader
 from kvtui.session.writer import CHECKPOINT_FRAMES, SessionWriter
-
-from kvtui.core.events import RequestResult
 
 
 class Clock:

@@ -10,7 +10,13 @@ import pytest
 from kvtui.soak.faults import FaultRecord, RecoveryTracker
 from kvtui.soak.schedule import KINDS, LINK_CUT, MAX_GAP_S, WORKER_KILL, default_window, parse_kinds, schedule
 from kvtui.soak.summary import (
-    TIME_WAIT_S, fault_summary, fit_columns, growth_per_hour, percentiles, resource_growth, time_wait_check,
+    TIME_WAIT_S,
+    fault_summary,
+    fit_columns,
+    growth_per_hour,
+    percentiles,
+    resource_growth,
+    time_wait_check,
 )
 
 

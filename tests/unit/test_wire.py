@@ -10,8 +10,19 @@ import pytest
 from kvtui.core.layout import PRESETS
 from kvtui.core.pages import PageState
 from kvtui.engine.connector import PublishResult, ReloadResult
-from kvtui.engine.protocol import (Ack, Begin, Failed, Ok, PublishRest, Ready, RequestDone, RequestDropped,
-                                   RequestFailed, SetLayout, Submit)
+from kvtui.engine.protocol import (
+    Ack,
+    Begin,
+    Failed,
+    Ok,
+    PublishRest,
+    Ready,
+    RequestDone,
+    RequestDropped,
+    RequestFailed,
+    SetLayout,
+    Submit,
+)
 from kvtui.engine.result_pipes import ResultPipes
 from kvtui.engine.wire import MARK, Wire, decode, encode
 

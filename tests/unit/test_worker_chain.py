@@ -11,8 +11,22 @@ from test_connector import LAYOUT, FakeStore, MasterDown, _conn, toks
 from kvtui.core.layout import PageLayout
 from kvtui.engine.connector import ReloadResult
 from kvtui.engine.protocol import (
-    ANSWERED, CHAIN, Ack, Begin, Drain, Failed, Hold, Ok, Publish, PublishRest, RemoveAll, RequestDone,
-    RequestDropped, RequestFailed, SetLayout, Submit,
+    ANSWERED,
+    CHAIN,
+    Ack,
+    Begin,
+    Drain,
+    Failed,
+    Hold,
+    Ok,
+    Publish,
+    PublishRest,
+    RemoveAll,
+    RequestDone,
+    RequestDropped,
+    RequestFailed,
+    SetLayout,
+    Submit,
 )
 from kvtui.engine.worker import _Chain, _Commands
 
@@ -229,7 +243,8 @@ def test_pages_go_to_the_readers_segment_and_its_local_bytes_are_counted():
     store = PlacingStore()
     prefill = _Chain(_conn(store, role="prefill"), [Pipe()], Pipe(), segment="prefill-seg")
     keys = prefill.connector.keys_for(toks(4 * 4))
-    prefill.on_peer(PublishRest(0, keys[:2], [], ReloadResult(pages_total=2), 1.0, True, "decode-seg"), prefill.peers[0])
+    prefill.on_peer(PublishRest(0, keys[:2], [], ReloadResult(pages_total=2), 1.0, True, "decode-seg"),
+                    prefill.peers[0])
     prefill.on_peer(PublishRest(1, keys[2:], [], ReloadResult(pages_total=2), 1.0, True, ""), prefill.peers[0])
     assert [store.placed[k] for k in keys] == ["decode-seg"] * 2 + ["prefill-seg"] * 2  # else its own segment
     decode = _Chain(_conn(store, role="decode"), [Pipe()], None, shared=True, segment="decode-seg")

@@ -32,12 +32,14 @@ def test_worker_rows_sum_to_the_totals_and_derive_their_figures():
     mine = [r for r in results if r.decode_worker == 2]
     assert d2["requests"] == len(mine) and d2["errors"] == 2
     assert abs(d2["page_hit_rate"] - sum(r.pages_hit for r in mine) / sum(r.pages_total for r in mine)) < 1e-9
-    assert abs(d2["reuse_read_MBps"] - sum(r.bytes_loaded for r in mine) / (sum(r.read_ms for r in mine) / 1e3) / 1e6) < 1e-9
+    read_s = sum(r.read_ms for r in mine) / 1e3
+    assert abs(d2["reuse_read_MBps"] - sum(r.bytes_loaded for r in mine) / read_s / 1e6) < 1e-9
     assert abs(sum(w["share"] for w in decode) - 1.0) < 1e-9  # fractions, as the summary's rates
     assert d2["local_share"] is None  # no decode worker owns a segment here: undefined, not 0
     p0 = prefill[0]
     pub = [r for r in results if r.prefill_worker == 0]
-    assert abs(p0["publish_write_MBps"] - sum(r.bytes_written for r in pub) / (sum(r.put_ms for r in pub) / 1e3) / 1e6) < 1e-9
+    put_s = sum(r.put_ms for r in pub) / 1e3
+    assert abs(p0["publish_write_MBps"] - sum(r.bytes_written for r in pub) / put_s / 1e6) < 1e-9
 
 
 def test_an_idle_worker_has_a_row_and_the_summary_names_each_process():

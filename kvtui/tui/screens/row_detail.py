@@ -12,6 +12,7 @@ Like the settings screen it is built once and shown again for each row, over an 
 from __future__ import annotations
 
 from collections import Counter
+from typing import Any
 
 from rich.text import Text
 from textual.app import ComposeResult
@@ -20,25 +21,29 @@ from textual.containers import Vertical
 from textual.screen import ModalScreen
 from textual.widgets import Static
 
+from kvtui.metrics.frame import PageRow
 from kvtui.tui.fmt import fmt_elapsed, fmt_int, fmt_ms, format_bytes
 from kvtui.tui.widgets.page_grid import CLASS, GLYPH, STATES
-
 
 GROUPS = {"sys": "a system prompt of the pool", "shot": "a few-shot template", "conv": "one conversation's turns",
           "pfx": "trace rows with this hash id where the trace's rows first differ"}
 
 
-def detail_lines(row) -> list:
+DetailLine = Text | str | tuple[str, Any]  # a text, or ("summary", [(state, text), …]) / ("pages", states)
+
+
+def detail_lines(row: PageRow) -> list[DetailLine]:
     """The panel's lines for ``row`` (a :class:`~kvtui.metrics.frame.PageRow`): texts, and ``("pages",
     states)`` where the page strip goes (one glyph per page, drawn with the grid's styles)."""
     states = bytes(row.states)
     counts = Counter(states)
     pages = len(states)
     group = f" · prefix group {row.group} ({GROUPS.get(row.group.split()[0], 'a shared prefix')})" if row.group else ""
-    out: list[Text | str] = [Text(f"Request #{row.req_id} · {row.scenario}{group}", style="bold")]
+    out: list[DetailLine] = [Text(f"Request #{row.req_id} · {row.scenario}{group}", style="bold")]
     size = ""
     if row.page_tokens:
-        size = f" · pages of {row.page_tokens} tok" + (f", {format_bytes(row.page_bytes)} each" if row.page_bytes else "")
+        size = f" · pages of {row.page_tokens} tok" + (
+            f", {format_bytes(row.page_bytes)} each" if row.page_bytes else "")
     out.append(f"{fmt_int(row.n_tokens)} tokens · {pages} pages{size}" + (f" · finished at {fmt_elapsed(row.t)}"
                                                                          if row.t else ""))
     out.append("")
@@ -79,7 +84,8 @@ class RowDetailScreen(ModalScreen[None]):
     def text(self, width: int) -> Text:
         """The panel's text for :attr:`row`, the page strip wrapped at ``width``."""
         out = Text()
-        for i, line in enumerate(detail_lines(self.row) if self.row is not None else []):
+        lines: list[DetailLine] = detail_lines(self.row) if self.row is not None else []
+        for i, line in enumerate(lines):
             if i:
                 out.append("\n")
             if isinstance(line, tuple) and line[0] == "summary":

@@ -104,7 +104,8 @@ class SettingsScreen(ModalScreen[dict | None]):
             with Grid(id="settings-grid"):
                 for knob, label in FIELDS:
                     yield Label(label)
-                    yield OrderedInput(self._initial(knob), id=f"set-{knob.name}")  # free text: a bad value gets a message
+                    # free text: a bad value gets a message
+                    yield OrderedInput(self._initial(knob), id=f"set-{knob.name}")
             yield Label("", id="settings-error")
 
     def show(self, current: dict, focus: str = "overlap") -> None:

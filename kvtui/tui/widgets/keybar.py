@@ -13,6 +13,7 @@ from collections.abc import Callable
 from typing import ClassVar
 
 from rich.text import Text
+from textual.timer import Timer
 from textual.widget import Widget
 
 from kvtui.tui.widgets.styled import CachedStyles
@@ -43,7 +44,7 @@ class KeyBar(CachedStyles, Widget):
         super().__init__(id=id)
         self.shows = shows or (lambda action: True)
         self.message: str | None = None
-        self._timer = None
+        self._timer: Timer | None = None
 
     def on_mount(self) -> None:
         self.screen.bindings_updated_signal.subscribe(self, lambda _screen: self.refresh())

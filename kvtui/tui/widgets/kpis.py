@@ -21,6 +21,7 @@ from textual.geometry import Size
 from textual.widget import Widget
 
 from kvtui.core.knobs import trace_speed_text
+from kvtui.core.panels import WorkloadPanel
 from kvtui.metrics.figures import HIT_RATE_RECENT, IDEAL_SO_FAR, trace_eta
 from kvtui.tui.fmt import (
     fmt_count,
@@ -62,7 +63,7 @@ def store_up(frame) -> bool | None:
     return None if up is None else bool(up)
 
 
-def trace_text(w: dict, rps: float = 0.0, short: int = 0) -> str:
+def trace_text(w: WorkloadPanel, rps: float = 0.0, short: int = 0) -> str:
     """``trace synthetic · row 1,234/3,993 · 2:03/17:02 ×4 · ETA 3:44`` (trace clock: position / length; as fast
     as possible: ``max · ETA ~0:45 at 89 req/s``, an estimate; ``short``: terser)."""
     done, total = int(w.get("done", 0)), int(w.get("total", 0))
@@ -85,7 +86,7 @@ def trace_text(w: dict, rps: float = 0.0, short: int = 0) -> str:
     return " · ".join(parts)
 
 
-def workload_text(w: dict, short: int = 0, rps: float = 0.0) -> str:
+def workload_text(w: WorkloadPanel, short: int = 0, rps: float = 0.0) -> str:
     """One line for ``frame.workload`` (synthetic knobs or trace progress); ``short``: terser labels."""
     if not w:
         return "—"
@@ -190,15 +191,15 @@ class Kpis(CachedStyles, Widget):
 
     def update_frame(self, frame, *, frozen: bool = False, window_label: str = "") -> None:
         """Rebuild the chips from ``frame`` (``frozen``: show the FROZEN badge)."""
-        key = (self._compact, self.size.width >= TITLE_FROM, int(frame.t), repr(frame.totals), repr(frame.status), repr(frame.workload),
-               repr(getattr(frame, "window_totals", None)), store_up(frame), frozen, window_label,
+        key = (self._compact, self.size.width >= TITLE_FROM, int(frame.t), repr(frame.totals), repr(frame.status),
+               repr(frame.workload), repr(getattr(frame, "window_totals", None)), store_up(frame), frozen, window_label,
                round(frame.rates.get("rps", 0.0)) if (frame.workload or {}).get("kind") == "trace" else 0)
         if key == self._key:
             return
         self._key = key
         self._frame_args = ((frame,), {"frozen": frozen, "window_label": window_label})
         short = self._compact
-        tot, st, w = frame.totals, frame.status or {}, frame.workload or {}
+        tot, st, w = frame.totals, frame.status or {}, frame.workload or WorkloadPanel()
         replay = st.get("mode") == "replay"
         self._badges = self._badge_places(st, frozen, replay)
         chips = [Text(self.title, self._s("kpis--title"))] if self._titled() else []
@@ -263,7 +264,10 @@ class Kpis(CachedStyles, Widget):
         if tt.get("off"):
             return [self._chip("TTFT", "est. off (no model)", "kpis--label")]
         w = tt.get("window") or {}
-        ms = (lambda v: ("−" if v < 0 else "") + fmt_ms(abs(v)))
+
+        def ms(v: float) -> str:
+            return ("−" if v < 0 else "") + fmt_ms(abs(v))
+
         basis = f"(est., {tt.get('short', '?')})"
         if not w.get("count"):
             return [self._chip("TTFT saved", f"{NO_VALUE} {basis}")]

@@ -227,7 +227,8 @@ class LatencyPanel(CachedStyles, Widget):
             shown = sorted(shown, key=lambda p: p[0])
             parts = [(label, fmt_ms(v) if unit_space else fmt_ms(v).replace(" ", "")) for label, v in shown]
             count = f"n {fmt_int(snap.count)}"
-            length = len(name) + 1 + len(count) + len(extra) + sum(len(sep) + len(label) + 1 + len(v) for label, v in parts)
+            length = (len(name) + 1 + len(count) + len(extra)
+                      + sum(len(sep) + len(label) + 1 + len(v) for label, v in parts))
             if length <= width or level == len(self._LEVELS) - 1:
                 return level, sep, parts
         raise AssertionError("unreachable: the last level always fits")
@@ -264,8 +265,9 @@ class LatencyPanel(CachedStyles, Widget):
         else:
             axis = Axis(snaps, width)
             extras = [f"  {self._probe_only_text()}" if i == 0 and not separate else "" for i in range(len(KINDS))]
-            least = max((self._title_parts(name, snap, width, extra)[0]  # one level for every row: "934µs" beside
-                         for (_key, name), snap, extra in zip(KINDS, snaps, extras) if snap.count), default=0)  # "525 µs" read as two styles
+            # one level for every row: "934µs" beside "525 µs" read as two styles
+            least = max((self._title_parts(name, snap, width, extra)[0]
+                         for (_key, name), snap, extra in zip(KINDS, snaps, extras) if snap.count), default=0)
             for i, ((key, name), snap) in enumerate(zip(KINDS, snaps)):
                 title = self._title(key, name, snap, width, extras[i], least)
                 out.append(title)
@@ -288,7 +290,7 @@ class LatencyPanel(CachedStyles, Widget):
         stats_w = max(len(s) for s in stats)
         axis = Axis(snaps, max(4, width - NAME_W - stats_w))
         out = []
-        for (key, name), snap, st in zip(KINDS, snaps, stats):
+        for (_key, name), snap, st in zip(KINDS, snaps, stats):
             head = Text(f"{name:<{NAME_W}}", self._s("latency--name"))
             if not snap.count:
                 out.append(head + Text("no samples yet", self._s("latency--stats")))

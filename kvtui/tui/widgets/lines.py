@@ -5,12 +5,13 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from rich.style import Style
 from rich.text import Text
 from textual.widget import Widget
 
 
-def pack_pairs(pairs: Sequence[tuple[Sequence[str], Sequence[str], object]], width: int, label_style, sep: str = "  "
-               ) -> list[Text]:
+def pack_pairs(pairs: Sequence[tuple[Sequence[str], Sequence[str], str | Style | None]], width: int, label_style,
+               sep: str = "  ") -> list[Text]:
     """``label value`` pairs packed greedily into lines of at most ``width`` cells, a pair never split.
 
     Each pair is ``(labels, values, value_style)``: ``labels`` and ``values`` are alternatives from the

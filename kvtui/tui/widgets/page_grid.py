@@ -28,11 +28,12 @@ from __future__ import annotations
 import math
 import zlib
 from collections import Counter
-from typing import ClassVar, Sequence
+from typing import TYPE_CHECKING, ClassVar, Sequence
 
 from rich.segment import Segment
 from rich.style import Style
 from textual.binding import Binding
+from textual.geometry import Size
 from textual.message import Message
 from textual.strip import Strip
 from textual.widget import Widget
@@ -40,6 +41,9 @@ from textual.widget import Widget
 from kvtui.core.pages import PageState as S
 from kvtui.tui.fmt import fmt_count, format_bytes
 from kvtui.tui.widgets.styled import CachedStyles
+
+if TYPE_CHECKING:
+    from kvtui.metrics.frame import PageRow
 
 # (state, glyph, component class, legend word, full description) in legend order.
 STATES: tuple[tuple[int, str, str, str, str], ...] = (
@@ -52,8 +56,9 @@ STATES: tuple[tuple[int, str, str, str, str], ...] = (
     (S.EVICTED, "E", "page-grid--evicted", "evicted", "evicted between probe and read"),
     (S.MISMATCH, "!", "page-grid--mismatch", "mismatch", "loaded bytes or size did not verify"),
 )
-SHORT = {S.HIT: "hit", S.PUBLISHED: "pub", S.PRESENT: "peer", S.COMPUTED: "comp", S.PARTIAL: "part",
-         S.FAILED: "fail", S.EVICTED: "evict", S.MISMATCH: "mism"}  # legend words when the full ones need > 2 lines
+SHORT: dict[int, str] = {S.HIT: "hit", S.PUBLISHED: "pub", S.PRESENT: "peer", S.COMPUTED: "comp",
+                         S.PARTIAL: "part", S.FAILED: "fail", S.EVICTED: "evict",
+                         S.MISMATCH: "mism"}  # legend words when the full ones need > 2 lines
 GLYPH = {s[0]: s[1] for s in STATES}
 CLASS = {s[0]: s[2] for s in STATES}
 UNKNOWN_GLYPH = "?"
@@ -128,17 +133,17 @@ class PageGrid(CachedStyles, Widget, can_focus=True):
     def __init__(self, *, legend: bool = True, name: str | None = None, id: str | None = None,
                  classes: str | None = None) -> None:
         super().__init__(name=name, id=id, classes=classes)
-        self.rows: tuple = ()
+        self.rows: tuple[PageRow, ...] = ()
         self.show_legend = legend
         self.scale = 1  # pages per cell (> 1: compressed)
         self.page_w = 1  # columns per page (> 1: spread over the width)
         self.cursor: int | None = None  # index into the visible rows (0 = newest), None: no cursor
         self._strips: list[Strip] | None = None
-        self._built_for = None  # the size the strips were built for
+        self._built_for: Size | None = None  # the size the strips were built for
         self.border_title = "Page grid · newest first"
 
     # -- data ----------------------------------------------------------------------------------------------
-    def set_rows(self, rows: tuple) -> None:
+    def set_rows(self, rows: tuple[PageRow, ...]) -> None:
         """Show ``rows`` (``PageRow`` s, newest last); repaints only when they changed."""
         if rows is self.rows or rows == self.rows:
             return
@@ -260,7 +265,7 @@ class PageGrid(CachedStyles, Widget, can_focus=True):
             return f"1 cell = {self.scale} pages" + (" (worst shown)" if self.size.width >= 40 else "")
         newest = self.rows[-1] if self.rows else None
         size = ""
-        if newest is not None and getattr(newest, "page_bytes", 0) and self.size.width >= 50:
+        if newest is not None and newest.page_bytes and self.size.width >= 50:
             size = f" · {format_bytes(newest.page_bytes)}, {newest.page_tokens} tok"
         if self.page_w == 1:
             return "1 cell = 1 page" + size

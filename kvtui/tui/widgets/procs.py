@@ -2,10 +2,10 @@
 its emulated host's address (or its last part) after the name when it has one and there is room
 (``--hosts auto``).
 
-The workers come first (prefill, decode; several of a role as ``decode-0``, ``decode-1``, …), then the store node, the master, the monitor and the metadata
-server, so a short panel keeps the processes that do the work; names are shortened to fit (``metadata`` →
-``meta``), never cut mid-word. When the panel has no line to spare, the column header moves into its title
-and the subtitle says how many processes are not shown.
+The workers come first (prefill, decode; several of a role as ``decode-0``, ``decode-1``, …), then the store node, the
+master, the monitor and the metadata server, so a short panel keeps the processes that do the work; names are shortened
+to fit (``metadata`` → ``meta``), never cut mid-word. When the panel has no line to spare, the column header moves into
+its title and the subtitle says how many processes are not shown.
 """
 
 from __future__ import annotations

@@ -2,10 +2,19 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from rich.style import Style
 
+if TYPE_CHECKING:
+    from textual.widget import Widget
 
-class CachedStyles:
+    _WidgetHost = Widget  # the mixin's host, for the type checker
+else:
+    _WidgetHost = object
+
+
+class CachedStyles(_WidgetHost):
     """Mixin for a Textual ``Widget``: :meth:`style_of` caches ``get_component_rich_style`` (and the widget's
     own ``rich_style``) until the CSS changes. Each lookup walks the CSS and every ancestor's background;
     done per span, it took half of a repaint of the monitor."""

@@ -8,7 +8,7 @@ the achieved bars: its height is what the store's capacity and concurrency cost.
 
 from __future__ import annotations
 
-from typing import ClassVar
+from typing import ClassVar, cast
 
 from rich.segment import Segment
 from rich.style import Style
@@ -104,7 +104,7 @@ class Throughput(Grid):
         self.border_title = WALL_TITLE
         self.values: dict[str, str] = {}
         self._value: dict[str, Label] = {}
-        self._spark: dict[str, Widget] = {}
+        self._spark: dict[str, Sparkline | HitChart] = {}
 
     def compose(self) -> ComposeResult:
         for key, label, _ in RATES:
@@ -123,7 +123,7 @@ class Throughput(Grid):
         for key, _, _ in RATES:
             self._value[key] = self.query_one(f"#tp-value-{key}", Label)
             if key != IDEAL_WALL.key:
-                self._spark[key] = self.query_one(f"#tp-spark-{key}")
+                self._spark[key] = cast("Sparkline | HitChart", self.query_one(f"#tp-spark-{key}"))
 
     def update_frame(self, frame) -> None:
         """Show ``frame.rates`` and ``frame.series`` (``—`` while the workload is paused)."""

@@ -1,6 +1,6 @@
 """Workers panel: one line per worker with the figures of :data:`kvtui.metrics.figures.WORKERS` from
-``frame.workers`` (requests, share of its role's requests, page hit rate, local reuse (where wide), busy MB/s: reuse read for a
-decode worker, publish write for a prefill worker, store errors). The app shows it only when a run has more
+``frame.workers`` (requests, share of its role's requests, page hit rate, local reuse (where wide), busy MB/s: reuse
+read for a decode worker, publish write for a prefill worker, store errors). The app shows it only when a run has more
 than one worker of a role (``--prefill-workers`` / ``--decode-workers``)."""
 
 from __future__ import annotations
@@ -81,7 +81,8 @@ class WorkersPanel(LinesPanel):
             loc = ("—" if local_share is None else f"{100 * local_share:.0f}%") if decode else ""
             errors = int(w.get(fig.WORKER_ERRORS.key, 0))
             line = Text(row(str(w.get("name", "?")), fmt_count(w.get(fig.WORKER_REQUESTS.key, 0)),
-                            f"{100 * w.get(fig.WORKER_SHARE.key, 0.0):.0f}%", hits, loc, _mbps(mbps), fmt_count(errors)))
+                            f"{100 * w.get(fig.WORKER_SHARE.key, 0.0):.0f}%", hits, loc, _mbps(mbps),
+                            fmt_count(errors)))
             if errors or w.get("mismatches"):
                 line.stylize(bad)
             out.append(line)
