@@ -24,6 +24,9 @@ from kvtui.config.exports import ExportPlan
 from kvtui.config.plan import RunPlan
 from kvtui.core.errors import KvtuiError
 
+SCRAPE_HZ = 2.0
+"""Frames a second a session builds for its Prometheus exporter (a scrape serves the newest one)."""
+
 if TYPE_CHECKING:
     from kvtui.engine.cluster import ClusterEndpoints
     from kvtui.engine.engine import Engine
@@ -161,7 +164,7 @@ def start_recording(session: Any, path: str | None) -> None:
 
     if path:
         try:
-            session.start_recording(path)
+            session.recording.start(path)
         except SessionError as exc:
             raise KvtuiError(str(exc)) from None
 
@@ -213,6 +216,7 @@ class Outputs:
     def attach(self, session: Any) -> None:
         """Serve ``session``'s frames and log its requests."""
         if self.exporter is not None:
+            session.want("prometheus", SCRAPE_HZ)  # a scrape reads the newest frame, at most this old
             self.exporter.attach(session.frame)
         if self.plan.requests_log:
             self.log = open_requests_log(self.plan.requests_log, session.estimator)

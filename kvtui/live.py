@@ -29,7 +29,8 @@ from kvtui.engine.samplers import PanelThread, ProcessSampler, StoreSampler
 from kvtui.metrics.aggregate import Aggregator
 from kvtui.metrics.frame import Frame
 from kvtui.metrics.store_full import StoreFullAlarm
-from kvtui.session.recording import RecordingControl
+from kvtui.metrics.producer import FrameProducer
+from kvtui.session.recording import Recording
 from workload import SyntheticWorkload, TraceWorkload
 
 LAYOUT_WAIT_S = 10.0  # a layout switch waits this long for the requests under way to finish
@@ -52,7 +53,7 @@ class RunCounts:
     rerun_lost: bool
 
 
-class LiveSession(RecordingControl):
+class LiveSession:
     """Owns a running :class:`~kvtui.engine.driver.Driver` over a started engine.
 
     ``engine``: a started :class:`~kvtui.core.engine_api.EngineAPI`; ``workload``: the request source (a
@@ -62,6 +63,10 @@ class LiveSession(RecordingControl):
     name and row count); ``layout_text``: shown in the header; ``layout_name``: the page layout preset the
     engine started with (``custom`` when none); ``prompt_pages``: prompts of this many pages of the layout
     (after a layout switch too; None: the prompt length in tokens stays as it is).
+
+    Frames: one :class:`~kvtui.metrics.producer.FrameProducer` builds them at the rate its consumers ask for
+    (:meth:`want`: the monitor, a recording, a Prometheus exporter); :meth:`frame` is the newest one, and
+    :meth:`final_frame` the last, which every reader sees from then on.
     """
 
     def __init__(self, engine: EngineAPI, workload, description: dict, *, concurrency: int = 1, max_requests=None,
@@ -91,7 +96,8 @@ class LiveSession(RecordingControl):
         self._engine_stopped = False  # (stop() stopped the engine it owns: no store left to scrape)
         self.header = dict(header or {})
         self.owns_engine = owns_engine  # False: stop() leaves the engine running (the bench reuses it)
-        self.recorder = None  # RecordingThread while recording
+        self.producer = FrameProducer(self._build_frame, name="kvtui-live-frames")
+        self.recording = Recording(self.producer, self.recording_header, self.agg.begin_span, self.log)
         self.prompt_pages = prompt_pages  # prompts of this many pages of the layout (None: --prompt-tokens fixed)
         self._page_bytes_used: dict[int, int] = {}  # tokens per page → page bytes of every layout used so far
         self.store_full = StoreFullAlarm(self._store_full_text)  # one event-log line per burst of refused puts
@@ -183,11 +189,10 @@ class LiveSession(RecordingControl):
     def _on_result(self, result: RequestResult) -> None:
         self.agg.add(result)
         self._results(result)
-        rec = self.recorder
-        if rec is not None:  # the session file's request rows (kvtui report --requests-log)
+        if self.recording.path is not None:  # the session file's request rows (kvtui report --requests-log)
             from kvtui.export.request_log import request_row
 
-            rec.writer.add_request(request_row(result, self.agg.estimator))
+            self.recording.add_request(request_row(result, self.agg.estimator))
         self._log_line(self.store_full.add(result.codes.get(NO_SPACE, 0), self.agg.now()))
         if self._description.get("kind") == "trace":
             self._description["done"] = self.driver.completed
@@ -224,7 +229,19 @@ class LiveSession(RecordingControl):
 
     # -- FrameSource ------------------------------------------------------------------------------------
     def frame(self) -> Frame:
-        """The newest frame (rates since the previous call)."""
+        """The newest frame the producer built (reading it changes nothing another reader sees)."""
+        return self.producer.latest()
+
+    def want(self, consumer: str, hz: float) -> None:
+        """``consumer`` (the monitor, an exporter) needs ``hz`` frames a second from now on."""
+        self.producer.want(consumer, hz)
+
+    def unwant(self, consumer: str) -> None:
+        """``consumer`` needs no more frames."""
+        self.producer.unwant(consumer)
+
+    def _build_frame(self) -> Frame:
+        """A new frame (only the producer calls this: building one advances the rate history)."""
         ep = self.engine.endpoints
         store = self.panels.store
         status = {"store_mode": "embedded" if ep is None or ep.embedded else "attached",
@@ -235,9 +252,9 @@ class LiveSession(RecordingControl):
         if self.driver.outage:  # whose: the master's, or (the master kvtui started alive) its dummy workers' store node
             master = self.engine.cluster.process("master") if self.engine.cluster is not None else None
             status["outage"], status["outage_of"] = True, "store" if master is not None and master.alive() else "master"
-        rec = self.recorder
-        if rec is not None:
-            status.update(recording=True, record_path=str(rec.writer.path))
+        path = self.recording.path
+        if path is not None:
+            status.update(recording=True, record_path=path)
         return self.agg.frame(store=store, procs=self.panels.procs, workload=self.description, status=status)
 
     # -- Controller -------------------------------------------------------------------------------------
@@ -250,7 +267,14 @@ class LiveSession(RecordingControl):
         self.driver.send(control)
 
     def _apply(self, control: Control) -> None:
-        """The driver's control handler (feeder thread, before the next request is drawn)."""
+        """The driver's control handler (feeder thread, before the next request is drawn); the next frame is
+        built at once, so the monitor shows the change (or its refusal) without waiting a tick."""
+        try:
+            self._apply_control(control)
+        finally:
+            self.producer.poke()
+
+    def _apply_control(self, control: Control) -> None:
         if isinstance(control, SetLayout):
             self._switch_layout(control.name)
             return
@@ -376,13 +400,20 @@ class LiveSession(RecordingControl):
         """The header of a file recorded from now: the session's, with the workload it runs now."""
         return {**self.header, "workload_now": self.description}
 
+    def toggle_recording(self) -> tuple[bool, str | None]:
+        """Ctrl+R: start or stop recording (:meth:`kvtui.session.recording.Recording.toggle`)."""
+        return self.recording.toggle()
+
     def final_frame(self) -> Frame:
         """The frame a finished run is summarised from (and recorded as its last frame), with the store scraped
-        once more now (the periodic scrape can be a second old: it missed the run's last puts)."""
+        once more now (the periodic scrape can be a second old: it missed the run's last puts). It is the
+        last frame: the monitor, an exporter and the recording all read it from now on."""
         self._log_line(self.store_full.flush(self.agg.now()))
         if self._started and not self._engine_stopped:
             self.panels.refresh_store()
-        return self.frame()
+        final = self.producer.finish()
+        assert final is not None
+        return final
 
     def restart_master(self) -> None:
         """Embedded mode: start the master kvtui owns again on the same ports (``RuntimeError`` otherwise).
@@ -414,9 +445,10 @@ class LiveSession(RecordingControl):
             self.halt()
             for unsubscribe in self._unsubscribe:
                 unsubscribe()
-            if final is None and self.recorder is not None and self._started:
+            if final is None and self.recording.path is not None and self._started:
                 final = self.final_frame()  # (watch: the recording ends with the store as the run left it)
-            self.stop_recording(final)
+            self.recording.stop(final)
+            self.producer.stop()
             if self.coordinator is not None:
                 self.coordinator.stop()  # (no worker joins a stopping engine)
             if self.owns_engine:

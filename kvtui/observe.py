@@ -27,7 +27,8 @@ from kvtui.engine.cluster import http_get
 from kvtui.engine.samplers import STORE_GAUGES, ProcessSampler, parse_prometheus
 from kvtui.metrics.aggregate import Aggregator
 from kvtui.metrics.frame import Frame
-from kvtui.session.recording import RecordingControl
+from kvtui.metrics.producer import FrameProducer
+from kvtui.session.recording import Recording
 
 # master gauges and cumulative counters shown as they are (Prometheus names, upstream
 # mooncake-store/src/master_metric_manager.cpp) → StoreScrape keys
@@ -162,12 +163,13 @@ class MasterSampler:
         return panel
 
 
-class ObserveSession(RecordingControl):
+class ObserveSession:
     """Watches a cluster through its master's admin endpoints: the monitor's ``FrameSource`` and (a
     subset of) its ``Controller``. ``metrics_url``: the master's admin base (``http://HOST:PORT``);
     ``master``: its RPC address (shown only); ``interval_s``: seconds between samples; ``history``: points
     kept per series. ``pause`` / ``resume`` stop and restart sampling; the workload controls say there is
-    no workload; ``clear_store`` is refused (observe mode never writes to the store)."""
+    no workload; ``clear_store`` is refused (observe mode never writes to the store). Frames come from one
+    :class:`~kvtui.metrics.producer.FrameProducer`, as a live session's do."""
 
     def __init__(self, metrics_url: str, master: str | None = None, *, interval_s: float = 1.0,
                  history: int = 300, header: dict | None = None, aggregator: Aggregator | None = None):
@@ -184,7 +186,8 @@ class ObserveSession(RecordingControl):
         self._store: dict = {"up": None}
         self._proc_rows: tuple = ()
         self.paused = False
-        self.recorder = None
+        self.producer = FrameProducer(self._build_frame, name="kvtui-observe-frames")
+        self.recording = Recording(self.producer, self.recording_header, self.agg.begin_span, self.log)
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._loop, name="kvtui-observe", daemon=True)
         self.estimator = None  # (no request is estimated here)
@@ -222,7 +225,23 @@ class ObserveSession(RecordingControl):
                 self.sample_once()
 
     def frame(self) -> Frame:
-        """The newest frame: the latest sample, the history of :data:`SERIES`, kvtui's own process."""
+        """The newest frame the producer built."""
+        return self.producer.latest()
+
+    def want(self, consumer: str, hz: float) -> None:
+        """``consumer`` (the monitor, an exporter) needs ``hz`` frames a second from now on."""
+        self.producer.want(consumer, hz)
+
+    def unwant(self, consumer: str) -> None:
+        """``consumer`` needs no more frames."""
+        self.producer.unwant(consumer)
+
+    def toggle_recording(self) -> tuple[bool, str | None]:
+        """Ctrl+R: start or stop recording (:meth:`kvtui.session.recording.Recording.toggle`)."""
+        return self.recording.toggle()
+
+    def _build_frame(self) -> Frame:
+        """A new frame: the latest sample, the history of :data:`SERIES`, kvtui's own process."""
         with self._lock:
             store, procs, seq = dict(self._store), self._proc_rows, self._seq
             series = {k: tuple(v) for k, v in self._series.items()}
@@ -230,14 +249,18 @@ class ObserveSession(RecordingControl):
                   "layout": "", "finished": False}
         if store.get("up") is False:
             status["outage"] = True
-        rec = self.recorder
-        if rec is not None:
-            status.update(recording=True, record_path=str(rec.writer.path))
+        path = self.recording.path
+        if path is not None:
+            status.update(recording=True, record_path=path)
         f = self.agg.frame(store=store, procs=procs, workload=self.workload, status=status)
         rates = {k: (v[-1] if v else 0.0) for k, v in series.items()}
         return replace(f, rates=rates, series=series, series_seq=seq)
 
-    final_frame = frame
+    def final_frame(self) -> Frame:
+        """The last frame: every reader sees it from now on."""
+        final = self.producer.finish()
+        assert final is not None
+        return final
 
     # -- Controller -------------------------------------------------------------------------------------
     def send(self, control) -> None:
@@ -267,4 +290,7 @@ class ObserveSession(RecordingControl):
         self._stop.set()
         if self._thread.is_alive():
             self._thread.join(self.interval_s + 2)
-        self.stop_recording(final)
+        if final is None and self.recording.path is not None:
+            final = self.final_frame()
+        self.recording.stop(final)
+        self.producer.stop()

@@ -30,7 +30,7 @@ def record(path: str, duration: float) -> None:
     session = open_session(plan_from_args(args, run_for_s=duration))
     final = None
     try:
-        session.start_recording(path)
+        session.recording.start(path)
         session.start()
         t0 = time.monotonic()
         for at, overlap in CHANGES:

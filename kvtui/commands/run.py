@@ -120,8 +120,8 @@ def _run(plan: RunPlan, args: argparse.Namespace, outputs: Outputs) -> int:
         for _t, text in session.store_full.lines[shown:]:  # a burst the run ended in
             print(f"kvtui: {text}", file=sys.stderr)
         session.stop(final)
-        if session.recording_error:  # (the frames before it are in the file, readable)
-            print(f"kvtui: {session.recording_error}", file=sys.stderr)
+        if session.recording.error:  # (the frames before it are in the file, readable)
+            print(f"kvtui: {session.recording.error}", file=sys.stderr)
         if session.error is not None and interrupted is None and stopped_by is None:
             stopped_by = str(session.error)  # (a worker died: what finished is summarised as well)
         summary = summary_from_frame(final)  # + the TTFT estimate's inputs in full
@@ -134,7 +134,7 @@ def _run(plan: RunPlan, args: argparse.Namespace, outputs: Outputs) -> int:
     if stopped_by is not None:
         raise KvtuiError(f"run stopped: {stopped_by}")
     outputs.linger()
-    if session.recording_error and rc == 0:  # an output that could not be written: exit 3, as any other
+    if session.recording.error and rc == 0:  # an output that could not be written: exit 3, as any other
         return OutputError.exit_code
     return rc
 

@@ -226,8 +226,8 @@ def _soak(plan: RunPlan, soak_plan, args: argparse.Namespace) -> int:
         session.halt()
         final = session.final_frame()
         session.stop(final)
-        if session.recording_error:  # (the frames before it are in the file, readable)
-            print(f"kvtui: {session.recording_error}", file=sys.stderr)
+        if session.recording.error:  # (the frames before it are in the file, readable)
+            print(f"kvtui: {session.recording.error}", file=sys.stderr)
         summary = soak.summary(final, session.counts(), interrupted is not None)
         summary.update(plan.context(final.workload or dict(plan.workload.description), skipped_count(problems)))
         summary["network"] = session.network
@@ -246,4 +246,4 @@ def _soak(plan: RunPlan, soak_plan, args: argparse.Namespace) -> int:
         return 1
     if summary["mismatches"]:
         return 1
-    return OutputError.exit_code if session.recording_error else 0  # (the recording stopped early: disk full)
+    return OutputError.exit_code if session.recording.error else 0  # (the recording stopped early: disk full)

@@ -102,8 +102,8 @@ class RemoteJoin:
 
 class ClusterSettings(Protocol):
     """What callers read of the embedded cluster's options (``kvtui.engine.cluster.ClusterOptions``):
-    ``store_nodes`` (with the segment on store nodes), the master's ``eviction_high_watermark`` (0–1) and
-    ``lease_ttl_ms``."""
+    ``store_nodes`` (with the segment on store nodes), the master's ``eviction_high_watermark`` (0–1),
+    ``lease_ttl_ms``, and ``isolation``: the one line on the cluster's network isolation (None when attached)."""
 
     @property
     def store_nodes(self) -> int: ...
@@ -111,6 +111,8 @@ class ClusterSettings(Protocol):
     def eviction_high_watermark(self) -> float: ...
     @property
     def lease_ttl_ms(self) -> int: ...
+    @property
+    def isolation(self) -> str | None: ...
 
 
 class EngineSettings(Protocol):

@@ -145,8 +145,9 @@ class PrometheusExporter:
 
     Binding happens first, before anything else starts, so a busy port is a one-line error at once
     (:class:`ExporterError`). Until :meth:`attach`, scrapes return no metric. ``frame_fn``: called once per
-    scrape from the HTTP server's thread (``LiveSession.frame`` and ``ObserveSession.frame`` are
-    thread-safe); :meth:`pin` replaces it by one fixed frame (the final one of a run)."""
+    scrape from the HTTP server's thread; it returns the newest frame the session's producer built
+    (``LiveSession.frame``, ``ObserveSession.frame``: reading it builds nothing, so a scrape changes nothing
+    the monitor or a recording shows); :meth:`pin` replaces it by one fixed frame (the final one of a run)."""
 
     def __init__(self, host: str = "127.0.0.1", port: int = 0):
         self.host, self.requested_port = host, port

@@ -150,3 +150,14 @@ class FrameProducer:
     def stop(self) -> None:
         """Stop the thread (no last frame); safe to call twice."""
         self.finish(build_last=False)
+
+
+class BuiltOnRead:
+    """Base of a frame source whose every ``frame()`` makes the frame it returns (a replay player, a test's
+    source): it has one reader, so it needs no producer, and what its readers want changes nothing."""
+
+    def want(self, consumer: str, hz: float) -> None:
+        """Nothing to start: frames are made when read."""
+
+    def unwant(self, consumer: str) -> None:
+        """Nothing to stop."""

@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from kvtui.metrics.frame import Frame
+from kvtui.metrics.producer import BuiltOnRead
 from kvtui.session import APPLICATION_ID, FORMAT_VERSION, SessionError
 from kvtui.session.codec import FrameDecoder, decode_record
 
@@ -177,7 +178,7 @@ class SessionReader:
         return self.frame_at(len(self.records) - 1)
 
 
-class ReplayPlayer:
+class ReplayPlayer(BuiltOnRead):
     """Plays a session in (scaled) real time: the ``FrameSource`` of ``kvtui replay``.
 
     Controls: :meth:`toggle_pause`, :meth:`step` (±frames, pauses), :meth:`seek` (±seconds),

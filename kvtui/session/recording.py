@@ -1,15 +1,29 @@
-"""Recording control shared by the live and the observe sessions (``Ctrl+R``, ``--record``)."""
+"""Recording a live or observed session (``--record``, ``Ctrl+R``): a :class:`Recording` that the session owns.
+
+The frames come from the session's :class:`~kvtui.metrics.producer.FrameProducer`: while recording, the
+recording asks it for :data:`RECORD_HZ` frames a second and takes each frame it builds (the same frames the
+monitor and a Prometheus scrape read); a thread of its own writes them into the
+:class:`~kvtui.session.writer.SessionWriter`, so a slow disk never delays the next frame.
+"""
 
 from __future__ import annotations
 
 import os
+import queue
+import threading
 import time
-from typing import TYPE_CHECKING, Any
+from collections.abc import Callable
+from typing import Any
 
-if TYPE_CHECKING:
-    from kvtui.metrics.aggregate import Aggregator
-    from kvtui.metrics.frame import Frame
-    from kvtui.session.writer import RecordingThread
+from kvtui.metrics.frame import Frame
+from kvtui.metrics.producer import FrameProducer
+from kvtui.session.writer import SessionWriter
+
+RECORD_HZ = 10.0
+"""Frames a second a recording keeps (at most: when frames come faster, the ones in between are left out)."""
+
+QUEUE_FRAMES = 64
+"""Frames waiting to be written; beyond it the oldest waiting ones are left out (a disk stalled for seconds)."""
 
 
 def next_recording_path(folder: str = ".") -> str:
@@ -22,56 +36,118 @@ def next_recording_path(folder: str = ".") -> str:
     return path
 
 
-class RecordingControl:
-    """Start, stop and toggle recording of a session's frames and events.
+class _FrameWriter:
+    """A thread that writes the frames handed to :meth:`put` into ``writer``, at most one per ``1/hz`` s of
+    frame time, each frame once."""
 
-    The session provides ``agg`` (an :class:`~kvtui.metrics.aggregate.Aggregator`), ``log(kind, text)``,
-    the attribute ``recorder`` (``None`` when not recording), ``frame()`` and ``frame_events()`` (what
-    :class:`~kvtui.session.writer.RecordingThread` reads), and :meth:`recording_header` (the file's header).
+    def __init__(self, writer: SessionWriter, hz: float = RECORD_HZ) -> None:
+        self.writer = writer
+        self._min_dt = 1.0 / hz - 1e-3  # (a frame due at exactly 1/hz is kept despite clock jitter)
+        self._queue: queue.Queue[Frame | None] = queue.Queue(maxsize=QUEUE_FRAMES)
+        self._last: Frame | None = None
+        self._thread = threading.Thread(target=self._loop, name="kvtui-recorder", daemon=True)
+        self._thread.start()
+
+    def put(self, frame: Frame) -> None:
+        """Queue ``frame`` (called on the producer's thread: never blocks)."""
+        try:
+            self._queue.put_nowait(frame)
+        except queue.Full:
+            try:
+                self._queue.get_nowait()  # the oldest waiting frame makes room
+            except queue.Empty:
+                pass
+            try:
+                self._queue.put_nowait(frame)
+            except queue.Full:
+                pass
+
+    def _write(self, frame: Frame) -> None:
+        last = self._last
+        if last is not None and (frame is last or frame.t - last.t < self._min_dt):
+            return
+        self.writer.write(frame)
+        self._last = frame
+
+    def _loop(self) -> None:
+        while (frame := self._queue.get()) is not None:
+            self._write(frame)
+
+    def close(self, final: Frame | None) -> None:
+        """Write what is queued, then ``final`` (always, unless it was written already), and close the file."""
+        self._queue.put(None)
+        self._thread.join(5)
+        if final is not None and final is not self._last:
+            self.writer.write(final)
+            self._last = final
+        self.writer.close()
+
+
+class Recording:
+    """Start, stop and toggle the recording of one session.
+
+    ``producer``: the session's frames; ``header()``: the file's header (what the session runs at that
+    moment); ``begin_span()``: marks the start of what the recording's report covers
+    (:meth:`kvtui.metrics.aggregate.Aggregator.begin_span`); ``log(kind, text)``: the session's event log.
+    :attr:`error` says why the last recording stopped early (a full disk), else None.
     """
 
-    agg: Aggregator
-    recorder: RecordingThread | None = None
-    recording_error: str | None = None  # why the last recording stopped early (a full disk), else None
+    def __init__(self, producer: FrameProducer, header: Callable[[], dict[str, Any]],
+                 begin_span: Callable[[], None], log: Callable[[str, str], None]) -> None:
+        self._producer = producer
+        self._header, self._begin_span, self._log = header, begin_span, log
+        self._lock = threading.Lock()
+        self._writer: _FrameWriter | None = None
+        self.error: str | None = None
 
-    if TYPE_CHECKING:  # provided by the session
+    @property
+    def path(self) -> str | None:
+        """The file being recorded, None when not recording."""
+        w = self._writer
+        return str(w.writer.path) if w is not None else None
 
-        def _log(self, kind: str, text: str) -> None: ...
-
-        def frame(self) -> Frame: ...
-
-    def recording_header(self) -> dict[str, Any]:
-        """The header of a file recorded from now (what the session runs at this moment)."""
-        raise NotImplementedError
-
-    def start_recording(self, path: str) -> str:
-        """Record frames and events into a session file at ``path`` (``SessionError`` if it cannot); the
-        file's report covers what happens from now on (``Frame.span``). Returns the path being recorded."""
-        from kvtui.session.writer import RecordingThread, SessionWriter
-
-        if self.recorder is not None:
-            return str(self.recorder.writer.path)
-        writer = SessionWriter(path, self.recording_header())
-        self.agg.begin_span()
-        self.recorder = RecordingThread(self, writer).start()
-        self.log("control", f"recording → {path}")
+    def start(self, path: str) -> str:
+        """Record frames and events into a new session file at ``path`` (``SessionError`` if it cannot be
+        created); the file's report covers what happens from now on (``Frame.span``). Returns the path being
+        recorded (the current one when already recording)."""
+        with self._lock:
+            if self._writer is not None:
+                return str(self._writer.writer.path)
+            writer = SessionWriter(path, self._header())
+            self._begin_span()
+            self._writer = _FrameWriter(writer)
+            self._producer.subscribe(self._writer.put)
+            self._producer.want("recorder", RECORD_HZ)
+        self._log("control", f"recording → {path}")
+        self._producer.poke()  # the file's first frame now, not a tick later
         return path
 
-    def stop_recording(self, final: Frame | None = None) -> str | None:
-        """Stop recording (writing ``final``, a Frame, as the last frame when given); returns the file path."""
-        rec, self.recorder = self.recorder, None
-        if rec is None:
-            return None
-        self.log("control", f"recording stopped: {rec.writer.path}")
-        rec.stop(final)
-        if rec.writer.error:
-            self.recording_error = rec.writer.error
-            self.log("error", rec.writer.error)
-        return str(rec.writer.path)
+    def stop(self, final: Frame | None = None) -> str | None:
+        """Stop recording, ``final`` (a frame) written as the last frame when given; returns the file's path
+        (None when not recording)."""
+        with self._lock:
+            w, self._writer = self._writer, None
+            if w is None:
+                return None
+            self._producer.unwant("recorder")
+            self._producer.unsubscribe(w.put)
+        self._log("control", f"recording stopped: {w.writer.path}")
+        w.close(final)
+        if w.writer.error:
+            self.error = w.writer.error
+            self._log("error", w.writer.error)
+        return str(w.writer.path)
 
-    def toggle_recording(self) -> tuple[bool, str | None]:
+    def toggle(self) -> tuple[bool, str | None]:
         """Ctrl+R: start recording into :func:`next_recording_path` (current folder) or stop; returns
         ``(recording now, path)``."""
-        if self.recorder is not None:
-            return False, self.stop_recording()
-        return True, self.start_recording(next_recording_path())
+        if self._writer is not None:
+            return False, self.stop()
+        return True, self.start(next_recording_path())
+
+    def add_request(self, row: dict[str, Any]) -> None:
+        """One finished request's row (:func:`kvtui.export.request_log.request_row`), written with the next
+        frame; nothing when not recording."""
+        w = self._writer
+        if w is not None:
+            w.writer.add_request(row)

@@ -7,10 +7,9 @@ import datetime as _dt
 import json
 import sqlite3
 import threading
-import time
 import zlib
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any
 
 from kvtui import __version__
 from kvtui.metrics.frame import Frame
@@ -138,40 +137,3 @@ class SessionWriter:
                 pass
             finally:
                 self.db.close()
-
-
-class FrameSource(Protocol):
-    """What a :class:`RecordingThread` records from."""
-
-    def frame(self) -> Frame:
-        """The frame now."""
-        ...
-
-
-class RecordingThread:
-    """Pulls frames from ``source.frame()`` every ``1/hz`` seconds into a :class:`SessionWriter`."""
-
-    def __init__(self, source: FrameSource, writer: SessionWriter, hz: float = 10.0) -> None:
-        self.source, self.writer, self.interval = source, writer, 1.0 / hz
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._loop, name="kvtui-recorder", daemon=True)
-
-    def start(self) -> RecordingThread:
-        """Start recording."""
-        self._thread.start()
-        return self
-
-    def _loop(self) -> None:
-        next_t = time.monotonic()
-        while not self._stop.is_set():
-            self.writer.write(self.source.frame())
-            next_t += self.interval
-            self._stop.wait(max(0.0, next_t - time.monotonic()))
-
-    def stop(self, final: Frame | None = None) -> None:
-        """Stop, write ``final`` (the frame the caller's own summary uses) if given, and close the file."""
-        self._stop.set()
-        self._thread.join(5)
-        if final is not None:
-            self.writer.write(final)
-        self.writer.close()

@@ -38,6 +38,7 @@ from kvtui.core.pages import PageState as S
 from kvtui.core.panels import WorkloadPanel
 from kvtui.metrics.aggregate import Aggregator
 from kvtui.metrics.frame import Frame
+from kvtui.metrics.producer import BuiltOnRead
 
 if TYPE_CHECKING:
     from kvtui.session.writer import SessionWriter
@@ -52,7 +53,7 @@ def demo_key(model: str, *parts: int) -> str:
     return f"mc/ollama/{model}/" + hashlib.sha256(repr(parts).encode()).hexdigest()[:32]
 
 
-class DemoSource:
+class DemoSource(BuiltOnRead):
     """Synthetic shared-prefix traffic, ``per_tick`` requests per ``tick_s`` of simulated time (seeded); with
     ``trace`` (a shipped trace's name) that trace's rows at ``speed`` (None: ``per_tick`` rows a tick)."""
 
@@ -313,7 +314,7 @@ class DemoController:
             self.toggle_recording()
 
 
-class StaticSource:
+class StaticSource(BuiltOnRead):
     """Always the same frame (for snapshots)."""
 
     def __init__(self, frame: Frame):

@@ -47,6 +47,7 @@ class FakeClusterOptions:
     store_nodes: int = 1
     eviction_high_watermark: float = 0.9
     lease_ttl_ms: int = 10_000
+    isolation: str | None = None
 
 
 @dataclass(frozen=True)

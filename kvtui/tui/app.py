@@ -159,6 +159,7 @@ class KvtuiApp(App[int]):
             self.push_screen(name)
             self.pop_screen()
         self._size_classes(self.size.width, self.size.height)
+        self.source.want("monitor", self.refresh_hz)  # the source builds frames at least this often
         self.refresh_timer = self.set_interval(1.0 / self.refresh_hz, self.tick, name="frame-pull")
         self.tick()
         if self.finish_after is not None:
@@ -166,6 +167,7 @@ class KvtuiApp(App[int]):
 
     def on_unmount(self) -> None:
         self.exit_signals.remove()
+        self.source.unwant("monitor")
 
     def on_resize(self, event: events.Resize) -> None:
         if hasattr(self, "w"):

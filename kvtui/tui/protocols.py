@@ -16,8 +16,18 @@ __all__ = ["FrameSource", "Controller", "Player"]
 
 
 class FrameSource(Protocol):
+    """Where the monitor's frames come from. A live source builds them on one producer thread at the rate its
+    consumers want (:class:`kvtui.metrics.producer.FrameProducer`); a replay or a test source may build one
+    per call."""
+
     def frame(self) -> Frame:
-        """Build/return the newest frame (cheap, a few ms)."""
+        """The newest frame (cheap: a live source only hands over the one its producer built)."""
+
+    def want(self, consumer: str, hz: float) -> None:
+        """``consumer`` (the monitor) needs ``hz`` frames a second from now on."""
+
+    def unwant(self, consumer: str) -> None:
+        """``consumer`` needs no more frames."""
 
 
 class Controller(Protocol):

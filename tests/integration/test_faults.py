@@ -105,6 +105,7 @@ def test_restart_from_the_live_session_shows_the_new_master_in_the_processes_pan
     engine = _engine()
     spec = WorkloadSpec(scenario="shared-system-prompt", pool=2, prompt_tokens=64, page_tokens=8)
     session = LiveSession(engine, SyntheticWorkload(spec), synthetic_description(spec), layout_text="tiny")
+    session.want("test", 20)  # the frames the test reads
     try:
         session.start()
         old_pid = _kill_master(engine)

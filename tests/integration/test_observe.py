@@ -107,6 +107,7 @@ def test_a_master_that_goes_away_and_comes_back_is_an_outage(tmp_path):
     own = EmbeddedCluster(ClusterOptions(store_bytes=64 << 20, segment_on="prefill", log_dir=str(tmp_path)))
     ep = own.start()  # (no store node: a master and its metadata server)
     session = ObserveSession(ep.metrics_url, ep.master, interval_s=0.2).start()
+    session.want("test", 20)  # the frames the test reads
     children = {p.pid for p in psutil.Process().children(recursive=True)}
     try:
         assert session.frame().store["up"] is True

@@ -153,7 +153,7 @@ def test_report_covers_only_the_recorded_span(cluster, tmp_path):
     try:
         session.start()
         before = settled(30)
-        session.start_recording(str(path))
+        session.recording.start(str(path))
         session.resume()
         after = settled(before + 20)
         session.stop(session.final_frame())

@@ -154,6 +154,7 @@ def test_layout_switch_refused_when_keys_would_collide(cluster):
     spec = WorkloadSpec(scenario="random", prompt_tokens=32, page_tokens=8)
     session = LiveSession(engine, SyntheticWorkload(spec), synthetic_description(spec), layout_text=custom.describe(),
                           prompt_pages=4)
+    session.want("test", 20)  # the frames the test reads
     try:
         session.start()
         session.send(SetLayout("tiny"))

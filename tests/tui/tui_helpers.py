@@ -8,6 +8,7 @@ import asyncio
 from kvtui.core.events import EngineEvent, RequestResult
 from kvtui.core.pages import PageState as S
 from kvtui.metrics.aggregate import Aggregator
+from kvtui.metrics.producer import BuiltOnRead
 
 PT, PB = 256, 14 << 20
 
@@ -37,7 +38,7 @@ PROCS = ({"name": "prefill worker", "pid": 101, "cpu_percent": 55.5, "rss_bytes"
          {"name": "decode worker", "pid": 102, "cpu_percent": 22.25, "rss_bytes": 200 << 20})
 
 
-class AggSource:
+class AggSource(BuiltOnRead):
     """A frame source over a real Aggregator on a fake clock (0.1 s per frame); ``workload``/``status``
     may be edited between frames."""
 

@@ -23,6 +23,7 @@ def _session(paused: bool = True, engine: FakeEngine | None = None, **kw) -> tup
     spec = WorkloadSpec(scenario="shared-system-prompt", pool=3, prompt_tokens=64, page_tokens=8, rate=200.0)
     session = LiveSession(engine, SyntheticWorkload(spec), synthetic_description(spec), layout_text=TINY.describe(),
                           layout_name="tiny", **kw)
+    session.want("test", 50)  # the frames the test reads
     if paused:
         session.driver.pause()  # nothing is issued; controls still apply
     return session.start(), engine
@@ -103,6 +104,7 @@ def test_a_trace_workload_has_no_knobs():
     engine = FakeEngine(TINY)
     session = LiveSession(engine, iter(()), {"kind": "trace", "name": "t.jsonl", "done": 0, "total": 0,
                                              "complete": False})
+    session.want("test", 50)  # the frames the test reads
     session.driver.pause()
     session.start()
     try:

@@ -76,6 +76,7 @@ def test_a_worker_rebuild_reaches_the_driver_and_the_session_both():
     and neither hears of rebuilds after the session stopped."""
     engine = FakeEngine()
     session = LiveSession(engine, iter(()), {"kind": "trace", "name": "t", "done": 0, "total": 0, "complete": False})
+    session.want("test", 50)  # the frames the test reads
     session.driver.pause()
     session.start()
     try:
@@ -95,6 +96,7 @@ def test_a_remote_join_gives_the_worker_its_row():
 
     engine = FakeEngine()
     session = LiveSession(engine, iter(()), {"kind": "trace", "name": "t", "done": 0, "total": 0, "complete": False})
+    session.want("test", 50)  # the frames the test reads
     session.listen(open_listener(("127.0.0.1", 0), "token"))
     session.driver.pause()
     session.start()

@@ -114,3 +114,44 @@ def test_a_rate_out_of_range_is_refused():
     for hz in (0, -1, 1000):
         with pytest.raises(ValueError, match="frame rate"):
             producer.want("x", hz)
+
+
+def test_scrapes_during_a_recorded_live_session_build_no_frame(tmp_path):
+    """``kvtui watch --record --prometheus``: the monitor, the recording and the exporter all read the frames
+    the session's one producer built; a burst of scrapes builds none, so it cannot change what the monitor
+    shows or the recording keeps."""
+    import urllib.request
+
+    from kvtui.config.exports import ExportPlan
+    from kvtui.config.workload import synthetic_description
+    from kvtui.launch import Outputs
+    from kvtui.live import LiveSession
+    from kvtui.session.reader import SessionReader
+    from kvtui.testing.fake_engine import FakeEngine
+    from workload import SyntheticWorkload, WorkloadSpec
+
+    spec = WorkloadSpec(scenario="shared-system-prompt", pool=3, prompt_tokens=64, page_tokens=8, rate=200.0)
+    session = LiveSession(FakeEngine(), SyntheticWorkload(spec), synthetic_description(spec), layout_name="tiny")
+    built: list = []
+    session.producer.subscribe(built.append)
+    served: list = []
+    with Outputs(ExportPlan(prometheus=("127.0.0.1", 0))) as outputs:
+        outputs.attach(session)
+        session.want("monitor", 4)
+        session.recording.start(str(tmp_path / "s.kvtui"))
+        session.start()
+        try:
+            for _ in range(60):  # scrapes, as fast as they come
+                with urllib.request.urlopen(outputs.url, timeout=5) as r:
+                    assert b"kvtui_requests_total" in r.read()
+                served.append(outputs.exporter.current_frame())
+            final = session.final_frame()
+        finally:
+            session.stop(final)
+    ids = {id(f) for f in built}
+    assert all(id(f) in ids for f in served)  # every scrape served a frame the producer had built
+    assert session.producer.builds == len(built) < 60  # ~8 frames a second, whatever the scrapes
+    recorded = SessionReader(tmp_path / "s.kvtui")
+    times = {f.t for f in built}
+    assert len(recorded) >= 2 and all(recorded.frame_at(i).t in times for i in range(len(recorded)))
+    assert recorded.final_frame().totals == final.totals
