@@ -15,12 +15,11 @@ import sys
 import tempfile
 from pathlib import Path
 
-from kvtui.core.units import MAX_SIZE, parse_size
 from kvtui.commands.output import open_session
 from kvtui.config.paths import check_writable, path_arg
 from kvtui.core.defaults import MAX_HZ
 from kvtui.core.errors import KvtuiError, OutputError
-from kvtui.core.units import format_bytes, parse_duration
+from kvtui.core.units import MAX_SIZE, format_bytes, parse_duration, parse_size
 
 SPEEDS = (0.125, 64.0)  # as kvtui replay
 GIF_WIDTHS = (200, 4000)

@@ -9,7 +9,6 @@ import sys
 
 from kvtui.core.errors import KvtuiError
 
-
 _INT = re.compile(r"[-+]?\d+")
 _LIST_OF_IDS = re.compile(r"^-\d+(?:[\s,]+[-+]?\d+)*[\s,]*$")  # "--tokens -1,2,3" is a value, not a flag
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import argparse
 
-from kvtui.commands.output import full_setup, format_summary, open_session, write_json_atomic
+from kvtui.commands.output import format_summary, full_setup, open_session, write_json_atomic
 from kvtui.config.exports import check_requests_log
 from kvtui.config.paths import check_outputs, path_arg
 from kvtui.config.plan import CONTEXT_KEYS

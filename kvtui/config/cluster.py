@@ -18,8 +18,15 @@ from kvtui.config.paths import path_arg
 from kvtui.core.defaults import DEFAULT_STORE_BYTES, DEFAULT_STORE_SIZE_TEXT, MIN_SEGMENT_BYTES
 from kvtui.core.errors import KvtuiError
 from kvtui.core.layout import PageLayout
-from kvtui.core.topology import (DEFAULT_ROUTE, DEFAULT_WORKERS, MAX_WORKERS, REMOTE_SLOTS, ROUTE_HELP, ROUTES,
-                                 check_count)
+from kvtui.core.topology import (
+    DEFAULT_ROUTE,
+    DEFAULT_WORKERS,
+    MAX_WORKERS,
+    REMOTE_SLOTS,
+    ROUTE_HELP,
+    ROUTES,
+    check_count,
+)
 from kvtui.engine.cluster import WORKER_CLIENTS, ClusterEndpoints, ClusterOptions
 
 if TYPE_CHECKING:

@@ -38,15 +38,22 @@ from kvtui.engine.cluster import ClusterEndpoints, EmbeddedCluster
 from kvtui.engine.keys import PageKeyer
 from kvtui.engine.options import SEGMENT_PLACES, EngineOptions
 from kvtui.engine.protocol import (
-    Begin, Drain, Hold, RemoveAll, RequestDone, RequestDropped, RequestFailed, SetLayout, Submit,
+    Begin,
+    Drain,
+    Hold,
+    RemoveAll,
+    RequestDone,
+    RequestDropped,
+    RequestFailed,
+    SetLayout,
+    Submit,
 )
 from kvtui.engine.remote_slots import RemoteSlots, remote_chains, remote_spec
 from kvtui.engine.result_pipes import PipeGone, ResultPipes
 from kvtui.engine.results import Dropped, Lost, WorkerReplacement, result_from
 from kvtui.engine.routing import Router, least_loaded
 from kvtui.engine.worker import WorkerSpec
-from kvtui.engine.workers import STOP_GRACE_S as WORKER_STOP_GRACE_S
-from kvtui.engine.workers import WorkerHandle, start_mesh, stop_all
+from kvtui.engine.workers import STOP_GRACE_S as WORKER_STOP_GRACE_S, WorkerHandle, start_mesh, stop_all
 
 __all__ = ["SEGMENT_PLACES", "Dropped", "Engine", "EngineOptions", "Lost", "WorkerReplacement", "result_from"]
 

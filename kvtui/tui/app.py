@@ -59,9 +59,9 @@ from kvtui.tui.signals import INTERRUPT_EXIT, ExitSignals
 from kvtui.tui.store_actions import StoreKeys
 from kvtui.tui.svg import write_screen_svg
 from kvtui.tui.widgets import EventLog, Kpis, LatencyPanel, PageGrid, ProcsPanel, StorePanel, Throughput, WorkersPanel
-from kvtui.tui.widgets.workers import several
 from kvtui.tui.widgets.keybar import KeyBar
 from kvtui.tui.widgets.master_panel import MasterPanel
+from kvtui.tui.widgets.workers import several
 
 __all__ = ["FrameSource", "Controller", "Gate", "Player", "KvtuiApp", "run_app"]
 

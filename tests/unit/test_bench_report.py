@@ -7,15 +7,15 @@ import json
 
 import pytest
 
-from kvtui.bench.reuse import reload_figures, _stats
-from kvtui.cli import main
+from kvtui.bench.reuse import _stats, reload_figures
 from kvtui.bench.targets import TARGETS
 from kvtui.bench.trace import format_trace
+from kvtui.cli import main
 from kvtui.commands.bench import format_ui
-from kvtui.core.units import parse_size
 from kvtui.commands.output import write_json_atomic
 from kvtui.config.paths import check_new_file
 from kvtui.core.errors import KvtuiError
+from kvtui.core.units import parse_size
 from kvtui.engine.connector import ReloadResult
 from workload import TraceProblem, skipped_rows_text
 
