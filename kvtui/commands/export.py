@@ -38,9 +38,12 @@ def register(subparsers) -> None:
                     "--speed. --gif needs the export extra (pip install 'kvtui[export]': cairosvg and Pillow).")
     p.add_argument("file", metavar="FILE", help="session file (.kvtui)")
     g = p.add_argument_group("outputs (at least one)")
-    g.add_argument("--cast", type=path_arg, metavar="PATH", help="write an asciinema v2 cast (plays in asciinema-player)")
-    g.add_argument("--gif", type=path_arg, metavar="PATH", help="write an animated GIF (SVG screenshots rasterised with cairosvg)")
-    g.add_argument("--svg-anim", type=path_arg, metavar="PATH", help="write an animated SVG (CSS keyframes; plays in browsers)")
+    g.add_argument("--cast", type=path_arg, metavar="PATH",
+                   help="write an asciinema v2 cast (plays in asciinema-player)")
+    g.add_argument("--gif", type=path_arg, metavar="PATH",
+                   help="write an animated GIF (SVG screenshots rasterised with cairosvg)")
+    g.add_argument("--svg-anim", type=path_arg, metavar="PATH",
+                   help="write an animated SVG (CSS keyframes; plays in browsers)")
     g = p.add_argument_group("what and how")
     g.add_argument("--size", default="120x40", metavar="COLSxROWS",
                    help=f"the monitor's screen size in cells (default 120x40; at least the monitor's minimum, at "
@@ -225,7 +228,8 @@ def run(args: argparse.Namespace, started_at: float | None = None) -> int:
         for part in partial.values():
             part.discard()
     print(f"kvtui export: {fmt_position(span.start_s)}–{fmt_position(span.end_s)} of {args.file} at "
-          f"{fmt_speed(span.speed)}, {span.fps:g} fps: {span.frames} frame{'' if span.frames == 1 else 's'}, {span.film_s:.1f} s of film, "
+          f"{fmt_speed(span.speed)}, {span.fps:g} fps: {span.frames} frame{'' if span.frames == 1 else 's'}, "
+          f"{span.film_s:.1f} s of film, "
           f"{size[0]}×{height} cells")
     kinds = {"--cast": "asciinema v2 cast", "--gif": "animated GIF", "--svg-anim": "animated SVG"}
     for (flag, path), sink in zip(outs, sinks):

@@ -58,7 +58,8 @@ def _percentiles(d: dict) -> str:
     """One latency line from a summary's ``{count, p50, p90, p99, max}`` (ms, HdrHistogram figures)."""
     if not d.get("count"):
         return "n/a (no samples)"
-    return f"p50 {d['p50']:.2f} ms · p90 {d['p90']:.2f} · p99 {d['p99']:.2f} · max {d['max']:.2f} ({d['count']:,} samples)"
+    return (f"p50 {d['p50']:.2f} ms · p90 {d['p90']:.2f} · p99 {d['p99']:.2f} · max {d['max']:.2f} "
+            f"({d['count']:,} samples)")
 
 
 def format_summary(s: dict) -> str:
@@ -103,6 +104,7 @@ def ttft_lines(s: dict) -> list[str]:
         mark = f" · {fig.RELOAD_VS_RECOMPUTE.label} {ratio:.2f}×" + (
             f" — RELOAD SLOWER THAN RECOMPUTE ({slower:,} of {t['count']:,} requests)" if ratio > 1 else
             (f" ({slower:,} of {t['count']:,} requests slower)" if slower else ""))
-    return [f"{fig.TTFT_SAVED.name:<22}p50 {t['p50']:.1f} ms · p99 {t['p99']:.1f} · total {t['total'] / 1e3:.2f} s over "
-            f"{t['count']:,} reloads · {fig.GPU_SAVED_RUN.label} {s['prefill_gpu_s_saved']:.2f} s{mark}",
+    return [f"{fig.TTFT_SAVED.name:<22}p50 {t['p50']:.1f} ms · p99 {t['p99']:.1f} · "
+            f"total {t['total'] / 1e3:.2f} s over {t['count']:,} reloads · "
+            f"{fig.GPU_SAVED_RUN.label} {s['prefill_gpu_s_saved']:.2f} s{mark}",
             f"{'':<22}estimate: {est.get('basis', '?')}"]

@@ -52,7 +52,8 @@ def register(subparsers) -> None:
     g = p.add_argument_group("monitor (as kvtui watch)")
     g.add_argument("--concurrency", type=int, default=1, metavar="N", help="requests in flight (default 1)")
     g.add_argument("--refresh-hz", type=float, default=DEFAULT_HZ, metavar="HZ",
-                   help=f"screen updates per second, ≤ {MAX_HZ:g} (default {DEFAULT_HZ:g}); each is sent to the browser")
+                   help=f"screen updates per second, ≤ {MAX_HZ:g} (default {DEFAULT_HZ:g}); each is sent to the "
+                        "browser")
     g.add_argument("--screenshot-dir", type=path_arg, default=None, metavar="DIR",
                    help="where the screenshot key S saves SVGs, on the server (default: the current folder)")
     g.add_argument("--observe", action="store_true", help="each tab watches an existing cluster only (needs "
@@ -123,7 +124,8 @@ def _check(args: argparse.Namespace) -> None:
     check_refresh_hz(args.refresh_hz)
     if args.store_size is not None:
         store_size(args.store_size)
-    if args.screenshot_dir is not None and os.path.exists(args.screenshot_dir) and not os.path.isdir(args.screenshot_dir):
+    shots = args.screenshot_dir
+    if shots is not None and os.path.exists(shots) and not os.path.isdir(shots):
         raise KvtuiError(f"--screenshot-dir: {args.screenshot_dir} exists and is not a folder")
     if args.observe:  # the flags it refuses, --metrics-url answering as a Mooncake master
         from kvtui.commands.observe_mode import check_observe_args
