@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import json
 import sys
+from collections.abc import Mapping
+from typing import Any
 
 from kvtui.core.errors import KvtuiError, OutputError
 from kvtui.core.files import write_atomic
@@ -40,7 +42,7 @@ def open_session(path: str):
         raise KvtuiError(str(exc)) from None
 
 
-def full_setup(setup: dict | None, store: dict | None, meta: dict | None = None) -> dict:
+def full_setup(setup: dict | None, store: Mapping[str, Any] | None, meta: dict | None = None) -> dict:
     """A run's ``setup`` (:func:`run_context`) as its ``--json``, its report and its recording all state it:
     the kvtui and Mooncake versions from a recording's ``meta`` where its header predates them, and, attached
     to a cluster (no ``store_bytes`` of its own), ``store_capacity_bytes``: the store's capacity the last frame
@@ -49,8 +51,9 @@ def full_setup(setup: dict | None, store: dict | None, meta: dict | None = None)
     for key in ("kvtui_version", "mooncake_version"):
         if meta and key not in out:
             out[key] = meta.get(key)
-    if out.get("store_bytes") is None and (store or {}).get("capacity_bytes"):
-        out["store_capacity_bytes"] = int(store["capacity_bytes"])
+    capacity = (store or {}).get("capacity_bytes")
+    if out.get("store_bytes") is None and capacity:
+        out["store_capacity_bytes"] = int(capacity)
     return out
 
 

@@ -14,6 +14,8 @@ from __future__ import annotations
 
 import argparse
 import sys
+from collections.abc import Mapping
+from typing import Any
 
 from kvtui.commands.output import format_summary, full_setup, write_json_atomic
 from kvtui.config.cluster import add_cluster_arguments, add_listen_arguments
@@ -147,8 +149,9 @@ def _say_note(line: str, quiet: bool) -> None:
         print(f"kvtui: {line}", file=sys.stderr, flush=True)
 
 
-def _report(plan: RunPlan, args: argparse.Namespace, summary: dict, desc: dict, bad_rows: int, session,
-            interrupted: KeyboardInterrupt | None, store: dict | None = None, stopped_by: str | None = None) -> int:
+def _report(plan: RunPlan, args: argparse.Namespace, summary: dict, desc: Mapping[str, Any], bad_rows: int, session,
+            interrupted: KeyboardInterrupt | None, store: Mapping[str, Any] | None = None,
+            stopped_by: str | None = None) -> int:
     """Print the summary and its notes, write ``--json``; the exit code (1 if a page failed verification).
     ``store``: the last frame's store block (the capacity of an attached cluster, :func:`full_setup`);
     ``stopped_by``: why the run was stopped, a process that died and that nothing restarts (a worker, or one of

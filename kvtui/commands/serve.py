@@ -195,9 +195,15 @@ def _server_class():
                     await websocket.close()
             return websocket
 
-        def serve(self, debug: bool = False) -> int:
-            """Serve until Ctrl-C, SIGTERM or SIGHUP; returns 128 + that signal once every tab's process has
-            ended. ``OSError`` when the address cannot be bound (nothing was said to be served then)."""
+        @property
+        def exit_code(self) -> int:
+            """128 + the signal that stopped :meth:`serve`, 0 before one did."""
+            return 128 + self.signum if self.signum else 0
+
+        def serve(self, debug: bool = False) -> None:
+            """Serve until Ctrl-C, SIGTERM or SIGHUP; returns once every tab's process has ended (the command's
+            exit status is then :attr:`exit_code`). ``OSError`` when the address cannot be bound (nothing was
+            said to be served then)."""
             self.debug = debug
             self.initialize_logging()
             loop = asyncio.new_event_loop()
@@ -228,7 +234,6 @@ def _server_class():
                 for sig in signals:
                     loop.remove_signal_handler(sig)
                 loop.close()
-            return 128 + self.signum if self.signum else 0
 
     return KvtuiServer
 
@@ -273,9 +278,10 @@ def run(args: argparse.Namespace, started_at: float | None = None) -> int:
     public_url = args.public_url or f"http://{host}:{args.port}"
     server = _server_class()(child_command(argv), args.host, args.port, public_url, args.max_sessions)
     try:
-        return server.serve()
+        server.serve()
     except OSError as exc:
         raise KvtuiError(f"cannot listen on {args.host}:{args.port} ({exc.strerror or exc})") from None
+    return server.exit_code
 
 
 if __name__ == "__main__":  # the launcher of one browser tab's kvtui watch (child_command)

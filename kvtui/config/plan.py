@@ -5,6 +5,7 @@ and the run's bounds. :func:`kvtui.launch.open_session` starts what the plan des
 from __future__ import annotations
 
 import argparse
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -94,7 +95,7 @@ class RunPlan:
                 "store_nodes": t.store_nodes, "listen": c.listen.text if c.listen else None,
                 "worker_client": c.worker_client}
 
-    def context(self, description: dict[str, Any] | None = None, bad_rows: int = 0) -> dict[str, Any]:
+    def context(self, description: Mapping[str, Any] | None = None, bad_rows: int = 0) -> dict[str, Any]:
         """What a summary says about the run besides its figures (also kept in a recorded session's header):
         ``layout``, ``page_bytes`` (bytes), ``workload`` (``description``, default the plan's), ``bad_rows_skipped``,
         ``concurrency``, ``store_mode`` and :meth:`setup`."""
