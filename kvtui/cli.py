@@ -16,6 +16,7 @@ import signal
 import sys
 import threading
 import time
+from typing import Any, NoReturn
 
 from kvtui import __version__
 from kvtui.commands import COMMANDS
@@ -40,11 +41,11 @@ class OneLineParser(argparse.ArgumentParser):
     """An ArgumentParser whose usage errors are one line (``kvtui: error: ...``, exit 2), not the usage block.
     ``commands``: the parser of each subcommand (filled by :func:`build_parser`)."""
 
-    def __init__(self, *args, **kwargs):
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self.commands: dict[str, argparse.ArgumentParser] = {}
 
-    def error(self, message: str):  # noqa: D102 - argparse API
+    def error(self, message: str) -> NoReturn:  # noqa: D102 - argparse API
         where = f"{self.prog.split(' ', 1)[1]}: " if " " in self.prog else ""
         self.exit(2, f"kvtui: error: {where}{message} (see {self.prog} --help)\n")
 

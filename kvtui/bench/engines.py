@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from typing import Callable
 
 from kvtui.core.codes import BROKEN_STORE_CODES, code_name
+from kvtui.core.events import RequestResult
 
 
 def say(msg: str) -> None:
@@ -79,14 +80,18 @@ class BrokenStoreWatch:
     """Watches the ``RequestResult`` s a bench measures for answers of a broken store
     (:data:`~kvtui.core.codes.BROKEN_STORE_CODES`: the master or, for dummy workers, the store node stopped
     answering). A ``kvtui run`` waits such an outage out; a bench cannot measure across one, so it stops.
-    ``add(result)`` counts one result (a :class:`~kvtui.live.LiveSession` results subscriber, or a driver's ``on_result``)
-    and says whether any was broken so far; :meth:`check` raises ``StoreError`` naming ``what`` met it."""
+    ``count(result)`` counts one result (a :class:`~kvtui.live.LiveSession` results subscriber), ``add(result)``
+    counts it and says whether any was broken so far (for a driver's ``on_result``, which stops on it);
+    :meth:`check` raises ``StoreError`` naming ``what`` met it."""
 
     def __init__(self) -> None:
         self.down: collections.Counter = collections.Counter()  # {code name: answers}
 
-    def add(self, result) -> bool:
+    def count(self, result: RequestResult) -> None:
         self.down.update({code_name(c): n for c, n in result.codes.items() if c in BROKEN_STORE_CODES})
+
+    def add(self, result: RequestResult) -> bool:
+        self.count(result)
         return bool(self.down)
 
     def check(self, what: str) -> None:

@@ -68,7 +68,7 @@ def measure_rate(engines: BenchEngines, layout, seconds: float = 8.0) -> dict:
     finished: list = []  # (engine seconds, result) of every request, appended by the session's thread
     broken = BrokenStoreWatch()  # (a run waits an outage out: the window would count it as store-call time)
     session.subscribe_results(lambda r: finished.append((engine.now(), r)))
-    session.subscribe_results(broken.add)
+    session.subscribe_results(broken.count)
     try:
         session.start()
         time.sleep(RATE_WARM_S)  # (a measurement window, not a wait on a condition)

@@ -123,7 +123,7 @@ def _run_point(plan: SweepPlan, size: PointSize, lru_rate: float, engine, index:
     workload = TraceWorkload(plan.rows, block_tokens=plan.block_tokens, speed=None, name=plan.label)
     session = LiveSession(engine, workload, desc, concurrency=1, layout_text=plan.layout.describe())
     broken = BrokenStoreWatch()
-    session.subscribe_results(broken.add)
+    session.subscribe_results(broken.count)
     keys_max = 0
     t0 = time.perf_counter()
     try:

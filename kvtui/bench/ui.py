@@ -48,7 +48,7 @@ def measure_ui(engines: BenchEngines, layout, seconds: float, rounds: int, refre
                 session = LiveSession(engine, SyntheticWorkload(spec), desc, layout_text=layout.describe(),
                                       owns_engine=False)
                 broken = BrokenStoreWatch()  # (a run would wait an outage out: a round would count its pause)
-                session.subscribe_results(broken.add)
+                session.subscribe_results(broken.count)
                 say(f"round {r + 1}/{rounds}, {phase}: {seconds:g} s of {spec.scenario} after "
                     f"{UI_WARM_S:g} s of start-up…")
                 counts: list[tuple[float, int]] = []

@@ -20,6 +20,7 @@ from __future__ import annotations
 import argparse
 import sys
 from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
 
 from kvtui.bench.engines import say
 from kvtui.bench.reuse import ReuseCase
@@ -36,6 +37,9 @@ from kvtui.core.errors import KvtuiError
 from kvtui.core.topology import MAX_WORKERS
 from kvtui.core.traces import trace_arg
 from workload import DEFAULT_BLOCK_TOKENS
+
+if TYPE_CHECKING:
+    from workload import TraceProblem, TraceRow
 
 _CASE = ReuseCase()  # the default flags
 
@@ -80,7 +84,7 @@ def bench_flags(args: argparse.Namespace) -> BenchFlags:
     """The :class:`BenchFlags` of the command line; ``KvtuiError`` for a flag of :data:`MODE_FLAGS` given to a
     bench that does not use it (``--seconds applies to bench --ui only``)."""
     mode = _mode_of(args)
-    values = {}
+    values: dict[str, Any] = {}  # the flags' values as argparse typed them, else the defaults
     for flag, attr, default, modes in MODE_FLAGS:
         given = vars(args)[attr]
         if given is not None and mode not in modes:
@@ -112,7 +116,9 @@ def register(subparsers) -> None:
                         f"{DEFAULT_STORE_SIZE_TEXT})")
     p.add_argument("--max-streams", type=int, default=None, metavar="N",
                    help=f"try reloads split across 1..N concurrent batch_get_into calls (default {_CASE.max_streams})")
-    p.add_argument("--json", type=path_arg, metavar="PATH", help="write every figure as JSON to PATH (- : to standard output, the table then goes to standard error)")
+    p.add_argument("--json", type=path_arg, metavar="PATH",
+                   help="write every figure as JSON to PATH (- : to standard output, the table then goes to "
+                        "standard error)")
     mode = p.add_mutually_exclusive_group()
     mode.add_argument("--trace", type=trace_arg, metavar="NAME|FILE",
                    help="instead: replay this FAST'25 trace (a shipped one by name, see `kvtui traces`, or a file) one "
@@ -139,15 +145,17 @@ def register(subparsers) -> None:
                    help=f"--link: instead of one reader, M decode workers reloading at once, each on its own host, "
                         f"with M prefill workers holding the segments (1-{MAX_WORKERS} each, e.g. 1,2,4): aggregate "
                         "reload MB/s against M × the link's rate, ratios.aggregate_vs_links")
-    p.add_argument("--seconds", type=float, default=None, metavar="SECONDS", help="--ui: length of each phase (default 8)")
+    p.add_argument("--seconds", type=float, default=None, metavar="SECONDS",
+                   help="--ui: length of each phase (default 8)")
     p.add_argument("--refresh-hz", type=float, default=None, metavar="HZ",
-                   help=f"--ui: the monitor's screen updates per second, ≤ {MAX_HZ:g} (default {DEFAULT_HZ:g}, as kvtui "
-                        "watch)")
+                   help=f"--ui: the monitor's screen updates per second, ≤ {MAX_HZ:g} (default {DEFAULT_HZ:g}, "
+                        "as kvtui watch)")
     p.add_argument("--rounds", type=int, default=None, metavar="N",
                    help="--trace / --ui / --tcp-sweep: alternate the sides N times (ABBA order; --trace's three: ABC "
                         "CBA), each from an empty store; the ratio judged against the target is the median of the "
                         "rounds' ratios, each taken between runs back to back, so a slow spell of the machine hits "
-                        f"both sides of a ratio (the ratio of each side's best run is printed too; 1-{MAX_ROUNDS}, default 3; "
+                        "both sides of a ratio (the ratio of each side's best run is printed too; "
+                        f"1-{MAX_ROUNDS}, default 3; "
                         "a --trace round of the shipped synthetic trace takes 30-40 s on a 2-core machine)")
     p.add_argument("--trace-block-tokens", type=int, default=None, metavar="TOKENS",
                    help=f"tokens per trace hash id (default {DEFAULT_BLOCK_TOKENS})")
@@ -192,7 +200,8 @@ def run(args: argparse.Namespace, started_at: float | None = None) -> int:
         raise KvtuiError("--trace-speedup changes when trace rows arrive (kvtui run --trace), and no bench keeps "
                          "arrival times (bench --trace replays one request after another as fast as it can): leave "
                          "it out")
-    rows, problems = [], []
+    rows: list[TraceRow] = []
+    problems: list[TraceProblem] = []
     if args.trace:
         if b.trace_block_tokens < 1:
             raise KvtuiError(f"--trace-block-tokens must be at least 1, got {b.trace_block_tokens}")
@@ -241,6 +250,7 @@ def _measure(b: BenchFlags, trace: str | None, engines, layout, estimator, link,
         from kvtui.core.traces import resolve_trace, trace_label
         from workload import skipped_count, skipped_rows_text
 
+        assert trace is not None  # the trace bench is the one --trace chooses
         if problems:  # as `kvtui run` says it; both sides replay the same good rows
             say(skipped_rows_text(problems))
         out = measure_trace(engines, layout, resolve_trace(trace), rows, b.trace_block_tokens, b.rounds,
@@ -284,8 +294,8 @@ def _passes(rate: dict) -> str:
     these fall below the page verify / fill row, which times one large buffer)."""
     from kvtui.metrics.figures import RATE_FILL, RATE_VERIFY
 
-    parts = [f"{f.label} {rate[key]:,.0f} {f.unit}" for f, key in ((RATE_VERIFY, "verify_MBps"), (RATE_FILL, "fill_MBps"))
-             if rate.get(key)]
+    parts = [f"{f.label} {rate[key]:,.0f} {f.unit}"
+             for f, key in ((RATE_VERIFY, "verify_MBps"), (RATE_FILL, "fill_MBps")) if rate.get(key)]
     return (": in the run's requests, per-page costs included, " + ", ".join(parts)) if parts else ""
 
 
@@ -321,25 +331,32 @@ def format_bench(o: dict) -> str:
          card and f"{card['pages_hit'] / card['pages_total']:.1%} ({card['pages_hit']}/{card['pages_total']})"),
         ("workers' store clients", f"{o.get('worker_client', 'real')} (what kvtui watch's --worker-client auto "
                                    "picks here; real clients on the TCP path below)", ""),
-        ("prefix reload (1 stream)", f"min {r['min']:.1f} · p50 {r['p50']:.1f} · mean {r['mean']:.1f} · max {r['max']:.1f} ms"
-                                     f" for {o['bytes_reloaded'] / 2**20:.0f} MiB ({o['iterations']} reloads)",
+        ("prefix reload (1 stream)", f"min {r['min']:.1f} · p50 {r['p50']:.1f} · mean {r['mean']:.1f} · "
+                                     f"max {r['max']:.1f} ms for {o['bytes_reloaded'] / 2**20:.0f} MiB "
+                                     f"({o['iterations']} reloads)",
          card and f"p50 {card['reload_ms_p50']:.1f} ms"),
-        (RELOAD_P50.name, f"{o['reuse_read_MBps_p50']:,.0f} MB/s with 1 stream; best {o['best_reuse_read_MBps_p50']:,.0f} MB/s "
+        (RELOAD_P50.name, f"{o['reuse_read_MBps_p50']:,.0f} MB/s with 1 stream; "
+                          f"best {o['best_reuse_read_MBps_p50']:,.0f} MB/s "
                           f"with {_streams(o['best_read_streams'])} (MB/s = 10^6 B/s)",
-         card and f"{card['reuse_read_MiBps_p50'] * 2**20 / 1e6:,.0f} MB/s (its {card['reuse_read_MiBps_p50']:,.0f} MiB/s)"),
+         card and f"{card['reuse_read_MiBps_p50'] * 2**20 / 1e6:,.0f} MB/s "
+                  f"(its {card['reuse_read_MiBps_p50']:,.0f} MiB/s)"),
         (PUBLISH_BUSY.name, publish,
-         card and f"{card['publish_write_MiBps'] * 2**20 / 1e6:,.0f} MB/s (its {card['publish_write_MiBps']:,.0f} MiB/s)"),
+         card and f"{card['publish_write_MiBps'] * 2**20 / 1e6:,.0f} MB/s "
+                  f"(its {card['publish_write_MiBps']:,.0f} MiB/s)"),
         ("verify (outside reload time)", f"p50 {o['verify_ms_p50']:.1f} ms", ""),
         ("byte-exact round-trip", "verified" if o["verified"] else "MISMATCH", card and "verified"),
         ("tiny layout (PR example)", f"{o['tiny']['pages_hit']}/{o['tiny']['pages_total']} pages hit, "
-                                     f"{'verified' if o['tiny']['verified'] else 'MISMATCH'}", card and "3/4, verified"),
-        ("reload split in streams", ", ".join(f"{_streams(n)}: {f['MBps_p50']:,.0f} MB/s" for n, f in o["read_streams"].items())
+                                     f"{'verified' if o['tiny']['verified'] else 'MISMATCH'}",
+         card and "3/4, verified"),
+        ("reload split in streams",
+         ", ".join(f"{_streams(n)}: {f['MBps_p50']:,.0f} MB/s" for n, f in o["read_streams"].items())
          + (f" → best/raw {q['best_streams_vs_raw']:.2f}" if "best_streams_vs_raw" in q else ""), ""),
         ("baseline raw batch_get_into", f"{b['raw_get_MBps_p50']:,.0f} MB/s (same keys, same process, no connector, "
-                                        f"alternating with the reloads) → 1-stream reload/raw {_ratio(q, 'connector_vs_raw')}"
-                                        f"{_probe_share(o)}", ""),
+                                        "alternating with the reloads) → 1-stream reload/raw "
+                                        f"{_ratio(q, 'connector_vs_raw')}{_probe_share(o)}", ""),
         ("baseline loopback TCP", f"{b['loopback_tcp_MBps']:,.0f} MB/s (one stream, same bytes) → best reload "
-                                  f"({_streams(o['best_read_streams'])})/TCP {_ratio(q, 'reload_vs_loopback_tcp')}", ""),
+                                  f"({_streams(o['best_read_streams'])})/TCP "
+                                  f"{_ratio(q, 'reload_vs_loopback_tcp')}", ""),
         ("co-located reload", f"{b['colocated_reload_MBps_p50']:,.0f} MB/s vs memcpy {b['memcpy_MBps']:,.0f} MB/s → "
                               f"{_ratio(q, 'reload_vs_memcpy')}", ""),
     ]
@@ -347,24 +364,28 @@ def format_bench(o: dict) -> str:
     if rr:
         rows.append(("request rate vs store-bound", f"{rr['requests_per_s']:.1f} req/s closed loop; store calls "
                      f"{rr['store_ms_mean']:.1f} ms of {rr['wall_ms_per_request']:.1f} ms per request (bound "
-                     f"{rr['store_bound_rps']:.1f} req/s; verify+fill {rr['verify_and_fill_ms_mean']:.1f} ms{_passes(rr)}) → "
+                     f"{rr['store_bound_rps']:.1f} req/s; verify+fill {rr['verify_and_fill_ms_mean']:.1f} ms"
+                     f"{_passes(rr)}) → "
                      f"{_ratio(q, 'request_rate_vs_store_bound')}"
                      + (f"; with those two passes as kvtui's only work {rr['passes_ceiling']:.2f}"
                         if "passes_ceiling" in rr else ""), ""))
     c = b.get("content")
     if c:
-        rows.append(("page verify / fill vs memcpy", f"verify {c['verify_MBps']:,.0f} MB/s → {_ratio(q, 'verify_vs_memcpy')}; "
+        rows.append(("page verify / fill vs memcpy",
+                     f"verify {c['verify_MBps']:,.0f} MB/s → {_ratio(q, 'verify_vs_memcpy')}; "
                      f"fill {c['fill_MBps']:,.0f} MB/s → {_ratio(q, 'fill_vs_memcpy')}; "
                      f"memcpy {c['memcpy_MBps']:,.0f} MB/s, interleaved", ""))
     bus = b.get("memory_bus")
     if bus:
-        rows.append(("memory bus", f"two copies at once {bus['two_MBps']:,.0f} MB/s = {bus['two_vs_one']:.2f} × one copy "
+        rows.append(("memory bus", f"two copies at once {bus['two_MBps']:,.0f} MB/s = "
+                     f"{bus['two_vs_one']:.2f} × one copy "
                      f"({bus['one_MBps']:,.0f} MB/s; near 1: one copy takes the whole bus)", ""))
     tp = o.get("tcp_path")
     if tp:
-        rows.append(("TCP path (real clients)", f"reload {tp['reuse_read_MBps_p50']:,.0f} MB/s (p50 {tp['reload_ms']['p50']:.1f} "
-                     f"ms), raw batch_get_into {tp['raw_get_MBps_p50']:,.0f} MB/s"
-                     + (f" (connector/raw {q['tcp_connector_vs_raw']:.2f})" if "tcp_connector_vs_raw" in q else "") + ", "
+        rows.append(("TCP path (real clients)", f"reload {tp['reuse_read_MBps_p50']:,.0f} MB/s "
+                     f"(p50 {tp['reload_ms']['p50']:.1f} ms), raw batch_get_into {tp['raw_get_MBps_p50']:,.0f} MB/s"
+                     + (f" (connector/raw {q['tcp_connector_vs_raw']:.2f})" if "tcp_connector_vs_raw" in q else "")
+                     + ", "
                      f"{'verified' if tp['verified'] else 'MISMATCH'} → reload/TCP "
                      f"{_ratio(q, 'tcp_reload_vs_loopback_tcp')}", ""))
     if "ttft_estimate" in o:

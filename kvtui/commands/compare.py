@@ -41,13 +41,15 @@ def register(subparsers) -> None:
                     "placement, kvtui and Mooncake versions), then every figure they share side by side, with the "
                     "absolute and relative change of each against the first file. Hit rates are shown in % and "
                     "their changes in percentage points (pp); MB/s are 10^6 bytes per second. No store is needed.")
-    p.add_argument("files", nargs="+", metavar="FILE", help="two or more results: JSON files of run/report/bench/sweep, or "
-                   "session files (.kvtui); the first is the baseline of the deltas")
-    p.add_argument("--json", type=path_arg, metavar="PATH", help="write the comparison as JSON to PATH ('-' = stdout, instead of "
-                   "the table)")
-    p.add_argument("--svg", type=path_arg, metavar="PATH", help="write a plot of the sessions' page hit rate (%%, last 2 s) and reuse "
-                   "read (wall, MB/s) over the seconds since each recording began, one line per session (needs at "
-                   "least one session among the files)")
+    p.add_argument("files", nargs="+", metavar="FILE",
+                   help="two or more results: JSON files of run/report/bench/sweep, or session files (.kvtui); "
+                        "the first is the baseline of the deltas")
+    p.add_argument("--json", type=path_arg, metavar="PATH",
+                   help="write the comparison as JSON to PATH ('-' = stdout, instead of the table)")
+    p.add_argument("--svg", type=path_arg, metavar="PATH",
+                   help="write a plot of the sessions' page hit rate (%%, last 2 s) and reuse read (wall, MB/s) "
+                        "over the seconds since each recording began, one line per session (needs at least one "
+                        "session among the files)")
     p.set_defaults(func=run)
 
 
@@ -324,7 +326,10 @@ def format_comparison(c: dict) -> str:
 
     def table(head: list[str], body: list[list[str]]) -> list[str]:
         widths = [max(len(r[j]) for r in [head, *body]) for j in range(len(head))]
-        fmt = lambda r: "  ".join(cell.ljust(w) if j == 0 else cell.rjust(w) for j, (cell, w) in enumerate(zip(r, widths)))  # noqa: E731
+
+        def fmt(r: list[str]) -> str:  # the first column left-aligned, the figures right-aligned
+            return "  ".join(cell.ljust(w) if j == 0 else cell.rjust(w) for j, (cell, w) in enumerate(zip(r, widths)))
+
         return [fmt(head), "  ".join("-" * w for w in widths), *(fmt(r).rstrip() for r in body)]
 
     lines.append("")

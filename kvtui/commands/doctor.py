@@ -51,7 +51,8 @@ def check_libibverbs() -> tuple[bool, str]:
 
 def check_import() -> tuple[bool, str]:
     """Import ``mooncake.store`` in a child process and report why it fails, if it does."""
-    code = "import os; os.environ['MC_LOG_LEVEL']='ERROR'; import mooncake.store as s; print(s.MooncakeDistributedStore.__name__)"
+    code = ("import os; os.environ['MC_LOG_LEVEL']='ERROR'; import mooncake.store as s; "
+            "print(s.MooncakeDistributedStore.__name__)")
     try:
         proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
     except subprocess.TimeoutExpired:
@@ -82,7 +83,8 @@ def check_ports() -> tuple[bool, str]:
 
 def checks() -> list[tuple[bool, str]]:
     """Every check as ``(ok, line)``."""
-    out = [(sys.version_info >= (3, 10), f"Python {sys.version.split()[0]}" + ("" if sys.version_info >= (3, 10) else " → kvtui needs Python ≥ 3.10"))]
+    python_ok = sys.version_info >= (3, 10)
+    out = [(python_ok, f"Python {sys.version.split()[0]}" + ("" if python_ok else " → kvtui needs Python ≥ 3.10"))]
     wheels = _installed_wheels()
     if not wheels:
         out.append((False, "no Mooncake wheel installed → pip install mooncake-transfer-engine-non-cuda"))

@@ -9,18 +9,19 @@ file beside it and renamed when complete, so a failed or interrupted export leav
 from __future__ import annotations
 
 import argparse
+import io
 import os
 import re
 import sys
 import tempfile
 from pathlib import Path
+from typing import BinaryIO, TextIO
 
-from kvtui.core.units import MAX_SIZE, parse_size
 from kvtui.commands.output import open_session
 from kvtui.config.paths import check_writable, path_arg
 from kvtui.core.defaults import MAX_HZ
 from kvtui.core.errors import KvtuiError, OutputError
-from kvtui.core.units import format_bytes, parse_duration
+from kvtui.core.units import MAX_SIZE, format_bytes, parse_duration, parse_size
 
 SPEEDS = (0.125, 64.0)  # as kvtui replay
 GIF_WIDTHS = (200, 4000)
@@ -39,9 +40,12 @@ def register(subparsers) -> None:
                     "--speed. --gif needs the export extra (pip install 'kvtui[export]': cairosvg and Pillow).")
     p.add_argument("file", metavar="FILE", help="session file (.kvtui)")
     g = p.add_argument_group("outputs (at least one)")
-    g.add_argument("--cast", type=path_arg, metavar="PATH", help="write an asciinema v2 cast (plays in asciinema-player)")
-    g.add_argument("--gif", type=path_arg, metavar="PATH", help="write an animated GIF (SVG screenshots rasterised with cairosvg)")
-    g.add_argument("--svg-anim", type=path_arg, metavar="PATH", help="write an animated SVG (CSS keyframes; plays in browsers)")
+    g.add_argument("--cast", type=path_arg, metavar="PATH",
+                   help="write an asciinema v2 cast (plays in asciinema-player)")
+    g.add_argument("--gif", type=path_arg, metavar="PATH",
+                   help="write an animated GIF (SVG screenshots rasterised with cairosvg)")
+    g.add_argument("--svg-anim", type=path_arg, metavar="PATH",
+                   help="write an animated SVG (CSS keyframes; plays in browsers)")
     g = p.add_argument_group("what and how")
     g.add_argument("--size", default="120x40", metavar="COLSxROWS",
                    help=f"the monitor's screen size in cells (default 120x40; at least the monitor's minimum, at "
@@ -134,9 +138,9 @@ def _check(args: argparse.Namespace):
     if args.gif:
         from kvtui.movie.gif import missing_dependency
 
-        why = missing_dependency()
-        if why:
-            raise KvtuiError(f"--gif: {why}")
+        missing = missing_dependency()
+        if missing:
+            raise KvtuiError(f"--gif: {missing}")
     warning = reader.warning("exporting")  # a damaged file, or one copied without its -wal
     if warning:
         print(f"kvtui: {warning}", file=sys.stderr)
@@ -152,6 +156,18 @@ class _Partial:
         fd, self.tmp = tempfile.mkstemp(prefix=f".{self.target.name}.", suffix=".part",
                                         dir=str(self.target.resolve().parent))
         self.file = os.fdopen(fd, "wb") if binary else os.fdopen(fd, "w", encoding="utf-8", newline="\n")
+
+    @property
+    def text(self) -> TextIO:
+        """The file of a text output (a cast, an animated SVG)."""
+        assert isinstance(self.file, io.TextIOWrapper)
+        return self.file
+
+    @property
+    def binary(self) -> BinaryIO:
+        """The file of a binary output (a GIF)."""
+        assert isinstance(self.file, io.BufferedWriter)
+        return self.file
 
     def commit(self) -> int:
         """Close, rename onto the target with the mode a plain ``open`` gives (0666 less the umask; the
@@ -200,7 +216,7 @@ def run(args: argparse.Namespace, started_at: float | None = None) -> int:
     title = f"kvtui replay · {args.file}"  # as kvtui replay titles the same session
     height = size[1] + (1 if args.annotate else 0)
     partial: dict[str, _Partial] = {}
-    sinks = []
+    sinks: list[CastWriter | GifWriter | SvgAnimWriter] = []
     try:
         for flag, path in outs:
             try:
@@ -208,11 +224,11 @@ def run(args: argparse.Namespace, started_at: float | None = None) -> int:
             except OSError as exc:
                 raise KvtuiError(f"{flag}: cannot write in the folder of {path} ({exc.strerror})") from None
             if flag == "--cast":
-                sinks.append(CastWriter(part.file, size[0], height, _start_time(reader, span.start_s), title))
+                sinks.append(CastWriter(part.text, size[0], height, _start_time(reader, span.start_s), title))
             elif flag == "--gif":
-                sinks.append(GifWriter(part.file, span.fps, gif_width, title))
+                sinks.append(GifWriter(part.binary, span.fps, gif_width, title))
             else:
-                sinks.append(SvgAnimWriter(part.file, span.frames, span.fps, title))
+                sinks.append(SvgAnimWriter(part.text, span.frames, span.fps, title))
         try:
             _film_with_progress(reader, span, size, sinks, args.annotate, title)
         except OSError as exc:
@@ -226,11 +242,11 @@ def run(args: argparse.Namespace, started_at: float | None = None) -> int:
         for part in partial.values():
             part.discard()
     print(f"kvtui export: {fmt_position(span.start_s)}–{fmt_position(span.end_s)} of {args.file} at "
-          f"{fmt_speed(span.speed)}, {span.fps:g} fps: {span.frames} frame{'' if span.frames == 1 else 's'}, {span.film_s:.1f} s of film, "
-          f"{size[0]}×{height} cells")
+          f"{fmt_speed(span.speed)}, {span.fps:g} fps: {span.frames} frame{'' if span.frames == 1 else 's'}, "
+          f"{span.film_s:.1f} s of film, {size[0]}×{height} cells")
     kinds = {"--cast": "asciinema v2 cast", "--gif": "animated GIF", "--svg-anim": "animated SVG"}
     for (flag, path), sink in zip(outs, sinks):
-        extra = f", {sink.size[0]}×{sink.size[1]} px" if flag == "--gif" and sink.size else ""
+        extra = f", {sink.size[0]}×{sink.size[1]} px" if isinstance(sink, GifWriter) and sink.size else ""
         print(f"  {path}: {kinds[flag]}, {format_bytes(sizes[flag])}{extra}")
     return 0
 

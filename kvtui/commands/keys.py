@@ -9,7 +9,6 @@ import sys
 
 from kvtui.core.errors import KvtuiError
 
-
 _INT = re.compile(r"[-+]?\d+")
 _LIST_OF_IDS = re.compile(r"^-\d+(?:[\s,]+[-+]?\d+)*[\s,]*$")  # "--tokens -1,2,3" is a value, not a flag
 
@@ -84,7 +83,8 @@ def run(args: argparse.Namespace, started_at: float | None = None) -> int:
         try:
             text = sys.stdin.read() if args.tokens_file == "-" else open(args.tokens_file, encoding="utf-8").read()
         except (OSError, UnicodeDecodeError) as exc:
-            raise KvtuiError(f"--tokens-file: cannot read {args.tokens_file}: {getattr(exc, 'strerror', None) or exc}") from None
+            reason = getattr(exc, "strerror", None) or exc
+            raise KvtuiError(f"--tokens-file: cannot read {args.tokens_file}: {reason}") from None
         tokens = parse_token_text(text, f"--tokens-file {args.tokens_file}")
     keyer = PageKeyer(args.model, args.page_tokens, args.scheme, args.key_prefix)
     keys = keyer.keys(tokens)

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import json
 import sys
+from collections.abc import Mapping
+from typing import Any
 
 from kvtui.core.errors import KvtuiError, OutputError
 from kvtui.core.files import write_atomic
@@ -40,7 +42,7 @@ def open_session(path: str):
         raise KvtuiError(str(exc)) from None
 
 
-def full_setup(setup: dict | None, store: dict | None, meta: dict | None = None) -> dict:
+def full_setup(setup: dict | None, store: Mapping[str, Any] | None, meta: dict | None = None) -> dict:
     """A run's ``setup`` (:func:`run_context`) as its ``--json``, its report and its recording all state it:
     the kvtui and Mooncake versions from a recording's ``meta`` where its header predates them, and, attached
     to a cluster (no ``store_bytes`` of its own), ``store_capacity_bytes``: the store's capacity the last frame
@@ -49,8 +51,9 @@ def full_setup(setup: dict | None, store: dict | None, meta: dict | None = None)
     for key in ("kvtui_version", "mooncake_version"):
         if meta and key not in out:
             out[key] = meta.get(key)
-    if out.get("store_bytes") is None and (store or {}).get("capacity_bytes"):
-        out["store_capacity_bytes"] = int(store["capacity_bytes"])
+    capacity = (store or {}).get("capacity_bytes")
+    if out.get("store_bytes") is None and capacity:
+        out["store_capacity_bytes"] = int(capacity)
     return out
 
 
@@ -58,7 +61,8 @@ def _percentiles(d: dict) -> str:
     """One latency line from a summary's ``{count, p50, p90, p99, max}`` (ms, HdrHistogram figures)."""
     if not d.get("count"):
         return "n/a (no samples)"
-    return f"p50 {d['p50']:.2f} ms · p90 {d['p90']:.2f} · p99 {d['p99']:.2f} · max {d['max']:.2f} ({d['count']:,} samples)"
+    return (f"p50 {d['p50']:.2f} ms · p90 {d['p90']:.2f} · p99 {d['p99']:.2f} · max {d['max']:.2f} "
+            f"({d['count']:,} samples)")
 
 
 def format_summary(s: dict) -> str:
@@ -103,6 +107,7 @@ def ttft_lines(s: dict) -> list[str]:
         mark = f" · {fig.RELOAD_VS_RECOMPUTE.label} {ratio:.2f}×" + (
             f" — RELOAD SLOWER THAN RECOMPUTE ({slower:,} of {t['count']:,} requests)" if ratio > 1 else
             (f" ({slower:,} of {t['count']:,} requests slower)" if slower else ""))
-    return [f"{fig.TTFT_SAVED.name:<22}p50 {t['p50']:.1f} ms · p99 {t['p99']:.1f} · total {t['total'] / 1e3:.2f} s over "
-            f"{t['count']:,} reloads · {fig.GPU_SAVED_RUN.label} {s['prefill_gpu_s_saved']:.2f} s{mark}",
+    return [f"{fig.TTFT_SAVED.name:<22}p50 {t['p50']:.1f} ms · p99 {t['p99']:.1f} · "
+            f"total {t['total'] / 1e3:.2f} s over {t['count']:,} reloads · "
+            f"{fig.GPU_SAVED_RUN.label} {s['prefill_gpu_s_saved']:.2f} s{mark}",
             f"{'':<22}estimate: {est.get('basis', '?')}"]

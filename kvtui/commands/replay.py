@@ -6,8 +6,8 @@ from __future__ import annotations
 import argparse
 import sys
 
-from kvtui.config.screen import add_screen_arguments, screen_from_args
 from kvtui.commands.output import open_session
+from kvtui.config.screen import add_screen_arguments, screen_from_args
 from kvtui.core.errors import KvtuiError
 
 

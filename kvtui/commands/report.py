@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import argparse
 
-from kvtui.commands.output import full_setup, format_summary, open_session, write_json_atomic
+from kvtui.commands.output import format_summary, full_setup, open_session, write_json_atomic
 from kvtui.config.exports import check_requests_log
 from kvtui.config.paths import check_outputs, path_arg
 from kvtui.config.plan import CONTEXT_KEYS
@@ -26,12 +26,15 @@ def register(subparsers) -> None:
                                           "and, in a terminal, show its hit-rate curve (q quits). No Mooncake "
                                           "store is needed.")
     p.add_argument("file", metavar="FILE", help="session file (.kvtui) or sweep result (.json of `kvtui sweep`)")
-    p.add_argument("--json", type=path_arg, metavar="PATH", help="write the summary (a sweep: the sweep) as JSON to PATH")
-    p.add_argument("--svg", type=path_arg, metavar="PATH", help="write an SVG of the final dashboard (a sweep: of its curve's "
-                   "screen), 120x40 cells, to PATH")
-    p.add_argument("--requests-log", type=path_arg, metavar="PATH", help="write the recorded requests, one CSV row each, to PATH "
-                   "(the columns of `kvtui run --requests-log`; .parquet needs pyarrow): every request that finished "
-                   "while the session was recorded")
+    p.add_argument("--json", type=path_arg, metavar="PATH",
+                   help="write the summary (a sweep: the sweep) as JSON to PATH")
+    p.add_argument("--svg", type=path_arg, metavar="PATH",
+                   help="write an SVG of the final dashboard (a sweep: of its curve's screen), 120x40 cells, "
+                        "to PATH")
+    p.add_argument("--requests-log", type=path_arg, metavar="PATH",
+                   help="write the recorded requests, one CSV row each, to PATH (the columns of "
+                        "`kvtui run --requests-log`; .parquet needs pyarrow): every request that finished while the "
+                        "session was recorded")
     p.set_defaults(func=run)
 
 

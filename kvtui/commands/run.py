@@ -14,6 +14,8 @@ from __future__ import annotations
 
 import argparse
 import sys
+from collections.abc import Mapping
+from typing import Any
 
 from kvtui.commands.output import format_summary, full_setup, write_json_atomic
 from kvtui.config.cluster import add_cluster_arguments, add_listen_arguments
@@ -39,13 +41,15 @@ def register(subparsers) -> None:
                     "percentiles and throughput.")
     add_workload_arguments(p)
     g = p.add_argument_group("run bounds and output")
-    g.add_argument("--duration", type=duration_arg, metavar="SECONDS", help="end the run this many seconds (or 90s, 2m: with a unit) after the "
-                   "command started, start-up included (requests under way are abandoned; the command ends "
-                   "within ~1.5 s after). Default: 10 s for scenarios, the whole file for traces")
+    g.add_argument("--duration", type=duration_arg, metavar="SECONDS",
+                   help="end the run this many seconds (or 90s, 2m: with a unit) after the command started, "
+                        "start-up included (requests under way are abandoned; the command ends within ~1.5 s "
+                        "after). Default: 10 s for scenarios, the whole file for traces")
     g.add_argument("--requests", type=int, metavar="N", help="stop after issuing N requests (default: no limit)")
     g.add_argument("--concurrency", type=int, default=1, metavar="N",
                    help="requests in flight (default 1: strictly one after another, exact trace replay)")
-    g.add_argument("--json", type=path_arg, metavar="PATH", help="write the summary as JSON to PATH (- for standard output)")
+    g.add_argument("--json", type=path_arg, metavar="PATH",
+                   help="write the summary as JSON to PATH (- for standard output)")
     g.add_argument("--quiet", action="store_true", help="no progress line")
     g.add_argument("--record", type=path_arg, metavar="FILE", help="record the session (frames and events) to FILE for "
                    "`kvtui replay` and `kvtui report`")
@@ -145,8 +149,9 @@ def _say_note(line: str, quiet: bool) -> None:
         print(f"kvtui: {line}", file=sys.stderr, flush=True)
 
 
-def _report(plan: RunPlan, args: argparse.Namespace, summary: dict, desc: dict, bad_rows: int, session,
-            interrupted: KeyboardInterrupt | None, store: dict | None = None, stopped_by: str | None = None) -> int:
+def _report(plan: RunPlan, args: argparse.Namespace, summary: dict, desc: Mapping[str, Any], bad_rows: int, session,
+            interrupted: KeyboardInterrupt | None, store: Mapping[str, Any] | None = None,
+            stopped_by: str | None = None) -> int:
     """Print the summary and its notes, write ``--json``; the exit code (1 if a page failed verification).
     ``store``: the last frame's store block (the capacity of an attached cluster, :func:`full_setup`);
     ``stopped_by``: why the run was stopped, a process that died and that nothing restarts (a worker, or one of
@@ -229,7 +234,8 @@ def _progress(session, total, quiet: bool, lost=None) -> int:
             if session.outage != held:
                 held = session.outage
                 print("kvtui: store unreachable (RPC_FAIL: the master, or the store node of dummy workers): dispatch "
-                      "held" if held else "kvtui: the store answers again: dispatch resumed", file=sys.stderr, flush=True)
+                      "held" if held else "kvtui: the store answers again: dispatch resumed",
+                      file=sys.stderr, flush=True)
         return shown
     import time
 
@@ -258,6 +264,7 @@ def _progress(session, total, quiet: bool, lost=None) -> int:
             if time.monotonic() < burst_until:
                 status += " · [bold red]store full: puts refused (see above)[/]"
             if session.outage:
-                status = "[bold red]store unreachable (RPC_FAIL: the master, or the store node of dummy workers): dispatch held until it answers[/]"
+                status = ("[bold red]store unreachable (RPC_FAIL: the master, or the store node of dummy workers): "
+                          "dispatch held until it answers[/]")
             prog.update(task, completed=t["requests"], status=status)
     return shown

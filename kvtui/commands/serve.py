@@ -52,7 +52,8 @@ def register(subparsers) -> None:
     g = p.add_argument_group("monitor (as kvtui watch)")
     g.add_argument("--concurrency", type=int, default=1, metavar="N", help="requests in flight (default 1)")
     g.add_argument("--refresh-hz", type=float, default=DEFAULT_HZ, metavar="HZ",
-                   help=f"screen updates per second, ≤ {MAX_HZ:g} (default {DEFAULT_HZ:g}); each is sent to the browser")
+                   help=f"screen updates per second, ≤ {MAX_HZ:g} (default {DEFAULT_HZ:g}); each is sent to the "
+                        "browser")
     g.add_argument("--screenshot-dir", type=path_arg, default=None, metavar="DIR",
                    help="where the screenshot key S saves SVGs, on the server (default: the current folder)")
     g.add_argument("--observe", action="store_true", help="each tab watches an existing cluster only (needs "
@@ -123,7 +124,8 @@ def _check(args: argparse.Namespace) -> None:
     check_refresh_hz(args.refresh_hz)
     if args.store_size is not None:
         store_size(args.store_size)
-    if args.screenshot_dir is not None and os.path.exists(args.screenshot_dir) and not os.path.isdir(args.screenshot_dir):
+    shots = args.screenshot_dir
+    if shots is not None and os.path.exists(shots) and not os.path.isdir(shots):
         raise KvtuiError(f"--screenshot-dir: {args.screenshot_dir} exists and is not a folder")
     if args.observe:  # the flags it refuses, --metrics-url answering as a Mooncake master
         from kvtui.commands.observe_mode import check_observe_args
@@ -193,9 +195,15 @@ def _server_class():
                     await websocket.close()
             return websocket
 
-        def serve(self, debug: bool = False) -> int:
-            """Serve until Ctrl-C, SIGTERM or SIGHUP; returns 128 + that signal once every tab's process has
-            ended. ``OSError`` when the address cannot be bound (nothing was said to be served then)."""
+        @property
+        def exit_code(self) -> int:
+            """128 + the signal that stopped :meth:`serve`, 0 before one did."""
+            return 128 + self.signum if self.signum else 0
+
+        def serve(self, debug: bool = False) -> None:
+            """Serve until Ctrl-C, SIGTERM or SIGHUP; returns once every tab's process has ended (the command's
+            exit status is then :attr:`exit_code`). ``OSError`` when the address cannot be bound (nothing was
+            said to be served then)."""
             self.debug = debug
             self.initialize_logging()
             loop = asyncio.new_event_loop()
@@ -226,7 +234,6 @@ def _server_class():
                 for sig in signals:
                     loop.remove_signal_handler(sig)
                 loop.close()
-            return 128 + self.signum if self.signum else 0
 
     return KvtuiServer
 
@@ -271,9 +278,10 @@ def run(args: argparse.Namespace, started_at: float | None = None) -> int:
     public_url = args.public_url or f"http://{host}:{args.port}"
     server = _server_class()(child_command(argv), args.host, args.port, public_url, args.max_sessions)
     try:
-        return server.serve()
+        server.serve()
     except OSError as exc:
         raise KvtuiError(f"cannot listen on {args.host}:{args.port} ({exc.strerror or exc})") from None
+    return server.exit_code
 
 
 if __name__ == "__main__":  # the launcher of one browser tab's kvtui watch (child_command)

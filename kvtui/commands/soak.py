@@ -70,8 +70,10 @@ def register(subparsers) -> None:
                    help="embedded master's client TTL: a killed store node's pages stay listed (reads fail with "
                         "TRANSFER_FAIL) and a stopped client stays counted this long (default 10, Mooncake's)")
     g.add_argument("--concurrency", type=int, default=1, metavar="N", help="requests in flight (default 1)")
-    g.add_argument("--json", type=path_arg, metavar="PATH", help="write the summary as JSON to PATH (- for standard output)")
-    g.add_argument("--series", type=path_arg, metavar="PATH.csv", help="write one CSV row per sample to PATH, as the soak goes")
+    g.add_argument("--json", type=path_arg, metavar="PATH",
+                   help="write the summary as JSON to PATH (- for standard output)")
+    g.add_argument("--series", type=path_arg, metavar="PATH.csv",
+                   help="write one CSV row per sample to PATH, as the soak goes")
     g.add_argument("--record", type=path_arg, metavar="FILE", help="record the session (frames and events, the faults "
                    "included) to FILE for `kvtui replay` and `kvtui report`")
     g.add_argument("--quiet", action="store_true", help="no progress line (fault lines are still printed)")

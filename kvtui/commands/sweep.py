@@ -59,16 +59,19 @@ def register(subparsers) -> None:
                    help="the embedded master's read lease (default 10 s, Mooncake's default). Every probe and read "
                         "grants one and a leased page cannot be evicted; at --speed max 10 s covers thousands of "
                         "requests, not the ~40 it covers at the FAST'25 traces' own pace")
-    s.add_argument("--log-dir", type=path_arg, metavar="DIR", help="where native logs of the clusters and workers go (default: a new "
-                   "/tmp/kvtui-logs-* folder per point)")
+    s.add_argument("--log-dir", type=path_arg, metavar="DIR",
+                   help="where native logs of the clusters and workers go (default: a new /tmp/kvtui-logs-* "
+                        "folder per point)")
     s.add_argument("--isolate-network", choices=("auto", "on", "off"), default="auto",
                    help="run the clusters and workers in a private network namespace, loopback only (auto: when "
                         "permitted, e.g. as root; default auto; env KVTUI_ISOLATE overrides auto)")
     o = p.add_argument_group("output")
-    o.add_argument("--json", type=path_arg, metavar="PATH", help="write the sweep (every point's figures, the sizing) as JSON to PATH "
-                   "('-' = stdout, instead of the table); `kvtui report PATH` shows it")
-    o.add_argument("--svg", type=path_arg, metavar="PATH", help="write the plot as SVG: token hit rate (%%) against capacity "
-                   "(tokens, log scale), real store, offline LRU and unbounded ideal")
+    o.add_argument("--json", type=path_arg, metavar="PATH",
+                   help="write the sweep (every point's figures, the sizing) as JSON to PATH ('-' = stdout, "
+                        "instead of the table); `kvtui report PATH` shows it")
+    o.add_argument("--svg", type=path_arg, metavar="PATH",
+                   help="write the plot as SVG: token hit rate (%%) against capacity (tokens, log scale), real "
+                        "store, offline LRU and unbounded ideal")
     o.add_argument("--png", type=path_arg, metavar="PATH", help="write the same plot as PNG (800×480 px)")
     o.add_argument("--quiet", action="store_true", help="no progress bar or notes (warnings still show)")
     p.set_defaults(func=run)
@@ -176,9 +179,11 @@ def run(args: argparse.Namespace, started_at: float | None = None) -> int:
                              "eviction_ratio": ClusterOptions.eviction_ratio,
                              "object_overhead_bytes": OBJECT_OVERHEAD_BYTES, "min_segment_bytes": MIN_SEGMENT_BYTES,
                              "elem_bytes_auto": auto},
-                     bad_rows_skipped=skipped_count(problems), synthesis=synthesis_fields(synthesis).get("synthesis", {}))
+                     bad_rows_skipped=skipped_count(problems),
+                     synthesis=synthesis_fields(synthesis).get("synthesis", {}))
     if not quiet:
-        _say(f"{len(sizes)} point{'' if len(sizes) == 1 else 's'} of {len(rows):,} rows; pages {layout.describe()}; {plan.isolation}")
+        _say(f"{len(sizes)} point{'' if len(sizes) == 1 else 's'} of {len(rows):,} rows; "
+             f"pages {layout.describe()}; {plan.isolation}")
     try:
         result, interrupted = _with_progress(plan, quiet)
     except RuntimeError as exc:

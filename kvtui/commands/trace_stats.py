@@ -67,8 +67,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--strict", action="store_true", help="stop at the first bad row, or row whose timestamp is "
                    "below an earlier row's (file:line: reason, exit 2), instead of skipping bad rows and noting late "
                    "ones")
-    p.add_argument("--json", type=path_arg, metavar="PATH", help="also write the stats (token counts, seconds, req/s) as JSON "
-                   "to PATH ('-' = stdout, instead of the table)")
+    p.add_argument("--json", type=path_arg, metavar="PATH",
+                   help="also write the stats (token counts, seconds, req/s) as JSON to PATH ('-' = stdout, "
+                        "instead of the table)")
     add_synthesis_arguments(p.add_argument_group("trace synthesis (the same flags as run/watch/bench --trace: "
                                                  "the stats of the rows such a replay issues)"))
     p.set_defaults(func=run)

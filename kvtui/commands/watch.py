@@ -28,9 +28,10 @@ def register(subparsers) -> None:
     g.add_argument("--concurrency", type=int, default=1, metavar="N", help="requests in flight (default 1)")
     add_refresh_argument(g)
     add_screen_arguments(g)
-    g.add_argument("--screenshot-dir", type=path_arg, default=".", metavar="DIR", help="where the screenshot key S saves SVGs (default: the current folder)")
-    g.add_argument("--record", type=path_arg, metavar="FILE", help="record the session to FILE from the start (Ctrl+R toggles "
-                   "recording while running)")
+    g.add_argument("--screenshot-dir", type=path_arg, default=".", metavar="DIR",
+                   help="where the screenshot key S saves SVGs (default: the current folder)")
+    g.add_argument("--record", type=path_arg, metavar="FILE",
+                   help="record the session to FILE from the start (Ctrl+R toggles recording while running)")
     g.add_argument("--observe", action="store_true", help="watch an existing cluster only (needs --metrics-url; "
                    "--master is shown): the master's metrics over time, no workload, no workers, nothing written to "
                    "the store (README 'Observe an existing cluster')")

@@ -36,8 +36,8 @@ def register(subparsers) -> None:
                    "(default: the coordinator's)")
     p.add_argument("--metadata", metavar="URL", help="the metadata server's URL as this machine reaches it "
                    "(default: the coordinator's)")
-    p.add_argument("--log-dir", type=path_arg, metavar="DIR", help="where the worker's native (Mooncake) log goes (default: a new "
-                   "/tmp/kvtui-logs-* folder)")
+    p.add_argument("--log-dir", type=path_arg, metavar="DIR",
+                   help="where the worker's native (Mooncake) log goes (default: a new /tmp/kvtui-logs-* folder)")
     p.set_defaults(func=run)
 
 
@@ -66,7 +66,8 @@ def run(args: argparse.Namespace, started_at: float | None = None) -> int:
     except PermissionError as exc:
         raise KvtuiError(f"--join {host}:{port}: {exc}") from None
     except (OSError, EOFError) as exc:
-        raise KvtuiError(f"--join {host}:{port}: {getattr(exc, 'strerror', None) or exc or 'connection lost'}") from None
+        reason = getattr(exc, "strerror", None) or exc or "connection lost"
+        raise KvtuiError(f"--join {host}:{port}: {reason}") from None
     spec = welcome.spec
     if args.master:
         spec = replace(spec, endpoints={**spec.endpoints, "master": args.master, "metadata_url": args.metadata})

@@ -18,8 +18,15 @@ from kvtui.config.paths import path_arg
 from kvtui.core.defaults import DEFAULT_STORE_BYTES, DEFAULT_STORE_SIZE_TEXT, MIN_SEGMENT_BYTES
 from kvtui.core.errors import KvtuiError
 from kvtui.core.layout import PageLayout
-from kvtui.core.topology import (DEFAULT_ROUTE, DEFAULT_WORKERS, MAX_WORKERS, REMOTE_SLOTS, ROUTE_HELP, ROUTES,
-                                 check_count)
+from kvtui.core.topology import (
+    DEFAULT_ROUTE,
+    DEFAULT_WORKERS,
+    MAX_WORKERS,
+    REMOTE_SLOTS,
+    ROUTE_HELP,
+    ROUTES,
+    check_count,
+)
 from kvtui.engine.cluster import WORKER_CLIENTS, ClusterEndpoints, ClusterOptions
 
 if TYPE_CHECKING:
@@ -93,11 +100,17 @@ def add_cluster_arguments(p: argparse.ArgumentParser) -> None:
                         "through shared memory with --worker-client dummy, the default here, or cross TCP with "
                         "real) or co-located with the prefill or decode workers (with several, each contributes "
                         "an equal share of --store-size)")
-    g.add_argument("--master", metavar="HOST:PORT", help="attach: the master's RPC address (starts nothing; default: an embedded master on loopback)")
-    g.add_argument("--metadata", metavar="URL", help="attach: metadata server URL, e.g. http://HOST:8080/metadata (needed with --master; default: the embedded one)")
-    g.add_argument("--metrics-url", metavar="URL", help="attach: master admin HTTP base for /metrics, e.g. http://HOST:9003 (default: none, store panel without master metrics)")
+    g.add_argument("--master", metavar="HOST:PORT",
+                   help="attach: the master's RPC address (starts nothing; default: an embedded master on loopback)")
+    g.add_argument("--metadata", metavar="URL",
+                   help="attach: metadata server URL, e.g. http://HOST:8080/metadata (needed with --master; "
+                        "default: the embedded one)")
+    g.add_argument("--metrics-url", metavar="URL",
+                   help="attach: master admin HTTP base for /metrics, e.g. http://HOST:9003 (default: none, store "
+                        "panel without master metrics)")
     g.add_argument("--protocol", choices=("tcp", "rdma"), default="tcp", help="transfer protocol (default tcp)")
-    g.add_argument("--device", default="", metavar="NAME", help="RDMA device name (with --protocol rdma; default: Mooncake picks)")
+    g.add_argument("--device", default="", metavar="NAME",
+                   help="RDMA device name (with --protocol rdma; default: Mooncake picks)")
     g.add_argument("--lease-ttl", type=float, default=10.0, metavar="SECONDS",
                    help="embedded master's read lease (default 10 s). Every probe and read grants one, and a "
                         "leased page cannot be evicted")
@@ -108,9 +121,12 @@ def add_cluster_arguments(p: argparse.ArgumentParser) -> None:
                         "all-interface transfer listeners are reachable only on loopback (auto: when permitted, "
                         "e.g. as root; on: fail if not possible; default auto; env KVTUI_ISOLATE overrides auto)")
     add_host_arguments(g)
-    g.add_argument("--master-port", type=int, default=0, metavar="PORT", help="embedded: master RPC port (default: a free one)")
-    g.add_argument("--metrics-port", type=int, default=0, metavar="PORT", help="embedded: master metrics/admin HTTP port (default: a free one)")
-    g.add_argument("--metadata-port", type=int, default=0, metavar="PORT", help="embedded: metadata server port (default: a free one)")
+    g.add_argument("--master-port", type=int, default=0, metavar="PORT",
+                   help="embedded: master RPC port (default: a free one)")
+    g.add_argument("--metrics-port", type=int, default=0, metavar="PORT",
+                   help="embedded: master metrics/admin HTTP port (default: a free one)")
+    g.add_argument("--metadata-port", type=int, default=0, metavar="PORT",
+                   help="embedded: metadata server port (default: a free one)")
     g.add_argument("--read-streams", type=int, default=1, metavar="N",
                    help="concurrent batch_get_into calls one reload of 8 MiB per stream or more is split across "
                         "(default 1: on 2 cores more streams were slower in `kvtui bench`)")
@@ -120,7 +136,8 @@ def add_listen_arguments(p: argparse.ArgumentParser) -> None:
     """Add ``--listen`` and ``--token`` to a command's parser."""
     g = p.add_argument_group("remote workers (attach mode: --master/--metadata)")
     g.add_argument("--listen", metavar="[HOST:]PORT", default=None,
-                   help=f"accept up to {REMOTE_SLOTS} decode and {REMOTE_SLOTS} prefill workers from other machines (kvtui worker --join) on "
+                   help=f"accept up to {REMOTE_SLOTS} decode and {REMOTE_SLOTS} prefill workers from other machines "
+                        "(kvtui worker --join) on "
                         "this address; a bare PORT listens on loopback only (default: no listener)")
     g.add_argument("--token", default=None, metavar="T",
                    help=f"the shared secret a joining worker must present (required with --listen; default: the "
@@ -428,8 +445,9 @@ def cluster_from_args(args: argparse.Namespace, layout: PageLayout, working_set:
     store_bytes, note = _say_size(working_set, layout, given, args.store_size, endpoints)
     if endpoints is None:
         check_segment_share(args.segment_on, store_bytes, layout.page_bytes, topology)
-    client = resolve_worker_client(getattr(args, "worker_client", DEFAULT_WORKER_CLIENT), attached=endpoints is not None,
-                                   segment_on=args.segment_on, topology=topology, hosts=hosts)
+    client = resolve_worker_client(getattr(args, "worker_client", DEFAULT_WORKER_CLIENT),
+                                   attached=endpoints is not None, segment_on=args.segment_on, topology=topology,
+                                   hosts=hosts)
     mode = args.isolate_network
     if ports and mode == "auto" and not hosts:
         mode = "off"  # explicit ports are meant to be reached (and checked) on this host's loopback

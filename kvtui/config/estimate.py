@@ -24,8 +24,9 @@ def add_estimate_arguments(parser: argparse.ArgumentParser) -> None:
                    help=f"the GPU the prefill would run on: its dense BF16 peak TFLOPS from the vendor's datasheet "
                         f"({', '.join(f'{k} {g.peak_tflops:g}' for k, g in GPUS.items())}; default {DEFAULT_GPU})")
     g.add_argument("--mfu", type=float, default=None, metavar="FRACTION",
-                   help=f"model FLOPs utilisation of the prefill, the share of the GPU's peak it reaches, within (0, 1] "
-                        f"(default {DEFAULT_MFU:g}: long prefills are compute-bound and reach ~40-50 %% of dense peak)")
+                   help="model FLOPs utilisation of the prefill, the share of the GPU's peak it reaches, "
+                        f"within (0, 1] (default {DEFAULT_MFU:g}: long prefills are compute-bound and reach "
+                        "~40-50 %% of dense peak)")
     g.add_argument("--prefill-tokens-per-s", type=float, default=None, metavar="TOKENS_PER_S",
                    help="your engine's measured prefill rate in tokens per second: replaces the FLOPs estimate (then "
                         "recompute time = k ÷ this), and works with any layout, tiny and custom ones too")

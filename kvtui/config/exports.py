@@ -20,7 +20,8 @@ def add_export_arguments(p: argparse.ArgumentParser, *, linger: bool = False, re
     also ``--requests-log``)."""
     g = p.add_argument_group("Prometheus exporter and per-request log")
     g.add_argument("--prometheus", metavar="[HOST:]PORT",
-                   help=f"serve kvtui's metrics for Prometheus on http://HOST:PORT/metrics (HOST default {DEFAULT_HOST}; "
+                   help=f"serve kvtui's metrics for Prometheus on http://HOST:PORT/metrics "
+                        f"(HOST default {DEFAULT_HOST}; "
                         "PORT 0: a free one, said on stderr or in the event log). Counters, latency histograms in "
                         "seconds and gauges; README 'Prometheus and Grafana' lists them")
     if linger:
@@ -55,6 +56,10 @@ class ExportPlan:
     prometheus: tuple[str, int] | None = None
     linger_s: float = 0.0
     requests_log: str | None = None
+
+
+NO_EXPORTS = ExportPlan()
+"""No exporter and no request log: the plan of a command without these flags (shared: the plan is frozen)."""
 
 
 def exports_from_args(args: argparse.Namespace) -> ExportPlan:

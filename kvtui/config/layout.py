@@ -63,16 +63,19 @@ def add_layout_arguments(parser: argparse.ArgumentParser, default_preset: str | 
                            "fp16 (4 KiB/page); or a model preset's layout at 256 tokens/page (`kvtui layout NAME`)"))
     which.add_argument("--model-config", metavar="NAME|PATH",
                        help=f"the KV layout of a model: a preset ({', '.join(MODEL_PRESETS)}) or a Hugging Face "
-                            f"config.json; {MODEL_PAGE_TOKENS} tokens/page unless --page-tokens, and its name is hashed "
-                            "into the page keys unless --model")
+                            f"config.json; {MODEL_PAGE_TOKENS} tokens/page unless --page-tokens, and its name is "
+                            "hashed into the page keys unless --model")
     g.add_argument("--kv-dtype", choices=list(KV_DTYPES), metavar="|".join(KV_DTYPES),
                    help="KV cache element type (fp8 = 1 byte, fp16/bf16 = 2, fp32 = 4); default: the config's "
                         "torch_dtype, or the preset's")
-    g.add_argument("--layers", type=int, metavar="N", help="override: transformer layers per page (default: the --layout or --model-config one's)")
+    g.add_argument("--layers", type=int, metavar="N",
+                   help="override: transformer layers per page (default: the --layout or --model-config one's)")
     g.add_argument("--kv-heads", type=int, metavar="N", help="override: KV heads per layer (default: the layout's)")
     g.add_argument("--head-dim", type=int, metavar="N", help="override: elements per head (default: the layout's)")
-    g.add_argument("--page-tokens", type=int, metavar="TOKENS", help="override: tokens per KV page (default: the layout's)")
-    g.add_argument("--elem-bytes", type=int, metavar="BYTES", help="override: bytes per element (2 = fp16; default: the layout's)")
+    g.add_argument("--page-tokens", type=int, metavar="TOKENS",
+                   help="override: tokens per KV page (default: the layout's)")
+    g.add_argument("--elem-bytes", type=int, metavar="BYTES",
+                   help="override: bytes per element (2 = fp16; default: the layout's)")
     g.add_argument("--model", default=None, help=model_help or (
         f"model name hashed into every page key (default: the --model-config name, else {DEFAULT_MODEL})"))
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import argparse
 import os
+from collections.abc import Iterable
 from pathlib import Path
 
 from kvtui.core.errors import KvtuiError
@@ -64,7 +65,7 @@ STDOUT_FLAGS = ("--json",)
 """The output flags that take ``-`` for standard output (the others write files: SVG, PNG, GIF, casts…)."""
 
 
-def check_outputs(pairs) -> None:
+def check_outputs(pairs: Iterable[tuple[str | None, str]]) -> None:
     """:func:`check_writable` for each ``(path, flag)`` given (None or "" = the flag left out); ``-`` is left to
     the flags of :data:`STDOUT_FLAGS`."""
     for path, flag in pairs:

@@ -5,12 +5,13 @@ and the run's bounds. :func:`kvtui.launch.open_session` starts what the plan des
 from __future__ import annotations
 
 import argparse
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from kvtui.config.cluster import ClusterPlan, cluster_from_args
 from kvtui.config.estimate import estimator_from_args
-from kvtui.config.exports import ExportPlan
+from kvtui.config.exports import NO_EXPORTS, ExportPlan
 from kvtui.config.layout import LayoutPlan, layout_from_args
 from kvtui.config.workload import WorkloadPlan, workload_from_args
 from kvtui.core.errors import KvtuiError
@@ -30,7 +31,8 @@ when runs differ (a 6 s run against a 10 s one is not a regression of 40 % of th
 @dataclass(frozen=True)
 class RunPlan:
     """One run: ``command`` (``run``, ``watch``, ``soak``…), its ``layout`` (pages, model, keys), the TTFT
-    ``estimator`` (None: frames carry no TTFT estimate), the ``workload`` and the ``working_set`` it keeps live (None when it cannot be said),
+    ``estimator`` (None: frames carry no TTFT estimate), the ``workload`` and the ``working_set`` it keeps live
+    (None when it cannot be said),
     the ``cluster`` (store and workers), the ``exports`` (Prometheus, request log), ``concurrency`` (requests
     in flight per decode worker), and its bounds: ``max_requests`` (None: no limit), ``run_for_s`` (the
     session ends this many seconds after ``started_at``, ``time.monotonic()`` when the command was called;
@@ -42,7 +44,7 @@ class RunPlan:
     workload: WorkloadPlan
     working_set: WorkingSet | None
     cluster: ClusterPlan
-    exports: ExportPlan = ExportPlan()
+    exports: ExportPlan = NO_EXPORTS
     concurrency: int = 1
     max_requests: int | None = None
     run_for_s: float | None = None
@@ -93,7 +95,7 @@ class RunPlan:
                 "store_nodes": t.store_nodes, "listen": c.listen.text if c.listen else None,
                 "worker_client": c.worker_client}
 
-    def context(self, description: dict[str, Any] | None = None, bad_rows: int = 0) -> dict[str, Any]:
+    def context(self, description: Mapping[str, Any] | None = None, bad_rows: int = 0) -> dict[str, Any]:
         """What a summary says about the run besides its figures (also kept in a recorded session's header):
         ``layout``, ``page_bytes`` (bytes), ``workload`` (``description``, default the plan's), ``bad_rows_skipped``,
         ``concurrency``, ``store_mode`` and :meth:`setup`."""
@@ -120,7 +122,7 @@ class RunPlan:
 
 
 def plan_from_args(args: argparse.Namespace, *, layout: LayoutPlan | None = None, started_at: float | None = None,
-                   exports: ExportPlan = ExportPlan(),
+                   exports: ExportPlan = NO_EXPORTS,
                    follow_layout: bool = False, max_requests: int | None = None, run_for_s: float | None = None,
                    duration_s: float | None = None, quiet: bool = False, estimate: bool = True,
                    always_replace_workers: bool = False, count_lost: bool = False) -> RunPlan:
@@ -131,8 +133,8 @@ def plan_from_args(args: argparse.Namespace, *, layout: LayoutPlan | None = None
     workers. ``follow_layout``: prompts keep their page count when the monitor switches layout. The bounds
     and ``quiet`` are the command's own; ``estimate`` False: no TTFT estimate (a command without its flags);
     ``always_replace_workers``: a dead worker is always replaced, and ``count_lost``: the requests it had are
-    counted as lost rather than run again (both ``soak``). ``KvtuiError`` (one line naming the flag) for any bad value; attach
-    mode checks that the cluster answers, and nothing starts."""
+    counted as lost rather than run again (both ``soak``). ``KvtuiError`` (one line naming the flag) for any bad
+    value; attach mode checks that the cluster answers, and nothing starts."""
     layout = layout if layout is not None else layout_from_args(args)
     estimator = estimator_from_args(args, layout) if estimate else None
     concurrency = getattr(args, "concurrency", 1)

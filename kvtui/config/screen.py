@@ -19,9 +19,13 @@ from kvtui.core.units import MAX_SIZE, duration_arg, parse_size
 def add_screen_arguments(p: argparse._ActionsContainer) -> None:
     """``--headless``, ``--duration``, ``--screenshot`` and ``--size`` on a parser or argument group;
     :func:`screen_from_args` checks them."""
-    p.add_argument("--headless", action="store_true", help="run without a terminal for --duration seconds (for CI and screenshots)")
-    p.add_argument("--duration", type=duration_arg, metavar="SECONDS", help="quit after this many seconds (or 90s, 2m: with a unit; default: until q; required with --headless)")
-    p.add_argument("--screenshot", type=path_arg, metavar="PATH", help="with --duration: save an SVG of the screen at the end")
+    p.add_argument("--headless", action="store_true",
+                   help="run without a terminal for --duration seconds (for CI and screenshots)")
+    p.add_argument("--duration", type=duration_arg, metavar="SECONDS",
+                   help="quit after this many seconds (or 90s, 2m: with a unit; default: until q; required with "
+                        "--headless)")
+    p.add_argument("--screenshot", type=path_arg, metavar="PATH",
+                   help="with --duration: save an SVG of the screen at the end")
     p.add_argument("--size", default="120x40", metavar="COLSxROWS",
                    help=f"headless screen size in cells (default 120x40, at most {MAX_SIZE[0]}x{MAX_SIZE[1]})")
 
@@ -85,6 +89,8 @@ def screen_from_args(args: argparse.Namespace, command: str) -> ScreenPlan:
     size = parse_size(args.size)
     web = os.environ.get("TEXTUAL_DRIVER", "").endswith(":WebDriver")  # kvtui serve: a browser is the terminal
     if not args.headless and not sys.stdout.isatty() and not web:
-        raise KvtuiError(f"kvtui {command} needs a terminal; use --headless --duration S [--screenshot PATH] without one")
+        raise KvtuiError(f"kvtui {command} needs a terminal; "
+                         "use --headless --duration S [--screenshot PATH] without one")
     return ScreenPlan(headless=args.headless, duration_s=args.duration, screenshot=args.screenshot, size=size,
-                      refresh_hz=hz if hz is not None else DEFAULT_HZ, screenshot_dir=shots if shots is not None else ".")
+                      refresh_hz=hz if hz is not None else DEFAULT_HZ,
+                      screenshot_dir=shots if shots is not None else ".")

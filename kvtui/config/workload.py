@@ -22,8 +22,10 @@ if TYPE_CHECKING:
     from workload.synthesis import Synthesis
     from workload.working_set import WorkingSet
 
-_SYNTHESIS_FLAGS = (("trace_speedup", "--trace-speedup", "speedup"), ("prefix_scale", "--prefix-scale", "prefix_scale"),
-                    ("prompt_scale", "--prompt-scale", "prompt_scale"), ("prefix_roots", "--prefix-roots", "prefix_roots"))
+_SYNTHESIS_FLAGS = (("trace_speedup", "--trace-speedup", "speedup"),
+                    ("prefix_scale", "--prefix-scale", "prefix_scale"),
+                    ("prompt_scale", "--prompt-scale", "prompt_scale"),
+                    ("prefix_roots", "--prefix-roots", "prefix_roots"))
 
 FACTOR_MIN, FACTOR_MAX = 1e-3, 1e3
 """The range of the synthesis factors (``--trace-speedup``, ``--prefix-scale``, ``--prompt-scale``)."""
@@ -50,9 +52,10 @@ def add_workload_arguments(p: argparse.ArgumentParser, default_scenario: str | N
     g.add_argument("--prompt-tokens", type=int, default=None, metavar="TOKENS",
                    help="mean prompt length in tokens (default 8 pages of the layout)")
     g.add_argument("--seed", type=int, default=0, metavar="N", help="workload random seed (default 0)")
-    g.add_argument("--trace", type=trace_arg, metavar="NAME|FILE", help="replay a Mooncake FAST'25 JSONL trace instead of a scenario: a "
-                   f"shipped one by name ({trace_names()}; `kvtui traces` lists them) or a file (default: none, the synthetic "
-                   "--scenario)")
+    g.add_argument("--trace", type=trace_arg, metavar="NAME|FILE",
+                   help="replay a Mooncake FAST'25 JSONL trace instead of a scenario: a "
+                        f"shipped one by name ({trace_names()}; `kvtui traces` lists them) or a file (default: none, "
+                        "the synthetic --scenario)")
     g.add_argument("--trace-block-tokens", type=int, default=None, metavar="TOKENS",
                    help="with --trace: tokens per trace hash id (default 512, the FAST'25 release)")
     g.add_argument("--speed", default=None, metavar="X",
@@ -156,10 +159,10 @@ def parse_speed(text: str) -> float | None:
 
 def read_trace_rows(source: str, block_tokens: int, *, page_tokens: int | None = None, strict: bool = False,
                     synthesis: Synthesis | None = None) -> tuple[list[TraceRow], list[TraceProblem]]:
-    """The rows of ``--trace`` ``source`` (a shipped trace's name or a file) with ``synthesis`` applied, and the problems :func:`workload.read_trace`
-    found. ``KvtuiError`` (one line) when ``page_tokens`` does not divide ``block_tokens`` (a KV page must not
-    straddle two trace blocks), when the file cannot be replayed (named in the message), or when the
-    synthesis would make it too large."""
+    """The rows of ``--trace`` ``source`` (a shipped trace's name or a file) with ``synthesis`` applied, and the
+    problems :func:`workload.read_trace` found. ``KvtuiError`` (one line) when ``page_tokens`` does not divide
+    ``block_tokens`` (a KV page must not straddle two trace blocks), when the file cannot be replayed (named in
+    the message), or when the synthesis would make it too large."""
     from kvtui.core.traces import resolve_trace
     from workload import TraceError, check_page_divides_block, read_trace
 
@@ -303,7 +306,7 @@ def workload_from_args(args: argparse.Namespace, layout: PageLayout, *, follow_l
         return WorkloadPlan(description=description, trace=TracePlan(args.trace, label, tuple(rows), block, speed),
                             problems=tuple(problems), seed=seed, synthesis=synthesis)
     trace_synthesis(args)  # refuses a synthesis flag without --trace
-    knobs = {}
+    knobs: dict[str, float] = {}
     for knob in (OVERLAP, POOL, RATE):
         try:
             knobs[knob.name] = knob.check(getattr(args, knob.name) / knob.scale)
@@ -312,8 +315,9 @@ def workload_from_args(args: argparse.Namespace, layout: PageLayout, *, follow_l
     given = args.prompt_tokens
     prompt = given if given is not None else DEFAULT_PROMPT_PAGES * layout.page_tokens
     try:
-        spec = WorkloadSpec(scenario=args.scenario, **knobs, prompt_tokens=prompt, page_tokens=layout.page_tokens,
-                            seed=seed)
+        # the pool is an integer knob: its check gives an int
+        spec = WorkloadSpec(scenario=args.scenario, overlap=knobs[OVERLAP.name], pool=int(knobs[POOL.name]),
+                            rate=knobs[RATE.name], prompt_tokens=prompt, page_tokens=layout.page_tokens, seed=seed)
         spec.validate()
     except ValueError as exc:
         raise KvtuiError(flag_message(str(exc))) from None

@@ -271,6 +271,7 @@ class Driver:
                 control = self._controls.get_nowait()
             except queue.Empty:
                 return
+            assert self._on_control is not None  # (control() queues one only with a handler)
             self._on_control(control)
 
     def _run_again(self, req) -> bool:

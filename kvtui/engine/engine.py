@@ -27,7 +27,7 @@ import time
 from collections import deque
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, replace
-from typing import Callable
+from typing import Any, Callable
 
 from kvtui.core.engine_api import RemoteJoin, SubmittedRequest, WorkerError
 from kvtui.core.events import RequestResult
@@ -38,15 +38,22 @@ from kvtui.engine.cluster import ClusterEndpoints, EmbeddedCluster
 from kvtui.engine.keys import PageKeyer
 from kvtui.engine.options import SEGMENT_PLACES, EngineOptions
 from kvtui.engine.protocol import (
-    Begin, Drain, Hold, RemoveAll, RequestDone, RequestDropped, RequestFailed, SetLayout, Submit,
+    Begin,
+    Drain,
+    Hold,
+    RemoveAll,
+    RequestDone,
+    RequestDropped,
+    RequestFailed,
+    SetLayout,
+    Submit,
 )
 from kvtui.engine.remote_slots import RemoteSlots, remote_chains, remote_spec
 from kvtui.engine.result_pipes import PipeGone, ResultPipes
 from kvtui.engine.results import Dropped, Lost, WorkerReplacement, result_from
 from kvtui.engine.routing import Router, least_loaded
 from kvtui.engine.worker import WorkerSpec
-from kvtui.engine.workers import STOP_GRACE_S as WORKER_STOP_GRACE_S
-from kvtui.engine.workers import WorkerHandle, start_mesh, stop_all
+from kvtui.engine.workers import STOP_GRACE_S as WORKER_STOP_GRACE_S, WorkerHandle, start_mesh, stop_all
 
 __all__ = ["SEGMENT_PLACES", "Dropped", "Engine", "EngineOptions", "Lost", "WorkerReplacement", "result_from"]
 
@@ -159,8 +166,9 @@ class Engine:
     def workers(self) -> list[WorkerHandle]:  # every worker handle: the prefill workers, then the decode ones
         return [*self.prefills, *self.decodes]
 
-    def __enter__(self) -> "Engine":
-        return self.start() or self
+    def __enter__(self) -> Engine:
+        self.start()
+        return self
 
     def __exit__(self, *exc) -> None:
         self.stop()
@@ -188,14 +196,16 @@ class Engine:
 
     def worker_names(self) -> list[str]:
         """The names of the workers the options ask for, prefill then decode (:func:`worker_names`)."""
-        return worker_names("prefill", self.options.prefill_workers) + worker_names("decode", self.options.decode_workers)
+        o = self.options
+        return worker_names("prefill", o.prefill_workers) + worker_names("decode", o.decode_workers)
 
     def _start_chain(self) -> None:
         """Start every worker with the specs of the current options (layout included), joined by new pipes."""
         o = self.options
         n, m = o.prefill_workers, o.decode_workers
-        common = dict(endpoints=self.endpoints.as_dict(), layout=o.layout.as_dict(), model=o.model, scheme=o.scheme,
-                      namespace=o.namespace, decode_workers=m, prefill_workers=n)
+        endpoints = self._endpoints()
+        common: dict[str, Any] = dict(endpoints=endpoints.as_dict(), layout=o.layout.as_dict(), model=o.model,
+                                      scheme=o.scheme, namespace=o.namespace, decode_workers=m, prefill_workers=n)
         seg = {r: (o.store_bytes // count if o.segment_on == r and self.cluster is not None else 0)
                for r, count in (("prefill", n), ("decode", m))}
         self.prefills, self.decodes, self._results, relays = start_mesh(
@@ -203,12 +213,17 @@ class Engine:
              for i in range(n)],
             [WorkerSpec("decode", segment_bytes=seg["decode"], read_streams=o.read_streams,
                         name=worker_name("decode", i, m), **common) for i in range(m)],
-            log_dir=self.endpoints.log_dir or None, relays=o.remote_slots)
+            log_dir=endpoints.log_dir or None, relays=o.remote_slots)
         self._decode_load, self._prefill_load = [0] * m, [0] * n
         self._slots.close()
         self._slots = RemoteSlots(relays)
         self.prefill_peers = list(range(n))
         self._router.resize(m)
+
+    def _endpoints(self) -> ClusterEndpoints:
+        """The cluster's endpoints: given, or set by :meth:`start` once the embedded cluster runs."""
+        assert self.endpoints is not None, "the engine has not started"
+        return self.endpoints
 
     def now(self) -> float:
         """Seconds since the engine started."""
@@ -339,16 +354,19 @@ class Engine:
     def _death_of(self, handle) -> str:
         """One line naming ``handle``'s worker, whose pipe ended, with its exit code; one that left with code 0
         (decode, once a send to its dead prefill worker failed) is named after the workers killed or failed."""
-        dead = handle.exit_code() == 0 and [h for h in self.workers if h is not handle and h.exit_code(0.2) not in (None, 0)]
+        dead = handle.exit_code() == 0 and [h for h in self.workers
+                                             if h is not handle and h.exit_code(0.2) not in (None, 0)]
         return _died(dead or [handle])
 
     def _dead_decode(self) -> str:  # one line naming the decode worker(s) that died, with exit codes
         return _died([h for h in self.decodes if h.exit_code(0.05) is not None] or self.decodes[:1])
 
-    def process(self, req) -> RequestResult:
+    def process(self, req: SubmittedRequest) -> RequestResult | Dropped:
         """Run one request to completion (reload, then publish); not while a :class:`Driver` runs."""
         self.submit(req)
-        return self.next_result()
+        res = self.next_result()
+        assert res is not None  # (no timeout: it waits for the request)
+        return res
 
     def _replace_chain(self, reason: str) -> None:
         """A worker died (``reason``): stop the others too (after their current store call, killed after the
@@ -386,7 +404,8 @@ class Engine:
                 for h in self.decodes:
                     h.send(msg)
             rep = WorkerReplacement(
-                t=t, dead=tuple(h.name for h in dead) or ("unknown",), exit_codes=tuple(h.process.exitcode for h in dead),
+                t=t, dead=tuple(h.name for h in dead) or ("unknown",),
+                exit_codes=tuple(h.process.exitcode for h in dead),
                 reason=reason, lost=len(lost), took_s=time.monotonic() - began,
                 pids={h.name: h.pid for h in self.workers})
             self.replacements.append(rep)
@@ -415,7 +434,7 @@ class Engine:
 
     def remote_spec(self, slot: int, role: str = "decode") -> WorkerSpec:
         """What a remote ``role`` worker in ``slot`` runs (:func:`kvtui.engine.remote_slots.remote_spec`)."""
-        return remote_spec(self.options, self.endpoints.as_dict(), slot, role)
+        return remote_spec(self.options, self._endpoints().as_dict(), slot, role)
 
     def add_remote(self, handle, results=None) -> None:
         """Route to the joined worker ``handle`` (a ``kvtui.engine.remote.RemoteHandle``; a prefill worker
@@ -462,7 +481,8 @@ class Engine:
         standalone real client's of dummy workers (while it is down their calls answer RPC_FAIL too)."""
         from kvtui.engine.store import probe_tcp, split_hostport
 
-        return all(probe_tcp(*split_hostport(a), timeout_s=0.5) for a in (self.endpoints.master, self.endpoints.real_client) if a)
+        endpoints = self._endpoints()
+        return all(probe_tcp(*split_hostport(a), timeout_s=0.5) for a in (endpoints.master, endpoints.real_client) if a)
 
     def set_layout(self, layout: PageLayout) -> None:
         """Use page ``layout`` from the next submitted request on: every worker switches its connector and the
@@ -504,7 +524,7 @@ class Engine:
         names = self.cluster.store_names()
         for name in [n for n in names if not getattr(self.cluster.process(n), "alive", lambda: False)()] or names[:1]:
             self.cluster.restart_store(name)
-        for handle in self.workers if self.endpoints.real_client else ():  # dummy clients never come back
+        for handle in self.workers if self._endpoints().real_client else ():  # dummy clients never come back
             handle.kill()  # to a new real client: new workers (with replace_dead_workers; WORKER_CLIENTS)
 
     def dead_cluster_process(self):
@@ -515,7 +535,10 @@ class Engine:
 
     def clear_store(self) -> int:
         """Remove every object in the store (global, also other clients'); returns the count removed."""
-        return int(self.prefill.call(RemoveAll()))
+        prefill = self.prefill
+        if prefill is None:
+            raise WorkerError("no prefill worker runs (the engine has not started, or its workers are being rebuilt)")
+        return int(prefill.call(RemoveAll()))
 
     def stop(self) -> None:
         """Stop the workers and the embedded cluster together, every process gone within ~1 s: every worker

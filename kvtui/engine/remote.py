@@ -213,8 +213,9 @@ class Relay:
 
 def join(address: tuple[str, int], token: str, role: str, timeout_s: float = HANDSHAKE_TIMEOUT_S):
     """The worker's side of joining (steps 1–3 of the module): ``(command connection, Welcome, chain
-    connections, results connection or None)``. ``ConnectionRefusedError`` / ``OSError`` when nothing listens, ``PermissionError`` when
-    the coordinator refuses the token or the worker, or the other side is no coordinator (one-line reason)."""
+    connections, results connection or None)``. ``ConnectionRefusedError`` / ``OSError`` when nothing listens,
+    ``PermissionError`` when the coordinator refuses the token or the worker, or the other side is no
+    coordinator (one-line reason)."""
     from kvtui import __version__
 
     conn = _connect(address, token, timeout_s)
@@ -267,11 +268,17 @@ def _connect(address: tuple[str, int], token: str, timeout_s: float):
     return out["conn"]
 
 
-def open_listener(address: tuple[str, int], token: str) -> Listener:
+class TokenListener(Listener):
+    """A :class:`Listener` with the ``token`` its :class:`Coordinator` checks."""
+
+    token: str = ""
+
+
+def open_listener(address: tuple[str, int], token: str) -> TokenListener:
     """A listener for remote workers on ``address`` (``(host, port)``); ``OSError`` when it cannot listen
     there (bound at once, before the engine starts). The token is checked per connection by the
     :class:`Coordinator` (so a peer that never answers the challenge holds up no one else)."""
-    listener = Listener(address)
+    listener = TokenListener(address)
     listener.token = token
     return listener
 
@@ -296,7 +303,7 @@ class Coordinator:
     :func:`open_listener`; ``on_event(kind, text)``: one line per join and refusal. Each connection's
     challenge and first message run on a thread of their own, closed after ``HANDSHAKE_TIMEOUT_S``."""
 
-    def __init__(self, engine, listener: Listener, on_event):
+    def __init__(self, engine, listener: TokenListener, on_event):
         self.engine, self.on_event = engine, on_event
         self.listener = listener
         self.address = self.listener.address
@@ -364,6 +371,7 @@ class Coordinator:
             conn.close()
             self.on_event("error", f"refused a remote worker from {hello.host}: {why}")
             return
+        assert slot is not None  # (why is None: a free slot was found)
         spec = engine.remote_spec(slot, role)
         want = engine.remote_chains(role) + (role == "prefill")
         self._pending[(role, slot)] = _Joining(conn, hello, spec, want)

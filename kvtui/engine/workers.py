@@ -10,6 +10,7 @@ import threading
 import time
 from dataclasses import replace
 from pathlib import Path
+from typing import TYPE_CHECKING, Protocol
 
 from kvtui.core.engine_api import WorkerError
 from kvtui.engine.procs import start_shielded
@@ -17,11 +18,27 @@ from kvtui.engine.protocol import ANSWERED, Failed, Ok, Ready, Stop
 from kvtui.engine.wire import decode, encode
 from kvtui.engine.worker import WorkerSpec, worker_main
 
+if TYPE_CHECKING:
+    from multiprocessing.connection import Connection
+
 START_TIMEOUT_S = 30.0
 STOP_GRACE_S = 0.8  # a worker asked to stop exits after its current store call (a 256 MiB batch takes ~0.2 s);
 # one still in a call after this long (a stalled transfer, a dead master: ~4.3 s a call) is SIGKILLed. The wait
 # matters in a shared (attached) store: a put cut short keeps the space it was given until the master releases
 # it (``put_start_release_timeout_sec``, 600 s by default), though its page never becomes readable
+
+
+class WorkerProcess(Protocol):
+    """What a :class:`WorkerHandle` uses of its worker's process (a local one, or a remote worker's stand-in)."""
+
+    @property
+    def exitcode(self) -> int | None: ...
+
+    def is_alive(self) -> bool: ...
+
+    def join(self, timeout: float | None = None) -> None: ...
+
+    def kill(self) -> None: ...
 
 
 class WorkerHandle:
@@ -38,13 +55,15 @@ class WorkerHandle:
         self.name = spec.label
         ctx = mp.get_context("spawn")
         self.conn, child = ctx.Pipe()
-        self.process = ctx.Process(target=worker_main, args=(child, spec, list(peers), results, list(reports)),
-                                   name=f"kvtui-{self.name}", daemon=True)
-        start_shielded(self.process)  # (a Ctrl-C while it imports: no traceback from the child)
+        process = ctx.Process(target=worker_main, args=(child, spec, list(peers), results, list(reports)),
+                              name=f"kvtui-{self.name}", daemon=True)
+        self.process: WorkerProcess = process
+        start_shielded(process)  # (a Ctrl-C while it imports: no traceback from the child)
         for end in (child, *peers, results, *reports):
             if end is not None:
                 end.close()
-        self.pid = self.process.pid
+        assert process.pid is not None  # (started)
+        self.pid = process.pid
         self._lock = threading.Lock()  # one command/answer at a time when several threads share the worker
         self._send_lock = threading.Lock()  # one writer at a time on the pipe (``call`` and ``send``)
 
@@ -160,15 +179,22 @@ def start_mesh(prefills: list[WorkerSpec], decodes: list[WorkerSpec], log_dir: s
     # chain[d][p] = (decode's end, prefill's end); rows m.. are remote decode slots, columns n.. remote prefill
     # slots (no pipe between two remote slots: a remote decode worker publishes through a local prefill worker)
     chain = [[ctx.Pipe() if d < m or p < n else None for p in range(n + relays)] for d in range(m + relays)]
+
+    def end(d: int, p: int, side: int) -> Connection:
+        pipe = chain[d][p]
+        assert pipe is not None  # (every pair with a local worker has a pipe)
+        return pipe[side]
+
     pairs = [ctx.Pipe(duplex=False) for _p in prefills]  # (parent's read end, prefill's write end)
     # one prefill and one decode worker, none remote: decode reports the requests prefill has nothing to do
     # for on prefill's results pipe itself (kvtui.engine.worker, _Chain._report), through a copy of its write end
     direct = n == 1 and m == 1 and relays == 0
     reports = [[_writer_copy(pairs[p][1]) for p in range(n)] if direct else [] for _d in range(m)]
-    ends = [([chain[d][p][1] for d in range(m + relays)], pairs[p][1], []) for p in range(n)]
-    ends += [([chain[d][p][0] for p in range(n + relays)], None, reports[d]) for d in range(m)]
-    kept = [chain[d][p][0] for d in range(m, m + relays) for p in range(n)]
-    kept += [chain[d][p][1] for d in range(m) for p in range(n, n + relays)]
+    ends: list[tuple[list[Connection], Connection | None, list[Connection]]]
+    ends = [([end(d, p, 1) for d in range(m + relays)], pairs[p][1], []) for p in range(n)]
+    ends += [([end(d, p, 0) for p in range(n + relays)], None, reports[d]) for d in range(m)]
+    kept = [end(d, p, 0) for d in range(m, m + relays) for p in range(n)]
+    kept += [end(d, p, 1) for d in range(m) for p in range(n, n + relays)]
     try:
         handles = start_workers([*prefills, *decodes], log_dir=log_dir, ends=ends)
     except BaseException:
@@ -186,8 +212,8 @@ def start_mesh(prefills: list[WorkerSpec], decodes: list[WorkerSpec], log_dir: s
             write.close()
         for c in (c for row in reports for c in row):
             c.close()
-    relay_ends = {"decode": [[chain[m + s][p][0] for p in range(n)] for s in range(relays)],
-                  "prefill": [[chain[d][n + s][1] for d in range(m)] for s in range(relays)]}
+    relay_ends = {"decode": [[end(m + s, p, 0) for p in range(n)] for s in range(relays)],
+                  "prefill": [[end(d, n + s, 1) for d in range(m)] for s in range(relays)]}
     return handles[:n], handles[n:], [read for read, _write in pairs], relay_ends
 
 

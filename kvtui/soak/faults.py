@@ -40,6 +40,7 @@ from kvtui.soak.schedule import (
 )
 
 if TYPE_CHECKING:
+    from kvtui.core.engine_api import ClusterView, Endpoints
     from kvtui.live import LiveSession
 
 NEXT_AFTER_S = 1.0  # after a recovery, the next fault waits at least this long
@@ -257,8 +258,22 @@ class Injector(threading.Thread):
             self._log("error", f"chaos: fault {rec.n} {rec.kind} NOT recovered ({why})")
 
     # -- the faults ----------------------------------------------------------------------------------------
+    def _cluster(self) -> ClusterView:
+        """The cluster kvtui started (a fault that needs one is injected only where :func:`unavailable` found it)."""
+        cluster = self.engine.cluster
+        if cluster is None:
+            raise RuntimeError("kvtui started no cluster here (attached)")
+        return cluster
+
+    def _endpoints(self) -> Endpoints:
+        """The cluster's endpoints (set once the engine has started)."""
+        endpoints = self.engine.endpoints
+        if endpoints is None:
+            raise RuntimeError("the engine has not started")
+        return endpoints
+
     def _master(self):
-        proc = self.engine.cluster.process("master")
+        proc = self._cluster().process("master")
         if proc is None or not proc.alive():
             raise RuntimeError("the master is not running")
         return proc
@@ -294,17 +309,20 @@ class Injector(threading.Thread):
     def store_kill(self, rec: FaultRecord) -> dict:
         """SIGKILL the store node, start a new one with a segment of the same size (and, with dummy workers,
         wait for the engine's new workers)."""
-        old = self.engine.cluster.process("store")
+        cluster = self._cluster()
+        old = cluster.process("store")
         if old is None or not old.alive():
             raise RuntimeError("the store node is not running")
         os.kill(old.pid, signal.SIGKILL)
         old.popen.wait(10)
         before = len(self.engine.replacements)
         self.engine.restart_store()
-        new = self.engine.cluster.process("store")
+        new = cluster.process("store")
+        if new is None:
+            raise RuntimeError("the store node did not start again")
         self.note_pid("store", new.pid)
         out = {"killed_pid": old.pid, "new_pid": new.pid}
-        if self.engine.endpoints.real_client:  # dummy workers do not come back to a new real client: new ones
+        if self._endpoints().real_client:  # dummy workers do not come back to a new real client: new ones
             done = self._replaced(before, "the dummy workers")
             for role, pid in done.pids.items():
                 self.note_pid(role, pid)
@@ -338,7 +356,7 @@ class Injector(threading.Thread):
         """Take the link of the store node's emulated host down (the decode worker's without a store node)
         for ``pause_s``, then up again (always, and at once when the soak is stopped meanwhile): packets are dropped
         meanwhile, TCP connections stay open and retransmit (:mod:`kvtui.engine.hosts`)."""
-        hosts = self.engine.cluster.emulated
+        hosts = self._cluster().emulated
         name = "store" if "store" in hosts.hosts else "decode"
         host = hosts.hosts[name]
         hosts.cut(name)
@@ -354,7 +372,7 @@ class Injector(threading.Thread):
         ``FULL_HOLD_S``, then removes its objects; cleared when it has exited."""
         from kvtui.engine.procs import spawn
 
-        ep = self.engine.endpoints
+        ep = self._endpoints()
         segment = self.engine.options.store_bytes
         obj = max(64 << 10, min(FILLER_OBJECT_MAX, segment // 64))
         self._fill += 1

@@ -9,11 +9,10 @@ started outlived it).
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass
-from typing import TYPE_CHECKING, Callable
-
 import math
 from array import array
+from dataclasses import asdict, dataclass
+from typing import TYPE_CHECKING, Callable
 
 import psutil
 
@@ -21,7 +20,12 @@ from kvtui.soak.faults import Injector, RecoveryTracker, unavailable
 from kvtui.soak.sampler import PROCS, ResourceSampler, SeriesWriter, ephemeral_ports
 from kvtui.soak.schedule import KINDS, default_window, schedule
 from kvtui.soak.summary import (
-    FD_RISE, KVTUI_RSS_TARGET_MIB_PER_H, fault_summary, fit_columns, resource_growth, time_wait_check,
+    FD_RISE,
+    KVTUI_RSS_TARGET_MIB_PER_H,
+    fault_summary,
+    fit_columns,
+    resource_growth,
+    time_wait_check,
 )
 
 if TYPE_CHECKING:

@@ -29,7 +29,13 @@ from typing import Callable
 
 from kvtui.core.defaults import DEFAULT_MODEL
 from kvtui.core.engine_api import (
-    ClusterProcess, ClusterView, Dropped, Endpoints, RemoteJoin, SubmittedRequest, WorkerReplacement,
+    ClusterProcess,
+    ClusterView,
+    Dropped,
+    Endpoints,
+    RemoteJoin,
+    SubmittedRequest,
+    WorkerReplacement,
 )
 from kvtui.core.events import RequestResult
 from kvtui.core.layout import PRESETS, PageLayout

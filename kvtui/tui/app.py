@@ -16,8 +16,8 @@ Knob keys change a knob by one step (:mod:`kvtui.core.knobs`) and send a typed c
 sent and shown is :mod:`kvtui.tui.knob_state`. During a trace replay the footer offers only the keys that
 act on a trace (``-`` / ``+`` its speed); a scenario key says why it does nothing, in the status line. The
 settings dialog and a page-grid row's details (Enter or a click) are screens built once at start and shown
-again (:mod:`kvtui.tui.screens.settings` says why: they open in milliseconds). Quitting: q or ctrl+c; SIGTERM and SIGHUP end the app the same clean way
-(:mod:`kvtui.tui.signals`).
+again (:mod:`kvtui.tui.screens.settings` says why: they open in milliseconds). Quitting: q or ctrl+c; SIGTERM
+and SIGHUP end the app the same clean way (:mod:`kvtui.tui.signals`).
 
 The keys' work is done by parts the app owns, each reaching the app through a small host Protocol:
 ``knob_keys`` (:class:`~kvtui.tui.knob_actions.KnobKeys`), ``replay_keys``
@@ -34,12 +34,15 @@ import signal
 import sys
 import time
 from collections.abc import Iterable, Sequence
-from typing import Callable
+from typing import Callable, ClassVar, TypeVar, cast
 
 from textual import events
 from textual.app import App, ComposeResult, SystemCommand
+from textual.binding import BindingType
 from textual.containers import Horizontal, Vertical
 from textual.screen import Screen
+from textual.timer import Timer
+from textual.widget import Widget
 from textual.widgets import Static
 from textual.worker import Worker
 
@@ -59,11 +62,21 @@ from kvtui.tui.signals import INTERRUPT_EXIT, ExitSignals
 from kvtui.tui.store_actions import StoreKeys
 from kvtui.tui.svg import write_screen_svg
 from kvtui.tui.widgets import EventLog, Kpis, LatencyPanel, PageGrid, ProcsPanel, StorePanel, Throughput, WorkersPanel
-from kvtui.tui.widgets.workers import several
 from kvtui.tui.widgets.keybar import KeyBar
 from kvtui.tui.widgets.master_panel import MasterPanel
+from kvtui.tui.widgets.workers import several
 
 __all__ = ["FrameSource", "Controller", "Gate", "Player", "KvtuiApp", "run_app"]
+
+W = TypeVar("W", bound=Widget)
+
+
+class Panels(dict[type[Widget], Widget]):
+    """The app's panels by class: ``panels[PageGrid]`` is the :class:`PageGrid`."""
+
+    def __getitem__(self, cls: type[W]) -> W:
+        return cast(W, super().__getitem__(cls))
+
 
 MIN_SIZE = (60, 16)
 GIL_SWITCH_S = 0.001  # while the monitor runs (see run_app)
@@ -91,16 +104,18 @@ class KvtuiApp(App[int]):
 
     CSS_PATH = "app.tcss"
     ENABLE_COMMAND_PALETTE = True
-    BINDINGS = BINDINGS
+    BINDINGS: ClassVar[list[BindingType]] = [*BINDINGS]
 
-    def __init__(self, source: FrameSource | None, controller: Controller | None = None, *, refresh_hz: float = DEFAULT_HZ,
-                 screenshot_dir: str = ".", title: str = "kvtui", scenarios: Sequence[str] = SCENARIOS,
-                 clock: Callable[[], float] | None = None, window_s: float = 30.0,
-                 player: Player | None = None, layouts: dict[str, str] | None = None) -> None:
+    def __init__(self, source: FrameSource | None, controller: Controller | None = None, *,
+                 refresh_hz: float = DEFAULT_HZ, screenshot_dir: str = ".", title: str = "kvtui",
+                 scenarios: Sequence[str] = SCENARIOS, clock: Callable[[], float] | None = None,
+                 window_s: float = 30.0, player: Player | None = None, layouts: dict[str, str] | None = None) -> None:
         super().__init__()
-        if source is None and player is None:
-            raise ValueError("KvtuiApp needs a frame source or a player")
-        self.source = source if source is not None else player
+        if source is None:
+            if player is None:
+                raise ValueError("KvtuiApp needs a frame source or a player")
+            source = player
+        self.source: FrameSource = source
         self.controller, self.player = controller, player
         self.refresh_hz = min(MAX_HZ, max(0.5, float(refresh_hz)))
         self.screenshot_dir, self.scenarios = screenshot_dir, tuple(scenarios) or SCENARIOS
@@ -120,7 +135,7 @@ class KvtuiApp(App[int]):
         self._gate: Gate | None = None
         self._source_error: str | None = None
         self._stopped = False
-        self.refresh_timer = None
+        self.refresh_timer: Timer | None = None
         self.finish_after: float | None = None
         self.finish_screenshot: str | None = None
         self.screenshot_error: str | None = None  # why the closing screenshot could not be written (run_app raises it)
@@ -147,8 +162,8 @@ class KvtuiApp(App[int]):
     def on_mount(self) -> None:
         self.exit_signals.install()
         self.main_screen: Screen = self.screen
-        self.w = {cls: self.query_one(cls) for cls in (Kpis, PageGrid, Throughput, LatencyPanel, StorePanel,
-                                                       ProcsPanel, EventLog, MasterPanel, WorkersPanel)}
+        self.w = Panels((cls, self.query_one(cls)) for cls in (Kpis, PageGrid, Throughput, LatencyPanel, StorePanel,
+                                                               ProcsPanel, EventLog, MasterPanel, WorkersPanel))
         self.w[EventLog].ui_last = self.player is not None
         self.w[PageGrid].focus()
         # the dialogs are built now, once (push and pop before the first paint), so that opening one later
@@ -369,7 +384,7 @@ class KvtuiApp(App[int]):
         if self.knob_keys.not_for_a_trace("settings"):
             return
         current = {k: self.knobs.get(k) for k in ("overlap", "rate", "pool")}
-        self.get_screen("settings").show(current, focus)
+        cast(SettingsScreen, self.get_screen("settings")).show(current, focus)
         self.push_screen("settings", self.knob_keys.apply_settings)
 
     # (the keys whose work a part of the app does: Textual looks their actions up here)
@@ -437,10 +452,12 @@ class KvtuiApp(App[int]):
         """Enter or a click on a page-grid row: its details."""
         if self.screen is not self.main_screen:
             return
-        self.get_screen("row-detail").show_row(message.row, max(16, min(88, self.size.width - 12)))
+        detail = cast(RowDetailScreen, self.get_screen("row-detail"))
+        detail.show_row(message.row, max(16, min(88, self.size.width - 12)))
         self.push_screen("row-detail")
 
-    def action_screenshot(self) -> str | None:
+    # replaces Textual's screenshot action: ours saves into screenshot_dir and says where
+    def action_screenshot(self) -> str | None:  # type: ignore[override]
         """Save an SVG into ``screenshot_dir``; returns its path, or None (one error line in the event log)
         when the folder cannot be created or written."""
         try:
@@ -498,7 +515,8 @@ class KvtuiApp(App[int]):
         """Leave at once (the terminal comes back) with exit code 0 for q, 130 for ctrl+c (as an interrupted
         command: the terminal sends no SIGINT while the app has it in raw mode); :func:`run_app` then stops
         the controller, saying so."""
-        self.refresh_timer.stop()
+        if self.refresh_timer is not None:
+            self.refresh_timer.stop()
         code = INTERRUPT_EXIT if self._last_key == "ctrl+c" else 0
         self.exit(code, return_code=code)
 
@@ -513,7 +531,8 @@ class KvtuiApp(App[int]):
                 self.screenshot_error = f"could not write {self.finish_screenshot}: {exc.strerror or exc}"
                 code = OutputError.exit_code
         self.stop_controller()
-        self.refresh_timer.stop()
+        if self.refresh_timer is not None:
+            self.refresh_timer.stop()
         self.exit(code, return_code=code)
 
 
@@ -526,9 +545,9 @@ def run_app(source: FrameSource | None, controller: Controller | None, *, headle
     ``duration_s``, 130 after ctrl+c, or 128 + the signal number after SIGINT / SIGTERM / SIGHUP (130 / 143 /
     129), which end the app cleanly. ``OutputError`` (one line, exit 3) when ``screenshot`` could not be written
     (a full disk: nothing is left of it); ``KvtuiError`` (``watch stopped: …``, exit 2) when a frame says the
-    live workload stopped with an error (``status["error"]``: a worker died and nothing rebuilds it). ``ui_nice``: the calling
-    thread (Textual's, and the threads it starts) runs this much nicer while the app runs; threads started
-    before, such as the engine's feeder and collector, keep their priority.
+    live workload stopped with an error (``status["error"]``: a worker died and nothing rebuilds it).
+    ``ui_nice``: the calling thread (Textual's, and the threads it starts) runs this much nicer while the app
+    runs; threads started before, such as the engine's feeder and collector, keep their priority.
     Replay: ``run_app(None, None, player=ReplayPlayer(SessionReader(path)))``."""
     app = KvtuiApp(source, controller, screenshot_dir=screenshot_dir, **app_kwargs)
     app.finish_after = 1.0 if headless and duration_s is None else duration_s

@@ -125,7 +125,7 @@ class KnobKeys:
 
     def set_pool(self, n: int) -> None:
         """Ask for pool size ``n`` (clamped into the pool's range)."""
-        n = POOL.clamp(int(n))
+        n = int(POOL.clamp(int(n)))
         self._send("pool", n, SetPool(n), f"pool → {n}")
 
     def set_rate(self, rps: float) -> None:
@@ -144,7 +144,7 @@ class KnobKeys:
         """Pool size ``delta`` steps up (negative: down)."""
         if self.not_for_a_trace("pool"):
             return
-        self.set_pool(int(self.knobs.get("pool", 1)) + delta * POOL.step)
+        self.set_pool(int(self.knobs.get("pool", 1)) + delta * int(POOL.step))
 
     def rate(self, direction: int) -> None:
         """Request rate one step up or down (:func:`kvtui.core.knobs.next_rate`: down from closed loop goes to

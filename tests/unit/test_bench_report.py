@@ -7,15 +7,15 @@ import json
 
 import pytest
 
-from kvtui.bench.reuse import reload_figures, _stats
-from kvtui.cli import main
+from kvtui.bench.reuse import _stats, reload_figures
 from kvtui.bench.targets import TARGETS
 from kvtui.bench.trace import format_trace
+from kvtui.cli import main
 from kvtui.commands.bench import format_ui
-from kvtui.core.units import parse_size
 from kvtui.commands.output import write_json_atomic
 from kvtui.config.paths import check_new_file
 from kvtui.core.errors import KvtuiError
+from kvtui.core.units import parse_size
 from kvtui.engine.connector import ReloadResult
 from workload import TraceProblem, skipped_rows_text
 
@@ -62,8 +62,9 @@ def test_trace_lines_show_each_side_and_the_median_ratio_against_its_target():
 
 
 def test_trace_lines_split_the_ratio_into_the_hand_off_and_kvtuis_work():
-    o = {"trace": "t.jsonl", "rows": 300, "rounds": [{"engine_vs_bare_loop": 0.6, "engine_pages_hit": 5, "bare_loop_pages_hit": 5,
-                                                       "two_process_loop_pages_hit": 5}],
+    o = {"trace": "t.jsonl", "rows": 300,
+         "rounds": [{"engine_vs_bare_loop": 0.6, "engine_pages_hit": 5, "bare_loop_pages_hit": 5,
+                     "two_process_loop_pages_hit": 5}],
          "engine": {"seconds": 10.0, "requests_per_s": 30.0, "pages_hit": 1234, "token_hit_rate": 0.5},
          "bare_loop": {"seconds": 6.0, "requests_per_s": 50.0, "pages_hit": 1234},
          "two_process_loop": {"seconds": 7.5, "requests_per_s": 40.0, "pages_hit": 1234},
@@ -76,7 +77,8 @@ def test_trace_lines_split_the_ratio_into_the_hand_off_and_kvtuis_work():
     assert "two-process loop/bare loop 0.80 (the hand-off between two processes alone)" in text
     assert "engine/two-process loop 0.75 (kvtui's own work" in text
     assert "two-process loop  0.75 = reader 0.50 + writer 0.25" in text
-    assert "each the median of the rounds (a round's two multiply to its engine/bare loop; their medians need not)" in text
+    assert ("each the median of the rounds (a round's two multiply to its engine/bare loop; their medians need not)"
+            in text)
     assert "reader = the two-process loop's reader (decode's part); writer = its writer (prefill's part)" in text
     assert "warning" not in text
     o["rounds"][0]["two_process_loop_pages_hit"] = 4  # the two-process loop alone did other work
@@ -129,7 +131,8 @@ def test_ui_lines_show_both_rates_the_ratio_and_the_paused_cpu():
     (["bench", "--ui", "--layout", "tiny", "--refresh-hz", "100"], "--refresh-hz must be within"),
     (["bench", "--layout", "tiny", "--iterations", "0"], "--iterations must be at least 1"),
     (["bench", "--layout", "tiny", "--max-streams", "0"], "--max-streams must be at least 1"),
-    (["bench", "--layout", "tiny", "--rounds", "0"], "--rounds applies to bench --trace / bench --ui / bench --tcp-sweep only"),
+    (["bench", "--layout", "tiny", "--rounds", "0"],
+     "--rounds applies to bench --trace / bench --ui / bench --tcp-sweep only"),
     (["bench", "--layout", "tiny", "--seconds", "5"], "--seconds applies to bench --ui only"),
     (["bench", "--tcp-sweep", "--layout", "tiny", "--seconds", "3"], "--seconds applies to bench --ui only"),
     (["bench", "--trace", "synthetic", "--layout", "tiny", "--prompt-tokens", "512"],
@@ -139,7 +142,8 @@ def test_ui_lines_show_both_rates_the_ratio_and_the_paused_cpu():
     (["bench", "--link", "1gbit", "--layout", "tiny", "--seconds", "3"], "--seconds applies to bench --ui only"),
     (["bench", "--layout", "tiny", "--store-size", "12 parsecs"], "--store-size: not a size"),
     (["bench", "--layout", "tiny", "--store-size", "8MiB"], "--store-size must be at least 16 MiB"),
-    (["bench", "--trace", "synthetic", "--layout", "tiny", "--rounds", "101"], "--rounds must be within 1..100, got 101"),
+    (["bench", "--trace", "synthetic", "--layout", "tiny", "--rounds", "101"],
+     "--rounds must be within 1..100, got 101"),
     (["bench", "--trace", "synthetic", "--layout", "tiny", "--trace-block-tokens", "0"],
      "--trace-block-tokens must be at least 1, got 0"),
     (["bench", "--trace", "", "--layout", "tiny"], "bench: argument --trace: needs a shipped trace's name"),
@@ -166,13 +170,15 @@ def test_bench_trace_refuses_pages_that_straddle_trace_blocks(tmp_path, capsys):
 def test_skipped_rows_are_said_one_way():
     assert skipped_rows_text([]) == ""
     problems = [TraceProblem(7, "bad JSON: Expecting value (column 1)"), TraceProblem(9, "'input_length' is 0")]
-    assert skipped_rows_text(problems) == "skipped 2 bad trace rows (first: line 7: bad JSON: Expecting value (column 1))"
+    assert skipped_rows_text(problems) == ("skipped 2 bad trace rows "
+                                           "(first: line 7: bad JSON: Expecting value (column 1))")
 
 
 def test_output_files_are_new_and_written_whole(tmp_path, capsys):
     path = tmp_path / "out.json"
     write_json_atomic(str(path), {"b": 1, "a": [1.5]})
-    assert json.loads(path.read_text()) == {"a": [1.5], "b": 1} and path.read_text().index('"a"') < path.read_text().index('"b"')
+    text = path.read_text()
+    assert json.loads(text) == {"a": [1.5], "b": 1} and text.index('"a"') < text.index('"b"')
     assert list(tmp_path.iterdir()) == [path]  # no temporary file left behind
     with pytest.raises(KvtuiError, match="exists already"):
         check_new_file(str(path), "--record")
@@ -194,15 +200,17 @@ def test_the_request_rate_ratio_is_the_share_of_time_in_store_calls():
     from kvtui.core.events import RequestResult
 
     rs = [RequestResult(req_id=i, scenario="s", n_tokens=8, cacheable_tokens=8, page_tokens=8, page_bytes=1,
-                        pages_total=1, pages_hit=1, states=b"\x01", probe_ms=1.0, read_ms=3.0, publish_probe_ms=0.5, put_ms=1.5,
-                        verify_ms=2.0, compute_ms=1.0, bytes_loaded=4_000_000, bytes_written=1_000_000) for i in range(50)]
+                        pages_total=1, pages_hit=1, states=b"\x01", probe_ms=1.0, read_ms=3.0, publish_probe_ms=0.5,
+                        put_ms=1.5, verify_ms=2.0, compute_ms=1.0, bytes_loaded=4_000_000, bytes_written=1_000_000)
+          for i in range(50)]
     assert store_ms(rs[0]) == 6.0
     f = rate_figures(rs, seconds=0.5)  # 100 req/s: 10 ms each, 6 of them in store calls
     assert f["requests_per_s"] == 100 and f["store_ms_mean"] == 6.0 and f["wall_ms_per_request"] == 10
     assert f["store_bound_rps"] == pytest.approx(1000 / 6) and f["request_rate_vs_store_bound"] == pytest.approx(0.6)
     assert f["verify_and_fill_ms_mean"] == 3.0
     assert f["passes_ceiling"] == pytest.approx(6 / 9)  # 6 ms of store calls, 3 of the two passes over memory
-    assert f["verify_MBps"] == pytest.approx(2000) and f["fill_MBps"] == pytest.approx(1000)  # 4 MB in 2 ms, 1 MB in 1 ms
+    # 4 MB in 2 ms, 1 MB in 1 ms
+    assert f["verify_MBps"] == pytest.approx(2000) and f["fill_MBps"] == pytest.approx(1000)
     with pytest.raises(ValueError, match="no request finished"):
         rate_figures([], 1.0)
 

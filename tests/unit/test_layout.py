@@ -79,7 +79,8 @@ def test_every_field_must_be_positive_int(field, bad):
 def test_cli_overrides():
     ap = argparse.ArgumentParser()
     add_layout_arguments(ap)
-    args = ap.parse_args(["--layers", "1", "--kv-heads", "1", "--head-dim", "1", "--elem-bytes", "1", "--page-tokens", "512"])
+    args = ap.parse_args(["--layers", "1", "--kv-heads", "1", "--head-dim", "1", "--elem-bytes", "1",
+                          "--page-tokens", "512"])
     assert layout_from_args(args).layout.page_bytes == 1024
     assert layout_from_args(ap.parse_args(["--layout", "tiny"])).layout == PRESETS["tiny"]
     with pytest.raises(KvtuiError, match="^--layers must"):
@@ -104,7 +105,8 @@ def test_model_config_flag_sets_the_layout_and_the_model_name_in_the_keys():
     plan = layout_from_args(ap.parse_args([]))
     assert plan.layout == PRESETS["seed"] and plan.model == DEFAULT_MODEL and plan.model_spec is None
     assert plan.name == "seed"
-    assert layout_from_args(ap.parse_args(["--layout", "tiny", "--kv-dtype", "fp32"])).layout == PageLayout(4, 2, 16, 8, 4)
+    fp32 = layout_from_args(ap.parse_args(["--layout", "tiny", "--kv-dtype", "fp32"]))
+    assert fp32.layout == PageLayout(4, 2, 16, 8, 4)
     with pytest.raises(KvtuiError, match="--kv-dtype and --elem-bytes"):
         layout_from_args(ap.parse_args(["--model-config", "seed", "--kv-dtype", "fp8", "--elem-bytes", "1"]))
     with pytest.raises(KvtuiError, match="layout preset: --layout tiny"):

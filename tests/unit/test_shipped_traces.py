@@ -15,8 +15,8 @@ import pytest
 from kvtui.cli import build_parser, main
 from kvtui.config.layout import layout_from_args
 from kvtui.config.workload import workload_from_args
-from kvtui.core.traces import SHIPPED_TRACES, resolve_trace
 from kvtui.core.errors import KvtuiError
+from kvtui.core.traces import SHIPPED_TRACES, resolve_trace
 
 ROOT = Path(__file__).resolve().parents[2]
 SHARED = ROOT.parent / "shared" / "data" / "traces"
