@@ -76,7 +76,8 @@ def _segments(base: str, labelled: dict[str, dict[str, float]]) -> list[dict]:
     if status == 200:
         try:
             for s in json.loads(body).get("segments", [])[:SEGMENTS_KEPT]:
-                out.append({"name": str(s.get("segment_name", "?")), "used_bytes": int(s.get("allocator_used_bytes", 0)),
+                out.append({"name": str(s.get("segment_name", "?")),
+                            "used_bytes": int(s.get("allocator_used_bytes", 0)),
                             "capacity_bytes": int(s.get("allocator_capacity_bytes") or s.get("size_bytes") or 0),
                             "status": str(s.get("status", ""))})
             return out
@@ -181,7 +182,7 @@ class ObserveSession:
         self.header = {"command": "watch", "store_mode": "observe", "master": master, "metrics_url": metrics_url,
                        **(header or {})}
         self._lock = threading.Lock()
-        self._series = {k: deque(maxlen=history) for k in SERIES}
+        self._series: dict[str, deque[float]] = {k: deque(maxlen=history) for k in SERIES}
         self._seq = 0
         self._store: dict = {"up": None}
         self._proc_rows: tuple = ()

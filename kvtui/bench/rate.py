@@ -56,7 +56,8 @@ def measure_rate(engines: BenchEngines, layout, seconds: float = 8.0) -> dict:
     :func:`rate_figures` plus the workload's ``scenario``, ``prompt_tokens`` and the window's ``mismatches``
     (the target is ``kvtui.bench.targets.TARGETS``). ``StoreError`` when the store broke meanwhile
     (:class:`~kvtui.bench.engines.BrokenStoreWatch`)."""
-    from kvtui.live import LiveSession, synthetic_description
+    from kvtui.config.workload import synthetic_description
+    from kvtui.live import LiveSession
     from workload import SyntheticWorkload
 
     spec = default_workload(layout)

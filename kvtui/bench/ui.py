@@ -26,7 +26,8 @@ def measure_ui(engines: BenchEngines, layout, seconds: float, rounds: int, refre
 
     import psutil
 
-    from kvtui.live import LiveSession, synthetic_description
+    from kvtui.config.workload import synthetic_description
+    from kvtui.live import LiveSession
     from kvtui.tui.app import run_app
     from workload import SyntheticWorkload
 

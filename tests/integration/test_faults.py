@@ -100,7 +100,8 @@ def test_stop_during_a_master_outage_finishes_the_run():
 
 
 def test_restart_from_the_live_session_shows_the_new_master_in_the_processes_panel():
-    from kvtui.live import LiveSession, synthetic_description
+    from kvtui.config.workload import synthetic_description
+    from kvtui.live import LiveSession
 
     engine = _engine()
     spec = WorkloadSpec(scenario="shared-system-prompt", pool=2, prompt_tokens=64, page_tokens=8)

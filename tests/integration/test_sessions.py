@@ -126,9 +126,10 @@ def reader_final_status(path) -> dict:
 
 def test_report_covers_only_the_recorded_span(cluster, tmp_path):
     """Recording started mid-session (as Ctrl+R does): the report counts only the requests after it."""
+    from kvtui.config.workload import synthetic_description
     from kvtui.core.layout import PRESETS
     from kvtui.engine.engine import Engine, EngineOptions
-    from kvtui.live import LiveSession, synthetic_description
+    from kvtui.live import LiveSession
     from workload import SyntheticWorkload, WorkloadSpec
 
     layout = PRESETS["tiny"]

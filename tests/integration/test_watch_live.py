@@ -12,10 +12,11 @@ import uuid
 import psutil
 import pytest
 
+from kvtui.config.workload import synthetic_description
 from kvtui.core.controls import SetLayout
 from kvtui.core.layout import PRESETS
 from kvtui.engine.engine import Engine, EngineOptions
-from kvtui.live import LiveSession, synthetic_description
+from kvtui.live import LiveSession
 from kvtui.tui.app import KvtuiApp
 from kvtui.tui.fmt import fmt_count, fmt_int, fmt_pct, format_bytes
 from kvtui.tui.widgets import Kpis

@@ -15,11 +15,12 @@ import uuid
 import pytest
 from textual import events
 
+from kvtui.config.workload import synthetic_description
 from kvtui.core.defaults import UI_NICE
 from kvtui.core.layout import PRESETS
 from kvtui.core.sched import lower_thread_priority
 from kvtui.engine.engine import Engine, EngineOptions
-from kvtui.live import LiveSession, synthetic_description
+from kvtui.live import LiveSession
 from kvtui.tui.app import KvtuiApp
 from kvtui.tui.screens import SettingsScreen
 from workload import SyntheticWorkload, WorkloadSpec

@@ -9,9 +9,10 @@ import time
 
 import pytest
 
+from kvtui.config.workload import synthetic_description
 from kvtui.core.controls import CONTROLS, Control, SetLayout, SetOverlap, SetPool, SetRate, SetScenario
 from kvtui.core.layout import PRESETS
-from kvtui.live import LiveSession, synthetic_description
+from kvtui.live import LiveSession
 from kvtui.testing.fake_engine import FakeEngine
 from workload import SyntheticWorkload, WorkloadSpec
 

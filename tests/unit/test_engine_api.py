@@ -111,7 +111,7 @@ def test_a_remote_join_gives_the_worker_its_row():
 
 
 def test_results_subscribers_see_every_result_in_order():
-    from kvtui.live import synthetic_description
+    from kvtui.config.workload import synthetic_description
     from workload import SyntheticWorkload, WorkloadSpec
 
     engine = FakeEngine()

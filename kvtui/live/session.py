@@ -14,24 +14,27 @@ subscribes to its worker rebuilds and remote joins and offers its finished reque
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
-from typing import Any, Callable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Callable
 
 from kvtui.config.workload import synthetic_description
 from kvtui.core.codes import NO_SPACE
-from kvtui.core.controls import Control, SetLayout, SetOverlap, SetPool, SetRate, SetScenario, SetTraceSpeed
+from kvtui.core.controls import Control, SetLayout, SetTraceSpeed
 from kvtui.core.engine_api import EngineAPI, RemoteJoin, WorkerReplacement
 from kvtui.core.events import EngineEvent, RequestResult
-from kvtui.core.knobs import KNOBS, OVERLAP, POOL, RATE, SCENARIOS
 from kvtui.core.subscribers import Subscribers, Unsubscribe
 from kvtui.engine.hosts import host_addresses
 from kvtui.engine.samplers import PanelThread, ProcessSampler, StoreSampler
+from kvtui.live.controls import LayoutRefused, change_text, knob_change, plan_layout_switch
 from kvtui.metrics.aggregate import Aggregator
 from kvtui.metrics.frame import Frame
-from kvtui.metrics.store_full import StoreFullAlarm
 from kvtui.metrics.producer import FrameProducer
+from kvtui.metrics.store_full import StoreFullAlarm
 from kvtui.session.recording import Recording
 from workload import SyntheticWorkload, TraceWorkload
+
+if TYPE_CHECKING:
+    from kvtui.engine.remote import Coordinator
 
 LAYOUT_WAIT_S = 10.0  # a layout switch waits this long for the requests under way to finish
 HALT_WAIT_S = 1.0  # an abandoned driver ends within ~0.1 s (its feeder may be in a control handler a bit longer)
@@ -101,7 +104,7 @@ class LiveSession:
         self.prompt_pages = prompt_pages  # prompts of this many pages of the layout (None: --prompt-tokens fixed)
         self._page_bytes_used: dict[int, int] = {}  # tokens per page → page bytes of every layout used so far
         self.store_full = StoreFullAlarm(self._store_full_text)  # one event-log line per burst of refused puts
-        self.coordinator = None  # kvtui.engine.remote.Coordinator while remote workers may join (listen)
+        self.coordinator: Coordinator | None = None  # while remote workers may join (listen)
 
     @property
     def description(self) -> dict:
@@ -285,12 +288,12 @@ class LiveSession:
             self.log("control", "this workload (a trace) has no knobs to change")
             return
         try:
-            knob, value = _knob_change(control)
+            knob, value = knob_change(control)
             self.workload.update(**{knob: value})
         except ValueError as exc:
             self.log("error", f"control refused: {exc}")
             return
-        self.log("control", _change_text(knob, value))
+        self.log("control", change_text(knob, value))
 
     def _set_trace_speed(self, speed: float | None) -> None:
         """A trace replay's speed from the next row drawn (``TraceWorkload.set_speed``, counted from now on the
@@ -310,63 +313,43 @@ class LiveSession:
     def _switch_layout(self, name: str) -> None:
         """Switch to page layout preset ``name`` (:data:`kvtui.core.layout.PRESETS`: seed, tiny and every model
         preset at its default page size; the page keys keep the session's model name), all or nothing: the
-        requests under way finish first (up to ``LAYOUT_WAIT_S``), then both workers switch (the engine puts
-        both back if one refuses), then the workload (prompts of ``prompt_pages`` pages follow the new page
-        size). Synthetic workloads only. Refused, with an event-log line and the workload, the engine, the
-        header and :attr:`description` as they were, when one prompt's pages would not fit the store's
-        segment, when the pages would reuse the keys of this session's pages with another size (the tokens per
-        page of the current layout or of one used earlier, other bytes), when the new prompt length is out of
-        range, or when a worker refuses."""
-        from kvtui.core.layout import PRESETS
-
+        switch is checked first (:func:`~kvtui.live.controls.plan_layout_switch`), the requests under way
+        finish (up to ``LAYOUT_WAIT_S``), then both workers switch (the engine puts both back if one
+        refuses), then the workload (prompts of ``prompt_pages`` pages follow the new page size). Synthetic
+        workloads only. A refusal is one event-log line; the workload, the engine, the header and
+        :attr:`description` stay as they were."""
         if self._description.get("kind") != "synthetic" or not isinstance(self.workload, SyntheticWorkload):
             self.log("control", "this workload (a trace) keeps the page layout it started with")
             return
-        if name not in PRESETS:
-            self.log("error", f"control refused: unknown layout {name!r} (choose from {', '.join(sorted(PRESETS))})")
-            return
-        new, old = PRESETS[name], self.engine.options.layout
-        if new == old:
-            self.layout_name = name
-            return
+        old = self.engine.options.layout
         self._page_bytes_used.setdefault(old.page_tokens, old.page_bytes)
-        if self._page_bytes_used.get(new.page_tokens, new.page_bytes) != new.page_bytes:  # keys hash tokens only
-            which = "the current one" if new.page_tokens == old.page_tokens else "a layout used earlier"
-            self.log("error", f"control refused: layout {name} has {new.page_tokens} tokens per page like "
-                              f"{which} but other page bytes: its pages would take the stored pages' keys")
-            return
-        spec = self.workload.spec
-        prompt_tokens = self.prompt_pages * new.page_tokens if self.prompt_pages else spec.prompt_tokens
-        changes: dict[str, Any] = {"page_tokens": new.page_tokens, "prompt_tokens": prompt_tokens}
         try:
-            replace(spec, **changes).validate()  # checked before anything switches
-        except ValueError as exc:
-            self.log("error", f"control refused: layout {name}: {exc}")
+            switch = plan_layout_switch(name, old, self.workload.spec, prompt_pages=self.prompt_pages,
+                                        page_bytes_used=self._page_bytes_used,
+                                        store_bytes=self.engine.options.store_bytes if self.engine.cluster else None)
+        except LayoutRefused as exc:
+            self.log("error", f"control refused: {exc}")
             return
-        prompt_pages = changes["prompt_tokens"] // new.page_tokens
-        store_bytes = self.engine.options.store_bytes if self.engine.cluster is not None else None
-        if store_bytes is not None and prompt_pages * new.page_bytes > store_bytes:
-            self.log("error", f"control refused: one {name} prompt ({prompt_pages} pages of "
-                              f"{new.page_bytes / 2**20:.1f} MiB) is larger than the store segment "
-                              f"({store_bytes / 2**20:.0f} MiB): every publish would fail")
+        if switch is None:  # (already on it)
+            self.layout_name = name
             return
         if not self.driver.wait_idle(LAYOUT_WAIT_S):
             self.log("error", f"control refused: requests still under way after {LAYOUT_WAIT_S:g} s; "
                               "layout unchanged")
             return
         try:
-            self.engine.set_layout(new)  # both workers or neither
+            self.engine.set_layout(switch.layout)  # both workers or neither
         except Exception as exc:
             self.log("error", f"control refused: layout {name}: {exc}")
             return
         try:
-            self.workload.update(**changes)  # validated above: cannot refuse, but if it did, switch back
+            self.workload.update(**switch.changes)  # validated above: cannot refuse, but if it did, switch back
         except ValueError as exc:
             self.engine.set_layout(old)
             self.log("error", f"control refused: layout {name}: {exc}")
             return
-        self.layout_text, self.layout_name = new.describe(), name
-        self._page_bytes_used[new.page_tokens] = new.page_bytes
+        self.layout_text, self.layout_name = switch.layout.describe(), name
+        self._page_bytes_used[switch.layout.page_tokens] = switch.layout.page_bytes
         self.log("control", f"layout → {name} ({self.layout_text})")
         if self.agg.estimator is not None:  # the TTFT estimate follows the model whose shape the layout is
             self.agg.set_estimator(self.agg.estimator.for_layout(name))
@@ -491,29 +474,3 @@ class LiveSession:
     def dead_cluster_process(self):
         """A process of the embedded cluster that has exited (its ``ManagedProcess``), None while all live."""
         return self.engine.dead_cluster_process()
-
-
-_KNOB_OF = {SetOverlap: (OVERLAP, "fraction"), SetPool: (POOL, "n"), SetRate: (RATE, "rps")}
-
-
-def _knob_change(control: Control) -> tuple[str, object]:
-    """``(workload knob, value)`` of a knob control, checked against its :mod:`kvtui.core.knobs` spec (or
-    the scenario list); ``ValueError`` (one line) when out of range or unknown."""
-    if isinstance(control, SetScenario):
-        if control.name not in SCENARIOS:
-            raise ValueError(f"unknown scenario {control.name!r} (choose from {', '.join(SCENARIOS)})")
-        return "scenario", control.name
-    if type(control) not in _KNOB_OF:
-        raise ValueError(f"not a knob control: {control!r}")
-    knob, field = _KNOB_OF[type(control)]
-    value = knob.check(getattr(control, field))
-    if knob is OVERLAP:
-        value = round(value, 4)  # 0.6 rather than 0.6000000000000001 in the header
-    return knob.name, value
-
-
-def _change_text(knob: str, value) -> str:
-    """The event-log line of a knob change (the UI shows its own request with the same text until then)."""
-    if knob in KNOBS:
-        return f"{knob} → {KNOBS[knob].text(value)}"
-    return f"{knob} → {value}"
