@@ -127,8 +127,9 @@ def add_cluster_arguments(p: argparse.ArgumentParser) -> None:
                         f"{LEASE_BATCHES} read batches of 256 MiB take at its rate; Mooncake's own default is 10 s). "
                         "Every probe and read grants one, and a leased page cannot be evicted: the pages read "
                         "within one lease stay in the store")
-    g.add_argument("--log-dir", type=path_arg, metavar="DIR", help="where native logs of the cluster and workers go "
-                   "(default: a new /tmp/kvtui-logs-* folder)")
+    g.add_argument("--log-dir", type=path_arg, metavar="DIR", help="where native logs of the cluster and workers go, "
+                   "kept (default: a new /tmp/kvtui-logs-* folder, removed when the run ends without trouble, kept "
+                   "and named on stderr when a process died or start-up failed)")
     g.add_argument("--isolate-network", choices=ISOLATE_MODES, default="auto",
                    help="embedded mode: run the cluster and workers in a private network namespace so Mooncake's "
                         "all-interface transfer listeners are reachable only on loopback (auto: when permitted, "
