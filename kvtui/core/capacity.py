@@ -189,7 +189,7 @@ def plan_store(ws: WorkingSet, page_bytes: int, watermark: float, *, given_bytes
             raise ValueError(f"--store-size {given_text} has room for {_n_pages(given_bytes // page_bytes)} of "
                              f"{format_bytes(page_bytes)}, not {_prompt_text(ws, page_bytes)}: use --store-size "
                              f"{size_flag(prompt_bytes)} at least ({size_flag(need)} keeps the working set below the "
-                             f"{wm}), or {_prompt_remedy(ws)}")
+                             f"{wm}{room}), or {_prompt_remedy(ws)}")
         held = held_pages(given_bytes, page_bytes, watermark)
         if ws.pages <= held and given_bytes > available_bytes:
             enough = size_flag(max(need, MIN_SEGMENT_BYTES))
