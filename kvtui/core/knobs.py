@@ -141,6 +141,18 @@ SCENARIO_KEY = "s"
 """The monitor's key for the next scenario of :data:`SCENARIOS` (wrapping around)."""
 
 
+def markdown_table() -> str:
+    """The Markdown table of the workload knobs (:data:`KNOBS` and the scenario) for the docs' reference."""
+    rows = ["| knob | flag | unit | range | default | step | key in the monitor |", "|---|---|---|---|---|---|---|"]
+    for k in KNOBS.values():
+        keys = " ".join(f"`{key}`" for key in k.keys)
+        rows.append(f"| {k.label} | `{k.flag}` | {k.unit or '—'} | {k.span_text()} | {k.default_text()} | "
+                    f"{k.step_text()} | {keys} |")
+    rows.append(f"| scenario | `--scenario` | — | {', '.join(SCENARIOS)} | {DEFAULT_SCENARIO} | the next one | "
+                f"`{SCENARIO_KEY}` |")
+    return "\n".join(rows)
+
+
 def next_rate(current: float, up: bool, measured: float = 0.0) -> float:
     """The rate knob one step ``up`` or down (req/s). 0 (closed loop) sits above the top step; stepping down
     from it goes to the highest step not above the ``measured`` request rate (the lowest step, 0.5 req/s,
