@@ -12,7 +12,7 @@ figures are the same as the summary's (:mod:`kvtui.metrics.figures` defines them
 
 Labels: ``role`` (``decode`` or ``prefill``: the workers that do what the metric counts) and ``worker``
 (``"0"``: the counters are the run's totals over every worker of the role, as the summary's; per-worker
-figures are in ``--json`` ``workers`` and the Workers panel, not yet series of their own); ``code`` on the error counter
+figures are in ``--json`` ``workers`` and the Workers panel, not series of their own); ``code`` on the error counter
 (a Mooncake return code by name). The store gauges are derived by kvtui from the master's ``/metrics`` (rates between
 two scrapes, a fill ratio); kvtui never re-exports the master's own metrics: Prometheus scrapes the master's
 ``/metrics`` directly.
