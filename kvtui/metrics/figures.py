@@ -101,7 +101,7 @@ def trace_eta(workload: WorkloadPanel, rps: float) -> tuple[float | None, str]:
     if workload.get("complete") or not left_rows:
         return 0.0, "done"
     speed = workload.get("speed", 1.0)
-    if speed and "length_s" not in workload:  # (a recording from before trace positions were shown)
+    if speed and "length_s" not in workload:  # (an older kvtui's recording: no trace position)
         return None, "no position"
     if speed:
         left_s = max(0.0, float(workload.get("length_s", 0.0)) - float(workload.get("position_s", 0.0)))

@@ -5,9 +5,8 @@ line's flags.
 
 The screen is built once (the app installs it at start) and shown again on each ``e``, over an opaque
 background: a translucent one makes Textual paint a tinted copy of the whole dashboard under it, in Python,
-on every opening and every repaint behind it. That took 0.3–0.7 s of the monitor's CPU per opening, 1.5–2 s of
-wall time on the seed layout under load (the monitor's thread runs at nice +10); built once and opaque, an
-opening costs ≈ 12–16 ms of CPU (measured with Pilot up to the first paint).
+on every opening and every repaint behind it, which under load (the monitor's thread runs at nice +10) delays
+the dialog by seconds; built once and opaque, an opening costs a few ms of CPU.
 """
 
 from __future__ import annotations
