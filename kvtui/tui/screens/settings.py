@@ -51,10 +51,10 @@ def parse(values: dict[str, str]) -> tuple[dict, list[str]]:
 class OrderedInput(Input):
     """An :class:`Input` that runs its own key bindings (Ctrl+U, Backspace, Enter, arrows…) in the order the
     keys arrived. Textual runs a widget's bindings only after the key has bubbled up to the app, so in a burst
-    of keys (a paste, ``tmux send-keys C-u 61 Enter``, a fast typist on a busy machine) ``6`` and ``1`` were
-    inserted before the earlier Ctrl+U ran, which then erased them. Tab / Shift+Tab move the focus in order
-    too, among the fields of its dialog, and keys the app had already routed to this field after such a Tab
-    go on to the field now focused."""
+    of keys (a paste, ``tmux send-keys C-u 61 Enter``, a fast typist on a busy machine) a plain ``Input`` would
+    insert ``6`` and ``1`` before the earlier Ctrl+U ran, which would then erase them. Tab / Shift+Tab move
+    the focus in order too, among the fields of its dialog, and keys the app had already routed to this field
+    after such a Tab go on to the field now focused."""
 
     async def _on_key(self, event: events.Key) -> None:
         focused = self.screen.focused
