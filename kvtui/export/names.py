@@ -1,7 +1,7 @@
 """Every metric kvtui exports to Prometheus, defined once: name, type, unit, labels, help text and source.
 
-The exporter (:mod:`kvtui.export.prometheus`) builds its families from :data:`METRICS`, the README's
-"Prometheus and Grafana" table is :func:`markdown_table` (``python -m kvtui.export.names``; a test fails when
+The exporter (:mod:`kvtui.export.prometheus`) builds its families from :data:`METRICS`, the docs'
+"Prometheus metrics" reference is :func:`markdown_table` (``scripts/gen_reference.py``; a test fails when
 they differ) and ``tests/unit/test_export_names.py`` pins the names: **renaming one is a breaking change**
 for every dashboard and alert that uses it.
 
@@ -162,7 +162,7 @@ def sample_names() -> set[str]:
 
 
 def markdown_table() -> str:
-    """README's table of exported metrics (one row per :data:`METRICS` entry)."""
+    """The docs' table of exported metrics (one row per :data:`METRICS` entry)."""
     rows = ["| metric | type | unit | labels | what it counts | `--json` field |", "|---|---|---|---|---|---|"]
     for m in METRICS:
         labels = ", ".join(f"`{x}`" for x in m.labels) or "—"
@@ -174,5 +174,5 @@ def markdown_table() -> str:
     return "\n".join(rows)
 
 
-if __name__ == "__main__":  # python -m kvtui.export.names > the README table
+if __name__ == "__main__":  # python -m kvtui.export.names: the docs' table
     print(markdown_table())
