@@ -104,7 +104,7 @@ def register(subparsers) -> None:
                     "in this run on this machine.",
         epilog="Targets (each ratio's line in the table says met or NOT met; the exit code ignores them): "
                + "; ".join(f"{name} ≥ {value:g}" for name, value in TARGETS.items())
-               + ". See the docs: benchmarks, for where each stands on the machines measured.")
+               + ". See the docs: Benchmarks, for where each stands on the machines measured.")
     p.add_argument("--prompt-tokens", type=int, default=None, metavar="TOKENS",
                    help=f"tokens of the published prompt (default {_CASE.prompt_tokens})")
     p.add_argument("--shared-tokens", type=int, default=None, metavar="TOKENS",
