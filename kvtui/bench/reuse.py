@@ -134,7 +134,7 @@ def measure_reuse(engines: BenchEngines, layout, case: ReuseCase, estimator=None
         env = environment(engine.endpoints)
         say(f"reloading the shared prefix {case.iterations}×, each followed by a raw batch_get_into of the same "
             "keys (no connector)…")
-        engine.decode.call(BenchReload(second, 1))  # first touch of the reload buffer: untimed
+        engine.decode.call(BenchReload(second, 1))  # first touch of the buffer (page faults): untimed
         runs, raw = _interleaved(engine, second, case.iterations)
         main = reload_figures(runs)
         hit = runs[0].pages_hit

@@ -206,8 +206,8 @@ class _Chain:
         """One request at a time and one read stream: run this worker's store calls on the CPU the other
         worker uses too (they take turns), leaving the other CPUs to the store's transfer threads; otherwise
         on every CPU. Why: the calling thread keeps a core busy during a call; unpinned, the other worker and
-        the parent preempt it far more often than anything preempts the bare loop's (``kvtui bench --trace``
-        compares the two). With more workers than one of each, requests of different decode workers run at
+        the parent preempt it far more often than the bare loop's calling thread is preempted (``kvtui bench
+        --trace`` compares the two). With more workers than one of each, requests of different decode workers run at
         once: never pinned."""
         pin_calling_thread(self.pair and self.limit == 1 and self.connector.read_streams == 1)
 
