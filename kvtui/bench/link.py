@@ -7,7 +7,7 @@ sharing its prefix is reloaded ``iterations`` times, each reload followed by a p
 same keys (ABAB, as the default bench). ``ratios.reload_vs_link`` = the median per-reload throughput
 (probe + read, MB/s, the figure "reload throughput (p50 per reload)") ÷ the link's rate in MB/s
 (``rate_bps / 8 / 10^6``); ``ratios.raw_vs_link`` the same for the raw reads. The target (≥ 0.9) is for links
-slow enough that this machine's cores are not the limit (1 gbit here: one TCP stream over a veth carries
+slow enough that this machine's cores are not the limit (1 gbit, say: one TCP stream over a veth carries
 several GB/s).
 """
 

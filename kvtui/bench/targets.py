@@ -1,5 +1,5 @@
 """The ratio each ``kvtui bench`` is judged against: one table, which the benches, the table they print, the
-``--help`` text and the tests all read (the README's "Measured, not asserted" says where each stands)."""
+``--help`` text and the tests all read."""
 
 TARGETS = {
     "connector_vs_raw": 0.97,  # a reload through the connector keeps 97 % of a plain batch_get_into's rate

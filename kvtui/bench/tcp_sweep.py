@@ -10,8 +10,8 @@ p50 (10^6 B/s), and its ratio to the median loopback TCP figure.
 
 The settings go to the processes kvtui starts through the environment (master, store node and workers
 inherit it; kvtui sets none of these variables itself), so a user applies the sweep's best setting the same
-way: ``MC_TCP_SLICE_SIZE=… kvtui watch``. On the 2-core VM of the README no setting was reliably faster than
-Mooncake's own (the README gives the runs), so kvtui keeps Mooncake's defaults.
+way: ``MC_TCP_SLICE_SIZE=… kvtui watch``. kvtui keeps Mooncake's defaults: which setting is fastest depends
+on the machine, and this sweep is how to find out.
 """
 
 from __future__ import annotations

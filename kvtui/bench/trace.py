@@ -13,8 +13,8 @@ Each replay also counts the CPU it cost, per process, in ms per request (user + 
 ``cpu_times``): on the engine side the parent (hashing, routing, results into metrics), the decode and
 prefill workers and the cluster's processes; on the bare loop's side the loop's own process (its timed loop
 alone) and the same cluster processes; on the two-process loop's, its reader's timed loop, its writer from
-its start-up's end to the loop's end, and the cluster processes. The README's figures show a 2-core machine's replay
-bound by that CPU.
+its start-up's end to the loop's end, and the cluster processes. A replay on few cores is bound by that CPU,
+so these figures say where the time of a request goes.
 """
 
 from __future__ import annotations

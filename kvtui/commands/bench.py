@@ -55,7 +55,7 @@ MODE_FLAGS = (  # flag, attribute, default, the modes it applies to (reuse: the 
     ("--trace-block-tokens", "trace_block_tokens", DEFAULT_BLOCK_TOKENS, ("trace",)),
 )
 """The flags that only some benches use, with their defaults: one given to another bench is refused."""
-MAX_ROUNDS = 100  # --rounds: 100 rounds of the shipped synthetic trace take about 1 h here
+MAX_ROUNDS = 100  # --rounds: a bound, so that a mistyped count cannot start a bench of hours or days
 
 
 def _mode_of(args: argparse.Namespace) -> str:
@@ -104,7 +104,7 @@ def register(subparsers) -> None:
                     "in this run on this machine.",
         epilog="Targets (each ratio's line in the table says met or NOT met; the exit code ignores them): "
                + "; ".join(f"{name} ≥ {value:g}" for name, value in TARGETS.items())
-               + ". The README's 'Measured, not asserted' says where each stands on the machines measured.")
+               + ". See the docs: Benchmarks, for where each stands on the machines measured.")
     p.add_argument("--prompt-tokens", type=int, default=None, metavar="TOKENS",
                    help=f"tokens of the published prompt (default {_CASE.prompt_tokens})")
     p.add_argument("--shared-tokens", type=int, default=None, metavar="TOKENS",
@@ -155,8 +155,7 @@ def register(subparsers) -> None:
                         "CBA), each from an empty store; the ratio judged against the target is the median of the "
                         "rounds' ratios, each taken between runs back to back, so a slow spell of the machine hits "
                         "both sides of a ratio (the ratio of each side's best run is printed too; "
-                        f"1-{MAX_ROUNDS}, default 3; "
-                        "a --trace round of the shipped synthetic trace takes 30-40 s on a 2-core machine)")
+                        f"1-{MAX_ROUNDS}, default 3)")
     p.add_argument("--trace-block-tokens", type=int, default=None, metavar="TOKENS",
                    help=f"tokens per trace hash id (default {DEFAULT_BLOCK_TOKENS})")
     add_synthesis_arguments(p, arrival_times=False)

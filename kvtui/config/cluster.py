@@ -129,7 +129,7 @@ def add_cluster_arguments(p: argparse.ArgumentParser) -> None:
                    help="embedded: metadata server port (default: a free one)")
     g.add_argument("--read-streams", type=int, default=1, metavar="N",
                    help="concurrent batch_get_into calls one reload of 8 MiB per stream or more is split across "
-                        "(default 1: on 2 cores more streams were slower in `kvtui bench`)")
+                        "(default 1; `kvtui bench --max-streams N` compares 1..N on this machine)")
 
 
 def add_listen_arguments(p: argparse.ArgumentParser) -> None:

@@ -23,7 +23,7 @@ def add_export_arguments(p: argparse.ArgumentParser, *, linger: bool = False, re
                    help=f"serve kvtui's metrics for Prometheus on http://HOST:PORT/metrics "
                         f"(HOST default {DEFAULT_HOST}; "
                         "PORT 0: a free one, said on stderr or in the event log). Counters, latency histograms in "
-                        "seconds and gauges; README 'Prometheus and Grafana' lists them")
+                        "seconds and gauges (see the docs: Prometheus metrics)")
     if linger:
         g.add_argument("--prometheus-linger", type=float, default=0.0, metavar="SECONDS",
                        help="after the summary is printed and --json written, keep serving the final figures this "

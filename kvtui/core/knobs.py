@@ -1,8 +1,9 @@
 """The workload knobs a user turns while a run goes on, each defined once: name, unit, range, default, step.
 
 The command line (``--overlap`` …), the settings dialog, the monitor's keys, the engine's control handler
-(:class:`kvtui.live.LiveSession`) and the README's "Workload knobs" table all read these specs, so a range
-or a default cannot differ between them (``tests/unit/test_knobs.py`` checks the README table against them).
+(:class:`kvtui.live.LiveSession`) and the docs' "Workload knobs" reference (:func:`markdown_table`) all read
+these specs, so a range or a default cannot differ between them (``tests/unit/test_knobs.py`` checks the docs'
+table against them).
 Values are held in the engine's units (overlap as a fraction 0–1); :attr:`Knob.scale` converts to the unit
 the user types and reads (overlap in %). The scenario list and the pool's upper bound come from
 :mod:`workload.synthetic`, where the scenarios are implemented and a spec is validated.

@@ -104,8 +104,8 @@ def duration_arg(text: str) -> float:
 
 
 MAX_SIZE = (1000, 500)
-"""The largest ``--size`` (columns, rows) of a headless screen or an export: 1000x500 cells render in ≈ 2 s
-and ≈ 0.1 GB here; 100000x100000 took 24 GB before the kernel killed it."""
+"""The largest ``--size`` (columns, rows) of a headless screen or an export: a render's time and memory grow
+with its cells, and a size far beyond any screen's could take all of the machine's memory."""
 
 
 def parse_size(text: str) -> tuple[int, int]:

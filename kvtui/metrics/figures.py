@@ -4,8 +4,8 @@ One name per formula, different names for different formulas: a wall-clock rate 
 monitor's Throughput panel), bytes over the time spent in store calls (the summary of ``kvtui run`` and
 ``kvtui report``) and the median of per-reload rates (``kvtui bench``) are three figures, not one "reuse
 read MB/s". The aggregator takes its rate keys and windows from here, the summary its throughput keys, the
-monitor its labels and the text outputs their names; README's "Figures" table is :func:`markdown_table`
-(a test fails when they differ). MB/s are 10^6 bytes per second.
+monitor its labels and the text outputs their names; the docs' "Figures" reference is :func:`markdown_table`
+(``scripts/gen_reference.py``; a test fails when they differ). MB/s are 10^6 bytes per second.
 
 A :class:`Figure`'s ``key`` is its key in the dict that holds it (``Frame.rates`` / ``Frame.series``, the
 summary's ``throughput``, ``Frame.latency``, the summary itself, the ``kvtui bench --json`` object);
@@ -28,7 +28,7 @@ MB = 1e6  # MB/s = 10^6 bytes per second
 
 @dataclass(frozen=True)
 class Figure:
-    """One figure. ``name``: unique, used in text output and the README; ``label``: the short form on
+    """One figure. ``name``: unique, used in text output and the docs; ``label``: the short form on
     screen, where the panel's title says the window (unique within ``shown``); ``unit``; ``formula`` and
     ``window`` in words; ``shown``: where it appears; ``key`` / ``field``: see the module docstring."""
 
@@ -101,7 +101,7 @@ def trace_eta(workload: WorkloadPanel, rps: float) -> tuple[float | None, str]:
     if workload.get("complete") or not left_rows:
         return 0.0, "done"
     speed = workload.get("speed", 1.0)
-    if speed and "length_s" not in workload:  # (a recording from before trace positions were shown)
+    if speed and "length_s" not in workload:  # (an older kvtui's recording: no trace position)
         return None, "no position"
     if speed:
         left_s = max(0.0, float(workload.get("length_s", 0.0)) - float(workload.get("position_s", 0.0)))
@@ -238,13 +238,13 @@ RELOAD_VS_RECOMPUTE = Figure("reload_vs_recompute", "reload vs recompute (estima
 #: the TTFT estimates (Frame.ttft, the summary's TTFT fields, the bench's recompute line)
 TTFT = (TTFT_SAVED, GPU_SAVED_WALL, GPU_SAVED_RUN, RELOAD_VS_RECOMPUTE)
 
-#: every figure once, in the README table's order
+#: every figure once, in the docs table's order
 FIGURES = WALL + HEADER + RUN + LATENCY + RELOAD_COUNTS + (RELOAD_P50, RAW_GET_P50, TCP_P50, MEMCPY_P50, FILL_P50,
                                                             VERIFY_P50) + WORKERS + TTFT
 
 
 def markdown_table() -> str:
-    """README's "Figures" table (one row per figure of :data:`FIGURES`)."""
+    """The docs' "Figures" table (one row per figure of :data:`FIGURES`)."""
     rows = ["| figure | shown in | formula | window | unit | field |", "|---|---|---|---|---|---|"]
     for f in FIGURES:
         fields = ", ".join(f"`{x.strip()}`" for x in f.field.split(","))
@@ -252,5 +252,5 @@ def markdown_table() -> str:
     return "\n".join(rows)
 
 
-if __name__ == "__main__":  # python -m kvtui.metrics.figures > the README table
+if __name__ == "__main__":  # python -m kvtui.metrics.figures: the docs' table
     print(markdown_table())
