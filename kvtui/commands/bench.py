@@ -33,7 +33,7 @@ from kvtui.config.paths import check_outputs, path_arg
 from kvtui.config.screen import check_refresh_hz
 from kvtui.config.workload import add_synthesis_arguments, read_trace_rows, synthesis_description, trace_synthesis
 from kvtui.core.defaults import DEFAULT_HZ, DEFAULT_STORE_SIZE_TEXT, MAX_HZ, MIN_SEGMENT_BYTES
-from kvtui.core.errors import KvtuiError
+from kvtui.core.errors import KvtuiError, bad_value
 from kvtui.core.topology import MAX_WORKERS
 from kvtui.core.traces import trace_arg
 from workload import DEFAULT_BLOCK_TOKENS
@@ -180,16 +180,16 @@ def run(args: argparse.Namespace, started_at: float | None = None) -> int:
     store_bytes = store_size(args.store_size)
     for flag, value in (("--iterations", b.iterations), ("--max-streams", b.max_streams)):
         if value < 1:
-            raise KvtuiError(f"{flag} must be at least 1")
+            raise bad_value(flag, "at least 1", value)
     link = link_option(args.link) if args.link else None
     counts = worker_counts(args.decode_workers) if args.decode_workers is not None else []
     if counts and link is None:
         raise KvtuiError("--decode-workers measures aggregate reloads across emulated links: add --link RATE")
     if b.mode in ("reuse", "tcp-sweep", "link"):
         if b.prompt_tokens < layout.page_tokens:
-            raise KvtuiError(f"--prompt-tokens must hold at least one page ({layout.page_tokens} tokens)")
+            raise bad_value("--prompt-tokens", f"at least one page ({layout.page_tokens} tokens)", b.prompt_tokens)
         if not (0 < b.shared_tokens <= b.prompt_tokens):
-            raise KvtuiError("--shared-tokens must be within 1..--prompt-tokens")
+            raise bad_value("--shared-tokens", f"within 1-{b.prompt_tokens} (--prompt-tokens)", b.shared_tokens)
         pages = b.prompt_tokens // layout.page_tokens
         if pages * layout.page_bytes * 2 > store_bytes:
             raise KvtuiError(f"the store ({store_bytes} bytes) cannot hold {pages} pages of {layout.page_bytes} "
@@ -208,10 +208,10 @@ def run(args: argparse.Namespace, started_at: float | None = None) -> int:
                                          synthesis=trace_synthesis(args))
     synthesis = synthesis_description(args)  # refuses a synthesis flag without --trace
     if b.mode != "reuse" and not 1 <= b.rounds <= MAX_ROUNDS:
-        raise KvtuiError(f"--rounds must be within 1..{MAX_ROUNDS}, got {b.rounds}")
+        raise bad_value("--rounds", f"within 1-{MAX_ROUNDS}", b.rounds)
     if b.mode == "ui":
         if b.seconds <= 0:
-            raise KvtuiError("--seconds must be positive")
+            raise bad_value("--seconds", "positive", b.seconds)
         check_refresh_hz(b.refresh_hz)
     engines = BenchEngines(model=pages_of.model, scheme=pages_of.scheme, namespace=pages_of.key_prefix,
                            store_bytes=store_bytes, start=start_engine)

@@ -39,3 +39,18 @@ EXIT_CODES: tuple[tuple[str, str], ...] = (
 def exit_codes_table() -> str:
     """The Markdown table of :data:`EXIT_CODES`."""
     return "\n".join(["| exit code | when |", "|---|---|"] + [f"| {c} | {w} |" for c, w in EXIT_CODES])
+
+
+def bad_value(flag: str, must: str, got: object) -> KvtuiError:
+    """The error of a flag's value out of its range, in the shape every such error has: ``FLAG must be
+    CONDITION, got VALUE``, e.g. ``--requests must be at least 1, got -3`` (``must``: the condition with its
+    unit; ``got``: the value given, a number as the user reads it (``0``, ``2.5``), text quoted)."""
+    if isinstance(got, float) and got.is_integer() and abs(got) < 1e15:
+        shown = str(int(got))
+    elif isinstance(got, float):
+        shown = f"{got:g}"
+    elif isinstance(got, str):
+        shown = repr(got)
+    else:
+        shown = str(got)
+    return KvtuiError(f"{flag} must be {must}, got {shown}")

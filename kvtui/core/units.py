@@ -7,7 +7,7 @@ import argparse
 import re
 from typing import Sequence
 
-from kvtui.core.errors import KvtuiError
+from kvtui.core.errors import KvtuiError, bad_value
 
 
 def format_bytes(n: float) -> str:
@@ -116,7 +116,7 @@ def parse_size(text: str) -> tuple[int, int]:
     except ValueError:
         raise KvtuiError(f"--size must look like 120x40, got {text!r}") from None
     if w < 1 or h < 1:
-        raise KvtuiError("--size must be positive")
+        raise bad_value("--size", "positive", text)
     if w > MAX_SIZE[0] or h > MAX_SIZE[1]:
         raise KvtuiError(f"--size {w}x{h} is beyond the largest screen, {MAX_SIZE[0]}x{MAX_SIZE[1]} cells")
     return w, h

@@ -289,7 +289,7 @@ class LiveSession:
             return
         try:
             knob, value = knob_change(control)
-            self.workload.update(**{knob: value})
+            self.workload.update(**{knob: value}, now_s=self.driver.elapsed())  # a new rate counts from now
         except ValueError as exc:
             self.log("error", f"control refused: {exc}")
             return

@@ -126,7 +126,7 @@ def test_ui_lines_show_both_rates_the_ratio_and_the_paused_cpu():
 
 
 @pytest.mark.parametrize("argv, message", [
-    (["bench", "--ui", "--layout", "tiny", "--rounds", "0"], "--rounds must be within 1..100, got 0"),
+    (["bench", "--ui", "--layout", "tiny", "--rounds", "0"], "--rounds must be within 1-100, got 0"),
     (["bench", "--ui", "--layout", "tiny", "--seconds", "0"], "--seconds must be positive"),
     (["bench", "--ui", "--layout", "tiny", "--refresh-hz", "100"], "--refresh-hz must be within"),
     (["bench", "--layout", "tiny", "--iterations", "0"], "--iterations must be at least 1"),
@@ -143,7 +143,7 @@ def test_ui_lines_show_both_rates_the_ratio_and_the_paused_cpu():
     (["bench", "--layout", "tiny", "--store-size", "12 parsecs"], "--store-size: not a size"),
     (["bench", "--layout", "tiny", "--store-size", "8MiB"], "--store-size must be at least 16 MiB"),
     (["bench", "--trace", "synthetic", "--layout", "tiny", "--rounds", "101"],
-     "--rounds must be within 1..100, got 101"),
+     "--rounds must be within 1-100, got 101"),
     (["bench", "--trace", "synthetic", "--layout", "tiny", "--trace-block-tokens", "0"],
      "--trace-block-tokens must be at least 1, got 0"),
     (["bench", "--trace", "", "--layout", "tiny"], "bench: argument --trace: needs a shipped trace's name"),
