@@ -72,18 +72,25 @@ def test_text_outputs_name_the_figures():
                            "memcpy_MBps": 1200.0},
              "ratios": {"connector_vs_raw": 0.95, "reload_vs_loopback_tcp": 0.6, "reload_vs_memcpy": 0.83}}
     table = format_bench(bench)
-    assert fig.RELOAD_P50.name in table and fig.PUBLISH_BUSY.name in table
-    assert "reuse read" not in table and "best/raw" not in table
+    assert fig.RELOAD_P50.label in table and fig.PUBLISH_BUSY.name in table and fig.RELOAD_LATENCY.name in table
+    assert "reuse read" not in table and fig.BEST_STREAMS_VS_RAW.name not in table
     bench["ratios"].update(best_streams_vs_raw=0.947, tcp_connector_vs_raw=1.016)
     bench["tcp_path"] = {"reuse_read_MBps_p50": 1200.0, "reload_ms": stats, "raw_get_MBps_p50": 1180.0,
                          "verified": True}
     bench["ratios"]["tcp_reload_vs_loopback_tcp"] = 0.8
-    table = format_bench(bench)
-    assert "→ best/raw 0.95" in table and "(connector/raw 1.02)" in table
-    assert "→ 1-stream reload/raw 0.95" in table and "best reload (1 stream)/TCP 0.60" in table  # which reload
+    lines = format_bench(bench).splitlines()
+    # every ratio on a row of its own, named by its figure, with its target where it has one
+    assert f"  {fig.BEST_STREAMS_VS_RAW.name:<34}    0.95×" in lines
+    assert f"  {fig.TCP_CONNECTOR_VS_RAW.name:<34}    1.02×" in lines
+    assert f"  {fig.CONNECTOR_VS_RAW.name:<34}    0.95×   ≥ 0.97   NOT met" in lines
+    assert f"  {fig.RELOAD_VS_TCP.name:<34}    0.60×   ≥ 1      NOT met" in lines
+    assert f"  {fig.TCP_RELOAD_VS_TCP.name:<34}    0.80×   ≥ 0.8    met" in lines
     from kvtui.bench.reuse import DEMO_CARD
 
     bench.update(demo_card=DEMO_CARD, page_bytes=DEMO_CARD["page_bytes"])
-    assert "NOT this run's layout" not in format_bench(bench).splitlines()[0]
+    table = format_bench(bench)
+    assert "Against the demo card\n" in table and "NOT this run's layout" not in table
     bench["page_bytes"] = 4096  # e.g. --layout tiny: the card's column is said not to compare like for like
-    assert "NOT this run's layout or prompt" in format_bench(bench).splitlines()[0]
+    table = format_bench(bench)
+    assert "Against the demo card (NOT this run's layout or prompt: see the Legend)" in table
+    assert "NOT this run's layout or prompt: for scale, not like for like." in " ".join(table.split())
