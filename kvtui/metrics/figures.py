@@ -368,7 +368,7 @@ RAW_VS_LINK = _ratio("raw_vs_link", "raw reads ÷ link rate",
 AGGREGATE_VS_LINKS = _ratio("aggregate_vs_links", "aggregate ÷ M × link rate",
                             "Σ bytes M decode workers reloaded at once ÷ the round's time, ÷ M × the link's rate",
                             "the median of --iterations rounds",
-                            "bench --link --decode-workers: table, --json; compare", more=".M")
+                            "bench --link --decode-workers: table, --json; compare", more=".N")
 BEST_VS_DEFAULT = _ratio("best_vs_mooncake_default", "best setting ÷ Mooncake's own",
                          "--tcp-sweep: the best setting's reload throughput ÷ that with Mooncake's 64 KiB slices",
                          _ROUNDS, "bench --tcp-sweep: table, --json; compare")
