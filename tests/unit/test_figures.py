@@ -94,3 +94,27 @@ def test_text_outputs_name_the_figures():
     table = format_bench(bench)
     assert "Against the demo card (NOT this run's layout or prompt: see the Legend)" in table
     assert "NOT this run's layout or prompt: for scale, not like for like." in " ".join(table.split())
+
+
+def test_counts_and_ratios_are_named_once_and_every_target_has_its_ratio():
+    from kvtui.bench.targets import TARGETS
+
+    every = fig.FIGURES + fig.COUNTS + fig.BENCH + fig.RATIOS + (fig.RELOAD_HIT_RATE, fig.VERIFY_MS)
+    names = Counter(f.name for f in set(every))
+    assert not [n for n, k in names.items() if k > 1]
+    assert set(TARGETS) <= set(fig.RATIO_BY_KEY)
+    assert all(f.unit == "×" and f.field.startswith(f"ratios.{f.key}") for f in fig.RATIOS)
+    from kvtui.metrics.aggregate import BUSY_MS, COUNTERS
+
+    counted = {field.strip() for f in fig.COUNTS + fig.RELOAD_COUNTS for field in f.field.split(",")}
+    assert set(COUNTERS + BUSY_MS) <= counted  # every counter of the summary has its name
+
+
+def test_numbers_are_written_one_way():
+    assert fig.number(4293.4, "MB/s") == "4,293" and fig.show(fig.REUSE_BUSY, 4293.4) == "4,293 MB/s"
+    assert fig.show(fig.RELOAD_LATENCY, 1.547) == "1.55 ms" and fig.show(fig.TTFT_SAVED, 12.34) == "12.3 ms"
+    assert fig.show(fig.HIT_RATE_SESSION, 0.645) == "64.50%" and fig.show(fig.CONNECTOR_VS_RAW, 0.616) == "0.62×"
+    assert fig.number(0.0125, "%", sign=True) == "+1.25 pp" and fig.number(-1234.5, "ms", sign=True) == "-1,234.50"
+    assert fig.number(0.2, "MB/s", sign=True) == "±0"  # a change that rounds to nothing
+    assert fig.number(1_056_768, "bytes") == "1,056,768" and fig.number(12345, "") == "12,345"
+    assert fig.number(0.1172, "") == "0.1172" and fig.number(1234.5, "") == "1,234"  # no unit: by magnitude
