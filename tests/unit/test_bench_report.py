@@ -58,7 +58,7 @@ def test_trace_lines_show_each_side_and_the_median_ratio_against_its_target():
             in lines)
     assert "  engine ÷ bare loop (best runs)        0.80×" in lines
     assert "the median of the rounds' ratios (0.90, 0.70, 0.85)." in text
-    assert widest([text]) <= WIDTH and "\nLegend\n  met / NOT met  each ratio against its target" in text
+    assert widest([text]) <= WIDTH and "\nLegend\n  met / NOT met  a ratio against its target" in text
     o["ratios"]["engine_vs_bare_loop"] = 0.5
     assert "NOT met" in format_trace(o)
     assert "warning" not in format_trace(o)
