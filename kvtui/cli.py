@@ -38,10 +38,12 @@ def on_sigterm(signum: int, _frame) -> None:
 
 
 class OneLineParser(argparse.ArgumentParser):
-    """An ArgumentParser whose usage errors are one line (``kvtui: error: ...``, exit 2), not the usage block.
+    """An ArgumentParser whose usage errors are one line (``kvtui: error: ...``, exit 2), not the usage block,
+    and which takes flags only whole (no abbreviations: a prefix of one flag may be another flag of the command).
     ``commands`` / ``summaries``: each subcommand's parser and one line (filled by :func:`build_parser`)."""
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
+        kwargs.setdefault("allow_abbrev", False)  # `--screenshot` must not silently mean `--screenshot-dir`
         super().__init__(*args, **kwargs)
         self.commands: dict[str, argparse.ArgumentParser] = {}
         self.summaries: dict[str, str] = {}  # each subcommand's one-line help
