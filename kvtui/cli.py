@@ -38,12 +38,15 @@ def on_sigterm(signum: int, _frame) -> None:
 
 
 class OneLineParser(argparse.ArgumentParser):
-    """An ArgumentParser whose usage errors are one line (``kvtui: error: ...``, exit 2), not the usage block.
-    ``commands``: the parser of each subcommand (filled by :func:`build_parser`)."""
+    """An ArgumentParser whose usage errors are one line (``kvtui: error: ...``, exit 2), not the usage block,
+    and which takes flags only whole (no abbreviations: a prefix of one flag may be another flag of the command).
+    ``commands`` / ``summaries``: each subcommand's parser and one line (filled by :func:`build_parser`)."""
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
+        kwargs.setdefault("allow_abbrev", False)  # `--screenshot` must not silently mean `--screenshot-dir`
         super().__init__(*args, **kwargs)
         self.commands: dict[str, argparse.ArgumentParser] = {}
+        self.summaries: dict[str, str] = {}  # each subcommand's one-line help
 
     def error(self, message: str) -> NoReturn:  # noqa: D102 - argparse API
         where = f"{self.prog.split(' ', 1)[1]}: " if " " in self.prog else ""
@@ -74,11 +77,26 @@ def build_parser() -> argparse.ArgumentParser:
         ),
     )
     parser.add_argument("--version", action="version", version=f"kvtui {__version__}")
-    sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=OneLineParser)
+    sub = _Subcommands(parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=OneLineParser))
     for name in COMMANDS:
         importlib.import_module(f"kvtui.commands.{name}").register(sub)
-    parser.commands = dict(sub.choices)
+    parser.commands, parser.summaries = sub.parsers, sub.summaries
     return parser
+
+
+class _Subcommands:
+    """What a command's ``register`` adds its parser to: argparse's subparsers, keeping each command's parser
+    and one-line summary (its ``help``) by name, in the order they were added."""
+
+    def __init__(self, subparsers: Any) -> None:
+        self._subparsers = subparsers
+        self.parsers: dict[str, argparse.ArgumentParser] = {}
+        self.summaries: dict[str, str] = {}
+
+    def add_parser(self, name: str, **kwargs: Any) -> argparse.ArgumentParser:
+        parser: argparse.ArgumentParser = self._subparsers.add_parser(name, **kwargs)
+        self.parsers[name], self.summaries[name] = parser, str(kwargs.get("help", ""))
+        return parser
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -172,13 +172,17 @@ class SyntheticWorkload:
         """The current knobs."""
         return self._spec
 
-    def update(self, **changes: Any) -> WorkloadSpec:
+    def update(self, *, now_s: float | None = None, **changes: Any) -> WorkloadSpec:
         """Change knobs (e.g. ``overlap=0.5, rate=20``); validated, applied from the next request.
 
         Raises ``ValueError`` for an unknown knob or a bad value (the old spec then stays in force).
-        Changing ``rate`` applies to the next inter-arrival gap (arrival times keep counting from the last
-        Poisson arrival, 0 s if there was none, also across a closed-loop stretch); changing ``seed`` re-seeds the
-        arrival generator and all later per-request draws; shrinking ``pool`` in ``multi-turn`` drops the
+        Changing ``rate`` applies to the next inter-arrival gap, counted from the last Poisson arrival (0 s if
+        there was none) or, when ``now_s`` (seconds on the arrival clock now: the driver's time since the run
+        began, pauses excluded) is given and later, from ``now_s``: arrivals are due against that clock, so
+        a clock left behind by a closed-loop stretch (where it does not advance) or by a rate the run could
+        not keep up with would otherwise be caught up as a burst. Exponential gaps are memoryless, so the
+        arrivals from ``now_s`` are the same Poisson process. Changing ``seed`` re-seeds the arrival
+        generator and all later per-request draws; shrinking ``pool`` in ``multi-turn`` drops the
         conversations of the removed slots. Returns the new spec.
         """
         valid = [f.name for f in dataclasses.fields(WorkloadSpec)]
@@ -191,6 +195,8 @@ class SyntheticWorkload:
         self._spec = new
         if new.seed != old.seed:
             self._arrival_rng = self._new_arrival_rng(new.seed)
+        if new.rate != old.rate and now_s is not None and now_s > self._clock_s:
+            self._clock_s = float(now_s)
         if new.pool < old.pool:
             for slot in sorted(self._convs):
                 if slot >= new.pool:

@@ -190,14 +190,15 @@ def read_trace(
         ``(rows, problems)``: the valid rows in file order and, in line order, one :class:`TraceProblem` per
         skipped bad row and one warning (``skipped=False``, the row is kept) per row whose timestamp is
         below an earlier valid row's (see :func:`late_rows`). Blank lines and CRLF line ends are fine. A bad
-        row is: bad JSON (including a truncated last line), not an object, a missing field, a wrong type
-        (``bool`` is not an int, floats are not ints), a negative length / timestamp / id,
+        row is: a line with a NUL byte, bad JSON (including a truncated last line), not an object, a missing
+        field, a wrong type (``bool`` is not an int, floats are not ints), a negative length / timestamp / id,
         ``input_length`` 0, or a ``hash_ids`` count that does not match. Ids keep their exact value (no
         float round trip), even above ``2**64``.
 
     Raises:
-        TraceError: missing, unreadable or binary file, a directory, a file with no rows, a file where
-            every row is bad, or (``strict``) the first bad or out-of-order row as ``FILE:LINE: reason``.
+        TraceError: missing, unreadable or binary file (not UTF-8, or NUL bytes and no valid row), a
+            directory, a file with no rows, a file where every row is bad, or (``strict``) the first bad or
+            out-of-order row as ``FILE:LINE: reason``.
         ValueError: ``block_tokens < 1``.
     """
     if isinstance(block_tokens, bool) or not isinstance(block_tokens, int) or block_tokens < 1:
@@ -212,8 +213,6 @@ def read_trace(
         raise TraceError(f"{name}: no such trace file") from None
     except OSError as exc:
         raise TraceError(f"{name}: cannot read trace file ({exc.strerror or exc})") from None
-    if b"\x00" in data:
-        raise TraceError(f"{name}: binary file (NUL bytes), not a JSONL trace")
     try:
         text = data.decode("utf-8-sig")
     except UnicodeDecodeError as exc:
@@ -222,9 +221,18 @@ def read_trace(
     rows: list[TraceRow] = []
     problems: list[TraceProblem] = []
     late_check = _LateRows()
+    nul_lines = 0
     for line_no, line in enumerate(text.split("\n"), start=1):
         line = line.strip()
         if not line:
+            continue
+        nul = line.find("\x00")
+        if nul >= 0:  # a bad row like any other; only a file with no valid row is called binary (below)
+            nul_lines += 1
+            why = f"NUL byte at column {nul + 1} (binary data, not JSON)"
+            if strict:
+                raise TraceError(f"{name}:{line_no}: {why}")
+            problems.append(TraceProblem(line_no, why))
             continue
         try:
             obj = json.loads(line)
@@ -249,6 +257,8 @@ def read_trace(
                 problems.append(TraceProblem(line_no, late, skipped=False))
             rows.append(row)
     if not rows:
+        if nul_lines:
+            raise TraceError(f"{name}: binary file (NUL bytes), not a JSONL trace")
         if not problems:
             raise TraceError(f"{name}: empty trace (no rows)")
         first = problems[0]  # all skipped: a warning needs a kept row

@@ -102,18 +102,22 @@ def measure_aggregate(engines: BenchEngines, layout, link, counts: list[int], pr
 
 
 def format_aggregate(out: dict) -> str:
-    """The human table of :func:`measure_aggregate`'s figures."""
+    """The human table of :func:`measure_aggregate`'s figures, at most :data:`~kvtui.core.text.WIDTH` columns."""
+    from kvtui.bench.targets import LEGEND, ratio_row
+    from kvtui.core.text import legend, wrap
+    from kvtui.metrics.figures import AGGREGATE_VS_LINKS, number
+
     rate = out["link"]["rate_MBps"]
-    lines = [f"link                  {out['link']['text']} each way = {rate:,.1f} MB/s per host "
-             "(tc tbf on every emulated host's veth)",
-             "decode workers   aggregate p50   M × link   ratio   per worker p50 (MB/s)"]
+    lines = wrap(f"link {out['link']['text']} each way = {number(rate, 'MB/s', 1)} MB/s per host (tc tbf on every "
+                 "emulated host's veth); M decode workers reloading at once, each from its own prefill host (MB/s):")
+    lines.append("  decode workers M   aggregate p50   M × link   per worker p50")
     for r in out["runs"]:
-        m = r["decode_workers"]
-        ratio = out["ratios"]["aggregate_vs_links"][str(m)]
-        per = ", ".join(f"{v:,.1f}" for v in r["per_worker_MBps_p50"])
-        lines.append(f"{m:>14}   {r['aggregate_MBps_p50']:>8,.1f} MB/s   {r['links_MBps']:>8,.1f}   {ratio:5.2f}   "
-                     f"{per}")
-    met = "met" if out["targets"]["met"] else "NOT met"
-    lines += [f"aggregate ÷ links     target ≥ {out['targets']['aggregate_vs_links']}: {met}",
-              f"verified              {'every reloaded page byte-exact' if out['verified'] else 'MISMATCHES'}"]
+        per = ", ".join(number(v, "MB/s", 1) for v in r["per_worker_MBps_p50"])
+        lines += wrap(per, first=f"  {r['decode_workers']:>16}   {number(r['aggregate_MBps_p50'], 'MB/s', 1):>13}   "
+                                 f"{number(r['links_MBps'], 'MB/s', 1):>8}   ", rest=" " * 48)
+    lines += ["", f"{'Ratios':<36} {'ratio':>8}   target   (see met / NOT met in the Legend)"]
+    lines += [ratio_row(f"{AGGREGATE_VS_LINKS.name}, M = {m}", v, "aggregate_vs_links")
+              for m, v in out["ratios"]["aggregate_vs_links"].items()]
+    lines += ["", f"verified: {'every reloaded page byte-exact' if out['verified'] else 'MISMATCHES'}"]
+    lines += legend([LEGEND])
     return "\n".join(lines)

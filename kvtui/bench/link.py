@@ -7,7 +7,7 @@ sharing its prefix is reloaded ``iterations`` times, each reload followed by a p
 same keys (ABAB, as the default bench). ``ratios.reload_vs_link`` = the median per-reload throughput
 (probe + read, MB/s, the figure "reload throughput (p50 per reload)") ÷ the link's rate in MB/s
 (``rate_bps / 8 / 10^6``); ``ratios.raw_vs_link`` the same for the raw reads. The target (≥ 0.9) is for links
-slow enough that this machine's cores are not the limit (1 gbit here: one TCP stream over a veth carries
+slow enough that this machine's cores are not the limit (1 gbit, say: one TCP stream over a veth carries
 several GB/s).
 """
 
@@ -62,19 +62,29 @@ def measure_link(engines: BenchEngines, layout, link, prompt_tokens: int, shared
 
 
 def format_link(out: dict) -> str:
-    """The human table of :func:`measure_link`'s figures."""
+    """The human table of :func:`measure_link`'s figures, at most :data:`~kvtui.core.text.WIDTH` columns."""
+    from kvtui.bench.targets import LEGEND, ratio_section
+    from kvtui.core.text import legend, rows, wrap
+    from kvtui.metrics import figures as fig
+
     r = out["reload"]
-    met = "met" if out["targets"]["met"] else "NOT met"
+    link = out["link"]
+    lines = rows([
+        ("link", f"{link['text']} each way = {fig.number(link['rate_MBps'], 'MB/s', 1)} MB/s (tc tbf on every "
+                 "emulated host's veth)"),
+        ("reload", f"{out['pages_reloaded']:,} pages, {fig.number(out['bytes_reloaded'] / 1e6, 'MB', 1)} MB: "
+                   f"{fig.RELOAD_LATENCY.name} p50 {fig.show(fig.RELOAD_LATENCY, r['reload_ms']['p50'])}, "
+                   f"{fig.RELOAD_P50.label} {fig.number(r['MBps_p50'], 'MB/s', 1)} MB/s (p50 per reload; "
+                   f"{out['iterations']:,} reloads)"),
+        (fig.RAW_GET_P50.label.removeprefix("baseline "), f"{fig.number(out['raw_MBps_p50'], 'MB/s', 1)} MB/s (p50, "
+                                                           "the same keys, interleaved)"),
+        ("publish", f"{out['publish']['pages']:,} pages at {fig.number(out['publish']['MBps'], 'MB/s', 1)} MB/s "
+                    "(one run)"),
+        ("verified", "every reloaded page byte-exact" if out["verified"] else "MISMATCHES"),
+    ], 20, indent="")
+    lines += ratio_section(out["ratios"], ("reload_vs_link", "raw_vs_link"))
     if not out["targets"]["met"] and out["ratios"]["raw_vs_link"] < out["targets"]["reload_vs_link"]:
-        met += ": the raw reads are as far below the link, so this machine, not the link, is the limit here"
-    return "\n".join([
-        f"link                  {out['link']['text']} each way = {out['link']['rate_MBps']:,.1f} MB/s "
-        f"(tc tbf on every emulated host's veth)",
-        f"reload                {out['pages_reloaded']} pages, {out['bytes_reloaded'] / 1e6:,.1f} MB: p50 "
-        f"{r['reload_ms']['p50']:.1f} ms, {r['MBps_p50']:,.1f} MB/s (p50 per reload; {out['iterations']} reloads)",
-        f"raw batch_get_into    {out['raw_MBps_p50']:,.1f} MB/s (p50, the same keys, interleaved)",
-        f"publish               {out['publish']['pages']} pages at {out['publish']['MBps']:,.1f} MB/s (one run)",
-        f"reload ÷ link         {out['ratios']['reload_vs_link']:.2f} (target ≥ {out['targets']['reload_vs_link']}: "
-        f"{met}); raw ÷ link {out['ratios']['raw_vs_link']:.2f}",
-        f"verified              {'every reloaded page byte-exact' if out['verified'] else 'MISMATCHES'}",
-    ])
+        lines += wrap("the raw reads are as far below the link: this machine, not the link, is the limit here",
+                      first="  ", rest="  ")
+    lines += legend([LEGEND])
+    return "\n".join(lines)

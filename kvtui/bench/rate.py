@@ -15,7 +15,7 @@ fill and verify, key hashing, the pipes between the processes. ``verify_MBps`` =
 would reach if those two passes were kvtui's only work per request (no hashing, pipes or Python). Every
 byte of a loaded page must be read to be checked and every byte of a computed one written, and the bench's
 ``baselines.memory_bus`` (:func:`kvtui.bench.baselines.memory_bus`) says whether a pass could hide beside a
-store call's copy on another core (README, "Measured, not asserted": hardly, on the 2-core VM).
+store call's copy on another core.
 """
 
 from __future__ import annotations

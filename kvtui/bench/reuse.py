@@ -26,8 +26,8 @@ from kvtui.core.units import median
 from kvtui.engine.protocol import BenchRawGet, BenchReload, Keys, Publish, Reload, RemoveAll, SetReadStreams
 
 PUBLISH_RUNS = 5
-"""Timed publishes of the prompt (the store is emptied between them): one publish alone swung from 117 to
-848 MB/s between back-to-back runs on a 2-core VM."""
+"""Timed publishes of the prompt (the store is emptied between them): the rate of one publish alone varies
+too much between back-to-back runs to stand for the machine, so the figure is their median."""
 
 DEMO_CARD = {"tokens_skipped": 1792, "tokens_requested": 2048, "pages_hit": 7, "pages_total": 8,
              "reload_ms_p50": 22.8, "reuse_read_MiBps_p50": 4293.0, "publish_write_MiBps": 332.0,
@@ -134,7 +134,7 @@ def measure_reuse(engines: BenchEngines, layout, case: ReuseCase, estimator=None
         env = environment(engine.endpoints)
         say(f"reloading the shared prefix {case.iterations}×, each followed by a raw batch_get_into of the same "
             "keys (no connector)…")
-        engine.decode.call(BenchReload(second, 1))  # first touch of the reload buffer, untimed (else 350–510 ms)
+        engine.decode.call(BenchReload(second, 1))  # first touch of the buffer (page faults): untimed
         runs, raw = _interleaved(engine, second, case.iterations)
         main = reload_figures(runs)
         hit = runs[0].pages_hit

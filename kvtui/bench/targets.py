@@ -1,5 +1,9 @@
 """The ratio each ``kvtui bench`` is judged against: one table, which the benches, the table they print, the
-``--help`` text and the tests all read (the README's "Measured, not asserted" says where each stands)."""
+``--help`` text and the tests all read."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
 
 TARGETS = {
     "connector_vs_raw": 0.97,  # a reload through the connector keeps 97 % of a plain batch_get_into's rate
@@ -16,8 +20,40 @@ TARGETS = {
 }
 """The ratio each bench is judged against (printed as met / NOT met; the exit code ignores them)."""
 
+LEGEND = ("met / NOT met",
+          "a ratio against its target, the least the bench should reach (kvtui/bench/targets.py; `kvtui bench "
+          "--help` lists them): met when the ratio reaches it, NOT met below. A ratio with no target explains "
+          "the others. The exit code ignores the targets: it is 1 only when a loaded page failed verification.")
+"""The table's legend entry for the targets."""
 
-def target_text(value: float, key: str) -> str:
-    """``target ≥ 0.97: met`` or ``target ≥ 0.97: NOT met``: ``value`` against ``TARGETS[key]``."""
-    target = TARGETS[key]
-    return f"target ≥ {target:g}: {'met' if value >= target else 'NOT met'}"
+NAME_WIDTH = 34  # the Ratios section's first column
+
+
+def verdict(value: float, key: str) -> str:
+    """``met`` or ``NOT met``: ``value`` against ``TARGETS[key]``."""
+    return "met" if value >= TARGETS[key] else "NOT met"
+
+
+def ratio_row(name: str, value: float, key: str) -> str:
+    """One row of a Ratios section: ``name``, ``value`` (×) and, where ``key`` has a target, the target and
+    met / NOT met."""
+    from kvtui.metrics.figures import number
+
+    target = f"≥ {TARGETS[key]:g}" if key in TARGETS else ""
+    row = f"  {name:<{NAME_WIDTH}} {number(value, '×'):>7}×   {target:<7}"
+    return (row + f"  {verdict(value, key)}" if target else row).rstrip()
+
+
+def ratio_section(ratios: Mapping[str, float], keys: Iterable[str] | None = None) -> list[str]:
+    """The Ratios section of a bench's table: a title and one :func:`ratio_row` per ratio of ``ratios`` (those of
+    ``keys``, in that order; default: every one), each named by its figure (:data:`kvtui.metrics.figures.RATIOS`)."""
+    from kvtui.metrics.figures import RATIO_BY_KEY
+
+    rows = []
+    for key in (ratios if keys is None else keys):
+        if key not in ratios:
+            continue
+        f = RATIO_BY_KEY.get(key)
+        rows.append(ratio_row(f.name if f else key, ratios[key], key))
+    head = f"{'Ratios':<{NAME_WIDTH + 2}} {'ratio':>8}   target   (see met / NOT met in the Legend)"
+    return ["", head, *rows] if rows else []

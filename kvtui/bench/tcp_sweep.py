@@ -10,8 +10,8 @@ p50 (10^6 B/s), and its ratio to the median loopback TCP figure.
 
 The settings go to the processes kvtui starts through the environment (master, store node and workers
 inherit it; kvtui sets none of these variables itself), so a user applies the sweep's best setting the same
-way: ``MC_TCP_SLICE_SIZE=… kvtui watch``. On the 2-core VM of the README no setting was reliably faster than
-Mooncake's own (the README gives the runs), so kvtui keeps Mooncake's defaults.
+way: ``MC_TCP_SLICE_SIZE=… kvtui watch``. kvtui keeps Mooncake's defaults: which setting is fastest depends
+on the machine, and this sweep is how to find out.
 """
 
 from __future__ import annotations
@@ -106,14 +106,24 @@ def measure_tcp_sweep(engines: BenchEngines, layout, prompt_tokens: int, shared_
 
 
 def format_tcp_sweep(o: dict) -> str:
-    """The human table of :func:`measure_tcp_sweep`'s figures."""
+    """The human table of :func:`measure_tcp_sweep`'s figures, at most :data:`~kvtui.core.text.WIDTH` columns."""
+    from kvtui.bench.targets import LEGEND, ratio_section
+    from kvtui.core.text import legend, wrap
+    from kvtui.metrics.figures import RELOAD_P50, TCP_P50, number
+
     w = max(len(s["name"]) for s in o["settings"])
     rounds = f"{o['rounds']} round{'' if o['rounds'] == 1 else 's'}"
-    lines = [f"{'setting':<{w}}  reload MB/s p50 (median of {rounds})  vs loopback TCP"]
+    lines = wrap(f"kvtui bench --tcp-sweep: {RELOAD_P50.name} across loopback TCP under each Mooncake TCP setting, "
+                 f"the median of {rounds} ({RELOAD_P50.unit}), and its ratio to one loopback TCP stream:")
+    lines.append(f"  {'setting':<{w}}  {RELOAD_P50.unit:>8}  {'÷ TCP':>6}")
     for s in o["settings"]:
         mark = "  ← best" if s["name"] == o["best"] else ""
-        lines.append(f"{s['name']:<{w}}  {s['MBps_p50']:>8.0f}{'':<31}{s['vs_loopback_tcp']:.2f}{mark}")
-    lines.append(f"{'loopback TCP (one stream)':<{w}}  {o['loopback_tcp_MBps']:>8.0f}")
-    lines.append(f"best vs Mooncake's 64 KiB slices: {o['ratios']['best_vs_mooncake_default']:.2f}×; "
-                 f"verified: {'yes' if o['verified'] else 'MISMATCH'}")
+        lines.append(f"  {s['name']:<{w}}  {number(s['MBps_p50'], 'MB/s'):>8}  {number(s['vs_loopback_tcp'], '×'):>5}×"
+                     f"{mark}")
+    lines.append(f"  {TCP_P50.label.removeprefix('baseline '):<{w}}  {number(o['loopback_tcp_MBps'], 'MB/s'):>8}  "
+                 "(one stream, the same bytes)")
+    lines.append(f"  verified: {'yes' if o['verified'] else 'MISMATCH'}; the first setting is Mooncake's own (64 KiB "
+                 "slices)")
+    lines += ratio_section(o["ratios"], ("tcp_reload_vs_loopback_tcp", "best_vs_mooncake_default"))
+    lines += legend([LEGEND])
     return "\n".join(lines)

@@ -13,8 +13,8 @@ Each replay also counts the CPU it cost, per process, in ms per request (user + 
 ``cpu_times``): on the engine side the parent (hashing, routing, results into metrics), the decode and
 prefill workers and the cluster's processes; on the bare loop's side the loop's own process (its timed loop
 alone) and the same cluster processes; on the two-process loop's, its reader's timed loop, its writer from
-its start-up's end to the loop's end, and the cluster processes. The README's figures show a 2-core machine's replay
-bound by that CPU.
+its start-up's end to the loop's end, and the cluster processes. A replay on few cores is bound by that CPU,
+so these figures say where the time of a request goes.
 """
 
 from __future__ import annotations
@@ -30,7 +30,6 @@ from pathlib import Path
 
 from kvtui.bench.bare import bare_replay
 from kvtui.bench.engines import BenchEngines, BrokenStoreWatch, say
-from kvtui.bench.targets import target_text
 from kvtui.core.units import median
 
 
@@ -200,46 +199,61 @@ def measure_trace(engines: BenchEngines, layout, trace: str, rows: list, block_t
 
 
 def format_trace(o: dict) -> str:
-    """The human lines of a ``--trace`` run (``o``: :func:`measure_trace`'s figures): each side's best run, the
-    judged ratio with its rounds, its split into the hand-off and kvtui's own work, and the CPU lines."""
-    e, q = o["engine"], o["ratios"]
+    """The human lines of a ``--trace`` run (``o``: :func:`measure_trace`'s figures), at most
+    :data:`~kvtui.core.text.WIDTH` columns: each side's best run, the ratios (the judged one against its target,
+    its split into the hand-off and kvtui's own work), the CPU lines and a legend."""
+    from kvtui.bench.targets import LEGEND, ratio_section
+    from kvtui.core.text import legend, wrap
+
+    e = o["engine"]
     per_round = ", ".join(format(x["engine_vs_bare_loop"], ".2f") for x in o["rounds"])
     loops = [side for side in SIDES[1:] if side.key in o]
-    return (f"trace {o['trace']}: {o['rows']} rows, {len(o['rounds'])} round(s), best run of each side:\n"
-            f"{'engine':<16} {e['seconds']:6.1f} s  {e['requests_per_s']:7.1f} req/s  hits {e['pages_hit']:,} pages "
-            f"({e['token_hit_rate']:.2%} of tokens)\n"
-            + "".join(f"{side.label:<16} {o[side.key]['seconds']:6.1f} s  {o[side.key]['requests_per_s']:7.1f} req/s  "
-                      f"hits {o[side.key]['pages_hit']:,} pages\n" for side in loops)
-            + f"ratio engine/bare loop {q['engine_vs_bare_loop']:.2f}, median of the rounds ({per_round}) "
-            f"→ {target_text(q['engine_vs_bare_loop'], 'engine_vs_bare_loop')}; of the best runs "
-            f"{q['engine_vs_bare_loop_best_of']:.2f}"
-            + (f"\nsplit: two-process loop/bare loop {q['two_process_loop_vs_bare_loop']:.2f} (the hand-off between "
-               f"two processes alone), engine/two-process loop {q['engine_vs_two_process_loop']:.2f} (kvtui's own "
-               "work: parent, messages, verify and fill); each the median of the rounds (a round's two multiply "
-               "to its engine/bare loop; their medians need not)" if len(loops) > 1 else "")
-            + _differing_hits(o) + _format_cpu(o.get("cpu_ms_per_request")))
+    lines = wrap(f"kvtui bench --trace {o['trace']}: {o['rows']:,} rows, {len(o['rounds'])} round(s); the best run "
+                 "of each side:")
+    lines.append(f"  {'':<16} {'seconds':>8} {'req/s':>9} {'pages hit':>11}")
+    for side in SIDES[:1] + tuple(loops):
+        x = o[side.key]
+        lines.append(f"  {side.label:<16} {x['seconds']:8,.1f} {x['requests_per_s']:9,.1f} {x['pages_hit']:11,}"
+                     + (f"  ({e['token_hit_rate']:.2%} of tokens)" if side.key == "engine" else ""))
+    lines += ratio_section(o["ratios"], ("engine_vs_bare_loop", "engine_vs_bare_loop_best_of",
+                                         "two_process_loop_vs_bare_loop", "engine_vs_two_process_loop"))
+    note = f"engine ÷ bare loop is the median of the rounds' ratios ({per_round})"
+    if len(loops) > 1:
+        note += (", split into two-process loop ÷ bare loop (the hand-off between two processes alone) and "
+                 "engine ÷ two-process loop (kvtui's own work: parent, messages, verify and fill), each the median "
+                 "of the rounds (a round's two multiply to its engine ÷ bare loop; their medians need not)")
+    lines += wrap(note + ".", first="  ", rest="  ")
+    lines += _differing_hits(o)
+    cpu, named = _format_cpu(o.get("cpu_ms_per_request"))
+    lines += cpu
+    lines += legend([(name, what) for name, what in CPU_NAMES.items() if name in named] + [LEGEND])
+    return "\n".join(lines)
 
 
-def _differing_hits(o: dict) -> str:
-    """A warning line when the sides of a ``--trace`` run hit different pages ('' when they agree)."""
+def _differing_hits(o: dict) -> list[str]:
+    """A warning when the sides of a ``--trace`` run hit different pages (none when they agree)."""
+    from kvtui.core.text import wrap
+
     keys = [f"{side.key}_pages_hit" for side in SIDES]
-    return "" if all(len({r[k] for k in keys if k in r}) < 2 for r in o["rounds"]) else (
-        "\nwarning: the engine and the bare loops hit different pages (evictions: the store is smaller than the "
-        "trace's pages, see --store-size), so the ratio compares different work")
+    return [] if all(len({r[k] for k in keys if k in r}) < 2 for r in o["rounds"]) else ["", *wrap(
+        "warning: the engine and the bare loops hit different pages (evictions: the store is smaller than the "
+        "trace's pages, see --store-size), so the ratio compares different work", rest="  ")]
 
 
-def _format_cpu(cpu: dict | None) -> str:
-    """The CPU-per-request lines of a ``--trace`` run ('' without them): each side's total and its processes,
-    then a legend of the processes named (:data:`CPU_NAMES`)."""
+def _format_cpu(cpu: dict | None) -> tuple[list[str], set[str]]:
+    """The CPU-per-request section of a ``--trace`` run (none without it): each side's total and its processes;
+    and the processes named (the legend explains them, :data:`CPU_NAMES`)."""
+    from kvtui.core.text import wrap
+
     if not cpu:
-        return ""
-    lines = ["\nCPU per request by process, each the median of the rounds (ms, user + system; a process under "
-             "0.005 ms is counted in the total, not listed):"]
+        return [], set()
+    lines = ["", *wrap("CPU per request by process, each the median of the rounds (ms, user + system; a process "
+                       "under 0.005 ms is counted in the total, not listed):")]
     named: set[str] = set()
     for side in (s for s in SIDES if s.key in cpu):
         shown = {name: ms for name, ms in cpu[side.key].items() if ms >= 0.005}
         named.update(shown)
         parts = " + ".join(f"{name} {ms:.2f}" for name, ms in shown.items())
-        lines.append(f"  {side.label:<16} {sum(cpu[side.key].values()):5.2f} = {parts}")
-    legend = "; ".join(f"{name} = {what}" for name, what in CPU_NAMES.items() if name in named)
-    return "\n".join(lines) + (f"\n  ({legend})" if legend else "")
+        lines += wrap(f"{sum(cpu[side.key].values()):5.2f} = {parts}", first=f"  {side.label:<16} ",
+                      rest=" " * 27)
+    return lines, named

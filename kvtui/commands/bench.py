@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Any
 
 from kvtui.bench.engines import say
 from kvtui.bench.reuse import ReuseCase
-from kvtui.bench.targets import TARGETS, target_text
+from kvtui.bench.targets import TARGETS
 from kvtui.commands.output import write_json_atomic
 from kvtui.config.cluster import link_option, store_size
 from kvtui.config.estimate import add_estimate_arguments, estimate_flags_given, estimator_from_args
@@ -33,7 +33,7 @@ from kvtui.config.paths import check_outputs, path_arg
 from kvtui.config.screen import check_refresh_hz
 from kvtui.config.workload import add_synthesis_arguments, read_trace_rows, synthesis_description, trace_synthesis
 from kvtui.core.defaults import DEFAULT_HZ, DEFAULT_STORE_SIZE_TEXT, MAX_HZ, MIN_SEGMENT_BYTES
-from kvtui.core.errors import KvtuiError
+from kvtui.core.errors import KvtuiError, bad_value
 from kvtui.core.topology import MAX_WORKERS
 from kvtui.core.traces import trace_arg
 from workload import DEFAULT_BLOCK_TOKENS
@@ -55,7 +55,7 @@ MODE_FLAGS = (  # flag, attribute, default, the modes it applies to (reuse: the 
     ("--trace-block-tokens", "trace_block_tokens", DEFAULT_BLOCK_TOKENS, ("trace",)),
 )
 """The flags that only some benches use, with their defaults: one given to another bench is refused."""
-MAX_ROUNDS = 100  # --rounds: 100 rounds of the shipped synthetic trace take about 1 h here
+MAX_ROUNDS = 100  # --rounds: a bound, so that a mistyped count cannot start a bench of hours or days
 
 
 def _mode_of(args: argparse.Namespace) -> str:
@@ -104,7 +104,7 @@ def register(subparsers) -> None:
                     "in this run on this machine.",
         epilog="Targets (each ratio's line in the table says met or NOT met; the exit code ignores them): "
                + "; ".join(f"{name} ≥ {value:g}" for name, value in TARGETS.items())
-               + ". The README's 'Measured, not asserted' says where each stands on the machines measured.")
+               + ". See the docs: Benchmarks, for where each stands on the machines measured.")
     p.add_argument("--prompt-tokens", type=int, default=None, metavar="TOKENS",
                    help=f"tokens of the published prompt (default {_CASE.prompt_tokens})")
     p.add_argument("--shared-tokens", type=int, default=None, metavar="TOKENS",
@@ -155,8 +155,7 @@ def register(subparsers) -> None:
                         "CBA), each from an empty store; the ratio judged against the target is the median of the "
                         "rounds' ratios, each taken between runs back to back, so a slow spell of the machine hits "
                         "both sides of a ratio (the ratio of each side's best run is printed too; "
-                        f"1-{MAX_ROUNDS}, default 3; "
-                        "a --trace round of the shipped synthetic trace takes 30-40 s on a 2-core machine)")
+                        f"1-{MAX_ROUNDS}, default 3)")
     p.add_argument("--trace-block-tokens", type=int, default=None, metavar="TOKENS",
                    help=f"tokens per trace hash id (default {DEFAULT_BLOCK_TOKENS})")
     add_synthesis_arguments(p, arrival_times=False)
@@ -181,16 +180,16 @@ def run(args: argparse.Namespace, started_at: float | None = None) -> int:
     store_bytes = store_size(args.store_size)
     for flag, value in (("--iterations", b.iterations), ("--max-streams", b.max_streams)):
         if value < 1:
-            raise KvtuiError(f"{flag} must be at least 1")
+            raise bad_value(flag, "at least 1", value)
     link = link_option(args.link) if args.link else None
     counts = worker_counts(args.decode_workers) if args.decode_workers is not None else []
     if counts and link is None:
         raise KvtuiError("--decode-workers measures aggregate reloads across emulated links: add --link RATE")
     if b.mode in ("reuse", "tcp-sweep", "link"):
         if b.prompt_tokens < layout.page_tokens:
-            raise KvtuiError(f"--prompt-tokens must hold at least one page ({layout.page_tokens} tokens)")
+            raise bad_value("--prompt-tokens", f"at least one page ({layout.page_tokens} tokens)", b.prompt_tokens)
         if not (0 < b.shared_tokens <= b.prompt_tokens):
-            raise KvtuiError("--shared-tokens must be within 1..--prompt-tokens")
+            raise bad_value("--shared-tokens", f"within 1-{b.prompt_tokens} (--prompt-tokens)", b.shared_tokens)
         pages = b.prompt_tokens // layout.page_tokens
         if pages * layout.page_bytes * 2 > store_bytes:
             raise KvtuiError(f"the store ({store_bytes} bytes) cannot hold {pages} pages of {layout.page_bytes} "
@@ -209,10 +208,10 @@ def run(args: argparse.Namespace, started_at: float | None = None) -> int:
                                          synthesis=trace_synthesis(args))
     synthesis = synthesis_description(args)  # refuses a synthesis flag without --trace
     if b.mode != "reuse" and not 1 <= b.rounds <= MAX_ROUNDS:
-        raise KvtuiError(f"--rounds must be within 1..{MAX_ROUNDS}, got {b.rounds}")
+        raise bad_value("--rounds", f"within 1-{MAX_ROUNDS}", b.rounds)
     if b.mode == "ui":
         if b.seconds <= 0:
-            raise KvtuiError("--seconds must be positive")
+            raise bad_value("--seconds", "positive", b.seconds)
         check_refresh_hz(b.refresh_hz)
     engines = BenchEngines(model=pages_of.model, scheme=pages_of.scheme, namespace=pages_of.key_prefix,
                            store_bytes=store_bytes, start=start_engine)
@@ -283,157 +282,255 @@ def _measure(b: BenchFlags, trace: str | None, engines, layout, estimator, link,
     return out, format_bench(out), 0 if out["verified"] else 1
 
 
-def _ratio(ratios: dict, key: str) -> str:
-    """``0.96 (target ≥ 0.97: NOT met)``: the ratio ``key`` of ``ratios`` against its :data:`TARGETS` entry."""
-    return f"{ratios[key]:.2f} ({target_text(ratios[key], key)})"
-
-
-def _passes(rate: dict) -> str:
-    """``: in the run's requests, per-page costs included, verify 9,800 MB/s, fill 7,100 MB/s``: the
-    request-rate step's two passes over memory, where measured (on small pages the per-page work weighs, so
-    these fall below the page verify / fill row, which times one large buffer)."""
-    from kvtui.metrics.figures import RATE_FILL, RATE_VERIFY
-
-    parts = [f"{f.label} {rate[key]:,.0f} {f.unit}"
-             for f, key in ((RATE_VERIFY, "verify_MBps"), (RATE_FILL, "fill_MBps")) if rate.get(key)]
-    return (": in the run's requests, per-page costs included, " + ", ".join(parts)) if parts else ""
-
-
-def _probe_share(o: dict) -> str:
-    """``; the reload's probe p50 0.31 ms, its read alone 18,100 MB/s``, where the bench measured them."""
-    from kvtui.metrics.figures import RELOAD_PROBE_P50 as probe, RELOAD_READ_P50 as read
-
-    if o.get(probe.key) is None or not o.get(read.key):
-        return ""
-    raw = (o.get("baselines") or {}).get("raw_get_MBps_p50")
-    vs = f" ({o[read.key] / raw:.2f}× raw)" if raw else ""
-    return f"; {probe.label} {o[probe.key]:.2f} {probe.unit}, {read.label} {o[read.key]:,.0f} {read.unit}{vs}"
-
-
 def _streams(n) -> str:
     """``1 stream``, ``2 streams``."""
     return f"{n} stream" + ("" if int(n) == 1 else "s")
 
 
-def format_bench(o: dict) -> str:
-    """The human table of a reuse bench run (``o``: :func:`kvtui.bench.reuse.measure_reuse`'s figures), each
-    ratio against its :data:`TARGETS` entry; figures are named as in :mod:`kvtui.metrics.figures`."""
-    from kvtui.metrics.figures import PUBLISH_BUSY, RELOAD_P50
+def _of(part: int, whole: int, unit: str = "") -> str:
+    """``1,792 of 2,048 tokens``."""
+    return f"{part:,} of {whole:,}" + (f" {unit}" if unit else "")
 
-    r, b, q, card = o["reload_ms"], o["baselines"], o["ratios"], o.get("demo_card") or {}
-    pr = o.get("publish_write_MBps_runs") or {}
-    publish = f"{o['publish_write_MBps']:,.0f} MB/s p50 of {o.get('publish_runs', 1)} publishes" + (
-        f" (min {pr['min']:,.0f} · max {pr['max']:,.0f})" if pr else "")
-    rows = [  # (figure, kvtui on this machine, the demo card's figure)
-        ("prefill skipped", f"{o['tokens_skipped']:,} of {o['tokens_requested']:,} tokens",
-         card and f"{card['tokens_skipped']:,} of {card['tokens_requested']:,}"),
-        ("KV page hit rate", f"{o['hit_rate']:.1%} ({o['pages_hit']}/{o['pages_total']} pages from the store)",
-         card and f"{card['pages_hit'] / card['pages_total']:.1%} ({card['pages_hit']}/{card['pages_total']})"),
-        ("workers' store clients", f"{o.get('worker_client', 'real')} (what kvtui watch's --worker-client auto "
-                                   "picks here; real clients on the TCP path below)", ""),
-        ("prefix reload (1 stream)", f"min {r['min']:.1f} · p50 {r['p50']:.1f} · mean {r['mean']:.1f} · "
-                                     f"max {r['max']:.1f} ms for {o['bytes_reloaded'] / 2**20:.0f} MiB "
-                                     f"({o['iterations']} reloads)",
-         card and f"p50 {card['reload_ms_p50']:.1f} ms"),
-        (RELOAD_P50.name, f"{o['reuse_read_MBps_p50']:,.0f} MB/s with 1 stream; "
-                          f"best {o['best_reuse_read_MBps_p50']:,.0f} MB/s "
-                          f"with {_streams(o['best_read_streams'])} (MB/s = 10^6 B/s)",
-         card and f"{card['reuse_read_MiBps_p50'] * 2**20 / 1e6:,.0f} MB/s "
-                  f"(its {card['reuse_read_MiBps_p50']:,.0f} MiB/s)"),
-        (PUBLISH_BUSY.name, publish,
-         card and f"{card['publish_write_MiBps'] * 2**20 / 1e6:,.0f} MB/s "
-                  f"(its {card['publish_write_MiBps']:,.0f} MiB/s)"),
-        ("verify (outside reload time)", f"p50 {o['verify_ms_p50']:.1f} ms", ""),
-        ("byte-exact round-trip", "verified" if o["verified"] else "MISMATCH", card and "verified"),
-        ("tiny layout (PR example)", f"{o['tiny']['pages_hit']}/{o['tiny']['pages_total']} pages hit, "
-                                     f"{'verified' if o['tiny']['verified'] else 'MISMATCH'}",
-         card and "3/4, verified"),
-        ("reload split in streams",
-         ", ".join(f"{_streams(n)}: {f['MBps_p50']:,.0f} MB/s" for n, f in o["read_streams"].items())
-         + (f" → best/raw {q['best_streams_vs_raw']:.2f}" if "best_streams_vs_raw" in q else ""), ""),
-        ("baseline raw batch_get_into", f"{b['raw_get_MBps_p50']:,.0f} MB/s (same keys, same process, no connector, "
-                                        "alternating with the reloads) → 1-stream reload/raw "
-                                        f"{_ratio(q, 'connector_vs_raw')}{_probe_share(o)}", ""),
-        ("baseline loopback TCP", f"{b['loopback_tcp_MBps']:,.0f} MB/s (one stream, same bytes) → best reload "
-                                  f"({_streams(o['best_read_streams'])})/TCP "
-                                  f"{_ratio(q, 'reload_vs_loopback_tcp')}", ""),
-        ("co-located reload", f"{b['colocated_reload_MBps_p50']:,.0f} MB/s vs memcpy {b['memcpy_MBps']:,.0f} MB/s → "
-                              f"{_ratio(q, 'reload_vs_memcpy')}", ""),
+
+_LABEL = 28  # the sections' label column
+_CARD_RUN = 36  # the demo card section's: this run's column (the card's beside it)
+
+
+def _card_rows(o: dict, card: dict) -> list[tuple[str, str, str]]:
+    """The figures the demo card has too: ``(label, this run's, the card's)``, the card's converted to MB/s
+    (its figures when ``card`` is empty: "")."""
+    from kvtui.metrics import figures as fig
+
+    r = o["reload_ms"]
+    mb = 2**20 / 1e6
+    tiny = o["tiny"]
+    if not card:
+        card = {"tokens_skipped": 0, "tokens_requested": 0, "pages_hit": 0, "pages_total": 1, "reload_ms_p50": 0,
+                "reuse_read_MiBps_p50": 0, "publish_write_MiBps": 0}
+    rows = [
+        (fig.TOKENS_HIT.label, _of(o["tokens_skipped"], o["tokens_requested"], "tokens"),
+         _of(card["tokens_skipped"], card["tokens_requested"])),
+        (fig.RELOAD_HIT_RATE.label, f"{fig.show(fig.RELOAD_HIT_RATE, o['hit_rate'])} "
+                                    f"({_of(o['pages_hit'], o['pages_total'], 'pages')})",
+         f"{fig.show(fig.RELOAD_HIT_RATE, card['pages_hit'] / card['pages_total'])} "
+         f"({_of(card['pages_hit'], card['pages_total'])})"),
+        (f"{fig.RELOAD_LATENCY.name} p50", fig.show(fig.RELOAD_LATENCY, r["p50"]),
+         fig.show(fig.RELOAD_LATENCY, card["reload_ms_p50"])),
+        (fig.RELOAD_P50.label, f"{fig.show(fig.RELOAD_P50, o['reuse_read_MBps_p50'])} (1 stream, p50)",
+         f"{fig.show(fig.RELOAD_P50, card['reuse_read_MiBps_p50'] * mb)} "
+         f"(its {card['reuse_read_MiBps_p50']:,.0f} MiB/s)"),
+        (fig.PUBLISH_BUSY.name, f"{fig.show(fig.PUBLISH_BUSY, o['publish_write_MBps'])} "
+                                f"(p50 of {o.get('publish_runs', 1)} publishes)",
+         f"{fig.show(fig.PUBLISH_BUSY, card['publish_write_MiBps'] * mb)} "
+         f"(its {card['publish_write_MiBps']:,.0f} MiB/s)"),
+        ("byte-exact round-trip", "verified" if o["verified"] else "MISMATCH", "verified"),
+        ("tiny layout (PR example)", f"{_of(tiny['pages_hit'], tiny['pages_total'], 'pages')} hit, "
+                                     f"{'verified' if tiny['verified'] else 'MISMATCH'}", "3 of 4, verified"),
     ]
-    rr = o.get("request_rate")
-    if rr:
-        rows.append(("request rate vs store-bound", f"{rr['requests_per_s']:.1f} req/s closed loop; store calls "
-                     f"{rr['store_ms_mean']:.1f} ms of {rr['wall_ms_per_request']:.1f} ms per request (bound "
-                     f"{rr['store_bound_rps']:.1f} req/s; verify+fill {rr['verify_and_fill_ms_mean']:.1f} ms"
-                     f"{_passes(rr)}) → "
-                     f"{_ratio(q, 'request_rate_vs_store_bound')}"
-                     + (f"; with those two passes as kvtui's only work {rr['passes_ceiling']:.2f}"
-                        if "passes_ceiling" in rr else ""), ""))
+    return rows if card.get("machine") else [(k, v, "") for k, v, _ in rows]
+
+
+def _reload_rows(o: dict) -> list[tuple[str, str]]:
+    """The decode worker's reloads: latency, throughput by streams, the probe's and the read's shares, verify."""
+    from kvtui.metrics import figures as fig
+
+    r, b = o["reload_ms"], o["baselines"]
+    ms = fig.RELOAD_LATENCY
+    rows = [
+        ("workers' store clients", f"{o.get('worker_client', 'real')} (see the Legend)"),
+        (ms.name, f"min {fig.number(r['min'], 'ms')} · p50 {fig.number(r['p50'], 'ms')} · mean "
+                  f"{fig.number(r['mean'], 'ms')} · max {fig.show(ms, r['max'])} for "
+                  f"{o['bytes_reloaded'] / 2**20:,.1f} MiB ({o['pages_hit']:,} pages), 1 stream"),
+        (fig.RELOAD_P50.label, f"{fig.show(fig.RELOAD_P50, o['reuse_read_MBps_p50'])} p50 with 1 stream; best "
+                               f"{fig.show(fig.RELOAD_P50, o['best_reuse_read_MBps_p50'])} with "
+                               f"{_streams(o['best_read_streams'])}"),
+        ("reload split in streams", " · ".join(f"{n}: {fig.number(f['MBps_p50'], 'MB/s')}"
+                                               for n, f in o["read_streams"].items()) + " MB/s"),
+    ]
+    probe, read = fig.RELOAD_PROBE_P50, fig.RELOAD_READ_P50
+    if o.get(probe.key) is not None and o.get(read.key):
+        raw = b.get("raw_get_MBps_p50")
+        rows += [(probe.label, fig.show(probe, o[probe.key])),
+                 (read.label, fig.show(read, o[read.key])
+                  + (f" ({fig.number(o[read.key] / raw, '×')}× {fig.RAW_GET_P50.label.removeprefix('baseline ')})"
+                     if raw else ""))]
+    rows.append((fig.VERIFY_MS.label, f"p50 {fig.show(fig.VERIFY_MS, o['verify_ms_p50'])}, outside the reload time"))
+    return rows
+
+
+def _baseline_rows(o: dict) -> list[tuple[str, str]]:
+    """The same-run baselines: raw reads, one loopback TCP stream, memcpy, page fill and verify, the memory bus."""
+    from kvtui.metrics import figures as fig
+
+    b = o["baselines"]
+    rows = [
+        (fig.RAW_GET_P50.label, f"{fig.show(fig.RAW_GET_P50, b['raw_get_MBps_p50'])}: same keys, same process, no "
+                                "connector, alternating with the reloads"),
+        (fig.TCP_P50.label, f"{fig.show(fig.TCP_P50, b['loopback_tcp_MBps'])}: one stream, same bytes"),
+        ("co-located reload", f"{fig.show(fig.RELOAD_P50, b['colocated_reload_MBps_p50'])}: the segment co-located "
+                              f"with decode, each reload followed by a {fig.MEMCPY_P50.label} of the same bytes"),
+        (fig.MEMCPY_P50.label, fig.show(fig.MEMCPY_P50, b["memcpy_MBps"])),
+    ]
     c = b.get("content")
     if c:
-        rows.append(("page verify / fill vs memcpy",
-                     f"verify {c['verify_MBps']:,.0f} MB/s → {_ratio(q, 'verify_vs_memcpy')}; "
-                     f"fill {c['fill_MBps']:,.0f} MB/s → {_ratio(q, 'fill_vs_memcpy')}; "
-                     f"memcpy {c['memcpy_MBps']:,.0f} MB/s, interleaved", ""))
+        rows.append((f"{fig.VERIFY_P50.label} / {fig.FILL_P50.label.removeprefix('page ')}",
+                     f"{fig.show(fig.VERIFY_P50, c['verify_MBps'])} / {fig.show(fig.FILL_P50, c['fill_MBps'])}; "
+                     f"{fig.MEMCPY_P50.label} {fig.show(fig.MEMCPY_P50, c['memcpy_MBps'])}, interleaved"))
     bus = b.get("memory_bus")
     if bus:
-        rows.append(("memory bus", f"two copies at once {bus['two_MBps']:,.0f} MB/s = "
-                     f"{bus['two_vs_one']:.2f} × one copy "
-                     f"({bus['one_MBps']:,.0f} MB/s; near 1: one copy takes the whole bus)", ""))
+        rows.append(("memory bus", f"two copies at once {fig.show(fig.MEMCPY_P50, bus['two_MBps'])} = "
+                                   f"{fig.number(bus['two_vs_one'], '×')} × one copy "
+                                   f"({fig.show(fig.MEMCPY_P50, bus['one_MBps'])}; near 1: one copy takes the "
+                                   "whole bus)"))
+    return rows
+
+
+def _rate_rows(rr: dict) -> list[tuple[str, str]]:
+    """The request-rate step: the closed loop's rate against the rate its store calls alone allow."""
+    from kvtui.metrics import figures as fig
+
+    ms = "ms"
+    passes = [f"{f.label} {fig.show(f, rr[key])}"
+              for f, key in ((fig.RATE_VERIFY, "verify_MBps"), (fig.RATE_FILL, "fill_MBps")) if rr.get(key)]
+    rows = [
+        ("closed-loop rate", f"{fig.number(rr['requests_per_s'], 'req/s')} req/s"),
+        ("store-bound rate", f"{fig.number(rr['store_bound_rps'], 'req/s')} req/s: store calls take "
+                             f"{fig.number(rr['store_ms_mean'], ms)} of {fig.number(rr['wall_ms_per_request'], ms)} "
+                             "ms per request"),
+        ("verify + fill", f"{fig.number(rr['verify_and_fill_ms_mean'], ms)} ms per request"
+                          + (f"; in the run's requests, per-page costs included: {', '.join(passes)}" if passes
+                             else "")),
+    ]
+    if "passes_ceiling" in rr:
+        rows.append(("with only those two passes", f"{fig.number(rr['passes_ceiling'], '×')}× the store-bound rate, "
+                                                   "were they kvtui's only work beside the store calls"))
+    return rows
+
+
+def _tcp_rows(tp: dict) -> list[tuple[str, str]]:
+    """The TCP path: real clients, reads across loopback TCP."""
+    from kvtui.metrics import figures as fig
+
+    return [(fig.RELOAD_P50.label, f"{fig.show(fig.RELOAD_P50, tp['reuse_read_MBps_p50'])} p50 (reload latency p50 "
+                                   f"{fig.show(fig.RELOAD_LATENCY, tp['reload_ms']['p50'])}), "
+                                   f"{'verified' if tp['verified'] else 'MISMATCH'}"),
+            (fig.RAW_GET_P50.label, fig.show(fig.RAW_GET_P50, tp["raw_get_MBps_p50"]))]
+
+
+_WORKER_CLIENTS = {
+    "dummy": "the workers are dummy clients of the store node's real client (mooncake_client), which owns the "
+             "segment: they share its memory, so a reload is a copy through shared memory on this host, not a "
+             "transfer over TCP (kvtui watch's --worker-client auto picks the same here). The TCP path section "
+             "uses real clients instead.",
+    "real": "each worker is a real client of the store: its reloads cross TCP from the store node, as on the TCP "
+            "path section.",
+}
+"""The legend of the workers' store clients (``--worker-client``)."""
+
+
+def _legend(o: dict, card: dict, same_case: bool) -> list[str]:
+    """The table's legend: the demo card, the workers' clients, met / NOT met, the units."""
+    from kvtui.core.text import legend
+
+    entries = []
+    if card:
+        entries.append(("demo card", "the figures of the Ollama × Mooncake demo kvtui grew from (Mooncake PR #2800: "
+                        "a prefill worker publishes a prompt's KV pages into a real Mooncake Store, a decode worker "
+                        f"reloads them over TCP), measured on its own machine: {card['machine']}, with "
+                        f"{card['page_bytes'] / 2**20:g} MiB pages and a {card['tokens_requested']:,}-token prompt; "
+                        "its MiB/s are converted to MB/s here."
+                        + ("" if same_case else " NOT this run's layout or prompt: for scale, not like for like.")))
+    client = o.get("worker_client")
+    if client in _WORKER_CLIENTS:
+        entries.append((client, _WORKER_CLIENTS[client]))
+    from kvtui.bench.targets import LEGEND
+
+    entries += [LEGEND, ("MB/s", "10^6 bytes per second; MiB = 2^20 bytes")]
+    return legend(entries)
+
+
+def format_bench(o: dict) -> str:
+    """The human table of a reuse bench run (``o``: :func:`kvtui.bench.reuse.measure_reuse`'s figures), at most
+    :data:`~kvtui.core.text.WIDTH` columns: sections of rows named as in :mod:`kvtui.metrics.figures`, the ratios
+    against their :data:`TARGETS`, and a legend."""
+    from kvtui.bench.targets import ratio_section
+    from kvtui.core.text import rows, section, wrap
+
+    card = o.get("demo_card") or {}
+    same_case = bool(card) and o.get("page_bytes", card.get("page_bytes")) == card.get("page_bytes") \
+        and o["tokens_requested"] == card["tokens_requested"] and o["tokens_skipped"] == card["tokens_skipped"]
+    env = o.get("environment")
+    what = (f"kvtui bench: a {o['tokens_requested']:,}-token prompt published, a second request sharing "
+            f"{o['tokens_skipped']:,} tokens reloaded {o['iterations']:,} times"
+            + (f" ({o['page_bytes']:,}-byte pages)" if "page_bytes" in o else "")
+            + (f"; this machine: {env['cores']} cores, {env['mooncake']}" if env else ""))
+    lines = wrap(what)
+    reuse = _card_rows(o, card)
+    if card:
+        title = "Against the demo card" + ("" if same_case else " (NOT this run's layout or prompt: see the Legend)")
+        lines += section(title, [f"  {'':<{_LABEL}}  {'this run':<{_CARD_RUN}}  demo card",
+                                 *(f"  {k:<{_LABEL}}  {v:<{_CARD_RUN}}  {d}".rstrip() for k, v, d in reuse)])
+    else:
+        lines += section("Reuse", rows([(k, v) for k, v, _ in reuse], _LABEL))
+    lines += section("Reload (the decode worker reloads the shared prefix)", rows(_reload_rows(o), _LABEL))
+    lines += section("Baselines (the same bytes, in the same run)", rows(_baseline_rows(o), _LABEL))
+    rr = o.get("request_rate")
+    if rr:
+        lines += section(f"Request rate ({rr.get('seconds', 8):g} s closed loop)", rows(_rate_rows(rr), _LABEL))
     tp = o.get("tcp_path")
     if tp:
-        rows.append(("TCP path (real clients)", f"reload {tp['reuse_read_MBps_p50']:,.0f} MB/s "
-                     f"(p50 {tp['reload_ms']['p50']:.1f} ms), raw batch_get_into {tp['raw_get_MBps_p50']:,.0f} MB/s"
-                     + (f" (connector/raw {q['tcp_connector_vs_raw']:.2f})" if "tcp_connector_vs_raw" in q else "")
-                     + ", "
-                     f"{'verified' if tp['verified'] else 'MISMATCH'} → reload/TCP "
-                     f"{_ratio(q, 'tcp_reload_vs_loopback_tcp')}", ""))
+        lines += section("TCP path (real clients: reads cross loopback TCP)", rows(_tcp_rows(tp), _LABEL))
     if "ttft_estimate" in o:
-        rows.append(("recompute vs reload (est.)", _recompute_line(o, r), ""))
-    env = o.get("environment")
-    if env:
-        rows.append(("machine", f"{env['cores']} cores, {env['mooncake']}", card and card["machine"]))
-    w = max(len(k) for k, _, _ in rows)
-    vw = max(len(v) for _, v, d in rows if d) if card else 0
-    same_case = card and o.get("page_bytes", card.get("page_bytes")) == card.get("page_bytes") \
-        and o["tokens_requested"] == card["tokens_requested"] and o["tokens_skipped"] == card["tokens_skipped"]
-    head = f"{'':<{w}}  {'kvtui, this machine':<{vw}}" + (
-        ("   │ demo card (PR #2800)" if same_case else
-         "   │ demo card (PR #2800: 14 MiB pages, 2,048 tokens; NOT this run's layout or prompt)") if card else "")
-    lines = [f"{k:<{w}}  {v:<{vw}}   │ {d}" if d else f"{k:<{w}}  {v}" for k, v, d in rows]
-    return "\n".join([head] + lines)
+        lines += section("Recompute vs reload (estimate)", wrap(_recompute_line(o, o["reload_ms"]), first="  ",
+                                                                rest="  "))
+    lines += ratio_section(o["ratios"], ("connector_vs_raw", "best_streams_vs_raw", "reload_vs_loopback_tcp",
+                                         "reload_vs_memcpy", "tcp_reload_vs_loopback_tcp", "tcp_connector_vs_raw",
+                                         "verify_vs_memcpy", "fill_vs_memcpy", "request_rate_vs_store_bound"))
+    lines += _legend(o, card, same_case)
+    return "\n".join(lines)
 
 
 def _recompute_line(o: dict, reload: dict) -> str:
     """The bench's break-even line: the estimated recompute time of the reloaded prefix against the measured
     reload (:func:`kvtui.metrics.ttft.reload_estimate`), marked when the reload is the slower."""
-    from kvtui.metrics.figures import TTFT_SAVED
+    from kvtui.metrics import figures as fig
 
     est = o["ttft_estimate"]
     if o.get("recompute_ms") is None:
         return est.get("off", "no estimate")
     rc, ratio, saved = o["recompute_ms"], o["reload_vs_recompute"], o["ttft_saved_ms"]
+    ms = fig.RELOAD_LATENCY
     # ratio: Σ reload ÷ Σ recompute over the reloads (the "reload vs recompute" figure), i.e. mean reload ÷
     # recompute, so the line names the mean beside it and the p50 separately
-    verdict = (f"RELOAD SLOWER THAN RECOMPUTE (Σ reload/Σ recompute {ratio:.2f}×: {(ratio - 1) * rc:.1f} ms lost per "
+    slower = fig.show(fig.TTFT_SAVED, (ratio - 1) * rc)
+    verdict = (f"RELOAD SLOWER THAN RECOMPUTE (Σ reload/Σ recompute {fig.number(ratio, '×')}×: {slower} lost per "
                "request on average)" if ratio > 1
-               else f"{TTFT_SAVED.name} p50 {saved['p50']:.1f} ms per request (Σ reload/Σ recompute {ratio:.2f}×)")
-    return (f"recompute ~{rc:.1f} ms for {o['tokens_skipped']:,} tokens vs reload p50 {reload['p50']:.1f} · mean "
-            f"{reload['mean']:.1f} ms measured → {verdict}; estimate: {est['basis']}")
+               else f"{fig.TTFT_SAVED.name} p50 {fig.show(fig.TTFT_SAVED, saved['p50'])} per request (Σ reload/Σ "
+                    f"recompute {fig.number(ratio, '×')}×)")
+    return (f"recompute ~{fig.show(fig.TTFT_SAVED, rc)} for {o['tokens_skipped']:,} tokens vs reload p50 "
+            f"{fig.number(reload['p50'], 'ms')} · mean {fig.show(ms, reload['mean'])} measured → {verdict}; "
+            f"estimate: {est['basis']}")
 
 
 def format_ui(o: dict) -> str:
-    """The human lines of a ``--ui`` run (``o``: :func:`kvtui.bench.ui.measure_ui`'s figures)."""
+    """The human lines of a ``--ui`` run (``o``: :func:`kvtui.bench.ui.measure_ui`'s figures), at most
+    :data:`~kvtui.core.text.WIDTH` columns."""
+    from kvtui.bench.targets import LEGEND, ratio_section
+    from kvtui.core.text import legend, rows, wrap
+
     runs, q = o["rounds"], o["ratios"]
     per_round = ", ".join(f"{m / h:.2f}" for m, h in zip(runs["monitor"], runs["headless"]))
-    paired = q["monitor_vs_headless"]
-    return (f"{len(runs['headless'])} round(s), requests counted over {o['seconds']:g} s after "
-            f"{o['warm_up_seconds']:g} s; monitor at {o['refresh_hz']:g} Hz; best run of each side:\n"
-            f"workload rate headless   {o['headless_rps']:8.1f} req/s\n"
-            f"with the monitor         {o['monitor_rps']:8.1f} req/s\n"
-            f"ratio monitor/headless   {paired:8.2f}, median of the rounds ({per_round}) → "
-            f"{target_text(paired, 'monitor_vs_headless')}; of the best runs {q['monitor_vs_headless_best_of']:.2f}\n"
-            f"monitor CPU, paused      {o['idle_paused_cpu_percent']:8.1f} % of one core (target: near zero)")
+    lines = wrap(f"{len(runs['headless'])} round(s), requests counted over {o['seconds']:g} s after "
+                 f"{o['warm_up_seconds']:g} s; monitor at {o['refresh_hz']:g} Hz; best run of each side:")
+    lines += rows([("workload rate headless", f"{o['headless_rps']:8,.1f} req/s"),
+                   ("with the monitor", f"{o['monitor_rps']:8,.1f} req/s"),
+                   ("monitor CPU, paused", f"{o['idle_paused_cpu_percent']:8,.1f} % of one core (target: near "
+                                           "zero)")], 22, indent="")
+    lines += ratio_section(q, ("monitor_vs_headless", "monitor_vs_headless_best_of"))
+    lines += wrap(f"monitor ÷ headless is the median of the rounds' ratios ({per_round}); its best runs' ratio is "
+                  "printed too", first="  ", rest="  ")
+    lines += legend([LEGEND])
+    return "\n".join(lines)
 
 
 def worker_counts(text: str) -> list[int]:

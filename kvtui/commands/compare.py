@@ -13,11 +13,15 @@ import math
 import re
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from kvtui.commands.output import full_setup, open_session, write_json_atomic
 from kvtui.config.paths import check_outputs, path_arg
 from kvtui.config.plan import CONTEXT_KEYS
 from kvtui.core.errors import KvtuiError
+
+if TYPE_CHECKING:
+    from kvtui.metrics.figures import Figure
 
 # top-level fields that say what ran, not what it measured (compared as inputs, never as figures)
 INPUT_KEYS = ("layout", "page_bytes", "workload", "bad_rows_skipped", "concurrency", "store_mode", "setup", "trace",
@@ -28,6 +32,7 @@ INPUT_KEYS = ("layout", "page_bytes", "workload", "bad_rows_skipped", "concurren
               "interrupted", "stopped_by")  # a run or sweep cut short: its figures cover what finished
 SKIP_KEYS = ("session", "span", "rounds", "file", "problems", "tiny")
 PROGRESS = ("done", "complete", "position_s", "length_s")  # a workload's progress, not an input
+SCENARIOS = "scenarios_seen"  # a session's document: the scenarios its frames ran, in order
 HEADLINE = ("requests", "elapsed_s", "token_hit_rate", "page_hit_rate", "tokens_hit", "tokens_input", "pages_hit",
             "pages_total", "pages_published", "pages_failed", "mismatches")
 
@@ -93,13 +98,18 @@ def _session(path: str, reader) -> dict:
     # every frame once, in order (a FrameDecoder over the records; at most ~4,000 points per curve)
     step = max(1, len(reader.records) // 4000)
     dec, t, hit, reuse = FrameDecoder(), [], [], []
+    scenarios: list[str] = []  # each scenario the recording ran, in order (a switch mid-way adds one)
     for i, blob in enumerate(reader.records):
         frame = dec.apply(decode_record(blob))
+        scenario = (frame.workload or {}).get("scenario")
+        if scenario and (not scenarios or scenarios[-1] != scenario):
+            scenarios.append(str(scenario))
         if i % step == 0 or i == len(reader.records) - 1:
             t.append(frame.t - first.t)
             hit.append(100 * float(frame.rates.get(fig.HIT_RATE_WALL.key, 0.0)))
             reuse.append(float(frame.rates.get(fig.REUSE_WALL.key, 0.0)))
     doc["series"] = {"t": t, "hit": hit, "reuse": reuse}
+    doc[SCENARIOS] = scenarios  # (a list of names: neither an input nor a figure of the comparison)
     return doc
 
 
@@ -283,31 +293,109 @@ def compare(docs: list[tuple[str, str, dict]]) -> dict:
 
 # --- output ---------------------------------------------------------------------------------------------
 
-
-def _fmt(v, unit: str) -> str:
-    if v is None:
-        return "—"
-    if unit == "%":
-        return f"{v * 100:.2f} %"
-    if isinstance(v, int):
-        return f"{v:,}"
-    a = abs(v)
-    return f"{v:,.0f}" if a >= 1000 else f"{v:.2f}" if a >= 1 else f"{v:.4g}"
+_CONTAINERS = ("throughput", "totals", "ratios", "content")  # groups whose name tells a figure from nothing
+_STATS = ("count", "min", "p50", "p90", "p99", "mean", "max", "total")
+_UNIT_TAIL = re.compile(r"_?(MBps|ms)?(_p50)?$")
 
 
-def _fmt_delta(d, rel, unit: str) -> str:
+def _text_figures() -> dict[str, Figure]:
+    """Field pattern (``read_streams.N.MBps_p50``) → the figure of :mod:`kvtui.metrics.figures` the table names
+    it by: every figure, the summary's counts and the benches' ratios included (a ratio's own figure first: a
+    figure of what it divides may list it too). The table's labels only; ``--json`` keeps :func:`describe_field`."""
+    from kvtui.metrics import figures as fig
+
+    out: dict[str, Figure] = {}
+    for f in fig.RATIOS + fig.COUNTS + fig.FIGURES + fig.BENCH + (fig.RELOAD_HIT_RATE, fig.VERIFY_MS):
+        for field in f.field.split(","):
+            out.setdefault(field.strip(), f)
+    return out
+
+
+def _words(part: str) -> str:
+    """A JSON key as words: ``store_bound_rps`` → ``store bound rps``, ``fill_vs_memcpy`` → ``fill ÷ memcpy``."""
+    return part.replace("_vs_", " ÷ ").replace("MBps", "MB/s").replace("_", " ").strip()
+
+
+def _groups(parts: list[str]) -> list[str]:
+    """Groups of a path as words, a number joined to the group before it (``read streams 2``)."""
+    out: list[str] = []
+    for p in parts:
+        if p in _CONTAINERS:
+            continue
+        if p.isdigit() and out:
+            out[-1] += f" {p}"
+        else:
+            out.append(_words(p))
+    return out
+
+
+def figure_label(path: str, figures: dict[str, Figure]) -> tuple[str, Figure | None]:
+    """The table's label of a figure's ``path`` and the figure it is (None: no figure names it, and the label is
+    the path in words): the figure's name, the statistic (``reload latency p50``), and what tells this field from
+    the figure's others (``reload throughput (p50 per reload) · tcp path``, ``reload latency p50 · best``)."""
+    parts = path.split(".")
+    pattern = ["N" if p.isdigit() else p for p in parts]
+    stat = parts[-1] if len(parts) > 1 and parts[-1] in _STATS else ""
+
+    def named(f: Figure, what: list[str], stat: str) -> str:
+        return f.name + (f" {stat}" if stat else "") + "".join(f" · {w}" for w in what if w)
+
+    f = figures.get(".".join(pattern))  # the path is a field of a figure
+    if f is not None:
+        what = [p for p in parts if p.isdigit()]  # (ratios.aggregate_vs_links.4: the 4)
+        if "," in f.field:  # one of the figure's fields: what tells it from the others
+            leaf = parts[-1]
+            what = _groups([p for p in parts[:-1] if p != f.key])
+            if leaf in _STATS:
+                return named(f, what, leaf), f
+            if leaf != f.key:
+                own = leaf[: -len(f.key) - 1] if leaf.endswith("_" + f.key) else _UNIT_TAIL.sub("", leaf)
+                what.append(_words(own) if len(parts) > 1 or leaf.endswith("_" + f.key) else "")
+        return named(f, what, ""), f
+    head = parts[:-1] if stat else parts
+    for i in range(len(head)):  # else a figure's field within groups of its own (tcp_path.reload_ms.p50)
+        tail = ".".join(pattern[i: len(head)])
+        f, own = figures.get(tail), ""
+        if f is None and i == len(head) - 1:  # or a field with a prefix of its own (best_reload_ms)
+            key = next((k for k in figures if "." not in k and head[i].endswith("_" + k)), None)
+            f, own = (figures[key], head[i][: -len(key) - 1]) if key else (None, "")
+        if f is not None:
+            return named(f, _groups(head[:i]) + ([_words(own)] if own else []), stat), f
+    return " · ".join(_words(p) for p in parts), None
+
+
+def _decimals(values: list, f: Figure | None, unit: str) -> int | None:
+    """The decimals of a row: its figure's (a latency's count: none), else its unit's; a row that has neither (a
+    field no figure names, with no unit) gets the same for every value, by the largest: 0 from 1,000, 2 from 1,
+    three significant digits below (None: whole numbers, written as they are)."""
+    from kvtui.metrics.figures import UNIT_DECIMALS, decimals_of
+
+    if unit == "samples":
+        return 0
+    if f is not None and f.unit == unit:
+        return decimals_of(f)
+    if unit in UNIT_DECIMALS:
+        return UNIT_DECIMALS[unit]
+    if all(isinstance(v, int) for v in values if v is not None):
+        return None
+    top = max((abs(v) for v in values if v is not None), default=0.0)
+    return 0 if top >= 1000 else 2 if top >= 1 or top == 0 else max(2, 2 - math.floor(math.log10(top)))
+
+
+def _fmt(v, unit: str, places: int | None = None) -> str:
+    from kvtui.metrics.figures import number
+
+    return "—" if v is None else number(v, unit, places)
+
+
+def _fmt_delta(d, rel, unit: str, places: int | None = None) -> str:
+    from kvtui.metrics.figures import number
+
     if d is None:
         return ""
     if d == 0:
         return "="
-    if unit == "%":
-        text = f"{d * 100:+.2f} pp"
-    elif isinstance(d, int):
-        text = f"{d:+,}"
-    else:
-        a = abs(d)
-        text = f"{d:+,.0f}" if a >= 1000 else f"{d:+.2f}" if a >= 1 else f"{d:+.4g}"
-    return text + (f" ({rel * 100:+.1f} %)" if rel is not None and unit != "%" else "")
+    return number(d, unit, places, sign=True) + (f" ({rel * 100:+,.1f} %)" if rel is not None and unit != "%" else "")
 
 
 def _input_text(v, width: int = 60) -> str:
@@ -319,24 +407,60 @@ def _input_text(v, width: int = 60) -> str:
     return text if len(text) <= width else text[: width - 1] + "…"
 
 
-def format_comparison(c: dict) -> str:
-    """The human tables: the files, the inputs that differ, then every shared figure with its deltas."""
+def _table(head: list[str], body: list[list[str]], width: int | None = None) -> list[str]:
+    """Columns as wide as their widest cell: the first left-aligned, the others right-aligned. ``width``: the
+    widest line; a first cell too long for it is wrapped, its last line beside the row's other cells."""
+    from kvtui.core.text import wrap
+
+    widths = [max(len(r[j]) for r in [head, *body]) for j in range(len(head))]
+    if width is not None:
+        widths[0] = max(len(head[0]), min(widths[0], width - sum(widths[1:]) - 2 * (len(widths) - 1)))
+
+    def fmt(r: list[str]) -> list[str]:
+        first = wrap(r[0], widths[0], rest="  ") if len(r[0]) > widths[0] else [r[0]]
+        cells = [first[-1].ljust(widths[0])] + [cell.rjust(w) for cell, w in zip(r[1:], widths[1:])]
+        return first[:-1] + ["  ".join(cells).rstrip()]
+
+    return [*fmt(head), "  ".join("-" * w for w in widths), *(x for r in body for x in fmt(r))]
+
+
+def _scenario_text(seen: list[str]) -> str:
+    """``shared-system-prompt → few-shot``: the scenarios a recording ran, in order."""
+    return " → ".join(seen)
+
+
+def format_comparison(c: dict, scenarios: list[list[str]] | None = None) -> str:
+    """The human tables, at most :data:`~kvtui.core.text.WIDTH` columns for two files: the files, the inputs that
+    differ, then every shared figure with its deltas, each named as in :mod:`kvtui.metrics.figures` and written
+    with its decimals and thousands separators. ``scenarios``: per file, the scenarios it ran in order (a
+    recording that switched mid-way has several: it is said, not only the last one)."""
+    from kvtui.core.text import WIDTH, wrap
+
     letters = [chr(ord("A") + i) if i < 26 else f"#{i + 1}" for i in range(len(c["inputs"]))]
-    lines = [f"{x}  {i['file']}  ({i['kind']})" for x, i in zip(letters, c["inputs"])]
+    seen = scenarios or [[] for _ in c["inputs"]]
+    lines = [f"{x}  {i['file']}  ({i['kind']}"
+             + (f"; scenario switched: {_scenario_text(s)}" if len(s) > 1 else "") + ")"
+             for x, i, s in zip(letters, c["inputs"], seen)]
 
-    def table(head: list[str], body: list[list[str]]) -> list[str]:
-        widths = [max(len(r[j]) for r in [head, *body]) for j in range(len(head))]
-
-        def fmt(r: list[str]) -> str:  # the first column left-aligned, the figures right-aligned
-            return "  ".join(cell.ljust(w) if j == 0 else cell.rjust(w) for j, (cell, w) in enumerate(zip(r, widths)))
-
-        return [fmt(head), "  ".join("-" * w for w in widths), *(fmt(r).rstrip() for r in body)]
-
+    differ = [dict(d) for d in c["inputs_differ"]]
+    if any(len(s) > 1 for s in seen):  # a switched recording: its scenarios in order, whatever its last one
+        scen = next((d for d in differ if d["input"] == "workload.scenario"), None)
+        if scen is None:
+            scen = {"input": "workload.scenario", "values": [s[-1] if s else None for s in seen]}
+            differ.append(scen)
+        scen["values"] = [_scenario_text(s) if len(s) > 1 else v for s, v in zip(seen, scen["values"])]
+    same = c["inputs_same"] - (len(differ) - len(c["inputs_differ"]))
     lines.append("")
-    if c["inputs_differ"]:
-        lines.append(f"inputs that differ ({len(c['inputs_differ'])}; {c['inputs_same']} the same):")
-        lines += table(["input", *letters], [[d["input"], *(_input_text(v) for v in d["values"])]
-                                             for d in c["inputs_differ"]])
+    if differ:
+        lines.append(f"inputs that differ ({len(differ)}; {same} the same):")
+        table = _table(["input", *letters], [[d["input"], *(_input_text(v) for v in d["values"])] for d in differ])
+        if max(map(len, table)) <= WIDTH:
+            lines += table
+        else:  # too wide side by side: each input with its values under it
+            for d in differ:
+                lines.append(d["input"])
+                for x, v in zip(letters, d["values"]):
+                    lines += wrap(_input_text(v, 200), first=f"  {x}  ", rest=" " * (4 + len(x)))
     else:
         lines.append(f"inputs: the same ({c['inputs_same']} fields)")
     lines.append("")
@@ -346,16 +470,21 @@ def format_comparison(c: dict) -> str:
     head = ["figure", "unit", letters[0]]
     for x in letters[1:]:
         head += [x, f"Δ {x}−{letters[0]}"]
+    figures = _text_figures()
     body = []
     for r in c["figures"]:
-        row = [r["name"], r["unit"], _fmt(r["values"][0], r["unit"])]
+        label, f = figure_label(r["field"], figures)
+        unit = f.unit if f is not None and r["unit"] != "samples" else r["unit"]
+        places = _decimals(r["values"], f, unit)
+        row = [label, unit, _fmt(r["values"][0], unit, places)]
         for v, d, rel in zip(r["values"][1:], r["delta"][1:], r["relative"][1:]):
-            row += [_fmt(v, r["unit"]), _fmt_delta(d, rel, r["unit"])]
+            row += [_fmt(v, unit, places), _fmt_delta(d, rel, unit, places)]
         body.append(row)
-    lines.append(f"figures ({len(c['figures'])} in every file" +
-                 (f"; {c['not_shared']} in some only, not compared" if c["not_shared"] else "") +
-                 "; Δ: change against A, relative in brackets; hit rates in %, their Δ in percentage points)")
-    lines += table(head, body)
+    lines += wrap(f"figures ({len(c['figures'])} in every file"
+                  + (f"; {c['not_shared']} in some only, not compared" if c["not_shared"] else "")
+                  + "; Δ: change against A, relative in brackets; hit rates in %, their Δ in percentage points; "
+                  "MB/s = 10^6 bytes/s):")
+    lines += _table(head, body, WIDTH)
     return "\n".join(lines)
 
 
@@ -401,6 +530,14 @@ def write_svg(path: str, sessions: list[tuple[str, dict]]) -> None:
             tmp.unlink()
 
 
+def _scenarios(kind: str, doc: dict) -> list[str]:
+    """The scenarios a file ran, in order: a session's frames say each one; a JSON result its last."""
+    if kind == "session":
+        return list(doc.get(SCENARIOS) or [])
+    scenario = (doc.get("workload") or {}).get("scenario") if isinstance(doc.get("workload"), dict) else None
+    return [str(scenario)] if scenario else []
+
+
 def run(args: argparse.Namespace, started_at: float | None = None) -> int:
     """Read every file, print (and write) the comparison; exit 2 on bad input."""
     if len(args.files) < 2:
@@ -425,7 +562,7 @@ def run(args: argparse.Namespace, started_at: float | None = None) -> int:
         print(f"kvtui: the files are of different kinds ({', '.join(sorted(kinds))}): only the figures they share "
               "are compared", file=sys.stderr)
     if args.json != "-":
-        print(format_comparison(result))
+        print(format_comparison(result, [_scenarios(k, d) for _f, k, d in docs]))
     if args.json:
         write_json_atomic(args.json, result)
     if args.svg:

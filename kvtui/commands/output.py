@@ -59,55 +59,69 @@ def full_setup(setup: dict | None, store: Mapping[str, Any] | None, meta: dict |
 
 def _percentiles(d: dict) -> str:
     """One latency line from a summary's ``{count, p50, p90, p99, max}`` (ms, HdrHistogram figures)."""
+    from kvtui.metrics.figures import number
+
     if not d.get("count"):
         return "n/a (no samples)"
-    return (f"p50 {d['p50']:.2f} ms · p90 {d['p90']:.2f} · p99 {d['p99']:.2f} · max {d['max']:.2f} "
-            f"({d['count']:,} samples)")
+    return (f"p50 {number(d['p50'], 'ms')} ms · p90 {number(d['p90'], 'ms')} · p99 {number(d['p99'], 'ms')} · "
+            f"max {number(d['max'], 'ms')} ({d['count']:,} samples)")
 
 
 def format_summary(s: dict) -> str:
     """The human summary table of a run (``s``: :meth:`kvtui.metrics.aggregate.Aggregator.summary` fields);
-    figures are named as in :mod:`kvtui.metrics.figures`."""
+    figures are named, and their numbers written, as in :mod:`kvtui.metrics.figures` (thousands separators)."""
+    from kvtui.core.text import rows
     from kvtui.metrics import figures as fig
 
     thr = s["throughput"]
     rel, pub = s["reload_ms"], s["publish_ms"]
-    errors = ", ".join(f"{k} ×{v}" for k, v in s["errors"].items()) or "none"
-    lines = [
-        f"requests              {s['requests']:,} in {s['elapsed_s']:.1f} s ({thr['requests_per_s']:.1f} req/s)",
-        f"prefill skipped       {s['tokens_hit']:,} of {s['tokens_input']:,} tokens ({s['token_hit_rate']:.2%})",
-        f"KV page hits          {s['pages_hit']:,} of {s['pages_total']:,} full pages ({s['page_hit_rate']:.2%})",
-        f"published             {s['pages_published']:,} pages; already present {s['pages_already_present']:,}; "
-        f"failed {s['pages_failed']:,}",
-        f"verified              {s['verified_pages']:,} pages byte-exact; mismatches {s['mismatches']:,}",
-        f"{fig.RELOAD_LATENCY.name:<22}{_percentiles(rel)}",
-        f"{'':<22}{fig.PROBE_ONLY.name} {s.get(fig.PROBE_ONLY.key, 0):,}; "
-        f"{fig.UNUSABLE.name} {s.get(fig.UNUSABLE.key, 0):,} (no reload latency)",
-        f"{fig.PUBLISH_LATENCY.name:<22}{_percentiles(pub)}",
-        f"{'throughput':<22}{fig.REUSE_BUSY.name} {thr[fig.REUSE_BUSY.key]:.0f} {fig.REUSE_BUSY.unit} · "
-        f"{fig.PUBLISH_BUSY.name} {thr[fig.PUBLISH_BUSY.key]:.0f} {fig.PUBLISH_BUSY.unit} · "
-        f"{thr[fig.SKIPPED_RUN.key]:,.0f} {fig.SKIPPED_RUN.label}",
-        f"store errors          {errors}",
+    errors = ", ".join(f"{k} ×{v:,}" for k, v in s["errors"].items()) or "none"
+
+    def of(part: fig.Figure, whole: fig.Figure, rate: fig.Figure) -> str:
+        return f"{s[part.key]:,} of {s[whole.key]:,} {whole.label} ({fig.show(rate, s[rate.key])})"
+
+    pairs = [
+        (fig.REQUESTS.label, f"{s['requests']:,} in {fig.show(fig.ELAPSED, s['elapsed_s'])} "
+                             f"({fig.show(fig.REQUESTS_RUN, thr[fig.REQUESTS_RUN.key])})"),
+        (fig.TOKENS_HIT.label, of(fig.TOKENS_HIT, fig.TOKENS_INPUT, fig.TOKENS_SKIPPED)),
+        (fig.PAGES_HIT.label, of(fig.PAGES_HIT, fig.PAGES_TOTAL, fig.HIT_RATE_SESSION)),
+        (fig.PAGES_PUBLISHED.label, f"{s['pages_published']:,} pages; {fig.PAGES_PRESENT.label} "
+                                    f"{s['pages_already_present']:,}; {fig.PAGES_FAILED.label} {s['pages_failed']:,}"),
+        (fig.VERIFIED.label, f"{s['verified_pages']:,} pages byte-exact; {fig.MISMATCHES.label} {s['mismatches']:,}"),
+        (fig.RELOAD_LATENCY.name, _percentiles(rel)),
+        ("", f"{fig.PROBE_ONLY.name} {s.get(fig.PROBE_ONLY.key, 0):,}; "
+             f"{fig.UNUSABLE.name} {s.get(fig.UNUSABLE.key, 0):,} (no reload latency)"),
+        (fig.PUBLISH_LATENCY.name, _percentiles(pub)),
+        ("throughput", f"{fig.REUSE_BUSY.name} {fig.show(fig.REUSE_BUSY, thr[fig.REUSE_BUSY.key])} · "
+                       f"{fig.PUBLISH_BUSY.name} {fig.show(fig.PUBLISH_BUSY, thr[fig.PUBLISH_BUSY.key])}"),
+        ("", f"{fig.number(thr[fig.SKIPPED_RUN.key], fig.SKIPPED_RUN.unit)} {fig.SKIPPED_RUN.label}"),
+        ("store errors", errors),
         *ttft_lines(s),
     ]
-    return "\n".join(lines)
+    return "\n".join(rows(pairs, _LABEL - 1, indent="", gap=1))
 
 
-def ttft_lines(s: dict) -> list[str]:
-    """The summary's TTFT lines (estimates, with their basis; :func:`kvtui.metrics.ttft_saved.summary_fields`),
-    the break-even marked when the reloads were slower than recomputing."""
+_LABEL = 22  # the summary's label column, the space after it included
+
+
+def ttft_lines(s: dict) -> list[tuple[str, str]]:
+    """The summary's TTFT rows, ``(label, text)`` (estimates, with their basis;
+    :func:`kvtui.metrics.ttft_saved.summary_fields`), the break-even marked when the reloads were slower than
+    recomputing."""
     from kvtui.metrics import figures as fig
 
     est, t = s.get("ttft_estimate") or {}, s.get("ttft_saved_ms")
     if t is None:
-        return [f"{'TTFT saved':<22}{est.get('off', 'no estimate')}"] if est else []
+        return [("TTFT saved", est.get("off", "no estimate"))] if est else []
     ratio, slower = s.get("reload_vs_recompute"), s.get("reloads_slower_than_recompute") or 0
-    mark = ""
+    mark, marked = "", []
     if ratio is not None:
-        mark = f" · {fig.RELOAD_VS_RECOMPUTE.label} {ratio:.2f}×" + (
-            f" — RELOAD SLOWER THAN RECOMPUTE ({slower:,} of {t['count']:,} requests)" if ratio > 1 else
-            (f" ({slower:,} of {t['count']:,} requests slower)" if slower else ""))
-    return [f"{fig.TTFT_SAVED.name:<22}p50 {t['p50']:.1f} ms · p99 {t['p99']:.1f} · "
-            f"total {t['total'] / 1e3:.2f} s over {t['count']:,} reloads · "
-            f"{fig.GPU_SAVED_RUN.label} {s['prefill_gpu_s_saved']:.2f} s{mark}",
-            f"{'':<22}estimate: {est.get('basis', '?')}"]
+        mark = f" · {fig.RELOAD_VS_RECOMPUTE.label} {fig.show(fig.RELOAD_VS_RECOMPUTE, ratio)}" + (
+            f" ({slower:,} of {t['count']:,} requests slower)" if slower and ratio <= 1 else "")
+        if ratio > 1:
+            marked = [("", f"RELOAD SLOWER THAN RECOMPUTE ({slower:,} of {t['count']:,} requests)")]
+    saved = fig.TTFT_SAVED
+    return [(saved.name, f"p50 {fig.show(saved, t['p50'])} · p99 {fig.number(t['p99'], 'ms', saved.decimals)} · "
+                         f"total {fig.number(t['total'] / 1e3, 's', 2)} s over {t['count']:,} reloads"),
+            ("", f"{fig.GPU_SAVED_RUN.label} {fig.show(fig.GPU_SAVED_RUN, s['prefill_gpu_s_saved'])}{mark}"),
+            *marked, ("", f"estimate: {est.get('basis', '?')}")]

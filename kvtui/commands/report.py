@@ -170,8 +170,8 @@ def require_request_rows(reader, source: str) -> None:
 
 def write_session_requests_log(reader, path: str, source: str) -> int:
     """``--requests-log PATH``: the request rows recorded in session ``reader`` (from ``source``), written whole
-    or not at all; returns the row count. ``KvtuiError`` when the session holds no request rows (recorded by a
-    kvtui from before they were kept, or in observe mode, which runs none)."""
+    or not at all; returns the row count. ``KvtuiError`` when the session holds no request rows (recorded by an
+    older kvtui that kept none, or in observe mode, which runs none)."""
     from kvtui.launch import open_requests_log
 
     require_request_rows(reader, source)

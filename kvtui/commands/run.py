@@ -25,7 +25,7 @@ from kvtui.config.layout import add_page_arguments
 from kvtui.config.paths import check_new_file, check_outputs, path_arg
 from kvtui.config.plan import RunPlan, plan_from_args
 from kvtui.config.workload import add_workload_arguments, skipped_text
-from kvtui.core.errors import KvtuiError, OutputError
+from kvtui.core.errors import KvtuiError, OutputError, bad_value
 from kvtui.core.units import duration_arg
 from kvtui.engine.procs import uninterrupted
 from kvtui.launch import Outputs, open_session, start_recording
@@ -68,9 +68,9 @@ def run(args: argparse.Namespace, started_at: float | None = None) -> int:
     exports = exports_from_args(args)
     with Outputs(exports) as outputs:  # --prometheus binds now: a busy port fails before anything starts
         if args.requests is not None and args.requests < 1:
-            raise KvtuiError("--requests must be at least 1")
+            raise bad_value("--requests", "at least 1", args.requests)
         if args.duration is not None and not args.duration > 0:
-            raise KvtuiError("--duration must be positive seconds")
+            raise bad_value("--duration", "positive seconds", args.duration)
         check_outputs(((args.json, "--json"),))
         if args.record:
             check_new_file(args.record, "--record")

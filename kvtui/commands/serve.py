@@ -31,7 +31,7 @@ from kvtui.config.paths import path_arg
 from kvtui.config.screen import check_refresh_hz
 from kvtui.config.workload import add_workload_arguments, workload_from_args
 from kvtui.core.defaults import DEFAULT_HZ, MAX_HZ
-from kvtui.core.errors import KvtuiError
+from kvtui.core.errors import KvtuiError, bad_value
 
 SERVE_DESTS = ("host", "port", "public_url", "max_sessions")
 """The options of ``serve`` itself; every other option is passed on to each ``kvtui watch``."""
@@ -118,9 +118,9 @@ def _check(args: argparse.Namespace) -> None:
     if not 1 <= args.port <= 65535:
         raise KvtuiError(f"--port must be within 1-65535, got {args.port}")
     if args.max_sessions < 1:
-        raise KvtuiError("--max-sessions must be at least 1")
+        raise bad_value("--max-sessions", "at least 1", args.max_sessions)
     if args.concurrency < 1:
-        raise KvtuiError("--concurrency must be at least 1")
+        raise bad_value("--concurrency", "at least 1", args.concurrency)
     check_refresh_hz(args.refresh_hz)
     if args.store_size is not None:
         store_size(args.store_size)

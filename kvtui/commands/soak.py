@@ -21,7 +21,7 @@ from kvtui.config.layout import add_page_arguments
 from kvtui.config.paths import check_new_file, check_outputs, path_arg
 from kvtui.config.plan import RunPlan, plan_from_args
 from kvtui.config.workload import add_workload_arguments, skipped_text
-from kvtui.core.errors import KvtuiError, OutputError
+from kvtui.core.errors import KvtuiError, OutputError, bad_value
 from kvtui.core.topology import DEFAULT_ROUTE
 from kvtui.core.units import parse_duration
 from kvtui.engine.procs import uninterrupted
@@ -89,14 +89,14 @@ def _plan(args: argparse.Namespace):
 
     duration = parse_duration(args.duration, "--duration")
     if not duration > 0:
-        raise KvtuiError("--duration must be positive")
+        raise bad_value("--duration", "positive seconds", duration)
     if not (math.isfinite(args.chaos) and args.chaos >= 0):
         raise KvtuiError(f"--chaos must be a non-negative number of faults per minute, got {args.chaos:g}")
     if not (math.isfinite(args.sample_s) and 0 < args.sample_s <= duration):
         raise KvtuiError(f"--sample-s must be positive seconds, at most --duration, got {args.sample_s:g}")
     warmup = default_warmup(duration) if args.warmup is None else parse_duration(args.warmup, "--warmup")
     if not warmup < duration:
-        raise KvtuiError("--warmup must be shorter than --duration")
+        raise KvtuiError(f"--warmup must be shorter than --duration ({duration:g} s), got {warmup:g} s")
     if not (math.isfinite(args.pause_s) and 0 < args.pause_s <= MAX_PAUSE_S):
         raise KvtuiError(f"--pause-s must be within (0, {MAX_PAUSE_S:g}] seconds, got {args.pause_s:g}")
     if not (math.isfinite(args.recovery_timeout) and args.recovery_timeout > 0):
@@ -104,7 +104,7 @@ def _plan(args: argparse.Namespace):
     if args.client_ttl < 1:
         raise KvtuiError(f"--client-ttl must be at least 1 second, got {args.client_ttl}")
     if args.concurrency < 1:
-        raise KvtuiError("--concurrency must be at least 1")
+        raise bad_value("--concurrency", "at least 1", args.concurrency)
     if args.prefill_workers != 1 or args.decode_workers != 1 or args.store_nodes != 1 or args.route != DEFAULT_ROUTE:
         raise KvtuiError("kvtui soak runs one prefill worker, one decode worker and one store node (its series have "
                          "a column per process role); drop --prefill-workers/--decode-workers/--store-nodes/--route")

@@ -18,7 +18,7 @@ from kvtui.config.cluster import check_log_dir
 from kvtui.config.layout import add_layout_arguments, field_overrides, flag_message, layout_from_args
 from kvtui.config.paths import check_outputs, path_arg
 from kvtui.config.workload import add_synthesis_arguments, read_trace_rows, synthesis_fields, trace_synthesis
-from kvtui.core.errors import KvtuiError
+from kvtui.core.errors import KvtuiError, bad_value
 from kvtui.launch import isolate, start_engine
 
 
@@ -136,7 +136,7 @@ def run(args: argparse.Namespace, started_at: float | None = None) -> int:
     if caps[0] < block:
         raise KvtuiError(f"--capacity {caps[0]:,} is less than one trace block ({block:,} tokens)")
     if not (args.lease_ttl > 0):
-        raise KvtuiError("--lease-ttl must be positive seconds")
+        raise bad_value("--lease-ttl", "positive seconds", args.lease_ttl)
     if args.trace_speedup is not None:
         raise KvtuiError("--trace-speedup changes no hit rate of a sweep: every point replays at --speed max")
     synthesis = trace_synthesis(args, has_trace=True)  # (checks the flags before any work)

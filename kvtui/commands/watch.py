@@ -34,7 +34,7 @@ def register(subparsers) -> None:
                    help="record the session to FILE from the start (Ctrl+R toggles recording while running)")
     g.add_argument("--observe", action="store_true", help="watch an existing cluster only (needs --metrics-url; "
                    "--master is shown): the master's metrics over time, no workload, no workers, nothing written to "
-                   "the store (README 'Observe an existing cluster')")
+                   "the store)")
     add_page_arguments(p)
     add_estimate_arguments(p)
     add_cluster_arguments(p)

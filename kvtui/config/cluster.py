@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING
 
 from kvtui.config.paths import path_arg
 from kvtui.core.defaults import DEFAULT_STORE_BYTES, DEFAULT_STORE_SIZE_TEXT, MIN_SEGMENT_BYTES
-from kvtui.core.errors import KvtuiError
+from kvtui.core.errors import KvtuiError, bad_value
 from kvtui.core.layout import PageLayout
 from kvtui.core.topology import (
     DEFAULT_ROUTE,
@@ -143,7 +143,7 @@ def add_cluster_arguments(p: argparse.ArgumentParser) -> None:
                    help="embedded: metadata server port (default: a free one)")
     g.add_argument("--read-streams", type=int, default=1, metavar="N",
                    help="concurrent batch_get_into calls one reload of 8 MiB per stream or more is split across "
-                        "(default 1: on 2 cores more streams were slower in `kvtui bench`)")
+                        "(default 1; `kvtui bench --max-streams N` compares 1..N on this machine)")
 
 
 def add_listen_arguments(p: argparse.ArgumentParser) -> None:
@@ -449,9 +449,9 @@ def cluster_from_args(args: argparse.Namespace, layout: PageLayout, working_set:
     given = store_size(args.store_size) if args.store_size is not None else None
     default_bytes = given if given is not None else DEFAULT_STORE_BYTES
     if args.read_streams < 1:
-        raise KvtuiError("--read-streams must be at least 1")
+        raise bad_value("--read-streams", "at least 1", args.read_streams)
     if args.lease_ttl is not None and not (args.lease_ttl > 0):
-        raise KvtuiError("--lease-ttl must be positive seconds")
+        raise bad_value("--lease-ttl", "positive seconds", args.lease_ttl)
     topology = topology_from_args(args)
     listen = listen_from_args(args)
     hosts, link = hosts_from_args(args)  # (before attaching: --hosts auto with --master is refused as such)

@@ -19,7 +19,7 @@ def add_estimate_arguments(parser: argparse.ArgumentParser) -> None:
     """Add the "TTFT estimate" argument group to a command's parser."""
     g = parser.add_argument_group(
         "TTFT estimate (the prefill time a reload saves: recompute ≈ (2·P·k + 2·L·d_attn·k²) FLOPs ÷ (peak × MFU) "
-        "for k reloaded tokens, against the measured reload time; README \"TTFT and GPU time saved\")")
+        "for k reloaded tokens, against the measured reload time; see the docs: TTFT and GPU time saved)")
     g.add_argument("--gpu", type=str.lower, choices=list(GPUS), default=None, metavar="|".join(GPUS),
                    help=f"the GPU the prefill would run on: its dense BF16 peak TFLOPS from the vendor's datasheet "
                         f"({', '.join(f'{k} {g.peak_tflops:g}' for k, g in GPUS.items())}; default {DEFAULT_GPU})")

@@ -9,7 +9,7 @@ import argparse
 from dataclasses import dataclass
 
 from kvtui.config.paths import check_writable, path_arg
-from kvtui.core.errors import KvtuiError
+from kvtui.core.errors import KvtuiError, bad_value
 
 DEFAULT_HOST = "127.0.0.1"
 """Where ``--prometheus PORT`` listens without a host."""
@@ -23,7 +23,7 @@ def add_export_arguments(p: argparse.ArgumentParser, *, linger: bool = False, re
                    help=f"serve kvtui's metrics for Prometheus on http://HOST:PORT/metrics "
                         f"(HOST default {DEFAULT_HOST}; "
                         "PORT 0: a free one, said on stderr or in the event log). Counters, latency histograms in "
-                        "seconds and gauges; README 'Prometheus and Grafana' lists them")
+                        "seconds and gauges (see the docs: Prometheus metrics)")
     if linger:
         g.add_argument("--prometheus-linger", type=float, default=0.0, metavar="SECONDS",
                        help="after the summary is printed and --json written, keep serving the final figures this "
@@ -67,7 +67,7 @@ def exports_from_args(args: argparse.Namespace) -> ExportPlan:
     linger, ``--prometheus-linger`` without ``--prometheus``, an unwritable log)."""
     linger = float(getattr(args, "prometheus_linger", 0.0) or 0.0)
     if not linger >= 0:
-        raise KvtuiError("--prometheus-linger must be 0 or more seconds")
+        raise bad_value("--prometheus-linger", "0 or more seconds", linger)
     listen = getattr(args, "prometheus", None)
     if linger and not listen:
         raise KvtuiError("--prometheus-linger needs --prometheus [HOST:]PORT")

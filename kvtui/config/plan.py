@@ -14,7 +14,7 @@ from kvtui.config.estimate import estimator_from_args
 from kvtui.config.exports import NO_EXPORTS, ExportPlan
 from kvtui.config.layout import LayoutPlan, layout_from_args
 from kvtui.config.workload import WorkloadPlan, workload_from_args
-from kvtui.core.errors import KvtuiError
+from kvtui.core.errors import bad_value
 from kvtui.metrics.ttft import TtftEstimator
 
 if TYPE_CHECKING:
@@ -166,7 +166,7 @@ def plan_from_args(args: argparse.Namespace, *, layout: LayoutPlan | None = None
     estimator = estimator_from_args(args, layout) if estimate else None
     concurrency = getattr(args, "concurrency", 1)
     if concurrency < 1:
-        raise KvtuiError("--concurrency must be at least 1")
+        raise bad_value("--concurrency", "at least 1", concurrency)
     workload = workload_from_args(args, layout.layout, follow_layout=follow_layout)
     in_flight = concurrency * max(1, getattr(args, "decode_workers", 1))  # (a bad count is refused just below)
     try:

@@ -12,7 +12,7 @@ from pathlib import Path
 
 from kvtui.config.paths import check_writable, path_arg
 from kvtui.core.defaults import DEFAULT_HZ, MAX_HZ
-from kvtui.core.errors import KvtuiError
+from kvtui.core.errors import KvtuiError, bad_value
 from kvtui.core.units import MAX_SIZE, duration_arg, parse_size
 
 
@@ -41,7 +41,7 @@ def add_refresh_argument(p: argparse._ActionsContainer, help_text: str | None = 
 def check_refresh_hz(hz: float) -> None:
     """``KvtuiError`` unless ``hz`` (screen updates per second) is within (0, ``MAX_HZ``]."""
     if not (0 < hz <= MAX_HZ):
-        raise KvtuiError(f"--refresh-hz must be within (0, {MAX_HZ:g}]")
+        raise bad_value("--refresh-hz", f"within (0, {MAX_HZ:g}]", hz)
 
 
 def check_screenshot_dir(path: str) -> None:
@@ -79,7 +79,7 @@ def screen_from_args(args: argparse.Namespace, command: str) -> ScreenPlan:
     if shots is not None:
         check_screenshot_dir(shots)
     if args.duration is not None and not args.duration > 0:
-        raise KvtuiError("--duration must be positive seconds")
+        raise bad_value("--duration", "positive seconds", args.duration)
     if args.screenshot:
         if args.duration is None:
             raise KvtuiError("--screenshot needs --duration (the screenshot is taken at the end)")

@@ -5,9 +5,8 @@ The working set in pages comes from :mod:`workload.working_set`. A Mooncake mast
 the allocated bytes pass ``eviction_high_watermark_ratio`` of the capacity (kvtui's embedded master runs
 with 0.9, :class:`kvtui.engine.cluster.ClusterOptions`; upstream ``mooncake-store/src/master_service.cpp``
 evicts unleased objects, oldest first), so a segment keeps ``floor(segment · watermark / page_bytes)``
-pages without evicting any. The segment's offset allocator adds no per-object overhead: measured with
-hard-pinned puts, 73 pages of 14 MiB fill a 1 GiB segment and 65,536 objects of 1 KiB a 64 MiB one, and
-``master_allocated_bytes`` is exactly the objects' bytes.
+pages without evicting any. The segment's offset allocator adds no per-object overhead:
+``master_allocated_bytes`` is exactly the objects' bytes (:data:`kvtui.core.sweep.OBJECT_OVERHEAD_BYTES`).
 
 Eviction starts only once a put has taken the store past the watermark, and runs in the background; a put
 that does not fit the space free at that moment is refused at once (``NO_AVAILABLE_HANDLE``, not retried).

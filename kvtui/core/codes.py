@@ -35,8 +35,8 @@ RPC_FAIL, RPC_TIMEOUT = -900, -901
 MASTER_DOWN_CODES = (RPC_FAIL, RPC_TIMEOUT)  # the master does not answer
 BROKEN_STORE_CODES = (*MASTER_DOWN_CODES, -1, -800, -101)
 """Answers that mean the store stopped working rather than a page being absent: the master does not answer,
-INTERNAL_ERROR / TRANSFER_FAIL / SEGMENT_NOT_FOUND (what dummy clients answered here, before RPC_FAIL, once
-their store node was killed). A bench's figures are void after one (``kvtui bench --trace`` stops)."""
+INTERNAL_ERROR / TRANSFER_FAIL / SEGMENT_NOT_FOUND (what dummy clients answer, before RPC_FAIL, once
+their store node is killed). A bench's figures are void after one (``kvtui bench --trace`` stops)."""
 NO_SPACE = NO_AVAILABLE_HANDLE
 BACKOFF_FIRST_S, BACKOFF_MAX_S = 0.05, 1.0  # decode's wait after NO_SPACE (seconds), doubling up to the maximum
 

@@ -8,7 +8,7 @@ MIN_SEGMENT_BYTES = 16 << 20  # Mooncake refuses smaller segments ("Total size m
 DEFAULT_PROMPT_PAGES = 8  # without --prompt-tokens, prompts are this many pages long (also after a layout switch)
 
 MAX_HZ = 15.0  # repaint at most 15 times a second whatever the request rate
-DEFAULT_HZ = 4.0  # each repaint of a busy 120×40 screen costs Textual ~25 ms of CPU: at 10 Hz the monitor
-# took about a third of a core from the workload it shows on a 2-core machine (``kvtui bench --ui``)
+DEFAULT_HZ = 4.0  # each repaint of a busy screen costs Textual tens of ms of CPU: a faster default would take a
+# large share of a core from the workload the monitor shows (``kvtui bench --ui`` measures the cost)
 UI_NICE = 10  # the monitor's thread runs this much nicer than the engine's threads and workers: on a busy
 # machine the workload it shows gets the CPU first (``kvtui bench --ui``)

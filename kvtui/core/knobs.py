@@ -1,8 +1,9 @@
 """The workload knobs a user turns while a run goes on, each defined once: name, unit, range, default, step.
 
 The command line (``--overlap`` …), the settings dialog, the monitor's keys, the engine's control handler
-(:class:`kvtui.live.LiveSession`) and the README's "Workload knobs" table all read these specs, so a range
-or a default cannot differ between them (``tests/unit/test_knobs.py`` checks the README table against them).
+(:class:`kvtui.live.LiveSession`) and the docs' "Workload knobs" reference (:func:`markdown_table`) all read
+these specs, so a range or a default cannot differ between them (``tests/unit/test_knobs.py`` checks the docs'
+table against them).
 Values are held in the engine's units (overlap as a fraction 0–1); :attr:`Knob.scale` converts to the unit
 the user types and reads (overlap in %). The scenario list and the pool's upper bound come from
 :mod:`workload.synthetic`, where the scenarios are implemented and a spec is validated.
@@ -139,6 +140,18 @@ KNOBS: dict[str, Knob] = {k.name: k for k in (OVERLAP, POOL, RATE)}
 DEFAULT_SCENARIO = SCENARIOS[0]
 SCENARIO_KEY = "s"
 """The monitor's key for the next scenario of :data:`SCENARIOS` (wrapping around)."""
+
+
+def markdown_table() -> str:
+    """The Markdown table of the workload knobs (:data:`KNOBS` and the scenario) for the docs' reference."""
+    rows = ["| knob | flag | unit | range | default | step | key in the monitor |", "|---|---|---|---|---|---|---|"]
+    for k in KNOBS.values():
+        keys = " ".join(f"`{key}`" for key in k.keys)
+        rows.append(f"| {k.label} | `{k.flag}` | {k.unit or '—'} | {k.span_text()} | {k.default_text()} | "
+                    f"{k.step_text()} | {keys} |")
+    rows.append(f"| scenario | `--scenario` | — | {', '.join(SCENARIOS)} | {DEFAULT_SCENARIO} | the next one | "
+                f"`{SCENARIO_KEY}` |")
+    return "\n".join(rows)
 
 
 def next_rate(current: float, up: bool, measured: float = 0.0) -> float:

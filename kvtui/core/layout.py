@@ -1,7 +1,7 @@
 """The KV page layout: the shape of one page, the model presets and the named layout presets.
 
 ``page_bytes = kv_factor · layers · kv_heads · head_dim · page_tokens · elem_bytes``: ``kv_factor`` 2 is a K and
-a V vector per KV head per layer (MHA/GQA, the formula of the demo card that the README quotes); 1 is one MLA
+a V vector per KV head per layer (MHA/GQA, the formula of the demo card of Mooncake PR #2800); 1 is one MLA
 latent per layer (``kv_heads`` 1, ``head_dim`` = ``kv_lora_rank + qk_rope_head_dim``). Model presets come from
 :mod:`kvtui.core.model_presets` (published config.json files) through the same parser as a user's file.
 """

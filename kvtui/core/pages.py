@@ -14,7 +14,7 @@ class PageState(IntEnum):
 
     HIT = 0  # loaded from the store and verified: prefill skipped for it
     PUBLISHED = 1  # miss: computed by prefill and stored
-    PRESENT = 2  # miss: computed, but a peer had already stored it
+    PRESENT = 2  # miss: computed, but already present in the store (whoever stored it): not stored again
     PARTIAL = 3  # trailing partial page (or beyond the cacheable part): never keyed, always computed
     FAILED = 4  # a store call failed (see the request's codes)
     EVICTED = 5  # the probe said present, the read said gone: evicted between probe and read

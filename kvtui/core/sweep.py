@@ -8,9 +8,8 @@
   allocated bytes pass ``eviction_high_watermark_ratio`` of the capacity (0.9 on kvtui's embedded master,
   ``kvtui.engine.cluster.ClusterOptions``), so a segment of this size holds exactly ``pages`` pages before
   the first eviction. ``overhead`` is Mooncake's per-object overhead in the segment,
-  :data:`OBJECT_OVERHEAD_BYTES` = 0: measured, ``master_allocated_bytes`` is exactly the objects' bytes
-  (1,900 objects of 8 KiB in a 17,777,777-byte segment: 15,564,800 bytes allocated; 15,000 of 1,000 bytes:
-  15,000,000), and every sweep point measures it again at its end (``overhead_bytes_per_object``).
+  :data:`OBJECT_OVERHEAD_BYTES` = 0: ``master_allocated_bytes`` is exactly the objects' bytes, and every
+  sweep point measures it again at its end (``overhead_bytes_per_object``).
   The segment is given to Mooncake to the byte (any size of at least 16 MiB is accepted as is);
 * Mooncake refuses segments below :data:`~kvtui.core.defaults.MIN_SEGMENT_BYTES` (16 MiB). With the sweep's
   default page shape (:data:`SWEEP_BASE`: 1 layer × 1 KV head × 1 element × 512 tokens, one page per
@@ -43,11 +42,11 @@ SWEEP_FORMAT = 1
 """The format version of a sweep result file; a newer one is refused by name."""
 
 OBJECT_OVERHEAD_BYTES = 0
-"""Bytes Mooncake's segment allocator adds per object: 0, measured (module docstring)."""
+"""Bytes Mooncake's segment allocator adds per object: 0 (module docstring)."""
 
 SWEEP_BASE = PageLayout(layers=1, kv_heads=1, head_dim=1, page_tokens=512, elem_bytes=1)
 """The sweep's default page shape before :func:`auto_elem_bytes`: one page per 512-token FAST'25 block, 1 KiB
-at one byte per element (the README's trace examples)."""
+at one byte per element."""
 
 CURVES = ("real Mooncake store", "offline LRU (trace-stats)", "unbounded ideal")
 """The three curves of a sweep's plot and screen, in drawing order: hit rates measured through the real store,

@@ -10,7 +10,7 @@ the prefill worker with the fewest requests under way.
 
 from __future__ import annotations
 
-MAX_WORKERS = 8  # per role: beyond this a 2-core machine only measures its own scheduler
+MAX_WORKERS = 8  # per role: beyond this, workers contend for a few cores instead of exercising the store
 DEFAULT_WORKERS = 1
 REMOTE_SLOTS = 4  # decode workers that may join from other machines (--listen): relay pipes provisioned per slot
 ROUTES = ("round-robin", "least-loaded", "prefix-affinity")

@@ -7,7 +7,7 @@ import argparse
 import re
 from typing import Sequence
 
-from kvtui.core.errors import KvtuiError
+from kvtui.core.errors import KvtuiError, bad_value
 
 
 def format_bytes(n: float) -> str:
@@ -104,8 +104,8 @@ def duration_arg(text: str) -> float:
 
 
 MAX_SIZE = (1000, 500)
-"""The largest ``--size`` (columns, rows) of a headless screen or an export: 1000x500 cells render in ≈ 2 s
-and ≈ 0.1 GB here; 100000x100000 took 24 GB before the kernel killed it."""
+"""The largest ``--size`` (columns, rows) of a headless screen or an export: a render's time and memory grow
+with its cells, and a size far beyond any screen's could take all of the machine's memory."""
 
 
 def parse_size(text: str) -> tuple[int, int]:
@@ -116,7 +116,7 @@ def parse_size(text: str) -> tuple[int, int]:
     except ValueError:
         raise KvtuiError(f"--size must look like 120x40, got {text!r}") from None
     if w < 1 or h < 1:
-        raise KvtuiError("--size must be positive")
+        raise bad_value("--size", "positive", text)
     if w > MAX_SIZE[0] or h > MAX_SIZE[1]:
         raise KvtuiError(f"--size {w}x{h} is beyond the largest screen, {MAX_SIZE[0]}x{MAX_SIZE[1]} cells")
     return w, h

@@ -147,7 +147,7 @@ WORKER_CLIENTS = ("real", "dummy")
 real client (``setup``) and the segment is a store node's; a reload is a TCP transfer from it. ``dummy``: the
 store node is the wheel's standalone real client (``mooncake_client``, Mooncake's standalone deployment),
 each worker a dummy client of it (``setup_dummy``) whose page buffers come from its shared memory pool
-(``alloc_from_mem_pool``), so a reload is a copy between mappings on this host (measured in the README)."""
+(``alloc_from_mem_pool``), so a reload is a copy between mappings on this host."""
 
 START_ATTEMPTS = 2
 """Starts of an embedded cluster on kvtui-picked ports before its error is reported (see ``start``)."""
@@ -399,7 +399,7 @@ class EmbeddedCluster:
         SIGTERM and, after ``grace_s``, SIGKILL. Typically all are gone within ~0.1 s.
 
         Nothing is lost by not asking the master and the store node to shut down: the embedded master keeps
-        every key in memory only (a SIGTERM would take it 0.57-1.02 s to exit, to the same end), and a store
+        every key in memory only (a SIGTERM would take it up to a second to exit, to the same end), and a store
         node's clean close takes ~2 s for a segment owner (and blocks ~4.3 s per call once the master is
         gone), only to remove keys from that master. No page is left half-written: a page becomes readable
         only when its put completed. A log folder kvtui created itself

@@ -41,7 +41,7 @@ K2 = np.uint64(0xD6E8FEB86659FD93)
 _MASK = (1 << 64) - 1
 DIGEST_CACHE_KEYS = 1 << 16
 """Keys whose ``SHA256`` a :class:`PageContent` keeps (emptied when full): a prefix hit reloads the same pages
-again and again, and on 1 KiB pages hashing each key was a tenth of a decode worker's CPU per request."""
+again and again, and on small pages hashing each key is a large share of a decode worker's CPU per request."""
 _memcmp = ctypes.CDLL(None).memcmp  # libc's; ctypes releases the GIL for the call
 _memcmp.restype = ctypes.c_int
 _memcmp.argtypes = [ctypes.c_void_p, ctypes.c_void_p, ctypes.c_size_t]

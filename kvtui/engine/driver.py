@@ -172,8 +172,8 @@ class Driver:
     def _check_outage(self, codes: dict[int, int]) -> None:
         """On RPC_FAIL / RPC_TIMEOUT, hold issuing and watch the master until it answers again.
 
-        Calls to a dead master fail at once at first, then block ~4.3 s each (measured here against a
-        SIGKILLed master), so issuing more requests would only pile up errors.
+        Calls to a dead (e.g. SIGKILLed) master fail at once at first, then block ~4.3 s each, so issuing more
+        requests would only pile up errors.
         """
         if not any(c in codes for c in MASTER_DOWN_CODES) or self._stop.is_set():
             return

@@ -1,8 +1,8 @@
 """Loopback-only isolation of the embedded cluster with a private network namespace (Linux, needs
 CAP_SYS_ADMIN, e.g. root).
 
-Mooncake's transfer listeners bind ``0.0.0.0`` whatever ``MC_TCP_BIND_ADDRESS`` says (measured here with
-``ss -ltnp`` on the wheel's 0.3.x builds; the master's built-in HTTP metadata server ignores its host flag too). In a
+Mooncake's transfer listeners bind ``0.0.0.0`` whatever ``MC_TCP_BIND_ADDRESS`` says (``ss -ltnp`` shows it
+on the wheel's 0.3.x builds; the master's built-in HTTP metadata server ignores its host flag too). In a
 fresh network namespace the only interface is ``lo``, so those listeners are reachable from nowhere but this process
 tree. :func:`isolate_network` moves the calling thread (call it from the main thread before any thread or child starts)
 into such a namespace and brings ``lo`` up; every child started afterwards inherits it.

@@ -16,8 +16,7 @@ workers: a full mesh, :mod:`kvtui.core.topology`). For each submitted request, d
 concurrency are between their reload and the end of their publish, reloads, and sends :class:`PublishRest`.
 Prefill publishes, sends the request's :class:`RequestDone` to the parent and then, when decode waits for it
 (``needs_ack``), :class:`Ack` back (in that order: at concurrency 1 the parent's next :class:`Submit` and the
-:class:`Ack` then reach decode close together, one wake-up rather than two; the engine's trace replay ran
-3–13 % faster in four ABAB pairs of ``kvtui bench --trace``). Decode also sends
+:class:`Ack` then reach decode close together, one wake-up rather than two). Decode also sends
 :class:`RequestDropped` and :class:`RequestFailed`, which prefill passes on to the parent unchanged.
 
 **Results pipe** (one per prefill worker → parent): :class:`RequestDone`, :class:`RequestDropped` or

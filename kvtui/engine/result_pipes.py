@@ -1,7 +1,6 @@
 """The parent's read side of the results pipes (one per prefill worker, see :mod:`kvtui.engine.protocol`):
 waiting on them with one ``poll(2)`` set registered once, instead of ``Connection.poll``, which builds a
-selector on every call (≈ 10 µs here, three times a request at concurrency 1: ``bench --trace``'s parent
-profile in the README)."""
+selector on every call (three times a request at concurrency 1, on the parent's share of the request chain)."""
 
 from __future__ import annotations
 

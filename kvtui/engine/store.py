@@ -129,7 +129,7 @@ class StoreClient:
             raise StoreError(f"cannot import mooncake.store ({exc}); run `kvtui doctor`") from None
         for _ in range(SETUP_ATTEMPTS):
             store = MooncakeDistributedStore()
-            if cfg.real_client:  # (the pool size is nominal: alloc_from_mem_pool is not held to it, measured)
+            if cfg.real_client:  # (the pool size is nominal: alloc_from_mem_pool is not held to it)
                 rc = store.setup_dummy(int(cfg.local_buffer_bytes) + (64 << 20), int(cfg.local_buffer_bytes),
                                        cfg.real_client)
                 break
@@ -219,8 +219,8 @@ class StoreClient:
 
         ``batch_put_from`` cannot tell (a put of an existing key, or of a key another client is putting
         at that moment, returns 0 without writing); the put-session calls can, because the master starts a
-        put atomically per key: of writers racing on one key exactly one gets 0 and the others -705
-        (measured here; the flow is upstream's ``mooncake-store/tests/e2e/session_ranges_tcp_e2e.py``):
+        put atomically per key: of writers racing on one key exactly one gets 0 and the others -705 (the
+        flow is upstream's ``mooncake-store/tests/e2e/session_ranges_tcp_e2e.py``):
 
         1. ``batch_put_session_start(keys, sizes)`` reserves each object (0), or answers -705, -200, …;
         2. ``batch_put_from_multi_buffer_ranges`` writes each reserved object whole (answers bytes written);
@@ -236,8 +236,7 @@ class StoreClient:
         when this process is the keys' only writer (kvtui's ``--worker-client dummy`` has one prefill worker).
         Sizes in bytes; ``ptrs[i]`` holds ``sizes[i]`` bytes.
         ``segment``: put the objects into that segment (a :meth:`segment_name`) if it has room
-        (``ReplicateConfig.preferred_segment``); "" lets Mooncake's allocator pick one at random (measured:
-        8 objects of two clients' segments went 5 and 3 without, 8 and 0 with it).
+        (``ReplicateConfig.preferred_segment``); "" lets Mooncake's allocator pick one at random.
         """
         keys, ptrs, sizes = list(keys), [int(p) for p in ptrs], [int(n) for n in sizes]
         store = self._enter()
@@ -246,7 +245,7 @@ class StoreClient:
         try:
             if len(ptrs) != len(keys) or len(sizes) != len(keys):
                 return [INVALID_PARAMS] * len(keys)
-            if self.config.real_client:  # a dummy client's put sessions answer -600 (README, "Measured")
+            if self.config.real_client:  # a dummy client's put sessions answer INVALID_PARAMS (-600)
                 return self._put_exclusive(store, keys, ptrs, sizes)
             if not hasattr(store, "batch_put_session_start"):
                 return [int(r) for r in store.batch_put_from(keys, ptrs, sizes)]

@@ -46,9 +46,9 @@ def main(argv: list[str] | None = None) -> int:
         while not stop.wait(0.5):
             pass
     finally:
-        # closing unmounts the segment through the master. With the master dead that took 1.5–15 s here, the
-        # native call holding the GIL (so no Python timeout can fire), and a store node was once found hours
-        # after its kvtui had gone. Skip it when the master is unreachable; otherwise SIGALRM's default
+        # closing unmounts the segment through the master. With the master dead that takes seconds or never
+        # ends, in a native call holding the GIL (so no Python timeout can fire), and the store node would
+        # outlive its kvtui. Skip it when the master is unreachable; otherwise SIGALRM's default
         # action (no handler, no GIL needed) ends the process if the close outlasts CLOSE_TIMEOUT_S.
         host, port = split_hostport(endpoints["master"])
         if not probe_tcp(host, port, timeout_s=0.5):

@@ -6,12 +6,10 @@ The four messages every request sends (:class:`~kvtui.engine.protocol.Submit`,
 values (the connector's results as lists of their fields in declaration order, their ``codes`` a dict or
 None, a stop state as its int); every other message is pickled as it is (its bytes begin with ``0x80``, the
 pickle protocol's mark, so the two cannot be confused). Why: pickling the frozen dataclasses themselves
-through ``multiprocessing``'s ``Connection.send`` cost ≈ 65 µs a request on this 2-core VM (the four
-messages written and read once each: a copy of the pickler's dispatch table per message, and
-``dataclasses.fields`` per dataclass), flat tuples ≈ 20 µs; in a replay of 1 KiB pages at ≈ 1 ms a request
-those messages are on the request chain's critical path (six ABAB pairs of trace replays: ≈ 10 % more
-requests a second, the workers' CPU 0.04–0.05 ms a request lower each). A receiver gets the same
-dataclasses back.
+through ``multiprocessing``'s ``Connection.send`` costs a copy of the pickler's dispatch table per message
+and ``dataclasses.fields`` per dataclass, several times the cost of a flat tuple; with small pages these
+four messages are on the request chain's critical path, so their cost limits the requests a second. A
+receiver gets the same dataclasses back.
 
 :class:`Wire` wraps a ``multiprocessing`` connection so that ``send``/``recv`` use these bytes; a message it
 reads from a plain ``Connection.send`` (a pickle) is understood too, and ``Connection.recv`` reads any

@@ -219,10 +219,10 @@ class _Chain:
     def pin(self) -> None:
         """One request at a time and one read stream: run this worker's store calls on the CPU the other
         worker uses too (they take turns), leaving the other CPUs to the store's transfer threads; otherwise
-        on every CPU. On 2 cores this took the trace replay from ≈ 0.72 to 0.93–0.97 of the bare loop's rate
-        (medians of ``kvtui bench --trace``): the calling thread keeps a core busy during a call, and it was
-        preempted by the other worker and the parent about three times as often as the bare loop's. With more
-        workers than one of each, requests of different decode workers run at once: never pinned."""
+        on every CPU. Why: the calling thread keeps a core busy during a call; unpinned, the other worker and
+        the parent preempt it far more often than the bare loop's calling thread is preempted (``kvtui bench
+        --trace`` compares the two). With more workers than one of each, requests of different decode workers run at
+        once: never pinned."""
         pin_calling_thread(self.pair and self.limit == 1 and self.connector.read_streams == 1)
 
     def submit(self, seq: int, keys: list[str], prefill: int = 0) -> None:
@@ -286,9 +286,10 @@ class _Chain:
         goes on prefill's results pipe (``reports``), so prefill is not woken for it. Only one request at a
         time (concurrency 1: every earlier request of this worker has been reported, by prefill before its
         :class:`Ack` or from here, so the parent reads them in order) and only in a message the pipe writes
-        at once (at most ``PIPE_BUF`` bytes: prefill, idle meanwhile, is its only other writer). On a 2-core
-        VM the workers share one CPU (:meth:`pin`), and prefill's relay of such a request (≈ 60 % of a
-        synthetic trace's) ran there between decode's reloads. True when reported; False: send it to prefill."""
+        at once (at most ``PIPE_BUF`` bytes: prefill, idle meanwhile, is its only other writer). Why: when the
+        workers share one CPU (:meth:`pin`), prefill's relay of such a request would run there between decode's
+        reloads, and most requests of a synthetic trace are of this kind. True when reported; False: send it
+        to prefill."""
         if self.limit != 1 or self.in_flight or prefill >= len(self.reports) or self.reports[prefill] is None:
             return False
         publish = self.connector.settle_known(rest, known)

@@ -22,10 +22,11 @@ if TYPE_CHECKING:
     from multiprocessing.connection import Connection
 
 START_TIMEOUT_S = 30.0
-STOP_GRACE_S = 0.8  # a worker asked to stop exits after its current store call (a 256 MiB batch takes ~0.2 s);
-# one still in a call after this long (a stalled transfer, a dead master: ~4.3 s a call) is SIGKILLed. The wait
-# matters in a shared (attached) store: a put cut short keeps the space it was given until the master releases
-# it (``put_start_release_timeout_sec``, 600 s by default), though its page never becomes readable
+STOP_GRACE_S = 0.8  # a worker asked to stop exits after its current store call (a 256 MiB batch, the
+# largest, takes a fraction of a second); one still in a call after this long (a stalled transfer, a dead master:
+# ~4.3 s a call) is SIGKILLed. The wait matters in a shared (attached) store: a put cut short keeps the space it
+# was given until the master releases it (``put_start_release_timeout_sec``, 600 s by default), though its page
+# never becomes readable
 
 
 class WorkerProcess(Protocol):

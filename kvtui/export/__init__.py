@@ -5,7 +5,7 @@ results (:class:`~kvtui.core.events.RequestResult`), never the store or the engi
 them to a running session, :mod:`kvtui.commands.export_args` to the command line.
 
 * :mod:`kvtui.export.names`: every exported metric once (name, type, unit, labels, help, source), also the
-  README's table (``python -m kvtui.export.names``).
+  docs' reference table (``python -m kvtui.export.names``).
 * :mod:`kvtui.export.prometheus`: the exporter, served with ``prometheus-client``.
 * :mod:`kvtui.export.request_log`: one row per request, streamed to CSV (or Parquet with ``pyarrow``).
 """

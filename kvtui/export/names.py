@@ -1,7 +1,7 @@
 """Every metric kvtui exports to Prometheus, defined once: name, type, unit, labels, help text and source.
 
-The exporter (:mod:`kvtui.export.prometheus`) builds its families from :data:`METRICS`, the README's
-"Prometheus and Grafana" table is :func:`markdown_table` (``python -m kvtui.export.names``; a test fails when
+The exporter (:mod:`kvtui.export.prometheus`) builds its families from :data:`METRICS`, the docs'
+"Prometheus metrics" reference is :func:`markdown_table` (``scripts/gen_reference.py``; a test fails when
 they differ) and ``tests/unit/test_export_names.py`` pins the names: **renaming one is a breaking change**
 for every dashboard and alert that uses it.
 
@@ -12,7 +12,7 @@ figures are the same as the summary's (:mod:`kvtui.metrics.figures` defines them
 
 Labels: ``role`` (``decode`` or ``prefill``: the workers that do what the metric counts) and ``worker``
 (``"0"``: the counters are the run's totals over every worker of the role, as the summary's; per-worker
-figures are in ``--json`` ``workers`` and the Workers panel, not yet series of their own); ``code`` on the error counter
+figures are in ``--json`` ``workers`` and the Workers panel, not series of their own); ``code`` on the error counter
 (a Mooncake return code by name). The store gauges are derived by kvtui from the master's ``/metrics`` (rates between
 two scrapes, a fill ratio); kvtui never re-exports the master's own metrics: Prometheus scrapes the master's
 ``/metrics`` directly.
@@ -162,7 +162,7 @@ def sample_names() -> set[str]:
 
 
 def markdown_table() -> str:
-    """README's table of exported metrics (one row per :data:`METRICS` entry)."""
+    """The docs' table of exported metrics (one row per :data:`METRICS` entry)."""
     rows = ["| metric | type | unit | labels | what it counts | `--json` field |", "|---|---|---|---|---|---|"]
     for m in METRICS:
         labels = ", ".join(f"`{x}`" for x in m.labels) or "—"
@@ -174,5 +174,5 @@ def markdown_table() -> str:
     return "\n".join(rows)
 
 
-if __name__ == "__main__":  # python -m kvtui.export.names > the README table
+if __name__ == "__main__":  # python -m kvtui.export.names: the docs' table
     print(markdown_table())

@@ -25,7 +25,7 @@ if TYPE_CHECKING:
 
     from prometheus_client.metrics_core import Metric as PromMetric
 
-WORKER_INDEX = "0"  # one worker of each role today (the topology issue adds more)
+WORKER_INDEX = "0"  # the worker label's only value: each series is its role's total over every worker
 
 
 class ExporterError(RuntimeError):

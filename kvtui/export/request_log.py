@@ -267,9 +267,9 @@ def open_log(path, estimator=None, *, atomic: bool = False) -> RequestLog:
 
 
 def markdown_table() -> str:
-    """README's table of the log's columns (:data:`COLUMNS`)."""
+    """The docs' table of the log's columns (:data:`COLUMNS`)."""
     return "\n".join(["| column | unit, meaning |", "|---|---|"] + [f"| `{c}` | {u} |" for c, u in COLUMNS])
 
 
-if __name__ == "__main__":  # python -m kvtui.export.request_log > the README table
+if __name__ == "__main__":  # python -m kvtui.export.request_log: the docs' table
     print(markdown_table())

@@ -300,7 +300,7 @@ class LiveSession:
             if outgrown:
                 self.log("error", f"control refused: {change_text(knob, value).replace(' → ', ' ')} would {outgrown}")
                 return
-            self.workload.update(**{knob: value})
+            self.workload.update(**{knob: value}, now_s=self.driver.elapsed())  # a new rate counts from now
         except ValueError as exc:
             self.log("error", f"control refused: {exc}")
             return

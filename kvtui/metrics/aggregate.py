@@ -96,10 +96,8 @@ class SeriesRing:
     """The last ``n`` points of one series, stored as C doubles in a fixed ``array('d')``.
 
     Not a deque of Python floats: those floats live as long as the series keeps them (300 points, 25 min
-    when a soak samples every 5 s), scattered among short-lived objects in pymalloc's pools. Measured in two
-    30-minute chaos soaks (``sys._debugmallocstats`` at 5 and 29 min): Python's allocated blocks grew 62 KB
-    with the ring against 111 KB with the deques; kvtui's RSS slope did not change per request (README, Soak
-    and chaos). :meth:`values` makes short-lived floats."""
+    when a soak samples every 5 s), scattered among short-lived objects in pymalloc's pools, which they keep
+    from being freed; the ring's doubles are one allocation. :meth:`values` makes short-lived floats."""
 
     def __init__(self, n: int) -> None:
         self._buf = array("d", bytes(8 * n))
@@ -212,7 +210,7 @@ class Aggregator:
             if not self._win or now - self._win[-1][0] >= self._sub_s:
                 # the oldest sub-window's recorders are reset and reused: a dropped HdrHistogram is a reference
                 # cycle (histogram ↔ its encoder) that only a rare full collection frees, so new ones every
-                # sub-window grew kvtui's RSS by ~6 MiB a minute (kvtui soak, README "Soak and chaos")
+                # sub-window would make kvtui's RSS grow between collections
                 recs = self._win.popleft()[1] if len(self._win) == self._win.maxlen else None
                 for rec in (recs or {}).values():
                     rec.reset()
@@ -312,7 +310,7 @@ class Aggregator:
             live = tuple(t_sub for t_sub, _ in self._win if now - t_sub <= self.window_s)
             key = (self._row_seq, live)
             if key != self._lat_key:  # new results or a sub-window expired: recompute the snapshots
-                window = self._window  # reused: a fresh HdrHistogram per frame would churn ~0.5 MB at 10 Hz
+                window = self._window  # reused: a fresh HdrHistogram per frame is garbage (and a cycle) every frame
                 for rec in window.values():
                     rec.reset()
                 for t_sub, recs in self._win:

@@ -4,8 +4,8 @@ One name per formula, different names for different formulas: a wall-clock rate 
 monitor's Throughput panel), bytes over the time spent in store calls (the summary of ``kvtui run`` and
 ``kvtui report``) and the median of per-reload rates (``kvtui bench``) are three figures, not one "reuse
 read MB/s". The aggregator takes its rate keys and windows from here, the summary its throughput keys, the
-monitor its labels and the text outputs their names; README's "Figures" table is :func:`markdown_table`
-(a test fails when they differ). MB/s are 10^6 bytes per second.
+monitor its labels and the text outputs their names; the docs' "Figures" reference is :func:`markdown_table`
+(``scripts/gen_reference.py``; a test fails when they differ). MB/s are 10^6 bytes per second.
 
 A :class:`Figure`'s ``key`` is its key in the dict that holds it (``Frame.rates`` / ``Frame.series``, the
 summary's ``throughput``, ``Frame.latency``, the summary itself, the ``kvtui bench --json`` object);
@@ -28,9 +28,10 @@ MB = 1e6  # MB/s = 10^6 bytes per second
 
 @dataclass(frozen=True)
 class Figure:
-    """One figure. ``name``: unique, used in text output and the README; ``label``: the short form on
+    """One figure. ``name``: unique, used in text output and the docs; ``label``: the short form on
     screen, where the panel's title says the window (unique within ``shown``); ``unit``; ``formula`` and
-    ``window`` in words; ``shown``: where it appears; ``key`` / ``field``: see the module docstring."""
+    ``window`` in words; ``shown``: where it appears; ``key`` / ``field``: see the module docstring;
+    ``decimals``: the decimals every text output shows it with (None: its unit's, :data:`UNIT_DECIMALS`)."""
 
     key: str
     name: str
@@ -40,6 +41,7 @@ class Figure:
     window: str
     shown: str
     field: str
+    decimals: int | None = None
 
 
 _MONITOR = "watch, replay: Throughput panel"
@@ -101,7 +103,7 @@ def trace_eta(workload: WorkloadPanel, rps: float) -> tuple[float | None, str]:
     if workload.get("complete") or not left_rows:
         return 0.0, "done"
     speed = workload.get("speed", 1.0)
-    if speed and "length_s" not in workload:  # (a recording from before trace positions were shown)
+    if speed and "length_s" not in workload:  # (an older kvtui's recording: no trace position)
         return None, "no position"
     if speed:
         left_s = max(0.0, float(workload.get("length_s", 0.0)) - float(workload.get("position_s", 0.0)))
@@ -151,7 +153,7 @@ RELOAD_COUNTS = (PROBE_ONLY, UNUSABLE)
 _BENCH = "bench: table, --json"
 _BENCH_WINDOW = "`--iterations` reloads of one request"
 _BASE_WINDOW = "`--iterations` repetitions of the same bytes"
-RELOAD_P50 = Figure("reuse_read_MBps_p50", "reload throughput (p50 per reload)", "reload throughput (p50 per reload)",
+RELOAD_P50 = Figure("reuse_read_MBps_p50", "reload throughput (p50 per reload)", "reload throughput",
                     "MB/s", "median over the reloads of bytes loaded ÷ (probe + read time) of that reload",
                     _BENCH_WINDOW, _BENCH, "reuse_read_MBps_p50, best_reuse_read_MBps_p50, read_streams.N.MBps_p50, "
                     "colocated.reuse_read_MBps_p50, baselines.colocated_reload_MBps_p50, tcp_path.reuse_read_MBps_p50")
@@ -224,13 +226,14 @@ _RECOMPUTE = "recompute = (2·P·k + 2·L·d_attn·k²) ÷ (peak × MFU), or k �
 TTFT_SAVED = Figure("ttft_saved_ms", "TTFT saved (estimate)", "TTFT saved", "ms",
                     "estimated recompute time of the k tokens reloaded − their measured reload time (probe + read), "
                     f"per request that reloaded at least one page; {_RECOMPUTE}", _EST_WINDOW, _EST_SHOWN,
-                    "ttft.window.p50_ms, ttft.window.p99_ms, ttft_saved_ms.total, ttft_saved_ms.p50, ttft_saved_ms.p99")
+                    "ttft.window.p50_ms, ttft.window.p99_ms, ttft_saved_ms.total, ttft_saved_ms.p50, ttft_saved_ms.p99",
+                    decimals=1)
 GPU_SAVED_WALL = Figure("gpu_s_per_s", "prefill GPU-s saved/s (estimate)", "GPU saved", "s/s",
                         "estimated recompute time of the prefixes reloaded ÷ wall-clock time",
                         f"last {RATE_WINDOW_S:g} s", _MONITOR, "ttft.gpu_s_per_s")
 GPU_SAVED_RUN = Figure("prefill_gpu_s_saved", "prefill GPU time saved (estimate)", "GPU time saved", "s",
                        "Σ estimated recompute time of the prefixes reloaded", f"{_RUN_WINDOW}; bench: `--iterations` "
-                       "reloads", _RUN + "; bench", "prefill_gpu_s_saved")
+                       "reloads", _RUN + "; bench", "prefill_gpu_s_saved", decimals=2)
 RELOAD_VS_RECOMPUTE = Figure("reload_vs_recompute", "reload vs recompute (estimate)", "reload/recompute", "×",
                              "Σ measured reload time ÷ Σ estimated recompute time of the same requests; above 1 the "
                              "reload is slower than recomputing (marked)", _EST_WINDOW, _EST_SHOWN,
@@ -238,13 +241,197 @@ RELOAD_VS_RECOMPUTE = Figure("reload_vs_recompute", "reload vs recompute (estima
 #: the TTFT estimates (Frame.ttft, the summary's TTFT fields, the bench's recompute line)
 TTFT = (TTFT_SAVED, GPU_SAVED_WALL, GPU_SAVED_RUN, RELOAD_VS_RECOMPUTE)
 
-#: every figure once, in the README table's order
+# the summary's counters (kvtui run, report: summary, --json; the bench's counts of one reload): whole numbers and
+# busy times rather than rates, so not in the docs' Figures table; named here so that every text output
+# (the summary, the bench table, compare) says each one the same way
+_COUNT_WINDOW = _RUN_WINDOW + "; bench: one reload of the second request"
+_COUNT_SHOWN = _RUN + "; compare"
+REQUESTS = Figure("requests", "requests", "requests", "requests", "requests finished", _RUN_WINDOW, _COUNT_SHOWN,
+                  "requests")
+ELAPSED = Figure("elapsed_s", "elapsed", "in", "s", "seconds from the first request's start to the summary",
+                 _RUN_WINDOW, _COUNT_SHOWN, "elapsed_s")
+TOKENS_INPUT = Figure("tokens_input", "prompt tokens", "tokens", "tokens", "tokens of the requests' prompts",
+                      _COUNT_WINDOW, _COUNT_SHOWN + "; bench", "tokens_input, tokens_requested")
+TOKENS_CACHEABLE = Figure("tokens_cacheable", "prompt tokens in full pages", "in full pages", "tokens",
+                          "tokens of the requests' full pages (a partial last page is never published)", _RUN_WINDOW,
+                          _COUNT_SHOWN, "tokens_cacheable")
+TOKENS_HIT = Figure("tokens_hit", "prefill tokens skipped", "prefill skipped", "tokens",
+                    "prompt tokens reloaded instead of computed", _COUNT_WINDOW, _COUNT_SHOWN + "; bench",
+                    "tokens_hit, tokens_skipped")
+PAGES_TOTAL = Figure("pages_total", "full pages", "full pages", "pages", "full pages of the requests' prompts",
+                     _COUNT_WINDOW, _COUNT_SHOWN + "; bench", "pages_total")
+PAGES_HIT = Figure("pages_hit", "KV page hits", "KV page hits", "pages", "pages reloaded from the store",
+                   _COUNT_WINDOW, _COUNT_SHOWN + "; bench", "pages_hit")
+PAGES_PUBLISHED = Figure("pages_published", "pages published", "published", "pages",
+                         "pages the prefill worker wrote to the store", _COUNT_WINDOW, _COUNT_SHOWN + "; bench",
+                         "pages_published")
+PAGES_PRESENT = Figure("pages_already_present", "pages already present", "already present", "pages",
+                       "pages the prefill worker found in the store already (put-if-absent: not written again)",
+                       _RUN_WINDOW, _COUNT_SHOWN, "pages_already_present")
+PAGES_FAILED = Figure("pages_failed", "pages not published", "failed", "pages",
+                      "pages whose put failed (their codes in `errors`)", _RUN_WINDOW, _COUNT_SHOWN, "pages_failed")
+VERIFIED = Figure("verified_pages", "pages verified", "verified", "pages",
+                  "reloaded pages checked byte-exact against their expected contents", _RUN_WINDOW, _COUNT_SHOWN,
+                  "verified_pages")
+MISMATCHES = Figure("mismatches", "pages mismatched", "mismatches", "pages",
+                    "reloaded pages whose bytes differ from their expected contents", _RUN_WINDOW, _COUNT_SHOWN,
+                    "mismatches")
+BYTES_LOADED = Figure("bytes_loaded", "bytes reloaded", "reloaded", "bytes", "bytes of the pages reloaded",
+                      _COUNT_WINDOW, _COUNT_SHOWN + "; bench", "bytes_loaded, bytes_reloaded")
+BYTES_WRITTEN = Figure("bytes_written", "bytes published", "published", "bytes", "bytes of the pages published",
+                       _RUN_WINDOW, _COUNT_SHOWN, "bytes_written")
+READ_BUSY = Figure("read_ms_total", "time in store reads", "read time", "ms",
+                   "Σ time of the reloads' reads (probe excluded): reuse read (busy)'s denominator", _RUN_WINDOW,
+                   _COUNT_SHOWN, "read_ms_total", decimals=1)
+PUT_BUSY = Figure("put_ms_total", "time in puts", "put time", "ms",
+                  "Σ time of the publishes' puts (probe excluded): publish write (busy)'s denominator", _RUN_WINDOW,
+                  _COUNT_SHOWN, "put_ms_total", decimals=1)
+LOST = Figure("requests_lost", "requests lost", "lost", "requests",
+              "requests under way when a worker died, counted and not submitted again", "the run",
+              "run: --json; compare", "requests_lost")
+RERUN = Figure("requests_rerun", "requests rerun", "rerun", "requests",
+               "requests under way when a worker died and submitted again", "the run", "run: --json; compare",
+               "requests_rerun")
+SLOWER = Figure("reloads_slower_than_recompute", "reloads slower than recompute (estimate)", "slower", "requests",
+                "reloads whose measured time exceeded their estimated recompute time", _EST_WINDOW, _EST_SHOWN,
+                "reloads_slower_than_recompute")
+#: the summary's counters, in its order
+COUNTS = (REQUESTS, ELAPSED, TOKENS_HIT, TOKENS_INPUT, TOKENS_CACHEABLE, PAGES_HIT, PAGES_TOTAL, PAGES_PUBLISHED,
+          PAGES_PRESENT, PAGES_FAILED, VERIFIED, MISMATCHES, BYTES_LOADED, BYTES_WRITTEN, READ_BUSY, PUT_BUSY, LOST,
+          RERUN, SLOWER)
+
+# the bench's own figures of its one reloaded request, beside the counts above
+RELOAD_HIT_RATE = Figure("hit_rate", "KV page hit rate (one reload)", "KV page hit rate", "%",
+                         "pages reloaded ÷ full pages of the second request", _BENCH_WINDOW, _BENCH, "hit_rate")
+VERIFY_MS = Figure("verify_ms_p50", "verify time (p50, outside reload time)", "verify time", "ms",
+                   "median over the reloads of the time to check the loaded pages' bytes", _BENCH_WINDOW, _BENCH,
+                   "verify_ms_p50")
+
+# the ratios each bench is judged against (kvtui.bench.targets: TARGETS), and the ratios printed beside them;
+# ``key``: the key in the bench's ``ratios`` object
+_RATIO_SHOWN = "bench: table (Targets), --json; compare"
+_BENCH_RATIO = "the bench's reloads and their same-run baselines"
+_ROUNDS = "the median of the rounds' ratios (--rounds)"
+
+
+def _ratio(key: str, name: str, formula: str, window: str = _BENCH_RATIO, shown: str = _RATIO_SHOWN,
+           more: str = "") -> Figure:
+    return Figure(key, name, name, "×", formula, window, shown, f"ratios.{key}{more}")
+
+
+CONNECTOR_VS_RAW = _ratio("connector_vs_raw", "reload ÷ raw reads (1 stream)",
+                          "reload throughput (p50 per reload, 1 stream) ÷ raw batch_get_into (p50 call) of the same "
+                          "keys")
+BEST_STREAMS_VS_RAW = _ratio("best_streams_vs_raw", "best streams ÷ raw reads",
+                             "reload throughput with the best number of streams ÷ raw batch_get_into (p50 call)")
+RELOAD_VS_TCP = _ratio("reload_vs_loopback_tcp", "best reload ÷ loopback TCP",
+                       "reload throughput with the best number of streams ÷ loopback TCP (p50 transfer)")
+RELOAD_VS_MEMCPY = _ratio("reload_vs_memcpy", "co-located reload ÷ memcpy",
+                          "reload throughput from a segment co-located with decode ÷ memcpy (p50 copy)")
+TCP_RELOAD_VS_TCP = _ratio("tcp_reload_vs_loopback_tcp", "TCP-path reload ÷ loopback TCP",
+                           "reload throughput with real clients (reads cross loopback TCP) ÷ loopback TCP (p50 "
+                           "transfer); --tcp-sweep: its best setting's")
+TCP_CONNECTOR_VS_RAW = _ratio("tcp_connector_vs_raw", "TCP-path reload ÷ raw reads",
+                              "on the TCP path: reload throughput ÷ raw batch_get_into (p50 call)")
+VERIFY_VS_MEMCPY = _ratio("verify_vs_memcpy", "page verify ÷ memcpy", "page verify (p50) ÷ memcpy of the same bytes",
+                          more=", baselines.content.verify_vs_memcpy")
+FILL_VS_MEMCPY = _ratio("fill_vs_memcpy", "page fill ÷ memcpy", "page fill (p50) ÷ memcpy of the same bytes",
+                        more=", baselines.content.fill_vs_memcpy")
+RATE_VS_STORE_BOUND = _ratio("request_rate_vs_store_bound", "request rate ÷ store-bound rate",
+                             "closed-loop requests/s ÷ the rate if store calls were all a request did (1000 ÷ store "
+                             "ms per request)", "the bench's request-rate step",
+                             more=", request_rate.request_rate_vs_store_bound")
+ENGINE_VS_BARE = _ratio("engine_vs_bare_loop", "engine ÷ bare loop",
+                        "a trace's replay rate through the engine ÷ through a bare loop of the same store calls",
+                        _ROUNDS, "bench --trace: table, --json; compare")
+ENGINE_VS_BARE_BEST = _ratio("engine_vs_bare_loop_best_of", "engine ÷ bare loop (best runs)",
+                             "the engine's best replay rate ÷ the bare loop's best", "the rounds' best runs",
+                             "bench --trace: table, --json; compare")
+ENGINE_VS_TWO = _ratio("engine_vs_two_process_loop", "engine ÷ two-process loop",
+                       "replay rate through the engine ÷ through the same calls split over two processes (kvtui's "
+                       "own work)", _ROUNDS, "bench --trace: table, --json; compare")
+TWO_VS_BARE = _ratio("two_process_loop_vs_bare_loop", "two-process loop ÷ bare loop",
+                     "replay rate with the calls split over two processes ÷ in one (the hand-off alone)", _ROUNDS,
+                     "bench --trace: table, --json; compare")
+MONITOR_VS_HEADLESS = _ratio("monitor_vs_headless", "monitor ÷ headless",
+                             "the workload's rate with the live monitor ÷ without it", _ROUNDS,
+                             "bench --ui: table, --json; compare")
+MONITOR_VS_HEADLESS_BEST = _ratio("monitor_vs_headless_best_of", "monitor ÷ headless (best runs)",
+                                  "the best rate with the monitor ÷ the best without it", "the rounds' best runs",
+                                  "bench --ui: table, --json; compare")
+RELOAD_VS_LINK = _ratio("reload_vs_link", "reload ÷ link rate",
+                        "reload throughput (p50 per reload) across an emulated link ÷ the link's rate",
+                        shown="bench --link: table, --json; compare")
+RAW_VS_LINK = _ratio("raw_vs_link", "raw reads ÷ link rate",
+                     "raw batch_get_into (p50 call) across an emulated link ÷ the link's rate",
+                     shown="bench --link: table, --json; compare")
+AGGREGATE_VS_LINKS = _ratio("aggregate_vs_links", "aggregate ÷ M × link rate",
+                            "Σ bytes M decode workers reloaded at once ÷ the round's time, ÷ M × the link's rate",
+                            "the median of --iterations rounds",
+                            "bench --link --decode-workers: table, --json; compare", more=".N")
+BEST_VS_DEFAULT = _ratio("best_vs_mooncake_default", "best setting ÷ Mooncake's own",
+                         "--tcp-sweep: the best setting's reload throughput ÷ that with Mooncake's 64 KiB slices",
+                         _ROUNDS, "bench --tcp-sweep: table, --json; compare")
+#: every ratio of the benches; those in kvtui.bench.targets.TARGETS are judged against a target
+RATIOS = (CONNECTOR_VS_RAW, BEST_STREAMS_VS_RAW, RELOAD_VS_TCP, RELOAD_VS_MEMCPY, TCP_RELOAD_VS_TCP,
+          TCP_CONNECTOR_VS_RAW, VERIFY_VS_MEMCPY, FILL_VS_MEMCPY, RATE_VS_STORE_BOUND, ENGINE_VS_BARE,
+          ENGINE_VS_BARE_BEST, ENGINE_VS_TWO, TWO_VS_BARE, MONITOR_VS_HEADLESS, MONITOR_VS_HEADLESS_BEST,
+          RELOAD_VS_LINK, RAW_VS_LINK, AGGREGATE_VS_LINKS, BEST_VS_DEFAULT)
+RATIO_BY_KEY = {f.key: f for f in RATIOS}
+
+#: every figure once, in the docs table's order
 FIGURES = WALL + HEADER + RUN + LATENCY + RELOAD_COUNTS + (RELOAD_P50, RAW_GET_P50, TCP_P50, MEMCPY_P50, FILL_P50,
                                                             VERIFY_P50) + WORKERS + TTFT
 
 
+UNIT_DECIMALS = {"MB/s": 0, "ms": 2, "%": 2, "s": 1, "req/s": 1, "/s": 1, "tok/s": 0, "×": 2, "s/s": 2,
+                 "requests": 0, "pages": 0, "tokens": 0, "bytes": 0, "samples": 0, "codes": 0, "calls": 0}
+"""The decimals of a figure by its unit, where the figure does not set its own (``Figure.decimals``)."""
+
+
+def decimals_of(f: Figure | None, unit: str = "") -> int | None:
+    """The decimals ``f`` is shown with (``f`` None: a value in ``unit``); None: no rule, by magnitude."""
+    if f is not None and f.decimals is not None:
+        return f.decimals
+    return UNIT_DECIMALS.get(f.unit if f is not None else unit)
+
+
+def number(value: float, unit: str = "", decimals: int | None = None, *, sign: bool = False) -> str:
+    """``value`` as every text output writes it: thousands separators and ``decimals`` places (None: the
+    unit's, :data:`UNIT_DECIMALS`; a unit without: whole numbers as they are, else 0 places from 1,000, 2 from
+    1, 4 significant digits below). A ``%`` value is a fraction (0..1) written in % (``64.50%``), its change
+    (``sign``) in percentage points (``+1.25 pp``). ``sign``: a change, written ``+``/``-``; one that rounds to
+    nothing is ``±0``."""
+    places = UNIT_DECIMALS.get(unit) if decimals is None else decimals
+    v = value * 100 if unit == "%" else value
+    plus = "+" if sign else ""
+    if places is None:
+        a = abs(v)
+        if isinstance(v, int):
+            text = f"{v:{plus},}"
+        elif a >= 1000:
+            text = f"{v:{plus},.0f}"
+        elif a >= 1:
+            text = f"{v:{plus},.2f}"
+        else:
+            text = f"{v:{plus}.4g}"
+    else:
+        text = f"{v:{plus},.{places}f}"
+    if sign and not any(c in "123456789" for c in text.split("e")[0]):
+        text = "±0"
+    if unit == "%":
+        text += " pp" if sign else "%"
+    return text
+
+
+def show(f: Figure, value: float, *, sign: bool = False) -> str:
+    """``value`` of figure ``f`` with its unit: ``4,293 MB/s``, ``1.55 ms``, ``87.50%``, ``0.62×``, ``1,792 tokens``."""
+    text = number(value, f.unit, decimals_of(f), sign=sign)
+    return text if f.unit == "%" else text + (f.unit if f.unit == "×" else f" {f.unit}")
+
+
 def markdown_table() -> str:
-    """README's "Figures" table (one row per figure of :data:`FIGURES`)."""
+    """The docs' "Figures" table (one row per figure of :data:`FIGURES`)."""
     rows = ["| figure | shown in | formula | window | unit | field |", "|---|---|---|---|---|---|"]
     for f in FIGURES:
         fields = ", ".join(f"`{x.strip()}`" for x in f.field.split(","))
@@ -252,5 +439,5 @@ def markdown_table() -> str:
     return "\n".join(rows)
 
 
-if __name__ == "__main__":  # python -m kvtui.metrics.figures > the README table
+if __name__ == "__main__":  # python -m kvtui.metrics.figures: the docs' table
     print(markdown_table())

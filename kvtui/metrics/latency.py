@@ -54,8 +54,8 @@ class LatencyRecorder:
         self.hist.add(other.hist)
 
     def reset(self) -> None:
-        """Forget every value. (HdrHistogram's own ``reset`` zeroes its 23,552 counters in a Python loop,
-        ~3 ms; this does the same state change with one vectorised fill.)"""
+        """Forget every value. (HdrHistogram's own ``reset`` zeroes its 23,552 counters in a Python loop; this
+        does the same state change with one vectorised fill.)"""
         h = self.hist
         np.ctypeslib.as_array(h.counts)[:] = 0
         h.total_count = 0

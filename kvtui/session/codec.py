@@ -66,7 +66,7 @@ _ROW_DEFAULTS = {k: v.default for k, v in PageRow.__dataclass_fields__.items() i
 
 def _row(r: PageRow) -> list[Any]:
     """A row as ``[req_id, scenario, n_tokens, pages_hit, states hex]`` plus, when any differs from its
-    default, a dict of the detail fields (a file from before them has five items)."""
+    default, a dict of the detail fields (an older kvtui's file has only the five)."""
     extra = {k: getattr(r, k) for k, d in _ROW_DEFAULTS.items() if getattr(r, k) != d}
     return [r.req_id, r.scenario, r.n_tokens, r.pages_hit, r.states.hex(), *([extra] if extra else [])]
 

@@ -23,6 +23,29 @@ CHECKPOINT_EVERY = 100
 WAL_MISSING = "the -wal file beside it holds the last frames: copy it too"
 
 
+def declared_bytes(head: bytes) -> int | None:
+    """The size an SQLite file's 100-byte header says the file has: page size (bytes 16-17, 1 = 65,536) ×
+    pages (bytes 28-31), None when the page count is not valid (0, or a change counter, bytes 24-27, other
+    than bytes 92-95: written by an SQLite before 3.7.0), sqlite.org "Database File Format" §1.3."""
+    if len(head) < 100:
+        return None
+    page = int.from_bytes(head[16:18], "big")
+    pages = int.from_bytes(head[28:32], "big")
+    if pages == 0 or head[24:28] != head[92:96]:
+        return None
+    return (65536 if page == 1 else page) * pages
+
+
+def _connect(uri: str, cut_short: bool) -> sqlite3.Connection:
+    """A read-only connection to a session file. SQLite refuses a file shorter than its header says ("database
+    disk image is malformed", before reading anything); with writable_schema on it reads the pages that are
+    there instead, and a read that reaches past the end raises that error then, where the cut is."""
+    db = sqlite3.connect(uri, uri=True)
+    if cut_short:
+        db.execute("PRAGMA writable_schema=ON")  # (read-only: nothing is written)
+    return db
+
+
 class SessionReader:
     """Opens a session file. Raises :class:`SessionError` (one line) for a missing file, a file that is not
     a kvtui session, a newer format version, or no complete frame. A file whose tail is damaged (e.g. the
@@ -31,7 +54,10 @@ class SessionReader:
     A recording still in SQLite's WAL mode was not closed (its writer runs, or was killed): its newest
     frames are in ``FILE-wal`` until a checkpoint copies them into the file. Without that file beside it (a
     copy of the file alone), the file is read as it is (``wal_missing``; it holds the frames up to the last
-    checkpoint, every 50 frames) or, before the first checkpoint, refused with :data:`WAL_MISSING`."""
+    checkpoint, every 50 frames) or, before the first checkpoint, refused with :data:`WAL_MISSING`.
+
+    A file shorter than its header says (``cut_short``: a copy that stopped, a disk that filled) is read up
+    to the first frame that reaches past the cut; frames are deltas, so none after a missing one is read."""
 
     def __init__(self, path: str | Path):
         self.path = Path(path)
@@ -46,12 +72,16 @@ class SessionReader:
         # bytes 18-19 of the header are 2 in WAL mode (sqlite.org/fileformat2.html); the writer leaves it on close
         self.not_closed = head[18:20] == b"\x02\x02"  # its recorder still runs, or was killed or cut short
         self.wal_missing = self.not_closed and not Path(f"{self.path}-wal").exists()
+        self.size, self.declared = self.path.stat().st_size, declared_bytes(head)
+        wal_in_use = self.not_closed and not self.wal_missing  # (then the -wal holds the newest header and size)
+        self.cut_short = self.declared is not None and self.size < self.declared and not wal_in_use
+        cut = f"{self.path} is cut short ({self.size:,} of {self.declared or 0:,} bytes)"
         not_closed = (f"{self.path} is a recording that was not closed (its recorder still runs or was killed) "
                       f"and has no {self.path.name}-wal here: {WAL_MISSING}")
         # immutable: nothing to recover, so SQLite creates no -wal/-shm beside the copy
         uri = self.path.resolve().as_uri() + "?mode=ro" + ("&immutable=1" if self.wal_missing else "")
         try:
-            db = sqlite3.connect(uri, uri=True)
+            db = _connect(uri, self.cut_short)
             try:
                 app_id = db.execute("PRAGMA application_id").fetchone()[0]
                 if app_id != APPLICATION_ID:
@@ -62,6 +92,8 @@ class SessionReader:
             except sqlite3.DatabaseError as exc:
                 if self.wal_missing:
                     raise SessionError(not_closed) from None
+                if self.cut_short:
+                    raise SessionError(f"{cut} before its first complete frame") from None
                 raise SessionError(f"{self.path} is not a readable kvtui session ({exc})") from None
             if meta.get("format") != "kvtui-session":
                 raise SessionError(f"{self.path} is not a kvtui session")
@@ -73,15 +105,20 @@ class SessionReader:
             self.times: list[float] = []
             self.damaged = False
             try:
-                for t, blob in db.execute("SELECT t, record FROM frames ORDER BY seq"):
+                for seq, t, blob in db.execute("SELECT seq, t, record FROM frames ORDER BY seq"):
+                    if seq != len(self.records) or not isinstance(blob, bytes):  # (a cell of a page past a cut)
+                        raise ValueError(f"frame {seq} where frame {len(self.records)} belongs")
                     decode_record(blob)  # complete and intact, or stop here
                     self.times.append(float(t))
                     self.records.append(blob)
-            except (sqlite3.DatabaseError, zlib.error, ValueError):
+            except (sqlite3.DatabaseError, zlib.error, ValueError, TypeError):
                 self.damaged = True
+            self.damaged = self.damaged or self.cut_short
         except sqlite3.DatabaseError as exc:
             if self.wal_missing:
                 raise SessionError(not_closed) from None
+            if self.cut_short:
+                raise SessionError(f"{cut} before its first complete frame") from None
             raise SessionError(f"{self.path} is not a readable kvtui session ({exc})") from None
         finally:
             try:
@@ -89,7 +126,8 @@ class SessionReader:
             except UnboundLocalError:
                 pass
         if not self.records:
-            raise SessionError(not_closed if self.wal_missing else f"{self.path} holds no complete frame")
+            raise SessionError(not_closed if self.wal_missing else f"{cut} before its first complete frame"
+                               if self.cut_short else f"{self.path} holds no complete frame")
         self.meta = meta
         self.header = json.loads(meta.get("header", "{}"))
         self._uri = uri
@@ -107,19 +145,21 @@ class SessionReader:
         columns = self.request_columns
         if not columns:
             return
-        db = sqlite3.connect(self._uri, uri=True)
+        db = _connect(self._uri, self.cut_short)
         try:
-            cur = db.execute("SELECT rows FROM requests ORDER BY seq")
+            cur = db.execute("SELECT seq, rows FROM requests ORDER BY seq")
+            last = -1
             while True:
                 try:
                     item = cur.fetchone()
                 except sqlite3.DatabaseError:
                     return
-                if item is None:
+                if item is None or not isinstance(item[0], int) or item[0] <= last:  # (a cell past a cut)
                     return
+                last = item[0]
                 try:
-                    batch = json.loads(zlib.decompress(item[0]))
-                except (zlib.error, ValueError):
+                    batch = json.loads(zlib.decompress(item[1]))
+                except (zlib.error, ValueError, TypeError):
                     return
                 for values in batch:
                     yield dict(zip(columns, values))
@@ -134,6 +174,9 @@ class SessionReader:
         if self.wal_missing:
             return (f"{self.path} has no {self.path.name}-wal beside it (its recorder did not close it): "
                     f"{WAL_MISSING}; {doing} its first {len(self)} frames")
+        if self.cut_short:
+            return (f"{self.path} is cut short ({self.size:,} of {self.declared:,} bytes): {doing} its first "
+                    f"{len(self)} frames, those before the cut")
         if self.damaged:
             return f"{self.path} is damaged after frame {len(self)}; {doing} up to there"
         if self.not_closed:

@@ -1,5 +1,5 @@
 """``kvtui soak``: hours of load with resources sampled and, with ``--chaos``, faults injected at seeded
-random moments, each one's recovery timed (README "Soak and chaos"):
+random moments, each one's recovery timed:
 
 - :mod:`kvtui.soak.schedule`: the fault schedule, a pure function of seed, duration and rate;
 - :mod:`kvtui.soak.faults`: injecting and clearing each kind of fault, and timing recovery;

@@ -135,7 +135,7 @@ class Soak:
             self._pids = pids
         now = engine.now()
         # the counters alone: a whole monitor frame (histogram merges and snapshots, the page grid, series)
-        # per sample was what made kvtui's RSS creep in step with --sample-s (README, Soak and chaos)
+        # per sample would make kvtui's RSS creep in step with --sample-s, growth the soak would then report
         totals, errors = agg.totals(), agg.errors()
         tree = self.sampler.tree(pids)
         procs = self.sampler.processes(pids)
@@ -213,7 +213,10 @@ class Soak:
 
     def summary(self, final, counts, interrupted: bool) -> dict:
         """The soak's summary (after the session stopped): ``final``, the session's last frame; ``counts``
-        what became of its requests (:class:`kvtui.live.RunCounts`). Fields: see the README's "Soak and chaos"."""
+        what became of its requests (:class:`kvtui.live.RunCounts`). Fields: the faults'
+        (:func:`~kvtui.soak.summary.fault_summary`), the growth per hour
+        (:func:`~kvtui.soak.summary.resource_growth`), the targets and the run's summary
+        (:func:`~kvtui.metrics.aggregate.summary_from_frame`); :func:`~kvtui.soak.summary.format_soak` prints them."""
         from kvtui.metrics.aggregate import summary_from_frame
 
         plan = self.plan

@@ -19,7 +19,7 @@ from typing import Any, Sequence
 
 import numpy as np
 
-KVTUI_RSS_TARGET_MIB_PER_H = 1.0  # issue 21: kvtui's own RSS grows at most this much per hour after warm-up
+KVTUI_RSS_TARGET_MIB_PER_H = 1.0  # the target: kvtui's own RSS grows at most this much per hour after warm-up
 TIME_WAIT_FLAG_PER_H = 60.0  # TIME_WAIT growth is flagged above one socket a minute (and significantly > 0)
 TIME_WAIT_S = 60.0  # Linux keeps a socket in TIME_WAIT this long (TCP_TIMEWAIT_LEN): the count levels off after it
 TIME_WAIT_MIN_FIT_S = 300.0  # a slope is judged only over a fit this long that starts after TIME_WAIT_S

@@ -17,7 +17,7 @@ change at once:
 
     python -m kvtui.testing.demo --static --headless --duration 0.5 --size 120x40 --screenshot /tmp/demo.svg
 
-(The README's screenshots come from live runs instead: ``make screenshots``.)
+(The project's screenshots come from live runs instead: ``make screenshots``.)
 """
 
 from __future__ import annotations
@@ -335,7 +335,7 @@ def fixture_frame(ticks: int = 150, seed: int = 7, **kwargs) -> Frame:
 
 def trace_fixture_frame(name: str = "synthetic", ticks: int = 150, then: float = 16.0, then_ticks: int = 20) -> Frame:
     """The frame of a seeded trace demo: ``ticks`` ticks as fast as possible (13 rows a tick), then
-    ``then_ticks`` ticks at speed ``then`` (identical on every call; ~2–3 s)."""
+    ``then_ticks`` ticks at speed ``then`` (identical on every call; it takes seconds to build)."""
     src = DemoSource(trace=name, speed=None, per_tick=13)
     for _ in range(ticks):
         src.frame()

@@ -553,7 +553,8 @@ def run_app(source: FrameSource | None, controller: Controller | None, *, headle
     app.finish_after = 1.0 if headless and duration_s is None else duration_s
     app.finish_screenshot = screenshot
     # The live engine's feeder and collector threads share this process (and its GIL) with the UI, whose
-    # repaints run ~25 ms of Python: hand the GIL over every 1 ms instead of 5 ms so they keep decode fed.
+    # repaints run tens of ms of Python: hand the GIL over every 1 ms instead of Python's default 5 ms so they
+    # keep decode fed.
     switch = sys.getswitchinterval()
     sys.setswitchinterval(GIL_SWITCH_S)
     restore_priority = lower_thread_priority(ui_nice)

@@ -50,7 +50,7 @@ BINDINGS: list[Binding] = [
     Binding("minus", "trace_speed(-1)", "slower", key_display="-", group=_TRACE_SPEED),
     Binding("plus,equals_sign", "trace_speed(1)", "faster", key_display="+", group=_TRACE_SPEED),
     # live
-    # (the knobs' keys as shown are kvtui.core.knobs' Knob.keys, which the README's knob table lists too)
+    # (the knobs' keys as shown are kvtui.core.knobs' Knob.keys)
     Binding("left_square_bracket,minus", "overlap(-1)", f"overlap -{_OVERLAP_STEP}", key_display=OVERLAP.keys[0],
             group=_OVERLAP),
     Binding("right_square_bracket,plus,equals_sign", "overlap(1)", f"overlap +{_OVERLAP_STEP}",

@@ -69,7 +69,9 @@ def test_bench_json_to_standard_output_is_the_json_alone(tmp_path, capsys):
     assert main(["bench", "--trace", str(trace), *SMALL, "--rounds", "1", "--json", "-"]) == 0
     out, err = capsys.readouterr()
     assert json.loads(out)["rows"] == 50
-    assert "ratio engine/bare loop" in err and "CPU per request by process" in err
+    assert "\n  engine ÷ bare loop  " in err and "CPU per request by process" in err
+    table = err[err.index("kvtui bench --trace "):]  # (after the progress lines)
+    assert max(len(line) for line in table.splitlines()) <= 100 and "\nLegend\n" in table
 
 
 def test_bench_ui_reports_both_rates_and_the_paused_cpu(tmp_path):

@@ -223,7 +223,7 @@ def _copy(src: Path, dst: Path) -> Path:
 
 @pytest.mark.parametrize("case,needle", [
     ("newer", "newer than this kvtui reads"),
-    ("truncated", "not a readable kvtui session"),
+    ("truncated", "is cut short (3,000 of"),
     ("foreign_sqlite", "not a kvtui session"),
     ("text", "not a kvtui session"),
     ("missing", "no such session file"),

@@ -171,6 +171,32 @@ def test_grid_marks_rows_of_the_same_prefix_group():
     assert with_widget(grid, check, size=(70, 12))
 
 
+def test_a_legend_glyph_has_one_name_at_every_width():
+    """A narrow grid abbreviates the legend's words (pub, comp, …), but never names a glyph otherwise: ▒ was
+    "present" when wide and "peer" when narrow (a page another worker stored?) though it is a page the
+    publish found already present in the store (PageState.PRESENT, counted in pages_already_present),
+    whoever stored it; the help screen's line for it says so too."""
+    from kvtui.tui.widgets.page_grid import STATES
+
+    full = {state: word for state, _, _, word, _ in STATES}
+    description = {state: text for state, _, _, _, text in STATES}
+    seen: dict[int, set[str]] = {}
+    for groups in (False, True):
+        grid = PageGrid()
+        grid.set_rows(tuple(PageRow(i, "x", 2048, 0, bytes(ALL), group="sys 1" if groups else "")
+                            for i in range(3)))
+        for width in range(20, 201):
+            for line in grid.legend_lines(width, 40):
+                for text, state in line:
+                    if state >= 0:
+                        seen.setdefault(state, set()).add(text.split(" ", 1)[1])
+    assert set(seen) == set(full)
+    for state, words in seen.items():  # the full word, or an abbreviation of it
+        assert full[state] in words and all(full[state].startswith(w) for w in words), (state, words)
+    assert full[S.PRESENT] == "present" and "peer" not in description[S.PRESENT]
+    assert "already present" in description[S.PRESENT]
+
+
 def test_grid_empty_and_tiny_sizes_never_fail():
     grid = PageGrid()
 

@@ -15,6 +15,7 @@ from kvtui.commands.bench import format_ui
 from kvtui.commands.output import write_json_atomic
 from kvtui.config.paths import check_new_file
 from kvtui.core.errors import KvtuiError
+from kvtui.core.text import WIDTH, widest
 from kvtui.core.units import parse_size
 from kvtui.engine.connector import ReloadResult
 from workload import TraceProblem, skipped_rows_text
@@ -48,11 +49,16 @@ def test_trace_lines_show_each_side_and_the_median_ratio_against_its_target():
          "bare_loop": {"seconds": 8.0, "requests_per_s": 37.5, "pages_hit": 1234},
          "ratios": {"engine_vs_bare_loop": 0.85, "engine_vs_bare_loop_best_of": 0.8}}
     text = format_trace(o)
-    assert "trace t.jsonl: 300 rows, 3 round(s)" in text
-    assert "engine             10.0 s     30.0 req/s  hits 1,234 pages (50.00% of tokens)" in text
-    assert "bare loop           8.0 s     37.5 req/s" in text
-    assert (f"median of the rounds (0.90, 0.70, 0.85) → target ≥ {TARGETS['engine_vs_bare_loop']:g}: met; "
-            "of the best runs 0.80") in text
+    lines = text.splitlines()
+    assert "kvtui bench --trace t.jsonl: 300 rows, 3 round(s)" in text
+    assert "                    seconds     req/s   pages hit" in lines
+    assert "  engine               10.0      30.0       1,234  (50.00% of tokens)" in lines
+    assert "  bare loop             8.0      37.5       1,234" in lines
+    assert (f"  engine ÷ bare loop                    0.85×   ≥ {TARGETS['engine_vs_bare_loop']:g}    met"
+            in lines)
+    assert "  engine ÷ bare loop (best runs)        0.80×" in lines
+    assert "the median of the rounds' ratios (0.90, 0.70, 0.85)." in text
+    assert widest([text]) <= WIDTH and "\nLegend\n  met / NOT met  a ratio against its target" in text
     o["ratios"]["engine_vs_bare_loop"] = 0.5
     assert "NOT met" in format_trace(o)
     assert "warning" not in format_trace(o)
@@ -73,14 +79,16 @@ def test_trace_lines_split_the_ratio_into_the_hand_off_and_kvtuis_work():
          "cpu_ms_per_request": {"engine": {"parent": 0.4}, "bare_loop": {"loop": 0.5},
                                 "two_process_loop": {"reader": 0.5, "writer": 0.25}}}
     text = format_trace(o)
-    assert "two-process loop    7.5 s     40.0 req/s  hits 1,234 pages" in text
-    assert "two-process loop/bare loop 0.80 (the hand-off between two processes alone)" in text
-    assert "engine/two-process loop 0.75 (kvtui's own work" in text
+    flat = " ".join(text.split())
+    assert "  two-process loop      7.5      40.0       1,234" in text.splitlines()
+    assert "two-process loop ÷ bare loop 0.80×" in flat and "engine ÷ two-process loop 0.75×" in flat
+    assert "two-process loop ÷ bare loop (the hand-off between two processes alone)" in flat
+    assert "engine ÷ two-process loop (kvtui's own work" in flat
     assert "two-process loop  0.75 = reader 0.50 + writer 0.25" in text
-    assert ("each the median of the rounds (a round's two multiply to its engine/bare loop; their medians need not)"
-            in text)
-    assert "reader = the two-process loop's reader (decode's part); writer = its writer (prefill's part)" in text
-    assert "warning" not in text
+    assert ("each the median of the rounds (a round's two multiply to its engine ÷ bare loop; their medians need "
+            "not)") in flat
+    assert "reader the two-process loop's reader (decode's part) writer its writer (prefill's part)" in flat
+    assert "warning" not in text and widest([text]) <= WIDTH
     o["rounds"][0]["two_process_loop_pages_hit"] = 4  # the two-process loop alone did other work
     assert "warning: the engine and the bare loops hit different pages" in format_trace(o)
 
@@ -97,7 +105,8 @@ def test_trace_lines_add_each_sides_cpu_per_request_by_process():
     assert "warning" not in text  # (no page counts to compare)
     assert "engine            0.70 = parent 0.40 + decode 0.30" in text  # (the idle metadata server left out)
     assert "bare loop         0.75 = loop 0.50 + master 0.25" in text
-    assert "metadata =" not in text and "master = mooncake_master" in text  # the legend names what is shown
+    legend = text[text.index("\nLegend\n"):].splitlines()
+    assert "  metadata" not in " ".join(legend) and "  master         mooncake_master" in legend  # what is shown
 
 
 def test_cpu_per_request_is_the_difference_of_two_readings_per_request():
@@ -120,13 +129,16 @@ def test_ui_lines_show_both_rates_the_ratio_and_the_paused_cpu():
          "idle_paused_cpu_percent": 1.25}
     text = format_ui(o)
     assert text.startswith("2 round(s), requests counted over 2 s after 1.5 s; monitor at 4 Hz")
-    assert "workload rate headless      100.0 req/s" in text and "with the monitor             90.0 req/s" in text
-    assert "median of the rounds (0.90, 1.00) → target ≥ 0.95: met; of the best runs 0.90" in text
-    assert "monitor CPU, paused           1.2 % of one core" in text
+    assert "workload rate headless     100.0 req/s" in text and "with the monitor            90.0 req/s" in text
+    assert "  monitor ÷ headless                    0.95×   ≥ 0.95   met" in text
+    assert "  monitor ÷ headless (best runs)        0.90×" in text
+    assert "the median of the rounds' ratios (0.90, 1.00)" in text
+    assert "monitor CPU, paused          1.2 % of one core" in text
+    assert widest([text]) <= WIDTH and "\nLegend\n  met / NOT met" in text
 
 
 @pytest.mark.parametrize("argv, message", [
-    (["bench", "--ui", "--layout", "tiny", "--rounds", "0"], "--rounds must be within 1..100, got 0"),
+    (["bench", "--ui", "--layout", "tiny", "--rounds", "0"], "--rounds must be within 1-100, got 0"),
     (["bench", "--ui", "--layout", "tiny", "--seconds", "0"], "--seconds must be positive"),
     (["bench", "--ui", "--layout", "tiny", "--refresh-hz", "100"], "--refresh-hz must be within"),
     (["bench", "--layout", "tiny", "--iterations", "0"], "--iterations must be at least 1"),
@@ -143,7 +155,7 @@ def test_ui_lines_show_both_rates_the_ratio_and_the_paused_cpu():
     (["bench", "--layout", "tiny", "--store-size", "12 parsecs"], "--store-size: not a size"),
     (["bench", "--layout", "tiny", "--store-size", "8MiB"], "--store-size must be at least 16 MiB"),
     (["bench", "--trace", "synthetic", "--layout", "tiny", "--rounds", "101"],
-     "--rounds must be within 1..100, got 101"),
+     "--rounds must be within 1-100, got 101"),
     (["bench", "--trace", "synthetic", "--layout", "tiny", "--trace-block-tokens", "0"],
      "--trace-block-tokens must be at least 1, got 0"),
     (["bench", "--trace", "", "--layout", "tiny"], "bench: argument --trace: needs a shipped trace's name"),

@@ -89,8 +89,8 @@ def test_two_sessions_side_by_side(tmp_path, capsys):
     assert reload["values"][0] == pytest.approx(4.5, rel=0.01) and reload["values"][1] == pytest.approx(2.5, rel=0.01)
     # the table: the differing input, and the pages line with its absolute and relative delta
     assert "workload.overlap  0.75  0.25" in text
-    line = next(x for x in text.splitlines() if x.startswith("pages_hit "))
-    assert line.split()[1:] == ["pages", "60", "20", "-40", "(-66.7", "%)"]
+    line = next(x for x in text.splitlines() if x.startswith("KV page hits "))  # (pages_hit, by its figure)
+    assert line.split()[3:] == ["pages", "60", "20", "-40", "(-66.7", "%)"]
     assert next(x for x in text.splitlines() if x.startswith("page hit rate (session)")).endswith("-50.00 pp")
     svg = (tmp_path / "cmp.svg").read_text()
     assert svg.lstrip().startswith("<?xml") and "A: a.kvtui" in svg and "B: b.kvtui" in svg
@@ -248,3 +248,86 @@ def test_an_interrupted_run_is_named_as_such(tmp_path, capsys):
     assert differ["interrupted"] == [None, True]  # (a run that ran its course is not marked)
     assert (f"kvtui: {b} is of an interrupted run (the master kvtui started died (exit code -9) at 3.6 s): its "
             "figures cover only what finished") in captured.err
+
+
+def test_the_table_names_every_figure_as_the_summary_does_and_writes_its_numbers_so(tmp_path, capsys):
+    """Not raw JSON keys (put_ms_total): each row by its figure's name, its numbers with the summary's decimals and
+    thousands separators; within 100 columns. ``--json`` keeps its rows' names as they were."""
+    from kvtui.core.text import WIDTH, widest
+    from kvtui.metrics import figures as fig
+
+    a, b = tmp_path / "a.json", tmp_path / "b.json"
+    doc = run_json(a, hit=2)
+    other = {**doc, "throughput": {**doc["throughput"], "reuse_read_MBps": 4_293.4}, "put_ms_total": 1_234.56}
+    b.write_text(json.dumps(other))
+    assert main(["compare", str(a), str(b)]) == 0
+    text = capsys.readouterr().out
+    assert widest([text]) <= WIDTH
+    labels = [line.split("  ")[0] for line in text[text.index("\nfigure "):].splitlines()[3:]]
+    assert not [x for x in labels if "_" in x], "a row named by its JSON key"
+    for f in (fig.REQUESTS, fig.TOKENS_HIT, fig.PAGES_HIT, fig.PUT_BUSY, fig.READ_BUSY, fig.BYTES_LOADED,
+              fig.REUSE_BUSY, fig.HIT_RATE_SESSION):
+        assert f.name in labels, f.name
+    lines = text.splitlines()
+    reuse = next(x for x in lines if x.startswith(fig.REUSE_BUSY.name + " "))
+    a_reuse = doc["throughput"]["reuse_read_MBps"]
+    assert reuse.split()[3:6] == ["MB/s", f"{a_reuse:,.0f}", "4,293"]  # MB/s: no decimals, as in the summary
+    put = next(x for x in lines if x.startswith(fig.PUT_BUSY.name + " "))
+    assert put.split()[3:5] == ["ms", f"{doc['put_ms_total']:,.1f}"] and "1,234.6" in put
+    assert "reload latency p50 " in text and " samples " in text  # a latency's statistics, its count in samples
+    assert main(["compare", str(a), str(b), "--json", "-"]) == 0
+    c = json.loads(capsys.readouterr().out)
+    assert _row(c, "put_ms_total")["name"] == "put_ms_total" and _row(c, "pages_hit")["name"] == "pages_hit"
+
+
+def test_bench_fields_are_named_by_their_figures_and_what_tells_them_apart():
+    from kvtui.commands.compare import _text_figures, figure_label
+
+    figures = _text_figures()
+    assert figure_label("reuse_read_MBps_p50", figures)[0] == "reload throughput (p50 per reload)"
+    assert figure_label("best_reuse_read_MBps_p50", figures)[0] == "reload throughput (p50 per reload) · best"
+    assert figure_label("read_streams.2.MBps_p50", figures)[0] == "reload throughput (p50 per reload) · read streams 2"
+    assert figure_label("tcp_path.reuse_read_MBps_p50", figures)[0] == "reload throughput (p50 per reload) · tcp path"
+    assert figure_label("tcp_path.reload_ms.p50", figures)[0] == "reload latency p50 · tcp path"
+    assert figure_label("best_reload_ms.max", figures)[0] == "reload latency max · best"
+    assert figure_label("ratios.fill_vs_memcpy", figures)[0] == "page fill ÷ memcpy"  # (not "page fill (p50)")
+    assert figure_label("ratios.aggregate_vs_links.4", figures)[0] == "aggregate ÷ M × link rate · 4"
+    assert figure_label("ttft_saved_ms.p50", figures)[0] == "TTFT saved (estimate) p50"
+    assert figure_label("tokens_skipped", figures)[0] == "prefill tokens skipped"
+    assert figure_label("request_rate.store_bound_rps", figures) == ("request rate · store bound rps", None)
+
+
+def record_switching(path, scenarios: list[str], requests: int = 20) -> None:
+    """A session like :func:`record`'s whose scenario switches mid-way, through ``scenarios`` in turn."""
+    clock = Clock()
+    agg = Aggregator(clock=clock)
+    workload = {"kind": "synthetic", "scenario": scenarios[0], "overlap": 0.5, "pool": 8}
+    w = SessionWriter(path, {**HEADER, "workload": workload})
+    agg.begin_span()
+    for i in range(requests):
+        clock.t += 0.1
+        agg.add(_result(i, 2))
+        w.write(agg.frame(workload={**workload, "scenario": scenarios[i * len(scenarios) // requests]}))
+    w.close()
+
+
+def test_a_recording_that_switched_scenario_says_so(tmp_path, capsys):
+    """Its scenarios in order, not only the last one; even against a file whose last scenario is the same."""
+    a, b, c = tmp_path / "a.kvtui", tmp_path / "b.kvtui", tmp_path / "c.kvtui"
+    record_switching(a, ["few-shot", "shared-system-prompt"])
+    record(b, hit=2, overlap=0.5)  # shared-system-prompt throughout
+    record_switching(c, ["shared-system-prompt", "few-shot", "multi-turn"])
+    assert main(["compare", str(a), str(b), str(c)]) == 0
+    text = capsys.readouterr().out
+    assert f"A  {a}  (session; scenario switched: few-shot → shared-system-prompt)" in text
+    assert f"B  {b}  (session)" in text
+    assert f"C  {c}  (session; scenario switched: shared-system-prompt → few-shot → multi-turn)" in text
+    lines = text.splitlines()  # (three files' scenarios are too wide side by side: each under its input)
+    at = lines.index("workload.scenario")
+    assert lines[at + 1: at + 4] == ["  A  few-shot → shared-system-prompt", "  B  shared-system-prompt",
+                                     "  C  shared-system-prompt → few-shot → multi-turn"]
+    assert main(["compare", str(a), str(b)]) == 0  # the last scenarios agree: the switch is said all the same
+    text = capsys.readouterr().out
+    assert "inputs that differ (1; " in text and "few-shot → shared-system-prompt  shared-system-prompt" in text
+    assert main(["compare", str(a), str(b), "--json", "-"]) == 0  # the JSON as it was: the last scenario only
+    assert "workload.scenario" not in [d["input"] for d in json.loads(capsys.readouterr().out)["inputs_differ"]]

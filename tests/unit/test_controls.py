@@ -41,7 +41,8 @@ def _events_after(session: LiveSession, n_before: int, count: int = 1, timeout_s
 
 
 def _n_events(session: LiveSession) -> int:
-    return len(session.frame().events)
+    """The events logged so far, in a frame built now (the newest frame may predate the session's start line)."""
+    return len(session.producer.tick().events)
 
 
 def test_the_controller_api_is_send_plus_the_immediate_actions():
@@ -209,5 +210,32 @@ def test_description_follows_the_workload_spec():
         assert (spec.overlap, spec.pool) == (0.25, 2)
         expected = {**synthetic_description(spec), "layout": "tiny"}
         assert session.description == expected and session.frame().workload == expected
+    finally:
+        session.stop()
+
+
+def test_a_rate_set_after_closed_loop_is_honoured_at_once():
+    """Closed loop for a while, then a rate (the settings dialog, ``r`` / ``R``): the requests after the
+    change arrive from the time of the change at that rate, not from the run's start (a burst that catches
+    up with the closed-loop stretch, which showed ~3× the rate in the header for tens of seconds)."""
+    engine = FakeEngine(TINY)
+    spec = WorkloadSpec(scenario="random", prompt_tokens=64, page_tokens=8, rate=0.0)
+    session = LiveSession(engine, SyntheticWorkload(spec), synthetic_description(spec), layout_text=TINY.describe(),
+                          layout_name="tiny")
+    session.want("test", 50)
+    session.start()
+    try:
+        deadline = time.monotonic() + 10
+        while session.driver.elapsed() < 1.0 and time.monotonic() < deadline:
+            time.sleep(0.02)
+        before = session.driver.elapsed()  # seconds of closed loop on the arrival clock
+        n = _n_events(session)
+        session.send(SetRate(20.0))
+        assert _events_after(session, n) == ["rate → 20 req/s"]
+        while sum(r.arrival_s is not None for r in engine.submitted) < 3 and time.monotonic() < deadline:
+            time.sleep(0.02)
+        arrivals = [r.arrival_s for r in list(engine.submitted) if r.arrival_s is not None]
+        assert len(arrivals) >= 3
+        assert min(arrivals) >= before, (before, arrivals[:5])  # none scheduled back in the closed-loop stretch
     finally:
         session.stop()

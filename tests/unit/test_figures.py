@@ -1,22 +1,18 @@
-"""Every figure is defined once (kvtui.metrics.figures): the README table is that definition, names are unique,
+"""Every figure is defined once (kvtui.metrics.figures): the docs' reference table is that definition, names are unique,
 and the aggregator, the summary, the monitor's labels and the bench table all take theirs from it."""
 
 from __future__ import annotations
 
-import re
 from collections import Counter
 from pathlib import Path
 
 from kvtui.metrics import figures as fig
 
-README = Path(__file__).resolve().parents[2] / "README.md"
+REFERENCE = Path(__file__).resolve().parents[2] / "docs" / "reference" / "figures.md"
 
 
-def test_readme_table_is_the_module():
-    text = README.read_text()
-    m = re.search(r"<!-- figures:begin[^>]*-->\n(.*?)\n<!-- figures:end -->", text, re.S)
-    assert m, "README lacks the figures table markers"
-    assert m.group(1).strip() == fig.markdown_table(), "README figures table differs: python -m kvtui.metrics.figures"
+def test_the_docs_table_is_the_module():
+    assert fig.markdown_table() in REFERENCE.read_text(), "docs/reference/figures.md differs: make docs"
 
 
 def test_one_name_per_figure_and_one_label_per_panel():
@@ -72,18 +68,49 @@ def test_text_outputs_name_the_figures():
                            "memcpy_MBps": 1200.0},
              "ratios": {"connector_vs_raw": 0.95, "reload_vs_loopback_tcp": 0.6, "reload_vs_memcpy": 0.83}}
     table = format_bench(bench)
-    assert fig.RELOAD_P50.name in table and fig.PUBLISH_BUSY.name in table
-    assert "reuse read" not in table and "best/raw" not in table
+    assert fig.RELOAD_P50.label in table and fig.PUBLISH_BUSY.name in table and fig.RELOAD_LATENCY.name in table
+    assert "reuse read" not in table and fig.BEST_STREAMS_VS_RAW.name not in table
     bench["ratios"].update(best_streams_vs_raw=0.947, tcp_connector_vs_raw=1.016)
     bench["tcp_path"] = {"reuse_read_MBps_p50": 1200.0, "reload_ms": stats, "raw_get_MBps_p50": 1180.0,
                          "verified": True}
     bench["ratios"]["tcp_reload_vs_loopback_tcp"] = 0.8
-    table = format_bench(bench)
-    assert "→ best/raw 0.95" in table and "(connector/raw 1.02)" in table
-    assert "→ 1-stream reload/raw 0.95" in table and "best reload (1 stream)/TCP 0.60" in table  # which reload
+    lines = format_bench(bench).splitlines()
+    # every ratio on a row of its own, named by its figure, with its target where it has one
+    assert f"  {fig.BEST_STREAMS_VS_RAW.name:<34}    0.95×" in lines
+    assert f"  {fig.TCP_CONNECTOR_VS_RAW.name:<34}    1.02×" in lines
+    assert f"  {fig.CONNECTOR_VS_RAW.name:<34}    0.95×   ≥ 0.97   NOT met" in lines
+    assert f"  {fig.RELOAD_VS_TCP.name:<34}    0.60×   ≥ 1      NOT met" in lines
+    assert f"  {fig.TCP_RELOAD_VS_TCP.name:<34}    0.80×   ≥ 0.8    met" in lines
     from kvtui.bench.reuse import DEMO_CARD
 
     bench.update(demo_card=DEMO_CARD, page_bytes=DEMO_CARD["page_bytes"])
-    assert "NOT this run's layout" not in format_bench(bench).splitlines()[0]
+    table = format_bench(bench)
+    assert "Against the demo card\n" in table and "NOT this run's layout" not in table
     bench["page_bytes"] = 4096  # e.g. --layout tiny: the card's column is said not to compare like for like
-    assert "NOT this run's layout or prompt" in format_bench(bench).splitlines()[0]
+    table = format_bench(bench)
+    assert "Against the demo card (NOT this run's layout or prompt: see the Legend)" in table
+    assert "NOT this run's layout or prompt: for scale, not like for like." in " ".join(table.split())
+
+
+def test_counts_and_ratios_are_named_once_and_every_target_has_its_ratio():
+    from kvtui.bench.targets import TARGETS
+
+    every = fig.FIGURES + fig.COUNTS + fig.BENCH + fig.RATIOS + (fig.RELOAD_HIT_RATE, fig.VERIFY_MS)
+    names = Counter(f.name for f in set(every))
+    assert not [n for n, k in names.items() if k > 1]
+    assert set(TARGETS) <= set(fig.RATIO_BY_KEY)
+    assert all(f.unit == "×" and f.field.startswith(f"ratios.{f.key}") for f in fig.RATIOS)
+    from kvtui.metrics.aggregate import BUSY_MS, COUNTERS
+
+    counted = {field.strip() for f in fig.COUNTS + fig.RELOAD_COUNTS for field in f.field.split(",")}
+    assert set(COUNTERS + BUSY_MS) <= counted  # every counter of the summary has its name
+
+
+def test_numbers_are_written_one_way():
+    assert fig.number(4293.4, "MB/s") == "4,293" and fig.show(fig.REUSE_BUSY, 4293.4) == "4,293 MB/s"
+    assert fig.show(fig.RELOAD_LATENCY, 1.547) == "1.55 ms" and fig.show(fig.TTFT_SAVED, 12.34) == "12.3 ms"
+    assert fig.show(fig.HIT_RATE_SESSION, 0.645) == "64.50%" and fig.show(fig.CONNECTOR_VS_RAW, 0.616) == "0.62×"
+    assert fig.number(0.0125, "%", sign=True) == "+1.25 pp" and fig.number(-1234.5, "ms", sign=True) == "-1,234.50"
+    assert fig.number(0.2, "MB/s", sign=True) == "±0"  # a change that rounds to nothing
+    assert fig.number(1_056_768, "bytes") == "1,056,768" and fig.number(12345, "") == "12,345"
+    assert fig.number(0.1172, "") == "0.1172" and fig.number(1234.5, "") == "1,234"  # no unit: by magnitude

@@ -1,5 +1,5 @@
 """Each workload knob is defined once (kvtui/core/knobs.py): its checks, the command line built from it,
-the workload's own defaults, and the README's "Workload knobs" table all agree with it."""
+the workload's own defaults, and the docs' knob table all agree with it."""
 
 from __future__ import annotations
 
@@ -15,12 +15,12 @@ from kvtui.core.knobs import DEFAULT_SCENARIO, KNOBS, OVERLAP, POOL, RATE, SCENA
 from kvtui.core.layout import PRESETS
 from workload import WorkloadSpec
 
-README = Path(__file__).resolve().parents[2] / "README.md"
+REFERENCE = Path(__file__).resolve().parents[2] / "docs" / "reference" / "knobs.md"
 
 
 def _readme_knob_table() -> dict[str, list[str]]:
-    """The rows of the README table whose header starts with ``| knob | flag |``, by first cell."""
-    lines = README.read_text().splitlines()
+    """The rows of the docs' knob table (its header starts with ``| knob | flag |``), by first cell."""
+    lines = REFERENCE.read_text().splitlines()
     start = next(i for i, line in enumerate(lines) if line.replace(" ", "").startswith("|knob|flag|"))
     header = [c.strip() for c in lines[start].strip().strip("|").split("|")]
     assert header == ["knob", "flag", "unit", "range", "default", "step", "key in the monitor"]

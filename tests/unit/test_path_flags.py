@@ -195,3 +195,11 @@ def test_a_path_ending_in_a_slash_is_a_folder(tmp_path, capsys):
 
     assert main(["trace-stats", "synthetic", "--json", f"{tmp_path}/new/"]) == 2
     assert capsys.readouterr().err == f"kvtui: error: --json: {tmp_path}/new/ is a folder; give a file's path\n"
+
+
+def test_a_flag_is_taken_only_whole():
+    """argparse would take ``--screenshot`` for ``serve``'s ``--screenshot-dir`` (a prefix of it): refused."""
+    from kvtui.cli import main
+
+    assert main(["serve", "--screenshot", "x.svg"]) == 2
+    assert main(["run", "--requ", "5"]) == 2

@@ -178,3 +178,59 @@ def test_a_recording_that_cannot_start_leaves_no_file_behind(tmp_path, monkeypat
     monkeypatch.setattr(writer.sqlite3, "connect", real_connect)
     SessionWriter(path, {}).close()  # a retry with the same name is not refused
     assert path.exists()
+
+
+@pytest.fixture(scope="module")
+def demo_recording(tmp_path_factory):
+    """A closed recording of 300 frames of a seeded DemoSource, each with a few request rows (hundreds of
+    SQLite pages)."""
+    from kvtui.testing.demo import DemoController, DemoSource
+
+    src = DemoSource(3, tick_s=0.5)
+    ctl = DemoController(src, record_dir=str(tmp_path_factory.mktemp("cut")))
+    on, path = ctl.toggle_recording()
+    assert on
+    for i in range(300):
+        for j in range(5):
+            src.writer.add_request({"req_id": 5 * i + j, "scenario": "demo", "pages_hit": (i * j) % 7})
+        src.frame()
+    ctl.stop()
+    return path
+
+
+@pytest.mark.parametrize("fraction", [0.05, 0.2, 0.5, 0.9, 0.999])
+def test_a_recording_cut_short_reads_up_to_its_last_intact_frame(demo_recording, tmp_path, capsys, fraction):
+    """A file cut short (a copy that stopped, a full disk) is no longer refused whole ("database disk image
+    is malformed"): its frames up to the cut are read and said to be so, each the same frame as in the whole
+    file, for report and replay alike."""
+    whole = SessionReader(demo_recording)
+    data = open(demo_recording, "rb").read()
+    size = int(len(data) * fraction)
+    cut = tmp_path / "cut.kvtui"
+    cut.write_bytes(data[:size])
+    r = SessionReader(cut)
+    assert r.cut_short and r.damaged and 1 <= len(r) < len(whole)
+    assert len(r) >= len(whole) * fraction * 0.8 - 8  # most frames before the cut (the first pages: the schema)
+    for i in (0, len(r) // 2, len(r) - 1):
+        assert r.frame_at(i) == whole.frame_at(i)
+    assert r.times == whole.times[:len(r)]
+    rows = list(r.request_rows())  # the request rows up to the cut
+    assert rows == list(whole.request_rows())[:len(rows)] and (rows or fraction < 0.5)
+    warning = r.warning("reporting")
+    assert warning == (f"{cut} is cut short ({size:,} of {len(data):,} bytes): reporting its first {len(r)} "
+                       "frames, those before the cut")
+    assert main(["report", str(cut), "--json", str(tmp_path / "cut.json")]) == 0
+    assert capsys.readouterr().err.strip() == f"kvtui: {warning}"
+    session = json.loads((tmp_path / "cut.json").read_text())["session"]
+    assert session["damaged"] is True and session["frames"] == len(r)
+
+
+def test_a_recording_cut_before_its_first_frame_says_so(demo_recording, tmp_path):
+    data = open(demo_recording, "rb").read()
+    for size in (100, 4096, 3 * 4096):  # inside the header page; the header page alone; before any frame
+        cut = tmp_path / f"cut{size}.kvtui"
+        cut.write_bytes(data[:size])
+        with pytest.raises(SessionError) as exc:
+            SessionReader(cut)
+        assert str(exc.value) == (f"{cut} is cut short ({size:,} of {len(data):,} bytes) before its first "
+                                  "complete frame")

@@ -185,7 +185,7 @@ def test_bench_recompute_line():
     assert o["ttft_saved_ms"]["total"] == pytest.approx(3 * 96.0 - 330.0)
     assert o["ttft_saved_ms"]["p50"] == pytest.approx(96.0 - 110.0) and o["prefill_gpu_s_saved"] == pytest.approx(0.288)
     line = _recompute_line(o, {"p50": 110.0, "mean": 110.0})
-    assert "recompute ~96.0 ms for 96 tokens vs reload p50 110.0 · mean 110.0 ms measured" in line
+    assert "recompute ~96.0 ms for 96 tokens vs reload p50 110.00 · mean 110.00 ms measured" in line
     assert "RELOAD SLOWER THAN RECOMPUTE (Σ reload/Σ recompute 1.15×" in line
     assert "estimate: prefill at 1,000 tok/s" in line
     quick = {"tokens_skipped": 96, **reload_estimate(est, 96, [10.0])}

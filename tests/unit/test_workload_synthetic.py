@@ -189,3 +189,24 @@ def test_multi_turn_pool_shrink_drops_conversations():
     reqs = take(w, 3)
     assert {r.label("slot") for r in reqs} == {"0"}
     assert [int(r.label("turn")) for r in reqs] == [3, 4, 5]
+
+
+def test_a_rate_change_counts_its_arrivals_from_now():
+    """After a closed-loop stretch (no arrival clock) or a stretch the driver lagged behind, a rate change
+    given the arrival clock's time now (``now_s``) draws the next arrival from then: nothing to catch up.
+    Without ``now_s`` arrivals count on from the last one, and other knobs never move the clock."""
+    w = SyntheticWorkload(WorkloadSpec(rate=0.0, prompt_tokens=16, scenario="random"))
+    assert all(r.arrival_s is None for r in take(w, 50))
+    w.update(rate=5.0, now_s=40.0)  # 40 s of closed loop on the driver's clock
+    arrivals = [r.arrival_s for r in take(w, 200)]
+    assert arrivals[0] > 40.0 and all(b > a for a, b in zip(arrivals, arrivals[1:]))
+    assert 200 / (arrivals[-1] - 40.0) == pytest.approx(5.0, rel=0.2)
+    w.update(overlap=0.5, now_s=arrivals[-1] + 100.0)  # not a rate change: the clock stays
+    assert w.next_request().arrival_s < arrivals[-1] + 100.0
+    last = w.next_request().arrival_s
+    w.update(rate=10.0, now_s=last - 1.0)  # a row drawn ahead of the clock keeps its time: count on from it
+    assert w.next_request().arrival_s > last
+    same = SyntheticWorkload(WorkloadSpec(rate=0.0, prompt_tokens=16, scenario="random"))
+    take(same, 50)
+    same.update(rate=5.0)  # no clock given: from the last arrival (none: 0 s), as before
+    assert same.next_request().arrival_s < 40.0

@@ -118,6 +118,44 @@ def test_file_level_errors(tmp_path, content, message):
     assert "\n" not in str(exc.value) and str(p) in str(exc.value)
 
 
+@pytest.mark.parametrize("bad_line, column", [
+    (b'{"timestamp": 5, "input_length": 10,\x00 "output_length": 1, "hash_ids": [1]}', 37),  # between fields
+    (b'{"timestamp": 5, "input_length": 10, "output_length": 1, "hash_ids": [1], "x": "a\x00b"}', 82),  # in a string
+    (b"\x00" * 40, 1),  # a stretch of zeroes (a block never written)
+])
+def test_a_line_with_a_nul_byte_is_a_bad_row_like_any_other(tmp_path, bad_line, column):
+    """One line with a NUL byte in an otherwise valid JSONL trace is skipped, counted and named with its line
+    number like other bad lines (the whole trace was refused as a binary file); --strict stops at it."""
+    good = [row(t, 10, [1]).encode() for t in range(4)]
+    for where in (0, 2):  # the first line, or one in the middle
+        lines = good[:where] + [bad_line] + good[where:]
+        p = write(tmp_path, b"\n".join(lines) + b"\n")
+        rows, problems = read_trace(p)
+        assert [r.line_no for r in rows] == [n for n in range(1, 6) if n != where + 1]
+        assert [(q.line_no, q.reason, q.skipped) for q in problems] == [
+            (where + 1, f"NUL byte at column {column} (binary data, not JSON)", True)]
+        assert skipped_rows_text(problems) == (f"skipped 1 bad trace row (first: line {where + 1}: NUL byte at "
+                                               f"column {column} (binary data, not JSON))")
+        with pytest.raises(TraceError) as exc:
+            read_trace(p, strict=True)
+        assert str(exc.value) == f"{p}:{where + 1}: NUL byte at column {column} (binary data, not JSON)"
+
+
+@pytest.mark.parametrize("content", [
+    b"\x00" * 4096,  # zeroes
+    ("\n".join([row(t, 10, [1]) for t in range(4)]) + "\n").encode("utf-16-le"),  # UTF-16: a NUL every 2nd byte
+    b"\x00\x01\x02binary\n" + row(0, 10, [1]).encode("utf-16-le") + b"\n",
+])
+def test_a_binary_file_with_nul_bytes_is_still_refused(tmp_path, content):
+    p = write(tmp_path, content)
+    for strict in (False, True):
+        with pytest.raises(TraceError) as exc:
+            read_trace(p, strict=strict)
+        assert "NUL" in str(exc.value) and "binary" in str(exc.value) and "\n" not in str(exc.value)
+    with pytest.raises(TraceError, match=f"^{p}: binary file \\(NUL bytes\\), not a JSONL trace$"):
+        read_trace(p)
+
+
 def test_missing_file_and_directory(tmp_path):
     with pytest.raises(TraceError, match="no such trace file"):
         read_trace(tmp_path / "nope.jsonl")

@@ -5,9 +5,8 @@ line's flags.
 
 The screen is built once (the app installs it at start) and shown again on each ``e``, over an opaque
 background: a translucent one makes Textual paint a tinted copy of the whole dashboard under it, in Python,
-on every opening and every repaint behind it. That took 0.3–0.7 s of the monitor's CPU per opening, 1.5–2 s of
-wall time on the seed layout under load (the monitor's thread runs at nice +10); built once and opaque, an
-opening costs ≈ 12–16 ms of CPU (measured with Pilot up to the first paint).
+on every opening and every repaint behind it, which under load (the monitor's thread runs at nice +10) delays
+the dialog by seconds; built once and opaque, an opening costs a few ms of CPU.
 """
 
 from __future__ import annotations
@@ -52,10 +51,10 @@ def parse(values: dict[str, str]) -> tuple[dict, list[str]]:
 class OrderedInput(Input):
     """An :class:`Input` that runs its own key bindings (Ctrl+U, Backspace, Enter, arrows…) in the order the
     keys arrived. Textual runs a widget's bindings only after the key has bubbled up to the app, so in a burst
-    of keys (a paste, ``tmux send-keys C-u 61 Enter``, a fast typist on a busy machine) ``6`` and ``1`` were
-    inserted before the earlier Ctrl+U ran, which then erased them. Tab / Shift+Tab move the focus in order
-    too, among the fields of its dialog, and keys the app had already routed to this field after such a Tab
-    go on to the field now focused."""
+    of keys (a paste, ``tmux send-keys C-u 61 Enter``, a fast typist on a busy machine) a plain ``Input`` would
+    insert ``6`` and ``1`` before the earlier Ctrl+U ran, which would then erase them. Tab / Shift+Tab move
+    the focus in order too, among the fields of its dialog, and keys the app had already routed to this field
+    after such a Tab go on to the field now focused."""
 
     async def _on_key(self, event: events.Key) -> None:
         focused = self.screen.focused

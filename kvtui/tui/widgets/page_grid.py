@@ -49,16 +49,16 @@ if TYPE_CHECKING:
 STATES: tuple[tuple[int, str, str, str, str], ...] = (
     (S.HIT, "█", "page-grid--hit", "hit", "hit: reloaded from the store and verified (prefill skipped)"),
     (S.PUBLISHED, "▓", "page-grid--published", "published", "miss → computed and published"),
-    (S.PRESENT, "▒", "page-grid--present", "present", "miss → computed, but a peer had already stored it"),
+    (S.PRESENT, "▒", "page-grid--present", "present", "miss → computed, already present in the store"),
     (S.COMPUTED, "░", "page-grid--computed", "computed", "miss → computed, not published (decode role)"),
     (S.PARTIAL, "·", "page-grid--partial", "partial", "partial tail page: never cached, always computed"),
     (S.FAILED, "X", "page-grid--failed", "failed", "a store call failed (see the event log)"),
     (S.EVICTED, "E", "page-grid--evicted", "evicted", "evicted between probe and read"),
     (S.MISMATCH, "!", "page-grid--mismatch", "mismatch", "loaded bytes or size did not verify"),
 )
-SHORT: dict[int, str] = {S.HIT: "hit", S.PUBLISHED: "pub", S.PRESENT: "peer", S.COMPUTED: "comp",
+SHORT: dict[int, str] = {S.HIT: "hit", S.PUBLISHED: "pub", S.PRESENT: "pres", S.COMPUTED: "comp",
                          S.PARTIAL: "part", S.FAILED: "fail", S.EVICTED: "evict",
-                         S.MISMATCH: "mism"}  # legend words when the full ones need > 2 lines
+                         S.MISMATCH: "mism"}  # legend words when the full ones need > 2 lines (abbreviations)
 GLYPH = {s[0]: s[1] for s in STATES}
 CLASS = {s[0]: s[2] for s in STATES}
 UNKNOWN_GLYPH = "?"

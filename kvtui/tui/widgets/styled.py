@@ -16,8 +16,8 @@ else:
 
 class CachedStyles(_WidgetHost):
     """Mixin for a Textual ``Widget``: :meth:`style_of` caches ``get_component_rich_style`` (and the widget's
-    own ``rich_style``) until the CSS changes. Each lookup walks the CSS and every ancestor's background;
-    done per span, it took half of a repaint of the monitor."""
+    own ``rich_style``) until the CSS changes. Each lookup walks the CSS and every ancestor's background, too
+    slow to do per span in every repaint."""
 
     def style_of(self, name: str = "", partial: bool = True) -> Style:
         """The Rich style of component class ``name`` (``partial``: without the inherited background), or

@@ -24,8 +24,8 @@ from kvtui.tui.widgets.styled import CachedStyles
 
 _FORMAT = {"MB/s": fmt_mbps, "req/s": lambda v: fmt_rate(v, " req/s"), "tok/s": lambda v: fmt_rate(v, " tok/s"),
            "%": fmt_pct}
-# (series key, label, formatter): the wall-clock figures of kvtui.metrics.figures, whose names and windows
-# the README's figures table gives (the panel title says the window)
+# (series key, label, formatter): the wall-clock figures of kvtui.metrics.figures, which defines their names
+# and windows (the panel title says the window)
 RATES = tuple((f.key, f.label, _FORMAT[f.unit]) for f in WALL)
 # the TTFT estimate's row (frame.ttft, an estimate: "~"); shown only when the frame has the panel
 TTFT_ROW = (GPU_SAVED_WALL.key, "est GPU saved")
