@@ -82,6 +82,27 @@ def test_embedded_run_leaves_no_process(tmp_path):
     assert left == []
 
 
+@pytest.mark.parametrize("where", ["embedded", "attached", "--log-dir"])
+def test_a_clean_run_leaves_no_log_folder(cluster, tmp_path, monkeypatch, capsys, where):
+    """The native logs' temporary folder lasts as long as the run: one that ends without trouble removes it and
+    says nothing about logs (embedded: the cluster's and the workers' logs; attached: the workers'), while a
+    folder given with --log-dir keeps them."""
+    import tempfile
+
+    temp = tmp_path / "tmp"
+    temp.mkdir()
+    monkeypatch.setattr(tempfile, "tempdir", str(temp))
+    argv = ["run", "--requests", "5", "--layout", "tiny", "--quiet", "--model", f"logs-{uuid.uuid4().hex[:6]}"]
+    argv += ["--store-size", "64MiB"] if where == "embedded" else _attach(cluster)
+    if where == "--log-dir":
+        argv += ["--log-dir", str(tmp_path / "mine")]
+    assert main(argv) == 0
+    assert sorted(temp.glob("kvtui-logs-*")) == []
+    assert "logs of" not in capsys.readouterr().err
+    if where == "--log-dir":
+        assert {f.name for f in (tmp_path / "mine").iterdir()} == {"prefill.log", "decode.log"}
+
+
 def test_sigkill_of_kvtui_takes_every_child_down(tmp_path):
     proc = subprocess.Popen([sys.executable, "-m", "kvtui.cli", "run", "--duration", "60", "--layout", "tiny",
                              "--store-size", "64MiB", "--quiet"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)

@@ -468,8 +468,10 @@ def test_a_run_whose_embedded_master_or_store_node_dies_stops_in_one_line(tmp_pa
     """Nothing restarts a process of ``kvtui run``'s own cluster (the monitor's M is ``watch``'s), so a run
     that held dispatch for it would wait for ever: the run stops with one line naming the process and its exit
     code, exit 2, every process gone, its summary and --json written (``interrupted``, ``stopped_by``)."""
-    out = tmp_path / "run.json"
-    cli = Cli(["run", "--layout", "tiny", "--requests", "1000000", "--json", str(out)], tmp_path)
+    out, temp = tmp_path / "run.json", tmp_path / "tmp"
+    temp.mkdir()
+    cli = Cli(["run", "--layout", "tiny", "--requests", "1000000", "--json", str(out)], tmp_path,
+              env={"TMPDIR": str(temp)})
     cli.wait_for_text(r"published [1-9]", timeout_s=120)  # (the progress bar: the workload runs)
     next(p for p in list(cli.seen.values()) if p.name().startswith(victim)).kill()
     rc, _gone = cli.finish(60)
@@ -477,6 +479,7 @@ def test_a_run_whose_embedded_master_or_store_node_dies_stops_in_one_line(tmp_pa
                 "nothing restarts it")
     assert rc == 2 and re.search(expected, cli.text()), cli.text()[-3000:]
     assert "Traceback" not in cli.text(), cli.text()[-3000:]
+    _logs_kept_and_named(cli, temp, {"mooncake_master": "master.log", "mooncake_client": "store.log"}[victim])
     result = json.loads(out.read_text())
     assert result["interrupted"] and result["stopped_by"].startswith(f"{title} kvtui started died")
     assert result["requests"] > 0
@@ -488,9 +491,10 @@ def test_a_run_whose_worker_dies_summarises_what_finished_and_names_the_worker(t
     stops within seconds with one line naming that worker (not the decode worker that leaves after its prefill
     worker), exit 2, every process gone; its summary and --json cover the requests that finished, marked
     interrupted, with the line as ``stopped_by``, as when a process of its cluster dies."""
-    out = tmp_path / "run.json"
+    out, temp = tmp_path / "run.json", tmp_path / "tmp"
+    temp.mkdir()
     cli = Cli(["run", "--layout", "tiny", "--overlap", "100", "--pool", "1", "--requests", "1000000",
-               "--json", str(out)], tmp_path)
+               "--json", str(out)], tmp_path, env={"TMPDIR": str(temp)})
     cli.wait_for_text(r"published [1-9]", timeout_s=120)
     cli.wait_for(lambda: len(_spawned_in_order(cli)) >= 2, 30, "the workers")
     workers = _spawned_in_order(cli)  # (started prefill first, then decode)
@@ -504,3 +508,14 @@ def test_a_run_whose_worker_dies_summarises_what_finished_and_names_the_worker(t
     result = json.loads(out.read_text())
     assert result["interrupted"] is True and result["stopped_by"] == f"{role} worker died (exit code -9)"
     assert result["requests"] > 0 and result["mismatches"] == 0
+    _logs_kept_and_named(cli, temp, f"{role}.log")
+
+
+def _logs_kept_and_named(cli: Cli, temp: Path, log: str) -> None:
+    """A run in which a process kvtui started died keeps its one temporary log folder (holding ``log``, when
+    given) and names it in one line saying why."""
+    folders = sorted(temp.glob("kvtui-logs-*"))
+    assert len(folders) == 1, (folders, cli.text()[-2000:])
+    assert not log or (folders[0] / log).is_file(), sorted(folders[0].iterdir())
+    line = f"kvtui: logs of the embedded cluster and workers kept in {folders[0]} (kept because something failed"
+    assert line in cli.text().replace("\r\n", "\n"), cli.text()[-2000:]

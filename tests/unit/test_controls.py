@@ -164,6 +164,40 @@ def test_a_refused_layout_switch_changes_nothing(why):
         session.stop()
 
 
+@pytest.mark.parametrize("control,change,size", [(SetPool(40), "pool 40", "16MiB"),
+                                                 (SetScenario("multi-turn"), "scenario multi-turn", "16MiB"),
+                                                 (SetLayout("seed"), "layout seed", "1.1GiB")])
+def test_a_change_that_would_outgrow_the_store_kvtui_sized_is_refused(control, change, size):
+    """The store kvtui sized (no --store-size) holds every scenario and overlap the monitor reaches at the pool
+    and layout it started with; a larger pool, or a layout of larger pages, that would need more is refused in
+    one line naming the --store-size that would take it (a store the user sized takes any change: below)."""
+    session, _ = _session(store_limit=1 << 20, prompt_pages=8)  # 1 MiB: 230 tiny pages below the watermark
+    spec = session.workload.spec
+    try:
+        n = _n_events(session)
+        session.send(control)
+        texts = _events_after(session, n)
+        assert len(texts) == 1 and texts[0].startswith(f"control refused: {change} would make "), texts
+        assert "the 1.0 MiB store kvtui sized" in texts[0], texts
+        assert texts[0].endswith(f"start with --store-size {size} for it"), texts
+        assert session.workload.spec == spec
+        n = _n_events(session)
+        session.send(SetPool(2))  # less than now: never refused
+        assert _events_after(session, n) == ["pool → 2"]
+    finally:
+        session.stop()
+
+
+def test_a_store_the_user_sized_takes_any_change_in_range():
+    session, _ = _session(store_limit=None)
+    try:
+        n = _n_events(session)
+        session.send(SetPool(40))
+        assert _events_after(session, n) == ["pool → 40"]
+    finally:
+        session.stop()
+
+
 def test_description_follows_the_workload_spec():
     """The header's workload figures are read from the workload's spec, so they cannot drift from it."""
     session, _ = _session()
