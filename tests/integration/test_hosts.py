@@ -13,6 +13,7 @@ import pytest
 
 from kvtui.engine.hosts import missing_tools
 from kvtui.engine.netns import isolation_possible
+from kvtui.metrics.figures import AGGREGATE_VS_LINKS
 
 pytestmark = pytest.mark.integration
 
@@ -172,6 +173,6 @@ def test_several_workers_each_get_a_host_and_aggregate_reloads_are_held_to_their
         ratio = b["ratios"]["aggregate_vs_links"][str(r["decode_workers"])]
         assert ratio == pytest.approx(r["aggregate_MBps_p50"] / (25.0 * r["decode_workers"]))
         assert 0 < ratio <= 1.15  # no more than the readers' links carry
-    assert "aggregate ÷ links" in proc.stdout
+    assert f"{AGGREGATE_VS_LINKS.name}, M = 2" in proc.stdout
     bad = subprocess.run(KVTUI + ["bench", "--decode-workers", "2"], capture_output=True, text=True, timeout=60)
     assert bad.returncode == 2 and "add --link RATE" in bad.stderr and "Traceback" not in bad.stderr
