@@ -89,7 +89,7 @@ class Cli:
                     self.seen.setdefault(child.pid, child)
             except psutil.Error:
                 pass
-            time.sleep(0.02)
+            time.sleep(0.02)  # (a sampler's pace: it records every process the command starts)
 
     def text(self) -> str:
         return bytes(self.out).decode("utf-8", "replace")
