@@ -24,15 +24,25 @@ import kvtui
 ROOT = Path(kvtui.__file__).resolve().parent.parent
 
 SCRIPT = """
-import signal, sys
+import os, signal, sys
 from kvtui.cli import on_sigterm
 signal.signal(signal.SIGTERM, on_sigterm)  # what kvtui/cli.py installs
 from kvtui.tui.app import run_app
+from kvtui.tui.screens import RowDetailScreen, SettingsScreen
 from kvtui.testing.demo import DemoController, DemoSource
+
+mounted = set()  # the dialogs the app builds in its on_mount mount after its first frame
+for cls in (SettingsScreen, RowDetailScreen):
+    def on_mount(self, _cls=cls, _orig=cls.__dict__.get("on_mount")):
+        if _orig is not None:
+            _orig(self)
+        mounted.add(_cls)
+    cls.on_mount = on_mount
 
 class Source(DemoSource):
     def frame(self):
-        if self.t == 0:  # the first frame: the app is mounted (and its signal handlers installed)
+        # ready: the app is mounted (its signal handlers installed), its dialogs too, a frame was pulled
+        if len(mounted) == 2 and not os.path.exists(sys.argv[1]):
             open(sys.argv[1], "w").close()
         return super().frame()
 
