@@ -5,9 +5,8 @@ as they were)."""
 
 from __future__ import annotations
 
-import time
-
 import pytest
+from waits import wait_for
 
 from kvtui.config.workload import synthetic_description
 from kvtui.core.controls import CONTROLS, Control, SetLayout, SetOverlap, SetPool, SetRate, SetScenario
@@ -32,12 +31,14 @@ def _session(paused: bool = True, engine: FakeEngine | None = None, **kw) -> tup
 
 def _events_after(session: LiveSession, n_before: int, count: int = 1, timeout_s: float = 5.0) -> list[str]:
     """The texts of the events logged after the first ``n_before``, once there are ``count`` of them."""
-    deadline = time.monotonic() + timeout_s
-    while True:
-        texts = [e.text for e in session.frame().events][n_before:]
-        if len(texts) >= count or time.monotonic() > deadline:
-            return texts
-        time.sleep(0.01)
+    def texts() -> list[str]:
+        return [e.text for e in session.frame().events][n_before:]
+
+    def enough() -> list[str] | None:
+        t = texts()
+        return t if len(t) >= count else None
+
+    return wait_for(enough, timeout_s, f"{count} new event(s)", interval_s=0.01, detail=texts)
 
 
 def _n_events(session: LiveSession) -> int:
@@ -124,8 +125,7 @@ def test_layout_switch_moves_workload_engine_and_header_together():
     session, engine = _session(paused=False, prompt_pages=8)
     try:
         assert _events_after(session, 0, 1)  # "started: …"
-        while session.driver.completed < 5:
-            time.sleep(0.01)
+        wait_for(lambda: session.driver.completed >= 5, 5, "5 finished requests", interval_s=0.01)
         n = _n_events(session)
         session.send(SetLayout("seed"))
         texts = _events_after(session, n)
