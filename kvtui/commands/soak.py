@@ -31,16 +31,16 @@ MAX_PAUSE_S = 60.0  # a master-pause or link-cut longer than this is an outage, 
 
 def register(subparsers) -> None:
     """Add the ``soak`` subcommand."""
-    from kvtui.soak.schedule import KINDS, LINK_CUT
+    from kvtui.soak.schedule import KINDS, LINK_CUT, WHAT
 
     p = subparsers.add_parser(
         "soak", help="hours of load with resources tracked and, with --chaos, random faults injected",
         description="Run a workload through the prefill and decode workers for --duration, sample every "
                     "process's RSS and open file descriptors, the TCP sockets of kvtui's process tree "
                     "(ESTABLISHED, TIME_WAIT), the master's keys and used bytes, request rate, hit rate and "
-                    "errors by code; with --chaos, inject faults at seeded random moments (master SIGKILL and "
-                    "restart, master SIGSTOP/SIGCONT, store-node SIGKILL and restart, worker SIGKILL, a full "
-                    "store) and time each one's recovery. Prints a progress line, writes the series "
+                    "errors by code; with --chaos, inject faults at seeded random moments ("
+                    + ", ".join(f"{k}: {WHAT[k]}" for k in KINDS)
+                    + ") and time each one's recovery. Prints a progress line, writes the series "
                     "(--series CSV) and a summary: growth per hour of each resource (least-squares slopes "
                     "after --warmup), faults injected and recovered, recovery times, requests lost or failed, "
                     "wrong bytes (must be 0). --seed also seeds the fault schedule.")
@@ -175,6 +175,8 @@ class _Out:
 
 def run(args: argparse.Namespace, started_at: float | None = None) -> int:
     """Soak; exit 0, or 1 if a loaded page failed verification or the soak stopped early."""
+    from kvtui.soak.schedule import MASTER_PAUSE
+
     soak_plan = _check_kinds(args, _plan(args))
     check_outputs(((args.json, "--json"), (args.series, "--series")))
     if args.json and args.json == args.series:
@@ -185,7 +187,7 @@ def run(args: argparse.Namespace, started_at: float | None = None) -> int:
                           duration_s=soak_plan.duration_s, quiet=args.quiet, estimate=False,
                           always_replace_workers=True, count_lost=True)
     plan = replace(plan, cluster=replace(plan.cluster, client_ttl_s=args.client_ttl))
-    if soak_plan.chaos_per_min and soak_plan.pause_s >= args.client_ttl and "master-pause" in soak_plan.kinds:
+    if soak_plan.chaos_per_min and soak_plan.pause_s >= args.client_ttl and MASTER_PAUSE in soak_plan.kinds:
         print(f"kvtui: warning: --pause-s {soak_plan.pause_s:g} is not below --client-ttl {args.client_ttl}: the "
               "master may drop every client when it continues (its keys with them)", file=sys.stderr)
     return _soak(plan, soak_plan, args)

@@ -15,7 +15,7 @@ import math
 import numbers
 from dataclasses import dataclass
 
-from workload.synthetic import MAX_POOL, SCENARIOS
+from workload.synthetic import MAX_POOL, SCENARIOS, WorkloadSpec
 
 __all__ = ["Knob", "OVERLAP", "POOL", "RATE", "KNOBS", "SCENARIOS", "DEFAULT_SCENARIO", "SCENARIO_KEY",
            "RATE_STEPS", "next_rate", "TRACE_SPEEDS", "next_trace_speed", "trace_speed_text"]
@@ -129,11 +129,12 @@ class Knob:
 RATE_STEPS: tuple[float, ...] = (0.5, 1, 2, 5, 10, 20, 50, 100, 200, 500, 1000)
 """The rate knob's steps in req/s (``r`` / ``R`` in the monitor); 0 (closed loop) sits above the top step."""
 
-OVERLAP = Knob("overlap", "prefix overlap", "%", 0.0, 1.0, 0.75, 0.05, scale=100.0, keys=("[", "]"),
+_SPEC = WorkloadSpec()  # the workload's own defaults: each knob's default is that field's
+OVERLAP = Knob("overlap", "prefix overlap", "%", 0.0, 1.0, _SPEC.overlap, 0.05, scale=100.0, keys=("[", "]"),
                metavar="PERCENT", help="share of each prompt that is a shared prefix, page-aligned")
-POOL = Knob("pool", "pool size", "", 1, MAX_POOL, 8, 1, integer=True, keys=("<", ">"),
+POOL = Knob("pool", "pool size", "", 1, MAX_POOL, _SPEC.pool, 1, integer=True, keys=("<", ">"),
             help="system prompts / templates / conversations")
-RATE = Knob("rate", "request rate", "req/s", 0.0, math.inf, 0.0, 0.0, steps=RATE_STEPS, keys=("r", "R"),
+RATE = Knob("rate", "request rate", "req/s", 0.0, math.inf, _SPEC.rate, 0.0, steps=RATE_STEPS, keys=("r", "R"),
             zero_text="closed loop", metavar="REQ_PER_S",
             help="Poisson arrival rate in requests/s; 0 = closed loop, next request when a slot frees")
 KNOBS: dict[str, Knob] = {k.name: k for k in (OVERLAP, POOL, RATE)}

@@ -25,6 +25,10 @@ KINDS = (MASTER_KILL, MASTER_PAUSE, STORE_KILL, STORE_FULL, WORKER_KILL, LINK_CU
 WORKER_ROLES = ("decode", "prefill")
 TARGET = {MASTER_KILL: "master", MASTER_PAUSE: "master", STORE_KILL: "store", STORE_FULL: "segment",
           LINK_CUT: "link"}  # (a worker kill's target is its role)
+WHAT = {MASTER_KILL: "master SIGKILL and restart", MASTER_PAUSE: "master SIGSTOP/SIGCONT",
+        STORE_KILL: "store-node SIGKILL and restart", STORE_FULL: "a full store", WORKER_KILL: "worker SIGKILL",
+        LINK_CUT: "an emulated host's link down and up"}
+"""Each kind in a few words, for ``kvtui soak``'s description."""
 
 MAX_GAP_S = 30.0  # consecutive faults are at least min(slot / 2, this) apart
 
