@@ -57,6 +57,15 @@ def full_setup(setup: dict | None, store: Mapping[str, Any] | None, meta: dict |
     return out
 
 
+def store_counts(store: Mapping[str, Any] | None) -> dict[str, int]:
+    """The summary's ``store``: the master's counts at the last scrape (:data:`kvtui.metrics.figures.STORE_COUNTS`:
+    keys, keys evicted, allocation failures, bytes used and capacity); empty when nothing was scraped (no
+    ``--metrics-url`` when attached)."""
+    from kvtui.metrics.figures import STORE_COUNTS
+
+    return {f.key: int(store[f.key]) for f in STORE_COUNTS if store and store.get(f.key) is not None}
+
+
 def _percentiles(d: dict) -> str:
     """One latency line from a summary's ``{count, p50, p90, p99, max}`` (ms, HdrHistogram figures)."""
     from kvtui.metrics.figures import number
@@ -84,6 +93,9 @@ def format_summary(s: dict) -> str:
         (fig.REQUESTS.label, f"{s['requests']:,} in {fig.show(fig.ELAPSED, s['elapsed_s'])} "
                              f"({fig.show(fig.REQUESTS_RUN, thr[fig.REQUESTS_RUN.key])})"),
         (fig.TOKENS_HIT.label, of(fig.TOKENS_HIT, fig.TOKENS_INPUT, fig.TOKENS_SKIPPED)),
+        *([("", f"{fig.IDEAL_SO_FAR.name} {fig.show(fig.IDEAL_SO_FAR, s[fig.IDEAL_SO_FAR.key])} (an unbounded "
+                f"cache; the gap to {fig.TOKENS_SKIPPED.name} is what capacity and concurrency cost)")]
+          if s.get(fig.IDEAL_SO_FAR.key) is not None else []),
         (fig.PAGES_HIT.label, of(fig.PAGES_HIT, fig.PAGES_TOTAL, fig.HIT_RATE_SESSION)),
         (fig.PAGES_PUBLISHED.label, f"{s['pages_published']:,} pages; {fig.PAGES_PRESENT.label} "
                                     f"{s['pages_already_present']:,}; {fig.PAGES_FAILED.label} {s['pages_failed']:,}"),
@@ -96,12 +108,27 @@ def format_summary(s: dict) -> str:
                        f"{fig.PUBLISH_BUSY.name} {fig.show(fig.PUBLISH_BUSY, thr[fig.PUBLISH_BUSY.key])}"),
         ("", f"{fig.number(thr[fig.SKIPPED_RUN.key], fig.SKIPPED_RUN.unit)} {fig.SKIPPED_RUN.label}"),
         ("store errors", errors),
+        *([("store (master)", _store_line(s["store"]))] if s.get("store") else []),
         *ttft_lines(s),
     ]
     return "\n".join(rows(pairs, _LABEL - 1, indent="", gap=1))
 
 
 _LABEL = 22  # the summary's label column, the space after it included
+
+
+def _store_line(store: Mapping[str, int]) -> str:
+    """``keys 1,234 · evicted 56 · alloc failures 0 · used 12.0 MiB of 64.0 MiB`` (the Store panel's labels)."""
+    from kvtui.core.units import format_bytes
+    from kvtui.metrics import figures as fig
+
+    parts = [f"{f.label} {store[f.key]:,}" for f in (fig.STORE_KEYS, fig.STORE_EVICTED, fig.STORE_ALLOC_FAILS)
+             if f.key in store]
+    if fig.STORE_USED.key in store:
+        cap = store.get(fig.STORE_CAPACITY.key)
+        parts.append(f"{fig.STORE_USED.label} {format_bytes(store[fig.STORE_USED.key])}"
+                     + (f" of {format_bytes(cap)}" if cap else ""))
+    return " · ".join(parts)
 
 
 def ttft_lines(s: dict) -> list[tuple[str, str]]:

@@ -17,7 +17,7 @@ import sys
 from collections.abc import Mapping
 from typing import Any
 
-from kvtui.commands.output import format_summary, full_setup, write_json_atomic
+from kvtui.commands.output import format_summary, full_setup, store_counts, write_json_atomic
 from kvtui.config.cluster import add_cluster_arguments, add_listen_arguments
 from kvtui.config.estimate import add_estimate_arguments
 from kvtui.config.exports import add_export_arguments, exports_from_args
@@ -50,7 +50,7 @@ def register(subparsers) -> None:
                    help="requests in flight (default 1: strictly one after another, exact trace replay)")
     g.add_argument("--json", type=path_arg, metavar="PATH",
                    help="write the summary as JSON to PATH (- for standard output)")
-    g.add_argument("--quiet", action="store_true", help="no progress line")
+    g.add_argument("--quiet", action="store_true", help="no progress line and no notes (warnings stay)")
     g.add_argument("--record", type=path_arg, metavar="FILE", help="record the session (frames and events) to FILE for "
                    "`kvtui replay` and `kvtui report`")
     add_page_arguments(p)
@@ -159,6 +159,7 @@ def _report(plan: RunPlan, args: argparse.Namespace, summary: dict, desc: Mappin
     counts = session.counts()
     summary.update(plan.context(desc, bad_rows))
     summary["setup"] = full_setup(summary["setup"], store)
+    summary["store"] = store_counts(store)
     summary["context"] = plan.inputs()
     summary["interrupted"] = interrupted is not None or stopped_by is not None
     if stopped_by is not None:
@@ -180,7 +181,7 @@ def _report(plan: RunPlan, args: argparse.Namespace, summary: dict, desc: Mappin
               "finished)", file=sys.stderr)
     if args.json != "-":
         print(format_summary(summary))
-    if summary["workload"].get("kind") == "trace" and not summary["workload"]["complete"]:
+    if summary["workload"].get("kind") == "trace" and not summary["workload"]["complete"] and not plan.quiet:
         w = summary["workload"]
         print(f"kvtui: the run stopped after {w['done']:,} of {w['total']:,} trace rows", file=sys.stderr)
     if summary["requests"] and summary["pages_published"] == 0 and summary["pages_failed"]:

@@ -124,23 +124,26 @@ def outgrown_text(ws: WorkingSet, page_bytes: int, segment_bytes: int, watermark
 
 
 def remedy(ws: WorkingSet) -> str:
-    """What else than a bigger store shrinks this working set, by flag."""
-    return {"multi-turn": "lower --pool or --prompt-tokens", "shared-system-prompt": "lower --pool",
-            "few-shot": "lower --pool", "random": "lower --concurrency"}.get(
-        ws.source, "use a smaller layout (e.g. --layout tiny)")
+    """What else than a bigger store shrinks this working set, by flag (a trace's: fewer rows or fewer KV bytes
+    per token, :func:`_layout_hint` names a layout that fits)."""
+    return {"multi-turn": "lower --pool or --prompt-tokens", "shared-system-prompt": "lower --pool or --prompt-tokens",
+            "few-shot": "lower --pool or --prompt-tokens", "random": "lower --concurrency or --prompt-tokens"}.get(
+        ws.source, "replay fewer rows (--requests N) or use a layout with fewer KV bytes per token")
 
 
 def _layout_hint(ws: WorkingSet, page_bytes: int, page_tokens: int | None, budget_bytes: int, watermark: float) -> str:
-    """For a trace too big for ``budget_bytes``: the largest KV bytes per token that would fit."""
+    """For a trace too big for ``budget_bytes``: the largest KV bytes per token that would fit, and ``--layout
+    tiny`` only when it is that small."""
     from kvtui.core.layout import PRESETS
 
     if not page_tokens or ws.source != "trace" or not ws.pages:
         return remedy(ws)
     most = int(budget_bytes * watermark // (ws.pages * page_tokens))
-    if most < 1:
+    have, tiny = page_bytes // page_tokens, PRESETS["tiny"].bytes_per_token
+    if most < 1 or most >= have:  # (no layout fits, or this one would: the rows are what is too many)
         return "replay fewer rows (--requests N)"
-    return (f"a layout of at most {most:,} B/token fits (this one has {page_bytes // page_tokens:,}; --layout tiny "
-            f"has {PRESETS['tiny'].bytes_per_token:,})")
+    return (f"a layout of at most {most:,} B/token fits (this one has {have:,}"
+            + (f"; --layout tiny has {tiny:,})" if tiny <= most else "), or replay fewer rows (--requests N)"))
 
 
 def _prompt_text(ws: WorkingSet, page_bytes: int) -> str:

@@ -266,7 +266,9 @@ PAGES_PUBLISHED = Figure("pages_published", "pages published", "published", "pag
                          "pages the prefill worker wrote to the store", _COUNT_WINDOW, _COUNT_SHOWN + "; bench",
                          "pages_published")
 PAGES_PRESENT = Figure("pages_already_present", "pages already present", "already present", "pages",
-                       "pages the prefill worker found in the store already (put-if-absent: not written again)",
+                       "pages the prefill worker found in the store already when it published them (put-if-absent: "
+                       "not written again): another request in flight, or a peer, stored them first, or they lay "
+                       "after the request's first missing page (a reload takes the leading run of hits only)",
                        _RUN_WINDOW, _COUNT_SHOWN, "pages_already_present")
 PAGES_FAILED = Figure("pages_failed", "pages not published", "failed", "pages",
                       "pages whose put failed (their codes in `errors`)", _RUN_WINDOW, _COUNT_SHOWN, "pages_failed")
@@ -379,13 +381,44 @@ RATIOS = (CONNECTOR_VS_RAW, BEST_STREAMS_VS_RAW, RELOAD_VS_TCP, RELOAD_VS_MEMCPY
           RELOAD_VS_LINK, RAW_VS_LINK, AGGREGATE_VS_LINKS, BEST_VS_DEFAULT)
 RATIO_BY_KEY = {f.key: f for f in RATIOS}
 
+_STORE_SHOWN = "watch, replay: Store panel; run: summary, --json"
+_STORE_WINDOW = "as the master said at its last scrape (every 0.5 s; at the end of a run, after its last request)"
+_MASTER = "the master's `/metrics`"
+
+
+def _store(key: str, name: str, label: str, unit: str, formula: str, window: str = _STORE_WINDOW) -> Figure:
+    return Figure(key, name, label, unit, formula, window, _STORE_SHOWN, f"store.{key}")
+
+
+STORE_KEYS = _store("keys", "store keys", "keys", "keys", f"objects the store holds ({_MASTER} master_key_count)")
+STORE_EVICTED = _store("evicted_keys", "keys evicted", "evicted", "keys",
+                       f"keys the master evicted since it started ({_MASTER} master_evicted_key_count): this run's "
+                       "own on kvtui's embedded master, every client's on an attached one")
+STORE_ALLOC_FAILS = _store("alloc_failures", "allocation failures", "alloc failures", "calls",
+                           f"puts the master could not place since it started ({_MASTER} "
+                           "master_put_start_alloc_failures_total): each a NO_AVAILABLE_HANDLE to a client")
+STORE_USED = _store("used_bytes", "store bytes used", "used", "bytes",
+                    f"bytes allocated in the segments ({_MASTER} master_allocated_bytes)")
+STORE_CAPACITY = _store("capacity_bytes", "store capacity", "capacity", "bytes",
+                        f"the segments' bytes ({_MASTER} master_total_capacity_bytes)")
+STORE_PUT_RATE = _store("put_rps", "store puts/s", "put", "/s",
+                        f"put starts the master received ÷ time between two scrapes ({_MASTER}, single and batch "
+                        "items)", "between the last two scrapes (0.5 s apart)")
+STORE_GET_RATE = _store("get_rps", "store gets/s", "get", "/s",
+                        f"replica-list requests the master answered (a get asks for one) ÷ time between two scrapes "
+                        f"({_MASTER}, single and batch items)", "between the last two scrapes (0.5 s apart)")
+#: the Store panel: the master's own figures, scraped
+STORE = (STORE_KEYS, STORE_EVICTED, STORE_ALLOC_FAILS, STORE_USED, STORE_CAPACITY, STORE_PUT_RATE, STORE_GET_RATE)
+STORE_COUNTS = STORE[:5]  # what a run's summary keeps of the last scrape (the rates are of one moment)
+
 #: every figure once, in the docs table's order
 FIGURES = WALL + HEADER + RUN + LATENCY + RELOAD_COUNTS + (RELOAD_P50, RAW_GET_P50, TCP_P50, MEMCPY_P50, FILL_P50,
-                                                            VERIFY_P50) + WORKERS + TTFT
+                                                            VERIFY_P50) + WORKERS + TTFT + STORE
 
 
 UNIT_DECIMALS = {"MB/s": 0, "ms": 2, "%": 2, "s": 1, "req/s": 1, "/s": 1, "tok/s": 0, "×": 2, "s/s": 2,
-                 "requests": 0, "pages": 0, "tokens": 0, "bytes": 0, "samples": 0, "codes": 0, "calls": 0}
+                 "requests": 0, "pages": 0, "tokens": 0, "bytes": 0, "samples": 0, "codes": 0, "calls": 0,
+                 "keys": 0}
 """The decimals of a figure by its unit, where the figure does not set its own (``Figure.decimals``)."""
 
 

@@ -220,3 +220,32 @@ def test_report_writes_its_numbers_with_thousands_separators(tmp_path, capsys):
     assert "prefill skipped       1,843,200 of 2,457,600 tokens (75.00%)" in text
     assert "reuse read (busy) 3,146 MB/s · publish write (busy) 2,097 MB/s" in text
     assert widest([text]) <= WIDTH
+
+
+def test_a_trace_runs_summary_says_its_ideal_hit_rate_beside_what_was_skipped():
+    """A trace replay's summary names the unbounded cache's hit rate (fig.IDEAL_SO_FAR) under the tokens it
+    skipped; a synthetic run's has no such line."""
+    from kvtui.metrics import figures as fig
+
+    traced = format_summary(_summary(ideal_token_hit_rate=0.4131)).splitlines()
+    line = next(x for x in traced if fig.IDEAL_SO_FAR.name in x)
+    assert "41.31%" in line and traced.index(line) == next(
+        i for i, x in enumerate(traced) if x.startswith(fig.TOKENS_HIT.label)) + 1
+    assert widest(traced) <= WIDTH
+    assert not any(fig.IDEAL_SO_FAR.name in x for x in format_summary(_summary()).splitlines())
+
+
+def test_the_summary_says_the_store_as_the_master_left_it():
+    """``store`` (the master's counts at the last scrape, kvtui.metrics.figures.STORE_COUNTS) is one line of
+    the summary with the Store panel's labels; a run with nothing scraped has none."""
+    from kvtui.commands.output import store_counts
+    from kvtui.metrics import figures as fig
+
+    scrape = {"keys": 1_234, "evicted_keys": 56_789, "alloc_failures": 0, "used_bytes": 12 << 20,
+              "capacity_bytes": 64 << 20, "put_rps": 12.5, "get_rps": 3.0, "clients": 3}
+    store = store_counts(scrape)
+    assert store == {f.key: scrape[f.key] for f in fig.STORE_COUNTS}  # (no rates, no clients)
+    lines = format_summary(_summary(store=store)).splitlines()
+    assert "store (master)        keys 1,234 · evicted 56,789 · alloc failures 0 · used 12.0 MiB of 64.0 MiB" in lines
+    assert store_counts(None) == {} and not any(x.startswith("store (master)") for x in format_summary(
+        _summary(store={})).splitlines())

@@ -317,3 +317,19 @@ def test_segment_for_makes_room_above_the_watermark_for_one_publish():
     burst = store_full_text(3, 1.0, replace(_ws(20), burst_pages=8), page, GIB, 0.9, 10.0)
     assert "one publish of the requests in flight (8 pages of 14.0 MiB = 112.0 MiB) does not fit the 102.4 MiB" in burst
     assert "raise --store-size to 1.1GiB" in burst and "--lease-ttl" not in burst
+
+
+def test_a_trace_too_big_names_a_layout_only_when_it_fits():
+    """The hint for a trace the machine cannot hold names ``--layout tiny`` only when tiny's bytes per token
+    fit; with a layout already smaller than tiny it says to replay fewer rows instead."""
+    tiny = PRESETS["tiny"].bytes_per_token
+
+    def line(page_bytes: int, pages: int) -> str:
+        ws = WorkingSet("trace", pages, 40, "the longest row")
+        return plan_store(ws, page_bytes, 0.9, given_bytes=None, available_bytes=2 * GIB, default_bytes=64 * MIB,
+                          page_tokens=512).line
+
+    small = line(512 * 2, 4_000_000)  # 2 B/token, as the guide's trace runs: far below tiny's
+    assert "--layout tiny" not in small and "replay fewer rows (--requests N)" in small
+    big = line(512 * 4 * tiny, 1_500)  # four times tiny's: tiny fits
+    assert f"--layout tiny has {tiny:,}" in big and "B/token fits" in big

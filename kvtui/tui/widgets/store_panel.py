@@ -11,6 +11,7 @@ from typing import ClassVar
 
 from rich.text import Text
 
+from kvtui.metrics import figures as fig
 from kvtui.tui.fmt import fmt_count, fmt_int, fmt_pct, fmt_rate, format_bytes
 from kvtui.tui.widgets.lines import LinesPanel, pack_pairs
 from kvtui.tui.widgets.styled import CachedStyles
@@ -52,19 +53,20 @@ class StorePanel(CachedStyles, LinesPanel):
             return (fmt_int(n), fmt_count(n)), bad if n and key != "keys" else None
 
         keys, evicted, fails = count("keys"), count("evicted_keys"), count("alloc_failures")
-        out = pack_pairs([(("keys",), *keys), (("evicted", "evict"), *evicted),
-                          (("alloc failures", "alloc fails", "allocs"), *fails)], width, lab)
+        out = pack_pairs([((fig.STORE_KEYS.label,), *keys), ((fig.STORE_EVICTED.label, "evict"), *evicted),
+                          ((fig.STORE_ALLOC_FAILS.label, "alloc fails", "allocs"), *fails)], width, lab)
         used, cap = int(s.get("used_bytes", 0)), int(s.get("capacity_bytes", 0))
         if cap > 0:
             frac = min(1.0, used / cap)
             pct = " " + fmt_pct(frac, 0)
             bar_w = max(1, width - 5 - len(pct))
             fill = round(frac * bar_w)
-            out.append(Text("used ", lab) + Text("█" * fill, self._s("store-panel--bar"))
+            out.append(Text(fig.STORE_USED.label + " ", lab) + Text("█" * fill, self._s("store-panel--bar"))
                        + Text("░" * (bar_w - fill), self._s("store-panel--bar-empty")) + Text(pct))
             out.append(Text(f"{format_bytes(used)} / {format_bytes(cap)}"))
         else:
-            out += pack_pairs([(("used",), (format_bytes(used),), None)], width, lab)
-        out += pack_pairs([(("put",), (fmt_rate(float(s.get("put_rps", 0.0))),), None),
-                           (("get",), (fmt_rate(float(s.get("get_rps", 0.0))),), None)], width, lab)
+            out += pack_pairs([((fig.STORE_USED.label,), (format_bytes(used),), None)], width, lab)
+        out += pack_pairs([((fig.STORE_PUT_RATE.label,), (fmt_rate(float(s.get("put_rps", 0.0))),), None),
+                           ((fig.STORE_GET_RATE.label,), (fmt_rate(float(s.get("get_rps", 0.0))),), None)], width,
+                          lab)
         return out
