@@ -64,6 +64,11 @@ def test_scenario_run_json_fields(cluster, tmp_path):
     # every request hits exactly its 12 shared pages.
     assert s["pages_hit"] == 12 * (20 - 2)
     assert s["verified_pages"] == s["pages_hit"]
+    # the store as its master said after the last request: this run's pages are among its keys (the module's
+    # cluster is shared), published pages are 4 KiB each
+    store = s["store"]
+    assert store["keys"] >= s["pages_published"] > 0 and store["used_bytes"] >= s["pages_published"] * 4096
+    assert store["capacity_bytes"] == s["setup"]["store_capacity_bytes"] and store["alloc_failures"] >= 0
 
 
 def test_random_scenario_has_no_hits(cluster, tmp_path):
