@@ -24,6 +24,7 @@ from __future__ import annotations
 import base64
 import json
 import os
+import re
 import shutil
 import tempfile
 import time
@@ -46,6 +47,9 @@ RPC on loopback takes milliseconds, so 2 s is far from timing out healthy calls.
 ETCD_BINARY_ENV = "KVTUI_ETCD"  # the etcd binary to run, when not the one on PATH
 
 
+_HOST = re.compile(r"[A-Za-z0-9._:-]+")  # a name, an IPv4 or an IPv6 address (its brackets removed)
+
+
 def is_etcd(address: str | None) -> bool:
     """True for a master address of an HA cluster (``etcd://…``)."""
     return bool(address) and str(address).startswith(ETCD_SCHEME)
@@ -64,7 +68,10 @@ def parse_etcd(text: str, flag: str = "--master") -> tuple[tuple[str, int], ...]
     out = []
     for part in rest.split(";"):
         try:
-            out.append(split_hostport(part.strip()))
+            host, port = split_hostport(part.strip())
+            if not _HOST.fullmatch(host):
+                raise ValueError(host)
+            out.append((host, port))
         except ValueError:
             raise ValueError(f"{flag} {text!r}: {part.strip()!r} is not HOST:PORT with a port within 1-65535 "
                              "(endpoints are separated by ';')") from None

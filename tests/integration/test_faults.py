@@ -83,6 +83,29 @@ def test_master_killed_and_restarted_holds_dispatch_then_resumes(rate):
         engine.stop()
 
 
+def test_a_dead_master_holds_dummy_workers_although_they_answer_internal_error():
+    """Dummy workers (the default of an embedded store on one node) whose master is SIGKILLed answer
+    INTERNAL_ERROR, never RPC_FAIL: the run must still see an outage (dispatch held, said), not go on at
+    ~4.3 s per call in silence, and resume once the master is back."""
+    engine = _engine(worker_client="dummy")
+    agg, events = Aggregator(), []
+    try:
+        d = _driver(engine, agg, events).start()
+        time.sleep(1.5)
+        assert agg.totals()["requests"] > 5
+        _kill_master(engine)
+        assert _wait_outage(d), "no outage detected"
+        texts = [e.text for e in events if isinstance(e, EngineEvent) and e.kind == "outage"]
+        assert texts and texts[0].startswith("store unreachable (") and "dispatch held" in texts[0]
+        held = agg.totals()["requests"]
+        time.sleep(1.5)
+        assert agg.totals()["requests"] <= held + 1
+    finally:
+        d.stop()
+        d.done.wait(15)
+        engine.stop()
+
+
 def test_stop_during_a_master_outage_finishes_the_run():
     engine = _engine()
     agg, events = Aggregator(), []

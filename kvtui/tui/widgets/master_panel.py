@@ -136,14 +136,15 @@ class MasterPanel(CachedStyles, LinesPanel):
         for m in rows:
             role = str(m.get("role", "?"))
             style = "master-panel--good" if role == "leader" else "master-panel--bad" if role == "down" else ""
-            t = Text(f"  {str(m.get('name', '?')):<{name_w}} ", lab)
-            t.append(f"{role:<9}", self._s(style) if style else "")
-            if m.get("ha_state") and m.get("ha_state") != role:
-                t.append(f" {m['ha_state']}", lab)
-            if m.get("lag") is not None:
-                t.append(" · lag ", lab)
-                t.append(fmt_int(m["lag"]), self._s("master-panel--bad") if m["lag"] else "")
-            t.append(f"  {m.get('url', '')}", lab)
+            t = Text(f"  {str(m.get('name', '?')):<{name_w}}  ", lab)
+            t.append(f"{role:<10}", self._s(style) if style else "")
+            state = str(m.get("ha_state") or "")
+            note = state if state and state not in (role, "serving") and role != "warm-up" else ""
+            lag = m.get("lag")
+            t.append(f"{note:<13}" if lag is None else "lag ", lab)
+            if lag is not None:
+                t.append(f"{fmt_int(lag):<9}", self._s("master-panel--bad") if lag else "")
+            t.append(str(m.get("url", "")), lab)
             t.truncate(width)
             out.append(t)
         leader = s.get("leader")
