@@ -212,6 +212,7 @@ class EmbeddedCluster:
     emulated: EmulatedHosts | None = None  # with ClusterOptions.hosts
     etcd: ha.EtcdServer | None = None  # with ClusterOptions.ha
     _master_argv: dict[str, list[str]] = field(default_factory=dict)  # each master's command line, by name
+    real_client_health: str = ""  # HA with dummy workers: the real client's /health URL ("": none)
 
     def __enter__(self) -> "EmbeddedCluster":
         self.start()
@@ -403,9 +404,24 @@ class EmbeddedCluster:
         if not os.access(binary, os.X_OK):
             binary.chmod(binary.stat().st_mode | 0o111)
         assert self.endpoints is not None  # set by start() before any process is spawned
+        health = []
+        if self.options.ha:  # (its /health says when it reaches the new leader after a failover)
+            http = free_port()
+            self.real_client_health = f"http://127.0.0.1:{http}/health"
+            health = ["--enable_http_server=true", f"--http_port={http}"]
         return [str(binary), f"--global_segment_size={max(1, segment_bytes >> 20)} MB",
                 f"--master_server_address={self.endpoints.master}", f"--metadata_server={self.endpoints.metadata_url}",
-                f"--port={port}", "--host=127.0.0.1", f"--protocol={self.endpoints.protocol}", "--minloglevel=1"]
+                f"--port={port}", "--host=127.0.0.1", f"--protocol={self.endpoints.protocol}", "--minloglevel=1",
+                *health]
+
+    def store_reaches_master(self) -> bool:
+        """The standalone real client of dummy workers says it reaches the master (HA: its ``/health``, whose
+        ``master_unreachable`` lasts until it has found the new leader after a failover); True when there is
+        none to ask."""
+        if not self.real_client_health:
+            return True
+        status, body = http_get(self.real_client_health, timeout_s=0.5)
+        return status == 200 and '"healthy"' in body
 
     def restart_master(self) -> None:
         """Start the master again on the same ports after it died (the new master has no keys); with ``--ha``,

@@ -6,8 +6,9 @@ view in etcd under ``mooncake-store/<cluster id>/master_view`` (the leader's RPC
 else: the masters' admin URLs are not in etcd, so kvtui is told them, ``--metrics-url URL,URL…``, or knows
 them because it started the masters). Each master's admin HTTP endpoint says what it is:
 
-* ``/health``: JSON with ``role`` (``leader`` | ``standby``), ``ha_state`` (``standby`` | ``candidate`` |
-  ``leader_warmup`` | ``serving``), ``leader_address`` (the leader's RPC address, as the master sees it);
+* ``/health``: JSON with ``role`` (``leader`` | ``standby``), ``ha_state`` (``standby`` | ``catching_up`` (a
+  standby applying the OpLog) | ``candidate`` | ``leader_warmup`` | ``serving``), ``leader_address`` (the
+  leader's RPC address, as the master sees it);
 * ``/metrics``: ``ha_oplog_standby_lag`` (OpLog entries a standby has not applied yet).
 
 A master that says ``leader`` does not accept requests until it is ``serving`` (about 5 s later: the
@@ -125,7 +126,8 @@ def master_view(endpoints: Sequence[tuple[str, int]], timeout_s: float = 1.0) ->
 
 
 # -- the masters, as their admin endpoints say ----------------------------------------------------------------
-ROLE_WORDS = {"serving": "leader", "leader_warmup": "warm-up", "candidate": "candidate", "standby": "standby"}
+ROLE_WORDS = {"serving": "leader", "leader_warmup": "warm-up", "candidate": "candidate", "standby": "standby",
+              "catching_up": "catch-up"}
 """``/health``'s ``ha_state`` → the word the Processes panel and observe mode show."""
 
 
@@ -150,7 +152,8 @@ class MasterState:
 
     @property
     def word(self) -> str:
-        """What it is in one word: ``leader`` (serving), ``warm-up``, ``candidate``, ``standby``, ``down``."""
+        """What it is in one word: ``leader`` (serving), ``warm-up``, ``candidate``, ``standby``, ``catch-up``,
+        ``down``."""
         if not self.up:
             return "down"
         return ROLE_WORDS.get(self.ha_state, self.ha_state or self.role or "?")

@@ -177,7 +177,9 @@ def test_the_processes_panel_names_each_master_with_its_role():
     names = [p["name"] for p in procs]
     assert with_roles(procs, names, 20) == ["master-0 leader", "master-1 standby", "etcd", "decode"]
     assert with_roles(procs, names, 13) == ["master-0 lead", "master-1 stby", "etcd", "decode"]
-    assert with_roles(procs, names, 8) == names  # no room: the names alone
+    assert with_roles(procs, names, 12) == ["mas-0 lead", "mas-1 stby", "etcd", "decode"]
+    assert with_roles(procs, names, 9) == ["m0 lead", "m1 stby", "etcd", "decode"]
+    assert with_roles(procs, names, 6) == names  # no room: the names alone
 
 
 def test_a_master_is_what_its_health_says():

@@ -23,7 +23,8 @@ ORDER = ("prefill", "decode", "store", "master", "mooncake", "etcd", "kvtui", "m
 SHORT = {"metadata": "meta", "mooncake": "master", "prefill": "prefill", "decode": "decode", "kvtui": "kvtui",
          "master": "master", "store": "store"}
 TITLE = "Processes"
-ROLE_SHORT = {"leader": "lead", "standby": "stby", "warm-up": "warm", "candidate": "cand", "down": "down"}
+ROLE_SHORT = {"leader": "lead", "standby": "stby", "warm-up": "warm", "candidate": "cand", "catch-up": "ctch",
+              "down": "down"}
 
 
 def short_bytes(n: float) -> str:
@@ -78,14 +79,23 @@ def host_names(procs, width: int) -> list[str]:
 
 
 def with_roles(procs, names: list[str], width: int) -> list[str]:
-    """``names`` (one per row of ``procs``) with each HA master's role after it (``master-0 leader``), or its
-    short form (``master-0 lead``) where the whole one does not fit in ``width`` cells; none where neither does."""
-    out = []
+    """``names`` (one per row of ``procs``) with each HA master's role after it, in the first form that fits in
+    ``width`` cells on every such row: ``master-0 leader``, ``master-0 lead``, ``mas-0 leader``, ``mas-0 lead``,
+    ``m0 leader``, ``m0 lead``; else, row by row, the first that fits, or the name alone."""
+    choices: list[list[str]] = []
     for name, p in zip(names, procs):
         role = p.get("role")
-        options = [f"{name} {role}", f"{name} {ROLE_SHORT.get(role, role)}"] if role else []
-        out.append(next((o for o in options if len(o) <= width), name))
-    return out
+        if not role:
+            choices.append([])
+            continue
+        base = role_of(name)
+        index = name[len(base) + 1:] if base != name else ""
+        forms = [name] + ([f"{base[:3]}-{index}", f"{base[0]}{index}"] if index else [name, name])
+        choices.append([f"{n} {r}" for n in forms for r in (role, ROLE_SHORT.get(role, role))])
+    for k in range(6):
+        if all(len(c[k]) <= width for c in choices if c):
+            return [c[k] if c else n for c, n in zip(choices, names)]
+    return [next((o for o in c if len(o) <= width), n) for c, n in zip(choices, names)]
 
 
 class ProcsPanel(LinesPanel):
