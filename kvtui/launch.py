@@ -116,13 +116,12 @@ def bind_listener(listen: ListenPlan | None) -> Any:
 
 
 def attached_endpoints(cluster: ClusterPlan) -> ClusterEndpoints | None:
-    """The attached cluster's endpoints, with a log folder for the workers' native logs (``--log-dir``, else a
-    new temporary one: never the terminal); None for an embedded cluster."""
+    """The attached cluster's endpoints, with ``--log-dir`` for the workers' native logs (without it the
+    engine makes a temporary folder, removed after a run without trouble: :mod:`kvtui.engine.logs`); None for
+    an embedded cluster."""
     if cluster.endpoints is None:
         return None
-    import tempfile
-
-    return replace(cluster.endpoints, log_dir=cluster.log_dir or tempfile.mkdtemp(prefix="kvtui-logs-"))
+    return replace(cluster.endpoints, log_dir=cluster.log_dir or "")
 
 
 def open_session(plan: RunPlan, *, outputs: Outputs | None = None,
@@ -150,7 +149,8 @@ def open_session(plan: RunPlan, *, outputs: Outputs | None = None,
             max_requests=plan.max_requests, duration_s=plan.run_for_s, duration_from=plan.started_at,
             layout_text=plan.layout.layout.describe(), layout_name=plan.layout.name,
             prompt_pages=plan.workload.prompt_pages, header=plan.header(),
-            aggregator=Aggregator(estimator=plan.estimator), rerun_lost=plan.rerun_lost)
+            aggregator=Aggregator(estimator=plan.estimator), rerun_lost=plan.rerun_lost,
+            store_limit=plan.store_limit)
         if outputs is not None:
             outputs.attach(session)
         if listener is not None:

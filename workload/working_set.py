@@ -25,19 +25,27 @@ with ``D`` the distinct hash ids among the rows' full blocks, the cacheable bloc
 :mod:`workload.stats` (an unbounded cache reaches the ideal hit rate ``kvtui trace-stats`` prints).
 
 ``prompt_pages`` is the longest single request's pages: a store that cannot hold them cannot reuse that
-request at all.
+request at all. ``burst_pages`` is what the requests in flight can publish at once, ``c · prompt_pages``: a
+request whose prefix is not in the store (the first of its prefix, or one whose prefix was evicted) publishes
+every page of its prompt. Eviction starts only after a put has taken the store past its watermark, and runs
+in the background, so a store must have room for such a publish *above* its watermark too
+(:func:`kvtui.core.capacity.segment_for`).
+
+:func:`reachable_working_set` is the largest working set over knob settings a live monitor can switch to (every
+scenario and overlap at the starting pool, prompt length and requests in flight): a store sized for it stays
+right whichever of them the user picks.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, replace
 
 from workload.stats import _full_blocks
 from workload.synthetic import SyntheticWorkload, WorkloadSpec, shared_prefix_tokens
 from workload.trace import TraceRow, TraceWorkload
 
-__all__ = ["WorkingSet", "synthetic_working_set", "trace_working_set", "working_set_of"]
+__all__ = ["WorkingSet", "reachable_working_set", "synthetic_working_set", "trace_working_set", "working_set_of"]
 
 
 @dataclass(frozen=True)
@@ -49,12 +57,17 @@ class WorkingSet:
         pages: distinct pages kept live (reused while the run goes on) plus those being published.
         prompt_pages: pages of the longest single request (cacheable full pages).
         formula: how ``pages`` was counted, in words, e.g. ``6 shared + 8 conversations × 26 pages``.
+        burst_pages: pages the requests in flight can publish at once (each its whole prompt).
+        setting: the scenario and overlap counted when they are not the ones the run starts with
+            (``multi-turn at overlap 0 %``; :func:`reachable_working_set`), else ``""``.
     """
 
     source: str
     pages: int
     prompt_pages: int
     formula: str
+    burst_pages: int = 0
+    setting: str = ""
 
 
 def _longest_prompt(spec: WorkloadSpec) -> int:
@@ -81,22 +94,45 @@ def synthetic_working_set(spec: WorkloadSpec, concurrency: int = 1) -> WorkingSe
     n = _longest_prompt(spec)
     pages = n // p
     if spec.scenario == "random":
-        return WorkingSet("random", c * pages, pages, f"{c} × {pages} pages in flight, none reused")
+        return WorkingSet("random", c * pages, pages, f"{c} × {pages} pages in flight, none reused", c * pages)
     s = shared_prefix_tokens(n, spec.overlap, p) // p
     if spec.scenario == "multi-turn":
         longest = _longest_turn(spec) // p
         own = longest - s
         return WorkingSet("multi-turn", s + spec.pool * own, longest,
-                          f"{s} shared + {spec.pool} conversations × {own} pages")
+                          f"{s} shared + {spec.pool} conversations × {own} pages", c * longest)
     unique = pages - s
     what = "prompts" if spec.scenario == "shared-system-prompt" else "templates"
     return WorkingSet(spec.scenario, spec.pool * s + c * unique, pages,
-                      f"{spec.pool} {what} × {s} shared pages + {c} × {unique} unique pages in flight")
+                      f"{spec.pool} {what} × {s} shared pages + {c} × {unique} unique pages in flight", c * pages)
 
 
-def trace_working_set(rows: Sequence[TraceRow], block_tokens: int, page_tokens: int) -> WorkingSet:
-    """The distinct pages a replay of ``rows`` publishes (formula: module docstring). ``ValueError`` unless
-    ``page_tokens`` divides ``block_tokens`` (both positive)."""
+def reachable_working_set(spec: WorkloadSpec, concurrency: int, scenarios: Iterable[str],
+                          overlaps: Iterable[float], need: Callable[[WorkingSet], float]) -> WorkingSet:
+    """The :func:`synthetic_working_set` with the largest ``need`` (e.g. the segment bytes it needs) over every
+    scenario of ``scenarios`` and every overlap of ``overlaps`` (fractions), the other knobs of ``spec`` kept
+    (pool, prompt length, page size) and ``concurrency`` requests in flight. Its :attr:`WorkingSet.setting`
+    names its scenario and overlap (``multi-turn at overlap 0 %``) when they are not ``spec``'s (``""`` when
+    ``spec``'s own is the largest)."""
+    best = synthetic_working_set(spec, concurrency)
+    for scenario in scenarios:
+        for overlap in overlaps:
+            other = replace(spec, scenario=scenario, overlap=overlap)
+            ws = synthetic_working_set(other, concurrency)
+            if need(ws) > need(best):
+                best = replace(ws, setting=_setting(other))
+    return best
+
+
+def _setting(spec: WorkloadSpec) -> str:
+    """``multi-turn at overlap 0 %`` (``random``: it shares no prefix)."""
+    return spec.scenario if spec.scenario == "random" else f"{spec.scenario} at overlap {spec.overlap * 100:.0f} %"
+
+
+def trace_working_set(rows: Sequence[TraceRow], block_tokens: int, page_tokens: int,
+                      concurrency: int = 1) -> WorkingSet:
+    """The distinct pages a replay of ``rows`` publishes (formula: module docstring), ``concurrency`` requests
+    in flight. ``ValueError`` unless ``page_tokens`` divides ``block_tokens`` (both positive)."""
     if page_tokens < 1 or block_tokens < 1 or block_tokens % page_tokens:
         raise ValueError(f"page size {page_tokens} tokens does not divide the trace block size {block_tokens} tokens")
     per_block = block_tokens // page_tokens
@@ -104,7 +140,8 @@ def trace_working_set(rows: Sequence[TraceRow], block_tokens: int, page_tokens: 
     distinct = len({h for ids in full for h in ids})
     longest = max((len(ids) for ids in full), default=0)
     return WorkingSet("trace", distinct * per_block, longest * per_block,
-                      f"{distinct:,} distinct full blocks × {per_block} pages")
+                      f"{distinct:,} distinct full blocks × {per_block} pages",
+                      max(1, concurrency) * longest * per_block)
 
 
 def working_set_of(workload, page_tokens: int, concurrency: int = 1) -> WorkingSet | None:
@@ -113,5 +150,5 @@ def working_set_of(workload, page_tokens: int, concurrency: int = 1) -> WorkingS
     if isinstance(workload, SyntheticWorkload):
         return synthetic_working_set(workload.spec, concurrency)
     if isinstance(workload, TraceWorkload):
-        return trace_working_set(workload._rows, workload.block_tokens, page_tokens)
+        return trace_working_set(workload._rows, workload.block_tokens, page_tokens, concurrency)
     return None

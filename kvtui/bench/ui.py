@@ -27,6 +27,7 @@ def measure_ui(engines: BenchEngines, layout, seconds: float, rounds: int, refre
     import psutil
 
     from kvtui.config.workload import synthetic_description
+    from kvtui.core.engine_api import WorkerError
     from kvtui.live import LiveSession
     from kvtui.tui.app import run_app
     from workload import SyntheticWorkload
@@ -69,6 +70,8 @@ def measure_ui(engines: BenchEngines, layout, seconds: float, rounds: int, refre
                                 refresh_hz=refresh_hz)
                         timers[1].join()
                     broken.check(f"the {phase} side's round {r + 1}")
+                    if session.error is not None:  # (a worker died: the round's rate would be void)
+                        raise WorkerError(f"the {phase} side's round {r + 1}: {session.error}")
                     (t0, n0), (t1, n1) = counts
                     runs[phase].append((n1 - n0) / (t1 - t0))
                     say(f"round {r + 1}/{rounds}, {phase}: {runs[phase][-1]:.1f} req/s")

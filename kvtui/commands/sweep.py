@@ -60,8 +60,9 @@ def register(subparsers) -> None:
                         "grants one and a leased page cannot be evicted; at --speed max 10 s covers thousands of "
                         "requests, not the ~40 it covers at the FAST'25 traces' own pace")
     s.add_argument("--log-dir", type=path_arg, metavar="DIR",
-                   help="where native logs of the clusters and workers go (default: a new /tmp/kvtui-logs-* "
-                        "folder per point)")
+                   help="where native logs of the clusters and workers go, kept (default: a new /tmp/kvtui-logs-* "
+                        "folder per point, removed when the point ends without trouble, kept and named on stderr "
+                        "when a process died or start-up failed)")
     s.add_argument("--isolate-network", choices=("auto", "on", "off"), default="auto",
                    help="run the clusters and workers in a private network namespace, loopback only (auto: when "
                         "permitted, e.g. as root; default auto; env KVTUI_ISOLATE overrides auto)")

@@ -58,7 +58,7 @@ def run(args: argparse.Namespace, started_at: float | None = None) -> int:
             check_new_file(args.record, "--record")
         screen = screen_from_args(args, "watch")
         plan = plan_from_args(args, layout=layout, started_at=started_at, exports=exports, follow_layout=True,
-                              duration_s=args.duration)
+                              duration_s=args.duration, knobs=True)
         return _run(plan, screen, args.record, outputs)
 
 

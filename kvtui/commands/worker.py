@@ -11,8 +11,6 @@ from __future__ import annotations
 import argparse
 import os
 import sys
-import tempfile
-from pathlib import Path
 
 from kvtui.config.cluster import TOKEN_ENV
 from kvtui.config.paths import path_arg
@@ -38,7 +36,8 @@ def register(subparsers) -> None:
     p.add_argument("--metadata", metavar="URL", help="the metadata server's URL as this machine reaches it "
                    "(default: the coordinator's; with an etcd:// --master, the same etcd)")
     p.add_argument("--log-dir", type=path_arg, metavar="DIR",
-                   help="where the worker's native (Mooncake) log goes (default: a new /tmp/kvtui-logs-* folder)")
+                   help="where the worker's native (Mooncake) log goes, kept (default: a new /tmp/kvtui-logs-* "
+                        "folder, removed when the worker leaves without trouble, kept and named when it fails)")
     p.set_defaults(func=run)
 
 
@@ -47,9 +46,10 @@ def run(args: argparse.Namespace, started_at: float | None = None) -> int:
     address is malformed, nothing listens there, or the coordinator refuses the token or the worker."""
     from dataclasses import replace
 
+    from kvtui.engine.logs import LogFolder
     from kvtui.engine.remote import join
     from kvtui.engine.store import split_hostport
-    from kvtui.engine.worker import worker_main
+    from kvtui.engine.worker import at_leave, worker_main
 
     try:
         host, port = split_hostport(args.join)
@@ -81,10 +81,11 @@ def run(args: argparse.Namespace, started_at: float | None = None) -> int:
     spec = welcome.spec
     if args.master:
         spec = replace(spec, endpoints={**spec.endpoints, "master": args.master, "metadata_url": metadata})
-    log_dir = Path(args.log_dir or tempfile.mkdtemp(prefix="kvtui-logs-"))
-    log_dir.mkdir(parents=True, exist_ok=True)
-    spec = replace(spec, log_path=str(log_dir / f"{spec.label}.log"))  # (Mooncake's native log, not the terminal)
+    logs = LogFolder(args.log_dir)
+    at_leave(lambda code: logs.close(code != 0, f"this {spec.label} worker"))
+    spec = replace(spec, log_path=str(logs.path / f"{spec.label}.log"))  # (Mooncake's native log, not the terminal)
     print(f"kvtui worker: joined {host}:{port} as {spec.label} (slot {welcome.slot}); serving until the "
-          f"coordinator stops; native log {spec.log_path}", file=sys.stderr, flush=True)
-    worker_main(conn, spec, chains, results)  # (leaves the process itself)
+          f"coordinator stops; native log {spec.log_path}" + (" (removed when it leaves without trouble)"
+                                                              if logs.temporary else ""), file=sys.stderr, flush=True)
+    worker_main(conn, spec, chains, results)  # (leaves the process itself, closing the log folder)
     return 0

@@ -9,6 +9,7 @@ emulated hosts and their links, and the listener remote workers join through.
 from __future__ import annotations
 
 import argparse
+import math
 import os
 from dataclasses import dataclass
 from pathlib import Path
@@ -45,6 +46,16 @@ PORT_FLAGS = ("master_port", "metrics_port", "metadata_port")
 
 ISOLATE_MODES = ("auto", "on", "off")
 """``--isolate-network``'s choices."""
+
+LEASE_S = 2.0
+"""``--lease-ttl``'s default (seconds) for an embedded master (Mooncake's own is 10 s). Every probe and read
+grants a lease, and a leased page cannot be evicted, so the pages read within one lease stay pinned: with 10 s,
+a multi-turn conversation's pages stayed pinned for 10 s after it restarted, and at ~10 requests/s the
+monitor's default store refused 77 puts in 2.5 minutes of multi-turn (none with 2 s). The lease only has to
+outlast a reload (a probe, then reads in batches of at most 256 MiB: well under a second on loopback)."""
+
+LEASE_BATCHES = 4
+"""With ``--link``, the default lease outlasts this many 256 MiB read batches at the link's rate."""
 
 
 # -- flags ----------------------------------------------------------------------------------------------------
@@ -122,11 +133,14 @@ def add_cluster_arguments(p: argparse.ArgumentParser) -> None:
     g.add_argument("--protocol", choices=("tcp", "rdma"), default="tcp", help="transfer protocol (default tcp)")
     g.add_argument("--device", default="", metavar="NAME",
                    help="RDMA device name (with --protocol rdma; default: Mooncake picks)")
-    g.add_argument("--lease-ttl", type=float, default=10.0, metavar="SECONDS",
-                   help="embedded master's read lease (default 10 s). Every probe and read grants one, and a "
-                        "leased page cannot be evicted")
-    g.add_argument("--log-dir", type=path_arg, metavar="DIR", help="where native logs of the cluster and workers go "
-                   "(default: a new /tmp/kvtui-logs-* folder)")
+    g.add_argument("--lease-ttl", type=float, default=None, metavar="SECONDS",
+                   help=f"embedded master's read lease (default {LEASE_S:g} s, or with --link as long as "
+                        f"{LEASE_BATCHES} read batches of 256 MiB take at its rate; Mooncake's own default is 10 s). "
+                        "Every probe and read grants one, and a leased page cannot be evicted: the pages read "
+                        "within one lease stay in the store")
+    g.add_argument("--log-dir", type=path_arg, metavar="DIR", help="where native logs of the cluster and workers go, "
+                   "kept (default: a new /tmp/kvtui-logs-* folder, removed when the run ends without trouble, kept "
+                   "and named on stderr when a process died or start-up failed)")
     g.add_argument("--isolate-network", choices=ISOLATE_MODES, default="auto",
                    help="embedded mode: run the cluster and workers in a private network namespace so Mooncake's "
                         "all-interface transfer listeners are reachable only on loopback (auto: when permitted, "
@@ -187,6 +201,16 @@ def link_option(text: str) -> LinkSpec:
         raise KvtuiError(str(exc)) from None
 
 
+def default_lease_s(link: LinkSpec | None) -> float:
+    """``--lease-ttl``'s default: :data:`LEASE_S`, or with a shaped ``link`` the time :data:`LEASE_BATCHES`
+    read batches (``MAX_BATCH_BYTES``) take at its rate, if longer (seconds, rounded up to 0.1 s)."""
+    from kvtui.engine.connector import MAX_BATCH_BYTES
+
+    if link is None:
+        return LEASE_S
+    return max(LEASE_S, math.ceil(LEASE_BATCHES * MAX_BATCH_BYTES / link.rate_bytes_per_s * 10) / 10)
+
+
 def check_log_dir(path: str | None) -> None:
     """``--log-dir``: create the folder now (``KvtuiError`` naming the flag when it cannot be one)."""
     if path:
@@ -235,7 +259,8 @@ class ClusterPlan:
     ``endpoints``: the attached cluster (it answered when the plan was made), None for an embedded one;
     ``store_bytes``: the embedded segment (bytes, sized for the working set unless ``--store-size``);
     ``store_note``: the one line saying what size was chosen and why, or warning that the store is too small
-    (``""``: nothing to say; a warning starts with ``warning``); ``segment_on``: ``store``, ``prefill`` or
+    (``""``: nothing to say; a warning starts with ``warning``); ``store_sized``: kvtui chose ``store_bytes``
+    for the working set (embedded, no ``--store-size``); ``segment_on``: ``store``, ``prefill`` or
     ``decode``; ``worker_client``: ``real`` or ``dummy`` (``--worker-client auto`` resolved);
     ``lease_ttl_s`` / ``client_ttl_s``: the embedded master's read lease and client TTL (s);
     ``ports``: explicit listener ports by :data:`PORT_FLAGS` name (0: a free one);
@@ -250,7 +275,7 @@ class ClusterPlan:
     topology: Topology
     worker_client: str
     read_streams: int = 1
-    lease_ttl_s: float = 10.0
+    lease_ttl_s: float = LEASE_S
     client_ttl_s: int = 10
     log_dir: str | None = None
     ports: tuple[tuple[str, int], ...] = ()
@@ -260,6 +285,7 @@ class ClusterPlan:
     listen: ListenPlan | None = None
     protocol: str = "tcp"
     ha: int = 0
+    store_sized: bool = False
 
     @property
     def attached(self) -> bool:
@@ -467,12 +493,13 @@ def cluster_from_args(args: argparse.Namespace, layout: PageLayout, working_set:
     default_bytes = given if given is not None else DEFAULT_STORE_BYTES
     if args.read_streams < 1:
         raise bad_value("--read-streams", "at least 1", args.read_streams)
-    if not (args.lease_ttl > 0):
+    if args.lease_ttl is not None and not (args.lease_ttl > 0):
         raise bad_value("--lease-ttl", "positive seconds", args.lease_ttl)
     topology = topology_from_args(args)
     listen = listen_from_args(args)
     hosts, link = hosts_from_args(args)  # (before attaching: --hosts auto with --master is refused as such)
     ha = ha_from_args(args)
+    lease_s = args.lease_ttl if args.lease_ttl is not None else default_lease_s(link)
     endpoints = None
     if args.master or args.metadata:
         from kvtui.engine.ha import is_etcd
@@ -501,6 +528,7 @@ def cluster_from_args(args: argparse.Namespace, layout: PageLayout, working_set:
         mode = "on"  # (the hosts' namespaces and bridge must not touch the machine's own network)
     return ClusterPlan(endpoints=endpoints, store_bytes=store_bytes, store_note=note, segment_on=args.segment_on,
                        topology=topology, worker_client=client, read_streams=args.read_streams,
-                       lease_ttl_s=args.lease_ttl, log_dir=args.log_dir, ports=ports, isolate=mode, hosts=hosts,
-                       link=link, listen=listen, protocol=args.protocol, ha=ha)
+                       lease_ttl_s=lease_s, log_dir=args.log_dir, ports=ports, isolate=mode, hosts=hosts,
+                       link=link, listen=listen, protocol=args.protocol, ha=ha,
+                       store_sized=endpoints is None and given is None and working_set is not None)
 

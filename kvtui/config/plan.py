@@ -19,6 +19,7 @@ from kvtui.metrics.ttft import TtftEstimator
 
 if TYPE_CHECKING:
     from kvtui.engine.options import EngineOptions
+    from workload import WorkloadSpec
     from workload.working_set import WorkingSet
 
 CONTEXT_KEYS = ("seed", "model", "scheme", "command", "duration_s", "max_requests")
@@ -53,6 +54,12 @@ class RunPlan:
     quiet: bool = False
     always_replace_workers: bool = False
     count_lost: bool = False
+
+    @property
+    def store_limit(self) -> int | None:
+        """The embedded segment (bytes) when kvtui sized it for the working set: a live knob change that would
+        need more is refused (:class:`~kvtui.live.LiveSession`); None with ``--store-size`` or attached."""
+        return self.cluster.store_bytes if self.cluster.store_sized else None
 
     @property
     def replace_dead_workers(self) -> bool:
@@ -128,11 +135,28 @@ class RunPlan:
         return header
 
 
+def reachable_working_set(spec: WorkloadSpec, in_flight: int, page_bytes: int) -> WorkingSet:
+    """The working set a monitor started with ``spec`` can reach with its keys and its settings dialog: the one
+    that needs the largest segment (:func:`kvtui.core.capacity.need_bytes`) over every scenario and every whole
+    percent of overlap, at ``spec``'s pool, prompt length and page size, ``in_flight`` requests under way. A
+    larger pool or another layout can be asked for too; the session refuses those that would outgrow the
+    store (:attr:`RunPlan.store_limit`)."""
+    from kvtui.core.capacity import need_bytes
+    from kvtui.core.knobs import OVERLAP, SCENARIOS
+    from kvtui.engine.cluster import ClusterOptions
+    from workload.working_set import reachable_working_set as reachable
+
+    watermark = ClusterOptions.eviction_high_watermark
+    percents = range(int(OVERLAP.user(OVERLAP.low)), int(OVERLAP.user(OVERLAP.high)) + 1)
+    return reachable(spec, in_flight, SCENARIOS, [p / OVERLAP.scale for p in percents],
+                     lambda ws: need_bytes(ws, page_bytes, watermark))
+
+
 def plan_from_args(args: argparse.Namespace, *, layout: LayoutPlan | None = None, started_at: float | None = None,
                    exports: ExportPlan = NO_EXPORTS,
                    follow_layout: bool = False, max_requests: int | None = None, run_for_s: float | None = None,
                    duration_s: float | None = None, quiet: bool = False, estimate: bool = True,
-                   always_replace_workers: bool = False, count_lost: bool = False) -> RunPlan:
+                   always_replace_workers: bool = False, count_lost: bool = False, knobs: bool = False) -> RunPlan:
     """The :class:`RunPlan` of the flags of ``run``, ``watch``, ``soak`` or ``serve``, made in this order:
     the page layout (``layout``: made already by :func:`~kvtui.config.layout.layout_from_args`), the TTFT
     estimate, ``--concurrency``, the workload (a trace is read now), its working set
@@ -140,7 +164,10 @@ def plan_from_args(args: argparse.Namespace, *, layout: LayoutPlan | None = None
     workers. ``follow_layout``: prompts keep their page count when the monitor switches layout. The bounds
     and ``quiet`` are the command's own; ``estimate`` False: no TTFT estimate (a command without its flags);
     ``always_replace_workers``: a dead worker is always replaced, and ``count_lost``: the requests it had are
-    counted as lost rather than run again (both ``soak``). ``KvtuiError`` (one line naming the flag) for any bad
+    counted as lost rather than run again (both ``soak``); ``knobs``: the command's monitor changes the
+    knobs while it runs (``watch``), so the store kvtui sizes for a synthetic workload (no ``--store-size``,
+    embedded) holds the largest working set over every scenario and overlap they reach
+    (:func:`reachable_working_set`). ``KvtuiError`` (one line naming the flag) for any bad
     value; attach mode checks that the cluster answers, and nothing starts."""
     layout = layout if layout is not None else layout_from_args(args)
     estimator = estimator_from_args(args, layout) if estimate else None
@@ -151,6 +178,9 @@ def plan_from_args(args: argparse.Namespace, *, layout: LayoutPlan | None = None
     in_flight = concurrency * max(1, getattr(args, "decode_workers", 1))  # (a bad count is refused just below)
     try:
         working_set = workload.working_set(layout.layout.page_tokens, in_flight)
+        sized_here = getattr(args, "store_size", None) is None and not getattr(args, "master", None)
+        if knobs and workload.spec is not None and sized_here:  # (the user's store or cluster: the user's call)
+            working_set = reachable_working_set(workload.spec, in_flight, layout.layout.page_bytes)
     except ValueError:
         working_set = None
     cluster = cluster_from_args(args, layout.layout, working_set)

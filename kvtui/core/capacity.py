@@ -8,6 +8,13 @@ evicts unleased objects, oldest first), so a segment keeps ``floor(segment · wa
 pages without evicting any. The segment's offset allocator adds no per-object overhead:
 ``master_allocated_bytes`` is exactly the objects' bytes (:data:`kvtui.core.sweep.OBJECT_OVERHEAD_BYTES`).
 
+Eviction starts only once a put has taken the store past the watermark, and runs in the background; a put
+that does not fit the space free at that moment is refused at once (``NO_AVAILABLE_HANDLE``, not retried).
+So the part of the segment above the watermark must hold one publish of the requests in flight
+(``WorkingSet.burst_pages``) as well: a 1 GiB segment has 102 MiB there, less than one 8-page prompt of
+14 MiB, and refused a few such puts a minute at overlap 0 whatever the read lease (1 s or 10 s); 1,200 MiB
+refused none.
+
 Sizes are bytes; every text is one line that names flags, never internal names.
 """
 
@@ -43,10 +50,33 @@ def held_pages(segment_bytes: int, page_bytes: int, watermark: float) -> int:
     return int(segment_bytes * watermark // page_bytes)
 
 
-def segment_for(pages: int, page_bytes: int, watermark: float) -> int:
-    """Smallest segment (bytes, a whole number of MiB) that keeps ``pages`` pages below ``watermark``:
-    ``ceil(pages · page_bytes / watermark)``."""
-    return math.ceil(pages * page_bytes / watermark / _MIB) * _MIB
+def room_above(segment_bytes: int, watermark: float) -> int:
+    """Bytes of a segment of ``segment_bytes`` above its eviction ``watermark`` (0–1)."""
+    return segment_bytes - int(segment_bytes * watermark)
+
+
+def segment_for(pages: int, page_bytes: int, watermark: float, burst_pages: int = 0) -> int:
+    """Smallest segment (bytes, a whole number of MiB) that keeps ``pages`` pages below ``watermark`` and has
+    room above it for a publish of ``burst_pages`` pages: ``ceil(max(pages · page_bytes / watermark,
+    burst_pages · page_bytes / (1 − watermark)))``."""
+    need = max(pages * page_bytes / watermark, burst_pages * page_bytes / (1.0 - watermark) if burst_pages else 0)
+    return math.ceil(need / _MIB - 1e-9) * _MIB  # (1 − 0.9 is not exactly 0.1)
+
+
+def need_bytes(ws: WorkingSet, page_bytes: int, watermark: float) -> int:
+    """:func:`segment_for` of working set ``ws`` (its pages below the watermark, its burst above it)."""
+    return segment_for(ws.pages, page_bytes, watermark, ws.burst_pages)
+
+
+def burst_fits(ws: WorkingSet, page_bytes: int, segment_bytes: int, watermark: float) -> bool:
+    """The segment has room above ``watermark`` for one publish of ``ws``'s requests in flight."""
+    return ws.burst_pages * page_bytes <= room_above(segment_bytes, watermark)
+
+
+def fits(ws: WorkingSet, page_bytes: int, segment_bytes: int, watermark: float) -> bool:
+    """A segment of ``segment_bytes`` keeps ``ws`` below ``watermark`` and its burst above it."""
+    return ws.pages <= held_pages(segment_bytes, page_bytes, watermark) and \
+        burst_fits(ws, page_bytes, segment_bytes, watermark)
 
 
 def size_flag(n: int) -> str:
@@ -61,6 +91,36 @@ def working_set_text(ws: WorkingSet, page_bytes: int) -> str:
     :class:`workload.working_set.WorkingSet`."""
     return (f"~{ws.pages:,} pages of {format_bytes(page_bytes)} = {format_bytes(ws.pages * page_bytes)} "
             f"({ws.formula})")
+
+
+def _named(ws: WorkingSet) -> str:
+    """``the multi-turn working set``, or for a setting the monitor's keys reach: ``the working set of
+    multi-turn at overlap 0 %, which the monitor's keys reach,``."""
+    if ws.setting:
+        return f"the working set of {ws.setting}, which the monitor's keys reach,"
+    return f"the {ws.source} working set"
+
+
+def burst_text(ws: WorkingSet, page_bytes: int) -> str:
+    """``one publish of the requests in flight (8 pages of 14.0 MiB = 112.0 MiB)``."""
+    return (f"one publish of the requests in flight ({_n_pages(ws.burst_pages)} of {format_bytes(page_bytes)} = "
+            f"{format_bytes(ws.burst_pages * page_bytes)})")
+
+
+def outgrown_text(ws: WorkingSet, page_bytes: int, segment_bytes: int, watermark: float) -> str:
+    """Why a segment of ``segment_bytes`` that kvtui sized cannot take working set ``ws`` (a knob setting the
+    user asked for while the run goes on): one clause that names the size it would take, or ``""`` when it
+    fits (:func:`fits`)."""
+    seg, wm = format_bytes(segment_bytes), f"{_pct(watermark)} eviction watermark"
+    start = f"start with --store-size {size_flag(max(need_bytes(ws, page_bytes, watermark), MIN_SEGMENT_BYTES))} for it"
+    held = held_pages(segment_bytes, page_bytes, watermark)
+    if ws.pages > held:
+        return (f"make the {ws.source} working set {working_set_text(ws, page_bytes)}, more than the {seg} store "
+                f"kvtui sized keeps below its {wm} ({_n_pages(held)}); {start}")
+    if not burst_fits(ws, page_bytes, segment_bytes, watermark):
+        return (f"make {burst_text(ws, page_bytes)} more than the {format_bytes(room_above(segment_bytes, watermark))} "
+                f"the {seg} store kvtui sized has above its {wm}; {start}")
+    return ""
 
 
 def remedy(ws: WorkingSet) -> str:
@@ -116,42 +176,49 @@ def plan_store(ws: WorkingSet, page_bytes: int, watermark: float, *, given_bytes
     one prompt (the longest request's pages) — also when the machine's memory cannot. ``page_tokens``: lets a
     trace too big for the machine say which KV bytes per token would fit.
     """
-    need = segment_for(ws.pages, page_bytes, watermark)
+    need = need_bytes(ws, page_bytes, watermark)
     prompt_bytes = ws.prompt_pages * page_bytes
     wm = f"{_pct(watermark)} eviction watermark"
     wst = working_set_text(ws, page_bytes)
     cap = int(available_bytes * MEMORY_SHARE) // _MIB * _MIB
+    above = segment_for(0, page_bytes, watermark, ws.burst_pages) > segment_for(ws.pages, page_bytes, watermark)
+    room = f", with room above it for {burst_text(ws, page_bytes)}" if above else ""  # (when that sets the size)
     if given_bytes is not None:
         if prompt_bytes > given_bytes:
             raise ValueError(f"--store-size {given_text} has room for {_n_pages(given_bytes // page_bytes)} of "
                              f"{format_bytes(page_bytes)}, not {_prompt_text(ws, page_bytes)}: use --store-size "
                              f"{size_flag(prompt_bytes)} at least ({size_flag(need)} keeps the working set below the "
-                             f"{wm}), or {_prompt_remedy(ws)}")
+                             f"{wm}{room}), or {_prompt_remedy(ws)}")
         held = held_pages(given_bytes, page_bytes, watermark)
         if ws.pages <= held and given_bytes > available_bytes:
             enough = size_flag(max(need, MIN_SEGMENT_BYTES))
             return StorePlan(given_bytes, f"warning: --store-size {given_text} is more than this machine's free memory "
                                           f"({format_bytes(available_bytes)}): the store node can be killed as it "
-                                          f"fills; the {ws.source} working set needs {enough}", warning=True)
-        if ws.pages <= held:
+                                          f"fills; {_named(ws)} needs {enough}", warning=True)
+        if fits(ws, page_bytes, given_bytes, watermark):
             return StorePlan(given_bytes)
+        if ws.pages <= held:  # only the publish does not fit above the watermark
+            return StorePlan(given_bytes, f"warning: --store-size {given_text} has "
+                                          f"{format_bytes(room_above(given_bytes, watermark))} above the {wm}, less "
+                                          f"than {burst_text(ws, page_bytes)}, and eviction makes room only after a "
+                                          f"put crossed it: expect refused puts; --store-size {size_flag(need)} would "
+                                          f"fit", warning=True)
         fit = (f"--store-size {size_flag(need)} would fit, or {remedy(ws)}" if need <= cap else
                f"it needs --store-size {size_flag(need)}, more than this machine can give: "
                f"{_layout_hint(ws, page_bytes, page_tokens, max(cap, given_bytes), watermark)}")
         return StorePlan(given_bytes, f"warning: --store-size {given_text} keeps {held:,} pages below the {wm}, but "
-                                      f"the {ws.source} working set is {wst}: expect evictions and refused puts; "
-                                      f"{fit}", warning=True)
+                                      f"{_named(ws)} is {wst}: expect evictions and refused puts; {fit}", warning=True)
     if need <= default_bytes:
         return StorePlan(default_bytes)  # the default holds it: nothing to say
     if need <= cap:
-        return StorePlan(need, f"store {format_bytes(need)}: the {ws.source} working set is {wst}, kept below the "
-                               f"{wm} (--store-size overrides)")
+        return StorePlan(need, f"store {format_bytes(need)}: {_named(ws)} is {wst}, kept below the {wm}{room} "
+                               "(--store-size overrides)")
     size = max(cap, default_bytes)  # need > both: as much as the machine allows, never below the default
     if size < prompt_bytes:
         raise ValueError(f"this machine's free memory ({format_bytes(available_bytes)}; a store may take "
                          f"{_pct(MEMORY_SHARE)}) cannot hold {_prompt_text(ws, page_bytes)}: {_prompt_remedy(ws)}")
     return StorePlan(size, f"warning: store {format_bytes(size)}, {_pct(MEMORY_SHARE)} of the "
-                           f"{format_bytes(available_bytes)} of free memory, but the {ws.source} working set is {wst} "
+                           f"{format_bytes(available_bytes)} of free memory, but {_named(ws)} is {wst}{room} "
                            f"and needs {size_flag(need)}: expect evictions and refused puts; "
                            f"{_layout_hint(ws, page_bytes, page_tokens, size, watermark)}",
                      warning=True)
@@ -160,12 +227,17 @@ def plan_store(ws: WorkingSet, page_bytes: int, watermark: float, *, given_bytes
 def attached_plan_line(ws: WorkingSet, page_bytes: int, capacity_bytes: int, watermark: float) -> str:
     """Attach mode (kvtui sizes nothing): a one-line warning when the cluster's capacity (the sum of its
     segments, bytes) does not keep the working set below ``watermark``, else ``""``."""
-    if ws.pages <= held_pages(capacity_bytes, page_bytes, watermark):
+    if fits(ws, page_bytes, capacity_bytes, watermark):
         return ""
+    if ws.pages <= held_pages(capacity_bytes, page_bytes, watermark):
+        return (f"warning: the attached cluster's {format_bytes(capacity_bytes)} have "
+                f"{format_bytes(room_above(capacity_bytes, watermark))} above a {_pct(watermark)} eviction watermark, "
+                f"less than {burst_text(ws, page_bytes)}: expect refused puts; it needs "
+                f"{size_flag(need_bytes(ws, page_bytes, watermark))}")
     return (f"warning: the attached cluster's {format_bytes(capacity_bytes)} keep "
             f"{held_pages(capacity_bytes, page_bytes, watermark):,} pages below a {_pct(watermark)} eviction "
             f"watermark, but the {ws.source} working set is {working_set_text(ws, page_bytes)}: expect evictions "
-            f"and refused puts; it needs {size_flag(segment_for(ws.pages, page_bytes, watermark))}, or {remedy(ws)}")
+            f"and refused puts; it needs {size_flag(need_bytes(ws, page_bytes, watermark))}, or {remedy(ws)}")
 
 
 def store_full_text(failed: int, seconds: float, ws: WorkingSet | None, page_bytes: int, segment_bytes: int | None,
@@ -189,8 +261,14 @@ def store_full_text(failed: int, seconds: float, ws: WorkingSet | None, page_byt
     wsb, seg = format_bytes(ws.pages * page_bytes), format_bytes(segment_bytes)
     if ws.pages > held_pages(segment_bytes, page_bytes, watermark):
         return head + (f"the working set (~{wsb}) exceeds the segment ({seg}, evicting above {_pct(watermark)}); "
-                       f"raise --store-size to {size_flag(segment_for(ws.pages, page_bytes, watermark))} or "
+                       f"raise --store-size to {size_flag(need_bytes(ws, page_bytes, watermark))} or "
                        f"{remedy(ws)}")
+    if not burst_fits(ws, page_bytes, segment_bytes, watermark):
+        return head + (f"{burst_text(ws, page_bytes)} does not fit the "
+                       f"{format_bytes(room_above(segment_bytes, watermark))} the segment ({seg}) has above its "
+                       f"{_pct(watermark)} eviction watermark, and eviction makes room only after a put crossed it; "
+                       f"raise --store-size to {size_flag(need_bytes(ws, page_bytes, watermark))}")
     ttl = f"{lease_ttl_s:g} s" if lease_ttl_s else "the lease TTL"
     return head + (f"the working set (~{wsb}) fits the segment ({seg}), but pages read within the last {ttl} are "
-                   f"leased and cannot be evicted; lower --lease-ttl or raise --store-size")
+                   f"leased and cannot be evicted, or the background eviction fell behind the puts; lower "
+                   f"--lease-ttl or raise --store-size")

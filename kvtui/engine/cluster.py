@@ -11,7 +11,8 @@ Embedded mode starts, each on a free 127.0.0.1 port and each dying with kvtui (:
 
 Readiness is probed with bounded waits (the master answers ``/health`` ~1.1 s after start); a process that
 exits early stops start-up with the tail of its log (a master whose RPC or metrics port is taken exits with
-code 1 about 2 s after start, without naming the port). Native logs go to files in ``log_dir``.
+code 1 about 2 s after start, without naming the port). Native logs go to files in ``log_dir``
+(:mod:`kvtui.engine.logs`: a folder kvtui made is removed after a run without trouble).
 With ``ha`` N (``--ha N``) the master side is an HA cluster instead (:mod:`kvtui.engine.ha`): kvtui's own etcd
 and N masters with ``--enable_ha --enable_oplog`` electing a leader through it, no metadata server (etcd is the
 metadata server), every client given ``etcd://127.0.0.1:PORT`` as master and metadata address. Start-up waits
@@ -26,11 +27,9 @@ import importlib.util
 import json
 import os
 import random
-import shutil
 import signal
 import socket
 import sys
-import tempfile
 import time
 import urllib.error
 import urllib.request
@@ -42,6 +41,7 @@ from typing import Any
 from kvtui.core.defaults import DEFAULT_STORE_BYTES
 from kvtui.engine import ha
 from kvtui.engine.hosts import EmulatedHosts, Host, HostsError, LinkSpec, nsenter_argv
+from kvtui.engine.logs import LogFolder
 from kvtui.engine.procs import ManagedProcess, spawn, stop_processes
 from kvtui.engine.store import probe_tcp, split_hostport
 
@@ -207,7 +207,7 @@ class EmbeddedCluster:
     processes: list[ManagedProcess] = field(default_factory=list)
     endpoints: ClusterEndpoints | None = None
     _spawner: ThreadPoolExecutor | None = None
-    _auto_log_dir: Path | None = None
+    _logs: LogFolder | None = None  # this start's log folder (kvtui.engine.logs: removed or kept by stop)
     _restarted: bool = False
     emulated: EmulatedHosts | None = None  # with ClusterOptions.hosts
     etcd: ha.EtcdServer | None = None  # with ClusterOptions.ha
@@ -247,14 +247,13 @@ class EmbeddedCluster:
     def _start_once(self) -> ClusterEndpoints:
         o = self.options
         self._master_argv = {}
-        log_dir = Path(o.log_dir or tempfile.mkdtemp(prefix="kvtui-logs-"))
-        self._auto_log_dir = None if o.log_dir else log_dir  # removed after a clean stop, kept after trouble
-        log_dir.mkdir(parents=True, exist_ok=True)
         if o.ha and (o.hosts or o.rpc_port or o.metrics_port or o.metadata_port):
             err = ClusterError("--ha starts its etcd and masters on free loopback ports: drop --hosts auto and the "
                                "port flags")
             err.retry = False
             raise err
+        self._logs = LogFolder(o.log_dir)
+        log_dir = self._logs.path
         rpc = self._port(o.rpc_port, "master RPC")
         metrics = self._port(o.metrics_port, "master metrics")
         meta = self._port(o.metadata_port, "metadata")
@@ -502,10 +501,11 @@ class EmbeddedCluster:
         every key in memory only (a SIGTERM would take it up to a second to exit, to the same end), and a store
         node's clean close takes ~2 s for a segment owner (and blocks ~4.3 s per call once the master is
         gone), only to remove keys from that master. No page is left half-written: a page becomes readable
-        only when its put completed. A log folder kvtui created itself is removed when every process was
-        still running and ended by these signals or exit 0 and ``keep_logs`` is false (a failed start keeps
-        them), or whenever every file in it is empty (stopped during start-up, before anything was logged);
-        otherwise it stays and its path is printed on stderr.
+        only when its put completed. A log folder kvtui created itself
+        (:class:`~kvtui.engine.logs.LogFolder`) is removed when every process was still running and ended by
+        these signals or exit 0 and ``keep_logs`` is false (a failed start keeps them; so does the engine when
+        one of its workers died), or whenever every file in it is empty (stopped during start-up, before
+        anything was logged); otherwise it stays and its path is printed on stderr.
         """
         clean = not self._restarted
         procs = list(reversed(self.processes))  # store node first, metadata server last
@@ -518,12 +518,9 @@ class EmbeddedCluster:
         if self.etcd is not None:  # (etcd is gone: its data folder can go, and its janitor with it)
             self.etcd.remove_data()
             self.etcd = None
-        auto, self._auto_log_dir = self._auto_log_dir, None
-        if auto is not None:
-            if (clean and not keep_logs) or _all_empty(auto):  # (stopped during start-up: nothing was logged)
-                shutil.rmtree(auto, ignore_errors=True)
-            else:
-                print(f"kvtui: logs of the embedded cluster and workers kept in {auto}", file=sys.stderr)
+        logs, self._logs = self._logs, None
+        if logs is not None:
+            logs.close(not clean or keep_logs, "the embedded cluster and workers")
         if self._spawner is not None:
             self._spawner.shutdown(wait=False)
             self._spawner = None
@@ -606,10 +603,3 @@ def _admin_urls(text: str | None) -> list[str]:
                                f"got {u!r}")
     return urls
 
-
-def _all_empty(folder: Path) -> bool:
-    """No file under ``folder`` holds a byte (a log folder of a cluster stopped before anything was logged)."""
-    try:
-        return not any(f.is_file() and f.stat().st_size for f in folder.rglob("*"))
-    except OSError:
-        return False

@@ -36,6 +36,7 @@ from kvtui.core.subscribers import Subscribers, Unsubscribe
 from kvtui.core.topology import worker_name, worker_names
 from kvtui.engine.cluster import ClusterEndpoints, EmbeddedCluster
 from kvtui.engine.keys import PageKeyer
+from kvtui.engine.logs import LogFolder
 from kvtui.engine.options import SEGMENT_PLACES, EngineOptions
 from kvtui.engine.protocol import (
     Begin,
@@ -118,6 +119,8 @@ class Engine:
         self.replacements: list[WorkerReplacement] = []  # every rebuild of the chain (replace_dead_workers)
         self._spawner: ThreadPoolExecutor | None = None  # starts replacement workers (see _replace_chain)
         self._stopping = False
+        self._failed = False  # start-up failed: the logs are kept (kvtui.engine.logs)
+        self._logs: LogFolder | None = None  # attached: the workers' temporary log folder (embedded: the cluster's)
         self._chain_state = ChainState()  # re-sent to a rebuilt chain and to a joining worker
         self._slots = RemoteSlots()  # the relay slots of the current chain (remote workers)
         self.prefill_peers: list[int] = []  # each entry of ``prefills`` → its chain index (kvtui.engine.remote_slots)
@@ -183,13 +186,17 @@ class Engine:
                 self.cluster = EmbeddedCluster(replace(o.cluster, store_bytes=o.store_bytes, segment_on=o.segment_on,
                                                        worker_names=tuple(self.worker_names())))
                 self.endpoints = self.cluster.start()
+            elif not self.endpoints.log_dir:  # attached: the workers' native logs never go to the terminal
+                self._logs = LogFolder()
+                self.endpoints = replace(self.endpoints, log_dir=str(self._logs.path))
             self._start_chain()
             if o.replace_dead_workers:  # made now, by the caller's thread: a worker's parent-death signal is
                 # tied to the thread that started it, and a driver's threads end with their run
                 self._spawner = ThreadPoolExecutor(1, thread_name_prefix="kvtui-respawn")
                 self._spawner.submit(lambda: None).result()
             self.begin_run(o.concurrency)
-        except BaseException:
+        except BaseException as exc:
+            self._failed = isinstance(exc, Exception)  # (not a Ctrl-C: nothing failed)
             self.stop()
             raise
         self.t0 = time.monotonic()
@@ -582,20 +589,27 @@ class Engine:
         worker still in a store call is killed: after ``EMBEDDED_STOP_GRACE_S`` embedded (no store outlives
         an unfinished put), after ``workers.STOP_GRACE_S`` attached (a put cut short would keep its space in
         the shared store for minutes). A worker replacement under way is waited for up to ``REPLACE_WAIT_S``
-        (it then stops its new workers itself). Safe to call twice."""
+        (it then stops its new workers itself). Safe to call twice. The logs (:mod:`kvtui.engine.logs`) are
+        kept when start-up failed or a worker of this machine died (one that ended before it was asked to, or
+        was replaced), else a folder kvtui made for them is removed."""
         self._stopping = True
         locked = self._chain_lock.acquire(timeout=REPLACE_WAIT_S)
         try:
             handles = [*self.decodes, *self.prefills]
+            local = [h for h in handles if not getattr(h, "remote", False)]  # (a remote worker leaves when it likes)
+            trouble = self._failed or bool(self.replacements) or any(h.exit_code(0) is not None for h in local)
             for h in handles:
                 h.ask_stop()
             grace = EMBEDDED_STOP_GRACE_S if self.cluster is not None else WORKER_STOP_GRACE_S
             deadline = time.monotonic() + grace
             if self.cluster is not None:
-                self.cluster.stop()  # (its master going away only makes a worker's last store call fail sooner)
+                # (its master going away only makes a worker's last store call fail sooner)
+                self.cluster.stop(keep_logs=trouble)
                 self.cluster = None
             for h in handles:
                 h.finish_stop(deadline - time.monotonic())
+            if self._logs is not None:
+                self._logs.close(trouble, "the workers")
             self.decodes, self.prefills = [], []
             for conn in self._results:
                 conn.close()

@@ -87,6 +87,15 @@ class WorkerSpec:
         return self.name or self.role
 
 
+_AT_LEAVE: list[Callable[[int], None]] = []  # at_leave's functions
+
+
+def at_leave(fn: Callable[[int], None]) -> None:
+    """Call ``fn(exit_code)`` when this worker process leaves (:func:`_leave`; the interpreter's own exit
+    handlers do not run), e.g. to remove or name its log folder (``kvtui worker``)."""
+    _AT_LEAVE.append(fn)
+
+
 def _leave(code: int = 0) -> None:
     """End the worker process now, without closing its store client and without the interpreter's exit
     (whose Mooncake destructors close the client too): a close takes ~1 s for a client without a segment and
@@ -94,7 +103,12 @@ def _leave(code: int = 0) -> None:
     a worker owns a segment only in an embedded cluster, whose master is stopped with the workers;
     a client without a segment leaves only its heartbeat, which the master drops after ``client_ttl``; an
     interrupted put leaves no readable page (the master discards it after ``put_start_discard_timeout_sec``,
-    30 s by default)."""
+    30 s by default). The :func:`at_leave` functions run first."""
+    for fn in _AT_LEAVE:
+        try:
+            fn(code)
+        except Exception:  # (leaving matters more)
+            pass
     for stream in (sys.stdout, sys.stderr):
         try:
             stream.flush()

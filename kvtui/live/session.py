@@ -14,14 +14,15 @@ subscribes to its worker rebuilds and remote joins and offers its finished reque
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import TYPE_CHECKING, Callable
+from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING, Any, Callable
 
 from kvtui.config.workload import synthetic_description
 from kvtui.core.codes import NO_SPACE
 from kvtui.core.controls import Control, SetLayout, SetTraceSpeed
 from kvtui.core.engine_api import EngineAPI, RemoteJoin, WorkerReplacement
 from kvtui.core.events import EngineEvent, RequestResult
+from kvtui.core.layout import PageLayout
 from kvtui.core.subscribers import Subscribers, Unsubscribe
 from kvtui.engine.hosts import host_addresses
 from kvtui.engine.samplers import PanelThread, ProcessSampler, StoreSampler
@@ -31,7 +32,7 @@ from kvtui.metrics.frame import Frame
 from kvtui.metrics.producer import FrameProducer
 from kvtui.metrics.store_full import StoreFullAlarm
 from kvtui.session.recording import Recording
-from workload import SyntheticWorkload, TraceWorkload
+from workload import SyntheticWorkload, TraceWorkload, WorkloadSpec
 
 if TYPE_CHECKING:
     from kvtui.engine.remote import Coordinator
@@ -73,7 +74,10 @@ class LiveSession:
     ``description``: the ``frame.workload`` dict at the start (:func:`synthetic_description`, or a trace's
     name and row count); ``layout_text``: shown in the header; ``layout_name``: the page layout preset the
     engine started with (``custom`` when none); ``prompt_pages``: prompts of this many pages of the layout
-    (after a layout switch too; None: the prompt length in tokens stays as it is).
+    (after a layout switch too; None: the prompt length in tokens stays as it is); ``store_limit``: the
+    embedded segment (bytes) when kvtui sized it (``RunPlan.store_limit``): a knob change or layout switch that
+    would need a larger one is refused (:meth:`_outgrows`); None (the user's ``--store-size``, an attached
+    cluster): every change in range is made.
 
     Frames: one :class:`~kvtui.metrics.producer.FrameProducer` builds them at the rate its consumers ask for
     (:meth:`want`: the monitor, a recording, a Prometheus exporter); :meth:`frame` is the newest one, and
@@ -83,7 +87,8 @@ class LiveSession:
     def __init__(self, engine: EngineAPI, workload, description: dict, *, concurrency: int = 1, max_requests=None,
                  duration_s=None, aggregator: Aggregator | None = None, layout_text: str = "",
                  header: dict | None = None, owns_engine: bool = True, prompt_pages: int | None = None,
-                 layout_name: str = "custom", duration_from: float | None = None, rerun_lost: bool = False):
+                 layout_name: str = "custom", duration_from: float | None = None, rerun_lost: bool = False,
+                 store_limit: int | None = None):
         from kvtui.engine.driver import Driver
 
         self.engine = engine
@@ -112,6 +117,7 @@ class LiveSession:
         self.prompt_pages = prompt_pages  # prompts of this many pages of the layout (None: --prompt-tokens fixed)
         self._page_bytes_used: dict[int, int] = {}  # tokens per page → page bytes of every layout used so far
         self.store_full = StoreFullAlarm(self._store_full_text)  # one event-log line per burst of refused puts
+        self.store_limit = store_limit
         self.coordinator: Coordinator | None = None  # while remote workers may join (listen)
 
     @property
@@ -312,11 +318,35 @@ class LiveSession:
             return
         try:
             knob, value = knob_change(control)
+            changes: dict[str, Any] = {knob: value}
+            outgrown = self._outgrows(replace(self.workload.spec, **changes), self.engine.options.layout)
+            if outgrown:
+                self.log("error", f"control refused: {change_text(knob, value).replace(' → ', ' ')} would {outgrown}")
+                return
             self.workload.update(**{knob: value}, now_s=self.driver.elapsed())  # a new rate counts from now
         except ValueError as exc:
             self.log("error", f"control refused: {exc}")
             return
         self.log("control", change_text(knob, value))
+
+    def _outgrows(self, spec: WorkloadSpec, layout: PageLayout) -> str:
+        """Why the segment kvtui sized (:attr:`store_limit`) cannot take the workload of ``spec`` on pages of
+        ``layout``, which needs more than the workload as it runs now (:func:`kvtui.core.capacity.outgrown_text`:
+        its working set below the eviction watermark, one publish of the requests in flight above it); ``""``
+        when it can, or when no limit applies. ``ValueError`` for an invalid ``spec``."""
+        if self.store_limit is None or not isinstance(self.workload, SyntheticWorkload):
+            return ""
+        from kvtui.core.capacity import need_bytes, outgrown_text
+        from workload.working_set import synthetic_working_set
+
+        o = self.engine.options
+        wm = o.cluster.eviction_high_watermark
+        in_flight = self.driver.concurrency * max(1, o.decode_workers)
+        new = synthetic_working_set(spec, in_flight)
+        now = synthetic_working_set(self.workload.spec, in_flight)
+        if need_bytes(new, layout.page_bytes, wm) <= need_bytes(now, o.layout.page_bytes, wm):
+            return ""  # (never refuse a change that asks for less)
+        return outgrown_text(new, layout.page_bytes, self.store_limit, wm)
 
     def _set_trace_speed(self, speed: float | None) -> None:
         """A trace replay's speed from the next row drawn (``TraceWorkload.set_speed``, counted from now on the
@@ -355,6 +385,10 @@ class LiveSession:
             return
         if switch is None:  # (already on it)
             self.layout_name = name
+            return
+        outgrown = self._outgrows(replace(self.workload.spec, **switch.changes), switch.layout)
+        if outgrown:
+            self.log("error", f"control refused: layout {name} would {outgrown}")
             return
         if not self.driver.wait_idle(LAYOUT_WAIT_S):
             self.log("error", f"control refused: requests still under way after {LAYOUT_WAIT_S:g} s; "

@@ -259,7 +259,7 @@ class KvtuiApp(App[int]):
         controls on offer change (controller, mode, workload kind, an outage of the master kvtui started)."""
         w, st = frame.workload or {}, frame.status or {}
         self.main_screen.set_class(w.get("kind") == "observe", "-observe")  # the master's dashboard, no grid
-        self.knob_state.adopt(seen_in(w, st))
+        self.knob_state.adopt(seen_in(w, st), time.monotonic())
         own_down = bool(st.get("outage")) and st.get("store_mode") == "embedded" and st.get("mode", "live") == "live"
         own_master_down = own_down and st.get("outage_of", "master") == "master"
         gate = Gate(self.controller is not None, st.get("mode", "live"), w.get("kind", "synthetic"), own_master_down,

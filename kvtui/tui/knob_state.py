@@ -82,10 +82,20 @@ class KnobState:
         self.asked_at[knob] = now
         return True
 
-    def adopt(self, seen: Mapping) -> None:
+    def adopt(self, seen: Mapping, now: float | None = None) -> None:
         """Take the knob values a frame shows (:func:`seen_in`) where the engine changed them, so key
         presses between frames add up. A change that only shows one of our own earlier requests while a newer
-        one is still on its way is not taken: the knob keeps the newest request."""
+        one is still on its way is not taken: the knob keeps the newest request. With ``now`` (the clock of
+        :meth:`request`), a request the frames still do not show ``shown_s`` after it was asked for gives way
+        to the engine's value (the engine refused it, e.g. a pool the store kvtui sized cannot hold), so the
+        next key press steps from what runs."""
+        if now is not None:
+            for k, asked in self.pending.items():
+                v = seen.get(k)
+                if asked and v is not None and now - self.asked_at.get(k, now) >= self.shown_s \
+                        and not same(v, self.values.get(k)):
+                    self.values[k] = v
+                    asked.clear()
         for k, v in seen.items():
             pending = self.pending.get(k)
             if v is not None and pending and same(v, self.values.get(k)):

@@ -4,14 +4,17 @@ from __future__ import annotations
 
 import gc
 import signal
+import sqlite3
 import subprocess
 import sys
 import time
 import tracemalloc
 import uuid
+from contextlib import closing
 
 import psutil
 import pytest
+from waits import wait_for
 
 from kvtui.core.layout import PageLayout
 from kvtui.engine.driver import Driver
@@ -73,20 +76,28 @@ def test_memory_stays_flat_over_thousands_of_requests(cluster):
         engine.stop()
 
 
+def _frames(path) -> int:
+    """Frames recorded so far in a session file being written (0 until it can be read)."""
+    try:
+        with closing(sqlite3.connect(f"file:{path}?mode=ro", uri=True)) as db:  # closed at once: an open reader
+            return int(db.execute("SELECT count(*) FROM frames").fetchone()[0])  # would keep the writer from closing
+    except sqlite3.Error:
+        return 0
+
+
 def test_sigterm_stops_run_cleanly_and_keeps_the_session(tmp_path):
     rec = tmp_path / "t.kvtui"
     proc = subprocess.Popen([sys.executable, "-m", "kvtui.cli", "run", "--duration", "60", "--layout", "tiny",
                              "--store-size", "32MiB", "--quiet", "--record", str(rec)],
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     parent = psutil.Process(proc.pid)
-    deadline = time.monotonic() + 30
-    kids = []
-    while time.monotonic() < deadline:
+
+    def running() -> list[psutil.Process] | None:  # the cluster and workers up, and more than 5 frames recorded
+        assert proc.poll() is None, f"kvtui run exited ({proc.returncode}) first"
         kids = parent.children(recursive=True)
-        if len(kids) >= 5 and rec.exists():
-            break
-        time.sleep(0.2)
-    time.sleep(1.5)
+        return kids if len(kids) >= 5 and _frames(rec) > 5 else None
+
+    kids = wait_for(running, 30, "kvtui run's processes and 6 recorded frames")
     t0 = time.monotonic()
     proc.send_signal(signal.SIGTERM)
     out, err = proc.communicate(timeout=30)

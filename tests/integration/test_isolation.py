@@ -7,10 +7,10 @@ import shutil
 import socket
 import subprocess
 import sys
-import time
 
 import psutil
 import pytest
+from waits import wait_for
 
 from kvtui.engine.netns import current_netns, isolation_possible
 
@@ -57,15 +57,15 @@ def test_listening_sockets_of_the_process_tree_are_loopback_only():
                             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
     try:
         parent = psutil.Process(proc.pid)
-        deadline = time.monotonic() + 30
-        rows = []
-        while time.monotonic() < deadline:
+
+        def listening() -> list | None:  # the cluster and both workers, and their listeners
+            assert proc.poll() is None, f"kvtui run exited ({proc.returncode}) first: {proc.stderr.read()}"
             tree = [parent, *parent.children(recursive=True)]
             rows = _listeners(tree)
-            if len(tree) >= 6 and len(rows) >= 5:
-                break
-            time.sleep(0.3)
-        assert rows, "no listener found: the cluster did not start"
+            return rows if len(tree) >= 6 and len(rows) >= 5 else None
+
+        rows = wait_for(listening, 30, "5 listening sockets in kvtui run's process tree", interval_s=0.3,
+                        detail=lambda: _listeners([parent, *parent.children(recursive=True)]))
         host_ns = current_netns()
         for pid, cmd, ip, port, ns in rows:
             if ip in ("127.0.0.1", "::1"):

@@ -8,11 +8,11 @@ import json
 import os
 import subprocess
 import sys
-import time
 import uuid
 
 import psutil
 import pytest
+from waits import wait_for
 
 from kvtui.cli import main
 from kvtui.engine.cluster import ClusterOptions, EmbeddedCluster
@@ -22,15 +22,6 @@ from kvtui.session.reader import SessionReader
 
 pytestmark = pytest.mark.integration
 ENV = {**os.environ, "KVTUI_ISOLATE": "off"}
-
-
-def _wait_for(cond, timeout_s: float, what: str):
-    deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
-        if cond():
-            return
-        time.sleep(0.05)
-    raise AssertionError(f"timed out waiting for {what}")
 
 
 def test_observed_rates_and_keys_follow_another_process_load(cluster, tmp_path):
@@ -46,7 +37,7 @@ def test_observed_rates_and_keys_follow_another_process_load(cluster, tmp_path):
             except SessionError:  # (the file is being created)
                 return False
 
-        _wait_for(lambda: recorded(5), 30, "the observer's first frames")
+        wait_for(lambda: recorded(5), 30, "the observer's first frames")
         before = SessionReader(rec).final_frame().store
         out = tmp_path / "load.json"
         load = subprocess.run([sys.executable, "-m", "kvtui.cli", "run", "--scenario", "shared-system-prompt",
@@ -67,7 +58,7 @@ def test_observed_rates_and_keys_follow_another_process_load(cluster, tmp_path):
             # the key count followed the load (evictions may take a few), over at least 5 scrapes
             return f.store.get("keys", 0) >= before["keys"] + published * 0.9 and len(f.series.get("keys", ())) >= 5
 
-        _wait_for(keys_followed, 30, "the observed key count to follow the load over 5 scrapes")
+        wait_for(keys_followed, 30, "the observed key count to follow the load over 5 scrapes")
         obs.terminate()  # SIGTERM ends the monitor cleanly, its recording closed
         assert obs.wait(20) == 143, obs.stderr.read()[-2000:]
     finally:
@@ -112,11 +103,11 @@ def test_a_master_that_goes_away_and_comes_back_is_an_outage(tmp_path):
     try:
         assert session.frame().store["up"] is True
         own.process("master").popen.kill()
-        _wait_for(lambda: session.frame().store["up"] is False, 10, "the outage")
+        wait_for(lambda: session.frame().store["up"] is False, 10, "the outage")
         f = session.frame()
         assert f.status["outage"] and any(e.kind == "outage" and "does not answer" in e.text for e in f.events)
         own.restart_master()
-        _wait_for(lambda: session.frame().store["up"] is True, 15, "the master back")
+        wait_for(lambda: session.frame().store["up"] is True, 15, "the master back")
         texts = [e.text for e in session.frame().events]
         assert any("answers again after" in t for t in texts)
         assert not session.frame().status.get("outage")

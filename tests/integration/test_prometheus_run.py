@@ -12,12 +12,12 @@ import signal
 import socket
 import subprocess
 import sys
-import time
 import urllib.request
 import uuid
 
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
+from waits import wait_for
 
 from kvtui.cli import main
 from kvtui.export.names import METRICS
@@ -40,16 +40,6 @@ def _scrape(url: str) -> dict:
     return out
 
 
-def _wait_for(cond, timeout_s: float, what: str):
-    deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
-        v = cond()
-        if v:
-            return v
-        time.sleep(0.05)
-    raise AssertionError(f"timed out waiting for {what}")
-
-
 def test_last_scrape_agrees_with_the_summary_and_the_log_with_report(cluster, tmp_path):
     out, log, rec = tmp_path / "s.json", tmp_path / "r.csv", tmp_path / "s.kvtui"
     cmd = [sys.executable, "-m", "kvtui.cli", "run", "--scenario", "shared-system-prompt", "--overlap", "50",
@@ -68,7 +58,7 @@ def test_last_scrape_agrees_with_the_summary_and_the_log_with_report(cluster, tm
         assert url, "no exporter URL on stderr"
         early = _scrape(url)  # served while the run goes on (or before it started: counters 0 … N)
         assert early.get("kvtui_requests_total", {}).get((("role", "decode"), ("worker", "0")), 0) <= 60
-        _wait_for(lambda: out.exists(), 60, "the --json summary")
+        wait_for(lambda: out.exists(), 60, "the --json summary")
         summary = json.loads(out.read_text())
         got = _scrape(url)  # lingering: the final figures
         assert p.poll() is None, "the exporter did not linger"
@@ -127,7 +117,7 @@ def test_watch_serves_metrics_and_logs_requests_while_it_runs(cluster, tmp_path)
             except OSError:
                 return False
 
-        _wait_for(requests_served, 30, "the monitor's exporter to count requests")
+        wait_for(requests_served, 30, "the monitor's exporter to count requests")
         assert p.wait(30) == 0, p.stderr.read()[-2000:]
     finally:
         if p.poll() is None:

@@ -6,11 +6,11 @@ from __future__ import annotations
 import json
 import shutil
 import subprocess
-import time
 import urllib.parse
 import urllib.request
 
 import pytest
+from waits import wait_for
 
 from kvtui.engine.cluster import free_port
 from kvtui.export.prometheus import PrometheusExporter
@@ -53,14 +53,13 @@ def test_prometheus_scrapes_kvtui_and_the_master(cluster, tmp_path):
                             stdout=subprocess.DEVNULL, stderr=open(tmp_path / "prometheus.log", "w"))
     base = f"http://127.0.0.1:{port}"
     try:
-        deadline = time.monotonic() + 30
-        kvtui = master_keys = []
-        while time.monotonic() < deadline and not (kvtui and master_keys):
+        def scraped() -> tuple | None:
             assert proc.poll() is None, (tmp_path / "prometheus.log").read_text()[-2000:]
             kvtui = _query(base, 'kvtui_requests_total{job="kvtui",role="decode"}')
             master_keys = _query(base, 'master_key_count{job="mooncake-master"}')
-            time.sleep(0.2)
-        assert kvtui and master_keys, "Prometheus did not scrape both targets within 30 s"
+            return (kvtui, master_keys) if kvtui and master_keys else None
+
+        kvtui, _master_keys = wait_for(scraped, 30, "Prometheus's scrapes of both targets", interval_s=0.2)
         assert float(kvtui[0]["value"][1]) == frame.totals["requests"] > 0
         assert kvtui[0]["metric"]["worker"] == "0"
         rate = _query(base, "kvtui_reload_latency_seconds_count")

@@ -13,6 +13,7 @@ from pathlib import Path
 
 import psutil
 import pytest
+from waits import wait_for
 
 from kvtui.cli import main
 
@@ -73,28 +74,81 @@ def test_random_scenario_has_no_hits(cluster, tmp_path):
     assert s["requests"] == 15 and s["pages_hit"] == 0 and s["pages_published"] == s["pages_total"] > 0
 
 
+def _cmdline(p: psutil.Process) -> str:
+    try:
+        return " ".join(p.cmdline())
+    except psutil.Error:  # gone, or a zombie between its exit and its reaping
+        return ""
+
+
+def _children(parent: psutil.Process) -> list[psutil.Process]:
+    """Live descendants of ``parent``: zombies are exited already."""
+    out = []
+    for p in parent.children(recursive=True):
+        try:
+            if p.status() != psutil.STATUS_ZOMBIE:
+                out.append(p)
+        except psutil.Error:
+            pass
+    return out
+
+
 def test_embedded_run_leaves_no_process(tmp_path):
     before = {p.pid for p in psutil.Process().children(recursive=True)}
     rc = main(["run", "--requests", "5", "--layout", "tiny", "--store-size", "64MiB", "--quiet"])
     assert rc == 0
-    time.sleep(0.5)
-    left = [p for p in psutil.Process().children(recursive=True) if p.pid not in before]
-    assert left == []
+
+    def left() -> list[tuple[int, str]]:  # (a zombie counts: kvtui must reap what it started)
+        rows = [(p.pid, _cmdline(p)) for p in psutil.Process().children(recursive=True) if p.pid not in before]
+        # multiprocessing's resource tracker is this test process's own: started by its first spawn (this
+        # run's when the test runs alone), it lives as long as this process does
+        return [r for r in rows if "multiprocessing.resource_tracker" not in r[1]]
+
+    wait_for(lambda: not left(), 5, "exit of every process the run started", detail=left)
+
+
+@pytest.mark.parametrize("where", ["embedded", "attached", "--log-dir"])
+def test_a_clean_run_leaves_no_log_folder(cluster, tmp_path, monkeypatch, capsys, where):
+    """The native logs' temporary folder lasts as long as the run: one that ends without trouble removes it and
+    says nothing about logs (embedded: the cluster's and the workers' logs; attached: the workers'), while a
+    folder given with --log-dir keeps them."""
+    import tempfile
+
+    temp = tmp_path / "tmp"
+    temp.mkdir()
+    monkeypatch.setattr(tempfile, "tempdir", str(temp))
+    argv = ["run", "--requests", "5", "--layout", "tiny", "--quiet", "--model", f"logs-{uuid.uuid4().hex[:6]}"]
+    argv += ["--store-size", "64MiB"] if where == "embedded" else _attach(cluster)
+    if where == "--log-dir":
+        argv += ["--log-dir", str(tmp_path / "mine")]
+    assert main(argv) == 0
+    assert sorted(temp.glob("kvtui-logs-*")) == []
+    assert "logs of" not in capsys.readouterr().err
+    if where == "--log-dir":
+        assert {f.name for f in (tmp_path / "mine").iterdir()} == {"prefill.log", "decode.log"}
 
 
 def test_sigkill_of_kvtui_takes_every_child_down(tmp_path):
     proc = subprocess.Popen([sys.executable, "-m", "kvtui.cli", "run", "--duration", "60", "--layout", "tiny",
                              "--store-size", "64MiB", "--quiet"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     parent = psutil.Process(proc.pid)
-    deadline = time.monotonic() + 30
-    kids = []
-    while time.monotonic() < deadline:
-        kids = parent.children(recursive=True)
-        names = " ".join(" ".join(k.cmdline()) for k in kids if k.is_running())
-        if "mooncake_master" in names and "store_node" in names and len(kids) >= 5:
-            break
-        time.sleep(0.2)
-    assert len(kids) >= 5, "cluster and workers did not start"
+
+    def started() -> list[psutil.Process] | None:
+        assert proc.poll() is None, f"kvtui run exited ({proc.returncode}) before its processes started"
+        kids = _children(parent)
+        names = " ".join(_cmdline(k) for k in kids)
+        # the master, the metadata server, the store node (mooncake_client) and the two workers
+        if "mooncake_master" in names and "mooncake_client" in names and len(kids) >= 5:
+            return kids
+        return None
+
+    try:
+        kids = wait_for(started, 30, "cluster and workers of kvtui run",
+                        detail=lambda: [_cmdline(k) for k in _children(parent)])
+    except BaseException:
+        proc.kill()
+        proc.wait()
+        raise
     os.kill(proc.pid, signal.SIGKILL)
     proc.wait()
     gone, alive = psutil.wait_procs(kids, timeout=15)

@@ -19,6 +19,7 @@ from pathlib import Path
 
 import psutil
 import pytest
+from waits import wait_for
 
 pytestmark = pytest.mark.integration
 ROOT = Path(__file__).resolve().parents[2]
@@ -38,25 +39,31 @@ def _serve(tmp_path, port: int) -> subprocess.Popen:
 
 
 def _wait_listening(proc, port: int, tmp_path, timeout: float = 30.0) -> None:
-    t0 = time.monotonic()
-    while time.monotonic() - t0 < timeout:
+    def listening() -> bool:
         assert proc.poll() is None, (tmp_path / "serve.err").read_text()
         with socket.socket() as s:
-            if s.connect_ex(("127.0.0.1", port)) == 0:
-                return
-        time.sleep(0.1)
-    raise AssertionError(f"kvtui serve did not listen within {timeout} s")
+            return s.connect_ex(("127.0.0.1", port)) == 0
+
+    wait_for(listening, timeout, "kvtui serve listening", interval_s=0.1)
+
+
+def _alive(procs) -> list[psutil.Process]:
+    alive = []
+    for p in procs:
+        try:
+            if p.is_running() and p.status() != psutil.STATUS_ZOMBIE:  # (a zombie has ended)
+                alive.append(p)
+        except psutil.NoSuchProcess:
+            pass
+    return alive
 
 
 def _wait_gone(procs, timeout: float) -> float:
     """Seconds until every process of ``procs`` has ended (zombies count as ended)."""
     t0 = time.monotonic()
-    while time.monotonic() - t0 < timeout:
-        alive = [p for p in procs if p.is_running() and p.status() != psutil.STATUS_ZOMBIE]
-        if not alive:
-            return time.monotonic() - t0
-        time.sleep(0.05)
-    raise AssertionError(f"still running after {timeout} s: {[(p.pid, p.cmdline()) for p in alive]}")
+    wait_for(lambda: not _alive(procs), timeout, "end of every process",
+             detail=lambda: [(p.pid, _cmdline(p)) for p in _alive(procs)])
+    return time.monotonic() - t0
 
 
 def _cmdline(p: psutil.Process) -> list[str]:
@@ -93,7 +100,7 @@ def test_a_browser_shows_the_live_monitor_and_a_closed_tab_ends_its_processes(tm
                 for p in root.children(recursive=True):  # the newest command line (a child execs after fork)
                     name = " ".join(_cmdline(p))
                     seen[p.pid] = (seen.get(p.pid, (p,))[0], name or seen.get(p.pid, (p, ""))[1])
-                time.sleep(0.1)
+                time.sleep(0.1)  # (a sampler's pace: it records the tree until the page is left)
 
         watcher = threading.Thread(target=watch_tree, daemon=True)
         watcher.start()

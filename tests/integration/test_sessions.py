@@ -9,12 +9,13 @@ import signal
 import sqlite3
 import subprocess
 import sys
-import time
 import uuid
+from contextlib import closing
 from pathlib import Path
 
 import psutil
 import pytest
+from waits import wait_for
 
 from kvtui.cli import main
 
@@ -141,13 +142,10 @@ def test_report_covers_only_the_recorded_span(cluster, tmp_path):
 
     def settled(n_at_least: int) -> int:
         """Wait until at least ``n_at_least`` requests finished, pause, and wait for the in-flight ones."""
-        deadline = time.monotonic() + 60
-        while session.agg.totals()["requests"] < n_at_least and time.monotonic() < deadline:
-            time.sleep(0.05)
+        wait_for(lambda: session.agg.totals()["requests"] >= n_at_least, 60, f"{n_at_least} finished requests")
         session.pause()
-        while not (drv.paused and session.agg.totals()["requests"] == drv.issued) and time.monotonic() < deadline:
-            time.sleep(0.05)
-        assert time.monotonic() < deadline, "the workload did not settle"
+        wait_for(lambda: drv.paused and session.agg.totals()["requests"] == drv.issued, 60,
+                 "the paused workload's last requests", detail=lambda: (drv.issued, session.agg.totals()["requests"]))
         return session.agg.totals()["requests"]
 
     path = tmp_path / "span.kvtui"
@@ -188,16 +186,19 @@ def test_killed_recorder_leaves_a_readable_session(tmp_path, capsys):
     proc = subprocess.Popen([sys.executable, "-m", "kvtui.cli", "run", "--duration", "60", "--layout", "tiny",
                              "--store-size", "32MiB", "--quiet", "--record", str(path)],
                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    deadline = time.monotonic() + 40
-    while time.monotonic() < deadline:
-        time.sleep(0.5)
-        if path.exists():
-            try:
-                with sqlite3.connect(f"file:{path}?mode=ro", uri=True) as db:
-                    if db.execute("SELECT count(*) FROM frames").fetchone()[0] >= 20:
-                        break
-            except sqlite3.Error:
-                pass
+
+    def frames() -> int:
+        try:  # (closed at once: an open reader would keep the writer from checkpointing)
+            with closing(sqlite3.connect(f"file:{path}?mode=ro", uri=True)) as db:
+                return int(db.execute("SELECT count(*) FROM frames").fetchone()[0])
+        except sqlite3.Error:  # not created yet
+            return 0
+
+    def recorded() -> bool:
+        assert proc.poll() is None, f"kvtui run exited ({proc.returncode}) first"
+        return frames() >= 20
+
+    wait_for(recorded, 40, "20 recorded frames", interval_s=0.2, detail=frames)
     kids = psutil.Process(proc.pid).children(recursive=True)
     os.kill(proc.pid, signal.SIGKILL)
     proc.wait()

@@ -28,6 +28,7 @@ from pathlib import Path
 
 import psutil
 import pytest
+from waits import wait_for
 
 import kvtui
 
@@ -88,17 +89,20 @@ class Cli:
                     self.seen.setdefault(child.pid, child)
             except psutil.Error:
                 pass
-            time.sleep(0.02)
+            time.sleep(0.02)  # (a sampler's pace: it records every process the command starts)
 
     def text(self) -> str:
         return bytes(self.out).decode("utf-8", "replace")
 
     def wait_for(self, cond, timeout_s: float, what: str) -> None:
-        deadline = time.monotonic() + timeout_s
-        while not cond():
+        """Wait until ``cond()``; fails at once if the command exits first, with the end of its output."""
+        def ready() -> bool:
+            if cond():
+                return True
             assert self.proc.poll() is None, f"exited ({self.proc.returncode}) before {what}:\n{self.text()[-3000:]}"
-            assert time.monotonic() < deadline, f"no {what} within {timeout_s:g} s:\n{self.text()[-3000:]}"
-            time.sleep(0.05)
+            return False
+
+        wait_for(ready, timeout_s, what, detail=lambda: self.text()[-3000:])
 
     def wait_for_text(self, pattern: str, timeout_s: float = 60) -> None:
         self.wait_for(lambda: re.search(pattern, self.text()), timeout_s, repr(pattern))
@@ -115,7 +119,9 @@ class Cli:
 
     def finish(self, timeout_s: float = 30) -> tuple[int | None, float]:
         """Wait for the exit and for every tracked process to be gone: (exit code, when the last was gone,
-        in monotonic seconds). Kills what is left after ``timeout_s`` (the code is then None)."""
+        in monotonic seconds). Kills what is left after ``timeout_s`` (the code is then None). (Polls every
+        10 ms rather than wait_for: the moment the last process is gone is a measurement, and what is left
+        at the deadline is killed, not just reported.)"""
         deadline = time.monotonic() + timeout_s
         while self.proc.poll() is None and time.monotonic() < deadline:
             time.sleep(0.01)
@@ -235,13 +241,6 @@ def _synthetic(scenario: str, layout, pages: int = 8):
                                           page_tokens=layout.page_tokens))
 
 
-def _wait(cond, timeout_s: float, what: str) -> None:
-    deadline = time.monotonic() + timeout_s
-    while not cond():
-        assert time.monotonic() < deadline, f"no {what} within {timeout_s:g} s"
-        time.sleep(0.02)
-
-
 def test_a_worker_stuck_in_a_store_call_does_not_delay_the_stop():
     """The store node frozen (SIGSTOP) mid-transfer of 14 MiB pages: the workers' store calls hang, and
     Engine.stop still has every process gone within ~1 s (a worker still in its call is killed)."""
@@ -259,7 +258,7 @@ def test_a_worker_stuck_in_a_store_call_does_not_delay_the_stop():
     done: list = []
     d = Driver(engine, _synthetic("shared-system-prompt", layout), done.append).start()
     try:
-        _wait(lambda: len(done) >= 2, 60, "two finished requests")
+        wait_for(lambda: len(done) >= 2, 60, "two finished requests")
         os.kill(store.pid, signal.SIGSTOP)
         marks = [(time.monotonic(), len(done))]
 
@@ -269,7 +268,7 @@ def test_a_worker_stuck_in_a_store_call_does_not_delay_the_stop():
                 marks.append((now, n))
             return now - marks[-1][0] >= 0.5
 
-        _wait(stalled, 20, "stalled store calls")
+        wait_for(stalled, 20, "stalled store calls", interval_s=0.02)
         assert d.issued > d.completed  # requests are under way
         t0 = time.monotonic()
         d.stop()
@@ -312,7 +311,7 @@ def _abandon_then_run_again(engine, layout) -> None:
         engine.clear_store()
         first: list = []
         a = Driver(engine, _synthetic("random", layout, pages=16), first.append).start()
-        _wait(lambda first=first: len(first) >= 1, 60, "a finished request")
+        wait_for(lambda first=first: len(first) >= 1, 60, "a finished request", interval_s=0.02)
         a.stop()
         assert a.done.wait(1.0)
         if a.abandoned > 0:
@@ -336,13 +335,29 @@ def _spawned(cli: Cli) -> int:
     return n
 
 
+def _synthetic_head(tmp_path: Path, rows: int = 2000) -> str:
+    """The first ``rows`` rows of the shipped synthetic trace (3993 rows; ~15 s of a bench round's engine
+    replay and bare loop before its two-process loop starts): at 2000 rows, each phase of a round or point
+    still runs seconds (the bare loop, the shortest, >= 1.3 s on this layout), long enough to be interrupted
+    mid-way, and the phases before the one under test end sooner."""
+    from kvtui.core.traces import resolve_trace
+
+    head = tmp_path / f"synthetic-head{rows}.jsonl"
+    with open(resolve_trace("synthetic")) as fh:
+        head.write_text("".join(line for _, line in zip(range(rows), fh)))
+    return str(head)
+
+
+SMALL_PAGES = ["--layers", "1", "--kv-heads", "1", "--head-dim", "1", "--elem-bytes", "1", "--page-tokens", "512"]
+NEXT_PHASE = {"bare loop": "split over two processes", "two-process loop": "round 1/1: engine "}
+
+
 @pytest.mark.parametrize("loop", ["bare loop", "two-process loop"])
 def test_ctrl_c_during_the_bench_trace_bare_loop_is_one_clean_exit(tmp_path, loop):
     """A Ctrl-C reaches the whole process group, the processes of ``bench --trace``'s loops included: the
     bench exits 130 without a traceback (the loops' processes start with the signal blocked, and the bench
     stops them at once) and every process is gone."""
-    small = ["--layers", "1", "--kv-heads", "1", "--head-dim", "1", "--elem-bytes", "1", "--page-tokens", "512"]
-    cli = Cli(["bench", "--trace", "synthetic", *small, "--rounds", "1"], tmp_path)
+    cli = Cli(["bench", "--trace", _synthetic_head(tmp_path), *SMALL_PAGES, "--rounds", "1"], tmp_path)
     if loop == "bare loop":
         cli.wait_for_text(r"with a bare loop of the same store calls", timeout_s=120)
     else:
@@ -352,6 +367,7 @@ def test_ctrl_c_during_the_bench_trace_bare_loop_is_one_clean_exit(tmp_path, loo
     os.killpg(cli.proc.pid, signal.SIGINT)  # as a terminal's Ctrl-C: to every process of the group
     rc, _gone = cli.finish()
     assert rc == 130 and "Traceback" not in cli.text() and "KeyboardInterrupt" not in cli.text(), cli.text()[-3000:]
+    assert NEXT_PHASE[loop] not in cli.text(), cli.text()[-3000:]  # the Ctrl-C came while the loop ran
 
 
 @pytest.mark.parametrize("moment", ["log folder", "workers spawning", "engine started"])
@@ -401,8 +417,7 @@ def _newest_spawned(cli: Cli) -> psutil.Process:
 def test_a_process_of_bench_trace_killed_mid_run_ends_it_in_one_line(tmp_path, victim):
     """A worker or a loop's process killed (SIGKILL) while ``bench --trace`` replays: the bench says in one
     line which process died and with what exit code, exits 2 without a traceback, and every process is gone."""
-    small = ["--layers", "1", "--kv-heads", "1", "--head-dim", "1", "--elem-bytes", "1", "--page-tokens", "512"]
-    cli = Cli(["bench", "--trace", "synthetic", *small, "--rounds", "1"], tmp_path)
+    cli = Cli(["bench", "--trace", _synthetic_head(tmp_path), *SMALL_PAGES, "--rounds", "1"], tmp_path)
     if victim == "a worker":
         cli.wait_for_text(r"through the engine, one request at a time", timeout_s=120)
         cli.wait_for(lambda: _spawned(cli) >= 2, 30, "the workers")
@@ -429,11 +444,12 @@ def test_bench_ui_stops_in_one_line_when_the_store_node_dies_mid_round(tmp_path)
     """``bench --ui`` counts requests over fixed windows: a store that stops answering mid-round (the store
     node SIGKILLed: dummy workers' calls answer RPC_FAIL) would lower that round's rate and give a void ratio,
     so the bench stops with one line naming the round, exit 2, every process gone."""
-    cli = Cli(["bench", "--ui", "--layout", "tiny", "--seconds", "3", "--rounds", "1"], tmp_path)
-    cli.wait_for_text(r"round 1/1, headless: 3 s", timeout_s=120)
+    cli = Cli(["bench", "--ui", "--layout", "tiny", "--seconds", "1", "--rounds", "1"], tmp_path)
+    cli.wait_for_text(r"round 1/1, headless: 1 s", timeout_s=120)  # (then 1.5 s of start-up and 1 s counted)
     next(p for p in list(cli.seen.values()) if p.name().startswith("mooncake_client")).kill()
     rc, _gone = cli.finish(60)
-    expected = r"kvtui: error: bench stopped: the headless side's round 1 met a broken store \(\d+ \w+ answers"
+    expected = (r"kvtui: error: bench stopped: the headless side's round 1( met a broken store \(\d+ \w+ answers|: "
+                r"\w+ worker died)")  # (the store node can die before or after a worker's first store call fails)
     assert rc == 2 and re.search(expected, cli.text()), cli.text()[-3000:]
     assert "Traceback" not in cli.text(), cli.text()[-3000:]
 
@@ -443,7 +459,9 @@ def test_a_sweep_whose_store_breaks_stops_in_one_line_and_keeps_the_points_befor
     hold its requests for an outage that never ends): the sweep stops with one line naming the point, exit 2, every
     process gone, and its --json holds the first point, marked interrupted."""
     out = tmp_path / "sweep.json"
-    cli = Cli(["sweep", "--trace", "synthetic", "--capacity", "1M,3M", "--json", str(out)], tmp_path)
+    # (1000 rows: a point's replay still runs for seconds after its progress bar appears)
+    cli = Cli(["sweep", "--trace", _synthetic_head(tmp_path, 1000), "--capacity", "1M,3M", "--json", str(out)],
+              tmp_path)
     cli.wait_for_text(r"sweep point 1/2", timeout_s=180)
     cli.wait_for_text(r"2/2: ", timeout_s=60)  # (the progress bar of the second point: its replay runs)
     stores = []
@@ -468,8 +486,10 @@ def test_a_run_whose_embedded_master_or_store_node_dies_stops_in_one_line(tmp_pa
     """Nothing restarts a process of ``kvtui run``'s own cluster (the monitor's M is ``watch``'s), so a run
     that held dispatch for it would wait for ever: the run stops with one line naming the process and its exit
     code, exit 2, every process gone, its summary and --json written (``interrupted``, ``stopped_by``)."""
-    out = tmp_path / "run.json"
-    cli = Cli(["run", "--layout", "tiny", "--requests", "1000000", "--json", str(out)], tmp_path)
+    out, temp = tmp_path / "run.json", tmp_path / "tmp"
+    temp.mkdir()
+    cli = Cli(["run", "--layout", "tiny", "--requests", "1000000", "--json", str(out)], tmp_path,
+              env={"TMPDIR": str(temp)})
     cli.wait_for_text(r"published [1-9]", timeout_s=120)  # (the progress bar: the workload runs)
     next(p for p in list(cli.seen.values()) if p.name().startswith(victim)).kill()
     rc, _gone = cli.finish(60)
@@ -477,6 +497,7 @@ def test_a_run_whose_embedded_master_or_store_node_dies_stops_in_one_line(tmp_pa
                 "nothing restarts it")
     assert rc == 2 and re.search(expected, cli.text()), cli.text()[-3000:]
     assert "Traceback" not in cli.text(), cli.text()[-3000:]
+    _logs_kept_and_named(cli, temp, {"mooncake_master": "master.log", "mooncake_client": "store.log"}[victim])
     result = json.loads(out.read_text())
     assert result["interrupted"] and result["stopped_by"].startswith(f"{title} kvtui started died")
     assert result["requests"] > 0
@@ -488,9 +509,10 @@ def test_a_run_whose_worker_dies_summarises_what_finished_and_names_the_worker(t
     stops within seconds with one line naming that worker (not the decode worker that leaves after its prefill
     worker), exit 2, every process gone; its summary and --json cover the requests that finished, marked
     interrupted, with the line as ``stopped_by``, as when a process of its cluster dies."""
-    out = tmp_path / "run.json"
+    out, temp = tmp_path / "run.json", tmp_path / "tmp"
+    temp.mkdir()
     cli = Cli(["run", "--layout", "tiny", "--overlap", "100", "--pool", "1", "--requests", "1000000",
-               "--json", str(out)], tmp_path)
+               "--json", str(out)], tmp_path, env={"TMPDIR": str(temp)})
     cli.wait_for_text(r"published [1-9]", timeout_s=120)
     cli.wait_for(lambda: len(_spawned_in_order(cli)) >= 2, 30, "the workers")
     workers = _spawned_in_order(cli)  # (started prefill first, then decode)
@@ -504,3 +526,14 @@ def test_a_run_whose_worker_dies_summarises_what_finished_and_names_the_worker(t
     result = json.loads(out.read_text())
     assert result["interrupted"] is True and result["stopped_by"] == f"{role} worker died (exit code -9)"
     assert result["requests"] > 0 and result["mismatches"] == 0
+    _logs_kept_and_named(cli, temp, f"{role}.log")
+
+
+def _logs_kept_and_named(cli: Cli, temp: Path, log: str) -> None:
+    """A run in which a process kvtui started died keeps its one temporary log folder (holding ``log``, when
+    given) and names it in one line saying why."""
+    folders = sorted(temp.glob("kvtui-logs-*"))
+    assert len(folders) == 1, (folders, cli.text()[-2000:])
+    assert not log or (folders[0] / log).is_file(), sorted(folders[0].iterdir())
+    line = f"kvtui: logs of the embedded cluster and workers kept in {folders[0]} (kept because something failed"
+    assert line in cli.text().replace("\r\n", "\n"), cli.text()[-2000:]

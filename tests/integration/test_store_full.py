@@ -27,10 +27,10 @@ def test_a_too_small_store_gives_one_burst_line(tmp_path, capsys):
     refused = s["errors"].get("NO_AVAILABLE_HANDLE", 0)
     assert refused >= 5, (s["errors"], s["requests"], err)  # a burst, not a single failure
     warned = [line for line in err if "warning: --store-size 16MiB keeps 14 pages" in line]
-    assert len(warned) == 1 and "--store-size 56MiB would fit" in warned[0]
+    assert len(warned) == 1 and "--store-size 80MiB would fit" in warned[0]  # (8 pages of 1 MiB above 90 %)
     burst = [line for line in err if line.startswith("kvtui: store full:")]
     assert len(burst) == 1, err
-    assert "NO_AVAILABLE_HANDLE" in burst[0] and "raise --store-size to 56MiB or lower --pool" in burst[0]
+    assert "NO_AVAILABLE_HANDLE" in burst[0] and "raise --store-size to 80MiB or lower --pool" in burst[0]
 
     from kvtui.session.reader import SessionReader
 
@@ -48,3 +48,34 @@ def test_attach_mode_only_warns(cluster, capsys):
     assert rc == 0
     assert "warning: the attached cluster's 256.0 MiB keep 16 pages below a 90 % eviction watermark" in err
     assert len([line for line in err.splitlines() if "warning" in line]) == 1
+
+
+def test_the_default_monitor_refuses_no_put_in_the_scenarios_its_keys_reach(monkeypatch):
+    """The default demo (``kvtui watch``: the seed layout's 14 MiB pages) in a real session, switched the way
+    its keys switch it: multi-turn (``s`` twice), then overlap 0 % (``[``), a few seconds each, refuses no
+    put. Its store used to be 1 GiB, sized for the starting knobs only: multi-turn keeps ~3 GiB live, and
+    puts were refused within seconds."""
+    import time
+    from collections import Counter
+
+    import kvtui.commands.watch as watch_cmd
+    from kvtui.core.codes import NO_SPACE
+    from kvtui.core.controls import SetOverlap, SetScenario
+    from kvtui.launch import open_session
+
+    plans = []
+    monkeypatch.setattr(watch_cmd, "_run", lambda plan, *a, **k: plans.append(plan) or 0)
+    assert main(["watch", "--headless", "--duration", "60"]) == 0
+    session = open_session(plans[0])
+    codes: Counter = Counter()
+    done = []
+    session.subscribe_results(lambda r: (codes.update(r.codes), done.append(r.scenario)))
+    session.start()
+    try:
+        for control, seconds in ((SetScenario("multi-turn"), 8.0), (SetOverlap(0.0), 5.0)):
+            session.send(control)
+            time.sleep(seconds)
+    finally:
+        session.stop()
+    assert done.count("multi-turn") >= 10, Counter(done)
+    assert codes[NO_SPACE] == 0, (codes, plans[0].cluster.store_bytes)

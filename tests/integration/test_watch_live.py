@@ -6,11 +6,11 @@ from __future__ import annotations
 import asyncio
 import subprocess
 import sys
-import time
 import uuid
 
 import psutil
 import pytest
+from waits import pilot_wait_for, wait_for
 
 from kvtui.config.workload import synthetic_description
 from kvtui.core.controls import SetLayout
@@ -37,15 +37,17 @@ def test_figures_on_screen_are_the_runs_counters(cluster):
     async def go():
         async with app.run_test(size=(120, 40)) as pilot:
             session.start()
-            await pilot.pause(2.0)
+            await pilot_wait_for(pilot, lambda: session.driver.completed > 10, 30, "more than 10 finished requests")
             await pilot.press("p")  # pause the workload
-            deadline = time.monotonic() + 10
-            while session.driver.completed < session.driver.issued and time.monotonic() < deadline:
-                await pilot.pause(0.1)
-            await pilot.pause(0.5)  # let the timer apply a frame taken after the last request
+            drv = session.driver
+            await pilot_wait_for(pilot, lambda: drv.paused and drv.completed == drv.issued, 10,
+                                 "the paused workload's last requests", detail=lambda: (drv.completed, drv.issued))
             totals = session.agg.totals()
             assert totals["requests"] == session.driver.completed > 10
-            kpis = app.query_one(Kpis).plain
+            # the timer applies a frame taken after the last request
+            kpis = await pilot_wait_for(pilot, lambda: f"requests {fmt_int(totals['requests'])}" in (
+                plain := app.query_one(Kpis).plain) and plain, 10, "the header with the final request count",
+                detail=lambda: app.query_one(Kpis).plain)
             assert f"requests {fmt_int(totals['requests'])}" in kpis
             assert (f"prefill skipped {fmt_count(totals['tokens_hit'])}/{fmt_count(totals['tokens_input'])} tok "
                     f"({fmt_pct(totals['token_hit_rate'])})") in kpis
@@ -107,14 +109,14 @@ def test_layout_switch_from_the_palette(fresh_cluster):
     async def go():
         async with app.run_test(size=(120, 40)) as pilot:
             session.start()
-            await pilot.pause(1.0)
+            await pilot_wait_for(pilot, lambda: len(results) >= 3, 30, "requests on the first layout")
             cmd = next(c for c in app.get_system_commands(app.screen) if c.title == "Layout: seed")
             cmd.callback()
-            deadline = time.monotonic() + 60
-            while sum(r.page_bytes == seed.page_bytes for r in results) < 3 and time.monotonic() < deadline:
-                await pilot.pause(0.2)
-            await pilot.pause(0.5)
-            assert seed.describe() in app.query_one(Kpis).plain and app.knobs["layout"] == "seed"
+            await pilot_wait_for(pilot, lambda: sum(r.page_bytes == seed.page_bytes for r in results) >= 3, 60,
+                                 "3 requests on the seed layout", interval_s=0.2)
+            await pilot_wait_for(pilot, lambda: seed.describe() in app.query_one(Kpis).plain
+                                 and app.knobs["layout"] == "seed", 10, "the seed layout in the header",
+                                 detail=lambda: (app.knobs["layout"], app.query_one(Kpis).plain))
             return [e.text for e in session.frame().events]
 
     try:
@@ -162,16 +164,23 @@ def test_layout_switch_refused_when_keys_would_collide(cluster):
         session.send(SetLayout("huge"))
         engine.cluster = cluster  # as if embedded, so the 32 MiB segment above counts: seed prompts do not fit
         session.send(SetLayout("seed"))
-        deadline = time.monotonic() + 10
-        texts: list[str] = []
-        while sum("refused" in t for t in texts) < 3 and time.monotonic() < deadline:
-            time.sleep(0.1)
-            texts = [e.text for e in session.frame().events]
-        engine.cluster = None  # the session cluster is not this engine's to stop
-        assert any("layout tiny has 8 tokens per page like the current one" in t for t in texts), texts
-        assert any("unknown layout 'huge'" in t for t in texts), texts
+
+        def event_texts() -> list[str]:
+            return [e.text for e in session.frame().events]
+
+        def three_refused() -> list[str] | None:
+            texts = event_texts()
+            return texts if sum("refused" in t for t in texts) >= 3 else None
+
+        try:
+            refused = wait_for(three_refused, 10, "3 refused layout switches in the event log", interval_s=0.1,
+                               detail=event_texts)
+        finally:
+            engine.cluster = None  # the session cluster is not this engine's to stop
+        assert any("layout tiny has 8 tokens per page like the current one" in t for t in refused), refused
+        assert any("unknown layout 'huge'" in t for t in refused), refused
         assert any("one seed prompt (4 pages of 14.0 MiB) is larger than the store segment (32 MiB)" in t
-                   for t in texts), texts
+                   for t in refused), refused
         assert engine.options.layout == custom and session.description["layout"] == "custom"
         assert session.driver.error is None and session.driver.completed > 0
     finally:

@@ -13,6 +13,7 @@ import time
 import uuid
 
 import pytest
+from waits import wait_for
 
 from kvtui.core.layout import PageLayout
 from kvtui.engine.driver import Driver
@@ -242,8 +243,6 @@ def test_store_nodes_share_the_segment_and_the_allocator_spreads_pages_over_them
 
 
 def test_the_processes_panel_follows_the_workers_a_live_session_rebuilt(fresh_cluster):
-    import time as _time
-
     from kvtui.live import LiveSession
 
     e = _engine(fresh_cluster.endpoints, decode_workers=2, replace_dead_workers=True)
@@ -252,14 +251,12 @@ def test_the_processes_panel_follows_the_workers_a_live_session_rebuilt(fresh_cl
         session.start()
         old = e.worker_pids()
         os.kill(old["decode-0"], signal.SIGKILL)
-        deadline = _time.monotonic() + 30
 
         def sampled() -> dict:
             return {row["name"]: row["pid"] for row in session.panels.proc_sampler.sample()}
 
-        while _time.monotonic() < deadline and (not e.replacements or sampled().get("decode-0") == old["decode-0"]):
-            _time.sleep(0.1)
-        assert e.replacements, "the engine did not rebuild its workers"
+        wait_for(lambda: e.replacements and sampled().get("decode-0") != old["decode-0"], 30,
+                 "rebuilt workers in the processes panel", interval_s=0.1, detail=lambda: (e.replacements, sampled()))
         assert sampled()["decode-0"] == e.worker_pids()["decode-0"] != old["decode-0"]
     finally:
         session.stop()

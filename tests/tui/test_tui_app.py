@@ -17,6 +17,7 @@ from tui_helpers import (
     screen_lines,
     settings_open,
 )
+from waits import pilot_wait_for
 
 from kvtui.core.controls import SetOverlap, SetPool, SetRate, SetScenario
 from kvtui.core.knobs import RATE_STEPS
@@ -26,7 +27,7 @@ from kvtui.tui.fmt import fmt_count, fmt_int, fmt_pct, format_bytes
 from kvtui.tui.screens import ConfirmScreen, HelpScreen
 from kvtui.tui.widgets import EventLog, Kpis, PageGrid, ProcsPanel, StorePanel
 
-TICK_HZ = 10  # the pauses below allow for frames pulled 10 times a second, whatever the app's default
+TICK_HZ = 10  # frames pulled 10 times a second, whatever the app's default
 
 
 def app_for(source=None, controller="rec", **kw) -> KvtuiApp:
@@ -204,8 +205,8 @@ def test_freeze_stops_applying_frames_but_keeps_pulling():
         await pilot.press("f")
         shown, pulled = app.shown, src.calls
         assert "FROZEN" in app.query_one(Kpis).plain
-        await pilot.pause(0.4)
-        assert src.calls > pulled and app.frame.t > shown.t  # the source keeps being read
+        await pilot_wait_for(pilot, lambda: src.calls > pulled + 2 and app.frame.t > shown.t, 10,
+                             "frames pulled while frozen")  # the source keeps being read
         assert app.shown is shown  # ... but nothing new is drawn
         await pilot.press("f")
         assert app.shown is app.frame and "FROZEN" not in app.query_one(Kpis).plain
@@ -244,7 +245,8 @@ def test_one_timer_after_many_toggles():
         ours = [t for t in app._timers if getattr(t, "_callback", None) == app.tick]
         assert len(ours) == 1
         assert len(app.controller.calls) == 102
-        await pilot.pause(0.25)  # still ticking
+        t = app.frame.t
+        await pilot_wait_for(pilot, lambda: app.frame.t > t, 10, "a new frame: the timer still ticks")
         assert app.frame.t > app.shown.t or not app.frozen
 
     pilot_test(app, scenario)
@@ -351,8 +353,7 @@ def test_source_errors_are_reported_once():
     app = app_for(src, refresh_hz=15)
 
     async def scenario(pilot):
-        await pilot.pause(0.3)
-        assert src.calls > 2
+        await pilot_wait_for(pilot, lambda: src.calls > 2, 10, "two failed frame reads")
         errors = [t for t in log_texts(app) if "collector gone" in t]
         assert errors == ["frame source failed: RuntimeError: collector gone"]
 
@@ -481,15 +482,13 @@ def test_restart_master_is_offered_only_while_the_embedded_master_is_down():
         await pilot.press("M")
         assert ctl.named("restart_master") == []
         src.status["outage"] = True
-        await pilot.pause(0.3)
-        assert app.check_action("restart_master", ()) is True
+        await pilot_wait_for(pilot, lambda: app.check_action("restart_master", ()) is True, 10, "M offered")
         assert any("press M to restart" in t for t in log_texts(app))
         await pilot.press("M")
-        await pilot.pause(0.3)
+        await pilot_wait_for(pilot, lambda: ctl.named("restart_master"), 10, "the restart asked for")
         assert ctl.named("restart_master") == [("restart_master",)]
         src.status["store_mode"] = "attached"  # not ours to restart
-        await pilot.pause(0.3)
-        assert app.check_action("restart_master", ()) is False
+        await pilot_wait_for(pilot, lambda: app.check_action("restart_master", ()) is False, 10, "M withdrawn")
 
     pilot_test(app, scenario)
 
@@ -572,16 +571,17 @@ def test_a_store_node_outage_of_dummy_workers_is_named_and_a_failed_restart_is_o
 
     async def scenario(pilot):
         src.status.update(outage=True, outage_of="store")
-        await pilot.pause(0.3)
+        await pilot_wait_for(pilot, lambda: any("the store node kvtui started is down" in t for t in log_texts(app)),
+                             10, "the store node's outage in the event log", detail=lambda: log_texts(app))
         assert app.check_action("restart_master", ()) is False
-        assert any("the store node kvtui started is down" in t for t in log_texts(app))
         assert not any("press M to restart" in t for t in log_texts(app))
         src.status["outage_of"] = "master"
-        await pilot.pause(0.3)
-        assert app.check_action("restart_master", ()) is True
+        await pilot_wait_for(pilot, lambda: app.check_action("restart_master", ()) is True, 10, "M offered")
         await pilot.press("M")
-        await pilot.pause(0.5)
-        assert app.is_running and any("master restart failed: the master is still running" in t for t in log_texts(app))
+        await pilot_wait_for(pilot, lambda: any("master restart failed: the master is still running" in t
+                                                for t in log_texts(app)), 10, "the failed restart's line",
+                             detail=lambda: log_texts(app))
+        assert app.is_running
 
     pilot_test(app, scenario)
 

@@ -70,7 +70,7 @@ def test_settings_dialog_opens_fast_on_the_seed_layout_under_load(cluster):
                     cpus.append(time.thread_time() - c0)
                     screen.action_cancel()
                     await until(lambda: app.screen is app.main_screen)
-                    await pilot.pause(0.4)
+                    await pilot.pause(0.4)  # (pacing the measurement: the load runs between two openings)
                 assert isinstance(screen, SettingsScreen) and session.driver.completed > 3  # under load throughout
             finally:
                 restore()

@@ -7,6 +7,7 @@ from __future__ import annotations
 import dataclasses
 
 from tui_helpers import AggSource, RecordingController, log_texts, pilot_test, result, screen_lines
+from waits import pilot_wait_for
 
 from kvtui.core.pages import PageState as S
 from kvtui.testing.demo import DemoController, DemoSource, StaticSource, fixture_frame
@@ -65,27 +66,29 @@ def test_trace_speed_changes_live_and_the_header_says_so():
     src, app = _trace_app()
 
     async def scenario(pilot):
-        await pilot.pause(0.3)
         kpis = app.query_one(Kpis)
-        assert "×2" in kpis.plain and "ETA" in kpis.plain and "trace synthetic" in kpis.plain
+
+        async def header_says(*parts, speed="unchanged"):
+            def said():
+                return (speed == "unchanged" or src.trace.speed == speed) and all(p in kpis.plain for p in parts)
+
+            await pilot_wait_for(pilot, said, 10, f"speed {speed} and {parts} in the header",
+                                 detail=lambda: (src.trace.speed, kpis.plain))
+
+        await header_says("×2", "ETA", "trace synthetic")
         await pilot.press("plus")
-        await pilot.pause(0.3)
-        assert src.trace.speed == 4.0 and "×4" in kpis.plain
+        await header_says("×4", speed=4.0)
         assert "trace speed → ×4" in log_texts(app)
         await pilot.press("minus", "minus", "minus")
-        await pilot.pause(0.3)
-        assert src.trace.speed == 0.5 and "×0.5" in kpis.plain
+        await header_says("×0.5", speed=0.5)
         await pilot.press("minus")  # the lowest speed: said in the status line, nothing sent
         assert src.trace.speed == 0.5 and "already ×0.5" in app.query_one(KeyBar).plain
-        for _ in range(8):
+        for speed in (1.0, 2.0, 4.0, 8.0, 16.0, 32.0, 64.0, None):  # one step a press, each applied
             await pilot.press("plus")
-            await pilot.pause(0.15)
-        await pilot.pause(0.3)
-        assert src.trace.speed is None and "max" in kpis.plain  # above ×64: as fast as possible
-        assert "ETA ~" in kpis.plain  # an estimate at max: from the measured request rate
+            await pilot_wait_for(pilot, lambda speed=speed: src.trace.speed == speed, 10, f"trace speed {speed}")
+        await header_says("max", "ETA ~")  # above ×64: as fast as possible; ETA estimated from the request rate
         done = src.workload["done"]
-        await pilot.pause(0.6)
-        assert src.workload["done"] > done  # the rows keep coming at the new speed
+        await pilot_wait_for(pilot, lambda: src.workload["done"] > done, 10, "more rows at the new speed")
 
     pilot_test(app, scenario)
 
@@ -94,9 +97,8 @@ def test_scenario_keys_during_a_trace_say_why_once():
     src, app = _trace_app()
 
     async def scenario(pilot):
-        await pilot.pause(0.3)
         bar = app.query_one(KeyBar)
-        footer = bar.plain
+        footer = await pilot_wait_for(pilot, lambda: "-+ speed" in bar.plain and bar.plain, 10, "the trace's key bar")
         assert "-+ speed" in footer and "overlap" not in footer and "scenario" not in footer and "rate" not in footer
         for key in ("right_square_bracket", "right_square_bracket", "right_square_bracket"):
             await pilot.press(key)
@@ -134,19 +136,19 @@ def test_badges_have_reserved_places():
     app = KvtuiApp(src, RecordingController(), refresh_hz=10)
 
     async def scenario(pilot):
-        await pilot.pause(0.2)
         kpis = app.query_one(Kpis)
-        cut = kpis.size.width - kpis.badge_width + 1  # +1: the header's left padding
 
         def header():
             return [s.text for s in app.screen._compositor.render_strips()][:kpis.size.height]
 
+        await pilot_wait_for(pilot, lambda: "last 30 s" in "".join(header()), 10, "the header drawn", detail=header)
+        cut = kpis.size.width - kpis.badge_width + 1  # +1: the header's left padding
         before = header()
         src.status["recording"] = True
         app.tick()
         await pilot.press("f")  # FROZEN (the frame with REC applied just before)
-        await pilot.pause(0.2)
-        after = header()
+        after = await pilot_wait_for(pilot, lambda: "FROZEN" in "".join(header()) and header(), 10, "FROZEN drawn",
+                                     detail=header)
         assert len(after) == len(before) == kpis.size.height >= 3
         assert [ln[:cut] for ln in after] == [ln[:cut] for ln in before]
         assert "● REC" in after[0][cut:] and "FROZEN" in after[2][cut:] and "PAUSED" not in after[1]
@@ -154,8 +156,8 @@ def test_badges_have_reserved_places():
         await pilot.press("f")
         src.status["paused"] = True
         app.tick()
-        await pilot.pause(0.2)
-        paused = header()
+        paused = await pilot_wait_for(pilot, lambda: "PAUSED" in "".join(header()) and header(), 10, "PAUSED drawn",
+                                      detail=header)
         assert len(paused) == len(before) and "PAUSED" in paused[1][cut:] and "— last 30 s" in "".join(paused)
 
     pilot_test(app, scenario)

@@ -17,20 +17,32 @@ import threading
 import time
 from pathlib import Path
 
+from waits import wait_for
+
 import kvtui
 
 ROOT = Path(kvtui.__file__).resolve().parent.parent
 
 SCRIPT = """
-import signal, sys
+import os, signal, sys
 from kvtui.cli import on_sigterm
 signal.signal(signal.SIGTERM, on_sigterm)  # what kvtui/cli.py installs
 from kvtui.tui.app import run_app
+from kvtui.tui.screens import RowDetailScreen, SettingsScreen
 from kvtui.testing.demo import DemoController, DemoSource
+
+mounted = set()  # the dialogs the app builds in its on_mount mount after its first frame
+for cls in (SettingsScreen, RowDetailScreen):
+    def on_mount(self, _cls=cls, _orig=cls.__dict__.get("on_mount")):
+        if _orig is not None:
+            _orig(self)
+        mounted.add(_cls)
+    cls.on_mount = on_mount
 
 class Source(DemoSource):
     def frame(self):
-        if self.t == 0:  # the first frame: the app is mounted (and its signal handlers installed)
+        # ready: the app is mounted (its signal handlers installed), its dialogs too, a frame was pulled
+        if len(mounted) == 2 and not os.path.exists(sys.argv[1]):
             open(sys.argv[1], "w").close()
         return super().frame()
 
@@ -91,13 +103,15 @@ def test_sigint_sigterm_and_sighup_end_the_app_cleanly(tmp_path):
             ("headless", signal.SIGHUP): Run(tmp_path, "hup", True),
             ("headless", signal.SIGINT): Run(tmp_path, "int", True),
             ("tty", signal.SIGTERM): Run(tmp_path, "tty", False)}
+    tty = runs["tty", signal.SIGTERM]
+    drawn = (b"\x1b[?1049h", b"\x1b[?1000h", b"\x1b[?1003h", b"\x1b[?1006h")  # alternate screen, mouse reporting
+
+    def ready() -> bool:  # every app mounted (its signal handlers installed), the terminal one's screen taken
+        assert all(r.proc.poll() is None for r in runs.values()), {k: bytes(r.out) for k, r in runs.items()}
+        return all(r.ready.exists() for r in runs.values()) and all(s in tty.out for s in drawn)
+
     try:
-        deadline = time.monotonic() + 30
-        while not all(r.ready.exists() for r in runs.values()):
-            assert time.monotonic() < deadline, {k: bytes(r.out[-2000:]) for k, r in runs.items()}
-            assert all(r.proc.poll() is None for r in runs.values()), {k: bytes(r.out) for k, r in runs.items()}
-            time.sleep(0.05)
-        time.sleep(0.3)
+        wait_for(ready, 30, "every app mounted", detail=lambda: {k: bytes(r.out[-2000:]) for k, r in runs.items()})
         for (_, sig), run in runs.items():
             run.proc.send_signal(sig)
         sent = time.monotonic()

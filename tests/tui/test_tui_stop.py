@@ -40,7 +40,7 @@ def test_the_monitor_ends_when_its_live_workload_stops_with_an_error():
     app = KvtuiApp(StoppingSource(after=0), None, refresh_hz=TICK_HZ)  # a replay or a static view: it stays
 
     async def scenario(pilot):
-        await pilot.pause(0.3)
+        await pilot.pause(0.3)  # (the thing under test: 0.3 s of frames saying "stopped" end nothing here)
         assert app.is_running and app.stopped_by is None
 
     pilot_test(app, scenario)

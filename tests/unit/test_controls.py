@@ -5,9 +5,8 @@ as they were)."""
 
 from __future__ import annotations
 
-import time
-
 import pytest
+from waits import wait_for
 
 from kvtui.config.workload import synthetic_description
 from kvtui.core.controls import CONTROLS, Control, SetLayout, SetOverlap, SetPool, SetRate, SetScenario
@@ -32,12 +31,14 @@ def _session(paused: bool = True, engine: FakeEngine | None = None, **kw) -> tup
 
 def _events_after(session: LiveSession, n_before: int, count: int = 1, timeout_s: float = 5.0) -> list[str]:
     """The texts of the events logged after the first ``n_before``, once there are ``count`` of them."""
-    deadline = time.monotonic() + timeout_s
-    while True:
-        texts = [e.text for e in session.frame().events][n_before:]
-        if len(texts) >= count or time.monotonic() > deadline:
-            return texts
-        time.sleep(0.01)
+    def texts() -> list[str]:
+        return [e.text for e in session.frame().events][n_before:]
+
+    def enough() -> list[str] | None:
+        t = texts()
+        return t if len(t) >= count else None
+
+    return wait_for(enough, timeout_s, f"{count} new event(s)", interval_s=0.01, detail=texts)
 
 
 def _n_events(session: LiveSession) -> int:
@@ -124,8 +125,7 @@ def test_layout_switch_moves_workload_engine_and_header_together():
     session, engine = _session(paused=False, prompt_pages=8)
     try:
         assert _events_after(session, 0, 1)  # "started: …"
-        while session.driver.completed < 5:
-            time.sleep(0.01)
+        wait_for(lambda: session.driver.completed >= 5, 5, "5 finished requests", interval_s=0.01)
         n = _n_events(session)
         session.send(SetLayout("seed"))
         texts = _events_after(session, n)
@@ -164,6 +164,40 @@ def test_a_refused_layout_switch_changes_nothing(why):
         session.stop()
 
 
+@pytest.mark.parametrize("control,change,size", [(SetPool(40), "pool 40", "16MiB"),
+                                                 (SetScenario("multi-turn"), "scenario multi-turn", "16MiB"),
+                                                 (SetLayout("seed"), "layout seed", "1.1GiB")])
+def test_a_change_that_would_outgrow_the_store_kvtui_sized_is_refused(control, change, size):
+    """The store kvtui sized (no --store-size) holds every scenario and overlap the monitor reaches at the pool
+    and layout it started with; a larger pool, or a layout of larger pages, that would need more is refused in
+    one line naming the --store-size that would take it (a store the user sized takes any change: below)."""
+    session, _ = _session(store_limit=1 << 20, prompt_pages=8)  # 1 MiB: 230 tiny pages below the watermark
+    spec = session.workload.spec
+    try:
+        n = _n_events(session)
+        session.send(control)
+        texts = _events_after(session, n)
+        assert len(texts) == 1 and texts[0].startswith(f"control refused: {change} would make "), texts
+        assert "the 1.0 MiB store kvtui sized" in texts[0], texts
+        assert texts[0].endswith(f"start with --store-size {size} for it"), texts
+        assert session.workload.spec == spec
+        n = _n_events(session)
+        session.send(SetPool(2))  # less than now: never refused
+        assert _events_after(session, n) == ["pool → 2"]
+    finally:
+        session.stop()
+
+
+def test_a_store_the_user_sized_takes_any_change_in_range():
+    session, _ = _session(store_limit=None)
+    try:
+        n = _n_events(session)
+        session.send(SetPool(40))
+        assert _events_after(session, n) == ["pool → 40"]
+    finally:
+        session.stop()
+
+
 def test_description_follows_the_workload_spec():
     """The header's workload figures are read from the workload's spec, so they cannot drift from it."""
     session, _ = _session()
@@ -191,15 +225,12 @@ def test_a_rate_set_after_closed_loop_is_honoured_at_once():
     session.want("test", 50)
     session.start()
     try:
-        deadline = time.monotonic() + 10
-        while session.driver.elapsed() < 1.0 and time.monotonic() < deadline:
-            time.sleep(0.02)
+        wait_for(lambda: session.driver.elapsed() >= 1.0, 10, "a second of closed loop")
         before = session.driver.elapsed()  # seconds of closed loop on the arrival clock
         n = _n_events(session)
         session.send(SetRate(20.0))
         assert _events_after(session, n) == ["rate → 20 req/s"]
-        while sum(r.arrival_s is not None for r in engine.submitted) < 3 and time.monotonic() < deadline:
-            time.sleep(0.02)
+        wait_for(lambda: sum(r.arrival_s is not None for r in engine.submitted) >= 3, 10, "three timed arrivals")
         arrivals = [r.arrival_s for r in list(engine.submitted) if r.arrival_s is not None]
         assert len(arrivals) >= 3
         assert min(arrivals) >= before, (before, arrivals[:5])  # none scheduled back in the closed-loop stretch

@@ -7,6 +7,7 @@ import time
 
 import numpy as np
 import pytest
+from waits import wait_for
 
 from kvtui.core.controls import SetOverlap, SetPool
 from kvtui.core.engine_api import WorkerError
@@ -29,13 +30,6 @@ def requests():
         i += 1
 
 
-def wait_for(cond, timeout_s: float = 5.0) -> bool:
-    deadline = time.monotonic() + timeout_s
-    while not cond() and time.monotonic() < deadline:
-        time.sleep(0.01)
-    return cond()
-
-
 def test_bounds_and_pause_and_controls_while_paused():
     results, applied = [], []
     engine = _engine()
@@ -46,14 +40,14 @@ def test_bounds_and_pause_and_controls_while_paused():
     d = Driver(_engine(), requests(), results.append, on_control=lambda c: applied.append((c, d.issued)))
     d.pause()
     d.start()
-    time.sleep(0.3)
+    time.sleep(0.3)  # (the thing under test: nothing is issued in 0.3 s while paused)
     assert d.issued == 0 and d.paused
     d.send(SetOverlap(0.5))
     d.send(SetPool(3))
-    assert wait_for(lambda: len(applied) == 2)
+    wait_for(lambda: len(applied) == 2, 5, "both controls applied", interval_s=0.01)
     assert applied == [(SetOverlap(0.5), 0), (SetPool(3), 0)]  # in order, while paused, nothing issued
     d.resume()
-    assert wait_for(lambda: d.issued > 0)
+    wait_for(lambda: d.issued > 0, 5, "a request issued after resume", interval_s=0.01)
     d.stop()
     assert d.done.wait(5)
 
@@ -87,9 +81,9 @@ def test_the_handler_runs_before_the_next_request_and_may_wait_idle():
 
     idle, marks = [], []
     d = Driver(_engine(), reqs(), lambda r: None, on_control=handle).start()
-    assert wait_for(lambda: d.issued > 20)
+    wait_for(lambda: d.issued > 20, 5, "20 requests issued", interval_s=0.01)
     d.send(SetPool(7))
-    assert wait_for(lambda: marks and len(seen) > marks[0] + 5)
+    wait_for(lambda: marks and len(seen) > marks[0] + 5, 5, "5 requests drawn after the control", interval_s=0.01)
     d.stop()
     assert d.done.wait(5)
     assert idle == [True]
@@ -100,23 +94,20 @@ def test_rpc_fail_holds_dispatch_until_master_answers():
     engine = _engine()
     events = []
     d = Driver(engine, requests(), lambda r: None, events.append).start()
-    assert wait_for(lambda: d.completed > 0)
+    wait_for(lambda: d.completed > 0, 5, "a finished request", interval_s=0.01)
     engine.reachable = False
     engine.codes = {-900: 1}
-    deadline = time.monotonic() + 3
-    while not d.outage and time.monotonic() < deadline:
-        time.sleep(0.02)
-    assert d.outage
+    wait_for(lambda: d.outage, 3, "an outage", interval_s=0.02)
+    # the thing under test, as sleeps: once the requests dispatched before the outage have had 0.2 s to
+    # come back, nothing more is issued for 0.5 s
     time.sleep(0.2)
     held = d.issued
     time.sleep(0.5)
     assert d.issued <= held + 1
     engine.codes = {}
     engine.reachable = True
-    deadline = time.monotonic() + 5
-    while d.outage and time.monotonic() < deadline:
-        time.sleep(0.05)
-    assert not d.outage and any("back after" in e.text for e in events)
+    wait_for(lambda: not d.outage, 5, "the end of the outage")
+    assert any("back after" in e.text for e in events)
     assert engine.holds[:2] == [True, False]  # the engine's submitted requests were held, then released
     d.stop()
     assert d.done.wait(5)

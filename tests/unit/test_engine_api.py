@@ -5,11 +5,11 @@ subscribers are called in the order they subscribed and never replace one anothe
 from __future__ import annotations
 
 import os
-import time
 from typing import Protocol
 
 import numpy as np
 import pytest
+from waits import wait_for
 
 from kvtui.core.engine_api import EngineAPI, RequestEngine
 from kvtui.core.layout import PRESETS
@@ -28,13 +28,6 @@ def _members(proto: type) -> set[str]:
         names |= {n for n in vars(cls) if not n.startswith("_")}
         names |= set(getattr(cls, "__annotations__", {}))
     return names
-
-
-def _wait_for(cond, timeout_s: float = 5.0) -> bool:
-    deadline = time.monotonic() + timeout_s
-    while not cond() and time.monotonic() < deadline:
-        time.sleep(0.01)
-    return bool(cond())
 
 
 def _requests():
@@ -82,8 +75,8 @@ def test_a_worker_rebuild_reaches_the_driver_and_the_session_both():
     try:
         engine.pids = {"decode": os.getppid()}  # (a process that exists: the sampler keeps only those)
         engine.replace_workers(dead=("decode",), exit_codes=(-9,), lost=2)
-        assert _wait_for(lambda: any(e.text.startswith("worker died (decode exit code -9)")
-                                     for e in session.frame().events))
+        wait_for(lambda: any(e.text.startswith("worker died (decode exit code -9)") for e in session.frame().events),
+                 5, "the event 'worker died (decode exit code -9)'", interval_s=0.01)
         assert {row["name"] for row in session.panels.proc_sampler.sample()} == {"kvtui", "decode"}
     finally:
         session.stop()

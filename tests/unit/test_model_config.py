@@ -4,9 +4,9 @@ field and the file, and model presets in the monitor's layout switch (no store: 
 from __future__ import annotations
 
 import json
-import time
 
 import pytest
+from waits import wait_for
 
 from kvtui.cli import main
 from kvtui.core.layout import MODEL_PRESETS, PRESETS, model_layout, preset_summaries
@@ -226,10 +226,9 @@ def test_a_model_preset_with_the_current_layout_is_a_rename():
         session.send(SetLayout("seed"))
         assert len(_events_after(session, n)) == 1
         session.send(SetLayout("qwen2.5-7b"))  # the same page layout: nothing to switch, a new name
-        deadline = time.monotonic() + 5
-        while session.description["layout"] != "qwen2.5-7b" and time.monotonic() < deadline:
-            time.sleep(0.01)
-        assert session.description["layout"] == "qwen2.5-7b" and engine.layouts_set == [PRESETS["seed"]]
+        wait_for(lambda: session.description["layout"] == "qwen2.5-7b", 5, "the layout named qwen2.5-7b",
+                 interval_s=0.01, detail=lambda: session.description["layout"])
+        assert engine.layouts_set == [PRESETS["seed"]]
     finally:
         session.stop()
 

@@ -8,6 +8,7 @@ import time
 
 import numpy as np
 import pytest
+from waits import wait_for
 
 from kvtui.engine.driver import Driver
 from kvtui.engine.procs import uninterrupted
@@ -25,9 +26,7 @@ def _requests():
 def test_stop_abandons_the_requests_under_way_at_once():
     engine = FakeEngine(answer=False)  # requests under way for ever (big reloads and publishes)
     d = Driver(engine, _requests(), lambda r: None).start()
-    deadline = time.monotonic() + 5
-    while d.issued < 9 and time.monotonic() < deadline:  # concurrency 1 + LOOKAHEAD 8 submitted
-        time.sleep(0.01)
+    wait_for(lambda: d.issued >= 9, 5, "9 requests submitted", interval_s=0.01)  # concurrency 1 + LOOKAHEAD 8
     assert d.issued == 9
     t0 = time.monotonic()
     d.stop()
@@ -63,7 +62,7 @@ def test_uninterrupted_holds_a_signal_back_until_the_block_ends():
     with pytest.raises(KeyboardInterrupt):
         with uninterrupted() as held:
             signal.raise_signal(signal.SIGINT)
-            time.sleep(0.01)  # nothing is raised inside the block
+            time.sleep(0.01)  # (the thing under test: a moment in which nothing is raised inside the block)
             assert held == [signal.SIGINT]
             reached = True
     assert reached

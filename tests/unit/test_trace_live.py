@@ -7,6 +7,7 @@ from __future__ import annotations
 import math
 
 import pytest
+from waits import wait_for
 
 from kvtui.core.controls import SetTraceSpeed
 from kvtui.core.knobs import TRACE_SPEEDS, next_trace_speed, trace_speed_text
@@ -139,8 +140,6 @@ def test_recordings_keep_row_details_and_the_window():
 
 
 def test_live_session_changes_a_trace_speed():
-    import time
-
     from kvtui.live import LiveSession
 
     wl = TraceWorkload(_rows(400, gap_ms=50), speed=1.0)
@@ -150,17 +149,14 @@ def test_live_session_changes_a_trace_speed():
     session.start()
     try:
         session.send(SetTraceSpeed(8.0))
-        deadline = time.monotonic() + 10
-        while wl.speed != 8.0 and time.monotonic() < deadline:
-            time.sleep(0.01)
-        assert wl.speed == 8.0
+        wait_for(lambda: wl.speed == 8.0, 10, "trace speed x8 applied", interval_s=0.01)
         d = session.description
         assert d["speed"] == 8.0 and d["length_s"] == pytest.approx(19.95) and 0 <= d["position_s"] <= 19.95
-        while not any(e.text == "trace speed → ×8" for e in session.frame().events) and time.monotonic() < deadline:
-            time.sleep(0.01)
+        wait_for(lambda: any(e.text == "trace speed → ×8" for e in session.frame().events), 10,
+                 "the event 'trace speed → ×8'", interval_s=0.01)
         session.send(SetTraceSpeed(None))
-        while session.driver.completed < 400 and time.monotonic() < deadline:
-            time.sleep(0.02)
+        wait_for(lambda: session.driver.completed >= 400, 10, "all 400 requests finished", interval_s=0.02,
+                 detail=lambda: session.driver.completed)
         assert session.driver.completed == 400  # as fast as possible: the rest at once
         final = session.final_frame()  # (the frame a summary is made from: every request in it)
         assert math.isclose(final.totals["ideal_token_hit_rate"], trace_stats(wl._rows).ideal_token_hit_rate)

@@ -130,3 +130,17 @@ def test_shown_s_is_per_state():
     state = KnobState(shown_s=0.0)
     state.request("rate", 5.0, Sender(), now=0.0)
     assert state.asked(now=0.0) == {} and state.pending["rate"] == [5.0]
+
+
+def test_a_request_the_engine_refused_gives_way_to_the_engines_value():
+    """``>`` past what the store kvtui sized holds: the engine refuses pool 48 and the frames keep showing 47;
+    once the request is ``ASKED_SHOWN_S`` old the knob holds 47 again, so ``<`` asks for 46, not 47."""
+    state = KnobState()
+    state.adopt(seen_in({"kind": "synthetic", "pool": 47}, {}), now=0.0)
+    state.request("pool", 48, Sender(), now=1.0)
+    state.adopt(seen_in({"kind": "synthetic", "pool": 47}, {}), now=1.5)
+    assert state.values["pool"] == 48  # (still on its way, as far as anyone can tell)
+    state.adopt(seen_in({"kind": "synthetic", "pool": 47}, {}), now=1.0 + ASKED_SHOWN_S)
+    assert state.values["pool"] == 47 and not state.pending["pool"]
+    send = Sender()
+    assert state.request("pool", state.values["pool"] - 1, send, now=5.0) and send.calls == 1

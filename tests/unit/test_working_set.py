@@ -215,9 +215,9 @@ def test_the_plan_holds_the_working_set_the_store_is_sized_for():
     from kvtui.cli import build_parser
     from kvtui.config.plan import plan_from_args
 
-    plan = plan_from_args(build_parser().parse_args(["run", "--scenario", "multi-turn", "--store-size", "4GiB"]))
+    plan = plan_from_args(build_parser().parse_args(["run", "--scenario", "multi-turn", "--store-size", "5GiB"]))
     assert (plan.working_set.pages, plan.working_set.prompt_pages) == (214, 32)
-    assert plan.cluster.store_bytes == 4 << 30 and plan.cluster.store_note == ""
+    assert plan.cluster.store_bytes == 5 << 30 and plan.cluster.store_note == "" and plan.store_limit is None
 
 
 @pytest.mark.parametrize("argv,needle", [
@@ -234,3 +234,86 @@ def test_cli_refuses_in_one_line_before_starting_anything(capsys, argv, needle):
     assert main(argv) == 2
     err = capsys.readouterr().err.strip()
     assert err.startswith("kvtui: error: ") and needle in err and len(err.splitlines()) == 1, err
+
+
+def _planned(monkeypatch, argv):
+    """The RunPlan ``kvtui ARGV`` (watch or run) starts with, taken where the command hands it on (nothing
+    starts)."""
+    import kvtui.commands.run as run_cmd
+    import kvtui.commands.watch as watch_cmd
+    from kvtui.cli import main
+
+    seen = []
+    monkeypatch.setattr(watch_cmd, "_run", lambda plan, *a, **k: seen.append(plan) or 0)
+    monkeypatch.setattr(run_cmd, "_run", lambda plan, *a, **k: seen.append(plan) or 0)
+    assert main(argv) == 0 and len(seen) == 1
+    return seen[0]
+
+
+def _holds(plan, spec, in_flight):
+    """``spec``'s pages stay below the 90 % watermark of the plan's segment, and one publish of the requests in
+    flight (each its whole prompt) fits above it: eviction only starts once a put has crossed the watermark."""
+    page = plan.layout.layout.page_bytes
+    ws = synthetic_working_set(spec, in_flight)
+    store = plan.cluster.store_bytes
+    return ws.pages <= held_pages(store, page, 0.9) and in_flight * ws.prompt_pages * page <= store - int(store * 0.9)
+
+
+@pytest.mark.parametrize("argv", [
+    ["watch"],  # the default demo
+    ["watch", "--layout", "tiny"],
+    ["watch", "--pool", "3", "--concurrency", "2"],
+    ["watch", "--scenario", "multi-turn", "--overlap", "40", "--prompt-tokens", "1024"],
+])
+def test_the_monitors_store_holds_every_scenario_and_overlap_its_keys_reach(monkeypatch, argv):
+    """``s`` cycles the scenarios, ``[`` / ``]`` step the overlap by 5 % and the settings dialog takes any whole
+    percent: the store kvtui sizes for the monitor holds each of them at the pool, prompt length and
+    concurrency it starts with (the default demo used to get 1 GiB: NO_AVAILABLE_HANDLE at overlap 0 % and in
+    multi-turn)."""
+    from kvtui.core.knobs import SCENARIOS
+
+    plan = _planned(monkeypatch, [*argv, "--headless", "--duration", "1"])
+    spec, in_flight = plan.workload.spec, plan.concurrency * plan.cluster.topology.decode_workers
+    for scenario in SCENARIOS:
+        for percent in range(101):
+            setting = replace(spec, scenario=scenario, overlap=percent / 100)
+            assert _holds(plan, setting, in_flight), (scenario, percent, plan.cluster.store_bytes >> 20)
+    assert plan.store_limit == plan.cluster.store_bytes  # (a larger pool or page is checked when asked for)
+
+
+@pytest.mark.parametrize("argv", [["run"], ["run", "--overlap", "0"], ["run", "--scenario", "random"],
+                                  ["run", "--scenario", "multi-turn"], ["run", "--pool", "12"]])
+def test_a_run_gets_a_store_that_holds_its_own_knobs(monkeypatch, argv):
+    plan = _planned(monkeypatch, argv)
+    assert _holds(plan, plan.workload.spec, plan.concurrency), plan.cluster.store_bytes >> 20
+    note = plan.cluster.store_note
+    assert note.startswith(f"store {plan.cluster.store_bytes / GIB:.1f} GiB: ") and "--store-size overrides" in note
+
+
+def test_the_monitor_on_a_given_store_size_plans_for_the_knobs_it_starts_with(monkeypatch):
+    """With --store-size the store is the user's: the monitor starts on it when it holds the starting prompt
+    (a multi-turn turn of this prompt would not fit, which is the user's call), and refuses no change."""
+    plan = _planned(monkeypatch, ["watch", "--headless", "--duration", "1", "--prompt-tokens", "4096", "--pool", "1",
+                                  "--store-size", "512MiB"])
+    assert plan.cluster.store_bytes == 512 * MIB and plan.store_limit is None
+    assert plan.working_set.setting == "" and plan.working_set.source == "shared-system-prompt"
+
+
+def test_a_given_store_size_is_the_users_call_and_says_what_would_fit():
+    from kvtui.cli import build_parser
+    from kvtui.config.plan import plan_from_args
+
+    plan = plan_from_args(build_parser().parse_args(["run", "--overlap", "0", "--store-size", "1GiB"]))
+    assert plan.cluster.store_bytes == GIB and plan.store_limit is None
+    assert plan.cluster.store_note.startswith("warning: --store-size 1GiB has 102.4 MiB above the 90 % eviction "
+                                              "watermark, less than one publish of the requests in flight (8 pages")
+    assert plan.cluster.store_note.endswith("expect refused puts; --store-size 1.1GiB would fit")
+
+
+def test_segment_for_makes_room_above_the_watermark_for_one_publish():
+    page = 14 * MIB
+    assert segment_for(8, page, 0.9, burst_pages=8) == 1120 * MIB  # 8 × 14 MiB = 10 % of 1,120 MiB
+    assert segment_for(214, page, 0.9, burst_pages=32) == 4480 * MIB > segment_for(214, page, 0.9)
+    burst = store_full_text(3, 1.0, replace(_ws(20), burst_pages=8), page, GIB, 0.9, 10.0)
+    assert "one publish of the requests in flight (8 pages of 14.0 MiB = 112.0 MiB) does not fit the 102.4 MiB" in burst
+    assert "raise --store-size to 1.1GiB" in burst and "--lease-ttl" not in burst
