@@ -5,8 +5,12 @@ cluster: it starts no worker and no store client, and writes nothing to the stor
 the master's admin HTTP endpoints once a second: ``/metrics`` (Prometheus text: keys, bytes, request and
 eviction counters), ``/get_segments_detail`` (each segment's size, use and status) and ``/health`` (role,
 HA state) — none of them grants a read lease (unlike ``/query_key``), so watching never pins a page against
-eviction. The rates are deltas of the master's counters between two samples (a counter that went down
-means a new master process: that interval gets no rate, and the event log says the master restarted).
+eviction. An HA cluster (``--master etcd://…`` with every master's ``--metrics-url``, comma-separated) is
+watched through the master that serves: each sample asks every master what it is (role, ``/ha_status``, a
+standby's OpLog lag), etcd which leader the masters agreed on, and reads the serving leader's endpoints; a
+change of leader is an event, not a restart. The rates are deltas of the master's counters between two
+samples (a counter that went down means a new master process: that interval gets no rate, and the event log
+says the master restarted).
 
 Frames carry the newest sample in ``store`` (:class:`~kvtui.core.panels.StoreScrape`, its observe keys) and
 its history in ``rates`` / ``series`` (one point per sample, keys :data:`SERIES`), so an observe session
@@ -21,8 +25,10 @@ import threading
 import time
 from collections import deque
 from dataclasses import replace
+from typing import Any
 
 from kvtui.core.events import EngineEvent
+from kvtui.engine import ha
 from kvtui.engine.cluster import http_get
 from kvtui.engine.samplers import STORE_GAUGES, ProcessSampler, parse_prometheus
 from kvtui.metrics.aggregate import Aggregator
@@ -105,35 +111,64 @@ def _labelled(text: str, names: tuple[str, ...]) -> dict[str, dict[str, float]]:
 
 class MasterSampler:
     """One sample of the master's admin endpoints per :meth:`sample` (the observe panel); events (outage,
-    back, restarted) go to ``log(kind, text)``."""
+    back, restarted, a new leader) go to ``log(kind, text)``. ``masters``: ``(name, admin URL)`` of every
+    master of an HA cluster (then the serving one is sampled, ``metrics_url`` is unused); ``etcd``: its etcd
+    endpoints (the leader's address as the masters agreed it, ``master_view``)."""
 
-    def __init__(self, metrics_url: str, log, clock=time.monotonic):
+    def __init__(self, metrics_url: str, log, clock=time.monotonic, masters: tuple[tuple[str, str], ...] = (),
+                 etcd: tuple[tuple[str, int], ...] = ()):
         self.url = metrics_url.rstrip("/")
         self.log, self._clock = log, clock
+        self.masters, self.etcd = tuple(masters), tuple(etcd)
         self._prev: tuple[float, dict[str, float]] | None = None
         self.panel: dict = {"up": None}
         self.down_since: float | None = None
+        self.serving: str | None = None  # the name of the master sampled last (HA)
+
+    def _ha(self) -> tuple[str | None, dict]:
+        """HA: the serving master's admin URL (None: none serves) and the panel's ``masters`` and ``leader``."""
+        states = ha.master_states(self.masters, lag=True)
+        serving = next((st for st in states if st.serving), None)
+        part: dict = {"masters": [st.as_row() for st in states]}
+        leader = ha.master_view(self.etcd, timeout_s=0.5) if self.etcd else None
+        leader = leader or (serving.leader if serving is not None else None)
+        if leader:
+            part["leader"] = leader
+        if serving is not None and serving.name != self.serving:
+            if self.serving is not None:
+                self.log("outage", f"{serving.name} is the leader now ({serving.url}"
+                                   + (f", RPC {leader})" if leader else ")"))
+            self._prev = None  # (another master's counters)
+            self.serving = serving.name
+        return (serving.url if serving is not None else None), part
 
     def sample(self) -> dict:
         """Scrape once; returns the panel (``up`` False, the rest kept, while the master does not answer)."""
-        status, body = http_get(self.url + "/metrics", timeout_s=0.8)
+        url, part = self.url, dict[str, Any]()  # (HA: the serving master's, and the masters' rows)
+        if self.masters:
+            found, part = self._ha()
+            url = found or ""
+        status, body = http_get(url + "/metrics", timeout_s=0.8) if url else (0, "no master serves")
         now = self._clock()
         if status != 200:
             if self.down_since is None:
                 self.down_since = now
-                self.log("outage", f"master's /metrics at {self.url} does not answer "
+                self.log("outage", "no master serves (a failover is under way, or every master is down); watching "
+                                   "for one" if self.masters and not url else
+                                   f"master's /metrics at {url} does not answer "
                                    f"({body if status == 0 else f'HTTP {status}'}); watching for it")
-            self.panel = {**self.panel, "up": False, **{k: 0.0 for k in RATES}}
+            self.panel = {**self.panel, "up": False, **{k: 0.0 for k in RATES}, **part}
             return self.panel  # (the last good sample stays: a master that comes back is compared with it)
         m = parse_prometheus(body)
-        panel: dict = {"up": True}
+        panel: dict = {"up": True, **part}
         for name, key in GAUGES.items():
             if name in m:
                 panel[key] = int(m[name])
         restarted = self._prev is not None and any(m.get(n, 0.0) < self._prev[1].get(n, 0.0) for ns in RATES.values()
                                                    for n in ns)
         if self.down_since is not None:
-            self.log("info", f"master answers again after {now - self.down_since:.1f} s")
+            self.log("info", (f"{self.serving} serves after {now - self.down_since:.1f} s" if self.masters else
+                              f"master answers again after {now - self.down_since:.1f} s"))
             self.down_since = None
         if restarted:
             self.log("outage", "the master's counters restarted: a new master process (it lost every key)")
@@ -150,9 +185,9 @@ class MasterSampler:
             if gets > 0:
                 rates["get_hit_ratio"] = max(0.0, m.get(GETS_VALID, 0.0) - prev.get(GETS_VALID, 0.0)) / gets
         panel.update(rates)
-        panel["segments"] = _segments(self.url, _labelled(body, ("segment_allocated_bytes",
-                                                                 "segment_total_capacity_bytes")))
-        hs, hbody = http_get(self.url + "/health", timeout_s=0.8)
+        panel["segments"] = _segments(url, _labelled(body, ("segment_allocated_bytes",
+                                                            "segment_total_capacity_bytes")))
+        hs, hbody = http_get(url + "/health", timeout_s=0.8)
         try:
             h = json.loads(hbody) if hs == 200 else {}
         except ValueError:
@@ -167,17 +202,21 @@ class MasterSampler:
 class ObserveSession:
     """Watches a cluster through its master's admin endpoints: the monitor's ``FrameSource`` and (a
     subset of) its ``Controller``. ``metrics_url``: the master's admin base (``http://HOST:PORT``);
-    ``master``: its RPC address (shown only); ``interval_s``: seconds between samples; ``history``: points
-    kept per series. ``pause`` / ``resume`` stop and restart sampling; the workload controls say there is
-    no workload; ``clear_store`` is refused (observe mode never writes to the store). Frames come from one
+    ``master``: its RPC address (shown only), or an HA cluster's ``etcd://…`` (asked for the leader);
+    ``masters``: ``(name, admin URL)`` of an HA cluster's masters (the serving one is sampled);
+    ``interval_s``: seconds between samples; ``history``: points kept per series. ``pause`` / ``resume``
+    stop and restart sampling; the workload controls say there is no workload; ``clear_store`` is refused
+    (observe mode never writes to the store). Frames come from one
     :class:`~kvtui.metrics.producer.FrameProducer`, as a live session's do."""
 
     def __init__(self, metrics_url: str, master: str | None = None, *, interval_s: float = 1.0,
-                 history: int = 300, header: dict | None = None, aggregator: Aggregator | None = None):
+                 history: int = 300, header: dict | None = None, aggregator: Aggregator | None = None,
+                 masters: tuple[tuple[str, str], ...] = ()):
         self.metrics_url, self.master = metrics_url.rstrip("/"), master
         self.interval_s = interval_s
         self.agg = aggregator or Aggregator()
-        self.sampler = MasterSampler(self.metrics_url, self.log)
+        etcd = ha.parse_etcd(master) if master and ha.is_etcd(master) else ()
+        self.sampler = MasterSampler(self.metrics_url, self.log, masters=masters, etcd=etcd)
         self.procs = ProcessSampler({})
         self.header = {"command": "watch", "store_mode": "observe", "master": master, "metrics_url": metrics_url,
                        **(header or {})}
@@ -206,7 +245,9 @@ class ObserveSession:
         """Start sampling (the first sample is taken before this returns)."""
         self.sample_once()
         self._thread.start()
-        self.log("info", f"observing {self.master or self.metrics_url} through {self.metrics_url}: no workload, "
+        through = (f"the admin endpoints of its {len(self.sampler.masters)} masters" if self.sampler.masters
+                   else self.metrics_url)
+        self.log("info", f"observing {self.master or self.metrics_url} through {through}: no workload, "
                           "nothing written to the store")
         return self
 

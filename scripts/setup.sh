@@ -6,8 +6,9 @@
 #                             --hosts auto), a virtual environment in .venv and kvtui with its dependencies
 #   scripts/setup.sh --test   that, plus what the test suite needs: libcairo2 (cairosvg loads it for kvtui
 #                             export --gif), prometheus (one integration test scrapes kvtui with it), chromium
-#                             (the browser test of kvtui serve), and the test extra (pytest, ruff, mypy,
-#                             import-linter, MkDocs for the docs build)
+#                             (the browser test of kvtui serve), etcd-server (the HA tests run real etcd and
+#                             masters: kvtui --ha N), and the test extra (pytest, ruff, mypy, import-linter,
+#                             MkDocs for the docs build)
 #
 # Idempotent: a second run only checks.
 set -euo pipefail
@@ -39,6 +40,14 @@ if [ "$TEST" = 1 ]; then
   # skipped); a failed install only skips the test too.
   if [ "${KVTUI_SETUP_PROMETHEUS:-1}" != 0 ] && ! command -v prometheus >/dev/null 2>&1; then
     apt_install prometheus "for one integration test" || echo "setup: prometheus not installed; its test is skipped" >&2
+  fi
+  # etcd for the HA tests (tests/integration/test_ha.py) and kvtui --ha N: ~24 MB installed. On a host running
+  # systemd the package also enables an etcd service on :2379 (systemctl disable --now etcd stops it; kvtui starts
+  # its own).
+  # A failed install only skips those tests.
+  if ! command -v etcd >/dev/null 2>&1; then
+    apt_install etcd-server "for the HA tests and kvtui --ha" \
+      || echo "setup: etcd-server not installed; the HA tests are skipped and --ha is unavailable" >&2
   fi
   if ! command -v chromium >/dev/null 2>&1; then  # the browser test of kvtui serve runs headless Chromium
     apt_install chromium "for the browser test of kvtui serve" \

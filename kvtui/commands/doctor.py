@@ -23,8 +23,9 @@ def register(subparsers) -> None:
     p = subparsers.add_parser("doctor", help="check the Mooncake wheel, libibverbs1 and loopback ports",
                               description="Check that this machine can run kvtui: Python version, which Mooncake "
                                           "wheel is installed and whether it imports, the libibverbs1 system "
-                                          "library, the master binary, and loopback ports. Exit 0 only when all "
-                                          "is well; each problem comes with the command that fixes it.")
+                                          "library, the master binary, loopback ports, and etcd (for --ha). "
+                                          "Exit 0 only when all is well; each problem comes with the command "
+                                          "that fixes it.")
     p.set_defaults(func=run)
 
 
@@ -117,7 +118,21 @@ def checks() -> list[tuple[bool, str]]:
         out.append((True, f"note: no loopback isolation here ({reason}); Mooncake's transfer listeners then bind "
                           "all interfaces (0.0.0.0) whatever MC_TCP_BIND_ADDRESS says"))
     out.append(check_host_tools(reason))
+    out.append(check_etcd())
     return out
+
+
+def check_etcd() -> tuple[bool, str]:
+    """Whether ``--ha N`` can run: an etcd binary (Debian's ``etcd-server``, or ``KVTUI_ETCD``) and its version.
+    Never a failure: only that flag needs it (attaching to an HA cluster needs its etcd, not one here)."""
+    from kvtui.engine.ha import ETCD_BINARY_ENV, etcd_binary, etcd_version
+
+    binary = etcd_binary()
+    if binary is None:
+        return True, ("note: etcd is not installed: --ha N (an embedded HA cluster) is not available here "
+                      f"(Debian: apt-get install etcd-server, or set {ETCD_BINARY_ENV} to its path)")
+    version = etcd_version(binary)
+    return True, f"etcd {version or '(version unknown)'} at {binary}: --ha N (an embedded HA cluster) available"
 
 
 def check_host_tools(isolation_reason: str | None) -> tuple[bool, str]:

@@ -4,7 +4,9 @@
 Checks before anything starts, each one line and exit 2: ``--metrics-url`` is given and is a Mooncake
 master's admin endpoint (its ``/metrics`` answers with ``master_key_count``), ``--master`` (when given)
 accepts a TCP connection, and no flag asks for what observe mode never does (a trace, a store, a request
-log).
+log). An HA cluster: ``--master etcd://HOST:PORT`` (its etcd answers ``/health``) and every master's admin URL,
+``--metrics-url URL,URL…`` (etcd knows only the leader's RPC address); each URL that answers must be a
+master's, and one must answer.
 """
 
 from __future__ import annotations
@@ -21,28 +23,46 @@ from kvtui.launch import Outputs, start_recording
 _REFUSED = (("trace", "--trace"), ("requests_log", "--requests-log"), ("store_size", "--store-size"))
 
 
-def check_observe_args(args: argparse.Namespace) -> None:
-    """``KvtuiError`` (one line) for a flag observe mode cannot use, a missing ``--metrics-url``, a metrics URL
-    that is not a Mooncake master's, or a ``--master`` nothing answers at."""
+def check_observe_args(args: argparse.Namespace) -> list[str]:
+    """The masters' admin URLs of ``--metrics-url``; ``KvtuiError`` (one line) for a flag observe mode cannot
+    use, a missing ``--metrics-url``, a metrics URL that is not a Mooncake master's, or a ``--master`` nothing
+    answers at."""
+    from kvtui.engine import ha
     from kvtui.engine.store import probe_tcp, split_hostport
     from kvtui.observe import NotAMaster, check_master
 
     for attr, flag in _REFUSED:
         if vars(args).get(attr):
             raise KvtuiError(f"{flag} does not go with --observe (observe mode runs no workload and starts nothing)")
-    if not args.metrics_url:
-        raise KvtuiError("--observe needs --metrics-url URL (the master's admin HTTP base, e.g. http://HOST:9003)")
-    if args.master:
+    urls = [u.strip() for u in (args.metrics_url or "").split(",") if u.strip()]
+    if not urls:
+        raise KvtuiError("--observe needs --metrics-url URL (the master's admin HTTP base, e.g. http://HOST:9003; "
+                         "an HA cluster's masters: URL,URL…, since etcd knows only the leader's RPC address)")
+    if args.master and ha.is_etcd(args.master):
+        try:
+            endpoints = ha.parse_etcd(args.master)
+        except ValueError as exc:
+            raise KvtuiError(str(exc)) from None
+        if not ha.etcd_healthy(endpoints, timeout_s=2.0):
+            raise KvtuiError(f"no etcd answers at {args.master} (GET /health failed within 2 s)")
+    elif args.master:
         try:
             host, port = split_hostport(args.master)
         except ValueError as exc:
             raise KvtuiError(f"--master: {exc}") from None
         if not probe_tcp(host, port, timeout_s=2.0):
             raise KvtuiError(f"no Mooncake master answers at {args.master} (TCP connect failed within 2 s)")
-    try:
-        check_master(args.metrics_url)
-    except NotAMaster as exc:
-        raise KvtuiError(str(exc)) from None
+    silent = []
+    for url in urls:
+        try:
+            check_master(url)
+        except NotAMaster as exc:
+            if len(urls) == 1 or "nothing answers" not in str(exc):  # (one master of several may be down)
+                raise KvtuiError(str(exc)) from None
+            silent.append(url)
+    if len(silent) == len(urls):
+        raise KvtuiError(f"--metrics-url: none of the {len(urls)} masters answers ({', '.join(urls)})")
+    return urls
 
 
 def run_observe(args: argparse.Namespace) -> int:
@@ -53,9 +73,12 @@ def run_observe(args: argparse.Namespace) -> int:
     if args.record:
         check_new_file(args.record, "--record")
     screen = screen_from_args(args, "watch")
-    check_observe_args(args)
+    urls = check_observe_args(args)
+    from kvtui.engine import ha
+
+    several = len(urls) > 1 or ha.is_etcd(args.master)
     with Outputs(exports_from_args(args)) as outputs:
-        session = ObserveSession(args.metrics_url, args.master)
+        session = ObserveSession(urls[0], args.master, masters=ha.admin_names(urls) if several else ())
         outputs.attach(session)
         if outputs.url:
             session.log("info", f"Prometheus metrics (kvtui's derived rates) on {outputs.url}")

@@ -207,6 +207,13 @@ def _lost(session) -> str | None:
             f"nothing restarts it in a kvtui run{hint}")
 
 
+def _outage_text(session) -> str:
+    """What an outage that holds dispatch is, in a few words."""
+    if session.outage_of() == "leader":
+        return "no master serves (the leader is gone or hung; the others elect a new one): dispatch held"
+    return "store unreachable (RPC_FAIL: the master, or the store node of dummy workers): dispatch held"
+
+
 def _progress(session, total, quiet: bool, lost=None) -> int:
     """Block until the session's workload is done, showing a rich progress bar or status line on stderr, and
     each line of its store-full alarm (:class:`~kvtui.metrics.store_full.StoreFullAlarm`: a burst of refused
@@ -234,8 +241,7 @@ def _progress(session, total, quiet: bool, lost=None) -> int:
                 print(f"kvtui: {text}", file=sys.stderr, flush=True)
             if session.outage != held:
                 held = session.outage
-                print("kvtui: store unreachable (RPC_FAIL: the master, or the store node of dummy workers): dispatch "
-                      "held" if held else "kvtui: the store answers again: dispatch resumed",
+                print(f"kvtui: {_outage_text(session)}" if held else "kvtui: the store answers again: dispatch resumed",
                       file=sys.stderr, flush=True)
         return shown
     import time
@@ -265,7 +271,6 @@ def _progress(session, total, quiet: bool, lost=None) -> int:
             if time.monotonic() < burst_until:
                 status += " · [bold red]store full: puts refused (see above)[/]"
             if session.outage:
-                status = ("[bold red]store unreachable (RPC_FAIL: the master, or the store node of dummy workers): "
-                          "dispatch held until it answers[/]")
+                status = f"[bold red]{_outage_text(session)} until it answers[/]"
             prog.update(task, completed=t["requests"], status=status)
     return shown

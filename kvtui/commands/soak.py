@@ -125,7 +125,7 @@ def _check_kinds(args: argparse.Namespace, plan):
     attached = bool(args.master or args.metadata)
     why = {k: w for k in plan.kinds
            if (w := why_unavailable(k, embedded=not attached, store_node=not attached and args.segment_on == "store",
-                                    hosts=args.hosts == "auto"))}
+                                    hosts=args.hosts == "auto", ha=bool(args.ha)))}
     if args.faults.strip().lower() != "all":
         for k in plan.kinds:
             if k in why:

@@ -30,10 +30,11 @@ def register(subparsers) -> None:
     p.add_argument("--join", required=True, metavar="HOST:PORT", help="the coordinator's --listen address")
     p.add_argument("--token", default=None, metavar="T",
                    help=f"the coordinator's --token (default: the {TOKEN_ENV} environment variable)")
-    p.add_argument("--master", metavar="HOST:PORT", help="the master's RPC address as this machine reaches it "
-                   "(default: the coordinator's)")
+    p.add_argument("--master", metavar="HOST:PORT|etcd://HOST:PORT",
+                   help="the master's RPC address as this machine reaches it, or an HA cluster's etcd, "
+                        "etcd://HOST:PORT[;HOST:PORT…] (default: the coordinator's)")
     p.add_argument("--metadata", metavar="URL", help="the metadata server's URL as this machine reaches it "
-                   "(default: the coordinator's)")
+                   "(default: the coordinator's; with an etcd:// --master, the same etcd)")
     p.add_argument("--log-dir", type=path_arg, metavar="DIR",
                    help="where the worker's native (Mooncake) log goes, kept (default: a new /tmp/kvtui-logs-* "
                         "folder, removed when the worker leaves without trouble, kept and named when it fails)")
@@ -57,8 +58,17 @@ def run(args: argparse.Namespace, started_at: float | None = None) -> int:
     token = args.token if args.token is not None else os.environ.get(TOKEN_ENV)
     if not token:
         raise KvtuiError(f"--join needs the coordinator's --token (or {TOKEN_ENV})")
-    if bool(args.master) != bool(args.metadata):
-        raise KvtuiError("--master and --metadata go together")
+    from kvtui.engine.ha import is_etcd, parse_etcd
+
+    metadata = args.metadata
+    if is_etcd(args.master):
+        try:
+            parse_etcd(args.master)
+        except ValueError as exc:
+            raise KvtuiError(str(exc)) from None
+        metadata = metadata or args.master
+    if bool(args.master) != bool(metadata):
+        raise KvtuiError("--master and --metadata go together (--metadata may be left out with an etcd:// --master)")
     try:
         conn, welcome, chains, results = join((host, port), token, args.role)
     except ConnectionRefusedError:
@@ -70,7 +80,7 @@ def run(args: argparse.Namespace, started_at: float | None = None) -> int:
         raise KvtuiError(f"--join {host}:{port}: {reason}") from None
     spec = welcome.spec
     if args.master:
-        spec = replace(spec, endpoints={**spec.endpoints, "master": args.master, "metadata_url": args.metadata})
+        spec = replace(spec, endpoints={**spec.endpoints, "master": args.master, "metadata_url": metadata})
     logs = LogFolder(args.log_dir)
     at_leave(lambda code: logs.close(code != 0, f"this {spec.label} worker"))
     spec = replace(spec, log_path=str(logs.path / f"{spec.label}.log"))  # (Mooncake's native log, not the terminal)

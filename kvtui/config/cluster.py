@@ -29,6 +29,7 @@ from kvtui.core.topology import (
     check_count,
 )
 from kvtui.engine.cluster import WORKER_CLIENTS, ClusterEndpoints, ClusterOptions
+from kvtui.engine.ha import HA_MAX, HA_MIN, HA_RPC_TIMEOUT_MS
 
 if TYPE_CHECKING:
     from kvtui.engine.hosts import LinkSpec
@@ -100,7 +101,8 @@ def add_cluster_arguments(p: argparse.ArgumentParser) -> None:
     """``--store-size``, ``--segment-on``, attach-mode flags, ``--lease-ttl``, ``--log-dir``, the network, and
     the worker topology (``--prefill-workers``, ``--decode-workers``, ``--route``…)."""
     add_topology_arguments(p)
-    g = p.add_argument_group("store (embedded by default; --master/--metadata attach to an existing cluster)")
+    g = p.add_argument_group("store (embedded by default; --master/--metadata attach to an existing cluster; --ha N "
+                             "embeds an HA cluster)")
     g.add_argument("--store-size", default=None, metavar="BYTES",
                    help=f"embedded store segment size, bytes with units (1GiB, 512MiB; at least "
                         f"{MIN_SEGMENT_BYTES >> 20}MiB; default: {DEFAULT_STORE_SIZE_TEXT}, or what the workload's "
@@ -111,14 +113,23 @@ def add_cluster_arguments(p: argparse.ArgumentParser) -> None:
                         "through shared memory with --worker-client dummy, the default here, or cross TCP with "
                         "real) or co-located with the prefill or decode workers (with several, each contributes "
                         "an equal share of --store-size)")
-    g.add_argument("--master", metavar="HOST:PORT",
-                   help="attach: the master's RPC address (starts nothing; default: an embedded master on loopback)")
+    g.add_argument("--master", metavar="HOST:PORT|etcd://HOST:PORT",
+                   help="attach: the master's RPC address, or the etcd of an HA cluster whose masters elect their "
+                        "leader through it, etcd://HOST:PORT[;HOST:PORT…] (starts nothing; default: an embedded "
+                        "master on loopback)")
     g.add_argument("--metadata", metavar="URL",
-                   help="attach: metadata server URL, e.g. http://HOST:8080/metadata (needed with --master; "
-                        "default: the embedded one)")
-    g.add_argument("--metrics-url", metavar="URL",
-                   help="attach: master admin HTTP base for /metrics, e.g. http://HOST:9003 (default: none, store "
-                        "panel without master metrics)")
+                   help="attach: metadata server URL, e.g. http://HOST:8080/metadata (needed with a HOST:PORT "
+                        "--master; default: the embedded one, or with an etcd:// --master the same etcd)")
+    g.add_argument("--metrics-url", metavar="URL[,URL…]",
+                   help="attach: master admin HTTP base for /metrics, e.g. http://HOST:9003; for an HA cluster "
+                        "every master's, separated by commas (the leader's is read; etcd knows only the leader's "
+                        "RPC address). Default: none, store panel without master metrics")
+    g.add_argument("--ha", type=int, default=0, metavar="N",
+                   help=f"embedded: an HA cluster of N masters ({HA_MIN}-{HA_MAX}) with OpLog, electing their "
+                        "leader through an etcd kvtui starts (Debian's etcd-server; its data in a temporary folder, "
+                        "removed at exit); clients find the leader through etcd, and a leader that dies or hangs is "
+                        f"replaced in ~10 s (client RPC timeout {HA_RPC_TIMEOUT_MS} ms unless MC_RPC_TIMEOUT_MS is "
+                        "set). Default 0: one master, no etcd")
     g.add_argument("--protocol", choices=("tcp", "rdma"), default="tcp", help="transfer protocol (default tcp)")
     g.add_argument("--device", default="", metavar="NAME",
                    help="RDMA device name (with --protocol rdma; default: Mooncake picks)")
@@ -254,7 +265,8 @@ class ClusterPlan:
     ``lease_ttl_s`` / ``client_ttl_s``: the embedded master's read lease and client TTL (s);
     ``ports``: explicit listener ports by :data:`PORT_FLAGS` name (0: a free one);
     ``isolate``: ``--isolate-network`` resolved (``on`` with emulated hosts, ``off`` with explicit ports);
-    ``hosts`` / ``link``: emulated hosts and their shaped links; ``listen``: the remote-worker listener."""
+    ``hosts`` / ``link``: emulated hosts and their shaped links; ``listen``: the remote-worker listener;
+    ``ha``: the masters of an embedded HA cluster (``--ha N``; 0: one master, no etcd)."""
 
     endpoints: ClusterEndpoints | None
     store_bytes: int
@@ -272,6 +284,7 @@ class ClusterPlan:
     link: LinkSpec | None = None
     listen: ListenPlan | None = None
     protocol: str = "tcp"
+    ha: int = 0
     store_sized: bool = False
 
     @property
@@ -300,7 +313,8 @@ class ClusterPlan:
                               log_dir=log_dir if log_dir is not None else self.log_dir,
                               rpc_port=self.port("master_port"), metrics_port=self.port("metrics_port"),
                               metadata_port=self.port("metadata_port"), isolation=isolation, hosts=self.hosts,
-                              link=self.link, store_nodes=self.topology.store_nodes, worker_client=self.worker_client)
+                              link=self.link, store_nodes=self.topology.store_nodes, worker_client=self.worker_client,
+                              ha=self.ha)
 
 
 def topology_from_args(args: argparse.Namespace) -> Topology:
@@ -365,6 +379,30 @@ def hosts_from_args(args: argparse.Namespace) -> tuple[bool, LinkSpec | None]:
     return hosts, link
 
 
+def ha_from_args(args: argparse.Namespace) -> int:
+    """``--ha N``: the masters of an embedded HA cluster (0 without it); ``KvtuiError`` (one line) for N out of
+    range, with an attached cluster, emulated hosts or explicit ports, or without an etcd binary here."""
+    n = getattr(args, "ha", 0) or 0
+    if not n:
+        return 0
+    if not HA_MIN <= n <= HA_MAX:
+        raise KvtuiError(f"--ha must be within {HA_MIN}-{HA_MAX} masters, got {n}")
+    if getattr(args, "master", None) or getattr(args, "metadata", None):
+        raise KvtuiError("--ha starts an embedded HA cluster; to attach to one, drop --ha and give --master "
+                         "etcd://HOST:PORT")
+    if getattr(args, "hosts", "off") == "auto":
+        raise KvtuiError("--ha runs its etcd and masters on loopback; it does not combine with --hosts auto")
+    for flag in PORT_FLAGS:
+        if getattr(args, flag, 0):
+            raise KvtuiError(f"--{flag.replace('_', '-')}: with --ha every master has ports of its own, picked free; "
+                             "drop the port")
+    from kvtui.engine.ha import MISSING_ETCD, etcd_binary
+
+    if etcd_binary() is None:
+        raise KvtuiError(MISSING_ETCD)
+    return n
+
+
 def check_segment_share(segment_on: str, store_bytes: int, page_bytes: int, topology: Topology) -> None:
     """Each process of the segment's place (``--segment-on``: the store nodes, or the workers of that role)
     contributes ``store_bytes`` / their count; ``KvtuiError`` (one line) when that share is below
@@ -413,18 +451,23 @@ def _ports(args: argparse.Namespace) -> tuple[tuple[str, int], ...]:
 def _say_size(ws: WorkingSet | None, layout: PageLayout, given: int | None, given_text: str | None,
               endpoints: ClusterEndpoints | None) -> tuple[int, str]:
     """``(segment bytes, the line to say)`` for working set ``ws`` (:func:`kvtui.core.capacity.plan_store`).
-    Attach mode sizes nothing: it warns when the cluster's scraped capacity is too small. ``KvtuiError`` when
-    the segment, or this machine's free memory, cannot hold one prompt."""
+    Attach mode sizes nothing: it warns when the cluster's scraped capacity is too small, and refuses a cluster
+    whose capacity is 0 (no segment mounted: every put would fail). ``KvtuiError`` when the segment, or this
+    machine's free memory, cannot hold one prompt."""
     from kvtui.core.capacity import attached_plan_line, plan_store
 
     watermark = ClusterOptions.eviction_high_watermark
     if endpoints is not None:
         line = ""
-        if ws is not None and endpoints.metrics_url:
+        if endpoints.metrics_url:
             from kvtui.engine.samplers import StoreSampler
 
             capacity = StoreSampler(endpoints.metrics_url).sample().get("capacity_bytes")
-            if capacity:
+            if capacity == 0:
+                raise KvtuiError(f"the cluster at {endpoints.master} has 0 bytes of capacity (its master's /metrics "
+                                 "says master_total_capacity_bytes 0): no client has mounted a segment, so no page "
+                                 "could be stored; mount one (e.g. mooncake_client --global_segment_size …) first")
+            if capacity and ws is not None:
                 line = attached_plan_line(ws, layout.page_bytes, capacity, watermark)
         return (given if given is not None else DEFAULT_STORE_BYTES), line
     if ws is None:
@@ -455,11 +498,14 @@ def cluster_from_args(args: argparse.Namespace, layout: PageLayout, working_set:
     topology = topology_from_args(args)
     listen = listen_from_args(args)
     hosts, link = hosts_from_args(args)  # (before attaching: --hosts auto with --master is refused as such)
+    ha = ha_from_args(args)
     lease_s = args.lease_ttl if args.lease_ttl is not None else default_lease_s(link)
     endpoints = None
     if args.master or args.metadata:
-        if not (args.master and args.metadata):
-            raise KvtuiError("attach mode needs both --master HOST:PORT and --metadata URL")
+        from kvtui.engine.ha import is_etcd
+
+        if not (args.master and (args.metadata or is_etcd(args.master))):
+            raise KvtuiError("attach mode needs both --master HOST:PORT and --metadata URL (or an etcd:// --master)")
         try:
             endpoints = attach(args.master, args.metadata, args.protocol, args.device, args.metrics_url)
         except ClusterError as exc:
@@ -483,6 +529,6 @@ def cluster_from_args(args: argparse.Namespace, layout: PageLayout, working_set:
     return ClusterPlan(endpoints=endpoints, store_bytes=store_bytes, store_note=note, segment_on=args.segment_on,
                        topology=topology, worker_client=client, read_streams=args.read_streams,
                        lease_ttl_s=lease_s, log_dir=args.log_dir, ports=ports, isolate=mode, hosts=hosts,
-                       link=link, listen=listen, protocol=args.protocol,
+                       link=link, listen=listen, protocol=args.protocol, ha=ha,
                        store_sized=endpoints is None and given is None and working_set is not None)
 

@@ -89,8 +89,9 @@ class RunPlan:
         """How the run was set up, as summaries and recordings state it: the embedded segment's
         ``store_bytes`` (None when attached), ``segment_on``, ``protocol``, ``read_streams``, ``hosts``
         (``off``/``auto``), ``link`` (normalised; None: unshaped), ``prefill_workers``, ``decode_workers``,
-        ``route``, ``store_nodes``, ``listen`` (as given; None), ``worker_client`` (resolved) and the kvtui and
-        Mooncake versions (what ``kvtui compare`` lists when runs differ)."""
+        ``route``, ``store_nodes``, ``listen`` (as given; None), ``worker_client`` (resolved), ``ha`` (the masters
+        of an HA cluster: ``--ha N``, or attached through etcd the admin URLs given, None when none were; 0: one
+        master, no etcd) and the kvtui and Mooncake versions (what ``kvtui compare`` lists when runs differ)."""
         from kvtui import __version__
         from kvtui.session.writer import mooncake_version
 
@@ -100,7 +101,13 @@ class RunPlan:
                 "mooncake_version": mooncake_version(), "hosts": "auto" if c.hosts else "off", "link": c.link_text,
                 "prefill_workers": t.prefill_workers, "decode_workers": t.decode_workers, "route": t.route,
                 "store_nodes": t.store_nodes, "listen": c.listen.text if c.listen else None,
-                "worker_client": c.worker_client}
+                "worker_client": c.worker_client, "ha": self._ha_masters()}
+
+    def _ha_masters(self) -> int | None:
+        c = self.cluster
+        if c.endpoints is not None and c.endpoints.ha:
+            return len(c.endpoints.masters) or None
+        return c.ha
 
     def context(self, description: Mapping[str, Any] | None = None, bad_rows: int = 0) -> dict[str, Any]:
         """What a summary says about the run besides its figures (also kept in a recorded session's header):

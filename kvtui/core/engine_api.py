@@ -151,7 +151,8 @@ class Endpoints(Protocol):
     """How to reach the cluster (``kvtui.engine.cluster.ClusterEndpoints``): the master's RPC ``HOST:PORT``,
     its ``metadata_url``, its admin HTTP base ``metrics_url`` (None: unknown), whether kvtui started it
     (``embedded``), its ``log_dir`` ("" when none), the standalone ``real_client`` of dummy workers (""
-    when none); ``as_dict()`` its plain-data form."""
+    when none), whether it is an HA cluster (``ha``: ``master`` is ``etcd://…``) and its ``masters``
+    (``(name, admin URL)`` each; empty when unknown); ``as_dict()`` its plain-data form."""
 
     @property
     def master(self) -> str: ...
@@ -165,6 +166,10 @@ class Endpoints(Protocol):
     def log_dir(self) -> str: ...
     @property
     def real_client(self) -> str: ...
+    @property
+    def ha(self) -> bool: ...
+    @property
+    def masters(self) -> tuple[tuple[str, str], ...]: ...
     def as_dict(self) -> dict[str, Any]: ...
 
 
@@ -186,8 +191,9 @@ class ClusterProcess(Protocol):
 
 class ClusterView(Protocol):
     """The cluster kvtui started (``kvtui.engine.cluster.EmbeddedCluster``): its ``processes``, one by
-    name (None: no such process), the names of its store nodes, and ``emulated``: the emulated hosts
-    (``kvtui.engine.hosts.EmulatedHosts``, whose links can be cut and restored; None without hosts)."""
+    name (None: no such process), the names of its store nodes and of its masters (``master``, or with
+    ``--ha N`` ``master-0`` …), and ``emulated``: the emulated hosts (``kvtui.engine.hosts.EmulatedHosts``,
+    whose links can be cut and restored; None without hosts)."""
 
     @property
     def processes(self) -> Sequence[ClusterProcess]: ...
@@ -195,6 +201,7 @@ class ClusterView(Protocol):
     def emulated(self) -> Any: ...
     def process(self, name: str) -> ClusterProcess | None: ...
     def store_names(self) -> list[str]: ...
+    def master_names(self) -> list[str]: ...
 
 
 class RequestEngine(Protocol):

@@ -20,6 +20,21 @@ class SegmentRow(TypedDict, total=False):
     status: str
 
 
+class MasterRow(TypedDict, total=False):
+    """One master of an HA cluster as its admin endpoint answered (:class:`kvtui.engine.ha.MasterState`):
+    ``name`` (``master-0`` …), ``url`` (its admin base), ``up`` (it answered), ``role`` (``leader`` when
+    serving, ``warm-up``, ``candidate``, ``standby``, ``down``), ``ha_state`` (its own word), ``leader`` (the
+    leader's RPC address as it sees it), ``lag`` (OpLog entries not applied yet, ``ha_oplog_standby_lag``)."""
+
+    name: str
+    url: str
+    up: bool
+    role: str
+    ha_state: str
+    leader: str
+    lag: int
+
+
 class StoreScrape(TypedDict, total=False):
     """The master's ``/metrics`` scrape (:mod:`kvtui.engine.samplers`), which grants no lease. ``up``: the
     last scrape answered (None before the first); ``keys``, ``used_bytes``, ``capacity_bytes``,
@@ -33,7 +48,10 @@ class StoreScrape(TypedDict, total=False):
     allocation failures), ``put_fail_ps`` / ``get_fail_ps`` (failed puts / gets); ``get_hit_ratio``
     (GetReplicaList calls that found a complete replica ÷ all, 0–1; absent when there were none);
     ``segments``: ``[{"name", "used_bytes", "capacity_bytes", "status"}]``; ``health``: the master's
-    ``/health`` (``status``, ``role``, ``ha_state``, ``service_ready``)."""
+    ``/health`` (``status``, ``role``, ``ha_state``, ``service_ready``).
+
+    An HA cluster's masters (live and observe modes) add ``masters`` (:class:`MasterRow` each) and ``leader``
+    (the serving leader's RPC address, or the last one a master named); the gauges are the serving leader's."""
 
     up: bool | None
     keys: int
@@ -56,12 +74,15 @@ class StoreScrape(TypedDict, total=False):
     get_hit_ratio: float
     segments: list[SegmentRow]
     health: dict[str, Any]  # the master's /health JSON as it answered
+    masters: list[MasterRow]
+    leader: str
 
 
 class ProcRow(TypedDict, total=False):
     """One process kvtui runs: ``name`` (kvtui, prefill, decode, master, metadata, store), ``pid``,
     ``cpu_percent`` (of one CPU, since the last sample), ``rss_bytes``, ``alive``; ``host``: its address
-    on an emulated host (``--hosts auto``, :mod:`kvtui.engine.hosts`), absent otherwise."""
+    on an emulated host (``--hosts auto``, :mod:`kvtui.engine.hosts`), absent otherwise; ``role``: a master of
+    an HA cluster, what it is (:class:`MasterRow` ``role``), absent otherwise."""
 
     name: str
     pid: int
@@ -69,6 +90,7 @@ class ProcRow(TypedDict, total=False):
     rss_bytes: int
     alive: bool
     host: str
+    role: str
 
 
 class WorkloadPanel(TypedDict, total=False):

@@ -13,7 +13,12 @@ Readiness is probed with bounded waits (the master answers ``/health`` ~1.1 s af
 exits early stops start-up with the tail of its log (a master whose RPC or metrics port is taken exits with
 code 1 about 2 s after start, without naming the port). Native logs go to files in ``log_dir``
 (:mod:`kvtui.engine.logs`: a folder kvtui made is removed after a run without trouble).
-Attach mode starts nothing and only records the endpoints.
+With ``ha`` N (``--ha N``) the master side is an HA cluster instead (:mod:`kvtui.engine.ha`): kvtui's own etcd
+and N masters with ``--enable_ha --enable_oplog`` electing a leader through it, no metadata server (etcd is the
+metadata server), every client given ``etcd://127.0.0.1:PORT`` as master and metadata address. Start-up waits
+until one master is ``serving``; each master's admin URL is in ``ClusterEndpoints.masters``.
+
+Attach mode starts nothing and only records the endpoints (an ``etcd://`` master: its etcd answers).
 """
 
 from __future__ import annotations
@@ -34,12 +39,14 @@ from pathlib import Path
 from typing import Any
 
 from kvtui.core.defaults import DEFAULT_STORE_BYTES
+from kvtui.engine import ha
 from kvtui.engine.hosts import EmulatedHosts, Host, HostsError, LinkSpec, nsenter_argv
 from kvtui.engine.logs import LogFolder
 from kvtui.engine.procs import ManagedProcess, spawn, stop_processes
 from kvtui.engine.store import probe_tcp, split_hostport
 
 READY_TIMEOUT_S = 20.0
+HA_READY_TIMEOUT_S = 40.0  # an HA master serves ~5 s after the election (its warm-up), later on a loaded machine
 STOP_GRACE_S = 0.8  # teardown: the metadata server gets SIGTERM, then SIGKILL after this long
 
 
@@ -54,9 +61,13 @@ class ClusterError(RuntimeError):
 class ClusterEndpoints:
     """Where the store lives, as plain data every process can use.
 
-    ``master``: RPC ``HOST:PORT``; ``metadata_url``: ``http://HOST:PORT/metadata``; ``metrics_url``: the
-    master's admin HTTP base (``/metrics``, ``/health``) or ``None`` if unknown; ``client_env``: ``MC_*``
-    variables each store client sets before importing Mooncake (loopback port ranges, bind address).
+    ``master``: RPC ``HOST:PORT``, or ``etcd://HOST:PORT[;…]`` for an HA cluster (:mod:`kvtui.engine.ha`);
+    ``metadata_url``: ``http://HOST:PORT/metadata`` (HA: the ``etcd://`` address); ``metrics_url``: the
+    master's admin HTTP base (``/metrics``, ``/health``) or ``None`` if unknown (HA: the leader's when the
+    endpoints were made; :attr:`masters` says where each master is); ``client_env``: ``MC_*`` variables each
+    store client sets before importing Mooncake (loopback port ranges, bind address, the HA RPC timeout);
+    ``masters``: ``(name, admin URL)`` of every master of an HA cluster (``master-0`` …), empty otherwise or
+    when not known.
     """
 
     master: str
@@ -69,6 +80,12 @@ class ClusterEndpoints:
     log_dir: str = ""
     hosts: tuple[Host, ...] = ()  # the emulated hosts (kvtui.engine.hosts), none without --hosts auto
     real_client: str = ""  # HOST:PORT of the standalone real client the workers are dummy clients of ("": none)
+    masters: tuple[tuple[str, str], ...] = ()  # HA: (name, admin URL) of each master
+
+    @property
+    def ha(self) -> bool:
+        """An HA cluster: clients find the leader through etcd."""
+        return ha.is_etcd(self.master)
 
     def as_dict(self) -> dict[str, Any]:
         """Plain-data form for worker messages and recorded sessions (``hosts``: ``{name: Host.as_dict()}``,
@@ -80,6 +97,8 @@ class ClusterEndpoints:
             d["hosts"] = {h.name: h.as_dict() for h in self.hosts}
         if self.real_client:
             d["real_client"] = self.real_client
+        if self.masters:
+            d["masters"] = [list(m) for m in self.masters]
         return d
 
 
@@ -173,6 +192,7 @@ class ClusterOptions:
     worker_names: tuple[str, ...] = ("prefill", "decode")  # one emulated host each (kvtui.core.topology)
     store_nodes: int = 1  # with segment_on "store": that many store nodes, each store_bytes / store_nodes
     worker_client: str = "real"  # WORKER_CLIENTS; "dummy" needs segment_on "store", one store node, no hosts
+    ha: int = 0  # N > 0: an HA cluster of N masters and kvtui's own etcd (kvtui.engine.ha); no hosts, no ports
 
 
 @dataclass
@@ -190,6 +210,9 @@ class EmbeddedCluster:
     _logs: LogFolder | None = None  # this start's log folder (kvtui.engine.logs: removed or kept by stop)
     _restarted: bool = False
     emulated: EmulatedHosts | None = None  # with ClusterOptions.hosts
+    etcd: ha.EtcdServer | None = None  # with ClusterOptions.ha
+    _master_argv: dict[str, list[str]] = field(default_factory=dict)  # each master's command line, by name
+    real_client_health: str = ""  # HA with dummy workers: the real client's /health URL ("": none)
 
     def __enter__(self) -> "EmbeddedCluster":
         self.start()
@@ -223,6 +246,12 @@ class EmbeddedCluster:
 
     def _start_once(self) -> ClusterEndpoints:
         o = self.options
+        self._master_argv = {}
+        if o.ha and (o.hosts or o.rpc_port or o.metrics_port or o.metadata_port):
+            err = ClusterError("--ha starts its etcd and masters on free loopback ports: drop --hosts auto and the "
+                               "port flags")
+            err.retry = False
+            raise err
         self._logs = LogFolder(o.log_dir)
         log_dir = self._logs.path
         rpc = self._port(o.rpc_port, "master RPC")
@@ -243,27 +272,25 @@ class EmbeddedCluster:
                     raise err from None
                 bind = made["master"].address
                 on = {name: nsenter_argv(h) for name, h in made.items()}
-            self.processes.append(spawn("metadata", on.get("master", []) + [
-                sys.executable, "-m", "mooncake.http_metadata_server", "--host", bind,
-                "--port", str(meta), "--log-level", "WARNING"], log_dir / "metadata.log", env))
-            self._master_argv = on.get("master", []) + [
-                master_binary(), f"--rpc_port={rpc}", f"--rpc_address={bind}",
-                f"--metrics_port={metrics}", f"--metrics_host={bind}",
-                "--enable_http_metadata_server=false", "--enable_metric_reporting=false",
-                f"--default_kv_lease_ttl={o.lease_ttl_ms}", f"--client_ttl={o.client_ttl_s}",
-                f"--eviction_high_watermark_ratio={o.eviction_high_watermark}",
-                f"--eviction_ratio={o.eviction_ratio}", "--minloglevel=1", "--logtostderr=1",
-            ]
             self._env, self._log_dir = env, log_dir
-            self.processes.append(spawn("master", self._master_argv, log_dir / "master.log", env))
-            metrics_url = f"http://{bind}:{metrics}"
-            self._wait("master", lambda: http_get(metrics_url + "/health")[0] == 200 and probe_tcp(bind, rpc))
-            self._wait("metadata", lambda: http_get(f"http://{bind}:{meta}/metadata")[0] == 400)
-            hosts = tuple(self.emulated.hosts.values()) if self.emulated else ()
-            self.endpoints = ClusterEndpoints(
-                master=f"{bind}:{rpc}", metadata_url=f"http://{bind}:{meta}/metadata",
-                metrics_url=metrics_url, embedded=True, client_env=loopback_client_env(), log_dir=str(log_dir),
-                hosts=hosts)
+            if o.ha:
+                self.endpoints = self._start_ha(env, log_dir)
+            else:
+                self.processes.append(spawn("metadata", on.get("master", []) + [
+                    sys.executable, "-m", "mooncake.http_metadata_server", "--host", bind,
+                    "--port", str(meta), "--log-level", "WARNING"], log_dir / "metadata.log", env))
+                self._master_argv["master"] = on.get("master", []) + [
+                    master_binary(), f"--rpc_port={rpc}", f"--rpc_address={bind}",
+                    f"--metrics_port={metrics}", f"--metrics_host={bind}", *self._master_flags()]
+                self.processes.append(spawn("master", self._master_argv["master"], log_dir / "master.log", env))
+                metrics_url = f"http://{bind}:{metrics}"
+                self._wait("master", lambda: http_get(metrics_url + "/health")[0] == 200 and probe_tcp(bind, rpc))
+                self._wait("metadata", lambda: http_get(f"http://{bind}:{meta}/metadata")[0] == 400)
+                hosts = tuple(self.emulated.hosts.values()) if self.emulated else ()
+                self.endpoints = ClusterEndpoints(
+                    master=f"{bind}:{rpc}", metadata_url=f"http://{bind}:{meta}/metadata",
+                    metrics_url=metrics_url, embedded=True, client_env=loopback_client_env(), log_dir=str(log_dir),
+                    hosts=hosts)
             if o.segment_on == "store" and o.worker_client == "dummy":
                 if o.hosts or o.store_nodes != 1:
                     raise ClusterError("--worker-client dummy needs one store node on this host "
@@ -293,11 +320,61 @@ class EmbeddedCluster:
             raise
         return self.endpoints
 
+    def _master_flags(self) -> list[str]:
+        """The flags every embedded master gets besides its addresses."""
+        o = self.options
+        return ["--enable_http_metadata_server=false", "--enable_metric_reporting=false",
+                f"--default_kv_lease_ttl={o.lease_ttl_ms}", f"--client_ttl={o.client_ttl_s}",
+                f"--eviction_high_watermark_ratio={o.eviction_high_watermark}",
+                f"--eviction_ratio={o.eviction_ratio}", "--minloglevel=1", "--logtostderr=1"]
+
+    def _start_ha(self, env: dict[str, str], log_dir: Path) -> ClusterEndpoints:
+        """etcd, then ``ha`` masters with OpLog on free loopback ports; returns the endpoints once one serves."""
+        from kvtui.core.topology import worker_names
+
+        etcd = self.etcd = ha.EtcdServer("127.0.0.1")
+        self.processes.append(etcd.start(log_dir / "etcd.log", spawn, env))
+        self._wait("etcd", lambda: ha.etcd_healthy(etcd.endpoints, timeout_s=0.5))
+        masters = []
+        for name in worker_names("master", self.options.ha):
+            rpc, admin = free_port(), free_port()
+            self._master_argv[name] = [
+                master_binary(), f"--rpc_port={rpc}", "--rpc_address=127.0.0.1", f"--metrics_port={admin}",
+                "--metrics_host=127.0.0.1", *self._master_flags(), "--enable_ha=true",
+                f"--ha_backend_connstring=127.0.0.1:{etcd.client_port}", "--enable_oplog=true"]
+            self.processes.append(spawn(name, self._master_argv[name], log_dir / f"{name}.log", env))
+            masters.append((name, f"http://127.0.0.1:{admin}"))
+        leader: list[str] = []
+
+        def serving() -> bool:
+            url = ha.serving_url(masters, timeout_s=0.5)
+            if url:
+                leader.append(url)
+            return url is not None
+
+        self._wait("a serving master", serving, HA_READY_TIMEOUT_S)
+        return ClusterEndpoints(master=etcd.url, metadata_url=etcd.url, metrics_url=leader[0], embedded=True,
+                                client_env=loopback_client_env() + ha.ha_client_env(), log_dir=str(log_dir),
+                                masters=tuple(masters))
+
+    def master_names(self) -> list[str]:
+        """The masters' process names: ``master``, or with ``--ha N`` ``master-0`` …"""
+        return list(self._master_argv) or ["master"]
+
+    def admin_url(self) -> str | None:
+        """The admin HTTP base of the master that serves now (HA: the leader's; None while none serves)."""
+        if not self.endpoints:
+            return None
+        if self.endpoints.masters:
+            return ha.serving_url(self.endpoints.masters)
+        return self.endpoints.metrics_url
+
     def capacity_bytes(self) -> int:
-        """``master_total_capacity_bytes`` from ``/metrics`` (0 if unknown)."""
-        if not self.endpoints or not self.endpoints.metrics_url:
+        """``master_total_capacity_bytes`` from the (serving) master's ``/metrics`` (0 if unknown)."""
+        url = self.admin_url()
+        if not url:
             return 0
-        status, body = http_get(self.endpoints.metrics_url + "/metrics")
+        status, body = http_get(url + "/metrics")
         if status != 200:
             return 0
         for line in body.splitlines():
@@ -326,31 +403,52 @@ class EmbeddedCluster:
         if not os.access(binary, os.X_OK):
             binary.chmod(binary.stat().st_mode | 0o111)
         assert self.endpoints is not None  # set by start() before any process is spawned
+        health = []
+        if self.options.ha:  # (its /health says when it reaches the new leader after a failover)
+            http = free_port()
+            self.real_client_health = f"http://127.0.0.1:{http}/health"
+            health = ["--enable_http_server=true", f"--http_port={http}"]
         return [str(binary), f"--global_segment_size={max(1, segment_bytes >> 20)} MB",
                 f"--master_server_address={self.endpoints.master}", f"--metadata_server={self.endpoints.metadata_url}",
-                f"--port={port}", "--host=127.0.0.1", f"--protocol={self.endpoints.protocol}", "--minloglevel=1"]
+                f"--port={port}", "--host=127.0.0.1", f"--protocol={self.endpoints.protocol}", "--minloglevel=1",
+                *health]
+
+    def store_reaches_master(self) -> bool:
+        """The standalone real client of dummy workers says it reaches the master (HA: its ``/health``, whose
+        ``master_unreachable`` lasts until it has found the new leader after a failover); True when there is
+        none to ask."""
+        if not self.real_client_health:
+            return True
+        status, body = http_get(self.real_client_health, timeout_s=0.5)
+        return status == 200 and '"healthy"' in body
 
     def restart_master(self) -> None:
-        """Start the master again on the same ports after it died (the new master has no keys).
+        """Start the master again on the same ports after it died (the new master has no keys); with ``--ha``,
+        every master that died, each on its own ports (it joins as a standby: the leader and its keys are the
+        survivors').
 
         The new master is spawned from a thread owned by the cluster, because the parent-death signal is
         tied to the spawning thread (a UI worker thread would take the master with it when it ends).
-        ``ClusterError`` if it does not come up.
+        ``ClusterError`` if none is dead, or one does not come up.
         """
-        old = self.process("master")
+        dead = [n for n in self.master_names() if (p := self.process(n)) is None or not p.alive()]
+        if not dead:
+            raise ClusterError("the master is still running" if not self.options.ha else "every master is running")
         self._restarted = True
-        if old is not None and old.alive():
-            raise ClusterError("the master is still running")
-        if old is not None:
-            self.processes.remove(old)
         if self._spawner is None:
             self._spawner = ThreadPoolExecutor(1, thread_name_prefix="kvtui-spawner")
-        proc = self._spawner.submit(spawn, "master", self._master_argv, self._log_dir / "master.log",
-                                    self._env).result()
-        self.processes.insert(1, proc)
-        metrics_url = self.endpoints.metrics_url if self.endpoints else None
-        assert metrics_url is not None  # an embedded master: start() set its admin URL
-        self._wait("master", lambda: http_get(metrics_url + "/health")[0] == 200)
+        admin = dict(self.endpoints.masters) if self.endpoints else {}
+        for name in dead:
+            old = self.process(name)
+            at = self.processes.index(old) if old is not None else len(self.processes)
+            if old is not None:
+                self.processes.remove(old)
+            proc = self._spawner.submit(spawn, name, self._master_argv[name], self._log_dir / f"{name}.log",
+                                        self._env).result()
+            self.processes.insert(at, proc)
+            url = admin.get(name) or (self.endpoints.metrics_url if self.endpoints else None)
+            assert url is not None  # an embedded master: start() set its admin URL
+            self._wait(name, lambda u=url: http_get(u + "/health")[0] == 200)
 
     def store_names(self) -> list[str]:
         """The store nodes' process (and host) names: ``store``, or ``store-0`` … with several."""
@@ -395,8 +493,9 @@ class EmbeddedCluster:
         return next((p for p in self.processes if p.name == name), None)
 
     def stop(self, keep_logs: bool = False, grace_s: float = STOP_GRACE_S) -> None:
-        """Stop every process at once: the store node and the master get SIGKILL, the metadata server
-        SIGTERM and, after ``grace_s``, SIGKILL. Typically all are gone within ~0.1 s.
+        """Stop every process at once: the store node, the masters (and etcd) get SIGKILL, the metadata server
+        SIGTERM and, after ``grace_s``, SIGKILL. Typically all are gone within ~0.1 s; then etcd's data folder
+        is removed (nothing in it outlives the cluster: the masters' view and OpLog are of this run only).
 
         Nothing is lost by not asking the master and the store node to shut down: the embedded master keeps
         every key in memory only (a SIGTERM would take it up to a second to exit, to the same end), and a store
@@ -416,6 +515,9 @@ class EmbeddedCluster:
                                grace_s)
         clean &= all(code in (0, -signal.SIGTERM, -signal.SIGKILL) for code in codes)
         self.processes.clear()
+        if self.etcd is not None:  # (etcd is gone: its data folder can go, and its janitor with it)
+            self.etcd.remove_data()
+            self.etcd = None
         logs, self._logs = self._logs, None
         if logs is not None:
             logs.close(not clean or keep_logs, "the embedded cluster and workers")
@@ -427,21 +529,77 @@ class EmbeddedCluster:
             self.emulated = None
 
 
-def attach(master: str, metadata_url: str, protocol: str = "tcp", device: str = "",
+def attach(master: str, metadata_url: str | None, protocol: str = "tcp", device: str = "",
            metrics_url: str | None = None) -> ClusterEndpoints:
-    """Endpoints of an existing cluster. Checks the master's RPC port answers within 2 s (``ClusterError``)."""
+    """Endpoints of an existing cluster. Checks the master's RPC port answers within 2 s, or for an HA cluster
+    (``etcd://…``, :func:`attach_ha`) that etcd answers and a master leads (``ClusterError``, one line).
+    ``metrics_url``: the master's admin base, or for an HA cluster each master's, separated by commas."""
+    if ha.is_etcd(master):
+        return attach_ha(master, metadata_url, protocol, device, metrics_url)
+    if metadata_url is None:
+        raise ClusterError("attach mode needs both --master HOST:PORT and --metadata URL")
     try:
         host, port = split_hostport(master)
     except ValueError as exc:
         raise ClusterError(f"--master: {exc}") from None
     if not metadata_url.startswith(("http://", "https://", "etcd://", "P2PHANDSHAKE")):
         raise ClusterError(f"--metadata must be a URL such as http://HOST:PORT/metadata, got {metadata_url!r}")
+    urls = _admin_urls(metrics_url)
+    if len(urls) > 1:
+        raise ClusterError("--metrics-url: several URLs are for the masters of an HA cluster (--master etcd://…); "
+                           "give one")
     if not probe_tcp(host, port, timeout_s=2.0):
         raise ClusterError(f"no Mooncake master answers at {master} (TCP connect failed within 2 s)")
     if metadata_url.startswith(("http://", "https://")) and http_get(metadata_url, timeout_s=2.0)[0] == 0:
         raise ClusterError(f"no metadata server answers at {metadata_url} (HTTP request failed within 2 s)")
     if protocol not in ("tcp", "rdma"):
         raise ClusterError(f"--protocol must be tcp or rdma, got {protocol!r}")
-    return ClusterEndpoints(master=master, metadata_url=metadata_url, metrics_url=metrics_url, protocol=protocol,
-                            device=device, embedded=False, client_env=(("MC_LOG_LEVEL", "ERROR"),))
+    return ClusterEndpoints(master=master, metadata_url=metadata_url, metrics_url=urls[0] if urls else None,
+                            protocol=protocol, device=device, embedded=False, client_env=(("MC_LOG_LEVEL", "ERROR"),))
+
+
+LEADER_WAIT_S = 12.0  # attaching to an HA cluster waits this long for a leader (a failover under way)
+
+
+def attach_ha(master: str, metadata_url: str | None, protocol: str = "tcp", device: str = "",
+              metrics_url: str | None = None) -> ClusterEndpoints:
+    """Endpoints of an HA cluster whose masters elect their leader through the etcd of ``master``
+    (``etcd://HOST:PORT[;HOST:PORT…]``); ``metadata_url``: None for the same etcd. ``ClusterError`` (one line)
+    for a malformed address, an etcd that does not answer ``/health`` within 2 s, or no master leading
+    within :data:`LEADER_WAIT_S` (none runs, or they use another cluster id: ``MC_STORE_CLUSTER_ID``)."""
+    try:
+        endpoints = ha.parse_etcd(master, "--master")
+        if metadata_url is not None and ha.is_etcd(metadata_url):
+            ha.parse_etcd(metadata_url, "--metadata")
+    except ValueError as exc:
+        raise ClusterError(str(exc)) from None
+    if metadata_url is not None and not metadata_url.startswith(("http://", "https://", "etcd://")):
+        raise ClusterError(f"--metadata must be etcd://HOST:PORT or an http:// metadata URL, got {metadata_url!r}")
+    if protocol not in ("tcp", "rdma"):
+        raise ClusterError(f"--protocol must be tcp or rdma, got {protocol!r}")
+    masters = ha.admin_names(_admin_urls(metrics_url))
+    if not ha.etcd_healthy(endpoints, timeout_s=2.0):
+        raise ClusterError(f"no etcd answers at {master} (GET /health failed within 2 s)")
+    deadline = time.monotonic() + LEADER_WAIT_S
+    while ha.master_view(endpoints) is None:
+        if time.monotonic() > deadline:
+            raise ClusterError(f"etcd at {master} answers, but no Mooncake master leads cluster {ha.cluster_id()!r} "
+                               "there (no master_view key): are the masters started with --enable_ha=true "
+                               "--ha_backend_connstring=… on this etcd, with this cluster id (MC_STORE_CLUSTER_ID)?")
+        time.sleep(0.25)
+    url = (ha.serving_url(masters) or masters[0][1]) if masters else None
+    return ClusterEndpoints(master=ha.etcd_url(endpoints), metadata_url=metadata_url or ha.etcd_url(endpoints),
+                            metrics_url=url, protocol=protocol, device=device, embedded=False,
+                            client_env=(("MC_LOG_LEVEL", "ERROR"), *ha.ha_client_env()), masters=masters)
+
+
+def _admin_urls(text: str | None) -> list[str]:
+    """``--metrics-url``'s URLs (comma-separated), without a trailing ``/``; ``ClusterError`` for one that is
+    not ``http(s)://``."""
+    urls = [u.strip().rstrip("/") for u in (text or "").split(",") if u.strip()]
+    for u in urls:
+        if not u.startswith(("http://", "https://")):
+            raise ClusterError(f"--metrics-url must be the masters' admin URLs, http://HOST:PORT[,http://HOST:PORT…], "
+                               f"got {u!r}")
+    return urls
 

@@ -188,3 +188,50 @@ def spawn(name: str, argv: list[str], log_path: Path, env: dict[str, str] | None
     finally:
         signal.pthread_sigmask(signal.SIG_SETMASK, old)
     return ManagedProcess(name, popen, log_path)
+
+
+JANITOR_WAIT_S = 5.0  # a janitor waits at most this long for the process it cleans up after to be gone
+
+
+@dataclass
+class Janitor:
+    """A process that deletes paths once kvtui is gone (:func:`spawn_janitor`); :meth:`release` ends it."""
+
+    popen: subprocess.Popen
+    fd: int  # kvtui's end of the janitor's pipe: its end of file is the janitor's signal
+
+    def release(self) -> None:
+        """kvtui cleaned up itself: close the pipe (the janitor then finds nothing left to delete and exits) and
+        reap it."""
+        if self.fd >= 0:
+            os.close(self.fd)
+            self.fd = -1
+        try:
+            self.popen.wait(timeout=JANITOR_WAIT_S + 1.0)
+        except subprocess.TimeoutExpired:  # pragma: no cover - a janitor stuck in rm
+            self.popen.kill()
+
+
+def spawn_janitor(pid: int, paths: list[str]) -> Janitor:
+    """Delete ``paths`` when kvtui's end of a pipe closes, which the kernel does when kvtui dies (even by SIGKILL),
+    after process ``pid`` (which writes into them, and dies with kvtui by its parent-death signal) is gone (or a
+    zombie: nothing may reap it; at most :data:`JANITOR_WAIT_S` later in any case).
+
+    The one child with no parent-death signal (it must outlive kvtui for that moment) and in a session of its
+    own (a Ctrl-C must not end it before it did its work): a shell that blocks on ``read`` of its stdin, the
+    pipe's read end; kvtui keeps the write end (not inherited by its other children: Python's descriptors are
+    close-on-exec, and its workers start by spawn). A normal stop deletes the paths itself and calls
+    :meth:`Janitor.release`."""
+    script = ('read _; n=0; while [ -e "/proc/$1" ] && ! grep -q "^State:.*Z" "/proc/$1/status" 2>/dev/null '
+              '&& [ $n -lt %d ]; do sleep 0.05; n=$((n+1)); done; shift; rm -rf -- "$@"') % int(JANITOR_WAIT_S / 0.05)
+    r, w = os.pipe()
+    try:
+        popen = subprocess.Popen(["sh", "-c", script, "kvtui-janitor", str(pid), *paths], stdin=r,
+                                 stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True,
+                                 close_fds=True)
+    except BaseException:
+        os.close(w)
+        raise
+    finally:
+        os.close(r)
+    return Janitor(popen, w)

@@ -1,7 +1,9 @@
 """Slow-changing panels, sampled on a background thread at ~1 Hz so no view ever waits on them.
 
 * :class:`StoreSampler` reads the master's Prometheus ``/metrics`` (never ``is_exist``-style probes, which
-  grant leases and would pin pages against eviction). Counter rates are computed from deltas.
+  grant leases and would pin pages against eviction). Counter rates are computed from deltas. With the masters
+  of an HA cluster it asks each what it is (``/health``, a standby's OpLog lag) and reads the serving leader's
+  ``/metrics``: the panel's ``masters`` and ``leader``.
 * :class:`ProcessSampler` reads CPU % and RSS of every process kvtui runs with psutil.
 """
 
@@ -13,7 +15,7 @@ from typing import Literal
 
 import psutil
 
-from kvtui.core.panels import ProcRow, StoreScrape
+from kvtui.core.panels import MasterRow, ProcRow, StoreScrape
 from kvtui.engine.cluster import http_get
 
 # Prometheus names of the Mooncake master's /metrics (served on its --metrics_port; upstream
@@ -50,38 +52,62 @@ def parse_prometheus(text: str) -> dict[str, float]:
 
 
 class StoreSampler:
-    """Turns successive ``/metrics`` scrapes into the store panel (:class:`kvtui.core.panels.StoreScrape`)."""
+    """Turns successive ``/metrics`` scrapes into the store panel (:class:`kvtui.core.panels.StoreScrape`).
 
-    def __init__(self, metrics_url: str | None):
+    ``masters``: ``(name, admin URL)`` of every master of an HA cluster: each sample asks them all what they
+    are (:func:`kvtui.engine.ha.master_states`, the panel's ``masters``) and scrapes the one serving (none
+    serving: ``up`` False, a failover is under way); ``metrics_url`` is then unused."""
+
+    def __init__(self, metrics_url: str | None, masters: tuple[tuple[str, str], ...] = ()):
         self.url = metrics_url
+        self.masters = tuple(masters)
         self._prev: tuple[float, dict[str, float]] | None = None
-        self.panel: StoreScrape = {"up": None} if metrics_url else {}
+        self._scraped: str | None = None  # the URL the counters of _prev came from (a new leader: new counters)
+        self.panel: StoreScrape = {"up": None} if metrics_url or masters else {}
 
     def sample(self) -> StoreScrape:
         """Scrape once; returns the panel (``up`` False when the master does not answer)."""
-        if not self.url:
+        url, ha_part = self.url, None
+        if self.masters:
+            url, ha_part = self._ask_masters()
+        if not url:
+            if self.masters:  # (none serves: a failover is under way)
+                self.panel = {**self.panel, "up": False, **(ha_part or {})}
             return self.panel
-        status, body = http_get(self.url + "/metrics", timeout_s=0.8)
+        status, body = http_get(url + "/metrics", timeout_s=0.8)
         now = time.monotonic()
         if status != 200:
-            self.panel = {**self.panel, "up": False}
+            self.panel = {**self.panel, "up": False, **(ha_part or {})}
             return self.panel
         m = parse_prometheus(body)
-        panel: StoreScrape = {"up": True}
+        panel: StoreScrape = {"up": True, **(ha_part or {})}
         for name, field in STORE_GAUGES.items():
             if name in m:
                 panel[field] = int(m[name])
         rates: dict[StoreRateKey, float] = {"put_rps": 0.0, "get_rps": 0.0}
-        if self._prev is not None:
+        if self._prev is not None and self._scraped == url:
             t0, prev = self._prev
             dt = now - t0
             for name, rate in STORE_COUNTERS.items():
                 if name in m and name in prev and dt > 0:
                     rates[rate] += max(0.0, m[name] - prev[name]) / dt
         panel["put_rps"], panel["get_rps"] = rates["put_rps"], rates["get_rps"]
-        self._prev = (now, m)
+        self._prev, self._scraped = (now, m), url
         self.panel = panel
         return panel
+
+    def _ask_masters(self) -> tuple[str | None, StoreScrape]:
+        """The serving master's admin URL (None: none serves) and the panel's ``masters`` and ``leader``."""
+        from kvtui.engine.ha import master_states
+
+        states = master_states(self.masters, lag=True)
+        rows: list[MasterRow] = [s.as_row() for s in states]
+        serving = next((s for s in states if s.serving), None)
+        part: StoreScrape = {"masters": rows}
+        leader = serving.leader if serving is not None else next((s.leader for s in states if s.leader), None)
+        if leader:
+            part["leader"] = leader
+        return (serving.url if serving is not None else None), part
 
 
 class ProcessSampler:

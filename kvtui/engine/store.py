@@ -8,9 +8,12 @@ Mooncake store calls return negative codes instead of raising (``mooncake-store/
   ``GLOG_*`` variables;
 * a closed client is never called again: calling most methods of a closed ``MooncakeDistributedStore``
   segfaults the process (exit 139); only ``health_check()`` (1), ``get()`` and a second ``close()`` are safe;
-* ``setup()`` is preceded by a TCP probe of the master, and ``MC_STORE_CLIENT_SETUP_RETRIES`` is set low:
-  against a missing master ``setup()`` retries 20 times, about 4.4 s each, and returns -1 after ~90 s;
-* ``close()`` runs exactly once, after the data calls in flight returned;
+* ``setup()`` is preceded by a TCP probe of the master (of an HA cluster's etcd: ``etcd://…``, see
+  :mod:`kvtui.engine.ha`), and ``MC_STORE_CLIENT_SETUP_RETRIES`` is set low: against a missing master
+  ``setup()`` retries 20 times, about 4.4 s each, and returns -1 after ~90 s;
+* ``close()`` runs exactly once, after the data calls in flight returned; a client of an HA cluster is never
+  closed (its ``close()``, and its destructor, wait ~30 s for a change of the master view, holding the GIL):
+  a process with one leaves with ``os._exit``, as kvtui's workers and store nodes do;
 * a publish says who wrote each page (:meth:`StoreClient.batch_put_if_absent`): a plain ``batch_put_from`` of
   a key that exists, or that another client is putting at that moment, returns 0 without writing;
 * a dummy client (``ClientConfig.real_client``) gets its page buffers from the real client's shared memory
@@ -44,8 +47,9 @@ class StoreError(RuntimeError):
 class ClientConfig:
     """How one process joins the cluster.
 
-    ``master``: ``HOST:PORT`` of the master's RPC service. ``metadata_url``: the transfer-engine metadata
-    server (``http://HOST:PORT/metadata``). ``segment_bytes``: memory this client contributes to the store
+    ``master``: ``HOST:PORT`` of the master's RPC service, or ``etcd://HOST:PORT[;…]`` (an HA cluster: the
+    leader is found through etcd). ``metadata_url``: the transfer-engine metadata server
+    (``http://HOST:PORT/metadata``, or ``etcd://…``). ``segment_bytes``: memory this client contributes to the store
     (0 = none: its puts land in other clients' segments). ``local_buffer_bytes``: the client's staging
     buffer for ``put``/``get`` of Python bytes. ``protocol``: ``tcp`` or ``rdma``; ``device``: RDMA device.
     ``env``: extra ``MC_*`` variables (port ranges, bind address) set before the library is imported.
@@ -71,6 +75,24 @@ def split_hostport(text: str) -> tuple[str, int]:
     if not sep or not host or not port.isdigit() or not (0 < int(port) < 65536):
         raise ValueError(f"expected HOST:PORT, got {text!r}")
     return host.strip("[]"), int(port)
+
+
+def is_etcd(master: str) -> bool:
+    """An HA cluster's master address (``etcd://…``)."""
+    return str(master).startswith("etcd://")
+
+
+def probe_targets(master: str) -> tuple[tuple[str, int], ...]:
+    """Where to check that ``master`` answers: its RPC ``HOST:PORT``, or each endpoint of an ``etcd://`` address;
+    ``ValueError`` (one line) when malformed."""
+    if is_etcd(master):
+        from kvtui.engine.ha import parse_etcd
+
+        return parse_etcd(master)
+    return (split_hostport(master),)
+
+
+_NEVER_CLOSED: list = []  # closed clients of HA clusters, kept from the destructor (it waits like close())
 
 
 def probe_tcp(host: str, port: int, timeout_s: float = 1.0) -> bool:
@@ -114,11 +136,16 @@ class StoreClient:
         """Connect to the master; ``StoreError`` (one line) if it is unreachable or ``setup()`` fails."""
         cfg = self.config
         try:
-            host, port = split_hostport(cfg.master)
+            targets = probe_targets(cfg.master)
         except ValueError as exc:
-            raise StoreError(f"--master: {exc}") from None
-        if not probe_tcp(host, port, timeout_s=2.0):
-            raise StoreError(f"no Mooncake master answers at {cfg.master} (TCP connect failed)")
+            raise StoreError(str(exc) if is_etcd(cfg.master) else f"--master: {exc}") from None
+
+        def answers() -> bool:
+            return any(probe_tcp(h, p, timeout_s=2.0) for h, p in targets)
+
+        if not answers():
+            what = "etcd" if is_etcd(cfg.master) else "Mooncake master"
+            raise StoreError(f"no {what} answers at {cfg.master} (TCP connect failed)")
         os.environ.setdefault("MC_LOG_LEVEL", "ERROR")
         os.environ["MC_STORE_CLIENT_SETUP_RETRIES"] = str(setup_retries)
         for k, v in cfg.env:
@@ -137,7 +164,7 @@ class StoreClient:
                              cfg.protocol, cfg.device, cfg.master)
             # setup() failed once with the master answering (a clean-clone test run, cause not logged; a
             # listener port of the client's range held by another client is one): a new client tries again
-            if rc == 0 or not probe_tcp(host, port, timeout_s=2.0):
+            if rc == 0 or not answers():
                 break
         if rc != 0:  # older wheels return +1, newer -1: only 0 is success
             raise StoreError(f"Mooncake setup() failed with code {rc} "
@@ -389,7 +416,9 @@ class StoreClient:
             while self._inflight:
                 self._cond.wait(timeout=1.0)
             store, self._store = self._store, None
-        if store is not None:
+        if store is not None and is_etcd(self.config.master):
+            _NEVER_CLOSED.append(store)  # (see the module's docstring: the process leaves with os._exit)
+        elif store is not None:
             store.close()
 
 
@@ -405,7 +434,7 @@ def open_client(endpoints: dict, segment_bytes: int = 0, local_buffer_bytes: int
     env = tuple(tuple(kv) for kv in endpoints.get("client_env", ()))
     local_host = "127.0.0.1"
     if not endpoints.get("embedded", True):  # attached: announce the address this host reaches the master from
-        local_host = route_address(split_hostport(endpoints["master"])[0])
+        local_host = route_address(probe_targets(endpoints["master"])[0][0])
     hosts = endpoints.get("hosts", {})
     if hosts:  # a process without a host of its own (the soak's filler, a bench client) is in kvtui's namespace
         from kvtui.engine.hosts import BRIDGE_ADDRESS

@@ -2,7 +2,8 @@
 
 Run by :class:`kvtui.engine.cluster.EmbeddedCluster` as ``python -m kvtui.engine.store_node --endpoints JSON
 --segment-bytes N [--name store-1]`` (one per ``--store-nodes``). It exits (closing its client, so its keys leave the
-master at once; within :data:`CLOSE_TIMEOUT_S` whatever the master does) on SIGTERM or SIGINT, and at once when kvtui
+master at once; within :data:`CLOSE_TIMEOUT_S` whatever the master does; at once, without closing, in an HA
+cluster) on SIGTERM or SIGINT, and at once when kvtui
 dies (parent-death SIGKILL).
 """
 
@@ -33,7 +34,7 @@ def main(argv: list[str] | None = None) -> int:
     stop = threading.Event()
     for sig in (signal.SIGTERM, signal.SIGINT):
         signal.signal(sig, lambda *_: stop.set())
-    from kvtui.engine.store import StoreError, open_client, probe_tcp, split_hostport
+    from kvtui.engine.store import StoreError, is_etcd, open_client, probe_tcp, split_hostport
 
     endpoints = json.loads(args.endpoints)
     try:
@@ -50,6 +51,10 @@ def main(argv: list[str] | None = None) -> int:
         # ends, in a native call holding the GIL (so no Python timeout can fire), and the store node would
         # outlive its kvtui. Skip it when the master is unreachable; otherwise SIGALRM's default
         # action (no handler, no GIL needed) ends the process if the close outlasts CLOSE_TIMEOUT_S.
+        # A client of an HA cluster is not closed at all: its close waits ~30 s for a master-view change
+        # (kvtui.engine.store), and the masters drop its segment after client_ttl anyway.
+        if is_etcd(endpoints["master"]):
+            os._exit(0)
         host, port = split_hostport(endpoints["master"])
         if not probe_tcp(host, port, timeout_s=0.5):
             print("store node: the master is gone; exiting without unmounting", file=sys.stderr, flush=True)

@@ -41,6 +41,14 @@ LAYOUT_WAIT_S = 10.0  # a layout switch waits this long for the requests under w
 HALT_WAIT_S = 1.0  # an abandoned driver ends within ~0.1 s (its feeder may be in a control handler a bit longer)
 
 
+def with_roles(procs: tuple, store) -> tuple:
+    """The Processes panel's rows with each HA master's ``role`` (from the store panel's ``masters``)."""
+    roles = {m.get("name"): m.get("role") for m in (store or {}).get("masters") or ()}
+    if not roles:
+        return procs
+    return tuple({**p, "role": roles[p.get("name")]} if roles.get(p.get("name")) else p for p in procs)
+
+
 @dataclass(frozen=True)
 class RunCounts:
     """What became of a run's requests: ``issued`` (submitted), ``completed`` (results counted), ``dropped``
@@ -97,8 +105,8 @@ class LiveSession:
         self._results: Subscribers[[RequestResult]] = Subscribers()
         self._unsubscribe: list[Unsubscribe] = []  # from the engine's publishers, undone by stop()
         ep = engine.endpoints
-        self.panels = PanelThread(StoreSampler(ep.metrics_url if ep else None), ProcessSampler(
-            engine.worker_pids(), host_addresses(ep)))
+        self.panels = PanelThread(StoreSampler(ep.metrics_url if ep else None, getattr(ep, "masters", ())),
+                                  ProcessSampler(engine.worker_pids(), host_addresses(ep)))
         self._stopped = False
         self._started = False
         self._engine_stopped = False  # (stop() stopped the engine it owns: no store left to scrape)
@@ -258,13 +266,28 @@ class LiveSession:
                   "layout": self.layout_text, "mode": "live", "finished": self.driver.done.is_set()}
         if self.driver.error is not None:
             status["error"] = str(self.driver.error)
-        if self.driver.outage:  # whose: the master's, or (the master kvtui started alive) its dummy workers' store node
-            master = self.engine.cluster.process("master") if self.engine.cluster is not None else None
-            status["outage"], status["outage_of"] = True, "store" if master is not None and master.alive() else "master"
+        if self.driver.outage:
+            status["outage"], status["outage_of"] = True, self.outage_of()
         path = self.recording.path
         if path is not None:
             status.update(recording=True, record_path=path)
-        return self.agg.frame(store=store, procs=self.panels.procs, workload=self.description, status=status)
+        return self.agg.frame(store=store, procs=with_roles(self.panels.procs, store), workload=self.description,
+                              status=status)
+
+    def outage_of(self) -> str:
+        """Whose outage it is: ``master`` (every master kvtui started is dead, or the cluster is another's),
+        ``leader`` (kvtui's HA cluster, a master alive and every store node too: the leader is gone or hung, the
+        masters elect a new one) or ``store`` (the masters live: the store node whose dummy clients the workers
+        are)."""
+        cluster = self.engine.cluster
+        if cluster is None:
+            return "master"
+        names = cluster.master_names()
+        if not any((p := cluster.process(n)) is not None and p.alive() for n in names):
+            return "master"
+        if len(names) > 1 and all((p := cluster.process(n)) is None or p.alive() for n in cluster.store_names()):
+            return "leader"
+        return "store"
 
     # -- Controller -------------------------------------------------------------------------------------
     def send(self, control: Control) -> None:

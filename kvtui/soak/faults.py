@@ -151,11 +151,14 @@ class RecoveryTracker:
                 self.recovered.set()
 
 
-def why_unavailable(kind: str, *, embedded: bool, store_node: bool, hosts: bool = False) -> str | None:
+def why_unavailable(kind: str, *, embedded: bool, store_node: bool, hosts: bool = False,
+                    ha: bool = False) -> str | None:
     """Why ``kind`` cannot be injected (None: it can) into an embedded cluster or an attached one, with or
-    without a store node, with or without emulated hosts (``--hosts auto``)."""
+    without a store node, with or without emulated hosts (``--hosts auto``), an HA cluster (``--ha N``) or not."""
     if kind not in INJECT:
         return f"{kind} cannot be injected"
+    if kind in (MASTER_KILL, MASTER_PAUSE) and ha:
+        return f"{kind} stops the one master of a cluster; with --ha the masters fail over (no HA fault kind yet)"
     if kind == LINK_CUT and not hosts:
         return "link-cut needs emulated hosts (--hosts auto)"
     if kind in (MASTER_KILL, MASTER_PAUSE, STORE_FULL) and not embedded:
@@ -170,7 +173,8 @@ def unavailable(kind: str, engine) -> str | None:
     cluster = engine.cluster
     return why_unavailable(kind, embedded=cluster is not None,
                            store_node=cluster is not None and cluster.process("store") is not None,
-                           hosts=cluster is not None and getattr(cluster, "emulated", None) is not None)
+                           hosts=cluster is not None and getattr(cluster, "emulated", None) is not None,
+                           ha=len(cluster.master_names()) > 1 if cluster is not None else False)
 
 
 class Injector(threading.Thread):

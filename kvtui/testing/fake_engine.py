@@ -89,6 +89,9 @@ class FakeCluster:
     def store_names(self) -> list[str]:
         return []
 
+    def master_names(self) -> list[str]:
+        return ["master"]
+
 
 @dataclass
 class _Item:

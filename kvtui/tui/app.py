@@ -265,7 +265,11 @@ class KvtuiApp(App[int]):
         gate = Gate(self.controller is not None, st.get("mode", "live"), w.get("kind", "synthetic"), own_master_down,
                     own_down)
         if gate != self._gate:
-            if own_master_down and self.controller is not None and self.player is None:
+            if own_down and st.get("outage_of") == "leader":
+                if self.controller is not None and self.player is None:
+                    self.log_line("no master of kvtui's HA cluster serves: the others elect a new leader (about 10 s); "
+                                  "dispatch is held until one serves", "outage")
+            elif own_master_down and self.controller is not None and self.player is None:
                 self.log_line("the master kvtui started is down: press M to restart it on the same ports", "outage")
             elif own_down and self.controller is not None and self.player is None:  # (outage_of "store")
                 self.log_line("the store node kvtui started is down: its workers are dummy clients of it, so dispatch "

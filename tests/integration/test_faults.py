@@ -44,8 +44,9 @@ def _kill_master(engine) -> int:
     return master.pid
 
 
-def _wait_outage(driver, timeout_s: float = 15) -> None:
-    wait_for(lambda: driver.outage, timeout_s, "outage detected by the driver")
+def _wait_outage(driver, timeout_s: float = 15):
+    """Wait until ``driver`` holds dispatch for an outage; returns its outage state."""
+    return wait_for(lambda: driver.outage, timeout_s, "outage detected by the driver")
 
 
 def _wait_requests(agg, n: int, timeout_s: float = 30, what: str = "", **more) -> dict:
@@ -79,6 +80,32 @@ def test_master_killed_and_restarted_holds_dispatch_then_resumes(rate):
         assert agg.summary()["errors"].get("RPC_FAIL", 0) >= 1
         texts = [e.text for e in events if isinstance(e, EngineEvent) and e.kind == "outage"]
         assert any("unreachable" in t for t in texts) and any("back after" in t for t in texts)
+    finally:
+        d.stop()
+        d.done.wait(15)
+        engine.stop()
+
+
+def test_a_dead_master_holds_dummy_workers_although_they_answer_internal_error():
+    """Dummy workers (the default of an embedded store on one node) whose master is SIGKILLed answer
+    INTERNAL_ERROR, never RPC_FAIL: the run must still see an outage (dispatch held, said), not go on at
+    ~4.3 s per call in silence, and resume once the master is back."""
+    engine = _engine(worker_client="dummy")
+    agg, events = Aggregator(), []
+    try:
+        d = _driver(engine, agg, events).start()
+        _wait_requests(agg, 5)
+        _kill_master(engine)
+        _wait_outage(d)
+        texts = [e.text for e in events if isinstance(e, EngineEvent) and e.kind == "outage"]
+        assert texts and texts[0].startswith("store unreachable (") and "dispatch held" in texts[0]
+        held = agg.totals()["requests"]
+        time.sleep(1.5)  # the thing under test: nothing completes while the master is down
+        assert agg.totals()["requests"] <= held + 1
+        engine.restart_master()
+        wait_for(lambda: not d.outage, 30, "resumed dispatch after the master restart")
+        resumed = agg.totals()["requests"]
+        assert _wait_requests(agg, resumed + 3, 30, "requests served by the restarted master")["mismatches"] == 0
     finally:
         d.stop()
         d.done.wait(15)

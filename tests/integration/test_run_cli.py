@@ -167,6 +167,20 @@ def test_sigkill_of_kvtui_takes_every_child_down(tmp_path):
     (["run", "--trace", "x.jsonl", "--page-tokens", "300"], "divide"),
     (["run", "--speed", "0", "--trace", "x.jsonl", "--layout", "tiny"], "speed"),
     (["run", "--master", "127.0.0.1:1", "--metadata", "http://127.0.0.1:1/metadata"], "no Mooncake master"),
+    (["run", "--master", "etcd://"], "--master 'etcd://' names no etcd endpoint"),
+    (["run", "--master", "etcd://127.0.0.1", "--layout", "tiny"], "'127.0.0.1' is not HOST:PORT"),
+    (["run", "--master", "etcd://127.0.0.1:2379;;127.0.0.1:2380"], "'' is not HOST:PORT"),
+    (["run", "--master", "etcd://127.0.0.1:99999"], "with a port within 1-65535"),
+    (["run", "--master", "etcd://127.0.0.1:1"], "no etcd answers at etcd://127.0.0.1:1"),
+    (["run", "--master", "etcd://127.0.0.1:1", "--metadata", "etcd://x"], "--metadata 'etcd://x'"),
+    (["soak", "--master", "etcd://127.0.0.1:1,127.0.0.1:2", "--duration", "60"], "separated by ';'"),
+    (["watch", "--observe", "--master", "etcd://127.0.0.1", "--metrics-url", "http://127.0.0.1:1", "--headless",
+      "--duration", "3"], "is not HOST:PORT"),
+    (["worker", "--join", "127.0.0.1:1", "--token", "t", "--master", "etcd://"], "names no etcd endpoint"),
+    (["run", "--ha", "1"], "--ha must be within 2-5"),
+    (["watch", "--ha", "2", "--master", "etcd://127.0.0.1:2379", "--headless", "--duration", "3"],
+     "to attach to one, drop --ha"),
+    (["soak", "--ha", "2", "--master-port", "23456", "--duration", "60"], "--master-port: with --ha"),
     (["run", "--store-size", "1MiB"], "at least 16 MiB"),
     (["run", "--store-size", "16MiB", "--layers", "64"], "larger than the store"),
     (["run", "--json", "/nonexistent-dir/x.json", "--layout", "tiny"], "does not exist"),
@@ -213,6 +227,20 @@ def test_bad_input_is_one_line_exit_2(capsys, tmp_path, argv, needle, monkeypatc
     assert time.monotonic() - t0 < 15
     if "exists already" in needle:
         assert (tmp_path / "x.jsonl").read_text().startswith('{"timestamp"')  # nothing overwritten
+
+
+def test_attaching_to_a_cluster_with_no_segment_is_one_line_exit_2(tmp_path, capsys):
+    """A master no client has mounted a segment on says 0 bytes of capacity: one line at start, exit 2 (a run
+    would fail every put, saying the same store-full line every 30 s)."""
+    from kvtui.engine.cluster import ClusterOptions, EmbeddedCluster
+
+    with EmbeddedCluster(ClusterOptions(segment_on="prefill", log_dir=str(tmp_path))) as c:  # (no store node)
+        ep = c.endpoints
+        rc = main(["run", "--master", ep.master, "--metadata", ep.metadata_url, "--metrics-url", ep.metrics_url,
+                   "--requests", "400", "--rate", "1", "--layout", "tiny", "--quiet"])
+    err = capsys.readouterr().err.strip()
+    assert rc == 2 and len(err.splitlines()) == 1, err
+    assert "has 0 bytes of capacity" in err and "master_total_capacity_bytes 0" in err
 
 
 def test_busy_explicit_port_is_one_line_exit_2(capsys):

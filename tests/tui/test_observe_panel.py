@@ -75,3 +75,33 @@ def test_a_live_frame_keeps_the_grid():
         return app.query_one(MasterPanel).display, app.query_one("#grid").display
 
     assert pilot_test(app, scenario) == (False, True)
+
+
+def test_an_ha_cluster_shows_each_master_its_role_lag_and_the_leader():
+    masters = [{"name": "master-0", "url": "http://10.0.0.5:9003", "up": False, "role": "down", "ha_state": ""},
+               {"name": "master-1", "url": "http://10.0.0.6:9003", "up": True, "role": "leader",
+                "ha_state": "serving", "leader": "10.0.0.6:50051"},
+               {"name": "master-2", "url": "http://10.0.0.7:9003", "up": True, "role": "standby",
+                "ha_state": "standby", "leader": "10.0.0.6:50051", "lag": 12}]
+    app = KvtuiApp(StaticSource(observe_frame({**STORE, "masters": masters, "leader": "10.0.0.6:50051"})), None,
+                   refresh_hz=10)
+
+    async def scenario(pilot):
+        return [t.plain for t in app.query_one(MasterPanel).lines(100)]
+
+    lines = pilot_test(app, scenario)
+    assert lines[1].split() == ["master-0", "down", "http://10.0.0.5:9003"]
+    assert lines[2].split() == ["master-1", "leader", "http://10.0.0.6:9003"]
+    assert lines[3].split() == ["master-2", "standby", "lag", "12", "http://10.0.0.7:9003"]
+    assert lines[4].split() == ["leader", "RPC", "10.0.0.6:50051"] and lines[5].startswith("keys")
+
+
+def test_no_serving_master_is_said():
+    masters = [{"name": "master-0", "url": "http://a:1", "up": True, "role": "warm-up", "ha_state": "leader_warmup"}]
+    app = KvtuiApp(StaticSource(observe_frame({**STORE, "up": False, "masters": masters})), None, refresh_hz=10)
+
+    async def scenario(pilot):
+        return [t.plain for t in app.query_one(MasterPanel).lines(100)]
+
+    lines = pilot_test(app, scenario)
+    assert lines[1].split()[:2] == ["master-0", "warm-up"] and lines[2] == "  leader RPC none (no master serves)"

@@ -132,6 +132,9 @@ def test_a_quiet_run_says_when_an_outage_holds_dispatch_and_when_it_ends(capsys)
                 return True
             return False
 
+        def outage_of(self):
+            return "master"
+
     assert _progress(FakeSession(), 0, quiet=True) == 0
     err = capsys.readouterr().err.splitlines()
     assert err == ["kvtui: store unreachable (RPC_FAIL: the master, or the store node of dummy workers): dispatch held",

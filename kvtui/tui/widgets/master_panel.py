@@ -1,6 +1,10 @@
 """The master's dashboard of observe mode (``kvtui watch --observe``): the master's health, its figures over
 time as sparklines, its eviction / failure / lease-related counters and each segment's fill.
 
+An HA cluster's masters get a line each after the health line: name, role (``leader`` when serving, ``warm-up``,
+``standby``, ``candidate``, ``down``), its ``/ha_status`` word, a standby's OpLog lag and its admin URL, then the
+leader's RPC address.
+
 Reads only the frame: ``frame.store`` (the newest sample; observe keys of
 :class:`~kvtui.core.panels.StoreScrape`) and ``frame.series`` (one point per sample, oldest first). The app
 shows it in place of the page grid and the latency panels when ``frame.workload["kind"] == "observe"``.
@@ -81,7 +85,7 @@ class MasterPanel(CachedStyles, LinesPanel):
         s, lab = self.store, self._s("master-panel--label")
         if not s or s.get("up") is None:
             return [Text("no sample of the master yet", self._s("master-panel--dim"))]
-        out = [self._health(s)]
+        out = [self._health(s), *self._masters(s, width)]
         spark_w = max(0, width - LABEL_W - VALUE_W - 1)
         for key, label, fmt in ROWS:
             v = s.get(key)
@@ -121,6 +125,32 @@ class MasterPanel(CachedStyles, LinesPanel):
         if not up:
             t.append(" (figures below are the last sample)", self._s("master-panel--dim"))
         return t
+
+    def _masters(self, s: dict, width: int) -> list[Text]:
+        """An HA cluster's masters, one line each, and the leader's address (none without ``masters``)."""
+        rows = s.get("masters") or []
+        if not rows:
+            return []
+        lab, out = self._s("master-panel--label"), []
+        name_w = max(len(str(m.get("name", ""))) for m in rows)
+        for m in rows:
+            role = str(m.get("role", "?"))
+            style = "master-panel--good" if role == "leader" else "master-panel--bad" if role == "down" else ""
+            t = Text(f"  {str(m.get('name', '?')):<{name_w}}  ", lab)
+            t.append(f"{role:<10}", self._s(style) if style else "")
+            state = str(m.get("ha_state") or "")
+            note = state if state and state not in (role, "serving") and role != "warm-up" else ""
+            lag = m.get("lag")
+            t.append(f"{note:<13}" if lag is None else "lag ", lab)
+            if lag is not None:
+                t.append(f"{fmt_int(lag):<9}", self._s("master-panel--bad") if lag else "")
+            t.append(str(m.get("url", "")), lab)
+            t.truncate(width)
+            out.append(t)
+        leader = s.get("leader")
+        out.append(Text("  leader RPC ", lab) + (Text(str(leader)) if leader else
+                                               Text("none (no master serves)", self._s("master-panel--bad"))))
+        return out
 
     def _kv(self, *pairs) -> Text:
         t, lab = Text(), self._s("master-panel--label")

@@ -3,7 +3,8 @@ its emulated host's address (or its last part) after the name when it has one an
 (``--hosts auto``).
 
 The workers come first (prefill, decode; several of a role as ``decode-0``, ``decode-1``, …), then the store node, the
-master, the monitor and the metadata server, so a short panel keeps the processes that do the work; names are shortened
+master (an HA cluster's masters, ``master-0`` …, each with its role: ``leader``, ``standby``, ``warm-up``, ``down``),
+etcd, the monitor and the metadata server, so a short panel keeps the processes that do the work; names are shortened
 to fit (``metadata`` → ``meta``), never cut mid-word. When the panel has no line to spare, the column header moves into
 its title and the subtitle says how many processes are not shown.
 """
@@ -18,10 +19,12 @@ from kvtui.core.topology import role_of
 from kvtui.tui.fmt import format_bytes
 from kvtui.tui.widgets.lines import LinesPanel
 
-ORDER = ("prefill", "decode", "store", "master", "mooncake", "kvtui", "metadata")  # by importance
+ORDER = ("prefill", "decode", "store", "master", "mooncake", "etcd", "kvtui", "metadata")  # by importance
 SHORT = {"metadata": "meta", "mooncake": "master", "prefill": "prefill", "decode": "decode", "kvtui": "kvtui",
          "master": "master", "store": "store"}
 TITLE = "Processes"
+ROLE_SHORT = {"leader": "lead", "standby": "stby", "warm-up": "warm", "candidate": "cand", "catch-up": "ctch",
+              "down": "down"}
 
 
 def short_bytes(n: float) -> str:
@@ -75,6 +78,26 @@ def host_names(procs, width: int) -> list[str]:
     return [s if len(s) <= width else n for s, n in zip(short, names)]  # (a long name keeps its cells)
 
 
+def with_roles(procs, names: list[str], width: int) -> list[str]:
+    """``names`` (one per row of ``procs``) with each HA master's role after it, in the first form that fits in
+    ``width`` cells on every such row: ``master-0 leader``, ``master-0 lead``, ``mas-0 leader``, ``mas-0 lead``,
+    ``m0 leader``, ``m0 lead``; else, row by row, the first that fits, or the name alone."""
+    choices: list[list[str]] = []
+    for name, p in zip(names, procs):
+        role = p.get("role")
+        if not role:
+            choices.append([])
+            continue
+        base = role_of(name)
+        index = name[len(base) + 1:] if base != name else ""
+        forms = [name] + ([f"{base[:3]}-{index}", f"{base[0]}{index}"] if index else [name, name])
+        choices.append([f"{n} {r}" for n in forms for r in (role, ROLE_SHORT.get(role, role))])
+    for k in range(6):
+        if all(len(c[k]) <= width for c in choices if c):
+            return [c[k] if c else n for c, n in zip(choices, names)]
+    return [next((o for o in c if len(o) <= width), n) for c, n in zip(choices, names)]
+
+
 class ProcsPanel(LinesPanel):
     """One line per process: name, pid (when there is room), CPU %, RSS."""
 
@@ -116,7 +139,7 @@ class ProcsPanel(LinesPanel):
             return f"{name:<{name_w}}{cpu:>6}{rss:>7}"
 
         rss = format_bytes if wide else short_bytes
-        names = host_names(self.procs, name_w)
+        names = with_roles(self.procs, host_names(self.procs, name_w), name_w)
         rows = [Text(row(name, str(p.get("pid", "")), f"{float(p.get('cpu_percent', 0.0)):.1f}%",
                          rss(p.get("rss_bytes", 0)))) for name, p in zip(names, self.procs)]
         header = Text(row("process", "pid", "cpu", "rss"), self.get_component_rich_style("procs--header", partial=True))

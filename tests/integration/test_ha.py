@@ -1,0 +1,195 @@
+"""HA clusters, real ones: Debian's etcd and real masters with ``--enable_ha --enable_oplog`` on free loopback
+ports. Attaching through ``etcd://`` (run and observe), ``kvtui run --ha 2`` from start to teardown (a normal end
+and a SIGKILL of kvtui: every process and etcd's data folder gone), and a leader SIGKILLed during a run (the
+failover holds dispatch, requests resume, no wrong byte). Skipped without etcd (scripts/setup.sh --test
+installs etcd-server)."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+import uuid
+from pathlib import Path
+
+import psutil
+import pytest
+
+import kvtui
+from kvtui.cli import main
+from kvtui.engine import ha
+
+pytestmark = [pytest.mark.integration, pytest.mark.skipif(ha.etcd_binary() is None,
+                                                          reason="etcd is not installed (apt-get install etcd-server)")]
+ROOT = Path(kvtui.__file__).resolve().parent.parent
+
+
+@pytest.fixture(scope="module")
+def ha_cluster(tmp_path_factory):
+    """Someone else's HA cluster, as kvtui would attach to it: etcd, two masters with OpLog, a store node."""
+    from kvtui.engine.cluster import ClusterOptions, EmbeddedCluster
+
+    c = EmbeddedCluster(ClusterOptions(store_bytes=128 << 20, ha=2, worker_client="real",
+                                       log_dir=str(tmp_path_factory.mktemp("ha-logs"))))
+    c.start()
+    yield c
+    c.stop()
+
+
+def _urls(cluster) -> str:
+    return ",".join(url for _name, url in cluster.endpoints.masters)
+
+
+def test_attached_through_etcd_a_run_reuses_pages_byte_exact(ha_cluster, tmp_path):
+    out = tmp_path / "run.json"
+    ep = ha_cluster.endpoints
+    rc = main(["run", "--master", ep.master, "--metrics-url", _urls(ha_cluster), "--requests", "150", "--layout",
+               "tiny", "--prompt-tokens", "128", "--quiet", "--json", str(out), "--model",
+               f"ha-{uuid.uuid4().hex[:8]}"])
+    assert rc == 0
+    s = json.loads(out.read_text())
+    assert s["requests"] == 150 and s["pages_hit"] > 0 and s["mismatches"] == 0 and s["errors"] == {}
+    assert s["store_mode"] == "attached" and s["setup"]["ha"] == 2
+    assert s["setup"]["store_capacity_bytes"] == 128 << 20  # (read from the serving master's /metrics)
+
+
+def test_observe_shows_each_master_with_its_role_and_the_leader(ha_cluster, tmp_path):
+    ep = ha_cluster.endpoints
+    shot = tmp_path / "observe.svg"
+    rc = main(["watch", "--observe", "--master", ep.master, "--metrics-url", _urls(ha_cluster), "--headless",
+               "--duration", "3", "--size", "120x40", "--screenshot", str(shot)])
+    assert rc == 0
+    from kvtui.observe import ObserveSession
+
+    session = ObserveSession(ep.masters[0][1], ep.master, masters=ep.masters)
+    session.sample_once()
+    store = session.sampler.panel
+    roles = sorted(m["role"] for m in store["masters"])
+    assert roles == ["leader", "standby"] and store["up"] is True
+    assert store["leader"] == ha.master_view(ha.parse_etcd(ep.master))
+    assert all("lag" in m for m in store["masters"] if m["role"] == "standby")
+    svg = shot.read_text()
+    assert "leader" in svg and "standby" in svg and "RPC" in svg  # (the masters' lines, the leader's address)
+
+
+def _watch_children(pid: int, seen: dict, stop: threading.Event) -> None:
+    parent = psutil.Process(pid)
+    while not stop.is_set():
+        try:
+            for child in parent.children(recursive=True):
+                seen.setdefault(child.pid, child)
+        except psutil.Error:
+            return
+        time.sleep(0.05)
+
+
+def _named(seen: dict, word: str) -> list[psutil.Process]:
+    out = []
+    for p in list(seen.values()):
+        try:
+            if word in " ".join(p.cmdline()):
+                out.append(p)
+        except psutil.Error:
+            continue
+    return out
+
+
+@pytest.mark.parametrize("end", ["normal", "sigkill"])
+def test_run_ha_2_starts_etcd_and_masters_and_leaves_nothing(tmp_path, end):
+    """``kvtui run --ha 2``: etcd, two masters (one serving), a store node and the workers; at the end (the
+    run's own, or a SIGKILL of kvtui: then the parent-death signal and etcd's janitor) every process is gone,
+    and so is etcd's data folder."""
+    out = tmp_path / "run.json"
+    bound = ["--requests", "300"] if end == "normal" else ["--duration", "120"]
+    proc = subprocess.Popen([sys.executable, "-m", "kvtui.cli", "run", "--ha", "2", "--layout", "tiny", "--quiet",
+                             "--json", str(out), "--model", f"ha-{uuid.uuid4().hex[:8]}", *bound],
+                            env=dict(os.environ, PYTHONPATH=str(ROOT), KVTUI_ISOLATE="off"), cwd=tmp_path,
+                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    seen: dict[int, psutil.Process] = {}
+    stop = threading.Event()
+    tracker = threading.Thread(target=_watch_children, args=(proc.pid, seen, stop), daemon=True)
+    tracker.start()
+    deadline = time.monotonic() + 90
+    while time.monotonic() < deadline and proc.poll() is None:
+        if len(_named(seen, "mooncake_master")) == 2 and len(_named(seen, "spawn_main")) >= 2 \
+                and _named(seen, "--data-dir"):  # (etcd, the masters and the workers run)
+            break
+        time.sleep(0.1)
+    etcd = _named(seen, "--data-dir")
+    assert etcd and len(_named(seen, "mooncake_master")) == 2, proc.stderr.read() if proc.poll() is not None else ""
+    data = Path(etcd[0].cmdline()[etcd[0].cmdline().index("--data-dir") + 1]).parent
+    assert data.name.startswith("kvtui-etcd-") and data.exists()
+    if end == "sigkill":
+        time.sleep(1.0)  # (requests under way)
+        os.kill(proc.pid, signal.SIGKILL)
+    rc = proc.wait(120)
+    stop.set()
+    tracker.join(2)
+    err = proc.stderr.read()
+    gone, alive = psutil.wait_procs(list(seen.values()), timeout=15)
+    assert alive == [], [" ".join(p.cmdline()) for p in alive]
+    deadline = time.monotonic() + 10  # (the janitor deletes it once etcd is gone)
+    while data.exists() and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert not data.exists(), f"etcd's data folder {data} was left behind"
+    if end == "normal":
+        assert rc == 0, err
+        s = json.loads(out.read_text())
+        assert s["requests"] == 300 and s["mismatches"] == 0 and s["setup"]["ha"] == 2
+    else:
+        assert rc == -signal.SIGKILL
+
+
+def test_a_leader_killed_during_a_run_fails_over_and_requests_resume_byte_exact():
+    """SIGKILL of the serving master while requests flow (OpLog on, dummy workers): the failover is an outage
+    (dispatch held, said in the event log), a standby serves within seconds, requests resume, no wrong byte;
+    the Processes panel shows each master's role, and the killed one as down."""
+    from kvtui.config.workload import synthetic_description
+    from kvtui.core.layout import PageLayout
+    from kvtui.engine.cluster import ClusterOptions
+    from kvtui.engine.engine import Engine, EngineOptions
+    from kvtui.live import LiveSession
+    from workload import SyntheticWorkload, WorkloadSpec
+
+    engine = Engine(EngineOptions(layout=PageLayout(4, 2, 16, 8, 2), model=f"ha-{uuid.uuid4().hex[:6]}",
+                                  store_bytes=64 << 20, cluster=ClusterOptions(ha=2, worker_client="dummy")))
+    engine.start()
+    spec = WorkloadSpec(scenario="shared-system-prompt", pool=2, prompt_tokens=64, page_tokens=8)
+    session = LiveSession(engine, SyntheticWorkload(spec), synthetic_description(spec), layout_text="tiny")
+    session.want("test", 10)
+
+    def roles() -> dict:
+        return {p["name"]: p.get("role") for p in session.frame().procs}
+
+    def wait(cond, timeout_s: float, what: str) -> None:
+        deadline = time.monotonic() + timeout_s
+        while not cond():
+            assert time.monotonic() < deadline, f"no {what} within {timeout_s:g} s: {roles()}"
+            time.sleep(0.1)
+
+    try:
+        session.start()
+        wait(lambda: sorted(filter(None, roles().values())) == ["leader", "standby"], 15, "roles")
+        assert "etcd" in roles()
+        wait(lambda: session.agg.totals()["requests"] > 50, 15, "requests")
+        leader = next(name for name, role in roles().items() if role == "leader")
+        t_kill = time.monotonic()
+        os.kill(engine.cluster.process(leader).pid, signal.SIGKILL)
+        wait(lambda: session.outage, 10, "outage")
+        wait(lambda: not session.outage, 40, "end of the outage")
+        down_s = time.monotonic() - t_kill
+        resumed = session.agg.totals()["requests"]
+        wait(lambda: session.agg.totals()["requests"] > resumed + 50, 15, "requests after the failover")
+        wait(lambda: roles().get(leader) == "down" and "leader" in roles().values(), 5, "the new roles")
+        assert session.agg.totals()["mismatches"] == 0
+        texts = [e.text for e in session.frame().events if e.kind == "outage"]
+        assert texts[0].startswith("no master serves (") and "a failover is under way" in texts[0], texts
+        assert any(t.startswith("a master serves again after ") for t in texts), texts
+        assert engine.dead_cluster_process() is None  # (a dead master is a failover, not a lost cluster)
+        assert down_s < 35, f"the failover took {down_s:.1f} s"
+    finally:
+        session.stop()

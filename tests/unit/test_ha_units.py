@@ -1,0 +1,193 @@
+"""HA clusters without processes: etcd:// addresses, the --ha flag's checks, doctor's etcd line, outages that
+answer INTERNAL_ERROR, and how the monitor shows the masters (real etcd and masters: tests/integration/test_ha.py)."""
+
+from __future__ import annotations
+
+import argparse
+import time
+from types import SimpleNamespace
+
+import pytest
+
+from kvtui.commands import doctor
+from kvtui.config.cluster import add_cluster_arguments, ha_from_args
+from kvtui.core.errors import KvtuiError
+from kvtui.engine import ha
+from kvtui.engine.driver import Driver
+from kvtui.testing.fake_engine import FakeEngine
+from kvtui.tui.widgets.procs import with_roles
+
+
+@pytest.mark.parametrize("text,endpoints", [
+    ("etcd://127.0.0.1:2379", (("127.0.0.1", 2379),)),
+    ("etcd://10.0.0.1:2379;10.0.0.2:2380", (("10.0.0.1", 2379), ("10.0.0.2", 2380))),
+    ("etcd://[::1]:2379/", (("::1", 2379),)),
+])
+def test_etcd_addresses_list_their_endpoints(text, endpoints):
+    assert ha.parse_etcd(text) == endpoints
+    assert ha.parse_etcd(ha.etcd_url(endpoints)) == endpoints
+
+
+@pytest.mark.parametrize("text,message", [
+    ("http://127.0.0.1:2379", "must be etcd://HOST:PORT"),
+    ("etcd://", "names no etcd endpoint"),
+    ("etcd://127.0.0.1", "'127.0.0.1' is not HOST:PORT"),
+    ("etcd://127.0.0.1:0", "is not HOST:PORT with a port within 1-65535"),
+    ("etcd://127.0.0.1:70000", "is not HOST:PORT"),
+    ("etcd://a:1;;b:2", "'' is not HOST:PORT"),
+    ("etcd://a:1,b:2", "separated by ';'"),
+])
+def test_a_bad_etcd_address_is_one_line_naming_the_flag(text, message):
+    with pytest.raises(ValueError, match="^--master ") as err:
+        ha.parse_etcd(text)
+    assert message in str(err.value) and "\n" not in str(err.value)
+
+
+def _args(*argv: str) -> argparse.Namespace:
+    p = argparse.ArgumentParser()
+    add_cluster_arguments(p)
+    return p.parse_args(list(argv))
+
+
+@pytest.mark.parametrize("argv,message", [
+    (["--ha", "1"], "--ha must be within 2-5 masters, got 1"),
+    (["--ha", "6"], "--ha must be within 2-5 masters, got 6"),
+    (["--ha", "2", "--master", "etcd://127.0.0.1:2379"], "to attach to one, drop --ha"),
+    (["--ha", "2", "--hosts", "auto"], "does not combine with --hosts auto"),
+    (["--ha", "3", "--metrics-port", "9003"], "--metrics-port: with --ha every master has ports of its own"),
+])
+def test_ha_flag_checks(argv, message):
+    with pytest.raises(KvtuiError, match=message):
+        ha_from_args(_args(*argv))
+
+
+def test_ha_needs_an_etcd_binary(monkeypatch):
+    monkeypatch.setenv(ha.ETCD_BINARY_ENV, "/nonexistent/etcd")
+    assert ha.etcd_binary() is None
+    with pytest.raises(KvtuiError, match="apt-get install etcd-server"):
+        ha_from_args(_args("--ha", "2"))
+    ok, line = doctor.check_etcd()
+    assert ok and line.startswith("note: etcd is not installed") and "apt-get install etcd-server" in line
+
+
+def test_doctor_names_etcd_and_its_version():
+    if ha.etcd_binary() is None:
+        pytest.skip("etcd is not installed (scripts/setup.sh --test installs etcd-server)")
+    ok, line = doctor.check_etcd()
+    assert ok and line.startswith("etcd 3.") and "--ha N" in line and "available" in line
+
+
+def test_ha_clients_get_a_bounded_rpc_timeout(monkeypatch):
+    monkeypatch.delenv("MC_RPC_TIMEOUT_MS", raising=False)
+    assert dict(ha.ha_client_env())["MC_RPC_TIMEOUT_MS"] == str(ha.HA_RPC_TIMEOUT_MS)
+    monkeypatch.setenv("MC_RPC_TIMEOUT_MS", "5000")  # the user's own choice wins
+    assert dict(ha.ha_client_env())["MC_RPC_TIMEOUT_MS"] == "5000"
+
+
+def _wait(cond, timeout_s: float = 5.0) -> bool:
+    deadline = time.monotonic() + timeout_s
+    while not cond() and time.monotonic() < deadline:
+        time.sleep(0.02)
+    return cond()
+
+
+def _requests():
+    import numpy as np
+
+    from workload.request import Request
+
+    for i in range(1_000_000):
+        yield Request(req_id=i, tokens=np.arange(16, dtype=np.uint32), arrival_s=None, cacheable_tokens=16,
+                      scenario="t")
+
+
+@pytest.mark.parametrize("reachable,outage", [(False, True), (True, False)])
+def test_internal_error_is_an_outage_only_when_the_master_does_not_answer(reachable, outage):
+    """Dummy workers whose (non-HA) master died answer INTERNAL_ERROR, never RPC_FAIL: that holds dispatch when
+    the master does not answer a probe; with the master answering it is a store node's fault, counted."""
+    engine = FakeEngine()
+    events = []
+    d = Driver(engine, _requests(), lambda r: None, events.append).start()
+    try:
+        assert _wait(lambda: d.completed > 0)
+        engine.reachable = reachable
+        engine.codes = {-1: 2}
+        assert _wait(lambda: d.outage, 2.0) is outage
+        if outage:
+            said = [e.text for e in events if e.kind == "outage"]
+            assert said == ["store unreachable (INTERNAL_ERROR): dispatch held"]
+            engine.codes, engine.reachable = {}, True
+            assert _wait(lambda: not d.outage)
+            assert any("master back after" in e.text for e in events)
+        else:
+            assert d.completed > 10 and not any(e.kind == "outage" for e in events)
+    finally:
+        d.stop()
+        assert d.done.wait(5)
+
+
+def test_an_ha_failover_is_said_as_one():
+    engine = FakeEngine()
+    engine.endpoints = SimpleNamespace(ha=True)  # type: ignore[assignment]
+    events = []
+    d = Driver(engine, _requests(), lambda r: None, events.append).start()
+    try:
+        assert _wait(lambda: d.completed > 0)
+        engine.reachable, engine.codes = False, {-901: 1}
+        assert _wait(lambda: d.outage)
+        engine.codes, engine.reachable = {}, True
+        assert _wait(lambda: not d.outage)
+    finally:
+        d.stop()
+        assert d.done.wait(5)
+    texts = [e.text for e in events if e.kind == "outage"]
+    assert texts[0] == ("no master serves (RPC_TIMEOUT): the leader is gone or hung, a failover is under way; "
+                        "dispatch held")
+    assert texts[1].startswith("a master serves again after ") and "OpLog" in texts[1]
+
+
+def test_a_quiet_run_says_a_failover_is_under_way(capsys):
+    from kvtui.commands.run import _progress
+    from kvtui.metrics.store_full import StoreFullAlarm
+
+    script = iter([True, False])
+
+    class FakeSession:  # what _progress reads of a LiveSession of kvtui's HA cluster
+        outage = False
+        store_full = StoreFullAlarm(lambda failed, seconds: "")
+
+        def wait(self, timeout_s):
+            try:
+                self.outage = next(script)
+            except StopIteration:
+                return True
+            return False
+
+        def outage_of(self):
+            return "leader"
+
+    _progress(FakeSession(), 0, quiet=True)
+    assert capsys.readouterr().err.splitlines()[0] == (
+        "kvtui: no master serves (the leader is gone or hung; the others elect a new one): dispatch held")
+
+
+def test_the_processes_panel_names_each_master_with_its_role():
+    procs = [{"name": "master-0", "role": "leader"}, {"name": "master-1", "role": "standby"}, {"name": "etcd"},
+             {"name": "decode"}]
+    names = [p["name"] for p in procs]
+    assert with_roles(procs, names, 20) == ["master-0 leader", "master-1 standby", "etcd", "decode"]
+    assert with_roles(procs, names, 13) == ["master-0 lead", "master-1 stby", "etcd", "decode"]
+    assert with_roles(procs, names, 12) == ["mas-0 lead", "mas-1 stby", "etcd", "decode"]
+    assert with_roles(procs, names, 9) == ["m0 lead", "m1 stby", "etcd", "decode"]
+    assert with_roles(procs, names, 6) == names  # no room: the names alone
+
+
+def test_a_master_is_what_its_health_says():
+    s = ha.MasterState("master-1", "http://h:1", True, "leader", "leader_warmup", "127.0.0.1:5")
+    assert s.word == "warm-up" and not s.serving
+    assert ha.MasterState("master-0", "http://h:0", True, "leader", "serving").word == "leader"
+    assert ha.MasterState("master-2", "http://h:2", False).word == "down"
+    row = ha.MasterState("master-1", "http://h:1", True, "standby", "standby", "127.0.0.1:5", 3).as_row()
+    assert row == {"name": "master-1", "url": "http://h:1", "up": True, "role": "standby", "ha_state": "standby",
+                   "leader": "127.0.0.1:5", "lag": 3}
+    assert ha.admin_names(["http://a:1", "http://b:2"]) == (("master-0", "http://a:1"), ("master-1", "http://b:2"))
