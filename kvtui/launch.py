@@ -192,7 +192,9 @@ class Outputs:
         self.plan = plan
         self.exporter: Any = None
         self.log: Any = None
+        self.trace: Any = None  # --save-trace: a workload.trace_writer.TraceRecorder
         self._told = False  # a failed log was reported
+        self._told_trace = False
         if plan.prometheus is not None:
             from kvtui.export.prometheus import ExporterError, PrometheusExporter
 
@@ -221,6 +223,16 @@ class Outputs:
         if self.plan.requests_log:
             self.log = open_requests_log(self.plan.requests_log, session.estimator)
             session.subscribe_results(self.log.add)
+        if self.plan.save_trace:
+            from workload.trace_writer import TraceRecorder
+
+            try:  # blocks of the run's page size: a replay with that page size issues the same pages
+                self.trace = TraceRecorder(self.plan.save_trace, session.engine.options.layout.page_tokens)
+            except OSError as exc:
+                raise KvtuiError(f"--save-trace: {self.plan.save_trace}: {exc.strerror or exc}") from None
+            trace = self.trace
+            session.subscribe_requests(trace.drawn)
+            session.subscribe_results(lambda r: trace.finished(r.req_id, r.t_start))
 
     def finish(self, final: Any = None) -> list[str]:
         """The run ended: pin the exporter to ``final`` (the summary's frame), close the request log;
@@ -233,7 +245,18 @@ class Outputs:
             if self.log.error and not self._told:
                 lines.append(f"--requests-log: {self.log.error}")
             self._told = True
+        lines += self._close_trace()
         return lines
+
+    def _close_trace(self) -> list[str]:
+        """Close the ``--save-trace`` file; its error, once, as a line for the user."""
+        if self.trace is None:
+            return []
+        self.trace.close()
+        if self.trace.error and not self._told_trace:
+            self._told_trace = True
+            return [f"--save-trace: {self.trace.error}"]
+        return []
 
     def linger(self) -> None:
         """Keep serving ``--prometheus-linger`` seconds (after the summary; Ctrl-C ends it as an interrupt)."""
@@ -250,6 +273,8 @@ class Outputs:
             if self.log.error and not self._told:
                 print(f"kvtui: --requests-log: {self.log.error}", file=sys.stderr)
             self._told = True
+        for line in self._close_trace():
+            print(f"kvtui: {line}", file=sys.stderr)
         if self.exporter is not None:
             self.exporter.stop()
             self.exporter = None

@@ -11,17 +11,42 @@ a block up (hit) or publishing it touches it (most recently used); publishing a 
 evicts the least recently used one, possibly one the same row just published. Because every hit block is
 published again by the same row, the cache content is always the ``capacity`` most recently published
 blocks, so the hit rate never decreases when the capacity grows (the shape of the paper's Fig. 9).
+
+Optimal cache of the same capacity (:func:`optimal_hits`): Belady's MIN (L. A. Belady, "A study of replacement
+algorithms for a virtual-storage computer", IBM Systems Journal 5(2), 1966): when a block must be published into
+a full cache, drop whichever of the cached blocks and the new one is used furthest in the future (the new one
+is then not kept). With the replay rule above a block's "use" is the next later row that lists it among its
+full blocks, ties broken by its position in that row (a deeper block only hits if the ones before it do). No
+cache of that capacity hits more: the unit tests check it against an exhaustive search over every eviction
+choice. It is an upper bound no online policy reaches (it knows the future): the gap between it and LRU is
+what the eviction policy costs, the gap between it and the unbounded cache what the capacity costs.
+
+Two more ways to read a hit rate:
+
+* aiperf's (:func:`aiperf_hit_rate`, the ``cache_hit_rate`` of ``aiperf analyze-trace``,
+  ``ai-dynamo/aiperf`` ``src/aiperf/dataset/synthesis/prefix_analyzer.py``): the **mean over requests** of
+  each request's share of its listed blocks (partial tail included) in the leading run already seen, with an
+  unbounded cache. Every request weighs the same, whatever its length; kvtui's figures weigh each token the
+  same (hit tokens ÷ input tokens), so long prompts count for more. Both are right; they answer different
+  questions and differ on real traces.
+* The prefill-compute ceiling (:func:`prefill_ceiling`) of a token hit rate ``r``: ``1 / (1 − r)``, how many
+  times less prefill work there is if every hit token costs nothing and every other token the same (input
+  tokens ÷ tokens still computed). An ideal: loading a hit costs time, and attention over a long reused
+  prefix is not free.
 """
 
 from __future__ import annotations
 
+import heapq
+import math
 from collections import OrderedDict
 from collections.abc import Iterable, Sequence
 from dataclasses import asdict, dataclass
 
 from workload.trace import DEFAULT_BLOCK_TOKENS, TraceRow, late_rows
 
-__all__ = ["TraceStats", "trace_stats", "ideal_hits", "hit_rate_curve", "percentile", "IdealPrefixCache"]
+__all__ = ["TraceStats", "trace_stats", "ideal_hits", "hit_rate_curve", "optimal_hits", "optimal_hit_rate_curve",
+           "aiperf_hit_rate", "prefill_ceiling", "percentile", "IdealPrefixCache"]
 
 
 @dataclass
@@ -48,6 +73,8 @@ class TraceStats:
         ideal_token_hit_rate: ``ideal_hit_tokens / input_tokens`` (0..1).
         all_blocks_hits / all_blocks_hit_tokens / all_blocks_token_hit_rate: the same if partial tail
             blocks were cacheable too (hit tokens capped at the row's input length) -- an upper bound.
+        aiperf_hit_rate: aiperf ``analyze-trace``'s ``cache_hit_rate`` (:func:`aiperf_hit_rate`): the mean
+            over rows of each row's block hit share, unbounded cache (0..1).
     """
 
     rows: int
@@ -71,6 +98,7 @@ class TraceStats:
     all_blocks_hits: int
     all_blocks_hit_tokens: int
     all_blocks_token_hit_rate: float
+    aiperf_hit_rate: float
 
     def to_dict(self) -> dict[str, object]:
         """Plain dict of the fields (JSON-serialisable)."""
@@ -166,6 +194,60 @@ def _replay(full: Sequence[Sequence[int]], capacity_blocks: int | None) -> int:
     return hits
 
 
+def _next_uses(full: Sequence[Sequence[int]]) -> list[list[tuple[int, int]]]:
+    """For each row ``r`` and each of its full blocks, ``(next row, position)``: the first row after ``r`` that
+    lists the block among its full blocks and the block's position there; ``(len(full), 0)`` when none does.
+    One backward pass, O(blocks) time and one dict entry per distinct block."""
+    never = (len(full), 0)
+    later: dict[int, tuple[int, int]] = {}
+    out: list[list[tuple[int, int]]] = [[] for _ in full]
+    for r in range(len(full) - 1, -1, -1):
+        ids = full[r]
+        out[r] = [later.get(h, never) for h in ids]
+        for k in range(len(ids) - 1, -1, -1):  # the first position wins when a row lists a block twice
+            later[ids[k]] = (r, k)
+    return out
+
+
+def _replay_min(full: Sequence[Sequence[int]], capacity_blocks: int) -> int:
+    """Full-block prefix hits of Belady's MIN with room for ``capacity_blocks`` blocks (module docstring).
+
+    Each row: count its leading run of cached blocks, then publish its full blocks in order. A cached block
+    gets its new next use; a new block is cached while there is room, else it replaces the cached block used
+    furthest in the future when that one is used later than itself, and is dropped otherwise. The cached
+    blocks sit in a max-heap on their next use; an entry whose block has since been re-keyed or dropped is
+    skipped when it reaches the top (lazy deletion). Cost: O(B log B) time for B full blocks in all, memory
+    one heap entry per publish plus one dict entry per distinct block."""
+    if capacity_blocks <= 0:
+        return 0
+    uses = _next_uses(full)
+    cached: dict[int, tuple[int, int]] = {}  # block -> its next use (row, position)
+    heap: list[tuple[int, int, int]] = []  # (-row, -position, block): furthest next use on top
+    hits = 0
+    for ids, nexts in zip(full, uses):
+        for h in ids:
+            if h not in cached:
+                break
+            hits += 1
+        for h, nxt in zip(ids, nexts):
+            if h not in cached and len(cached) >= capacity_blocks:
+                while True:  # the cached block used furthest ahead (stale entries dropped)
+                    row, pos, victim = heap[0]
+                    if cached.get(victim) == (-row, -pos):
+                        break
+                    heapq.heappop(heap)
+                if nxt >= (-row, -pos):
+                    continue  # the new block is needed last: keep the cache as it is
+                heapq.heappop(heap)
+                del cached[victim]
+            cached[h] = nxt
+            heapq.heappush(heap, (-nxt[0], -nxt[1], h))
+        if len(heap) > 4 * capacity_blocks + 64:  # bound the stale entries: rebuild from the live ones
+            heap = [(-r, -p, b) for b, (r, p) in cached.items()]
+            heapq.heapify(heap)
+    return hits
+
+
 def _capacity_blocks(capacity_tokens: int | None, block_tokens: int) -> int | None:
     if capacity_tokens is None:
         return None
@@ -205,6 +287,69 @@ def hit_rate_curve(
         hits = _replay(full, cap_blocks)
         out.append((cap, hits * block_tokens / input_tokens if input_tokens else 0.0))
     return out
+
+
+def optimal_hits(
+    rows: Sequence[TraceRow], block_tokens: int = DEFAULT_BLOCK_TOKENS, capacity_tokens: int | None = None
+) -> tuple[int, int]:
+    """``(full-block prefix hits, hit tokens)`` of Belady's MIN replay of ``rows`` with room for
+    ``capacity_tokens // block_tokens`` blocks (module docstring; ``None`` = unbounded, where MIN and the
+    unbounded cache agree). O(B log B) time for B full blocks. ``ValueError`` on a negative capacity."""
+    _check_block_tokens(block_tokens)
+    full = _full_blocks(rows, block_tokens)
+    cap = _capacity_blocks(capacity_tokens, block_tokens)
+    hits = _replay(full, None) if cap is None else _replay_min(full, cap)
+    return hits, hits * block_tokens
+
+
+def optimal_hit_rate_curve(
+    rows: Sequence[TraceRow], capacities: Iterable[int | None], block_tokens: int = DEFAULT_BLOCK_TOKENS
+) -> list[tuple[int | None, float]]:
+    """Belady MIN token hit rate (0..1, hit tokens / input tokens) at each capacity in tokens, as
+    :func:`hit_rate_curve` gives LRU's: ``[(capacity_tokens, hit_rate), ...]`` in the order given (``None`` =
+    unbounded). Each point is one MIN replay, O(B log B) for B full blocks; at every capacity it is at least
+    LRU's and at most the unbounded cache's rate."""
+    _check_block_tokens(block_tokens)
+    caps = list(capacities)
+    input_tokens = sum(r.input_length for r in rows)
+    out: list[tuple[int | None, float]] = []
+    for cap in caps:
+        hit_tokens = optimal_hits(rows, block_tokens, cap)[1]
+        out.append((cap, hit_tokens / input_tokens if input_tokens else 0.0))
+    return out
+
+
+def aiperf_hit_rate(rows: Iterable[TraceRow]) -> float:
+    """aiperf ``analyze-trace``'s ``cache_hit_rate`` of ``rows`` (0..1; ``ai-dynamo/aiperf``,
+    ``PrefixAnalyzer._compute_per_request_hit_rates``): rows in order with an unbounded cache of hash ids;
+    a row's share is the length of the leading run of its ``hash_ids`` already seen ÷ ``len(hash_ids)``
+    (every listed block, the partial tail too, so no block size enters); then all its ids are seen. The
+    result is the mean of the shares over the rows that list at least one id (0 when none does)."""
+    seen: set[int] = set()
+    total = 0.0
+    n = 0
+    for r in rows:
+        ids = r.hash_ids
+        if not ids:
+            continue
+        run = 0
+        for h in ids:
+            if h not in seen:
+                break
+            run += 1
+        total += run / len(ids)
+        n += 1
+        seen.update(ids)
+    return total / n if n else 0.0
+
+
+def prefill_ceiling(token_hit_rate: float) -> float:
+    """The prefill-compute ceiling of a token hit rate ``r`` (0..1): ``1 / (1 − r)``, input tokens ÷ tokens
+    still computed if every hit token were free (module docstring). ``math.inf`` at ``r = 1`` (nothing left
+    to compute); ``ValueError`` outside 0..1."""
+    if not 0.0 <= token_hit_rate <= 1.0:
+        raise ValueError(f"a hit rate is within 0..1, got {token_hit_rate!r}")
+    return math.inf if token_hit_rate >= 1.0 else 1.0 / (1.0 - token_hit_rate)
 
 
 def trace_stats(rows: Sequence[TraceRow], block_tokens: int = DEFAULT_BLOCK_TOKENS) -> TraceStats:
@@ -257,4 +402,5 @@ def trace_stats(rows: Sequence[TraceRow], block_tokens: int = DEFAULT_BLOCK_TOKE
         all_blocks_hits=all_hits,
         all_blocks_hit_tokens=all_hit_tokens,
         all_blocks_token_hit_rate=all_hit_tokens / input_tokens,
+        aiperf_hit_rate=aiperf_hit_rate(rows),
     )

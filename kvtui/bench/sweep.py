@@ -1,5 +1,6 @@
 """``kvtui sweep``: the hit rate of a trace through the real Mooncake store at several store capacities, beside
-the offline LRU model at the same capacities and the unbounded ideal (:mod:`workload.stats`).
+the offline LRU model and Belady's optimal cache at the same capacities and the unbounded ideal
+(:mod:`workload.stats`).
 
 Each point runs on a **fresh embedded cluster** whose segment is sized for that capacity
 (:func:`kvtui.core.sweep.point_size`), so every point starts from an empty store (a segment's size is fixed
@@ -14,7 +15,7 @@ per-object overhead, and the evicted keys.
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Callable
 
 from kvtui.core.sweep import PointSize, SweepPoint, SweepResult
@@ -49,16 +50,18 @@ class SweepPlan:
     synthesis: dict | None = None
 
 
-def offline_curve(plan: SweepPlan) -> tuple[list[float], float, int]:
-    """``(LRU token hit rate per point, unbounded ideal, input tokens)`` of the plan's rows (0..1 rates;
-    :func:`workload.stats.hit_rate_curve` at each point's capacity, the ``kvtui trace-stats --capacity``
+def offline_curve(plan: SweepPlan) -> tuple[list[float], list[float], float, int]:
+    """``(LRU token hit rate per point, Belady MIN token hit rate per point, unbounded ideal, input tokens)`` of
+    the plan's rows (0..1 rates; :func:`workload.stats.hit_rate_curve` and
+    :func:`workload.stats.optimal_hit_rate_curve` at each point's capacity, the ``kvtui trace-stats --capacity``
     computation)."""
-    from workload.stats import hit_rate_curve
+    from workload.stats import hit_rate_curve, optimal_hit_rate_curve
 
     caps = [s.capacity_tokens for s in plan.sizes]
     curve = hit_rate_curve(plan.rows, [*caps, None], plan.block_tokens)
+    best = optimal_hit_rate_curve(plan.rows, caps, plan.block_tokens)
     input_tokens = sum(r.input_length for r in plan.rows)
-    return [rate for _cap, rate in curve[:-1]], curve[-1][1], input_tokens
+    return [rate for _cap, rate in curve[:-1]], [rate for _cap, rate in best], curve[-1][1], input_tokens
 
 
 def run_sweep(plan: SweepPlan, start: Callable, progress: Callable[[int, int, dict], None] | None = None
@@ -77,7 +80,7 @@ def run_sweep(plan: SweepPlan, start: Callable, progress: Callable[[int, int, di
     from kvtui.engine.store import StoreError
     from kvtui.session.writer import mooncake_version
 
-    lru, ideal, input_tokens = offline_curve(plan)
+    lru, best, ideal, input_tokens = offline_curve(plan)
     points: list[SweepPoint] = []
     interrupted: BaseException | None = None
     copts = ClusterOptions(lease_ttl_ms=int(round(plan.lease_ttl_s * 1000)), log_dir=plan.log_dir,
@@ -86,7 +89,8 @@ def run_sweep(plan: SweepPlan, start: Callable, progress: Callable[[int, int, di
         opts = EngineOptions(layout=plan.layout, model=plan.model, store_bytes=size.segment_bytes, concurrency=1,
                              read_streams=1, cluster=copts)
         try:
-            points.append(_run_point(plan, size, lru[i], start(opts), i, progress))
+            points.append(replace(_run_point(plan, size, lru[i], start(opts), i, progress),
+                                  min_token_hit_rate=best[i]))
         except (KeyboardInterrupt, StoreError) as exc:
             interrupted = exc
             break

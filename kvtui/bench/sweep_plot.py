@@ -1,7 +1,8 @@
 """The plot of a capacity sweep as an SVG or PNG file (``kvtui sweep --svg/--png``), with matplotlib's Agg
-backend (no display needed): token hit rate against store capacity on a log axis, three curves (the real
-Mooncake store, the offline LRU model at the same capacities, the unbounded cache's ideal), each measured
-point marked. The curves' names and axis labels are :data:`kvtui.core.sweep.CURVES`, as on the sweep's screen."""
+backend (no display needed): token hit rate against store capacity on a log axis, four curves (the real
+Mooncake store, the offline LRU model and Belady's optimal cache at the same capacities, the unbounded cache's
+ideal), each measured point marked; a sweep file without the optimal curve draws the other three. The
+curves' names and axis labels are :data:`kvtui.core.sweep.CURVES`, as on the sweep's screen."""
 
 from __future__ import annotations
 
@@ -12,12 +13,13 @@ from pathlib import Path
 from kvtui.core.sweep import CURVES, X_LABEL, Y_LABEL, SweepResult, format_tokens
 from kvtui.core.units import format_bytes
 
-REAL, LRU, IDEAL = CURVES
+REAL, LRU, MIN, IDEAL = CURVES
 
 
 def sweep_figure(result: SweepResult):
     """A matplotlib ``Figure`` of ``result``: one axes, log x (capacity, tokens), y the token hit rate (%),
-    three lines labelled :data:`REAL`, :data:`LRU`, :data:`IDEAL` in that order."""
+    lines labelled :data:`REAL`, :data:`LRU`, :data:`MIN` (only when every point has it) and :data:`IDEAL`, in
+    that order."""
     import matplotlib
 
     matplotlib.use("Agg", force=True)
@@ -33,13 +35,16 @@ def sweep_figure(result: SweepResult):
     ax.plot(caps, real, marker="o", color="tab:green", label=REAL, zorder=3)  # on top where the two agree
     ax.plot(caps, lru, marker="s", markersize=9, markerfacecolor="none", color="tab:blue", linestyle="--",
             label=LRU)
+    best = [100 * p.min_token_hit_rate for p in result.points if p.min_token_hit_rate is not None]
+    if caps and len(best) == len(caps):
+        ax.plot(caps, best, marker="^", color="tab:purple", linestyle="-.", label=MIN)
     ax.plot(caps, ideal, color="tab:orange", linestyle=":", label=IDEAL)
     ax.set_xscale("log")
     if caps:
         ax.xaxis.set_major_locator(FixedLocator(caps))
         ax.xaxis.set_minor_locator(NullLocator())
         ax.set_xticklabels([format_tokens(c) for c in caps])
-    highest = max([100 * result.ideal_token_hit_rate, *real, *lru, 10.0])
+    highest = max([100 * result.ideal_token_hit_rate, *real, *lru, *best, 10.0])
     ax.set_ylim(0, min(100.0, highest * 1.15))
     ax.set_xlabel(X_LABEL)
     ax.set_ylabel(Y_LABEL)

@@ -57,7 +57,7 @@ def register(subparsers) -> None:
     add_estimate_arguments(p)
     add_cluster_arguments(p)
     add_listen_arguments(p)
-    add_export_arguments(p, linger=True)
+    add_export_arguments(p, linger=True, save_trace=True)
     p.set_defaults(func=run)
 
 

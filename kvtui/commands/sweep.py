@@ -1,6 +1,6 @@
 """``kvtui sweep``: a trace's hit rate through the real Mooncake store at several store capacities, beside the
-offline LRU model at the same capacities and the unbounded ideal; a table, ``--json``, and the plot
-(``--svg``/``--png``). ``kvtui report SWEEP.json`` shows a saved sweep in a terminal screen.
+offline LRU model and Belady's optimal cache at the same capacities and the unbounded ideal; a table,
+``--json``, and the plot (``--svg``/``--png``). ``kvtui report SWEEP.json`` shows a saved sweep in a terminal screen.
 
 Each capacity gets a fresh embedded cluster whose segment holds that many tokens of pages
 (:mod:`kvtui.core.sweep` gives the rule), and the trace is replayed through it as ``kvtui run --trace …
@@ -29,11 +29,13 @@ def register(subparsers) -> None:
     from kvtui.core.traces import trace_arg, trace_names
 
     p = subparsers.add_parser(
-        "sweep", help="hit rate of a trace through the real store at several capacities, against offline LRU",
+        "sweep", help="hit rate of a trace through the real store at several capacities, against offline LRU "
+                      "and optimal caches",
         description="For each --capacity, start an embedded Mooncake cluster whose store holds that many tokens "
                     "of KV pages, replay the trace through it one request at a time as fast as possible, and "
-                    "report the real store's token hit rate beside the offline LRU model's at the same capacity "
-                    "(`kvtui trace-stats --capacity`) and the unbounded cache's ideal. Each point starts from an "
+                    "report the real store's token hit rate beside the offline LRU model's and Belady's optimal "
+                    "cache's (MIN: the most any eviction policy can hit) at the same capacity (`kvtui trace-stats "
+                    "--capacity`) and the unbounded cache's ideal. Each point starts from an "
                     "empty store. `kvtui report SWEEP.json` shows a saved sweep's curve.")
     g = p.add_argument_group("what to sweep")
     g.add_argument("--trace", required=True, type=trace_arg, metavar="NAME|FILE",
@@ -45,7 +47,7 @@ def register(subparsers) -> None:
                    help="tokens per trace hash id (default 512, the FAST'25 release)")
     g.add_argument("--strict", action="store_true", help="stop at the first bad trace row (default: skip and count)")
     add_synthesis_arguments(p.add_argument_group(
-        "trace synthesis (as on run and trace-stats: the offline LRU curve is that of the rows replayed; "
+        "trace synthesis (as on run and trace-stats: the offline curves are those of the rows replayed; "
         "--trace-speedup changes no hit of a replay at --speed max and is refused)"))
     add_layout_arguments(  # the sweep's own default page shape (kvtui.core.sweep.SWEEP_BASE)
         p, None, layout_help=f"layout preset instead of the sweep's default pages: {SWEEP_BASE.layers} layer × "
@@ -72,7 +74,7 @@ def register(subparsers) -> None:
                         "instead of the table); `kvtui report PATH` shows it")
     o.add_argument("--svg", type=path_arg, metavar="PATH",
                    help="write the plot as SVG: token hit rate (%%) against capacity (tokens, log scale), real "
-                        "store, offline LRU and unbounded ideal")
+                        "store, offline LRU, offline optimal (Belady MIN) and unbounded ideal")
     o.add_argument("--png", type=path_arg, metavar="PATH", help="write the same plot as PNG (800×480 px)")
     o.add_argument("--quiet", action="store_true", help="no progress bar or notes (warnings still show)")
     p.set_defaults(func=run)

@@ -1,8 +1,10 @@
 """``kvtui trace-stats FILE``: offline summary of a Mooncake FAST'25 trace and its ideal prefix-hit rate.
 
 No store is touched. The ideal hit rate follows the replay rule of the trace README (full blocks only,
-longest leading run of already-published blocks, rows in file order); ``--capacity`` adds the hit rate
-of an LRU cache of that many tokens (the shape of Fig. 9 of the Mooncake FAST'25 paper).
+longest leading run of already-published blocks, rows in file order); beside it aiperf ``analyze-trace``'s
+hit rate (a mean over requests) and the prefill-compute ceiling ``1 / (1 − r)``. ``--capacity`` adds the
+hit rate of an LRU cache of that many tokens (the shape of Fig. 9 of the Mooncake FAST'25 paper) and of
+Belady's optimal cache of the same size (:mod:`workload.stats`). Figures: :data:`kvtui.metrics.figures.TRACE`.
 """
 
 from __future__ import annotations
@@ -45,7 +47,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:
             "Read a Mooncake FAST'25 JSONL trace (kvcache-ai/Mooncake FAST25-release/traces) and print its "
             "size, arrival rate, prompt length percentiles and the ideal KV prefix-hit rate: rows replayed in "
             "file order, only full blocks cacheable, a hit is the longest leading run of blocks already "
-            "published. --capacity adds the hit rate of an LRU cache of that size."
+            "published; beside it aiperf analyze-trace's hit rate (the mean over requests of each request's "
+            "block hit share) and the prefill-compute ceiling 1/(1 - r). --capacity adds the hit rates of an LRU "
+            "cache of that size and of Belady's optimal cache (MIN: drop the block used furthest in the future), "
+            "the most any eviction policy can hit."
         ),
     )
     p.add_argument("file", metavar="NAME|FILE", help=f"a shipped trace by name ({trace_names()}; `kvtui traces` "
@@ -61,8 +66,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "--capacity",
         metavar="TOKENS",
         action="append",
-        help="LRU cache capacity in tokens (e.g. 4096, 500k, 1M = 1,000,000 tokens); repeat the flag or "
-        "give a comma-separated list for a hit-rate curve",
+        help="cache capacity in tokens (e.g. 4096, 500k, 1M = 1,000,000 tokens) for the LRU and the optimal "
+        "(Belady MIN) hit rates; repeat the flag or give a comma-separated list for a hit-rate curve",
     )
     p.add_argument("--strict", action="store_true", help="stop at the first bad row, or row whose timestamp is "
                    "below an earlier row's (file:line: reason, exit 2), instead of skipping bad rows and noting late "
@@ -80,6 +85,18 @@ def _rows(n: int, what: str) -> str:
     return f"{_fmt_int(n)} {what}{'' if n == 1 else 's'}"
 
 
+def _ceiling(rate: float) -> str:
+    from kvtui.metrics.figures import ceiling_text
+    from workload.stats import prefill_ceiling
+
+    return ceiling_text(prefill_ceiling(rate))
+
+
+def _json_ceiling(ceiling: float) -> float | None:
+    """A prefill ceiling for JSON, which has no infinity: None when every token hits."""
+    return None if ceiling == float("inf") else ceiling
+
+
 def _fmt_int(n: int) -> str:
     return f"{n:,}"
 
@@ -92,7 +109,8 @@ def run(args: argparse.Namespace, started_at: float | None = None) -> int:
     from kvtui.config.paths import check_outputs
     from kvtui.config.workload import apply_synthesis, synthesis_fields, trace_synthesis
     from kvtui.core.traces import resolve_trace
-    from workload.stats import hit_rate_curve, trace_stats
+    from kvtui.metrics import figures as fig
+    from workload.stats import hit_rate_curve, optimal_hit_rate_curve, prefill_ceiling, trace_stats
     from workload.synthesis import shared_prefix_lengths
     from workload.trace import TraceError, read_trace
 
@@ -110,6 +128,7 @@ def run(args: argparse.Namespace, started_at: float | None = None) -> int:
         stats = trace_stats(rows, block_tokens)
         shared_tokens = sum(shared_prefix_lengths(rows, block_tokens)) * block_tokens
         curve = hit_rate_curve(rows, capacities, block_tokens) if capacities else []
+        best = optimal_hit_rate_curve(rows, capacities, block_tokens) if capacities else []
     except (TraceError, ValueError) as exc:
         raise KvtuiError(str(exc)) from None
     skipped = [p for p in problems if p.skipped]
@@ -140,18 +159,29 @@ def run(args: argparse.Namespace, started_at: float | None = None) -> int:
         ("shared prefixes", f"{_fmt_int(shared_tokens)} tokens ({shared_tokens / stats.input_tokens:.2%} of input): "
                             "rows' leading blocks that other rows list too"),
         (
-            "ideal hit rate",
-            f"{stats.ideal_token_hit_rate * 100:6.2f} %  unbounded cache "
+            fig.TRACE_IDEAL.label,
+            f"{stats.ideal_token_hit_rate * 100:6.2f} %  unbounded cache, token-weighted "
             f"({_fmt_int(stats.ideal_block_hits)} block hits, {_fmt_int(stats.ideal_hit_tokens)} tokens)",
         ),
+        (
+            fig.AIPERF_HIT_RATE.label,
+            f"{stats.aiperf_hit_rate * 100:6.2f} %  unbounded cache, mean over requests of each one's block hit "
+            "share (aiperf analyze-trace)",
+        ),
+        (
+            fig.PREFILL_CEILING.label,
+            f"{fig.ceiling_text(prefill_ceiling(stats.ideal_token_hit_rate)):>7}   1/(1 - ideal hit rate): prompt "
+            "tokens ÷ tokens left to compute if every hit token were free (an ideal)",
+        ),
     ]
-    for cap, rate in curve:
+    for (cap, rate), (_cap, opt) in zip(curve, best):
         assert cap is not None
-        blocks = cap // block_tokens
         table.append(
             (
                 f"hit rate @ {_fmt_int(cap)} tokens",
-                f"{rate * 100:6.2f} %  LRU cache of {_fmt_int(blocks)} blocks",
+                f"{rate * 100:6.2f} %  {fig.TRACE_LRU.label} (prefill ceiling {_ceiling(rate)})   "
+                f"{opt * 100:6.2f} %  {fig.TRACE_MIN.label} (prefill ceiling {_ceiling(opt)})   "
+                f"{_fmt_int(cap // block_tokens)} blocks",
             )
         )
     width = max(len(k) for k, _ in table)
@@ -175,7 +205,11 @@ def run(args: argparse.Namespace, started_at: float | None = None) -> int:
             **synthesis_fields(synthesis),
             **stats.to_dict(),
             "shared_prefix_tokens": shared_tokens,
-            "lru": [{"capacity_tokens": cap, "token_hit_rate": rate} for cap, rate in curve],
+            fig.PREFILL_CEILING.key: _json_ceiling(prefill_ceiling(stats.ideal_token_hit_rate)),
+            "lru": [{"capacity_tokens": cap, "token_hit_rate": rate,
+                     fig.PREFILL_CEILING.key: _json_ceiling(prefill_ceiling(rate))} for cap, rate in curve],
+            "min": [{"capacity_tokens": cap, "token_hit_rate": rate,
+                     fig.PREFILL_CEILING.key: _json_ceiling(prefill_ceiling(rate))} for cap, rate in best],
             "bad_rows": len(skipped),
             "problems": [{"line": p.line_no, "reason": p.reason, "skipped": p.skipped} for p in problems[:100]],
         }

@@ -1,7 +1,7 @@
 """The flags that take figures out of the terminal, shared by ``run`` and ``watch``: ``--prometheus [HOST:]PORT``
 (the exporter of :mod:`kvtui.export.prometheus`), ``--prometheus-linger SECONDS`` (``run``) and
-``--requests-log PATH`` (:mod:`kvtui.export.request_log`). :class:`kvtui.launch.Outputs` binds and opens what
-the :class:`ExportPlan` names."""
+``--requests-log PATH`` (:mod:`kvtui.export.request_log`), and ``run``'s ``--save-trace FILE``
+(:mod:`workload.trace_writer`). :class:`kvtui.launch.Outputs` binds and opens what the :class:`ExportPlan` names."""
 
 from __future__ import annotations
 
@@ -15,9 +15,10 @@ DEFAULT_HOST = "127.0.0.1"
 """Where ``--prometheus PORT`` listens without a host."""
 
 
-def add_export_arguments(p: argparse.ArgumentParser, *, linger: bool = False, requests_log: bool = True) -> None:
+def add_export_arguments(p: argparse.ArgumentParser, *, linger: bool = False, requests_log: bool = True,
+                         save_trace: bool = False) -> None:
     """Add the group to a command's parser (``linger``: also ``--prometheus-linger``; ``requests_log``:
-    also ``--requests-log``)."""
+    also ``--requests-log``; ``save_trace``: also ``--save-trace``)."""
     g = p.add_argument_group("Prometheus exporter and per-request log")
     g.add_argument("--prometheus", metavar="[HOST:]PORT",
                    help=f"serve kvtui's metrics for Prometheus on http://HOST:PORT/metrics "
@@ -34,6 +35,12 @@ def add_export_arguments(p: argparse.ArgumentParser, *, linger: bool = False, re
                             "scenario/group or trace row, worker, tokens, pages hit/published/present/failed, "
                             "probe/reload/publish ms, bytes, TTFT saved estimate); .parquet needs pyarrow "
                             "(pip install 'kvtui[parquet]')")
+    if save_trace:
+        g.add_argument("--save-trace", type=path_arg, metavar="FILE",
+                       help="write the requests that ran to FILE as a Mooncake FAST'25 JSONL trace (timestamp ms, "
+                            "input_length, output_length, hash_ids: one id per page, equal ids for equal page "
+                            "keys), a line per finished request, so aiperf or `kvtui run --trace FILE "
+                            "--trace-block-tokens PAGE_TOKENS` replays the same workload with the same page hits")
 
 
 def check_requests_log(path: str, flag: str = "--requests-log") -> None:
@@ -51,11 +58,13 @@ def check_requests_log(path: str, flag: str = "--requests-log") -> None:
 class ExportPlan:
     """``prometheus``: ``(host, port)`` of the exporter (port 0: a free one; None: no exporter);
     ``linger_s``: how long a finished ``run`` keeps serving its final figures (s); ``requests_log``: the
-    per-request log's path (CSV, or Parquet by its suffix; None: none)."""
+    per-request log's path (CSV, or Parquet by its suffix; None: none); ``save_trace``: where the requests
+    that ran are written as a FAST'25 trace (None: nowhere)."""
 
     prometheus: tuple[str, int] | None = None
     linger_s: float = 0.0
     requests_log: str | None = None
+    save_trace: str | None = None
 
 
 NO_EXPORTS = ExportPlan()
@@ -64,7 +73,7 @@ NO_EXPORTS = ExportPlan()
 
 def exports_from_args(args: argparse.Namespace) -> ExportPlan:
     """The :class:`ExportPlan` of the flags, each checked now (``KvtuiError``: a bad address, a negative
-    linger, ``--prometheus-linger`` without ``--prometheus``, an unwritable log)."""
+    linger, ``--prometheus-linger`` without ``--prometheus``, an unwritable log or trace file)."""
     linger = float(getattr(args, "prometheus_linger", 0.0) or 0.0)
     if not linger >= 0:
         raise bad_value("--prometheus-linger", "0 or more seconds", linger)
@@ -74,6 +83,9 @@ def exports_from_args(args: argparse.Namespace) -> ExportPlan:
     path = getattr(args, "requests_log", None)
     if path:
         check_requests_log(path)
+    trace = getattr(args, "save_trace", None)
+    if trace:
+        check_writable(trace, "--save-trace")
     address = None
     if listen:
         from kvtui.export.prometheus import parse_listen
@@ -82,4 +94,4 @@ def exports_from_args(args: argparse.Namespace) -> ExportPlan:
             address = parse_listen(listen, DEFAULT_HOST)
         except ValueError as exc:
             raise KvtuiError(f"--prometheus: {exc}") from None
-    return ExportPlan(prometheus=address, linger_s=linger, requests_log=path or None)
+    return ExportPlan(prometheus=address, linger_s=linger, requests_log=path or None, save_trace=trace or None)

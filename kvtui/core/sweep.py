@@ -48,9 +48,11 @@ SWEEP_BASE = PageLayout(layers=1, kv_heads=1, head_dim=1, page_tokens=512, elem_
 """The sweep's default page shape before :func:`auto_elem_bytes`: one page per 512-token FAST'25 block, 1 KiB
 at one byte per element."""
 
-CURVES = ("real Mooncake store", "offline LRU (trace-stats)", "unbounded ideal")
-"""The three curves of a sweep's plot and screen, in drawing order: hit rates measured through the real store,
-the offline LRU model's at the same capacities, and the unbounded cache's (the trace's ideal)."""
+CURVES = ("real Mooncake store", "offline LRU (trace-stats)", "offline optimal (Belady MIN)", "unbounded ideal")
+"""The four curves of a sweep's plot and screen: hit rates measured through the real store, the offline LRU
+model's and Belady's optimal cache's at the same capacities (``kvtui trace-stats --capacity``), and the unbounded
+cache's (the trace's ideal). LRU to optimal is what the eviction policy costs, optimal to ideal what the
+capacity costs. A sweep file written before the optimal curve existed has none (its points' rate is None)."""
 X_LABEL = "store capacity (tokens, log scale)"
 Y_LABEL = "token hit rate (%)"
 
@@ -155,14 +157,15 @@ def auto_elem_bytes(capacity_tokens: int, block_tokens: int, base: PageLayout, w
 class SweepPoint:
     """One capacity of a sweep. Rates are 0..1 token hit rates (hit tokens ÷ input tokens of the rows).
 
-    ``real_token_hit_rate``: measured through the real store; ``lru_token_hit_rate``: the offline LRU model at
-    the same capacity (``kvtui trace-stats --capacity``); ``pages_hit`` / ``pages_total``: the real store's
-    page hits over the full pages; ``pages_published`` / ``pages_failed``: puts that stored a page or were
-    refused (``NO_AVAILABLE_HANDLE``: the rest of the segment leased or in use); ``evicted_keys``: the
-    master's ``master_evicted_key_count`` at the end; ``keys_at_end`` / ``keys_max``: objects held (at the
-    end / the most seen by the 1 Hz scrape); ``used_bytes_at_end``: ``master_allocated_bytes`` at the end;
-    ``overhead_bytes_per_object``: ``(used_bytes_at_end − keys_at_end · page_bytes) / keys_at_end`` (None
-    with no key); ``elapsed_s``: the replay's seconds; ``errors``: store codes by name and count."""
+    ``real_token_hit_rate``: measured through the real store; ``lru_token_hit_rate``: the offline LRU model at the
+    same capacity (``kvtui trace-stats --capacity``); ``min_token_hit_rate``: Belady's optimal cache of the same
+    capacity (``workload.stats.optimal_hit_rate_curve``; None in a file written without it); ``pages_hit`` /
+    ``pages_total``: the real store's page hits over the full pages; ``pages_published`` / ``pages_failed``: puts
+    that stored a page or were refused (``NO_AVAILABLE_HANDLE``: the rest of the segment leased or in use);
+    ``evicted_keys``: the master's ``master_evicted_key_count`` at the end; ``keys_at_end`` / ``keys_max``: objects
+    held (at the end / the most seen by the 1 Hz scrape); ``used_bytes_at_end``: ``master_allocated_bytes`` at the
+    end; ``overhead_bytes_per_object``: ``(used_bytes_at_end − keys_at_end · page_bytes) / keys_at_end`` (None with
+    no key); ``elapsed_s``: the replay's seconds; ``errors``: store codes by name and count."""
 
     capacity_tokens: int
     blocks: int
@@ -183,6 +186,7 @@ class SweepPoint:
     overhead_bytes_per_object: float | None = None
     elapsed_s: float = 0.0
     errors: dict[str, int] = field(default_factory=dict)
+    min_token_hit_rate: float | None = None
 
 
 @dataclass(frozen=True)
@@ -256,8 +260,10 @@ def sweep_from_dict(data: dict[str, Any], where: str = "sweep file") -> SweepRes
         missing = str(exc).split(": ", 1)[-1]
         raise ValueError(f"{where}: a field is missing or of the wrong type ({missing})") from None
     for i, p in enumerate(result.points):
-        for name in ("real_token_hit_rate", "lru_token_hit_rate"):
+        for name in ("real_token_hit_rate", "lru_token_hit_rate", "min_token_hit_rate"):
             v = getattr(p, name)
+            if v is None and name == "min_token_hit_rate":
+                continue
             if not isinstance(v, (int, float)) or not 0 <= v <= 1:
                 raise ValueError(f"{where}: point {i + 1}: {name} must be within 0..1, got {v!r}")
         if not isinstance(p.capacity_tokens, int) or p.capacity_tokens < 1:
@@ -274,21 +280,23 @@ def format_tokens(n: int) -> str:
     return str(n)
 
 
-TABLE_HEAD = ("capacity", "pages", "segment", "real store", "offline LRU", "real − LRU", "held at end",
-              "evicted", "puts refused")
+TABLE_HEAD = ("capacity", "pages", "segment", "real store", "offline LRU", "optimal (MIN)", "real − LRU",
+              "held at end", "evicted", "puts refused")
 """The columns of a sweep's table (``kvtui sweep``, ``kvtui report SWEEP.json`` and its screen)."""
 
 
 def table_rows(result: SweepResult) -> list[tuple[str, ...]]:
     """One row of :data:`TABLE_HEAD` per point, as text with units: capacity in tokens, the pages the store
-    holds below the watermark, the segment's bytes, the two token hit rates (%), their gap (percentage
-    points), the objects held at the end and the master's evicted keys and refused puts."""
+    holds below the watermark, the segment's bytes, the three token hit rates (%: the real store, offline LRU,
+    Belady's optimal; "—" where the file has no optimal), the real store's gap to LRU (percentage points), the
+    objects held at the end and the master's evicted keys and refused puts."""
     rows: list[tuple[str, ...]] = []
     for p in result.points:
         held = "—" if p.keys_at_end is None else f"{p.keys_at_end:,}"
         evicted = "—" if p.evicted_keys is None else f"{p.evicted_keys:,}"
         rows.append((f"{p.capacity_tokens:,} tok", f"{p.pages:,}", format_bytes(p.segment_bytes),
                      f"{p.real_token_hit_rate * 100:.2f} %", f"{p.lru_token_hit_rate * 100:.2f} %",
+                     "—" if p.min_token_hit_rate is None else f"{p.min_token_hit_rate * 100:.2f} %",
                      f"{(p.real_token_hit_rate - p.lru_token_hit_rate) * 100:+.2f} pt", held, evicted,
                      f"{p.pages_failed:,}"))
     return rows

@@ -14,6 +14,7 @@ subscribes to its worker rebuilds and remote joins and offers its finished reque
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any, Callable
 
@@ -99,7 +100,8 @@ class LiveSession:
         self.agg = aggregator or Aggregator()
         o = engine.options
         self.agg.set_worker_counts(o.prefill_workers, o.decode_workers, local_segments=o.segment_on == "decode")
-        self.driver = Driver(engine, workload, self._on_result, self.agg.event, on_control=self._apply,
+        self._drawn: Subscribers[[Any]] = Subscribers()
+        self.driver = Driver(engine, self._draw(workload), self._on_result, self.agg.event, on_control=self._apply,
                              concurrency=concurrency, max_requests=max_requests, duration_s=duration_s,
                              duration_from=duration_from, rerun_lost=rerun_lost)
         self._results: Subscribers[[RequestResult]] = Subscribers()
@@ -134,6 +136,20 @@ class LiveSession:
             p = self.workload.progress()
             d.update(speed=p["speed"], position_s=p["position_s"], length_s=p["length_s"])
         return d
+
+    def _draw(self, workload) -> Iterator[Any]:
+        """The workload's requests as the driver draws them, each shown first to :meth:`subscribe_requests`'
+        functions (the workload object itself stays :attr:`workload`: knob changes apply to the next one drawn)."""
+        for req in workload:
+            self._drawn(req)
+            yield req
+
+    def subscribe_requests(self, fn: Callable[[Any], None]) -> Unsubscribe:
+        """Call ``fn`` with every ``workload.Request`` the driver draws from now on, in issue order (from the
+        driver's feeder thread, before the request is submitted; one it draws but never submits, when the run
+        ends meanwhile, has no result); returns the function that unsubscribes. An exception ``fn`` raises
+        ends the run."""
+        return self._drawn.subscribe(fn)
 
     def subscribe_results(self, fn: Callable[[RequestResult], None]) -> Unsubscribe:
         """Call ``fn`` with every finished request from now on (from the driver's collector thread, after

@@ -112,6 +112,43 @@ def trace_eta(workload: WorkloadPanel, rps: float) -> tuple[float | None, str]:
         return left_rows / rps, f"at {rps:.0f} req/s"
     return None, "no rate yet"
 
+# a trace's offline figures (workload.stats; no store): trace-stats, sweep
+_TRACE_SHOWN = "trace-stats: table, --json"
+_TRACE_WINDOW = "the trace's rows, in file order"
+_README_RULE = ("prompt tokens of the leading run of a row's full blocks already published by earlier rows ÷ "
+                "prompt tokens of the rows")
+TRACE_IDEAL = Figure("ideal_token_hit_rate", "ideal hit rate (unbounded cache)", "ideal hit rate", "%",
+                     f"{_README_RULE}; the cache keeps every block (the FAST'25 trace README's rule)",
+                     _TRACE_WINDOW, _TRACE_SHOWN + "; traces; sweep: table, plot, --json",
+                     "ideal_token_hit_rate")
+TRACE_LRU = Figure("lru_token_hit_rate", "LRU hit rate (offline, at a capacity)", "LRU", "%",
+                   f"{_README_RULE}; a cache of capacity ÷ block tokens blocks that drops the least recently used",
+                   _TRACE_WINDOW, _TRACE_SHOWN + " (--capacity); sweep: table, plot, --json",
+                   "lru[].token_hit_rate, points[].lru_token_hit_rate")
+TRACE_MIN = Figure("min_token_hit_rate", "optimal hit rate (Belady MIN, at a capacity)", "optimal (Belady MIN)", "%",
+                   f"{_README_RULE}; a cache of the same blocks that drops the block used furthest in the future "
+                   "(Belady 1966): the most any eviction policy can hit", _TRACE_WINDOW,
+                   _TRACE_SHOWN + " (--capacity); sweep: table, plot, --json",
+                   "min[].token_hit_rate, points[].min_token_hit_rate")
+AIPERF_HIT_RATE = Figure("aiperf_hit_rate", "aiperf hit rate (mean per request)", "aiperf hit rate", "%",
+                         "mean over rows of (leading run of the row's hash ids already seen ÷ its hash ids), "
+                         "unbounded cache: aiperf analyze-trace's cache_hit_rate; every request weighs the same, "
+                         "where the token hit rates weigh every token the same", _TRACE_WINDOW, _TRACE_SHOWN,
+                         "aiperf_hit_rate")
+PREFILL_CEILING = Figure("prefill_ceiling", "prefill-compute ceiling (ideal)", "prefill ceiling", "×",
+                         "1 ÷ (1 − r) of a token hit rate r: prompt tokens ÷ tokens still computed if every hit "
+                         "token were free (an ideal; ∞ when every token hits)", _TRACE_WINDOW,
+                         _TRACE_SHOWN + " (beside each token hit rate)",
+                         "prefill_ceiling, lru[].prefill_ceiling, min[].prefill_ceiling")
+#: a trace's offline figures, in trace-stats' order
+TRACE = (TRACE_IDEAL, AIPERF_HIT_RATE, PREFILL_CEILING, TRACE_LRU, TRACE_MIN)
+
+
+def ceiling_text(ceiling: float) -> str:
+    """:data:`PREFILL_CEILING` as text: ``2.86×``; ``∞ (all hits)`` when every token hits."""
+    return "∞ (all hits)" if ceiling == float("inf") else show(PREFILL_CEILING, ceiling)
+
+
 _RUN = "run, report: summary, --json"
 _RUN_WINDOW = "the run (report: the recorded span)"
 REUSE_BUSY = Figure("reuse_read_MBps", "reuse read (busy)", "reuse read (busy)", "MB/s",
@@ -413,7 +450,7 @@ STORE_COUNTS = STORE[:5]  # what a run's summary keeps of the last scrape (the r
 
 #: every figure once, in the docs table's order
 FIGURES = WALL + HEADER + RUN + LATENCY + RELOAD_COUNTS + (RELOAD_P50, RAW_GET_P50, TCP_P50, MEMCPY_P50, FILL_P50,
-                                                            VERIFY_P50) + WORKERS + TTFT + STORE
+                                                            VERIFY_P50) + WORKERS + TTFT + TRACE + STORE
 
 
 UNIT_DECIMALS = {"MB/s": 0, "ms": 2, "%": 2, "s": 1, "req/s": 1, "/s": 1, "tok/s": 0, "×": 2, "s/s": 2,

@@ -10,7 +10,7 @@ import pytest
 from kvtui.cli import main
 from kvtui.core.sweep import sweep_from_dict
 from kvtui.core.traces import SHIPPED_TRACES
-from workload.stats import hit_rate_curve, trace_stats
+from workload.stats import hit_rate_curve, optimal_hit_rate_curve, trace_stats
 from workload.trace import read_trace
 
 # ~8 s on a quiet 2-core machine (two clusters started, 400 rows replayed), 33 s with a load average of 13;
@@ -33,11 +33,13 @@ def test_a_two_point_sweep_through_real_stores(tmp_path, capsys):
     assert (r.rows, r.input_tokens, r.ideal_token_hit_rate) == (200, stats.input_tokens, stats.ideal_token_hit_rate)
     assert r.sizing["elem_bytes_auto"] and r.page_bytes == 8192  # 1M tokens: 1,953 pages of 8 KiB ≥ 16 MiB
     lru = dict(hit_rate_curve(rows, [1_000_000, 3_000_000]))
+    best = dict(optimal_hit_rate_curve(rows, [1_000_000, 3_000_000]))
     small, big = r.points
     assert (small.capacity_tokens, small.pages, big.pages) == (1_000_000, 1953, 5859)
     assert small.segment_bytes == -(-1953 * 8192 * 10 // 9) and small.segment_bytes >= 16 << 20
     for p in r.points:
         assert p.lru_token_hit_rate == lru[p.capacity_tokens]
+        assert p.min_token_hit_rate == best[p.capacity_tokens]
         assert 0 < p.real_token_hit_rate <= r.ideal_token_hit_rate
         assert p.mismatches == 0 and p.overhead_bytes_per_object == 0  # Mooncake adds no per-object bytes
         # (the last puts may land between two passes of the 10 ms eviction thread: past the watermark, which
@@ -56,3 +58,4 @@ def test_a_two_point_sweep_through_real_stores(tmp_path, capsys):
     assert main(["report", str(out), "--svg", str(screen)]) == 0
     text = screen.read_text().replace("&#160;", " ")
     assert "real Mooncake store" in text and "offline LRU" in text and "head200.jsonl" in text
+    assert "offline optimal (Belady MIN)" in text

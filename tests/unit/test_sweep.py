@@ -101,8 +101,10 @@ def test_token_counts_and_lists():
 def _result(n: int = 3) -> SweepResult:
     caps = [1_000_000, 3_000_000, 10_000_000][:n]
     pts = tuple(SweepPoint(c, c // 512, c // 512, segment_bytes_for(c // 512, 8192, WM), real, lru,
-                           keys_at_end=c // 600, evicted_keys=100 * i, pages_failed=i, elapsed_s=1.0)
-                for i, (c, real, lru) in enumerate(zip(caps, (0.10, 0.25, 0.55), (0.15, 0.32, 0.59))))
+                           keys_at_end=c // 600, evicted_keys=100 * i, pages_failed=i, elapsed_s=1.0,
+                           min_token_hit_rate=best)
+                for i, (c, real, lru, best) in enumerate(zip(caps, (0.10, 0.25, 0.55), (0.15, 0.32, 0.59),
+                                                             (0.38, 0.56, 0.65))))
     return SweepResult("synthetic", 3993, 512, 61_194_628, 0.6504, replace(SWEEP_BASE, elem_bytes=8).as_dict(), pts,
                        sizing={"rule": "pages = …", "elem_bytes_auto": True}, store={"lease_ttl_s": 10.0})
 
@@ -121,12 +123,30 @@ def test_the_result_round_trips_through_json_and_refuses_what_is_not_one():
     bad = {**doc, "points": [{**doc["points"][0], "real_token_hit_rate": 7}]}
     with pytest.raises(ValueError, match="point 1: real_token_hit_rate must be within 0..1"):
         sweep_from_dict(bad)
+    bad = {**doc, "points": [{**doc["points"][0], "min_token_hit_rate": -1}]}
+    with pytest.raises(ValueError, match="point 1: min_token_hit_rate must be within 0..1"):
+        sweep_from_dict(bad)
     text = format_sweep_table(r)
     assert "1,000,000 tok" in text and "10.00 %" in text and "15.00 %" in text and "-5.00 pt" in text
+    assert "optimal (MIN)" in text and "38.00 %" in text
     assert "unbounded ideal 65.04 %" in text and "trace synthesis: prefix scale 2" in text
 
 
-def test_the_plot_has_three_labelled_lines_on_a_log_capacity_axis(tmp_path):
+def test_a_sweep_file_without_the_optimal_curve_still_reads_and_shows():
+    doc = _result().to_dict()
+    for p in doc["points"]:
+        del p["min_token_hit_rate"]  # a sweep written before the optimal curve existed
+    r = sweep_from_dict(doc)
+    assert all(p.min_token_hit_rate is None for p in r.points)
+    assert "—" in format_sweep_table(r).splitlines()[-1]
+    from kvtui.bench.sweep_plot import sweep_figure
+    from kvtui.tui.widgets.sweep_curve import SweepCurve
+
+    assert [ln.get_label() for ln in sweep_figure(r).axes[0].get_lines()] == [c for c in CURVES if c != CURVES[2]]
+    assert SweepCurve(r).series()[CURVES[2]] == ([], [])
+
+
+def test_the_plot_has_four_labelled_lines_on_a_log_capacity_axis(tmp_path):
     from kvtui.bench.sweep_plot import save_plot, sweep_figure
 
     r = _result()
@@ -137,17 +157,18 @@ def test_the_plot_has_three_labelled_lines_on_a_log_capacity_axis(tmp_path):
     assert list(lines[0].get_xdata()) == [1_000_000, 3_000_000, 10_000_000]
     assert [round(y, 6) for y in lines[0].get_ydata()] == [10.0, 25.0, 55.0]  # percent
     assert [round(y, 6) for y in lines[1].get_ydata()] == [15.0, 32.0, 59.0]
-    assert list(lines[2].get_ydata()) == pytest.approx([65.04] * 3)
+    assert [round(y, 6) for y in lines[2].get_ydata()] == [38.0, 56.0, 65.0]
+    assert list(lines[3].get_ydata()) == pytest.approx([65.04] * 3)
     assert "tokens" in ax.get_xlabel() and "log" in ax.get_xlabel() and "%" in ax.get_ylabel()
     save_plot(r, str(tmp_path / "s.svg"))
     save_plot(r, str(tmp_path / "s.png"), "png")
     svg = (tmp_path / "s.svg").read_text()
-    assert svg.lstrip().startswith("<?xml") and all(name in svg for name in ("real Mooncake store", "unbounded ideal"))
+    assert svg.lstrip().startswith("<?xml") and all(name in svg for name in CURVES)
     assert (tmp_path / "s.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     assert sorted(p.name for p in tmp_path.iterdir()) == ["s.png", "s.svg"]  # no temporary file left
 
 
-def test_the_screen_curve_draws_the_three_series():
+def test_the_screen_curve_draws_the_four_series():
     from kvtui.tui.widgets.sweep_curve import SweepCurve, y_top
 
     r = _result()
@@ -155,7 +176,8 @@ def test_the_screen_curve_draws_the_three_series():
     assert list(series) == list(CURVES)
     xs, ys = series[CURVES[0]]
     assert xs == [1_000_000, 3_000_000, 10_000_000] and ys == pytest.approx([10.0, 25.0, 55.0])
-    assert series[CURVES[2]][1] == pytest.approx([65.04] * 3)
+    assert series[CURVES[2]][1] == pytest.approx([38.0, 56.0, 65.0])
+    assert series[CURVES[3]][1] == pytest.approx([65.04] * 3)
     assert y_top(r) == 80.0  # 20 % above the highest curve (65 %), in tens
 
 

@@ -2,13 +2,25 @@
 
 from __future__ import annotations
 
+import functools
 import json
+import math
+import random
 from pathlib import Path
 
 import pytest
 
 from kvtui.cli import main
-from workload.stats import hit_rate_curve, ideal_hits, percentile, trace_stats
+from workload.stats import (
+    aiperf_hit_rate,
+    hit_rate_curve,
+    ideal_hits,
+    optimal_hit_rate_curve,
+    optimal_hits,
+    percentile,
+    prefill_ceiling,
+    trace_stats,
+)
 from workload.trace import TraceRow, read_trace
 
 TRACES = Path(__file__).resolve().parents[3] / "shared" / "data" / "traces"
@@ -96,6 +108,126 @@ def test_hit_rule_on_a_small_example():
         trace_stats([])
 
 
+# --- Belady's MIN ---------------------------------------------------------------------------------------
+
+
+def _best_hits(full: list[list[int]], capacity: int) -> int:
+    """The most full-block prefix hits any eviction choices give: an exhaustive search over every choice
+    (keep or drop the new block, or which cached block to drop) at every publish into a full cache."""
+    rows = [tuple(r) for r in full]
+
+    @functools.lru_cache(maxsize=None)
+    def best(r: int, k: int, cache: frozenset[int]) -> int:
+        if r == len(rows):
+            return 0
+        ids = rows[r]
+        gain = 0
+        if k == 0:  # the row's lookup: its leading run of cached blocks
+            for h in ids:
+                if h not in cache:
+                    break
+                gain += 1
+        if k == len(ids):
+            return gain + best(r + 1, 0, cache)
+        h = ids[k]
+        if h in cache or len(cache) < capacity:
+            return gain + best(r, k + 1, cache | {h})
+        return gain + max([best(r, k + 1, cache)] + [best(r, k + 1, (cache - {v}) | {h}) for v in cache])
+
+    return best(0, 0, frozenset())
+
+
+def _chain_rows(rng: random.Random, n: int, depth: int, fan: int) -> list[list[int]]:
+    """``n`` rows of prefix-chained block ids (a block's id names its whole prefix, as in the FAST'25 traces):
+    each row a random root path of 1..``depth`` blocks in a tree of fan-out ``fan``."""
+    ids: dict[tuple[int, ...], int] = {}
+    out = []
+    for _ in range(n):
+        path = tuple(rng.randrange(fan) for _ in range(rng.randint(1, depth)))
+        out.append([ids.setdefault(path[: i + 1], len(ids)) for i in range(len(path))])
+    return out
+
+
+def _rows_of(full: list[list[int]]) -> list[TraceRow]:
+    return [R(i + 1, i, 512 * len(ids), ids) for i, ids in enumerate(full)]
+
+
+def test_min_keeps_what_is_used_soonest_on_a_hand_made_trace():
+    # room for 2 blocks; rows 1, 2, 3, then 1 and 2 again: LRU drops 1 for 3 and then 2 for 1 (no hit);
+    # MIN keeps 1 and 2 (3 is never used again), so both later rows hit
+    full = [[1], [2], [3], [1], [2]]
+    rows = _rows_of(full)
+    assert ideal_hits(rows, 512, capacity_tokens=1024) == (0, 0)
+    assert optimal_hits(rows, 512, capacity_tokens=1024) == (2, 1024) == (_best_hits(full, 2), 1024)
+    # for 3, MIN drops 2 rather than 1: both are next used by row 4, which can only hit 2 if it hits 1
+    full = [[1, 2], [3], [3], [1, 2]]
+    assert optimal_hits(_rows_of(full), 512, capacity_tokens=1024)[0] == 2 == _best_hits(full, 2)
+    assert optimal_hits(_rows_of(full), 512, capacity_tokens=0) == (0, 0)
+    assert optimal_hits(_rows_of(full), 512) == ideal_hits(_rows_of(full), 512)  # None: unbounded
+    with pytest.raises(ValueError):
+        optimal_hits(_rows_of(full), 512, capacity_tokens=-1)
+
+
+def test_min_equals_an_exhaustive_search_on_small_prefix_chained_traces():
+    rng = random.Random(39)
+    for _ in range(400):
+        full = _chain_rows(rng, rng.randint(1, 7), rng.randint(1, 4), rng.randint(1, 3))
+        capacity = rng.randint(1, 4)
+        rows = _rows_of(full)
+        best = _best_hits(full, capacity)
+        assert optimal_hits(rows, 512, capacity_tokens=512 * capacity)[0] == best, (full, capacity)
+        assert ideal_hits(rows, 512, capacity_tokens=512 * capacity)[0] <= best
+
+
+@pytest.mark.parametrize("name", sorted(GROUND_TRUTH))
+def test_min_lies_between_lru_and_the_unbounded_cache_on_the_shipped_traces(name):
+    rows = load(name)
+    caps = [0, 100_000, 1_000_000, 3_000_000, 10**12]
+    lru = dict(hit_rate_curve(rows, caps))
+    best = optimal_hit_rate_curve(rows, caps)
+    unbounded = trace_stats(rows).ideal_token_hit_rate
+    assert [c for c, _ in best] == caps
+    assert all(lru[c] <= rate <= unbounded for c, rate in best)
+    assert best[0][1] == 0.0 and best[-1][1] == unbounded
+    assert lru[1_000_000] < dict(best)[1_000_000]  # on these traces LRU leaves hits a better policy takes
+    rates = [rate for _, rate in best]
+    assert rates == sorted(rates)
+
+
+# --- aiperf's hit rate and the prefill ceiling --------------------------------------------------------
+
+
+def test_aiperf_hit_rate_is_a_mean_over_requests_of_their_block_shares():
+    rows = [
+        R(1, 0, 1100, [1, 2, 3]),  # nothing seen: 0/3
+        R(2, 10, 1100, [1, 2, 3]),  # all seen, the partial tail 3 too: 3/3
+        R(3, 20, 1536, [1, 9, 3]),  # 1 seen, then 9 is new: 1/3
+        R(4, 30, 100, [1]),  # 1/1
+    ]
+    assert aiperf_hit_rate(rows) == pytest.approx((0 + 1 + 1 / 3 + 1) / 4)
+    assert aiperf_hit_rate([]) == 0.0
+    assert trace_stats(rows, 512).aiperf_hit_rate == aiperf_hit_rate(rows)
+    # token-weighted, the same rows hit 0 + 2 + 1 + 0 full blocks of 512 of 3,836 prompt tokens: another figure
+    assert trace_stats(rows, 512).ideal_token_hit_rate == pytest.approx(3 * 512 / 3836)
+
+
+def test_aiperf_hit_rate_of_synthetic_is_the_one_aiperf_reports():
+    # aiperf analyze-trace gives 0.42 for the FAST'25 synthetic trace (issue #39); kvtui's token-weighted 65 %
+    assert round(aiperf_hit_rate(load("synthetic_trace.jsonl")), 2) == 0.42
+
+
+def test_prefill_ceiling():
+    assert prefill_ceiling(0.0) == 1.0
+    assert prefill_ceiling(0.75) == pytest.approx(4.0)
+    assert prefill_ceiling(1.0) == math.inf
+    for bad in (-0.1, 1.5):
+        with pytest.raises(ValueError):
+            prefill_ceiling(bad)
+    from kvtui.metrics.figures import ceiling_text
+
+    assert ceiling_text(prefill_ceiling(0.75)) == "4.00×" and ceiling_text(math.inf) == "∞ (all hits)"
+
+
 def test_percentile_nearest_rank():
     v = list(range(1, 101))
     assert [percentile(v, p) for p in (0, 50, 90, 99, 100)] == [1, 50, 90, 99, 100]
@@ -131,6 +263,13 @@ def test_command_table_json_and_bad_rows(small_trace, tmp_path, capsys):
     assert doc["ideal_block_hits"] == 2 and doc["ideal_hit_tokens"] == 1024
     assert [x["capacity_tokens"] for x in doc["lru"]] == [1000, 2000, 1_000_000]
     assert doc["lru"][-1]["token_hit_rate"] == doc["ideal_token_hit_rate"]
+    assert [x["capacity_tokens"] for x in doc["min"]] == [1000, 2000, 1_000_000]
+    assert all(lru["token_hit_rate"] <= best["token_hit_rate"] <= doc["ideal_token_hit_rate"]
+               for lru, best in zip(doc["lru"], doc["min"]))
+    assert doc["prefill_ceiling"] == pytest.approx(1 / (1 - doc["ideal_token_hit_rate"]))
+    assert doc["aiperf_hit_rate"] == pytest.approx(0.5)  # row 1: 0 of 3 blocks seen, row 2: 3 of 3
+    for name in ("ideal hit rate", "aiperf hit rate", "prefill ceiling", "LRU", "optimal (Belady MIN)"):
+        assert name in out
 
 
 def test_command_json_to_stdout(small_trace, capsys):

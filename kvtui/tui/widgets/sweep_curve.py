@@ -1,5 +1,6 @@
-"""The hit-rate curve of a capacity sweep (``kvtui report SWEEP.json``): three lines over a log capacity axis,
-the real Mooncake store, the offline LRU model at the same capacities, and the unbounded cache's ideal.
+"""The hit-rate curve of a capacity sweep (``kvtui report SWEEP.json``): lines over a log capacity axis, the real
+Mooncake store, the offline LRU model and Belady's optimal cache at the same capacities, and the unbounded
+cache's ideal.
 
 Drawn with textual-plotext (Plotext in a Textual widget, text cells only, so it shows in any terminal and in
 an SVG screenshot). It reads only a :class:`~kvtui.core.sweep.SweepResult`.
@@ -13,7 +14,7 @@ from textual_plotext import PlotextPlot
 
 from kvtui.core.sweep import CURVES, X_LABEL, Y_LABEL, SweepResult, format_tokens
 
-REAL, LRU, IDEAL = CURVES
+REAL, LRU, MIN, IDEAL = CURVES
 
 
 def y_top(result: SweepResult) -> float:
@@ -39,11 +40,14 @@ class SweepCurve(PlotextPlot):
         self.draw()
 
     def series(self) -> dict[str, tuple[list[int], list[float]]]:
-        """``{curve name: (capacities in tokens, hit rates in %)}``, the three curves as drawn."""
+        """``{curve name: (capacities in tokens, hit rates in %)}``, the curves as drawn (the optimal one only
+        at the points that have it: none in a sweep file written without it)."""
         r = self.result
         caps = [p.capacity_tokens for p in r.points]
+        best = [p for p in r.points if p.min_token_hit_rate is not None]
         return {REAL: (caps, [100 * p.real_token_hit_rate for p in r.points]),
                 LRU: (caps, [100 * p.lru_token_hit_rate for p in r.points]),
+                MIN: ([p.capacity_tokens for p in best], [100 * (p.min_token_hit_rate or 0.0) for p in best]),
                 IDEAL: (caps, [100 * r.ideal_token_hit_rate] * len(caps))}
 
     def draw(self) -> None:
@@ -53,9 +57,9 @@ class SweepCurve(PlotextPlot):
         plt = self.plt
         plt.clear_figure()
         caps = [p.capacity_tokens for p in self.result.points]
-        styles = {REAL: "green", LRU: "cyan", IDEAL: "orange"}
+        styles = {REAL: "green", LRU: "cyan", MIN: "magenta", IDEAL: "orange"}
         series = self.series()
-        for name in (IDEAL, LRU, REAL):
+        for name in (IDEAL, MIN, LRU, REAL):
             xs, ys = series[name]
             if xs:
                 plt.plot([math.log10(x) for x in xs], ys, label=name, color=styles[name], marker="braille")
