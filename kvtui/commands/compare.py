@@ -15,7 +15,7 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from kvtui.commands.output import full_setup, open_session, write_json_atomic
+from kvtui.commands.output import full_setup, open_session, store_counts, write_json_atomic
 from kvtui.config.paths import check_outputs, path_arg
 from kvtui.config.plan import CONTEXT_KEYS
 from kvtui.core.errors import KvtuiError
@@ -94,6 +94,7 @@ def _session(path: str, reader) -> dict:
     if final.workload:
         doc["workload"] = dict(final.workload)
     doc["setup"] = full_setup(doc.get("setup"), final.store, reader.meta)  # as its report and run --json say it
+    doc["store_at_end"] = store_counts(final.store)
     doc["context"] = {k: reader.header.get(k) for k in CONTEXT_KEYS if k in reader.header}
     # every frame once, in order (a FrameDecoder over the records; at most ~4,000 points per curve)
     step = max(1, len(reader.records) // 4000)

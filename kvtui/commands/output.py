@@ -58,9 +58,9 @@ def full_setup(setup: dict | None, store: Mapping[str, Any] | None, meta: dict |
 
 
 def store_counts(store: Mapping[str, Any] | None) -> dict[str, int]:
-    """The summary's ``store``: the master's counts at the last scrape (:data:`kvtui.metrics.figures.STORE_COUNTS`:
-    keys, keys evicted, allocation failures, bytes used and capacity); empty when nothing was scraped (no
-    ``--metrics-url`` when attached)."""
+    """The summary's ``store_at_end``: the master's counts at the last scrape
+    (:data:`kvtui.metrics.figures.STORE_COUNTS`: keys, keys evicted, allocation failures, bytes used and
+    capacity); empty when nothing was scraped (no ``--metrics-url`` when attached)."""
     from kvtui.metrics.figures import STORE_COUNTS
 
     return {f.key: int(store[f.key]) for f in STORE_COUNTS if store and store.get(f.key) is not None}
@@ -108,7 +108,7 @@ def format_summary(s: dict) -> str:
                        f"{fig.PUBLISH_BUSY.name} {fig.show(fig.PUBLISH_BUSY, thr[fig.PUBLISH_BUSY.key])}"),
         ("", f"{fig.number(thr[fig.SKIPPED_RUN.key], fig.SKIPPED_RUN.unit)} {fig.SKIPPED_RUN.label}"),
         ("store errors", errors),
-        *([("store (master)", _store_line(s["store"]))] if s.get("store") else []),
+        *([("store (master)", _store_line(s["store_at_end"]))] if s.get("store_at_end") else []),
         *ttft_lines(s),
     ]
     return "\n".join(rows(pairs, _LABEL - 1, indent="", gap=1))

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import argparse
 
-from kvtui.commands.output import format_summary, full_setup, open_session, write_json_atomic
+from kvtui.commands.output import format_summary, full_setup, open_session, store_counts, write_json_atomic
 from kvtui.config.exports import check_requests_log
 from kvtui.config.paths import check_outputs, path_arg
 from kvtui.config.plan import CONTEXT_KEYS
@@ -74,6 +74,7 @@ def run(args: argparse.Namespace, started_at: float | None = None) -> int:
                                           "store_mode") if k in reader.header}
     summary.update(ctx)
     summary["setup"] = full_setup(reader.header.get("setup"), final.store, reader.meta)
+    summary["store_at_end"] = store_counts(final.store)  # the store as the recording's last frame saw it
     summary["context"] = {k: reader.header.get(k) for k in CONTEXT_KEYS if k in reader.header}  # as run --json
     if final.workload:
         summary["workload"] = final.workload  # the knobs as they were at the end, not at start-up

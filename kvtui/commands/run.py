@@ -159,7 +159,7 @@ def _report(plan: RunPlan, args: argparse.Namespace, summary: dict, desc: Mappin
     counts = session.counts()
     summary.update(plan.context(desc, bad_rows))
     summary["setup"] = full_setup(summary["setup"], store)
-    summary["store"] = store_counts(store)
+    summary["store_at_end"] = store_counts(store)
     summary["context"] = plan.inputs()
     summary["interrupted"] = interrupted is not None or stopped_by is not None
     if stopped_by is not None:

@@ -424,7 +424,7 @@ _MASTER = "the master's `/metrics`"
 
 
 def _store(key: str, name: str, label: str, unit: str, formula: str, window: str = _STORE_WINDOW) -> Figure:
-    return Figure(key, name, label, unit, formula, window, _STORE_SHOWN, f"store.{key}")
+    return Figure(key, name, label, unit, formula, window, _STORE_SHOWN, f"store_at_end.{key}")
 
 
 STORE_KEYS = _store("keys", "store keys", "keys", "keys", f"objects the store holds ({_MASTER} master_key_count)")

@@ -66,7 +66,7 @@ def test_scenario_run_json_fields(cluster, tmp_path):
     assert s["verified_pages"] == s["pages_hit"]
     # the store as its master said after the last request: this run's pages are among its keys (the module's
     # cluster is shared), published pages are 4 KiB each
-    store = s["store"]
+    store = s["store_at_end"]
     assert store["keys"] >= s["pages_published"] > 0 and store["used_bytes"] >= s["pages_published"] * 4096
     assert store["capacity_bytes"] == s["setup"]["store_capacity_bytes"] and store["alloc_failures"] >= 0
 
@@ -262,7 +262,7 @@ SUMMARY_FIELDS = {
     "publish_ms", "probe_ms", "throughput", "layout", "page_bytes", "workload", "bad_rows_skipped", "concurrency",
     "store_mode", "interrupted", "reloads_probe_only", "reloads_unusable", "setup",
     "ttft_saved_ms", "prefill_gpu_s_saved", "reload_vs_recompute", "reloads_slower_than_recompute", "ttft_estimate",
-    "workers", "requests_lost", "requests_rerun", "context", "store"}
+    "workers", "requests_lost", "requests_rerun", "context", "store_at_end"}
 
 
 def test_exported_summary_names_are_stable(cluster, tmp_path):

@@ -245,7 +245,7 @@ def test_the_summary_says_the_store_as_the_master_left_it():
               "capacity_bytes": 64 << 20, "put_rps": 12.5, "get_rps": 3.0, "clients": 3}
     store = store_counts(scrape)
     assert store == {f.key: scrape[f.key] for f in fig.STORE_COUNTS}  # (no rates, no clients)
-    lines = format_summary(_summary(store=store)).splitlines()
+    lines = format_summary(_summary(store_at_end=store)).splitlines()
     assert "store (master)        keys 1,234 · evicted 56,789 · alloc failures 0 · used 12.0 MiB of 64.0 MiB" in lines
     assert store_counts(None) == {} and not any(x.startswith("store (master)") for x in format_summary(
-        _summary(store={})).splitlines())
+        _summary(store_at_end={})).splitlines())
