@@ -43,4 +43,4 @@ screenshots: setup-test
 demo-gif: setup-test
 	rm -f /tmp/kvtui-demo.kvtui
 	.venv/bin/python scripts/record_demo.py /tmp/kvtui-demo.kvtui
-	.venv/bin/kvtui export /tmp/kvtui-demo.kvtui --gif docs/screenshots/demo.gif --size 120x40 --speed 2 --annotate --gif-width 960
+	.venv/bin/kvtui export /tmp/kvtui-demo.kvtui --gif docs/screenshots/demo.gif --size 120x40 --speed 2 --from 1 --annotate --gif-width 960
