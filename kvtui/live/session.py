@@ -501,8 +501,8 @@ class LiveSession:
         except BaseException:
             watch.stop()
             raise
-        self.follow_processes()
-        self.log("outage", f"leader {name} (pid {pid}) killed: a standby takes over")
+        self.log("outage", f"leader {name} (pid {pid}) killed: a standby takes over")  # (its row says down until
+        # it starts again)
         return watch
 
     def _restart_dead_masters(self) -> None:

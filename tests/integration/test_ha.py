@@ -261,6 +261,8 @@ def test_a_leader_killed_with_oplog_loses_no_settled_page_and_the_failover_is_re
         published = sorted(engine.published.snapshot())
         watch = session.kill_leader()
         session.resume()
+        wait_for(lambda: {p["name"]: p.get("role") for p in session.frame().procs}.get(watch.report.old_leader)
+                 == "down", 10, "the killed master's row saying down")
         wait_for(lambda: session.failovers, 60, "the failover report")
         r = session.failovers[0]
         assert r.old_leader and r.new_leader and r.new_leader != r.old_leader
