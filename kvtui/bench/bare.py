@@ -21,8 +21,11 @@ Two forms:
 from __future__ import annotations
 
 import multiprocessing as mp
+import os
 import signal
+import sys
 import time
+from typing import NoReturn
 
 from kvtui.engine.procs import start_shielded
 
@@ -68,16 +71,34 @@ def _bare_main(conn, endpoints: dict, layout: dict, model: str, trace: str, bloc
     ``("error", line)`` when a store call raised or the writer failed; a parent or writer gone ends it quietly
     (exit code 1, no traceback)."""
     _quiet(endpoints, "bare-loop" if writer is None else "bare-reader")
+    code = 0
     try:
         conn.send(("ok", _replay(endpoints, layout, model, trace, block_tokens, writer)))
     except (EOFError, BrokenPipeError, ConnectionResetError):  # the parent or the writer is gone
-        raise SystemExit(1) from None
+        code = 1
     except Exception as exc:  # (StoreError, LoopError: one line for the parent to print)
         try:
             conn.send(("error", _one_line(exc)))
         except OSError:
             pass
-        raise SystemExit(1) from None
+        code = 1
+    _leave(endpoints, code)
+
+
+def _leave(endpoints: dict, code: int) -> NoReturn:
+    """End a loop's process with ``code``. With an HA cluster's client it leaves with ``os._exit``: that
+    client is never closed (``kvtui.engine.store``), and the interpreter's exit would run its destructor,
+    which waits ~30 s or more for a change of the master view."""
+    from kvtui.engine.store import is_etcd
+
+    if is_etcd(endpoints.get("master", "")):
+        for stream in (sys.stdout, sys.stderr):
+            try:
+                stream.flush()
+            except (OSError, ValueError):
+                pass
+        os._exit(code)
+    raise SystemExit(code)
 
 
 def _replay(endpoints: dict, layout: dict, model: str, trace: str, block_tokens: int, writer) -> tuple:
@@ -144,11 +165,12 @@ def _writer_main(reader, endpoints: dict, layout: dict) -> None:
         client = open_client(endpoints, dummy=True)
     except Exception as exc:
         _answer(reader, FAILED + _one_line(exc).encode())
-        raise SystemExit(1) from None
+        _leave(endpoints, 1)
     buf = client.new_buffer(pb * 512)
     pin_calling_thread(True)
     reader.send_bytes(READY)
     cpu0 = time.process_time()
+    code = 0
     try:
         while msg := reader.recv_bytes():
             keys = msg.decode().split("\n")
@@ -159,12 +181,13 @@ def _writer_main(reader, endpoints: dict, layout: dict) -> None:
             reader.send_bytes(b"k")
         reader.send_bytes(repr(time.process_time() - cpu0).encode())
     except (EOFError, BrokenPipeError, ConnectionResetError):  # the reader is gone: end quietly
-        raise SystemExit(1) from None
+        code = 1
     except Exception as exc:  # a put raised: the reader says it in one line
         _answer(reader, FAILED + _one_line(exc).encode())
-        raise SystemExit(1) from None
+        code = 1
     finally:
         client.close()
+    _leave(endpoints, code)
 
 
 def _answer(reader, msg: bytes) -> None:

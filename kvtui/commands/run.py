@@ -29,6 +29,7 @@ from kvtui.core.errors import KvtuiError, OutputError, bad_value
 from kvtui.core.units import duration_arg
 from kvtui.engine.procs import uninterrupted
 from kvtui.launch import Outputs, open_session, start_recording
+from kvtui.metrics.figures import failover_lines, failover_ranges
 
 
 def register(subparsers) -> None:
@@ -179,8 +180,13 @@ def _report(plan: RunPlan, args: argparse.Namespace, summary: dict, desc: Mappin
     if counts.lost:
         print(f"kvtui: {counts.lost:,} requests were lost when a worker died (the summary covers the requests that "
               "finished)", file=sys.stderr)
+    if session.failovers:  # (kvtui's HA cluster: K in the monitor, or a fault of another's)
+        reports = [r.as_dict() for r in session.failovers]
+        summary["failovers"] = {"n": len(reports), "ranges": failover_ranges(reports), "reports": reports}
     if args.json != "-":
         print(format_summary(summary))
+        if session.failovers:
+            print(failover_lines(len(session.failovers), summary["failovers"]["ranges"]))
     if summary["workload"].get("kind") == "trace" and not summary["workload"]["complete"] and not plan.quiet:
         w = summary["workload"]
         print(f"kvtui: the run stopped after {w['done']:,} of {w['total']:,} trace rows", file=sys.stderr)

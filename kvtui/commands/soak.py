@@ -61,8 +61,11 @@ def register(subparsers) -> None:
                    help="samples before this are left out of the growth fits (default min(5 min, 20 %% of "
                         "--duration): kvtui's bounded buffers fill during the first minutes)")
     g.add_argument("--pause-s", type=float, default=3.0, metavar="SECONDS",
-                   help="how long a master-pause fault keeps the master stopped (SIGSTOP … SIGCONT) and a "
-                        "link-cut keeps a host's link down, at most 60 (default 3; Ctrl-C ends either at once)")
+                   help="how long a master-pause fault keeps the master stopped (SIGSTOP … SIGCONT), a "
+                        "link-cut keeps a host's link down, and, with --ha, a leader-hang keeps the leader stopped "
+                        "and an etcd-outage etcd, at most 60 (default 3; Ctrl-C ends each at once). An HA leader "
+                        "holds its lease in etcd for ~5 s: a shorter leader-hang or etcd-outage stalls clients "
+                        "without a failover")
     g.add_argument("--recovery-timeout", type=float, default=120.0, metavar="SECONDS",
                    help="a fault not recovered this long after its injection counts as not recovered, and the "
                         "next one may come (default 120)")

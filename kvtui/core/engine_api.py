@@ -274,6 +274,18 @@ class EngineAPI(RequestEngine, Protocol):
     def restart_store(self) -> None:
         """Start every dead embedded store node again (``RuntimeError`` without store nodes)."""
 
+    @property
+    def published(self) -> Any:
+        """The keys whose put was acknowledged (``kvtui.engine.ha.PublishedLedger``: ``snapshot()`` gives
+        ``{key: engine time}``), kept for an HA cluster's failover loss checks; None otherwise."""
+
+    def leader(self) -> str | None:
+        """The name of the master of kvtui's HA cluster that serves now (None: none does, or no HA cluster)."""
+
+    def signal_master(self, name: str, sig: int) -> int:
+        """Send signal ``sig`` to master ``name`` of the embedded cluster; returns its pid (``RuntimeError``
+        when it does not run)."""
+
     def dead_cluster_process(self) -> ClusterProcess | None:
         """The first process of the embedded cluster that has exited; None while all run, or attached."""
 

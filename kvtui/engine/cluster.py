@@ -193,6 +193,8 @@ class ClusterOptions:
     store_nodes: int = 1  # with segment_on "store": that many store nodes, each store_bytes / store_nodes
     worker_client: str = "real"  # WORKER_CLIENTS; "dummy" needs segment_on "store", one store node, no hosts
     ha: int = 0  # N > 0: an HA cluster of N masters and kvtui's own etcd (kvtui.engine.ha); no hosts, no ports
+    oplog: bool = True  # HA masters replicate their metadata (--enable_oplog); False only in tests: a failover
+    # then loses every key, which a test of the loss count needs
 
 
 @dataclass
@@ -341,7 +343,8 @@ class EmbeddedCluster:
             self._master_argv[name] = [
                 master_binary(), f"--rpc_port={rpc}", "--rpc_address=127.0.0.1", f"--metrics_port={admin}",
                 "--metrics_host=127.0.0.1", *self._master_flags(), "--enable_ha=true",
-                f"--ha_backend_connstring=127.0.0.1:{etcd.client_port}", "--enable_oplog=true"]
+                f"--ha_backend_connstring=127.0.0.1:{etcd.client_port}",
+                f"--enable_oplog={'true' if self.options.oplog else 'false'}"]
             self.processes.append(spawn(name, self._master_argv[name], log_dir / f"{name}.log", env))
             masters.append((name, f"http://127.0.0.1:{admin}"))
         leader: list[str] = []

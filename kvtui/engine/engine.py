@@ -32,9 +32,11 @@ from typing import Any, Callable
 from kvtui.core.engine_api import RemoteJoin, SubmittedRequest, WorkerError
 from kvtui.core.events import RequestResult
 from kvtui.core.layout import PageLayout
+from kvtui.core.pages import PageState
 from kvtui.core.subscribers import Subscribers, Unsubscribe
 from kvtui.core.topology import worker_name, worker_names
 from kvtui.engine.cluster import ClusterEndpoints, EmbeddedCluster
+from kvtui.engine.ha import PublishedLedger
 from kvtui.engine.keys import PageKeyer
 from kvtui.engine.logs import LogFolder
 from kvtui.engine.options import SEGMENT_PLACES, EngineOptions
@@ -65,14 +67,16 @@ REPLACE_WAIT_S = 5.0  # stop() waits this long for a worker replacement under wa
 @dataclass(frozen=True)
 class Pending:
     """A submitted request under way: the ``run`` (``begin_run`` count) it was submitted in, the request,
-    its first and last page key (``edge_keys``, () without a cacheable page) and the indexes of the
-    ``decode`` and ``prefill`` workers it was routed to."""
+    its first and last page key (``edge_keys``, () without a cacheable page), the indexes of the
+    ``decode`` and ``prefill`` workers it was routed to, and, when the engine keeps a ledger of what it
+    published (an HA cluster), every page key (``keys``; () otherwise)."""
 
     run: int
     req: SubmittedRequest
     edge_keys: tuple
     decode: int
     prefill: int
+    keys: tuple = ()
 
 
 @dataclass
@@ -118,6 +122,7 @@ class Engine:
         self._lost: deque[Lost] = deque()  # results to report after a rebuild, before any new one
         self.replacements: list[WorkerReplacement] = []  # every rebuild of the chain (replace_dead_workers)
         self._spawner: ThreadPoolExecutor | None = None  # starts replacement workers (see _replace_chain)
+        self.published: PublishedLedger | None = None  # HA: every page a put acknowledged (failover loss checks)
         self._stopping = False
         self._failed = False  # start-up failed: the logs are kept (kvtui.engine.logs)
         self._logs: LogFolder | None = None  # attached: the workers' temporary log folder (embedded: the cluster's)
@@ -189,6 +194,8 @@ class Engine:
             elif not self.endpoints.log_dir:  # attached: the workers' native logs never go to the terminal
                 self._logs = LogFolder()
                 self.endpoints = replace(self.endpoints, log_dir=str(self._logs.path))
+            if self.endpoints.ha:
+                self.published = PublishedLedger()
             self._start_chain()
             if o.replace_dead_workers:  # made now, by the caller's thread: a worker's parent-death signal is
                 # tied to the thread that started it, and a driver's threads end with their run
@@ -290,7 +297,8 @@ class Engine:
             d, p = self._router.route(keys[0] if keys else None, self._decode_load, self._prefill_load)
             if d >= self.options.decode_workers:  # a remote decode worker publishes through a local prefill one
                 p = least_loaded(self._prefill_load[: self.options.prefill_workers], seq)
-            self._pending[seq] = Pending(self._run, req, (keys[0], keys[-1]) if keys else (), d, p)
+            self._pending[seq] = Pending(self._run, req, (keys[0], keys[-1]) if keys else (), d, p,
+                                         tuple(keys) if self.published is not None else ())
             self._decode_load[d] += 1
             self._prefill_load[p] += 1
             try:
@@ -348,8 +356,12 @@ class Engine:
         match msg:
             case RequestDone(seq, reload, publish, t_start, t_end):
                 e = self._take(seq)
-                return result_from(e.req, reload, publish, self.options.layout, t_start - self.t0,
-                                   t_end - self.t0, keys=e.edge_keys, decode_worker=e.decode, prefill_worker=e.prefill)
+                res = result_from(e.req, reload, publish, self.options.layout, t_start - self.t0,
+                                  t_end - self.t0, keys=e.edge_keys, decode_worker=e.decode, prefill_worker=e.prefill)
+                if self.published is not None and res.pages_published:
+                    self.published.add([k for k, state in zip(e.keys, res.states) if state == PageState.PUBLISHED],
+                                       res.t_end)
+                return res
             case RequestDropped(seq):
                 return Dropped(self._take(seq).req)
             case RequestFailed(None, _message) if self.decodes:  # relayed by prefill: a decode worker is gone
@@ -549,6 +561,28 @@ class Engine:
         if self.cluster is None:
             raise RuntimeError("the master belongs to an attached cluster; restart it there")
         self.cluster.restart_master()
+
+    def leader(self) -> str | None:
+        """The name of the master of kvtui's HA cluster that serves now (None: none does, or no HA cluster)."""
+        if self.cluster is None or not self.options.cluster.ha or self.endpoints is None:
+            return None
+        from kvtui.engine.ha import master_states
+
+        return next((s.name for s in master_states(self.endpoints.masters) if s.serving), None)
+
+    def signal_master(self, name: str, sig: int) -> int:
+        """Send ``sig`` to master ``name`` of the embedded cluster; returns its pid (``RuntimeError`` when it
+        does not run). SIGKILL waits until it is gone."""
+        import os
+        import signal as signals
+
+        proc = self.cluster.process(name) if self.cluster is not None else None
+        if proc is None or not proc.alive():
+            raise RuntimeError(f"{name} is not running")
+        os.kill(proc.pid, sig)
+        if sig == signals.SIGKILL:
+            proc.popen.wait(10)
+        return proc.pid
 
     def restart_store(self) -> None:
         """Embedded mode with store nodes: start every dead one again, with a new segment of the same size

@@ -320,3 +320,97 @@ def ha_client_env() -> tuple[tuple[str, str], ...]:
     if os.environ.get("MC_STORE_CLUSTER_ID"):
         env.append(("MC_STORE_CLUSTER_ID", os.environ["MC_STORE_CLUSTER_ID"]))
     return tuple(env)
+
+
+# -- what a failover did to the keys ----------------------------------------------------------------------------
+def stored_keys(url: str, timeout_s: float = 5.0) -> set[str] | None:
+    """Every key the master at admin ``url`` lists (``/get_all_keys``, one per line); None when it does not
+    answer 200. Unlike ``is_exist`` / ``batch_is_exist`` (and ``/query_key``), this grants no lease: checking
+    kvtui's pages this way pins none of them against eviction, so it changes no figure it measures."""
+    from kvtui.engine.cluster import http_get
+
+    status, body = http_get(url.rstrip("/") + "/get_all_keys", timeout_s=timeout_s)
+    if status != 200:
+        return None
+    return {line.strip() for line in body.splitlines() if line.strip()}
+
+
+def keys_found(url: str, keys: Sequence[str], timeout_s: float = 5.0) -> dict[str, bool] | None:
+    """Per key, whether the master at admin ``url`` has it (``/batch_query_keys``: no lease; it answers from the
+    master's metadata, also for keys whose segment is not mounted yet); None when it does not answer."""
+    import urllib.parse
+
+    from kvtui.engine.cluster import http_get
+
+    out: dict[str, bool] = {}
+    for i in range(0, len(keys), 50):
+        chunk = list(keys[i:i + 50])
+        status, body = http_get(f"{url.rstrip('/')}/batch_query_keys?keys="
+                                f"{urllib.parse.quote(','.join(chunk), safe=',/')}", timeout_s)
+        try:
+            data = json.loads(body)["data"] if status == 200 else None
+        except (ValueError, KeyError, TypeError):
+            data = None
+        if not isinstance(data, dict):
+            return None
+        out.update({k: bool((data.get(k) or {}).get("ok")) for k in chunk})
+    return out
+
+
+def master_metric(url: str, name: str, timeout_s: float = 1.0) -> int | None:
+    """The value of metric ``name`` (no labels) in the ``/metrics`` of the master at admin ``url``; None when it
+    does not answer or lacks it."""
+    from kvtui.engine.cluster import http_get
+    from kvtui.engine.samplers import parse_prometheus
+
+    status, body = http_get(url.rstrip("/") + "/metrics", timeout_s=timeout_s)
+    value = parse_prometheus(body).get(name) if status == 200 else None
+    return int(value) if value is not None else None
+
+
+def evicted_keys(url: str, timeout_s: float = 1.0) -> int | None:
+    """``master_evicted_key_count`` of the master at admin ``url`` (keys it evicted since it started); None when
+    unknown."""
+    return master_metric(url, "master_evicted_key_count", timeout_s)
+
+
+def capacity_bytes(url: str, timeout_s: float = 1.0) -> int | None:
+    """``master_total_capacity_bytes`` of the master at admin ``url``: the segments mounted on it. A new leader
+    lists no key (``/get_all_keys`` empty, ``is_exist`` 0) until the segments holding them are mounted again
+    (the clients' heartbeats do it, ~1–2 s after it serves); None when unknown."""
+    return master_metric(url, "master_total_capacity_bytes", timeout_s)
+
+
+LEDGER_CAP = 200_000
+"""Keys a :class:`PublishedLedger` holds at most (~30 MiB); beyond it the oldest are forgotten (a store holds
+far fewer pages than this at kvtui's page sizes, so those are evicted long since)."""
+
+
+class PublishedLedger:
+    """The keys kvtui's workers were told are stored (their put returned 0), with the engine time of the
+    result that said so. Thread-safe. A failover's loss check asks which of them are gone."""
+
+    def __init__(self, cap: int = LEDGER_CAP):
+        import threading
+        from collections import OrderedDict
+
+        self.cap = cap
+        self._lock = threading.Lock()
+        self._keys: OrderedDict[str, float] = OrderedDict()  # key → engine time acknowledged, oldest first
+
+    def __len__(self) -> int:
+        return len(self._keys)
+
+    def add(self, keys: Sequence[str], t: float) -> None:
+        """``keys`` were acknowledged as stored at engine time ``t`` (seconds)."""
+        with self._lock:
+            for k in keys:
+                self._keys[k] = t
+                self._keys.move_to_end(k)
+            while len(self._keys) > self.cap:
+                self._keys.popitem(last=False)
+
+    def snapshot(self) -> dict[str, float]:
+        """``{key: time acknowledged}`` now (a copy)."""
+        with self._lock:
+            return dict(self._keys)

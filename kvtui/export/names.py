@@ -137,6 +137,13 @@ METRICS: tuple[Metric, ...] = (
            "replica ÷ all of them, between the last two scrapes (observe mode)", "store.get_hit_ratio", "observe"),
     _gauge("master_outage", "0 or 1", "1 while the master does not answer (kvtui holds dispatch; observe "
            "mode: its /metrics does not answer)", "status.outage", "always", 0.0),
+    Metric(PREFIX + "failovers_total", "counter", "failovers", "failovers of kvtui's HA cluster measured so far "
+           "(--ha: K in the monitor, a soak's leader-kill, leader-hang and etcd-outage; `--json` `failovers.n` when "
+           "any)", "status.failovers"),
+    Metric(PREFIX + "failover_pages_lost_total", "counter", "pages", f"{fig.FAILOVER_LOST.name}, every failover "
+           f"added up: {fig.FAILOVER_LOST.formula}", "status.failover_pages_lost"),
+    *(_gauge(f"failover_last_{f.key.removesuffix('_s')}_seconds", "seconds", f"the last failover: {f.name}: "
+             f"{f.formula}", f"status.failover_{f.key}", "workload") for f in fig.FAILOVER if f.unit == "s"),
     _gauge("workload_paused", "0 or 1", "1 while the workload is paused", "status.paused", "workload", 0.0),
     _gauge("workload_overlap_ratio", "ratio", "synthetic workload: shared prefix of each prompt (0–1)",
            "workload.overlap", "workload"),

@@ -14,6 +14,7 @@ subscribes to its worker rebuilds and remote joins and offers its finished reque
 
 from __future__ import annotations
 
+import signal
 from collections.abc import Iterator
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any, Callable
@@ -28,6 +29,7 @@ from kvtui.core.subscribers import Subscribers, Unsubscribe
 from kvtui.engine.hosts import host_addresses
 from kvtui.engine.samplers import PanelThread, ProcessSampler, StoreSampler
 from kvtui.live.controls import LayoutRefused, change_text, knob_change, plan_layout_switch
+from kvtui.live.failover import FailoverReport, FailoverWatch, failover_status
 from kvtui.metrics.aggregate import Aggregator
 from kvtui.metrics.frame import Frame
 from kvtui.metrics.producer import FrameProducer
@@ -121,6 +123,8 @@ class LiveSession:
         self.store_full = StoreFullAlarm(self._store_full_text)  # one event-log line per burst of refused puts
         self.store_limit = store_limit
         self.coordinator: Coordinator | None = None  # while remote workers may join (listen)
+        self.failovers: list[FailoverReport] = []  # every failover measured (watch_failover), in order
+        self._watches: list[FailoverWatch] = []
 
     @property
     def description(self) -> dict:
@@ -284,6 +288,10 @@ class LiveSession:
             status["error"] = str(self.driver.error)
         if self.driver.outage:
             status["outage"], status["outage_of"] = True, self.outage_of()
+        if self.failovers:
+            status.update(failover_status(self.failovers))
+        if self.engine.cluster is not None and len(self.engine.cluster.master_names()) > 1:
+            status["ha_own"] = True  # (kvtui's own HA cluster: the monitor offers K, kill the leader)
         path = self.recording.path
         if path is not None:
             status.update(recording=True, record_path=path)
@@ -478,6 +486,51 @@ class LiveSession:
         self.follow_processes()  # the new master has a new pid
         self.log("control", "master restarted on the same ports (it starts with no keys)")
 
+    def watch_failover(self, kind: str, *, on_serving: Callable[[str], None] | None = None) -> FailoverWatch:
+        """Start measuring a failover (:class:`~kvtui.live.failover.FailoverWatch`) caused by a fault of
+        ``kind`` that the caller injects right after this returns; its report joins :attr:`failovers` (and the
+        frames' status) when it is done, and its lines go to the event log."""
+        watch = FailoverWatch(len(self.failovers) + len(self._watches) + 1, kind, self.engine, self.log,
+                              on_serving=on_serving, on_done=self._failover_done)
+        watch.begin()
+        unsubscribe = self.subscribe_results(watch.add)
+        self._unsubscribe.append(unsubscribe)
+        self._watches.append(watch)
+        watch.start()
+        return watch
+
+    def _failover_done(self, report: FailoverReport) -> None:
+        self._watches = [w for w in self._watches if w.report is not report]
+        self.failovers.append(report)
+
+    def kill_leader(self) -> FailoverWatch:
+        """SIGKILL the master of kvtui's HA cluster that serves now (``RuntimeError`` when there is no HA
+        cluster of kvtui's or no master serves: a failover under way); the standbys elect a new leader, the
+        failover is measured (:meth:`watch_failover`) and, once a master serves again, the killed one starts
+        again as a standby. Returns the watch (the killed master's name: ``report.old_leader``)."""
+        name = self.engine.leader()
+        if name is None:
+            raise RuntimeError("no master of kvtui's HA cluster serves now (no --ha, or a failover is under way)")
+        watch = self.watch_failover("leader-kill", on_serving=lambda _new: self._restart_dead_masters())
+        try:
+            pid = self.engine.signal_master(name, signal.SIGKILL)
+        except BaseException:
+            watch.stop()
+            raise
+        self.log("outage", f"leader {name} (pid {pid}) killed: a standby takes over")  # (its row says down until
+        # it starts again)
+        return watch
+
+    def _restart_dead_masters(self) -> None:
+        """Start every dead master of kvtui's HA cluster again (each joins as a standby)."""
+        try:
+            self.engine.restart_master()
+        except Exception as exc:  # (the cluster is stopping, or a master does not come up: said, not raised)
+            self.log("error", f"the killed master did not start again: {exc}")
+            return
+        self.follow_processes()
+        self.log("control", "the killed master started again as a standby")
+
     def halt(self, timeout_s: float = HALT_WAIT_S) -> bool:
         """Abandon the workload now (``Driver.stop``: nothing more is issued, queued requests are dropped,
         those under way are not waited for) and wait up to ``timeout_s`` for the driver to end; True if it
@@ -499,6 +552,8 @@ class LiveSession:
         self._stopped = True
         with uninterrupted():
             self.halt()
+            for watch in list(self._watches):
+                watch.stop()
             for unsubscribe in self._unsubscribe:
                 unsubscribe()
             if final is None and self.recording.path is not None and self._started:

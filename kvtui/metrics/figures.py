@@ -14,8 +14,9 @@ summary's ``throughput``, ``Frame.latency``, the summary itself, the ``kvtui ben
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from kvtui.core.panels import WorkloadPanel
@@ -448,9 +449,66 @@ STORE_GET_RATE = _store("get_rps", "store gets/s", "get", "/s",
 STORE = (STORE_KEYS, STORE_EVICTED, STORE_ALLOC_FAILS, STORE_USED, STORE_CAPACITY, STORE_PUT_RATE, STORE_GET_RATE)
 STORE_COUNTS = STORE[:5]  # what a run's summary keeps of the last scrape (the rates are of one moment)
 
+_FAILOVER_SHOWN = ("watch: events; run, soak: summary, --json `failovers`; Prometheus `kvtui_failover_*` (the "
+                   "last one)")
+_ONE_FAILOVER = "one failover of kvtui's HA cluster (--ha), from the fault"
+FAILOVER_LEADER = Figure("leader_s", "failover: a standby leads", "leader after", "s",
+                         "fault → another master's /health says role leader (it warms up for ~5 s before it serves)",
+                         _ONE_FAILOVER, _FAILOVER_SHOWN, "failovers[].leader_s")
+FAILOVER_SERVING = Figure("serving_s", "failover: a master serves", "serving after", "s",
+                          "fault → a master's /health says ha_state serving after none did", _ONE_FAILOVER,
+                          _FAILOVER_SHOWN, "failovers[].serving_s")
+FAILOVER_RELOAD = Figure("reload_s", "failover: kvtui reloads again", "reload after", "s",
+                         "fault → the end of the first request after the first store error that reloaded pages "
+                         "without an error", _ONE_FAILOVER, _FAILOVER_SHOWN, "failovers[].reload_s")
+FAILOVER_PUBLISH = Figure("publish_s", "failover: kvtui publishes again", "publish after", "s",
+                          "fault → the end of the first request after the first store error that published pages "
+                          "without an error", _ONE_FAILOVER, _FAILOVER_SHOWN, "failovers[].publish_s")
+FAILOVER_FAILED = Figure("requests_failed", "failover: requests failed", "requests failed", "requests",
+                         "requests that finished with a store error between the fault and kvtui's first publish "
+                         "after it (their codes: `errors`)", _ONE_FAILOVER, _FAILOVER_SHOWN,
+                         "failovers[].requests_failed")
+FAILOVER_LOST = Figure("pages_lost", "failover: acknowledged pages lost", "pages lost", "pages",
+                       "pages whose put returned 0 (stored when the fault began, or acknowledged after) that the "
+                       "serving master no longer lists once the segments are mounted on it again; exact when "
+                       "`evicted` is 0", _ONE_FAILOVER, _FAILOVER_SHOWN, "failovers[].pages_lost")
+#: the failover report's figures (kvtui.live.failover.FailoverReport's fields of the same keys)
+FAILOVER = (FAILOVER_LEADER, FAILOVER_SERVING, FAILOVER_RELOAD, FAILOVER_PUBLISH, FAILOVER_FAILED, FAILOVER_LOST)
+
+
+def failover_ranges(reports: Sequence[Mapping[str, Any]]) -> dict[str, dict[str, Any]]:
+    """``{key: {"min", "max", "n"}}`` of each :data:`FAILOVER` figure over ``reports`` (dicts of
+    ``FailoverReport.as_dict``), counting only those where it happened (``n``: how many; min and max None
+    when none); ``pages_lost`` also has ``total``."""
+    out: dict[str, dict[str, Any]] = {}
+    for f in FAILOVER:
+        values = [r[f.key] for r in reports if r.get(f.key) is not None]
+        out[f.key] = {"min": min(values) if values else None, "max": max(values) if values else None,
+                      "n": len(values)}
+    out[FAILOVER_LOST.key]["total"] = sum(r.get(FAILOVER_LOST.key) or 0 for r in reports)
+    return out
+
+
+def failover_lines(n: int, ranges: Mapping[str, Mapping[str, Any]]) -> str:
+    """The summary's lines on ``n`` failovers: each figure of :data:`FAILOVER` as
+    ``min–max`` over those where it happened (``ranges``: :func:`failover_ranges`)."""
+    parts = []
+    for f in FAILOVER:
+        r = ranges[f.key]
+        if r["n"] == 0:
+            parts.append(f"{f.label} n/a")
+            continue
+        lo, hi = (number(r[k], f.unit) for k in ("min", "max"))
+        parts.append(f"{f.label} {lo if lo == hi else f'{lo}–{hi}'} {f.unit}" + (f" ({r['n']} of {n})" if r["n"] != n
+                                                                                else ""))
+    lost = ranges[FAILOVER_LOST.key]["total"]
+    return (f"failovers             {n}: " + "; ".join(parts[:4]) + "\n                      " + "; ".join(parts[4:])
+            + f"; acknowledged pages lost in all {lost}")
+
+
 #: every figure once, in the docs table's order
 FIGURES = WALL + HEADER + RUN + LATENCY + RELOAD_COUNTS + (RELOAD_P50, RAW_GET_P50, TCP_P50, MEMCPY_P50, FILL_P50,
-                                                            VERIFY_P50) + WORKERS + TTFT + TRACE + STORE
+                                                            VERIFY_P50) + WORKERS + TTFT + TRACE + STORE + FAILOVER
 
 
 UNIT_DECIMALS = {"MB/s": 0, "ms": 2, "%": 2, "s": 1, "req/s": 1, "/s": 1, "tok/s": 0, "×": 2, "s/s": 2,

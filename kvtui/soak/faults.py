@@ -30,6 +30,9 @@ from typing import TYPE_CHECKING, Callable
 from kvtui.core.codes import code_name
 from kvtui.core.topology import role_of
 from kvtui.soak.schedule import (
+    ETCD_OUTAGE,
+    LEADER_HANG,
+    LEADER_KILL,
     LINK_CUT,
     MASTER_KILL,
     MASTER_PAUSE,
@@ -42,7 +45,9 @@ from kvtui.soak.schedule import (
 if TYPE_CHECKING:
     from kvtui.core.engine_api import ClusterView, Endpoints
     from kvtui.live import LiveSession
+    from kvtui.live.failover import FailoverWatch
 
+HA_KINDS = (LEADER_KILL, LEADER_HANG, ETCD_OUTAGE)  # faults of kvtui's HA cluster: each measured as a failover
 NEXT_AFTER_S = 1.0  # after a recovery, the next fault waits at least this long
 FULL_HOLD_S = 1.0  # the filler keeps the store full this long before removing its objects
 FILLER_OBJECT_MAX = 4 << 20  # bytes of the first filler objects (at most; 1/64 of a smaller segment, at least
@@ -62,7 +67,8 @@ class FaultRecord:
     ``lost``: requests lost with a dead worker; ``failed``: requests that finished with a store error
     between injection and recovery, ``errors`` their codes by name; ``mismatches``: pages whose bytes did
     not verify meanwhile; ``detail``: what was done (pids, the filler's report); ``cut_short``: the soak
-    ended (or was interrupted) while it was open."""
+    ended (or was interrupted) while it was open; ``failover``: for the HA kinds, what the failover cost
+    (:class:`kvtui.live.failover.FailoverReport` as a dict)."""
 
     n: int
     kind: str
@@ -79,6 +85,7 @@ class FaultRecord:
     detail: dict = field(default_factory=dict)
     error: str | None = None
     cut_short: bool = False
+    failover: dict | None = None  # an HA fault: its failover report (kvtui.live.failover.FailoverReport.as_dict)
 
     @property
     def recovery_s(self) -> float | None:
@@ -158,7 +165,9 @@ def why_unavailable(kind: str, *, embedded: bool, store_node: bool, hosts: bool 
     if kind not in INJECT:
         return f"{kind} cannot be injected"
     if kind in (MASTER_KILL, MASTER_PAUSE) and ha:
-        return f"{kind} stops the one master of a cluster; with --ha the masters fail over (no HA fault kind yet)"
+        return f"{kind} stops the one master of a cluster; with --ha use {LEADER_KILL} or {LEADER_HANG}"
+    if kind in HA_KINDS and not (ha and embedded):
+        return f"{kind} needs kvtui's own HA cluster (--ha N)"
     if kind == LINK_CUT and not hosts:
         return "link-cut needs emulated hosts (--hosts auto)"
     if kind in (MASTER_KILL, MASTER_PAUSE, STORE_FULL) and not embedded:
@@ -197,6 +206,7 @@ class Injector(threading.Thread):
         self._halt = threading.Event()
         self.error: BaseException | None = None
         self._fill = 0
+        self._watch: FailoverWatch | None = None  # the failover watch of the HA fault under way
 
     def stop(self) -> None:
         """Inject nothing more; the fault under way is cleared (a paused master continued, the filler's
@@ -239,6 +249,7 @@ class Injector(threading.Thread):
         rec.delayed_s = max(0.0, rec.t_s - rec.scheduled_s)
         replacements = len(self.engine.replacements)
         self._log("outage", f"chaos: fault {rec.n}/{n_all} {rec.kind} ({rec.target}) injected")
+        self._watch = None
         try:
             rec.detail = INJECT[rec.kind](self, rec)
         except Exception as exc:
@@ -249,6 +260,15 @@ class Injector(threading.Thread):
         while not self._halt.is_set() and not self.tracker.recovered.is_set() and self.engine.now() < deadline:
             self.tracker.recovered.wait(0.1)
         self.tracker.end()
+        watch, self._watch = self._watch, None
+        if watch is not None:  # (its report ends with kvtui's first reload and publish: about the recovery)
+            while not self._halt.is_set() and not watch.done.is_set() and self.engine.now() < deadline:
+                watch.done.wait(0.1)
+            if not watch.done.is_set():
+                watch.stop()
+                watch.done.wait(5)
+            rec.failover = watch.report.as_dict()
+            self.say(f"chaos: {watch.report.line()}")
         rec.cut_short = rec.recovered_s is None and self._halt.is_set()
         rec.lost = sum(r.lost for r in self.engine.replacements[replacements:])
         if rec.recovery_s is not None:
@@ -309,6 +329,52 @@ class Injector(threading.Thread):
         start = time.monotonic()
         self._halt.wait(self.pause_s)
         return time.monotonic() - start
+
+    def leader_kill(self, rec: FaultRecord) -> dict:
+        """SIGKILL the serving master of kvtui's HA cluster (:meth:`kvtui.live.LiveSession.kill_leader`);
+        cleared once another master serves and the killed one runs again, as a standby."""
+        self._watch = watch = self.session.kill_leader()
+        name = watch.report.old_leader
+        if not watch.serving.wait(WAIT_CLEAR_S) and not self._halt.is_set():
+            raise RuntimeError(f"no master served within {WAIT_CLEAR_S:g} s of the leader's death")
+        proc = self._cluster().process(name) if name else None
+        if proc is not None and proc.alive():
+            self.note_pid(proc.name, proc.pid)
+        return {"killed": name, "new_leader": watch.report.new_leader, "restarted_pid": proc.pid if proc else None}
+
+    def leader_hang(self, rec: FaultRecord) -> dict:
+        """SIGSTOP the serving master for ``pause_s`` (a hung leader: its connections stay open, nothing
+        answers), then SIGCONT (always, and at once when the soak is stopped meanwhile). Longer than the
+        masters' etcd lease (~5 s), a standby takes over and the continued master steps down."""
+        name = self.engine.leader()
+        if name is None:
+            raise RuntimeError("no master serves (a failover is under way)")
+        self._watch = watch = self.session.watch_failover(LEADER_HANG)
+        pid = self.engine.signal_master(name, signal.SIGSTOP)
+        self._log("outage", f"chaos: leader {name} (pid {pid}) stopped for {self.pause_s:g} s")
+        try:
+            held = self._hold()
+        finally:
+            os.kill(pid, signal.SIGCONT)
+            watch.cleared()
+        return {"leader": name, "pid": pid, "paused_s": round(held, 3)}
+
+    def etcd_outage(self, rec: FaultRecord) -> dict:
+        """SIGSTOP kvtui's etcd for ``pause_s`` (the masters cannot renew the leader's lease nor write their
+        OpLog; clients cannot look the leader up), then SIGCONT (always, and at once when the soak is stopped
+        meanwhile)."""
+        proc = self._cluster().process("etcd")
+        if proc is None or not proc.alive():
+            raise RuntimeError("etcd is not running")
+        self._watch = watch = self.session.watch_failover(ETCD_OUTAGE)
+        os.kill(proc.pid, signal.SIGSTOP)
+        self._log("outage", f"chaos: etcd (pid {proc.pid}) stopped for {self.pause_s:g} s")
+        try:
+            held = self._hold()
+        finally:
+            os.kill(proc.pid, signal.SIGCONT)
+            watch.cleared()
+        return {"pid": proc.pid, "stopped_s": round(held, 3)}
 
     def store_kill(self, rec: FaultRecord) -> dict:
         """SIGKILL the store node, start a new one with a segment of the same size (and, with dummy workers,
@@ -405,5 +471,6 @@ class Injector(threading.Thread):
 
 
 INJECT = {MASTER_KILL: Injector.master_kill, MASTER_PAUSE: Injector.master_pause, STORE_KILL: Injector.store_kill,
-          WORKER_KILL: Injector.worker_kill, STORE_FULL: Injector.store_full, LINK_CUT: Injector.link_cut}
+          WORKER_KILL: Injector.worker_kill, STORE_FULL: Injector.store_full, LINK_CUT: Injector.link_cut,
+          LEADER_KILL: Injector.leader_kill, LEADER_HANG: Injector.leader_hang, ETCD_OUTAGE: Injector.etcd_outage}
 """How each kind is injected and cleared (:func:`unavailable` says where a kind cannot be)."""

@@ -20,14 +20,20 @@ STORE_KILL = "store-kill"  # SIGKILL of the store node, then a new one with a se
 STORE_FULL = "store-full"  # a separate client puts filler objects until NO_AVAILABLE_HANDLE, then removes them
 WORKER_KILL = "worker-kill"  # SIGKILL of the prefill or decode worker; the engine starts the chain again
 LINK_CUT = "link-cut"  # an emulated host's link taken down and up again: needs --hosts auto (kvtui.engine.hosts)
-KINDS = (MASTER_KILL, MASTER_PAUSE, STORE_KILL, STORE_FULL, WORKER_KILL, LINK_CUT)  # (those that apply: see
+LEADER_KILL = "leader-kill"  # --ha: SIGKILL of the serving master; a standby takes over, the killed one rejoins
+LEADER_HANG = "leader-hang"  # --ha: SIGSTOP of the serving master for --pause-s, then SIGCONT (a hung leader)
+ETCD_OUTAGE = "etcd-outage"  # --ha: SIGSTOP of kvtui's etcd for --pause-s, then SIGCONT (the masters' lease holder)
+KINDS = (MASTER_KILL, MASTER_PAUSE, STORE_KILL, STORE_FULL, WORKER_KILL, LINK_CUT, LEADER_KILL, LEADER_HANG,
+         ETCD_OUTAGE)  # (those that apply: see
 # kvtui.soak.faults.why_unavailable; the order of those left is the schedule's)
 WORKER_ROLES = ("decode", "prefill")
 TARGET = {MASTER_KILL: "master", MASTER_PAUSE: "master", STORE_KILL: "store", STORE_FULL: "segment",
-          LINK_CUT: "link"}  # (a worker kill's target is its role)
+          LINK_CUT: "link", LEADER_KILL: "leader", LEADER_HANG: "leader",
+          ETCD_OUTAGE: "etcd"}  # (a worker kill's target is its role)
 WHAT = {MASTER_KILL: "master SIGKILL and restart", MASTER_PAUSE: "master SIGSTOP/SIGCONT",
         STORE_KILL: "store-node SIGKILL and restart", STORE_FULL: "a full store", WORKER_KILL: "worker SIGKILL",
-        LINK_CUT: "an emulated host's link down and up"}
+        LINK_CUT: "an emulated host's link down and up", LEADER_KILL: "SIGKILL of an HA cluster's leader",
+        LEADER_HANG: "SIGSTOP/SIGCONT of the leader", ETCD_OUTAGE: "etcd stopped for --pause-s"}
 """Each kind in a few words, for ``kvtui soak``'s description."""
 
 MAX_GAP_S = 30.0  # consecutive faults are at least min(slot / 2, this) apart

@@ -19,6 +19,8 @@ from typing import Any, Sequence
 
 import numpy as np
 
+from kvtui.metrics.figures import failover_lines, failover_ranges
+
 KVTUI_RSS_TARGET_MIB_PER_H = 1.0  # the target: kvtui's own RSS grows at most this much per hour after warm-up
 TIME_WAIT_FLAG_PER_H = 60.0  # TIME_WAIT growth is flagged above one socket a minute (and significantly > 0)
 TIME_WAIT_S = 60.0  # Linux keeps a socket in TIME_WAIT this long (TCP_TIMEWAIT_LEN): the count levels off after it
@@ -147,7 +149,8 @@ def fault_summary(records: list, kinds: Sequence[str]) -> dict:
     ``recovered`` (survived), ``not_recovered`` (of which ``cut_short``: still open when the soak ended),
     ``skipped`` (never injected: the soak ended first),
     ``inject_errors``, ``lost``, ``failed_requests``, ``mismatches``, ``recovery_s`` and ``clear_s``
-    (:func:`percentiles`), and ``by_kind`` with the same per kind."""
+    (:func:`percentiles`), and ``by_kind`` with the same per kind; with HA faults, ``failovers``: their count
+    ``n`` and ``ranges``, each failover figure's min and max (:func:`kvtui.metrics.figures.failover_ranges`)."""
     def block(recs: list) -> dict:
         injected = [r for r in recs if r.t_s is not None]
         rec_s = [r.recovery_s for r in injected if r.recovery_s is not None]
@@ -161,6 +164,9 @@ def fault_summary(records: list, kinds: Sequence[str]) -> dict:
 
     out = block(records)
     out["by_kind"] = {k: block([r for r in records if r.kind == k]) for k in kinds}
+    reports = [r.failover for r in records if r.failover is not None]
+    if reports:  # (HA faults: what each failover cost, and the range of each figure over them)
+        out["failovers"] = {"n": len(reports), "ranges": failover_ranges(reports)}
     return out
 
 
@@ -196,6 +202,8 @@ def format_soak(s: dict) -> str:
         if b["scheduled"]:
             lines.append(f"  {kind:<20}{b['injected']} injected, {b['recovered']} recovered; recovery p50 "
                          f"{_secs(b['recovery_s']['p50'])}, max {_secs(b['recovery_s']['max'])}; lost {b['lost']}")
+    if "failovers" in f:
+        lines.append(failover_lines(f["failovers"]["n"], f["failovers"]["ranges"]))
     rss = g["rss_MiB"]
     lines.append("RSS growth (MiB/h)    " + ", ".join(f"{p} {_num(v['per_h'])}" for p, v in rss.items()))
     lines.append("fd growth (/h)        " + ", ".join(f"{p} {_num(v['per_h'], '{:.1f}')}" for p, v in g["fds"].items()))

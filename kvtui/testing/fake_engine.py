@@ -218,6 +218,14 @@ class FakeEngine:
     def dead_cluster_process(self) -> ClusterProcess | None:
         return None
 
+    published = None  # (no store: nothing is published)
+
+    def leader(self) -> str | None:
+        return None
+
+    def signal_master(self, name: str, sig: int) -> int:
+        raise RuntimeError(f"{name} is not running (the fake engine has no cluster)")
+
     def subscribe_remote(self, fn: Callable[[RemoteJoin], None]) -> Unsubscribe:
         return self._joined.subscribe(fn)
 

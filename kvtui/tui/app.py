@@ -87,13 +87,15 @@ class Gate:
     """Which controls the monitor offers, from the newest frame: whether it has a ``controller``, the frame
     source's ``mode`` (``live`` / ``replay``), the workload ``kind`` (``synthetic``, ``trace``, ``observe``),
     whether the master of the cluster kvtui started is down (``own_master_down``: M restarts it), and
-    whether that cluster's master or store node is down (``own_down``)."""
+    whether that cluster's master or store node is down (``own_down``), and whether it is kvtui's own HA
+    cluster with a master serving (``own_leader``: K kills it)."""
 
     controller: bool
     mode: str
     kind: str
     own_master_down: bool
     own_down: bool
+    own_leader: bool = False
 
 
 class KvtuiApp(App[int]):
@@ -262,8 +264,9 @@ class KvtuiApp(App[int]):
         self.knob_state.adopt(seen_in(w, st), time.monotonic())
         own_down = bool(st.get("outage")) and st.get("store_mode") == "embedded" and st.get("mode", "live") == "live"
         own_master_down = own_down and st.get("outage_of", "master") == "master"
+        own_leader = bool(st.get("ha_own")) and not st.get("outage") and st.get("mode", "live") == "live"
         gate = Gate(self.controller is not None, st.get("mode", "live"), w.get("kind", "synthetic"), own_master_down,
-                    own_down)
+                    own_down, own_leader)
         if gate != self._gate:
             if own_down and st.get("outage_of") == "leader":
                 if self.controller is not None and self.player is None:
@@ -340,6 +343,9 @@ class KvtuiApp(App[int]):
         if action in TRACE_ACTIONS:  # live trace replays only (then before the overlap keys -, +)
             return bool(self.player is None and self.controller is not None and gate is not None
                         and gate.kind == "trace" and gate.mode != "replay")
+        if action == "kill_leader":  # offered only with kvtui's own HA cluster, while a master serves
+            return bool(self.controller is not None and self.player is None and gate is not None
+                        and gate.own_leader)
         if action == "restart_master":  # offered only while the master kvtui started is down
             return bool(self.controller is not None and self.player is None and gate is not None
                         and gate.own_master_down)
@@ -439,6 +445,9 @@ class KvtuiApp(App[int]):
 
     def action_restart_master(self) -> None:
         self.store_keys.restart_master()
+
+    def action_kill_leader(self) -> None:
+        self.store_keys.kill_leader()
 
     def on_worker_state_changed(self, event: Worker.StateChanged) -> None:
         self.store_keys.worker_changed(event)

@@ -68,6 +68,7 @@ BINDINGS: list[Binding] = [
     Binding("c", "clear_store", "clear"),
     Binding("ctrl+r", "toggle_recording", "rec"),
     Binding("M", "restart_master", "restart master", key_display="M"),  # only during an outage, embedded
+    Binding("K", "kill_leader", "kill leader", key_display="K"),  # only with kvtui's HA cluster, a leader serving
     Binding("ctrl+s,S", "screenshot", "shot", key_display="S"),
 ]
 
@@ -106,12 +107,13 @@ def key_help(app: HelpHost) -> list[tuple[str, str]]:
              "replay_speed(1)": "replay: twice as fast (up to ×64)",
              "replay_speed(-1)": "replay: half as fast (down to ×⅛)",
              "restart_master": "restart the master kvtui started (offered while it is down)",
+             "kill_leader": "--ha: SIGKILL the serving master; a standby takes over and the failover is measured",
              "trace_speed(1)": "trace: twice as fast (×0.5 … ×64, then as fast as possible)",
              "trace_speed(-1)": "trace: half as fast (from as fast as possible: ×64)"}
     out: dict[str, tuple[str, str]] = {}
     for b in BINDINGS:
         action, params = _split_action(b.action)
-        live_only_key = action == "restart_master" and getattr(app, "player", None) is None
+        live_only_key = action in ("restart_master", "kill_leader") and getattr(app, "player", None) is None
         if app.check_action(action, params) is False and not live_only_key:
             continue
         keys = " ".join(app.get_key_display(Binding(k, b.action)) for k in b.key.split(","))

@@ -31,6 +31,7 @@ class PaletteHost(Protocol):
     def action_window(self) -> None: ...
     def action_freeze(self) -> None: ...
     def action_screenshot(self) -> str | None: ...
+    def action_kill_leader(self) -> None: ...
 
 
 def system_commands(app: PaletteHost) -> Iterable[SystemCommand]:
@@ -49,6 +50,9 @@ def system_commands(app: PaletteHost) -> Iterable[SystemCommand]:
         for name, summary in app.layouts.items():
             yield SystemCommand(f"Layout: {name}", f"Page layout {summary} (after the requests under way)",
                                 lambda name=name: app.set_layout(name))
+    if app.check_action("kill_leader", ()):
+        yield SystemCommand("Kill the leader (HA)", "SIGKILL the serving master; watch the failover (K)",
+                            app.action_kill_leader)
     if app.check_action("toggle_recording", ()):
         yield SystemCommand("Start / stop recording", "Record the session to a file (ctrl+r)",
                             app.action_toggle_recording)

@@ -33,7 +33,8 @@ class FrameSource(Protocol):
 class Controller(Protocol):
     """The workload's controls. Every method returns quickly except ``clear_store`` (the app runs it in a
     thread worker); ``restart_master()`` (optional: only a controller that started the master has it)
-    likewise. ``toggle_recording`` is optional too: without it the app says recording is unavailable."""
+    and ``kill_leader()`` (optional: only a controller with its own HA cluster has it) likewise.
+    ``toggle_recording`` is optional too: without it the app says recording is unavailable."""
 
     def send(self, control: Control) -> None:
         """Ask for a knob change (:mod:`kvtui.core.controls`: SetOverlap, SetPool, SetRate, SetScenario,

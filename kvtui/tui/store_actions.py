@@ -19,7 +19,7 @@ from kvtui.tui.screens import ConfirmScreen
 
 __all__ = ["StoreHost", "StoreKeys"]
 
-CLEAR_STORE, RESTART_MASTER = "clear-store", "restart-master"  # the names of their thread workers
+CLEAR_STORE, RESTART_MASTER, KILL_LEADER = "clear-store", "restart-master", "kill-leader"  # their thread workers
 
 
 class StoreHost(Protocol):
@@ -66,12 +66,25 @@ class StoreKeys:
         self.host.run_worker(restart, name=RESTART_MASTER, group=RESTART_MASTER, thread=True, exclusive=True,
                              exit_on_error=False)  # (a failed restart is one event-log line, worker_changed)
 
+    def kill_leader(self) -> None:
+        """SIGKILL the serving master of kvtui's HA cluster (in a thread: the controller first notes what the
+        leader stores); the controller logs the failover as it goes. A controller without ``kill_leader`` (no
+        HA cluster of kvtui's) says it is unavailable."""
+        kill = getattr(self.host.controller, "kill_leader", None)
+        if kill is None:
+            self.host.log_line("killing the leader is unavailable here (kvtui --ha N only)", "error")
+            return
+        self.host.log_line("killing the leader…", "control")
+        self.host.run_worker(kill, name=KILL_LEADER, group=KILL_LEADER, thread=True, exclusive=True,
+                             exit_on_error=False)
+
     def worker_changed(self, event: Worker.StateChanged) -> None:
         """The outcome of a thread worker of :meth:`clear_store` or :meth:`restart_master` (others are not
         these keys')."""
-        if event.worker.name == RESTART_MASTER:
+        if event.worker.name in (RESTART_MASTER, KILL_LEADER):
             if event.state == WorkerState.ERROR:
-                self.host.log_line(f"master restart failed: {event.worker.error}", "error")
+                what = "master restart" if event.worker.name == RESTART_MASTER else "leader kill"
+                self.host.log_line(f"{what} failed: {event.worker.error}", "error")
             return
         if event.worker.name != CLEAR_STORE:
             return

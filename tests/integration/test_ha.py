@@ -18,6 +18,7 @@ from pathlib import Path
 
 import psutil
 import pytest
+from waits import wait_for
 
 import kvtui
 from kvtui.cli import main
@@ -191,5 +192,150 @@ def test_a_leader_killed_during_a_run_fails_over_and_requests_resume_byte_exact(
         assert any(t.startswith("a master serves again after ") for t in texts), texts
         assert engine.dead_cluster_process() is None  # (a dead master is a failover, not a lost cluster)
         assert down_s < 35, f"the failover took {down_s:.1f} s"
+    finally:
+        session.stop()
+
+
+def _ha_session(oplog: bool = True):
+    """A live session over ``--ha 2`` (dummy workers, OpLog on or off) with a roomy store: nothing is evicted,
+    so every page kvtui published stays stored unless a failover loses it."""
+    from kvtui.config.workload import synthetic_description
+    from kvtui.core.layout import PageLayout
+    from kvtui.engine.cluster import ClusterOptions
+    from kvtui.engine.engine import Engine, EngineOptions
+    from kvtui.live import LiveSession
+    from workload import SyntheticWorkload, WorkloadSpec
+
+    engine = Engine(EngineOptions(layout=PageLayout(4, 2, 16, 8, 2), model=f"ha-{uuid.uuid4().hex[:6]}",
+                                  store_bytes=64 << 20,
+                                  cluster=ClusterOptions(ha=2, worker_client="dummy", oplog=oplog)))
+    engine.start()
+    spec = WorkloadSpec(scenario="shared-system-prompt", pool=4, prompt_tokens=64, page_tokens=8, overlap=0.5)
+    session = LiveSession(engine, SyntheticWorkload(spec), synthetic_description(spec), layout_text="tiny")
+    session.want("test", 10)
+    return engine, session
+
+
+def _settled(session) -> bool:
+    c = session.counts()
+    return c.issued == c.completed + c.dropped
+
+
+def _batch_query(url: str, keys: list[str]) -> dict[str, bool]:
+    """Per key, whether the master at admin ``url`` has it (``/batch_query_keys``: no lease; another endpoint
+    than the one the failover check uses)."""
+    import urllib.parse
+
+    from kvtui.engine.cluster import http_get
+
+    out = {}
+    for i in range(0, len(keys), 50):
+        chunk = keys[i:i + 50]
+        status, body = http_get(f"{url}/batch_query_keys?keys={urllib.parse.quote(','.join(chunk), safe=',/')}", 5)
+        assert status == 200, body
+        data = json.loads(body)["data"]
+        out.update({k: bool(data.get(k, {}).get("ok")) for k in chunk})
+    return out
+
+
+def _gone_at_stop(engine, session) -> None:
+    """Stop the session; every process of the cluster and etcd's data folder must be gone."""
+    procs = [psutil.Process(p.pid) for p in engine.cluster.processes if p.alive()]
+    procs += [psutil.Process(pid) for pid in engine.worker_pids().values() if psutil.pid_exists(pid)]
+    data = engine.cluster.etcd.data_dir
+    session.stop()
+    _gone, alive = psutil.wait_procs(procs, timeout=10)
+    assert alive == [] and not data.exists()
+
+
+def test_a_leader_killed_with_oplog_loses_no_settled_page_and_the_failover_is_reported():
+    """K in the monitor (LiveSession.kill_leader) with OpLog: the failover report times the election, the new
+    leader's serving and kvtui's first reload and publish; every page published before the kill is still
+    stored (the check agrees with another endpoint), requests resume, no wrong byte, nothing left at exit."""
+    engine, session = _ha_session(oplog=True)
+    try:
+        session.start()
+        wait_for(lambda: session.agg.totals()["pages_published"] > 40, 20, "published pages")
+        session.pause()  # (every put settled before the kill: the loss under load is the soak's to measure)
+        wait_for(lambda: _settled(session), 10, "the requests under way to finish")
+        published = sorted(engine.published.snapshot())
+        watch = session.kill_leader()
+        session.resume()
+        wait_for(lambda: {p["name"]: p.get("role") for p in session.frame().procs}.get(watch.report.old_leader)
+                 == "down", 10, "the killed master's row saying down")
+        wait_for(lambda: session.failovers, 60, "the failover report")
+        r = session.failovers[0]
+        assert r.old_leader and r.new_leader and r.new_leader != r.old_leader
+        assert 0 < r.leader_s <= r.serving_s <= r.reload_s and r.publish_s is not None
+        assert r.pages_lost == 0 and r.pages_checked >= len(published) and r.evicted == 0
+        url = dict(engine.endpoints.masters)[r.new_leader]
+        assert all(_batch_query(url, published).values())
+        resumed = session.agg.totals()["requests"]
+        wait_for(lambda: session.agg.totals()["requests"] > resumed + 30, 20, "requests after the failover")
+        assert session.agg.totals()["mismatches"] == 0
+        wait_for(lambda: engine.cluster.process(watch.report.old_leader).alive(), 20, "the killed master back")
+        st = wait_for(lambda: session.frame().status.get("failovers") and session.frame().status, 5,
+                      "the failover in the frames' status")
+        assert st["failovers"] == 1 and st["failover_pages_lost"] == 0 and st["failover_serving_s"] == r.serving_s
+        texts = [e.text for e in session.frame().events]
+        assert any(t.startswith(f"failover 1: {r.new_leader} serves after ") for t in texts), texts
+        _gone_at_stop(engine, session)
+    finally:
+        session.stop()
+
+
+def test_without_oplog_a_leader_kill_reports_every_lost_page_exactly():
+    """Masters without OpLog: a new leader knows no key. The report counts exactly the pages kvtui had
+    published and can no longer find (another endpoint says the same of each)."""
+    engine, session = _ha_session(oplog=False)
+    try:
+        session.start()
+        wait_for(lambda: session.agg.totals()["pages_published"] > 40, 20, "published pages")
+        session.pause()
+        wait_for(lambda: _settled(session), 10, "the requests under way to finish")
+        published = sorted(engine.published.snapshot())
+        session.kill_leader()
+        wait_for(lambda: session.failovers, 60, "the failover report")
+        r = session.failovers[0]
+        url = dict(engine.endpoints.masters)[r.new_leader]
+        present = _batch_query(url, published)
+        assert r.evicted == 0 and r.pages_checked == len(published)
+        assert r.pages_lost == sum(not ok for ok in present.values()) == len(published)
+        wait_for(lambda: session.frame().status.get("failover_pages_lost") == len(published), 5,
+                 "the loss in the frames' status", detail=lambda: session.frame().status)
+    finally:
+        session.stop()
+
+
+def test_a_hung_leader_costs_about_a_failover_not_the_30_s_rpc_timeout():
+    """SIGSTOP of the leader for longer than its etcd lease: a standby takes over; kvtui's clients (with
+    MC_RPC_TIMEOUT_MS=2000, kvtui.engine.ha) reload again within seconds of it serving, not after Mooncake's
+    default 30 s per call in flight. The continued master steps down; no page stored before is lost, no byte
+    is wrong."""
+    from kvtui.engine import ha as ha_mod
+
+    engine, session = _ha_session(oplog=True)
+    try:
+        session.start()
+        wait_for(lambda: session.agg.totals()["pages_published"] > 40, 20, "published pages")
+        session.pause()  # (puts settled: one acknowledged in the leader's last milliseconds may be lost, see the docs)
+        wait_for(lambda: _settled(session), 10, "the requests under way to finish")
+        leader = engine.leader()
+        watch = session.watch_failover("leader-hang")
+        pid = engine.signal_master(leader, signal.SIGSTOP)
+        session.resume()
+        try:
+            wait_for(lambda: watch.report.leader_s is not None, 30, "another master leading")
+        finally:
+            os.kill(pid, signal.SIGCONT)
+            watch.cleared()
+        wait_for(lambda: session.failovers, 60, "the failover report")
+        r = session.failovers[0]
+        assert r.new_leader != leader and r.reload_s is not None
+        assert r.reload_s - r.serving_s < ha_mod.HA_RPC_TIMEOUT_MS / 1000 * 3, r.line()
+        assert r.pages_lost == 0 and session.agg.totals()["mismatches"] == 0
+        states = {s.name: s.word for s in ha_mod.master_states(engine.endpoints.masters)}
+        wait_for(lambda: {s.name: s.word for s in ha_mod.master_states(engine.endpoints.masters)}[leader]
+                 in ("standby", "catch-up"), 20, "the continued master standing by", detail=lambda: states)
     finally:
         session.stop()

@@ -45,7 +45,7 @@ def test_scrape_equals_the_frame_and_its_summary(exporter):
     summary = summary_from_frame(frame)
     worker = lambda role: (("role", role), ("worker", "0"))  # noqa: E731
     for m in METRICS:
-        if m.kind == "counter" and m.source != "errors":
+        if m.kind == "counter" and m.role:
             assert got[m.name][worker(m.role)] == pytest.approx(summary[m.summary] * m.scale), m.name
         if m.kind == "histogram":
             count = got[m.name + "_count"][worker(m.role)]
@@ -58,6 +58,24 @@ def test_scrape_equals_the_frame_and_its_summary(exporter):
     fill = frame.store["used_bytes"] / frame.store["capacity_bytes"]
     assert got["kvtui_store_fill_ratio"][()] == pytest.approx(fill)
     assert "kvtui_trace_rows" not in got  # a synthetic workload has no trace gauges
+    assert got["kvtui_failovers_total"][()] == 0 and "kvtui_failover_last_serving_seconds" not in got
+
+
+def test_failovers_are_exported_from_the_frames_status(exporter):
+    """The failover figures come from the status keys a live session sets (kvtui.live.failover.failover_status)."""
+    from kvtui.live.failover import FailoverReport, failover_status
+
+    reports = [FailoverReport(1, "leader-kill", 3.0, leader_s=4.1, serving_s=9.2, reload_s=9.9, publish_s=10.0,
+                              pages_checked=50, pages_lost=0),
+               FailoverReport(2, "etcd-outage", 40.0, leader_s=5.0, serving_s=11.5, reload_s=None, publish_s=12.25,
+                              pages_checked=60, pages_lost=7)]
+    frame = dataclasses.replace(DemoSource(3).frame(), status=failover_status(reports))
+    exporter.attach(lambda: frame)
+    got = scrape(exporter.url)
+    assert got["kvtui_failovers_total"][()] == 2 and got["kvtui_failover_pages_lost_total"][()] == 7
+    assert got["kvtui_failover_last_serving_seconds"][()] == 11.5
+    assert got["kvtui_failover_last_publish_seconds"][()] == 12.25
+    assert "kvtui_failover_last_reload_seconds" not in got  # (the last failover had no reload: no sample)
 
 
 def test_pin_freezes_the_scrape_at_the_final_frame(exporter):

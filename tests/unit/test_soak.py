@@ -60,7 +60,8 @@ def test_every_kind_comes_in_turn_and_worker_kills_alternate_roles():
         assert sorted(kinds[i:i + k]) == sorted(KINDS)
     roles = [f.target for f in faults if f.kind == WORKER_KILL]
     assert abs(roles.count("decode") - roles.count("prefill")) <= 1
-    assert {f.target for f in faults if f.kind != WORKER_KILL} <= {"master", "store", "segment", "link"}
+    assert {f.target for f in faults if f.kind != WORKER_KILL} <= {"master", "store", "segment", "link", "leader",
+                                                                   "etcd"}
 
 
 def test_kinds_can_be_chosen_and_bad_arguments_are_refused():

@@ -1,0 +1,283 @@
+"""What one failover of kvtui's HA cluster cost, measured as it happens (:class:`FailoverWatch`).
+
+A watch starts just before a fault of the leader or of etcd (a leader killed or hung, etcd stopped): it notes
+which master serves and which of the keys kvtui published (the engine's ledger,
+:class:`kvtui.engine.ha.PublishedLedger`) that master lists. Then, polling every master's ``/health`` every
+``POLL_S``, it times from the fault:
+
+* ``leader_s``: until another master says it is the leader;
+* ``serving_s``: until a master serves again after none did (the end of the failover; None when one served
+  all along: a short hang or etcd outage costs no failover);
+* ``reload_s`` / ``publish_s``: until the first request after the first store error that reloaded pages
+  (respectively published some) without an error: kvtui's workers work again (None: no request failed, or
+  none did within ``WAIT_S``).
+
+Between the fault and ``publish_s`` it counts the requests that finished with a store error, their codes
+by name and the pages they failed. Once a master serves again it asks it for every key it lists
+(``/get_all_keys``: no lease, so the check pins nothing and changes no figure) and counts the **pages
+acknowledged as stored and gone**: kvtui's keys that were stored when the fault began, or were acknowledged
+after that, and are not listed now. A key evicted in between would count too: ``evicted`` (the masters'
+``master_evicted_key_count`` growth over the same span) says whether any was, so the count is exact when it
+is 0.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections import Counter
+from dataclasses import asdict, dataclass, field
+from typing import TYPE_CHECKING, Callable
+
+from kvtui.core.codes import code_name
+from kvtui.core.pages import PageState
+from kvtui.engine import ha
+
+if TYPE_CHECKING:
+    from kvtui.core.engine_api import EngineAPI
+    from kvtui.core.events import RequestResult
+
+POLL_S = 0.1  # the masters' /health is asked this often during a failover
+NO_FAILOVER_S = 12.0  # a fault cleared this long ago with a master serving all along caused no failover (an
+# etcd lease is 5 s, a new leader's warm-up 5 s more)
+REMOUNT_WAIT_S = 15.0  # the loss check waits this long at most for the segments to be mounted on a new leader
+WAIT_S = 90.0  # a watch gives up waiting for a serving master, or for kvtui's first reload and publish, after this
+
+
+@dataclass
+class FailoverReport:
+    """One failover. Times in seconds from the fault (``t_s``, engine time); None: it did not happen (see
+    :mod:`kvtui.live.failover`). ``old_leader`` / ``new_leader``: master names; ``requests_failed``,
+    ``pages_failed``, ``errors`` (store error codes by name: calls); ``pages_checked``: kvtui's acknowledged
+    pages the check expected; ``pages_lost``: of them, those gone (None: no master answered the check);
+    ``evicted``: keys the masters evicted meanwhile (0: ``pages_lost`` is exact; None: unknown);
+    ``lost_sample``: up to 5 lost keys, ``lost_confirmed``: how many of those a second endpoint
+    (``/batch_query_keys``) finds absent too; ``lost_acked_s``: when the lost pages were acknowledged,
+    ``[earliest, latest]`` seconds from the fault."""
+
+    n: int
+    kind: str
+    t_s: float
+    old_leader: str | None = None
+    new_leader: str | None = None
+    leader_s: float | None = None
+    serving_s: float | None = None
+    reload_s: float | None = None
+    publish_s: float | None = None
+    requests_failed: int = 0
+    pages_failed: int = 0
+    errors: dict = field(default_factory=dict)
+    pages_checked: int = 0
+    pages_lost: int | None = None
+    evicted: int | None = None
+    lost_sample: list = field(default_factory=list)  # up to 5 of the keys lost
+    lost_confirmed: int | None = None  # of lost_sample, how many /batch_query_keys also finds absent
+    lost_acked_s: list | None = None  # [earliest, latest] acknowledgement of a lost page, seconds from the fault
+
+    def as_dict(self) -> dict:
+        """JSON-ready form."""
+        return asdict(self)
+
+    def line(self) -> str:
+        """The report in one line (the event log, the soak's output)."""
+        def s(v: float | None) -> str:
+            return "—" if v is None else f"{v:.1f} s"
+
+        lost = "unchecked" if self.pages_lost is None else f"{self.pages_lost} of {self.pages_checked}"
+        if self.pages_lost is not None and self.evicted:
+            lost += f" (the masters evicted {self.evicted} keys meanwhile: an upper bound)"
+        codes = ", ".join(f"{k} {v}" for k, v in self.errors.items())
+        return (f"failover {self.n} ({self.kind}): leader {s(self.leader_s)}, serving {s(self.serving_s)}, "
+                f"reload {s(self.reload_s)}, publish {s(self.publish_s)}; {self.requests_failed} requests failed"
+                f"{f' ({codes})' if codes else ''}; acknowledged pages lost {lost}")
+
+
+class FailoverWatch(threading.Thread):
+    """Measures one failover (:class:`FailoverReport`). Call :meth:`begin` just before the fault (it notes
+    the leader and the keys it lists), feed it every finished request (:meth:`add`), :meth:`start` it, and
+    :meth:`cleared` once the fault is over (a hung master continued; a kill needs none: its end is a new
+    leader). ``log(kind, text)``: event-log lines; ``on_serving(name)``: called once a master serves again
+    (e.g. to start the killed one again as a standby); ``on_done(report)``: called at the end. :attr:`done`
+    is set then."""
+
+    def __init__(self, n: int, kind: str, engine: EngineAPI, log: Callable[[str, str], None], *,
+                 on_serving: Callable[[str], None] | None = None,
+                 on_done: Callable[[FailoverReport], None] | None = None, wait_s: float = WAIT_S):
+        super().__init__(name="kvtui-failover", daemon=True)
+        self.engine, self.log, self.on_serving, self.on_done, self.wait_s = engine, log, on_serving, on_done, wait_s
+        endpoints = engine.endpoints
+        self.masters: tuple = tuple(getattr(endpoints, "masters", ()) or ())
+        self.report = FailoverReport(n, kind, 0.0)
+        self.done = threading.Event()
+        self.serving = threading.Event()  # a master serves again (or served all along)
+        self._lock = threading.Lock()
+        self._halt = threading.Event()
+        self._cleared_at: float | None = None
+        self._first_error: float | None = None
+        self._errors: Counter = Counter()
+        self._before: set[str] | None = None
+        self._evicted_before: dict[str, int] = {}
+        self._t_pre = 0.0
+        self._capacity = 0  # bytes of segments mounted on the leader before the fault
+
+    # -- before the fault ------------------------------------------------------------------------------
+    def begin(self) -> None:
+        """Note the serving master, the keys it lists and each master's eviction count; the fault's time is now."""
+        states = ha.master_states(self.masters, timeout_s=0.5)
+        leader = next((s for s in states if s.serving), None)
+        self.report.old_leader = leader.name if leader else None
+        self._t_pre = self.engine.now()
+        self._before = ha.stored_keys(leader.url) if leader else None
+        self._capacity = (ha.capacity_bytes(leader.url) or 0) if leader else 0
+        self._evicted_before = self._evictions()
+        self.report.t_s = self.engine.now()
+
+    def _evictions(self) -> dict[str, int]:
+        out = {}
+        for name, url in self.masters:
+            n = ha.evicted_keys(url, timeout_s=0.3)
+            if n is not None:
+                out[name] = n
+        return out
+
+    # -- fed while it runs -----------------------------------------------------------------------------
+    def add(self, r: RequestResult) -> None:
+        """One finished request (from the session's collector thread)."""
+        rep = self.report
+        with self._lock:
+            if self.done.is_set() or r.t_end < rep.t_s:
+                return
+            if r.codes:
+                rep.requests_failed += 1
+                rep.pages_failed += sum(1 for s in r.states if s == PageState.FAILED)
+                for code, n in r.codes.items():
+                    self._errors[code_name(code)] += n
+                if self._first_error is None:
+                    self._first_error = r.t_end
+                return
+            if self._first_error is None or r.t_start < self._first_error:
+                return
+            if r.pages_hit and rep.reload_s is None:
+                rep.reload_s = round(r.t_end - rep.t_s, 3)
+            if r.pages_published and rep.publish_s is None:
+                rep.publish_s = round(r.t_end - rep.t_s, 3)
+
+    def cleared(self) -> None:
+        """The fault is over (SIGCONT sent, etcd continued)."""
+        self._cleared_at = self.engine.now()
+
+    def stop(self) -> None:
+        """End the watch now (the session stops): the report keeps what was measured so far."""
+        self._halt.set()
+
+    # -- the thread ------------------------------------------------------------------------------------
+    def run(self) -> None:
+        try:
+            self._watch()
+        except Exception as exc:  # a watch that fails must not end the session: say it, keep the report
+            self.log("error", f"failover {self.report.n}: the watch stopped: {type(exc).__name__}: {exc}")
+        finally:
+            with self._lock:
+                self.report.errors = dict(sorted(self._errors.items()))
+            self.done.set()
+            if self.on_done is not None:
+                self.on_done(self.report)
+
+    def _since(self) -> float:
+        return self.engine.now() - self.report.t_s
+
+    def _watch(self) -> None:
+        rep = self.report
+        gap = False
+        while not self._halt.is_set() and self._since() < self.wait_s:
+            states = ha.master_states(self.masters, timeout_s=0.3)
+            serving = next((s for s in states if s.serving), None)
+            if rep.leader_s is None and any(s.up and s.role == "leader" and s.name != rep.old_leader for s in states):
+                rep.leader_s = round(self._since(), 3)
+                who = next(s.name for s in states if s.up and s.role == "leader" and s.name != rep.old_leader)
+                self.log("outage", f"failover {rep.n}: {who} is the leader after {rep.leader_s:.1f} s (warming up)")
+            if serving is not None and gap and serving.name == rep.old_leader and rep.leader_s is not None:
+                serving = None  # (a hung leader, continued, serves a moment before it sees its lease is gone)
+            if serving is None:
+                gap = True
+            elif gap or rep.old_leader is None:
+                rep.serving_s, rep.new_leader = round(self._since(), 3), serving.name
+                self._check(serving.url)
+                self.log("outage", f"failover {rep.n}: {serving.name} serves after {rep.serving_s:.1f} s; "
+                                   f"acknowledged pages lost: {self._lost_text()}")
+                break
+            elif self._cleared_at is not None and self.engine.now() - self._cleared_at >= NO_FAILOVER_S:
+                rep.new_leader = serving.name
+                self._check(serving.url)
+                self.log("info", f"failover {rep.n}: {serving.name} served throughout (no failover); "
+                                 f"acknowledged pages lost: {self._lost_text()}")
+                break
+            self._halt.wait(POLL_S)
+        else:
+            return
+        if self.on_serving is not None and rep.new_leader:
+            self.on_serving(rep.new_leader)
+        self.serving.set()
+        while not self._halt.is_set() and self._since() < self.wait_s:  # kvtui's workers, again at work
+            with self._lock:
+                quiet = self._first_error is None and self.engine.now() - rep.t_s > (rep.serving_s or 0) + 5.0
+                if quiet or (rep.reload_s is not None and rep.publish_s is not None):
+                    break
+            self._halt.wait(POLL_S)
+        self.log("info", rep.line())
+
+    def _lost_text(self) -> str:
+        rep = self.report
+        if rep.pages_lost is None:
+            return "not checked (the serving master did not list its keys)"
+        more = f"; the masters evicted {rep.evicted} keys meanwhile" if rep.evicted else ""
+        return f"{rep.pages_lost} of {rep.pages_checked}{more}"
+
+    def _check(self, url: str) -> None:
+        """Count kvtui's acknowledged pages that the master at ``url`` no longer lists, once it has as many bytes
+        of segments mounted as the leader had before the fault (or ``REMOUNT_WAIT_S`` passed): until a segment
+        is mounted again, a new leader lists none of the keys it holds, although its OpLog kept them."""
+        rep = self.report
+        deadline = self.engine.now() + REMOUNT_WAIT_S
+        while not self._halt.is_set() and self.engine.now() < deadline and \
+                (ha.capacity_bytes(url, timeout_s=0.5) or 0) < max(1, self._capacity):
+            self._halt.wait(POLL_S)
+        t_check = self.engine.now()
+        after = ha.stored_keys(url)
+        while after is None and not self._halt.is_set() and self.engine.now() < deadline:  # (it stepped down)
+            self._halt.wait(POLL_S)
+            now_serving = next((s for s in ha.master_states(self.masters, timeout_s=0.3) if s.serving), None)
+            if now_serving is not None:
+                self.report.new_leader = now_serving.name
+                after = ha.stored_keys(now_serving.url)
+        ledger = self.engine.published
+        if after is None or ledger is None:
+            return
+        before = self._before
+        expected = [k for k, t in ledger.snapshot().items()
+                    if t < t_check and ((before is not None and k in before) or t >= self._t_pre or before is None)]
+        lost = [k for k in expected if k not in after]
+        rep.pages_checked, rep.pages_lost, rep.lost_sample = len(expected), len(lost), lost[:5]
+        if lost:
+            found = ha.keys_found(url, rep.lost_sample)
+            rep.lost_confirmed = None if found is None else sum(not ok for ok in found.values())
+            acked = ledger.snapshot()
+            times = [acked[k] - rep.t_s for k in lost if k in acked]
+            rep.lost_acked_s = [round(min(times), 3), round(max(times), 3)] if times else None
+        now = self._evictions()
+        if now:
+            rep.evicted = sum(max(0, n - self._evicted_before.get(name, 0)) for name, n in now.items())
+
+
+def failover_status(reports: list[FailoverReport]) -> dict:
+    """The frames' ``status`` keys of the failovers so far: ``failovers`` (count), ``failover_pages_lost``
+    (acknowledged pages lost, all failovers), the last one's ``failover_leader_s``, ``failover_serving_s``,
+    ``failover_reload_s``, ``failover_publish_s`` (absent when it did not happen) and ``failover_last`` (its
+    :meth:`FailoverReport.line`)."""
+    last = reports[-1]
+    out: dict = {"failovers": len(reports), "failover_pages_lost": sum(r.pages_lost or 0 for r in reports),
+                 "failover_last": last.line()}
+    for key in ("leader_s", "serving_s", "reload_s", "publish_s"):
+        value = getattr(last, key)
+        if value is not None:
+            out[f"failover_{key}"] = value
+    return out
