@@ -207,3 +207,40 @@ def test_many_requests_under_way_still_give_one_reason_per_miss():
     for seq in under_way:
         t.forget(seq)
     assert not t._open and not t._recent  # nothing is kept once no request is under way
+
+
+def test_the_summary_counts_every_miss_once_and_the_shares_fill_the_prompt():
+    from kvtui.commands.output import format_summary
+    from kvtui.core.events import RequestResult
+    from kvtui.metrics.aggregate import Aggregator
+
+    t, agg, pt = MissTracker(), Aggregator(), 16
+    rows = [(["a", "b", "c"], [S.PUBLISHED] * 3, 5), (["a", "b", "d"], [S.HIT, S.HIT, S.PUBLISHED], 0),
+            (["a", "b", "c"], [S.PUBLISHED, S.PRESENT, S.PRESENT], 9), (["x"], [S.FAILED], 1),
+            (["x"], [S.PUBLISHED], 0)]
+    for seq, (keys, states, tail) in enumerate(rows):
+        t.begin(seq, keys)
+        cells = bytes(states) + (bytes([S.PARTIAL]) if tail else b"")
+        agg.add(RequestResult(seq, "s", len(keys) * pt + tail, len(keys) * pt, pt, 64, len(keys),
+                              states.count(S.HIT), cells, reasons=t.finish(seq, cells)))
+    s = agg.summary()
+    m = s["misses"]
+    assert {k: v["pages"] for k, v in m.items()} == {
+        "first_use": 5, "evicted": 1, "never_stored": 1, "after_break": 2, "in_flight": 0}
+    assert sum(v["pages"] for v in m.values()) == s["pages_total"] - s["pages_hit"]
+    assert all(v["tokens"] == v["pages"] * pt for v in m.values())
+    partial = (s["tokens_input"] - s["tokens_cacheable"]) / s["tokens_input"]
+    assert s["token_hit_rate"] + sum(v["share"] for v in m.values()) + partial == pytest.approx(1.0)
+    assert not any(k.startswith(("misses_", "miss_tokens_", "miss_share_")) for k in s)  # gathered in "misses"
+    assert "misses                9 full pages: first use 5 (" in format_summary(s)
+    row = agg.frame().rows[2]
+    assert row.misses == (("evicted", 1), ("after_break", 2))
+
+
+def test_a_source_without_reasons_has_no_misses_object():
+    from kvtui.core.events import RequestResult
+    from kvtui.metrics.aggregate import Aggregator
+
+    agg = Aggregator()
+    agg.add(RequestResult(0, "s", 32, 32, 16, 64, 2, 0, bytes([S.PUBLISHED] * 2)))
+    assert agg.summary()["misses"] is None
