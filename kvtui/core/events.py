@@ -66,8 +66,8 @@ class RequestResult:
 
     def miss_counts(self) -> dict[str, int]:
         """Missed full pages by reason name (:data:`kvtui.core.misses.NAMES`, every reason, 0 included);
-        empty when the request carries no reasons."""
-        return counts(self.reasons) if self.reasons else {}
+        empty when the request has full pages but carries no reasons (not classified)."""
+        return counts(self.reasons) if self.reasons or not self.pages_total else {}
 
     @property
     def reload_ms(self) -> float:

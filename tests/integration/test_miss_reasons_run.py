@@ -5,6 +5,7 @@ misses."""
 
 from __future__ import annotations
 
+import csv
 import json
 
 import pytest
@@ -51,6 +52,11 @@ def test_hits_and_capacity_misses_add_up_to_the_unbounded_ideal(head, tmp_path, 
     assert sum(r["pages"] for r in m.values()) == s["pages_total"] - s["pages_hit"]
     share = sum(m[r]["share"] for r in ("evicted", "never_stored", "after_break"))
     assert s["token_hit_rate"] + share == pytest.approx(ideal.ideal_token_hit_rate, abs=1e-12)
+    with log.open() as f:  # the request log's reasons add up to the summary's
+        rows_logged = list(csv.DictReader(f))
+    assert len(rows_logged) == ROWS
+    for reason, total in m.items():
+        assert sum(int(r[f"misses_{reason}"]) for r in rows_logged) == total["pages"]
     if store == "ample":  # nothing evicted: the store reaches the ideal, every miss is a first use
         assert s["store"]["evicted_keys"] == 0 and s["tokens_hit"] == ideal.ideal_hit_tokens
     else:  # the store evicted pages later rows needed: those misses are capacity's

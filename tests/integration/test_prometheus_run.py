@@ -95,6 +95,8 @@ def test_last_scrape_agrees_with_the_summary_and_the_log_with_report(cluster, tm
                        ("tokens", "tokens_input"), ("bytes_loaded", "bytes_loaded"),
                        ("pages_already_present", "pages_already_present"), ("verified", "verified_pages")):
         assert sum(int(r[col]) for r in rows) == summary[field], col
+    for reason, m in summary["misses"].items():
+        assert sum(int(r[f"misses_{reason}"]) for r in rows) == m["pages"], reason
     reloads = [float(r["reload_ms"]) for r in rows if int(r["pages_hit"])]
     assert len(reloads) == summary["reload_ms"]["count"]
     assert all(r["group"].startswith("sys ") and float(r["finish_s"]) >= float(r["start_s"]) for r in rows)

@@ -244,3 +244,16 @@ def test_a_source_without_reasons_has_no_misses_object():
     agg = Aggregator()
     agg.add(RequestResult(0, "s", 32, 32, 16, 64, 2, 0, bytes([S.PUBLISHED] * 2)))
     assert agg.summary()["misses"] is None
+
+
+def test_the_request_log_has_each_request_reasons():
+    from kvtui.core.events import RequestResult
+    from kvtui.export.request_log import NAMES as COLUMNS, request_row
+
+    cells = bytes([S.HIT, S.PUBLISHED, S.PRESENT, S.PARTIAL])
+    r = RequestResult(0, "s", 56, 48, 16, 64, 3, 1, cells, reasons=bytes([R.NONE, R.EVICTED, R.AFTER_BREAK]))
+    row = request_row(r)
+    assert tuple(row) == COLUMNS
+    assert [row[f"misses_{NAMES[x]}"] for x in REASONS] == [0, 1, 0, 1, 0]
+    unclassified = request_row(RequestResult(1, "s", 16, 16, 16, 64, 1, 0, bytes([S.PUBLISHED])))
+    assert all(unclassified[f"misses_{NAMES[x]}"] is None for x in REASONS)
