@@ -97,6 +97,7 @@ def format_summary(s: dict) -> str:
                 "unbounded cache would skip)")]
           if s.get(fig.IDEAL_SO_FAR.key) is not None else []),
         (fig.PAGES_HIT.label, of(fig.PAGES_HIT, fig.PAGES_TOTAL, fig.HIT_RATE_SESSION)),
+        *([(fig.MISS_PAGES.label, miss_text(s["misses"]))] if s.get("misses") else []),
         (fig.PAGES_PUBLISHED.label, f"{s['pages_published']:,} pages; {fig.PAGES_PRESENT.label} "
                                     f"{s['pages_already_present']:,}; {fig.PAGES_FAILED.label} {s['pages_failed']:,}"),
         (fig.VERIFIED.label, f"{s['verified_pages']:,} pages byte-exact; {fig.MISMATCHES.label} {s['mismatches']:,}"),
@@ -115,6 +116,25 @@ def format_summary(s: dict) -> str:
 
 
 _LABEL = 22  # the summary's label column, the space after it included
+
+
+def miss_text(misses: Mapping[str, Mapping[str, float]]) -> str:
+    """The summary's misses line: the missed full pages, then each reason that has any with its pages and
+    share of the prompt tokens (:data:`kvtui.metrics.figures.MISS_SHARE`): ``1,310 full pages: first use
+    1,204 (40.12% of tokens) · evicted 106 (3.50%)``."""
+    from kvtui.core.misses import LABELS, NAMES, REASONS
+    from kvtui.metrics import figures as fig
+
+    parts: list[str] = []
+    total = 0
+    for r in REASONS:
+        m = misses.get(NAMES[r]) or {}
+        pages = int(m.get("pages", 0))
+        total += pages
+        if pages:
+            share = fig.show(fig.MISS_SHARE, m.get("share", 0.0)) + ("" if parts else " of tokens")
+            parts.append(f"{LABELS[r]} {pages:,} ({share})")
+    return f"{total:,} full pages" + (": " + " · ".join(parts) if parts else "")
 
 
 def _store_line(store: Mapping[str, int]) -> str:

@@ -9,6 +9,8 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+from kvtui.core.misses import counts
+
 
 @dataclass
 class RequestResult:
@@ -18,6 +20,10 @@ class RequestResult:
 
     ``tokens_hit`` counts only pages reloaded from the store before this request computed anything, so a
     request never counts pages it published itself (and retries are not hits).
+
+    ``reasons``: why each full page missed, one :class:`kvtui.core.misses.MissReason` byte per full page
+    (``pages_total`` of them, 0 for a hit; :mod:`kvtui.core.misses` gives the rule); ``b""`` when the engine
+    kept no key history (a source that does not classify).
     """
 
     req_id: int
@@ -51,11 +57,17 @@ class RequestResult:
     decode_worker: int = 0  # index of the decode worker that reloaded it (kvtui.core.topology.worker_name)
     prefill_worker: int = 0  # index of the prefill worker that published it
     bytes_local: int = 0  # of bytes_loaded, read from the decode worker's own segment (--segment-on decode)
+    reasons: bytes = b""  # one MissReason per full page (see the class docstring)
 
     @property
     def tokens_hit(self) -> int:
         """Prompt tokens whose prefill was skipped (reloaded from the store)."""
         return self.pages_hit * self.page_tokens
+
+    def miss_counts(self) -> dict[str, int]:
+        """Missed full pages by reason name (:data:`kvtui.core.misses.NAMES`, every reason, 0 included);
+        empty when the request has full pages but carries no reasons (not classified)."""
+        return counts(self.reasons) if self.reasons or not self.pages_total else {}
 
     @property
     def reload_ms(self) -> float:
@@ -71,6 +83,7 @@ class RequestResult:
         """JSON-ready form (states as a list of ints)."""
         d = asdict(self)
         d["states"] = list(self.states)
+        d["reasons"] = list(self.reasons)
         d["labels"] = [list(kv) for kv in self.labels]
         d["keys"] = list(self.keys)
         return d

@@ -32,6 +32,7 @@ from typing import Any, Callable
 from kvtui.core.engine_api import RemoteJoin, SubmittedRequest, WorkerError
 from kvtui.core.events import RequestResult
 from kvtui.core.layout import PageLayout
+from kvtui.core.misses import MissTracker
 from kvtui.core.pages import PageState
 from kvtui.core.subscribers import Subscribers, Unsubscribe
 from kvtui.core.topology import worker_name, worker_names
@@ -115,6 +116,7 @@ class Engine:
         self._seq = itertools.count()
         self._run = 0  # counts begin_run calls: results of requests submitted in an earlier run are discarded
         self._pending: dict[int, Pending] = {}  # seq → the request under way
+        self._misses = MissTracker()  # the run's key history: each result's miss reasons (kvtui.core.misses)
         self._router = Router(options.route, options.decode_workers, options.prefill_workers)
         self._decode_load = [0] * options.decode_workers  # requests under way per worker (routing)
         self._prefill_load = [0] * options.prefill_workers
@@ -266,8 +268,10 @@ class Engine:
         start of their reload and the end of their publish, and clear a hold or drain left by an earlier run.
         Every worker hears it: with one prefill and one decode worker at 1 they run their store calls on the
         same CPU (``kvtui.engine.worker._Chain.pin``). Requests an earlier run abandoned (``Driver.stop``)
-        may still finish: :meth:`next_result` discards their results."""
+        may still finish: :meth:`next_result` discards their results. The miss reasons' key history starts
+        afresh (:mod:`kvtui.core.misses`: "first use" means first in this run)."""
         self._run += 1
+        self._misses.reset()
         self._chain_state = ChainState(concurrency=max(1, int(concurrency)))
         for role in ("decode", "prefill"):
             self._chain_send(role, Begin(max(1, int(concurrency))))
@@ -299,6 +303,7 @@ class Engine:
                 p = least_loaded(self._prefill_load[: self.options.prefill_workers], seq)
             self._pending[seq] = Pending(self._run, req, (keys[0], keys[-1]) if keys else (), d, p,
                                          tuple(keys) if self.published is not None else ())
+            self._misses.begin(seq, keys)
             self._decode_load[d] += 1
             self._prefill_load[p] += 1
             try:
@@ -307,9 +312,13 @@ class Engine:
                 self._take(seq)
                 raise
 
-    def _take(self, seq: int) -> Pending:  # request seq is no longer under way: its pending entry
+    def _take(self, seq: int, done: bool = False) -> Pending:
+        """Request ``seq`` is no longer under way: its pending entry. ``done``: its result came (the caller
+        classifies its misses); else it ended without one and leaves the miss reasons' requests under way."""
         with self._chain_lock:
             entry = self._pending.pop(seq)
+            if not done:
+                self._misses.forget(seq)
             if entry.decode < len(self._decode_load) and entry.prefill < len(self._prefill_load):
                 self._decode_load[entry.decode] -= 1
                 self._prefill_load[entry.prefill] -= 1
@@ -355,12 +364,14 @@ class Engine:
     def _result_of(self, msg) -> "RequestResult | Dropped":
         match msg:
             case RequestDone(seq, reload, publish, t_start, t_end):
-                e = self._take(seq)
+                e = self._take(seq, done=True)
                 res = result_from(e.req, reload, publish, self.options.layout, t_start - self.t0,
                                   t_end - self.t0, keys=e.edge_keys, decode_worker=e.decode, prefill_worker=e.prefill)
                 if self.published is not None and res.pages_published:
                     self.published.add([k for k, state in zip(e.keys, res.states) if state == PageState.PUBLISHED],
                                        res.t_end)
+                with self._chain_lock:  # (submit() calls the tracker too, from the feeder thread)
+                    res.reasons = self._misses.finish(seq, res.states)
                 return res
             case RequestDropped(seq):
                 return Dropped(self._take(seq).req)
@@ -406,6 +417,8 @@ class Engine:
                 conn.close()
             self._results = []
             lost = [Lost(e.req, reason) for _seq, e in sorted(self._pending.items()) if e.run == self._run]
+            for seq in self._pending:
+                self._misses.forget(seq)
             self._pending.clear()
             self._lost.extend(lost)
             self.decodes, self.prefills = [], []
@@ -610,11 +623,15 @@ class Engine:
         return next((p for p in procs if not p.alive() and not (p.name in masters and survivor)), None)
 
     def clear_store(self) -> int:
-        """Remove every object in the store (global, also other clients'); returns the count removed."""
+        """Remove every object in the store (global, also other clients'); returns the count removed. The miss
+        reasons' key history starts afresh: a page removed here was not evicted."""
         prefill = self.prefill
         if prefill is None:
             raise WorkerError("no prefill worker runs (the engine has not started, or its workers are being rebuilt)")
-        return int(prefill.call(RemoveAll()))
+        removed = int(prefill.call(RemoveAll()))
+        with self._chain_lock:
+            self._misses.reset()
+        return removed
 
     def stop(self) -> None:
         """Stop the workers and the embedded cluster together, every process gone within ~1 s: every worker

@@ -13,12 +13,14 @@ figures are the same as the summary's (:mod:`kvtui.metrics.figures` defines them
 Labels: ``role`` (``decode`` or ``prefill``: the workers that do what the metric counts) and ``worker``
 (``"0"``: the counters are the run's totals over every worker of the role, as the summary's; per-worker
 figures are in ``--json`` ``workers`` and the Workers panel, not series of their own); ``code`` on the error counter
-(a Mooncake return code by name). The store gauges are derived by kvtui from the master's ``/metrics`` (rates between
-two scrapes, a fill ratio); kvtui never re-exports the master's own metrics: Prometheus scrapes the master's
-``/metrics`` directly.
+(a Mooncake return code by name); ``reason`` on the miss counters (``first_use``, ``evicted``, ``never_stored``,
+``after_break``, ``in_flight``: :mod:`kvtui.core.misses`). The store gauges are derived by kvtui from the
+master's ``/metrics`` (rates between two scrapes, a fill ratio); kvtui never re-exports the master's own
+metrics: Prometheus scrapes the master's ``/metrics`` directly.
 
 ``source`` says where a value comes from in a :class:`~kvtui.metrics.frame.Frame`: ``totals.KEY`` (scaled
-by ``scale``), ``errors`` (counts by code name), ``latency.KEY`` (a whole-session latency snapshot, ms),
+by ``scale``), ``errors`` (counts by code name), ``misses`` / ``miss_tokens`` (the totals' missed pages or
+their tokens, one series per reason), ``latency.KEY`` (a whole-session latency snapshot, ms),
 ``store.KEY`` / ``workload.KEY`` / ``status.KEY`` (a panel's key; booleans are 1 or 0) or ``A / B`` (a
 ratio of two such keys). ``when``: ``workload`` (only while kvtui runs a workload: not in observe mode),
 ``observe`` (only in observe mode), ``always``.
@@ -31,7 +33,8 @@ from dataclasses import dataclass
 from kvtui.metrics import figures as fig
 
 PREFIX = "kvtui_"
-ROLE, WORKER, CODE = "role", "worker", "code"
+ROLE, WORKER, CODE, REASON = "role", "worker", "code", "reason"
+MISS_SOURCES = {"misses": "misses_", "miss_tokens": "miss_tokens_"}  # source → the totals' key prefix per reason
 WORKER_LABELS = (ROLE, WORKER)
 #: upper bounds of the latency histograms, seconds: kvtui's HdrHistogram buckets (×2 from 62.5 µs) up to 65.5 s
 LATENCY_BUCKETS_S = tuple(0.0625e-3 * 2.0**j for j in range(21))
@@ -60,6 +63,8 @@ class Metric:
         """Label names, in order."""
         if self.source == "errors":
             return (CODE,)
+        if self.source in MISS_SOURCES:
+            return (REASON,)
         return WORKER_LABELS if self.role else ()
 
     @property
@@ -113,6 +118,12 @@ METRICS: tuple[Metric, ...] = (
     _counter("bytes_written", "publish_bytes_total", "bytes", "bytes newly written to the store", "prefill"),
     _counter("put_ms_total", "put_seconds_total", "seconds", "time spent in puts (probe and page computation "
              "excluded): publish_bytes_total over it is publish write (busy)", "prefill", 1e-3),
+    Metric(PREFIX + "misses_total", "counter", "pages", f"{fig.MISS_PAGES.name}: full pages not reloaded, each "
+           "with one reason (first use, evicted, never stored, after a break, in flight)", "misses",
+           summary="misses"),
+    Metric(PREFIX + "missed_tokens_total", "counter", "tokens", f"{fig.MISS_TOKENS.name}: "
+           f"{fig.MISS_TOKENS.formula}; over kvtui_tokens_input_total it is the {fig.MISS_SHARE.name}",
+           "miss_tokens", summary="misses"),
     Metric(PREFIX + "store_errors_total", "counter", "calls", "failed store calls by Mooncake return code "
            "name (the decode and prefill calls of each request added up)", "errors", summary="errors"),
     _latency(fig.RELOAD_LATENCY, "decode"),

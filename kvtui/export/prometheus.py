@@ -18,13 +18,15 @@ import math
 import threading
 from typing import TYPE_CHECKING, Callable
 
-from kvtui.export.names import LATENCY_BUCKETS_S, METRICS, Metric
+from kvtui.core.misses import NAMES, REASONS
+from kvtui.export.names import LATENCY_BUCKETS_S, METRICS, MISS_SOURCES, Metric
 
 if TYPE_CHECKING:
     from wsgiref.simple_server import WSGIServer
 
     from prometheus_client.metrics_core import Metric as PromMetric
 
+MISS_REASON_NAMES = tuple(NAMES[r] for r in REASONS)
 WORKER_INDEX = "0"  # the worker label's only value: each series is its role's total over every worker
 
 
@@ -120,6 +122,12 @@ def families(frame) -> list[PromMetric]:
             if m.source == "errors":
                 for code, n in sorted((frame.errors or {}).items()):
                     fam.add_metric([str(code)], float(n))
+            elif m.source in MISS_SOURCES:  # one series per reason, once requests carried reasons
+                totals = frame.totals or {}
+                for reason in MISS_REASON_NAMES:
+                    key = MISS_SOURCES[m.source] + reason
+                    if key in totals:
+                        fam.add_metric([reason], float(totals[key]))
             else:
                 v = _value(frame, m.source)
                 fam.add_metric(worker, (v or 0.0) * m.scale)

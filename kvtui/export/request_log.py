@@ -11,7 +11,8 @@ Times are seconds since the engine started (``start_s``: decode began the reques
 prefill ended its publish; ``arrival_s``: when the workload scheduled it, in its own clock; empty in a
 closed loop). ``ttft_saved_ms`` is an **estimate** (:mod:`kvtui.metrics.ttft`: recompute estimate of the
 reloaded tokens − the measured reload), empty when the request reloaded nothing or the run has no
-estimator; the run's ``ttft_estimate`` summary field gives its basis.
+estimator; the run's ``ttft_estimate`` summary field gives its basis. ``misses_*`` count the request's
+missed full pages by reason (:mod:`kvtui.core.misses`); they add up to ``pages`` − ``pages_hit``.
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from kvtui.core.codes import code_name
+from kvtui.core.misses import LABELS as MISS_LABELS, NAMES as MISS_NAMES, REASONS
 from kvtui.metrics.aggregate import prefix_group
 
 # (column, unit or meaning): the log's header, in order
@@ -45,6 +47,7 @@ COLUMNS: tuple[tuple[str, str], ...] = (
     ("pages_published", "pages this writer stored"),
     ("pages_already_present", "pages a peer had stored"),
     ("pages_failed", "pages whose put failed"),
+    *((f"misses_{MISS_NAMES[r]}", f"missed full pages: {MISS_LABELS[r]} (empty: not classified)") for r in REASONS),
     ("tokens_hit", "prompt tokens reloaded (prefill skipped)"),
     ("probe_ms", "ms, decode's probe"),
     ("read_ms", "ms, decode's reads"),
@@ -77,6 +80,7 @@ def request_row(r, estimator=None) -> dict:
     saved = None
     if estimator is not None and r.pages_hit and getattr(estimator, "active", False):
         saved = round(estimator.recompute_ms(r.tokens_hit) - r.reload_ms, 3)
+    misses = r.miss_counts()
     return {
         "id": r.req_id, "scenario": r.scenario, "group": prefix_group(r.scenario, r.labels),
         "trace_row": _label(r.labels, "row"), "turn": _label(r.labels, "turn"),
@@ -86,6 +90,7 @@ def request_row(r, estimator=None) -> dict:
         "tokens": r.n_tokens, "cacheable_tokens": r.cacheable_tokens, "pages": r.pages_total,
         "pages_hit": r.pages_hit, "pages_published": r.pages_published,
         "pages_already_present": r.pages_already_present, "pages_failed": r.pages_failed,
+        **{f"misses_{MISS_NAMES[reason]}": misses.get(MISS_NAMES[reason]) for reason in REASONS},
         "tokens_hit": r.tokens_hit, "probe_ms": round(r.probe_ms, 3), "read_ms": round(r.read_ms, 3),
         "reload_ms": round(r.reload_ms, 3), "verify_ms": round(r.verify_ms, 3),
         "publish_probe_ms": round(r.publish_probe_ms, 3), "put_ms": round(r.put_ms, 3),

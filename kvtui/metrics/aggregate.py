@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 from kvtui.core.codes import code_name
 from kvtui.core.events import EngineEvent, RequestResult
+from kvtui.core.misses import NAMES as MISS_NAMES, REASONS
 from kvtui.core.panels import TtftPanel
 from kvtui.metrics import figures as fig
 from kvtui.metrics.frame import Frame, PageRow, SpanStart
@@ -37,6 +38,10 @@ COUNTERS = ("requests", "pages_total", "pages_hit", "tokens_input", "tokens_cach
 BUSY_MS = ("read_ms_total", "put_ms_total")  # float totals (ms)
 IDEAL = ("ideal_tokens_hit", "ideal_pages_hit")  # trace rows: what an unbounded cache would have reloaded (totals
 # carry them once a request had an ``ideal_hit_tokens`` label)
+MISS_PAGES = tuple(f"misses_{MISS_NAMES[r]}" for r in REASONS)  # missed full pages by reason (kvtui.core.misses)
+MISS_TOKENS = tuple(f"miss_tokens_{MISS_NAMES[r]}" for r in REASONS)  # their prompt tokens
+MISS_COUNTERS = MISS_PAGES + MISS_TOKENS  # totals carry them once a request had reasons
+MISS_SHARES = tuple(f"miss_share_{MISS_NAMES[r]}" for r in REASONS)  # derived: tokens ÷ tokens_input
 WINDOW_COUNTERS = ("requests", "pages_total", "pages_hit", "tokens_input", "tokens_hit", fig.PROBE_ONLY.key,
                    fig.UNUSABLE.key) + IDEAL  # Frame.window_totals: these over the last window_s
 
@@ -89,7 +94,20 @@ def derive(t: dict[str, float]) -> dict[str, float]:
     t["token_hit_rate"] = t.get("tokens_hit", 0) / t["tokens_input"] if t.get("tokens_input") else 0.0
     if "ideal_tokens_hit" in t:  # a trace: fig.IDEAL_SO_FAR
         t[fig.IDEAL_SO_FAR.key] = t["ideal_tokens_hit"] / t["tokens_input"] if t.get("tokens_input") else 0.0
+    if MISS_TOKENS[0] in t:  # fig.MISS_SHARE
+        for tokens, share in zip(MISS_TOKENS, MISS_SHARES):
+            t[share] = t[tokens] / t["tokens_input"] if t.get("tokens_input") else 0.0
     return t
+
+
+def miss_summary(t: dict[str, float]) -> dict[str, dict[str, float]] | None:
+    """The summary's ``misses``: per reason name (:data:`kvtui.core.misses.NAMES`, in order) its ``pages``,
+    ``tokens`` and ``share`` (:data:`kvtui.metrics.figures.MISS_SHARE`, 0..1) from totals ``t`` (after
+    :func:`derive`); None when no request carried reasons."""
+    if MISS_PAGES[0] not in t:
+        return None
+    return {MISS_NAMES[r]: {"pages": int(t[p]), "tokens": int(t[k]), "share": float(t.get(s, 0.0))}
+            for r, p, k, s in zip(REASONS, MISS_PAGES, MISS_TOKENS, MISS_SHARES)}
 
 
 class SeriesRing:
@@ -191,6 +209,11 @@ class Aggregator:
             self._busy_ms["put_ms_total"] += r.put_ms
             if not r.pages_hit:  # no page loaded: no reload latency (it would be a probe's or a failed read's)
                 c[fig.PROBE_ONLY.key if r.read_ms <= 0 else fig.UNUSABLE.key] += 1
+            if r.reasons:
+                for page_key, token_key, reason in zip(MISS_PAGES, MISS_TOKENS, REASONS):
+                    n = r.reasons.count(reason)
+                    c[page_key] += n
+                    c[token_key] += n * r.page_tokens
             ideal = _ideal_tokens(r.labels)
             if ideal is not None:
                 c["ideal_tokens_hit"] += ideal
@@ -203,7 +226,8 @@ class Aggregator:
                 page_tokens=r.page_tokens, page_bytes=r.page_bytes, bytes_loaded=r.bytes_loaded,
                 bytes_written=r.bytes_written, reload_ms=r.reload_ms, publish_ms=r.publish_ms, t=now - self.t0,
                 keys=tuple(r.keys), codes=tuple((code_name(k), n) for k, n in r.codes.items()),
-                ideal_pages=ideal // r.page_tokens if ideal is not None and r.page_tokens else -1))
+                ideal_pages=ideal // r.page_tokens if ideal is not None and r.page_tokens else -1,
+                misses=tuple((k, n) for k, n in r.miss_counts().items() if n)))
             self._row_seq += 1
             if self._ttft is not None:
                 self._ttft.add(r, now)
@@ -282,6 +306,8 @@ class Aggregator:
         t.update({k: float(self._busy_ms[k]) for k in BUSY_MS})
         if "ideal_tokens_hit" in c:
             t.update({k: int(c[k]) for k in IDEAL})
+        if MISS_PAGES[0] in c:
+            t.update({k: int(c[k]) for k in MISS_COUNTERS})
         return derive(t)
 
     def frame(self, **panels: Any) -> Frame:
@@ -378,7 +404,8 @@ def span_summary(final: Frame, first: Frame) -> dict[str, Any]:
     base: SpanStart = final.span or {"t": first.t, "totals": first.totals, "errors": first.errors}
     latency = final.latency_span or final.latency
     b, e = base.get("totals", {}), base.get("errors", {})
-    totals = {k: v - b.get(k, 0) for k, v in final.totals.items() if k in COUNTERS or k in BUSY_MS or k in IDEAL}
+    totals = {k: v - b.get(k, 0) for k, v in final.totals.items()
+              if k in COUNTERS or k in BUSY_MS or k in IDEAL or k in MISS_COUNTERS}
     errors = {k: v - e.get(k, 0) for k, v in final.errors.items() if v - e.get(k, 0)}
     s = _summary(derive(totals), errors, latency, final.t - float(base.get("t", 0.0)))
     s.update(summary_fields(final.ttft, "span" if (final.ttft or {}).get("span") else "session"))
@@ -388,11 +415,13 @@ def span_summary(final: Frame, first: Frame) -> dict[str, Any]:
 
 
 def _summary(totals: dict[str, float], errors: dict[str, int], latency: Snapshots, elapsed: float) -> dict[str, Any]:
-    """The summary fields: ``totals`` and ``elapsed_s``; ``errors`` sorted by name; ``reload_ms`` … ``probe_ms``
+    """The summary fields: ``totals`` (the miss counters gathered in ``misses``: :func:`miss_summary`) and
+    ``elapsed_s``; ``errors`` sorted by name; ``reload_ms`` … ``probe_ms``
     (:meth:`~kvtui.metrics.latency.LatencySnapshot.as_dict`); ``throughput``: the figures of
     :data:`kvtui.metrics.figures.RUN` (MB/s = 10^6 B/s over the busy time, per-second rates over
     ``elapsed`` seconds)."""
-    t: dict[str, Any] = dict(totals)
+    t: dict[str, Any] = {k: v for k, v in totals.items() if k not in MISS_COUNTERS and k not in MISS_SHARES}
+    t["misses"] = miss_summary(totals)
     per_s = (lambda v: v / elapsed) if elapsed > 0 else (lambda v: 0.0)
     t.update({
         "elapsed_s": elapsed,

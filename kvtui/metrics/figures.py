@@ -91,6 +91,12 @@ IDEAL_SO_FAR = Figure("ideal_token_hit_rate", "ideal hit rate (trace so far)", "
 TRACE_ETA = Figure("eta_s", "trace ETA (estimate)", "ETA", "s",
                    "trace time left ÷ speed; as fast as possible: rows left ÷ requests/s (wall)", "now",
                    _HEADER + " (trace)", "(computed from workload.position_s, length_s, speed, rates.rps)")
+MISS_SHARE = Figure("miss_share", "miss share by reason", "misses", "%",
+                    "prompt tokens of the full pages missed for a reason ÷ prompt tokens of every request finished "
+                    "(prefill skipped + the five shares + the partial tails = 100%; a trace at concurrency 1 into a "
+                    "fresh store: prefill skipped + evicted + never stored + after a break = the ideal hit rate)",
+                    "the session so far", "watch, replay: page grid title (the reasons present); run, report: "
+                    "summary, --json", "misses.REASON.share")
 #: the header's hit rates and the trace's ETA
 HEADER = (HIT_RATE_SESSION, HIT_RATE_RECENT, TOKENS_SKIPPED, IDEAL_SO_FAR, TRACE_ETA)
 
@@ -335,10 +341,20 @@ RERUN = Figure("requests_rerun", "requests rerun", "rerun", "requests",
 SLOWER = Figure("reloads_slower_than_recompute", "reloads slower than recompute (estimate)", "slower", "requests",
                 "reloads whose measured time exceeded their estimated recompute time", _EST_WINDOW, _EST_SHOWN,
                 "reloads_slower_than_recompute")
+_MISS_RULE = ("first use (no earlier request of the run had the key), evicted (it was in the store earlier in the "
+              "run), never stored (computed earlier, its put failed), after a break (present, but after the "
+              "request's first miss), in flight (another request under way computed it): kvtui.core.misses")
+_MISS_SHOWN = "run, report: summary, --json; --requests-log; Prometheus; watch, replay: page grid title, row details"
+MISS_PAGES = Figure("misses", "missed pages by reason", "misses", "pages",
+                    f"full pages not reloaded, each with one reason: {_MISS_RULE}", _RUN_WINDOW, _MISS_SHOWN,
+                    "misses.REASON.pages")
+MISS_TOKENS = Figure("miss_tokens", "missed tokens by reason", "missed tokens", "tokens",
+                     "prompt tokens of the full pages missed for each reason", _RUN_WINDOW, _COUNT_SHOWN,
+                     "misses.REASON.tokens")
 #: the summary's counters, in its order
 COUNTS = (REQUESTS, ELAPSED, TOKENS_HIT, TOKENS_INPUT, TOKENS_CACHEABLE, PAGES_HIT, PAGES_TOTAL, PAGES_PUBLISHED,
           PAGES_PRESENT, PAGES_FAILED, VERIFIED, MISMATCHES, BYTES_LOADED, BYTES_WRITTEN, READ_BUSY, PUT_BUSY, LOST,
-          RERUN, SLOWER)
+          RERUN, SLOWER, MISS_PAGES, MISS_TOKENS)
 
 # the bench's own figures of its one reloaded request, beside the counts above
 RELOAD_HIT_RATE = Figure("hit_rate", "KV page hit rate (one reload)", "KV page hit rate", "%",
@@ -507,8 +523,8 @@ def failover_lines(n: int, ranges: Mapping[str, Mapping[str, Any]]) -> str:
 
 
 #: every figure once, in the docs table's order
-FIGURES = WALL + HEADER + RUN + LATENCY + RELOAD_COUNTS + (RELOAD_P50, RAW_GET_P50, TCP_P50, MEMCPY_P50, FILL_P50,
-                                                            VERIFY_P50) + WORKERS + TTFT + TRACE + STORE + FAILOVER
+FIGURES = WALL + HEADER + (MISS_SHARE,) + RUN + LATENCY + RELOAD_COUNTS + (
+    RELOAD_P50, RAW_GET_P50, TCP_P50, MEMCPY_P50, FILL_P50, VERIFY_P50) + WORKERS + TTFT + TRACE + STORE + FAILOVER
 
 
 UNIT_DECIMALS = {"MB/s": 0, "ms": 2, "%": 2, "s": 1, "req/s": 1, "/s": 1, "tok/s": 0, "×": 2, "s/s": 2,

@@ -31,7 +31,8 @@ class PageRow:
     / ``page_bytes``: its layout; ``bytes_loaded`` / ``bytes_written``; ``reload_ms`` (probe + read) and
     ``publish_ms`` (probe + put), ms; ``t``: when it finished (s, the frame clock); ``keys``: its first and
     last page key; ``codes``: failing store codes ``((name, count), …)``; ``ideal_pages``: trace rows, the
-    pages an unbounded cache would have reloaded (-1: not a trace)."""
+    pages an unbounded cache would have reloaded (-1: not a trace); ``misses``: its missed full pages by reason
+    ``((name, pages), …)`` (:data:`kvtui.core.misses.NAMES`, only the reasons it has; () when unknown)."""
 
     req_id: int
     scenario: str
@@ -49,6 +50,7 @@ class PageRow:
     keys: tuple[str, ...] = ()
     codes: tuple[tuple[str, int], ...] = ()
     ideal_pages: int = -1
+    misses: tuple[tuple[str, int], ...] = ()
 
 
 @dataclass(frozen=True)

@@ -73,7 +73,7 @@ def _row(r: PageRow) -> list[Any]:
 
 def _unrow(v: list[Any]) -> PageRow:
     extra = dict(v[5]) if len(v) > 5 else {}
-    for k in ("keys", "codes"):
+    for k in ("keys", "codes", "misses"):
         if k in extra:
             extra[k] = tuple(tuple(x) if isinstance(x, list) else x for x in extra[k])
     extra = {k: x for k, x in extra.items() if k in _ROW_DEFAULTS}  # (fields of a newer kvtui are dropped)

@@ -34,6 +34,7 @@ from kvtui.core.codes import CONTENT_MISMATCH, NO_AVAILABLE_HANDLE, OBJECT_NOT_F
 from kvtui.core.controls import Control, SetLayout, SetOverlap, SetPool, SetRate, SetScenario, SetTraceSpeed
 from kvtui.core.events import EngineEvent, RequestResult
 from kvtui.core.layout import PRESETS, PageLayout
+from kvtui.core.misses import MissTracker
 from kvtui.core.pages import PageState as S
 from kvtui.core.panels import WorkloadPanel
 from kvtui.metrics.aggregate import Aggregator
@@ -75,6 +76,7 @@ class DemoSource(BuiltOnRead):
         self.stored_pages = 0
         self.evicted = 0
         self.req_id = 0
+        self.misses = MissTracker()  # the miss reasons of each result, as the engine gives them
         self.alloc_failures = 0
         self._last_rates: dict = {}
         self.writer: SessionWriter | None = None  # while recording (DemoController.toggle_recording)
@@ -119,13 +121,15 @@ class DemoSource(BuiltOnRead):
         published = states.count(S.PUBLISHED)
         self.stored_pages += published
         keys = (demo_key("demo-model", ids[0]), demo_key("demo-model", ids[-1])) if ids else ()
+        self.misses.begin(req.req_id, [str(h) for h in ids])  # (a trace's hash ids are prefix chains: keys)
         return RequestResult(
             req_id=req.req_id, scenario=req.scenario, n_tokens=n_tokens, cacheable_tokens=req.cacheable_tokens,
             page_tokens=pt, page_bytes=pb, pages_total=len(ids), pages_hit=hits, states=bytes(states),
             pages_published=published, pages_already_present=states.count(S.PRESENT), bytes_loaded=hits * pb,
             bytes_written=published * pb, verified=hits, probe_ms=self.rng.lognormvariate(-1.6, 0.4),
             read_ms=hits * 0.02 * self.rng.uniform(0.8, 1.5), put_ms=published * 0.03 * self.rng.uniform(0.8, 1.6),
-            publish_probe_ms=0.15 if published else 0.0, labels=req.labels, keys=keys, t_start=self.t, t_end=self.t)
+            publish_probe_ms=0.15 if published else 0.0, labels=req.labels, keys=keys, t_start=self.t, t_end=self.t,
+            reasons=self.misses.finish(req.req_id, states))
 
     def _trace_step(self) -> None:
         """The rows due by now (at the trace's speed), or ``per_tick`` rows as fast as possible."""
@@ -188,6 +192,7 @@ class DemoSource(BuiltOnRead):
             return demo_key("demo-model", prefix, p) if p < shared else demo_key("demo-model", -self.req_id, p)
 
         first, last = key(0), key(pages - 1)
+        self.misses.begin(self.req_id, [key(p) for p in range(pages)])
         labels = (("pool", str(prefix)), ("shared_tokens", str(shared * pt))) if shared else (("shared_tokens", "0"),)
         return RequestResult(
             req_id=self.req_id, scenario=w["scenario"], n_tokens=n_tokens, cacheable_tokens=pages * pt,
@@ -197,7 +202,8 @@ class DemoSource(BuiltOnRead):
             verified=hits + states.count(S.MISMATCH), mismatches=states.count(S.MISMATCH),
             probe_ms=rng.lognormvariate(-1.2, 0.5), read_ms=read_ms, put_ms=put_ms,
             publish_probe_ms=rng.lognormvariate(-1.4, 0.4) if published else 0.0, codes=codes,
-            t_start=self.t, t_end=self.t, labels=labels, keys=(first, last) if pages else ())
+            t_start=self.t, t_end=self.t, labels=labels, keys=(first, last) if pages else (),
+            reasons=self.misses.finish(self.req_id, states))
 
     def step(self) -> None:
         """Advance the simulated clock one tick and add that tick's requests."""
@@ -291,6 +297,7 @@ class DemoController:
         n = min(self.source.stored_pages, self.source.capacity // self.source.layout.page_bytes)
         self.source.published.clear()
         self.source.stored_pages = 0
+        self.source.misses.reset()
         return n
 
     def toggle_recording(self) -> tuple[bool, str | None]:

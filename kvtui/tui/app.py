@@ -294,6 +294,7 @@ class KvtuiApp(App[int]):
         w = self.w
         self._show_kpis(frame)
         w[PageGrid].set_rows(frame.rows)
+        w[PageGrid].set_misses(frame.totals)
         w[Throughput].update_frame(frame)
         self.main_screen.set_class(several(frame.workers), "-workers")
         w[WorkersPanel].update_frame(frame)

@@ -70,6 +70,10 @@ def test_last_scrape_agrees_with_the_summary_and_the_log_with_report(cluster, tm
             if m.kind == "counter" and m.source == "errors":
                 assert {dict(k)["code"]: v for k, v in got.get(m.name, {}).items()} == \
                     {k: float(v) for k, v in summary["errors"].items()}
+            elif m.kind == "counter" and m.source in ("misses", "miss_tokens"):  # one series per reason
+                field = "pages" if m.source == "misses" else "tokens"
+                assert {dict(k)["reason"]: v for k, v in got[m.name].items()} == \
+                    {r: float(v[field]) for r, v in summary["misses"].items()}, m.name
             elif m.kind == "counter":
                 value = got[m.name][(("role", m.role), ("worker", "0"))]
                 assert value == pytest.approx(summary[m.summary] * m.scale, rel=1e-9), m.name
@@ -91,6 +95,8 @@ def test_last_scrape_agrees_with_the_summary_and_the_log_with_report(cluster, tm
                        ("tokens", "tokens_input"), ("bytes_loaded", "bytes_loaded"),
                        ("pages_already_present", "pages_already_present"), ("verified", "verified_pages")):
         assert sum(int(r[col]) for r in rows) == summary[field], col
+    for reason, m in summary["misses"].items():
+        assert sum(int(r[f"misses_{reason}"]) for r in rows) == m["pages"], reason
     reloads = [float(r["reload_ms"]) for r in rows if int(r["pages_hit"])]
     assert len(reloads) == summary["reload_ms"]["count"]
     assert all(r["group"].startswith("sys ") and float(r["finish_s"]) >= float(r["start_s"]) for r in rows)

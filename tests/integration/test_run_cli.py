@@ -262,7 +262,7 @@ SUMMARY_FIELDS = {
     "publish_ms", "probe_ms", "throughput", "layout", "page_bytes", "workload", "bad_rows_skipped", "concurrency",
     "store_mode", "interrupted", "reloads_probe_only", "reloads_unusable", "setup",
     "ttft_saved_ms", "prefill_gpu_s_saved", "reload_vs_recompute", "reloads_slower_than_recompute", "ttft_estimate",
-    "workers", "requests_lost", "requests_rerun", "context", "store_at_end"}
+    "workers", "requests_lost", "requests_rerun", "context", "store_at_end", "misses"}
 
 
 def test_exported_summary_names_are_stable(cluster, tmp_path):

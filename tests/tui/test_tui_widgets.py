@@ -392,3 +392,27 @@ def test_the_header_title_follows_the_width_after_its_frame():
 
     narrow, wide, narrow_again = run(go())
     assert narrow[0] != "kvtui" and wide[0] == "kvtui" and wide[1:] == narrow and narrow_again == narrow
+
+
+def test_the_grid_title_says_why_pages_missed_in_the_longest_form_that_fits():
+    grid = PageGrid()
+    assert grid.title_for(200) == "Page grid · newest first"  # no reasons yet
+    grid.set_misses({"misses_first_use": 30, "miss_share_first_use": 0.4123, "misses_evicted": 2,
+                     "miss_share_evicted": 0.0312, "misses_after_break": 1, "miss_share_after_break": 0.001,
+                     "misses_in_flight": 0, "miss_share_in_flight": 0.0})
+    full = f"Page grid · newest first · missed: first use {fmt_pct(0.4123)} · evicted {fmt_pct(0.0312)} · " \
+           f"after a break {fmt_pct(0.001)}"
+    assert grid.title_for(200) == full
+    widths = [len(grid.title_for(w)) + 4 for w in (90, 70, 55, 45, 40)]
+    assert all(n <= w for n, w in zip(widths, (90, 70, 55, 45, 40)))  # each fits its width
+    assert grid.title_for(40) == f"missed first {fmt_pct(0.4123, 0)} · evicted {fmt_pct(0.0312, 0)} …"
+    assert grid.title_for(20) == "Page grid · newest first"  # too narrow for any: the plain title
+
+
+def test_row_details_name_the_reasons_of_the_row_misses():
+    from kvtui.tui.screens.row_detail import detail_lines
+
+    r = PageRow(3, "x", 1024, 1, bytes([S.HIT, S.PUBLISHED, S.PRESENT, S.PRESENT]),
+                misses=(("evicted", 1), ("after_break", 2)))
+    assert "missed: 1 evicted · 2 after a break" in [str(x) for x in detail_lines(r)]
+    assert not any(str(x).startswith("missed:") for x in detail_lines(row(4, [S.HIT])))  # (none known)

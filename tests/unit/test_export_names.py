@@ -19,7 +19,7 @@ PINNED = {
     "kvtui_read_seconds_total": "counter", "kvtui_pages_published_total": "counter",
     "kvtui_pages_already_present_total": "counter", "kvtui_pages_failed_total": "counter",
     "kvtui_publish_bytes_total": "counter", "kvtui_put_seconds_total": "counter",
-    "kvtui_store_errors_total": "counter",
+    "kvtui_store_errors_total": "counter", "kvtui_misses_total": "counter", "kvtui_missed_tokens_total": "counter",
     "kvtui_reload_latency_seconds": "histogram", "kvtui_publish_latency_seconds": "histogram",
     "kvtui_probe_latency_seconds": "histogram",
     "kvtui_store_up": "gauge", "kvtui_store_fill_ratio": "gauge", "kvtui_store_puts_per_second": "gauge",
@@ -55,7 +55,8 @@ def test_worker_labels_say_which_role_does_the_work():
     assert roles["kvtui_pages_hit_total"] == roles["kvtui_reload_latency_seconds"] == "decode"
     assert roles["kvtui_pages_published_total"] == roles["kvtui_publish_latency_seconds"] == "prefill"
     for m in METRICS:
-        assert m.labels == (("role", "worker") if m.role else (("code",) if m.source == "errors" else ()))
+        by_source = {"errors": ("code",), "misses": ("reason",), "miss_tokens": ("reason",)}
+        assert m.labels == (("role", "worker") if m.role else by_source.get(m.source, ()))
 
 
 def test_every_counter_is_a_summary_field():

@@ -45,13 +45,17 @@ def test_scrape_equals_the_frame_and_its_summary(exporter):
     summary = summary_from_frame(frame)
     worker = lambda role: (("role", role), ("worker", "0"))  # noqa: E731
     for m in METRICS:
-        if m.kind == "counter" and m.role:
+        if m.kind == "counter" and m.role and m.source not in ("errors", "misses", "miss_tokens"):
             assert got[m.name][worker(m.role)] == pytest.approx(summary[m.summary] * m.scale), m.name
         if m.kind == "histogram":
             count = got[m.name + "_count"][worker(m.role)]
             assert count == summary[m.summary]["count"] > 0, m.name
             buckets = [v for k, v in sorted(got[m.name + "_bucket"].items(), key=lambda kv: float(dict(kv[0])["le"]))]
             assert buckets == sorted(buckets) and buckets[-1] == count  # cumulative, +Inf = count
+    for name, field in (("kvtui_misses_total", "pages"), ("kvtui_missed_tokens_total", "tokens")):
+        by_reason = {dict(k)["reason"]: v for k, v in got[name].items()}
+        assert by_reason == {r: float(m[field]) for r, m in summary["misses"].items()}
+    assert sum(by_reason.values()) == frame.totals["tokens_cacheable"] - frame.totals["tokens_hit"] > 0
     errors = {dict(k)["code"]: v for k, v in got["kvtui_store_errors_total"].items()}
     assert errors == {k: float(v) for k, v in summary["errors"].items()} and errors
     assert got["kvtui_workload_overlap_ratio"][()] == frame.workload["overlap"]

@@ -209,7 +209,9 @@ def test_a_recording_cut_short_reads_up_to_its_last_intact_frame(demo_recording,
     cut = tmp_path / "cut.kvtui"
     cut.write_bytes(data[:size])
     r = SessionReader(cut)
-    assert r.cut_short and r.damaged and 1 <= len(r) < len(whole)
+    assert r.cut_short and r.damaged and 1 <= len(r) <= len(whole)
+    if len(data) - size >= 4 * 4096:  # (a cut within the last pages may take only a page of requests or the index)
+        assert len(r) < len(whole)
     assert len(r) >= len(whole) * fraction * 0.8 - 8  # most frames before the cut (the first pages: the schema)
     for i in (0, len(r) // 2, len(r) - 1):
         assert r.frame_at(i) == whole.frame_at(i)

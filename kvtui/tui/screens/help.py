@@ -21,7 +21,10 @@ GRID_HELP = (
     "(sys N: system prompt N; shot N: few-shot template N; conv N: conversation N; pfx N: a trace's prefix "
     "group) and its prompt length; rows of a group seen more than once carry a ▌ marker in the group's colour: "
     "later rows of a group hit the pages its first row published. ↑ ↓ move a cursor, Enter or a click shows a "
-    "row's details (keys, every page's state, reload and publish times, bytes, the trace's ideal)."
+    "row's details (keys, every page's state, its misses by reason, reload and publish times, bytes, the trace's "
+    "ideal). The grid's title says why the session's pages missed, as shares of the prompt tokens: first use "
+    "(no earlier request had the page), evicted (it was in the store earlier), never stored (its put failed), "
+    "after a break (present, but after the request's first miss), in flight (another request was computing it)."
 )
 HEADER_HELP = (
     "Header: \"page hits 74.7 % session · 75.0 % last 30 s\" (the whole session, and the latency window; — while "

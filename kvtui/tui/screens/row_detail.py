@@ -1,9 +1,10 @@
 """The detail panel of one page-grid row (Enter or a click on the row): what happened to that request.
 
 Its prefix group, prompt length and layout, the count and the state of every page (one glyph each, as in
-the grid), the reload and publish times, the bytes moved, its first and last store key (look a page up with
-``kvtui keys``), its failing store codes and, for a trace row, how many pages an unbounded cache would have
-reloaded (the ``trace-stats`` rule): the difference is what the store's capacity and concurrency cost.
+the grid), its missed pages by reason (:mod:`kvtui.core.misses`), the reload and publish times, the bytes
+moved, its first and last store key (look a page up with ``kvtui keys``), its failing store codes and, for a
+trace row, how many pages an unbounded cache would have reloaded (the ``trace-stats`` rule): the difference
+is what the store's capacity and concurrency cost.
 
 Like the settings screen it is built once and shown again for each row, over an opaque background (see
 :mod:`kvtui.tui.screens.settings`: a translucent one costs a repaint of the whole dashboard).
@@ -21,10 +22,12 @@ from textual.containers import Vertical
 from textual.screen import ModalScreen
 from textual.widgets import Static
 
+from kvtui.core.misses import LABELS as MISS_LABELS, NAMES as MISS_NAMES
 from kvtui.metrics.frame import PageRow
 from kvtui.tui.fmt import fmt_elapsed, fmt_int, fmt_ms, format_bytes
 from kvtui.tui.widgets.page_grid import CLASS, GLYPH, STATES
 
+BY_NAME = {name: reason for reason, name in MISS_NAMES.items()}
 GROUPS = {"sys": "a system prompt of the pool", "shot": "a few-shot template", "conv": "one conversation's turns",
           "pfx": "trace rows with this hash id where the trace's rows first differ"}
 
@@ -49,6 +52,9 @@ def detail_lines(row: PageRow) -> list[DetailLine]:
     out.append("")
     out.append(("summary", [(s, f"{fmt_int(counts[s])} {word}") for s, _, _, word, _ in STATES if counts[s]]))
     out.append(("pages", states))  # the strip: drawn by RowDetailScreen with the grid's styles
+    if row.misses:
+        out.append("missed: " + " · ".join(f"{fmt_int(n)} {MISS_LABELS[BY_NAME[name]]}" for name, n in row.misses
+                                           if name in BY_NAME))
     if row.page_tokens or row.reload_ms or row.publish_ms:
         out.append(f"reload {fmt_ms(row.reload_ms)} (probe + read) · publish {fmt_ms(row.publish_ms)} (probe + put)")
         out.append(f"loaded {format_bytes(row.bytes_loaded)} · written {format_bytes(row.bytes_written)}")

@@ -21,6 +21,12 @@ tail only shows when its cell holds nothing worse than hits.
 seen more than once on screen carry a marker ``▌`` and a group name in that group's colour: rows that share
 a prefix are why later ones hit. ↑/↓ move a cursor, Enter or a click opens the row's details
 (:class:`RowSelected`).
+
+**Title.** Once requests carry miss reasons (:mod:`kvtui.core.misses`) the title says why the session's pages
+missed: each reason that has any, with its share of the prompt tokens (:data:`kvtui.metrics.figures.MISS_SHARE`),
+``Page grid · newest first · missed: first use 87.2 % · evicted 5.5 %``, in the longest of shorter forms that
+fits the width (``missed first 87 % · evicted 6 %``, then only the reasons of 0.5 % or more and ``…``), else
+not at all; the row details give a request's.
 """
 
 from __future__ import annotations
@@ -38,8 +44,9 @@ from textual.message import Message
 from textual.strip import Strip
 from textual.widget import Widget
 
+from kvtui.core.misses import LABELS as MISS_LABELS, NAMES as MISS_NAMES, REASONS
 from kvtui.core.pages import PageState as S
-from kvtui.tui.fmt import fmt_count, format_bytes
+from kvtui.tui.fmt import fmt_count, fmt_pct, format_bytes
 from kvtui.tui.widgets.styled import CachedStyles
 
 if TYPE_CHECKING:
@@ -69,6 +76,10 @@ _RANK = {s: i for i, s in enumerate(SEVERITY)}
 _UNKNOWN_RANK = 0.5  # an unknown state value ranks just below mismatch
 GROUP_MARK = "▌"
 GROUP_COLOURS = 6  # page-grid--group-0 … -5 (app.tcss)
+TITLE = "Page grid · newest first"
+SHORT_REASONS = {"first_use": "first", "evicted": "evicted", "never_stored": "never", "after_break": "break",
+                 "in_flight": "flight"}  # the title's words for the reasons where the full ones do not fit
+BY_NAME = {name: reason for reason, name in MISS_NAMES.items()}
 RULER_STEPS = (1, 2, 4, 5, 8, 10, 16, 20, 25, 32, 50, 64, 100, 128, 250, 256, 500, 512, 1000, 1024)
 
 
@@ -140,7 +151,8 @@ class PageGrid(CachedStyles, Widget, can_focus=True):
         self.cursor: int | None = None  # index into the visible rows (0 = newest), None: no cursor
         self._strips: list[Strip] | None = None
         self._built_for: Size | None = None  # the size the strips were built for
-        self.border_title = "Page grid · newest first"
+        self.misses: tuple[tuple[str, float], ...] = ()  # (reason name, share) of the title (set_misses)
+        self.border_title = TITLE
 
     # -- data ----------------------------------------------------------------------------------------------
     def set_rows(self, rows: tuple[PageRow, ...]) -> None:
@@ -150,12 +162,40 @@ class PageGrid(CachedStyles, Widget, can_focus=True):
         self.rows = tuple(rows)
         self._invalidate()
 
+    def set_misses(self, totals: dict) -> None:
+        """Say in the title why the session's pages missed, from a frame's ``totals`` (the ``miss_share_*``
+        and ``misses_*`` keys of :func:`kvtui.metrics.aggregate.derive`; none: the title stays plain)."""
+        misses = tuple((MISS_NAMES[r], float(totals.get(f"miss_share_{MISS_NAMES[r]}", 0.0))) for r in REASONS
+                       if totals.get(f"misses_{MISS_NAMES[r]}"))
+        if misses != self.misses:
+            self.misses = misses
+            self._retitle()
+
+    def title_for(self, width: int) -> str:
+        """The title at ``width`` columns: the longest form of the miss reasons that fits (module docstring)."""
+        if not self.misses:
+            return TITLE
+        long = " · ".join(f"{MISS_LABELS[BY_NAME[n]]} {fmt_pct(v)}" for n, v in self.misses)
+        brief = " · ".join(f"{SHORT_REASONS[n]} {fmt_pct(v, 0)}" for n, v in self.misses)
+        big = " · ".join(f"{SHORT_REASONS[n]} {fmt_pct(v, 0)}" for n, v in self.misses if round(100 * v))
+        for title in (f"{TITLE} · missed: {long}", f"Page grid · missed: {long}", f"Page grid · missed {brief}",
+                      f"missed {brief}", f"missed {big} …"):
+            if len(title) <= width - 4:  # (the corners and a space each side)
+                return title
+        return TITLE
+
+    def _retitle(self) -> None:
+        title = self.title_for(self.size.width)
+        if title != self.border_title:
+            self.border_title = title
+
     def _invalidate(self) -> None:
         self._strips = None
         self._update_scale()
         self.refresh()
 
     def on_resize(self) -> None:
+        self._retitle()
         self._invalidate()
 
     def notify_style_update(self) -> None:

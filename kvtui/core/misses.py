@@ -1,0 +1,248 @@
+"""Why each page missed: one :class:`MissReason` per full page that was not a hit.
+
+Every full (keyed) page of a request that was not reloaded gets exactly one reason; partial tail pages are
+never keyed, stay PARTIAL and are not misses. The rule, for a missed page with key ``k`` (first match wins):
+
+1. **in flight** — another request that was under way at the same time computed ``k``: one submitted
+   earlier and still under way (or finished after this one started), or, for a page this request found
+   present when it published (PRESENT), any request under way at the same time (that one stored it first).
+   A request still under way is taken to compute the keys it has (it may hit them instead: rare, since
+   equal keys mean equal prefixes). Only with concurrency > 1 or several decode workers.
+2. **after a break** — the prefill worker's put-if-absent found ``k`` in the store already (PRESENT) and
+   (rule 1) no request under way stored it: the page was there, but an earlier page of the same request
+   missed, and the connector reloads only the leading run of hits.
+3. **evicted** — ``k`` was in the store earlier in this run (a request of the run reloaded or published it,
+   or a probe found it) and the store did not give it now (absent, or its read failed or did not verify):
+   a capacity miss, a larger store would have hit.
+4. **never stored** — an earlier request of this run computed ``k`` but it never reached the store (its put
+   failed or was refused, e.g. store full, or it was not published).
+5. **first use** — no earlier request of this run had ``k``: a compulsory miss, no cache of any size hits it.
+
+"Earlier" means finished before this request began: with several requests under way, what one that
+finished meanwhile did is rule 1's, not history.
+
+Because page keys are a hash chain (equal keys ⇔ equal token prefixes), the pages a request hit plus its
+evicted, never-stored and after-a-break pages are exactly the leading run of its pages that some earlier
+request had: on a trace replay at concurrency 1 into a fresh store, hit tokens + those misses' tokens equal
+the unbounded ideal's hit tokens (``trace-stats``) to the token, and first-use misses are the ideal's misses.
+
+:func:`classify` is the pure rule; :class:`MissTracker` keeps the run's key history it needs and classifies
+each finished request (the engine owns one, reset at each run). Memory: one 64-bit fingerprint per distinct
+key in one of two Python sets, about 80 bytes a key in CPython (a set slot and an int object; 77 measured
+with ``tracemalloc`` over 200k keys): ~3.5 MB for the ~44k pages of the ``synthetic`` trace, ~120 MB for the
+~1.5M of the full conversation trace; plus the fingerprints of the requests under way. Exact, not bounded:
+it grows with the run's distinct pages and is freed at the next run. The fingerprint is Python's 64-bit
+string hash of the key: two keys of a run share one with probability about n²/2⁶⁵ (6e-8 for 1.5M keys),
+which would count one first-use page as evicted or never stored.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from collections.abc import Sequence
+from enum import IntEnum
+
+from kvtui.core.pages import PageState
+
+
+class MissReason(IntEnum):
+    """Why a full page missed (one byte per page in :attr:`kvtui.core.events.RequestResult.reasons`)."""
+
+    NONE = 0  # not a miss: reloaded (a hit)
+    FIRST_USE = 1
+    EVICTED = 2
+    NEVER_STORED = 3
+    AFTER_BREAK = 4
+    IN_FLIGHT = 5
+
+
+#: the reasons, in the order every output lists them
+REASONS: tuple[MissReason, ...] = (MissReason.FIRST_USE, MissReason.EVICTED, MissReason.NEVER_STORED,
+                                   MissReason.AFTER_BREAK, MissReason.IN_FLIGHT)
+#: the reason's name in JSON, CSV columns and Prometheus labels
+NAMES: dict[MissReason, str] = {MissReason.FIRST_USE: "first_use", MissReason.EVICTED: "evicted",
+                                MissReason.NEVER_STORED: "never_stored", MissReason.AFTER_BREAK: "after_break",
+                                MissReason.IN_FLIGHT: "in_flight"}
+#: the reason in words, on screen and in the summary
+LABELS: dict[MissReason, str] = {MissReason.FIRST_USE: "first use", MissReason.EVICTED: "evicted",
+                                 MissReason.NEVER_STORED: "never stored", MissReason.AFTER_BREAK: "after a break",
+                                 MissReason.IN_FLIGHT: "in flight"}
+
+# a key's history in the run (what :func:`classify` reads)
+UNSEEN, COMPUTED, STORED = 0, 1, 2
+
+
+def classify(states: bytes | Sequence[int], history: Sequence[int], in_flight: Sequence[bool]) -> bytes:
+    """The reason of each full page, one byte (:class:`MissReason`) per page; ``NONE`` for a hit.
+
+    ``states``: the request's :class:`~kvtui.core.pages.PageState` per full page (its page-grid cells without
+    the partial tail); ``history``: per page, what the run knew of its key before this request (``UNSEEN``,
+    ``COMPUTED``: an earlier request computed it and it never reached the store, ``STORED``: it was in the
+    store earlier in the run); ``in_flight``: per page, whether a request under way at the same time computed
+    the key (rule 1 of the module docstring, worked out by :class:`MissTracker`). The three have one entry per
+    full page (``ValueError`` otherwise)."""
+    if not len(states) == len(history) == len(in_flight):
+        raise ValueError(f"one state, history and in-flight flag per page: got {len(states)}, {len(history)}, "
+                         f"{len(in_flight)}")
+    out = bytearray(len(states))
+    for i, (state, seen, flight) in enumerate(zip(states, history, in_flight)):
+        if state == PageState.HIT:
+            continue
+        if flight:
+            out[i] = MissReason.IN_FLIGHT
+        elif state == PageState.PRESENT:
+            out[i] = MissReason.AFTER_BREAK
+        elif seen == STORED:
+            out[i] = MissReason.EVICTED
+        elif seen == COMPUTED:
+            out[i] = MissReason.NEVER_STORED
+        else:
+            out[i] = MissReason.FIRST_USE
+    return bytes(out)
+
+
+def counts(reasons: bytes | Sequence[int]) -> dict[str, int]:
+    """Pages of each reason (:data:`NAMES`, every reason present, 0 included) in ``reasons``."""
+    b = bytes(reasons)
+    return {NAMES[r]: b.count(r) for r in REASONS}
+
+
+# what a page's state says of its key once the request finished: it was in the store (reloaded, published,
+# found present, or found by the probe before a read that failed or did not verify), or it was only computed
+_IN_STORE = frozenset({PageState.HIT, PageState.PUBLISHED, PageState.PRESENT, PageState.EVICTED, PageState.MISMATCH})
+
+
+class _Open:
+    """A request under way: its submission order, the tracker's tick when it began and its keys' fingerprints."""
+
+    __slots__ = ("seq", "start", "fps", "fp_set")
+
+    def __init__(self, seq: int, start: int, fps: list[int]) -> None:
+        self.seq, self.start, self.fps = seq, start, fps
+        self.fp_set: frozenset[int] | None = None  # made when another request first needs it
+
+    def keys(self) -> frozenset[int]:
+        if self.fp_set is None:
+            self.fp_set = frozenset(self.fps)
+        return self.fp_set
+
+
+class _Done:
+    """A finished request that requests still under way overlap: its submission order, when it ended (tick),
+    the keys it computed (missed) and the history it changed (fingerprint → the history before it)."""
+
+    __slots__ = ("seq", "end", "computed", "changed")
+
+    def __init__(self, seq: int, end: int, computed: frozenset[int], changed: dict[int, int]) -> None:
+        self.seq, self.end, self.computed, self.changed = seq, end, computed, changed
+
+
+class MissTracker:
+    """The run's key history and the requests under way; classifies each finished request.
+
+    :meth:`begin` when a request is submitted (its page keys, in order), :meth:`finish` with its full pages'
+    states when its result comes (returns :func:`classify`'s reasons and records what the request did),
+    :meth:`forget` when it ends without a result; :meth:`reset` at a new run or after the store was cleared.
+    A request's history is the run's as it was when the request began: what requests that finished meanwhile
+    did is theirs (rule 1), not history. Not thread-safe: one caller at a time. Memory: see the module
+    docstring."""
+
+    def __init__(self) -> None:
+        self._stored: set[int] = set()
+        self._computed: set[int] = set()  # disjoint from _stored
+        self._open: dict[int, _Open] = {}
+        self._recent: deque[_Done] = deque()  # in the order they ended
+        self._tick = 0
+
+    def __len__(self) -> int:
+        """Distinct keys the run has seen."""
+        return len(self._stored) + len(self._computed)
+
+    def reset(self) -> None:
+        """Forget the run's history (a new run, or the store was cleared); requests under way stay tracked."""
+        self._stored.clear()
+        self._computed.clear()
+        self._recent.clear()
+
+    def begin(self, seq: int, keys: Sequence[str]) -> None:
+        """Request ``seq`` (submission order) was submitted with page ``keys`` (its full pages, in order)."""
+        self._tick += 1
+        self._open[seq] = _Open(seq, self._tick, [hash(k) for k in keys])
+
+    def forget(self, seq: int) -> None:
+        """Request ``seq`` ended without a result (dropped, lost): it no longer counts as under way."""
+        self._open.pop(seq, None)
+        self._prune()
+
+    def finish(self, seq: int, states: bytes | Sequence[int]) -> bytes:
+        """The reasons of request ``seq``'s full pages (``states``: at least one state per full page; the
+        partial tail after them is ignored), then its pages enter the history. ``b""`` for a request
+        :meth:`begin` did not see (or :meth:`forget` dropped). ``ValueError`` when ``states`` has fewer
+        entries than the request has keys."""
+        req = self._open.pop(seq, None)
+        if req is None:
+            return b""
+        self._tick += 1
+        fps, n = req.fps, len(req.fps)
+        full = bytes(states[:n])
+        if len(full) < n:
+            raise ValueError(f"request {seq} has {n} full pages but {len(full)} page states")
+        overlap = [d for d in self._recent if d.end > req.start]  # finished after req began
+        history = self._history(fps, overlap)
+        reasons = classify(full, history, self._in_flight(req, full, overlap))
+        stored, computed = self._stored, self._computed
+        changed: dict[int, int] = {}
+        mine = []
+        for fp, state in zip(fps, full):
+            before = STORED if fp in stored else COMPUTED if fp in computed else UNSEEN
+            if state in _IN_STORE:
+                if before != STORED:
+                    stored.add(fp)
+                    computed.discard(fp)
+            elif before == UNSEEN:
+                computed.add(fp)
+            now = STORED if state in _IN_STORE else max(before, COMPUTED)
+            if now != before:
+                changed.setdefault(fp, before)
+            if state != PageState.HIT:
+                mine.append(fp)
+        if self._open:  # requests under way began before this one ended: keep what it did for them
+            self._recent.append(_Done(seq, self._tick, frozenset(mine), changed))
+        self._prune()
+        return reasons
+
+    def _history(self, fps: list[int], overlap: list[_Done]) -> list[int]:
+        """Per key: the run's history when the request began (the sets, less what ``overlap`` changed)."""
+        stored, computed = self._stored, self._computed
+        history = [STORED if fp in stored else COMPUTED if fp in computed else UNSEEN for fp in fps]
+        if overlap:
+            before: dict[int, int] = {}
+            for done in overlap:  # (in the order they ended: the first change of a key holds its earlier history)
+                for fp, h in done.changed.items():
+                    before.setdefault(fp, h)
+            history = [before.get(fp, h) for fp, h in zip(fps, history)]
+        return history
+
+    def _in_flight(self, req: _Open, full: bytes, overlap: list[_Done]) -> list[bool]:
+        """Per page: whether a request under way at the same time as ``req`` computed its key (rule 1)."""
+        flags = [False] * len(full)
+        earlier: list[frozenset[int]] = []  # submitted before req: they were ahead of it
+        later: list[frozenset[int]] = []  # submitted after it, under way meanwhile: only for PRESENT pages
+        for other in self._open.values():
+            (earlier if other.seq < req.seq else later).append(other.keys())
+        for done in overlap:
+            (earlier if done.seq < req.seq else later).append(done.computed)
+        if not earlier and not later:
+            return flags
+        for i, (fp, state) in enumerate(zip(req.fps, full)):
+            if state == PageState.HIT:
+                continue
+            flags[i] = any(fp in keys for keys in earlier) or (
+                state == PageState.PRESENT and any(fp in keys for keys in later))
+        return flags
+
+    def _prune(self) -> None:
+        """Drop finished requests no request under way overlaps any more."""
+        first = min((o.start for o in self._open.values()), default=None)
+        while self._recent and (first is None or self._recent[0].end <= first):
+            self._recent.popleft()
