@@ -56,6 +56,12 @@ def catch_probability(page_bytes: int) -> float:
     return headers / w + (1 - headers / w) * (1 - (1 - 1 / (w - headers)) ** SAMPLE_WORDS)
 
 
+def checked(mode: str) -> str:
+    """How a summary says the pages were checked: ``every byte (--verify full)`` or ``by sample (--verify
+    sampled)``."""
+    return f"{'every byte' if mode == 'full' else 'by sample'} (--verify {mode})"
+
+
 def describe(mode: str, page_bytes: int | None = None) -> str:
     """One phrase for summaries and tables: ``every byte`` or ``sampled: chunk headers + 1,024 words a page``
     (with ``page_bytes``: and the chance to catch one corrupted word)."""
