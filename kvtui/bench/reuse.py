@@ -227,7 +227,7 @@ def measure_reuse(engines: BenchEngines, layout, case: ReuseCase, estimator=None
                    "request_rate_vs_store_bound": rate["request_rate_vs_store_bound"],
                    "request_rate_vs_passes_bound": rate["request_rate_vs_passes_bound"],
                    "sampled_request_rate_vs_store_bound": rate["sampled"]["request_rate_vs_store_bound"]},
-        "environment": env, "demo_card": DEMO_CARD,
+        "environment": env, "demo_card": DEMO_CARD, "verify": engines.verify,
     })
     if content is not None:
         out["ratios"].update(verify_vs_memcpy=content["verify_vs_memcpy"], fill_vs_memcpy=content["fill_vs_memcpy"])

@@ -27,9 +27,9 @@ chunk's expected values and the base they come from (512 KiB together) stay in a
 page streams past; one header per chunk."""
 
 SAMPLE_WORDS = 1024
-"""Random words ``sampled`` checks per page besides the chunk headers, drawn with replacement among the other
-words, anew for every page loaded, from a random generator seeded per worker (so a run's sample is
-reproducible): 8 KiB read per page, whatever its size."""
+"""Random words ``sampled`` checks per page besides the chunk headers, drawn uniformly with replacement, anew
+for every page loaded, from a random generator seeded per worker (so a run's sample is reproducible): 8 KiB
+read per page, whatever its size."""
 
 
 def page_words(page_bytes: int) -> int:
@@ -47,13 +47,13 @@ def sampled_is_full(page_bytes: int) -> bool:
 def catch_probability(page_bytes: int) -> float:
     """The probability that ``sampled`` catches one corrupted word at a uniformly random place in a page of
     ``page_bytes`` bytes: the word is a chunk header (always checked) or one of the :data:`SAMPLE_WORDS`
-    draws among the other words lands on it, ``h/W + (1 − h/W)·(1 − (1 − 1/(W−h))^S)`` for ``W`` words, ``h``
-    headers, ``S`` draws; 1 for a page checked whole (:func:`sampled_is_full`)."""
+    draws lands on it, ``h/W + (1 − h/W)·(1 − (1 − 1/W)^S)`` for ``W`` words, ``h`` headers, ``S`` draws; 1 for
+    a page checked whole (:func:`sampled_is_full`)."""
     w = page_words(page_bytes)
     if sampled_is_full(page_bytes):
         return 1.0
     headers = -(-w // CHUNK_WORDS)
-    return headers / w + (1 - headers / w) * (1 - (1 - 1 / (w - headers)) ** SAMPLE_WORDS)
+    return headers / w + (1 - headers / w) * (1 - (1 - 1 / w) ** SAMPLE_WORDS)
 
 
 def checked(mode: str) -> str:

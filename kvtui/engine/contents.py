@@ -173,32 +173,35 @@ class PageContent:
 
     def leading_sampled(self, keys: Sequence[str], pages: np.ndarray, rng: np.random.Generator) -> int:
         """:meth:`leading_matches` by sample: for each row of ``pages`` (uint8, ``(≥len(keys), page_bytes)``)
-        compare every chunk header, :data:`~kvtui.core.verify.SAMPLE_WORDS` of the other words drawn from
-        ``rng`` (anew per row, with replacement) and the tail bytes with what :meth:`fill` writes for the
-        same-index key; the index of the first row that differs, or ``len(keys)``. Pages of at most
-        ``SAMPLE_WORDS`` words are checked whole."""
+        compare every chunk header, :data:`~kvtui.core.verify.SAMPLE_WORDS` words drawn from ``rng`` (anew per
+        row, uniformly, with replacement) and the tail bytes with what :meth:`fill` writes for the same-index
+        key; the index of the first row that differs, or ``len(keys)``. Pages of at most ``SAMPLE_WORDS`` words
+        are checked whole."""
         n = len(keys)
         if n == 0 or sampled_is_full(self.page_bytes):
             return self.leading_matches(keys, pages)
-        w, step = self._words, np.uint64(CHUNK_WORDS - 1)
+        w, shift = self._words, CHUNK_WORDS.bit_length() - 1  # (a chunk is 2^shift words)
         rows = np.ascontiguousarray(pages[:n])
         digests = [self._digest(k) for k in keys]
         h = np.frombuffer(b"".join([d[:8] for d in digests]), dtype="<u8").astype(np.uint64)[:, None]
-        chunks = np.arange(-(-w // CHUNK_WORDS), dtype=np.uint64)
-        # the i-th word that is not a header: chunk i // (C-1), word i % (C-1) + 1 of it (the last chunk's
-        # words come last, so i < w - headers stays inside the page)
-        i = rng.integers(0, w - chunks.size, size=(n, SAMPLE_WORDS), dtype=np.uint64)
-        c, j = i // step, i % step + np.uint64(1)
-        pos = np.concatenate([np.broadcast_to(chunks * np.uint64(CHUNK_WORDS), (n, chunks.size)),
-                              c * np.uint64(CHUNK_WORDS) + j], axis=1).astype(np.intp)
-        # the headers h + c·K2, then the sampled words h + j·K (uint64 arithmetic wraps)
-        expected = h + np.concatenate([np.broadcast_to(chunks * K2, (n, chunks.size)), j * K], axis=1)
+        pos = rng.integers(0, w, size=(n, SAMPLE_WORDS), dtype=np.int64)  # word indexes
+        j = (pos & (CHUNK_WORDS - 1)).astype(np.uint64)  # the index within its chunk; 0: the chunk's header
+        # word j of chunk c is h + j·K, its header (j = 0) h + c·K2 (uint64 arithmetic wraps)
+        expected = h + np.where(j == 0, (pos >> shift).astype(np.uint64) * K2, j * K)
+        headers = h + np.arange(-(-w // CHUNK_WORDS), dtype=np.uint64) * K2
         if self._tail == 0 and rows.ctypes.data % 8 == 0:
-            got = np.take_along_axis(rows.view(np.uint64), pos, axis=1)
+            words = rows.view(np.uint64)
+            got, got_headers = np.take_along_axis(words, pos, axis=1), words[:, ::CHUNK_WORDS]
         else:  # 8 bytes per word, gathered: any alignment, any page size
-            at = (np.arange(n, dtype=np.intp) * self.page_bytes)[:, None, None] + pos[:, :, None] * 8 + np.arange(8)
-            got = rows.reshape(-1)[at].view("<u8")[:, :, 0]
-        ok = (got == expected).all(axis=1)
+            at = np.arange(n, dtype=np.int64)[:, None] * self.page_bytes
+            flat, eight = rows.reshape(-1), np.arange(8)
+
+            def gather(idx: np.ndarray) -> np.ndarray:
+                return flat[(at + idx * 8)[:, :, None] + eight].view("<u8")[:, :, 0]
+
+            got = gather(pos)
+            got_headers = gather(np.broadcast_to(np.arange(0, w, CHUNK_WORDS, dtype=np.int64), headers.shape))
+        ok = (got == expected).all(axis=1) & (got_headers == headers).all(axis=1)
         if self._tail:
             tails = np.frombuffer(b"".join([d[: self._tail] for d in digests]), np.uint8).reshape(n, self._tail)
             ok &= (rows[:, w * 8:] == tails).all(axis=1)

@@ -91,7 +91,7 @@ def test_a_flipped_byte_is_caught_with_the_documented_probability():
     pc, pages = filled(pb, KEYS[:1])
     p = catch_probability(pb)
     words = pb // 8
-    assert p == pytest.approx(1 / words + (1 - 1 / words) * (1 - (1 - 1 / (words - 1)) ** SAMPLE_WORDS))
+    assert p == pytest.approx(1 / words + (1 - 1 / words) * (1 - (1 - 1 / words) ** SAMPLE_WORDS))
     rng, where = np.random.default_rng(5), np.random.default_rng(6)
     caught = 0
     for at in where.integers(0, pb, size=trials):
@@ -139,3 +139,34 @@ def test_the_connector_checks_by_sample_when_asked():
     assert c.verify == "full"
     with pytest.raises(ValueError, match="verify must be one of full, sampled"):
         c.set_verify("none")
+
+
+def test_the_flag_reaches_the_engine_every_worker_and_the_setup(monkeypatch):
+    """``--verify`` is a field of the run's plan, carried by EngineOptions into the spec of every local worker
+    and of a remote one, and stated in the summary's setup; ``full`` when not given."""
+    from kvtui.cli import build_parser
+    from kvtui.config.plan import plan_from_args
+    from kvtui.engine import engine as engine_mod
+    from kvtui.engine.cluster import ClusterEndpoints
+    from kvtui.engine.remote_slots import remote_spec
+
+    def plan(*flags):
+        return plan_from_args(build_parser().parse_args(["run", "--layout", "tiny", "--store-size", "256MiB", *flags]))
+
+    assert plan().setup()["verify"] == "full" and plan().engine_options(None).verify == "full"
+    p = plan("--verify", "sampled", "--decode-workers", "2")
+    assert p.cluster.verify == "sampled" and p.setup()["verify"] == "sampled"
+    options = p.engine_options(None)
+    assert options.verify == "sampled" and remote_spec(options, {}, 0, "decode").verify == "sampled"
+    specs = []
+
+    def capture(prefills, decodes, **_kw):
+        specs.extend(prefills + decodes)
+        raise RuntimeError("captured")  # (no process started)
+
+    monkeypatch.setattr(engine_mod, "start_mesh", capture)
+    engine = engine_mod.Engine(options, ClusterEndpoints(
+        master="127.0.0.1:1", metadata_url="http://127.0.0.1:1", metrics_url=""))
+    with pytest.raises(RuntimeError, match="captured"):
+        engine._start_chain()
+    assert [s.verify for s in specs] == ["sampled"] * 3
