@@ -310,7 +310,8 @@ PAGES_PRESENT = Figure("pages_already_present", "pages already present", "alread
 PAGES_FAILED = Figure("pages_failed", "pages not published", "failed", "pages",
                       "pages whose put failed (their codes in `errors`)", _RUN_WINDOW, _COUNT_SHOWN, "pages_failed")
 VERIFIED = Figure("verified_pages", "pages verified", "verified", "pages",
-                  "reloaded pages checked byte-exact against their expected contents", _RUN_WINDOW, _COUNT_SHOWN,
+                  "reloaded pages checked against their expected contents: every byte (--verify full, the default) or "
+                  "every chunk header and a sample of words (--verify sampled)", _RUN_WINDOW, _COUNT_SHOWN,
                   "verified_pages")
 MISMATCHES = Figure("mismatches", "pages mismatched", "mismatches", "pages",
                     "reloaded pages whose bytes differ from their expected contents", _RUN_WINDOW, _COUNT_SHOWN,
