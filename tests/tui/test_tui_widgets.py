@@ -392,3 +392,37 @@ def test_the_header_title_follows_the_width_after_its_frame():
 
     narrow, wide, narrow_again = run(go())
     assert narrow[0] != "kvtui" and wide[0] == "kvtui" and wide[1:] == narrow and narrow_again == narrow
+
+
+def test_the_header_says_when_pages_are_checked_by_sample():
+    """A session whose engine checks pages by sample (--verify sampled) says so in its frames' status, and the
+    header's chip reads "verified by sample" ("sampled" when narrow); a full check keeps the plain "verified"
+    and no status key."""
+    import dataclasses
+
+    from tui_helpers import AggSource
+
+    from kvtui.config.workload import synthetic_description
+    from kvtui.core.layout import PRESETS
+    from kvtui.live import LiveSession
+    from kvtui.testing.fake_engine import FakeEngine, FakeOptions
+    from kvtui.tui.widgets.kpis import Kpis
+    from workload import SyntheticWorkload, WorkloadSpec
+
+    spec = WorkloadSpec(scenario="shared-system-prompt", pool=3, prompt_tokens=64, page_tokens=8)
+    for verify in ("full", "sampled"):
+        engine = FakeEngine(PRESETS["tiny"], options=FakeOptions(verify=verify))
+        session = LiveSession(engine, SyntheticWorkload(spec), synthetic_description(spec))
+        assert session._build_frame().status.get("verify") == (None if verify == "full" else "sampled")
+    base = AggSource().frame()
+
+    def chips(compact: int, status: dict) -> str:
+        def check(kpis):
+            kpis.compact = compact  # (the app sets it from the terminal's width)
+            kpis.update_frame(dataclasses.replace(base, status={**base.status, **status}))
+            return next(c for c in kpis.chips if c.startswith(("verified", "sampled")))
+        return with_widget(Kpis(), check, size=(200, 8))
+
+    assert chips(0, {"verify": "sampled"}).startswith("verified by sample ")
+    assert chips(0, {}).startswith("verified ") and not chips(0, {}).startswith("verified by")
+    assert chips(1, {"verify": "sampled"}).startswith("sampled ")
