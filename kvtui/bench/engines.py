@@ -24,13 +24,15 @@ class BenchEngines:
     """How a bench starts its engines: the key naming (``model``, ``scheme``, ``namespace``), the embedded
     segment's size ``store_bytes`` (bytes), and ``start(options, endpoints) -> Engine``, which starts an
     :class:`~kvtui.engine.engine.Engine` and turns start-up failures into one-line errors (the command passes
-    its own, so a bench fails the way ``kvtui run`` does)."""
+    its own, so a bench fails the way ``kvtui run`` does); ``verify``: how its decode workers check loaded
+    pages (``--verify``: ``full`` or ``sampled``, :mod:`kvtui.core.verify`)."""
 
     model: str
     scheme: str
     namespace: str | None
     store_bytes: int
     start: Callable
+    verify: str = "full"
 
     def engine(self, layout, segment_on: str = "store", endpoints=None, cluster=None, worker_client: str = "dummy"):
         """A started engine of ``layout``, one read stream, the segment on ``segment_on``; with ``endpoints``
@@ -44,7 +46,8 @@ class BenchEngines:
         if cluster is None:
             cluster = ClusterOptions(worker_client=worker_client if segment_on == "store" else "real")
         opts = EngineOptions(layout=layout, model=self.model, scheme=self.scheme, namespace=self.namespace,
-                             segment_on=segment_on, store_bytes=self.store_bytes, read_streams=1, cluster=cluster)
+                             segment_on=segment_on, store_bytes=self.store_bytes, read_streams=1, cluster=cluster,
+                             verify=self.verify)
         return self.start(opts, endpoints)
 
 

@@ -1,21 +1,29 @@
 """The request-rate step of ``kvtui bench``: a closed-loop run's request rate against the rate it would reach
-if only its store calls took time.
+if only its store calls took time, under ``--verify full`` and ``--verify sampled`` alternately.
 
 ``kvtui watch``'s default workload (the first scenario, the knobs' defaults, prompts of the default length)
-runs closed loop at concurrency 1 on the bench's layout for ``seconds`` after ``RATE_WARM_S`` of start-up.
-Over the requests that finished in that window: ``requests_per_s`` = count ÷ seconds; ``store_ms_mean`` =
-the mean over them of the store calls' time (reload probe + read, publish probe + put: the
-``RequestResult`` fields ``probe_ms``, ``read_ms``, ``publish_probe_ms``, ``put_ms``); ``store_bound_rps`` =
-1000 ÷ ``store_ms_mean``; ``ratios.request_rate_vs_store_bound`` = ``requests_per_s`` ÷ ``store_bound_rps``,
-the share of the run's time that its store calls took. What is left is kvtui's own work per request: page
-fill and verify, key hashing, the pipes between the processes. ``verify_MBps`` = Σ ``bytes_loaded`` ÷ Σ
-``verify_ms`` and ``fill_MBps`` = Σ ``bytes_written`` ÷ Σ ``compute_ms`` over the same requests (10^6 B/s;
-``None`` when nothing was verified or computed) say how fast those two passes over memory ran in the run.
-``passes_ceiling`` = ``store_ms_mean`` ÷ (``store_ms_mean`` + ``verify_and_fill_ms_mean``): the ratio the run
-would reach if those two passes were kvtui's only work per request (no hashing, pipes or Python). Every
-byte of a loaded page must be read to be checked and every byte of a computed one written, and the bench's
-``baselines.memory_bus`` (:func:`kvtui.bench.baselines.memory_bus`) says whether a pass could hide beside a
-store call's copy on another core.
+runs closed loop at concurrency 1 on the bench's layout on one engine. After ``RATE_WARM_S`` of start-up the
+decode worker checks its pages in each mode of :data:`RATE_ORDER` in turn (full, sampled, sampled, full:
+ABBA, so a slow spell of the machine hits both modes alike) for ``seconds / 2`` each; a request that
+finishes within ``RATE_SETTLE_S`` of a switch is not counted (the one under way at the switch began in the
+other mode). Each mode's figures are those of the requests that finished in its two windows:
+``requests_per_s`` = count ÷ seconds; ``store_ms_mean`` = the mean over them of the store calls' time (reload
+probe + read, publish probe + put: the ``RequestResult`` fields ``probe_ms``, ``read_ms``,
+``publish_probe_ms``, ``put_ms``); ``store_bound_rps`` = 1000 ÷ ``store_ms_mean``;
+``request_rate_vs_store_bound`` = ``requests_per_s`` ÷ ``store_bound_rps``, the share of the run's time that
+its store calls took. What is left is kvtui's own work per request: page fill and verify, key hashing, the
+pipes between the processes. ``verify_ms_mean`` and ``fill_ms_mean`` are the two passes over memory per
+request, ``verify_and_fill_ms_mean`` their sum; ``verify_MBps`` = Σ ``bytes_loaded`` ÷ Σ ``verify_ms`` and
+``fill_MBps`` = Σ ``bytes_written`` ÷ Σ ``compute_ms`` over the same requests (10^6 B/s; ``None`` when nothing
+was verified or computed). ``passes_ceiling`` = ``store_ms_mean`` ÷ (``store_ms_mean`` +
+``verify_and_fill_ms_mean``): the ratio the run would reach if those two passes were kvtui's only work per
+request (no hashing, pipes or Python); ``passes_bound_rps`` = 1000 ÷ (``store_ms_mean`` +
+``verify_and_fill_ms_mean``), and ``request_rate_vs_passes_bound`` = ``requests_per_s`` ÷ it (=
+``request_rate_vs_store_bound`` ÷ ``passes_ceiling``): how close the run comes to that ceiling. A full
+check must read every byte of a loaded page and a fill must write every byte of a computed one; a sampled
+check reads a few KiB per page (:mod:`kvtui.core.verify`), so under it the fill is the pass that is left.
+The bench's ``baselines.memory_bus`` (:func:`kvtui.bench.baselines.memory_bus`) says whether a pass could
+hide beside a store call's copy on another core.
 """
 
 from __future__ import annotations
@@ -25,6 +33,9 @@ import time
 from kvtui.bench.engines import BenchEngines, BrokenStoreWatch, default_workload, say
 
 RATE_WARM_S = 2.0  # requests that finish before this (start-up, the first publishes) are not counted
+RATE_SETTLE_S = 0.25  # after a switch of --verify mode: the request under way finishes in the old one
+RATE_ORDER = ("full", "sampled", "sampled", "full")
+"""The modes of the step's windows, in order (ABBA)."""
 
 
 def store_ms(r) -> float:
@@ -45,24 +56,31 @@ def rate_figures(results: list, seconds: float) -> dict:
     fill_s = sum(r.compute_ms for r in results) / 1e3
     return {"requests": len(results), "seconds": seconds, "requests_per_s": rps, "store_ms_mean": mean_store,
             "verify_and_fill_ms_mean": sum(own) / len(own), "wall_ms_per_request": 1000.0 / rps,
+            "verify_ms_mean": verify_s * 1e3 / len(results), "fill_ms_mean": fill_s * 1e3 / len(results),
             "store_bound_rps": bound, "request_rate_vs_store_bound": rps / bound,
             "passes_ceiling": mean_store / (mean_store + sum(own) / len(own)) if mean_store > 0 else 1.0,
+            "passes_bound_rps": 1000.0 / (mean_store + sum(own) / len(own)),
+            "request_rate_vs_passes_bound": rps * (mean_store + sum(own) / len(own)) / 1000.0,
             "verify_MBps": sum(r.bytes_loaded for r in results) / verify_s / 1e6 if verify_s > 0 else None,
             "fill_MBps": sum(r.bytes_written for r in results) / fill_s / 1e6 if fill_s > 0 else None}
 
 
 def measure_rate(engines: BenchEngines, layout, seconds: float = 8.0) -> dict:
-    """Run the step on a fresh embedded cluster of ``layout`` (segment on the store node); returns
-    :func:`rate_figures` plus the workload's ``scenario``, ``prompt_tokens`` and the window's ``mismatches``
-    (the target is ``kvtui.bench.targets.TARGETS``). ``StoreError`` when the store broke meanwhile
+    """Run the step on a fresh embedded cluster of ``layout`` (segment on the store node), ``seconds`` counted
+    per mode (in two windows each, :data:`RATE_ORDER`). Returns :func:`rate_figures` of ``--verify full``'s
+    requests with ``verify`` = ``full`` and the window's ``mismatches``, and under ``sampled`` the same of
+    ``--verify sampled``'s; ``windows``: each window's mode, requests and rate, in order; ``window_s``,
+    ``settle_s``; the workload's ``scenario`` and ``prompt_tokens``; ``mismatches``: over every window (the
+    targets are ``kvtui.bench.targets.TARGETS``). ``StoreError`` when the store broke meanwhile
     (:class:`~kvtui.bench.engines.BrokenStoreWatch`)."""
     from kvtui.config.workload import synthetic_description
     from kvtui.live import LiveSession
     from workload import SyntheticWorkload
 
     spec = default_workload(layout)
-    say(f"request rate: {seconds:g} s of {spec.scenario} closed loop after {RATE_WARM_S:g} s, store-call time "
-        "per request from the same requests…")
+    window = seconds / RATE_ORDER.count("full")
+    say(f"request rate: {spec.scenario} closed loop, after {RATE_WARM_S:g} s windows of {window:g} s with each "
+        f"page checked {', '.join(RATE_ORDER)} (--verify), store-call time per request from the same requests…")
     engine = engines.engine(layout)
     session = LiveSession(engine, SyntheticWorkload(spec), synthetic_description(spec),
                           layout_text=layout.describe())
@@ -70,17 +88,27 @@ def measure_rate(engines: BenchEngines, layout, seconds: float = 8.0) -> dict:
     broken = BrokenStoreWatch()  # (a run waits an outage out: the window would count it as store-call time)
     session.subscribe_results(lambda r: finished.append((engine.now(), r)))
     session.subscribe_results(broken.count)
+    spans: list[tuple[str, float, float]] = []  # (mode, start, end) of each window, engine seconds
     try:
         session.start()
         time.sleep(RATE_WARM_S)  # (a measurement window, not a wait on a condition)
-        t0 = engine.now()
-        time.sleep(seconds)
-        t1 = t0 + seconds
+        for mode in RATE_ORDER:
+            engine.set_verify(mode)
+            time.sleep(RATE_SETTLE_S)
+            t0 = engine.now()
+            time.sleep(window)
+            spans.append((mode, t0, t0 + window))
     finally:
         session.stop()
     broken.check("the request-rate step")
-    results = [r for t, r in finished if t0 < t <= t1]
-    out = rate_figures(results, seconds)
-    out.update(scenario=spec.scenario, prompt_tokens=spec.prompt_tokens,
-               mismatches=sum(r.mismatches for r in results))
+    counted = [(m, [r for t, r in finished if a < t <= b]) for m, a, b in spans]
+    modes = {}
+    for mode in dict.fromkeys(RATE_ORDER):
+        results = [r for m, rs in counted if m == mode for r in rs]
+        modes[mode] = rate_figures(results, window * RATE_ORDER.count(mode))
+        modes[mode].update(verify=mode, mismatches=sum(r.mismatches for r in results))
+    out = {**modes["full"], "sampled": modes["sampled"]}
+    out.update(scenario=spec.scenario, prompt_tokens=spec.prompt_tokens, window_s=window, settle_s=RATE_SETTLE_S,
+               windows=[{"verify": m, "requests": len(rs), "requests_per_s": len(rs) / window} for m, rs in counted],
+               mismatches=sum(f["mismatches"] for f in modes.values()))
     return out

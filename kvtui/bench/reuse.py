@@ -224,8 +224,10 @@ def measure_reuse(engines: BenchEngines, layout, case: ReuseCase, estimator=None
                    "reload_vs_memcpy": co["MBps_p50"] / memcpy,
                    "tcp_reload_vs_loopback_tcp": tcp_path["MBps_p50"] / tcp,
                    "tcp_connector_vs_raw": tcp_path["MBps_p50"] / tcp_path["raw_get_MBps_p50"],
-                   "request_rate_vs_store_bound": rate["request_rate_vs_store_bound"]},
-        "environment": env, "demo_card": DEMO_CARD,
+                   "request_rate_vs_store_bound": rate["request_rate_vs_store_bound"],
+                   "request_rate_vs_passes_bound": rate["request_rate_vs_passes_bound"],
+                   "sampled_request_rate_vs_store_bound": rate["sampled"]["request_rate_vs_store_bound"]},
+        "environment": env, "demo_card": DEMO_CARD, "verify": engines.verify,
     })
     if content is not None:
         out["ratios"].update(verify_vs_memcpy=content["verify_vs_memcpy"], fill_vs_memcpy=content["fill_vs_memcpy"])

@@ -26,7 +26,7 @@ from kvtui.bench.engines import say
 from kvtui.bench.reuse import ReuseCase
 from kvtui.bench.targets import TARGETS
 from kvtui.commands.output import write_json_atomic
-from kvtui.config.cluster import link_option, store_size
+from kvtui.config.cluster import add_verify_argument, link_option, store_size, verify_from_args
 from kvtui.config.estimate import add_estimate_arguments, estimate_flags_given, estimator_from_args
 from kvtui.config.layout import add_page_arguments, layout_from_args
 from kvtui.config.paths import check_outputs, path_arg
@@ -158,6 +158,8 @@ def register(subparsers) -> None:
                         f"1-{MAX_ROUNDS}, default 3)")
     p.add_argument("--trace-block-tokens", type=int, default=None, metavar="TOKENS",
                    help=f"tokens per trace hash id (default {DEFAULT_BLOCK_TOKENS})")
+    add_verify_argument(p, "; every bench's decode worker checks its pages so, except the default bench's "
+                           "request-rate step, which alternates both and reports each")
     add_synthesis_arguments(p, arrival_times=False)
     add_page_arguments(p, "seed")
     add_estimate_arguments(p)
@@ -213,8 +215,9 @@ def run(args: argparse.Namespace, started_at: float | None = None) -> int:
         if b.seconds <= 0:
             raise bad_value("--seconds", "positive", b.seconds)
         check_refresh_hz(b.refresh_hz)
+    verify = verify_from_args(args)
     engines = BenchEngines(model=pages_of.model, scheme=pages_of.scheme, namespace=pages_of.key_prefix,
-                           store_bytes=store_bytes, start=start_engine)
+                           store_bytes=store_bytes, start=start_engine, verify=verify)
 
     say(f"network: {isolate('on', hosts=True) if link else isolate('auto')}")
     try:
@@ -231,6 +234,11 @@ def run(args: argparse.Namespace, started_at: float | None = None) -> int:
         # named on stderr by the cluster's teardown)
         raise KvtuiError(f"bench stopped: {(str(exc).splitlines() or [type(exc).__name__])[0]}") from None
     out.update(synthesis)
+    out["verify"] = verify  # an input: `kvtui compare` says when two runs' modes differ
+    if b.mode != "reuse":  # (the reuse table says it in its first line)
+        from kvtui.core.verify import checked
+
+        text = f"kvtui bench: loaded pages checked {checked(verify)}\n{text}"
     if b.mode in ("trace", "ui", "tcp-sweep"):
         out["round_count"] = b.rounds  # an input: `kvtui compare` says when two runs' counts differ
     print(text, file=sys.stderr if args.json == "-" else sys.stdout)  # (--json -: standard output is the JSON)
@@ -386,25 +394,40 @@ def _baseline_rows(o: dict) -> list[tuple[str, str]]:
 
 
 def _rate_rows(rr: dict) -> list[tuple[str, str]]:
-    """The request-rate step: the closed loop's rate against the rate its store calls alone allow."""
+    """The request-rate step: the closed loop's rate against the rate its store calls alone allow, under
+    ``--verify full`` and, where measured, ``--verify sampled``."""
+    rows = []
+    for f in (rr, rr.get("sampled")):
+        if f:
+            rows += _rate_mode_rows(f, f"--verify {f.get('verify', 'full')}" if "sampled" in rr else "")
+    return rows
+
+
+def _rate_mode_rows(rr: dict, mode: str) -> list[tuple[str, str]]:
+    """One mode's rows of the request-rate step (``mode``: its label, "" for a result of one mode only)."""
     from kvtui.metrics import figures as fig
 
     ms = "ms"
     passes = [f"{f.label} {fig.show(f, rr[key])}"
               for f, key in ((fig.RATE_VERIFY, "verify_MBps"), (fig.RATE_FILL, "fill_MBps")) if rr.get(key)]
+    split = (f" (verify {fig.number(rr['verify_ms_mean'], ms)} + fill {fig.number(rr['fill_ms_mean'], ms)})"
+             if "verify_ms_mean" in rr else "")
     rows = [
-        ("closed-loop rate", f"{fig.number(rr['requests_per_s'], 'req/s')} req/s"),
+        (mode or "closed-loop rate", f"{fig.number(rr['requests_per_s'], 'req/s')} req/s"
+                                     + (" closed loop" if mode else "")),
         ("store-bound rate", f"{fig.number(rr['store_bound_rps'], 'req/s')} req/s: store calls take "
                              f"{fig.number(rr['store_ms_mean'], ms)} of {fig.number(rr['wall_ms_per_request'], ms)} "
                              "ms per request"),
-        ("verify + fill", f"{fig.number(rr['verify_and_fill_ms_mean'], ms)} ms per request"
+        ("verify + fill", f"{fig.number(rr['verify_and_fill_ms_mean'], ms)} ms per request{split}"
                           + (f"; in the run's requests, per-page costs included: {', '.join(passes)}" if passes
                              else "")),
     ]
     if "passes_ceiling" in rr:
         rows.append(("with only those two passes", f"{fig.number(rr['passes_ceiling'], '×')}× the store-bound rate, "
-                                                   "were they kvtui's only work beside the store calls"))
-    return rows
+                                                   "were they kvtui's only work beside the store calls"
+                     + (f" ({fig.number(rr['passes_bound_rps'], 'req/s')} req/s)" if "passes_bound_rps" in rr
+                        else "")))
+    return [(k if i == 0 or not mode else f"  {k}", v) for i, (k, v) in enumerate(rows)]
 
 
 def _tcp_rows(tp: dict) -> list[tuple[str, str]]:
@@ -455,6 +478,7 @@ def format_bench(o: dict) -> str:
     against their :data:`TARGETS`, and a legend."""
     from kvtui.bench.targets import ratio_section
     from kvtui.core.text import rows, section, wrap
+    from kvtui.core.verify import checked
 
     card = o.get("demo_card") or {}
     same_case = bool(card) and o.get("page_bytes", card.get("page_bytes")) == card.get("page_bytes") \
@@ -463,7 +487,8 @@ def format_bench(o: dict) -> str:
     what = (f"kvtui bench: a {o['tokens_requested']:,}-token prompt published, a second request sharing "
             f"{o['tokens_skipped']:,} tokens reloaded {o['iterations']:,} times"
             + (f" ({o['page_bytes']:,}-byte pages)" if "page_bytes" in o else "")
-            + (f"; this machine: {env['cores']} cores, {env['mooncake']}" if env else ""))
+            + (f"; this machine: {env['cores']} cores, {env['mooncake']}" if env else "")
+            + (f"; loaded pages checked {checked(o['verify'])} but in the request-rate step" if "verify" in o else ""))
     lines = wrap(what)
     reuse = _card_rows(o, card)
     if card:
@@ -476,7 +501,9 @@ def format_bench(o: dict) -> str:
     lines += section("Baselines (the same bytes, in the same run)", rows(_baseline_rows(o), _LABEL))
     rr = o.get("request_rate")
     if rr:
-        lines += section(f"Request rate ({rr.get('seconds', 8):g} s closed loop)", rows(_rate_rows(rr), _LABEL))
+        order = " ".join(w["verify"] for w in rr.get("windows", ()))
+        per = f" per --verify mode, windows {order}" if order else ""
+        lines += section(f"Request rate ({rr.get('seconds', 8):g} s closed loop{per})", rows(_rate_rows(rr), _LABEL))
     tp = o.get("tcp_path")
     if tp:
         lines += section("TCP path (real clients: reads cross loopback TCP)", rows(_tcp_rows(tp), _LABEL))
@@ -485,7 +512,8 @@ def format_bench(o: dict) -> str:
                                                                 rest="  "))
     lines += ratio_section(o["ratios"], ("connector_vs_raw", "best_streams_vs_raw", "reload_vs_loopback_tcp",
                                          "reload_vs_memcpy", "tcp_reload_vs_loopback_tcp", "tcp_connector_vs_raw",
-                                         "verify_vs_memcpy", "fill_vs_memcpy", "request_rate_vs_store_bound"))
+                                         "verify_vs_memcpy", "fill_vs_memcpy", "request_rate_vs_store_bound",
+                                         "request_rate_vs_passes_bound", "sampled_request_rate_vs_store_bound"))
     lines += _legend(o, card, same_case)
     return "\n".join(lines)
 

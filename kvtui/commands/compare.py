@@ -29,6 +29,7 @@ INPUT_KEYS = ("layout", "page_bytes", "workload", "bad_rows_skipped", "concurren
               "reload_read_streams", "best_read_streams", "layout_at_end",
               "block_tokens", "format", "sizing", "store", "versions",  # these five: kvtui sweep --json
               "round_count", "trace_sha256",  # kvtui bench --trace / --ui / --tcp-sweep
+              "verify",  # kvtui bench --verify (a run's is in its setup)
               "interrupted", "stopped_by")  # a run or sweep cut short: its figures cover what finished
 SKIP_KEYS = ("session", "span", "rounds", "file", "problems", "tiny")
 PROGRESS = ("done", "complete", "position_s", "length_s")  # a workload's progress, not an input

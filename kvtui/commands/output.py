@@ -44,13 +44,15 @@ def open_session(path: str):
 
 def full_setup(setup: dict | None, store: Mapping[str, Any] | None, meta: dict | None = None) -> dict:
     """A run's ``setup`` (:func:`run_context`) as its ``--json``, its report and its recording all state it:
-    the kvtui and Mooncake versions from a recording's ``meta`` where its header predates them, and, attached
+    the kvtui and Mooncake versions from a recording's ``meta`` where its header predates them, ``verify``
+    ``full`` where it predates ``--verify`` (every page was checked whole then), and, attached
     to a cluster (no ``store_bytes`` of its own), ``store_capacity_bytes``: the store's capacity the last frame
     scraped from the master (``store``: the frame's store block; bytes)."""
     out = dict(setup or {})
     for key in ("kvtui_version", "mooncake_version"):
         if meta and key not in out:
             out[key] = meta.get(key)
+    out.setdefault("verify", "full")
     capacity = (store or {}).get("capacity_bytes")
     if out.get("store_bytes") is None and capacity:
         out["store_capacity_bytes"] = int(capacity)
@@ -80,9 +82,11 @@ def format_summary(s: dict) -> str:
     """The human summary table of a run (``s``: :meth:`kvtui.metrics.aggregate.Aggregator.summary` fields);
     figures are named, and their numbers written, as in :mod:`kvtui.metrics.figures` (thousands separators)."""
     from kvtui.core.text import rows
+    from kvtui.core.verify import DEFAULT_VERIFY, checked
     from kvtui.metrics import figures as fig
 
     thr = s["throughput"]
+    verify = (s.get("setup") or {}).get("verify", DEFAULT_VERIFY)
     rel, pub = s["reload_ms"], s["publish_ms"]
     errors = ", ".join(f"{k} ×{v:,}" for k, v in s["errors"].items()) or "none"
 
@@ -100,7 +104,8 @@ def format_summary(s: dict) -> str:
         *([(fig.MISS_PAGES.label, miss_text(s["misses"]))] if s.get("misses") else []),
         (fig.PAGES_PUBLISHED.label, f"{s['pages_published']:,} pages; {fig.PAGES_PRESENT.label} "
                                     f"{s['pages_already_present']:,}; {fig.PAGES_FAILED.label} {s['pages_failed']:,}"),
-        (fig.VERIFIED.label, f"{s['verified_pages']:,} pages byte-exact; {fig.MISMATCHES.label} {s['mismatches']:,}"),
+        (fig.VERIFIED.label, f"{s['verified_pages']:,} pages, {checked(verify)}; {fig.MISMATCHES.label} "
+                             f"{s['mismatches']:,}"),
         (fig.RELOAD_LATENCY.name, _percentiles(rel)),
         ("", f"{fig.PROBE_ONLY.name} {s.get(fig.PROBE_ONLY.key, 0):,}; "
              f"{fig.UNUSABLE.name} {s.get(fig.UNUSABLE.key, 0):,} (no reload latency)"),

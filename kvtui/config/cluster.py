@@ -28,6 +28,7 @@ from kvtui.core.topology import (
     ROUTES,
     check_count,
 )
+from kvtui.core.verify import DEFAULT_VERIFY, SAMPLE_WORDS, VERIFY_MODES
 from kvtui.engine.cluster import WORKER_CLIENTS, ClusterEndpoints, ClusterOptions
 from kvtui.engine.ha import HA_MAX, HA_MIN, HA_RPC_TIMEOUT_MS
 
@@ -155,6 +156,28 @@ def add_cluster_arguments(p: argparse.ArgumentParser) -> None:
     g.add_argument("--read-streams", type=int, default=1, metavar="N",
                    help="concurrent batch_get_into calls one reload of 8 MiB per stream or more is split across "
                         "(default 1; `kvtui bench --max-streams N` compares 1..N on this machine)")
+    add_verify_argument(g)
+
+
+VERIFY_HELP = (
+    "how the decode worker checks each page it loads: full (default) compares every byte with what the page's "
+    f"key says it holds; sampled compares every chunk header (one word per 256 KiB) and {SAMPLE_WORDS:,} random "
+    "words a page, a sample drawn anew for each page, and catches every time a page of another key, a buffer "
+    "shifted by any number of words and a page torn or zeroed at chunk granularity, but catches a few flipped "
+    f"bytes only where the sample lands: one corrupted word of a page of W words with probability about "
+    f"({SAMPLE_WORDS:,} + W/32,768)/W, 0.06%% for 14 MiB pages (a page of at most {SAMPLE_WORDS:,} words is "
+    "checked whole)")
+"""``--verify``'s help (:mod:`kvtui.core.verify` says the same in full)."""
+
+
+def add_verify_argument(g: argparse._ActionsContainer, more: str = "") -> None:
+    """``--verify full|sampled``: how loaded pages are checked (:data:`VERIFY_HELP`, then ``more``)."""
+    g.add_argument("--verify", choices=VERIFY_MODES, default=DEFAULT_VERIFY, help=VERIFY_HELP + more)
+
+
+def verify_from_args(args: argparse.Namespace) -> str:
+    """``--verify`` as given (argparse checked it against :data:`~kvtui.core.verify.VERIFY_MODES`)."""
+    return str(args.verify)
 
 
 def add_listen_arguments(p: argparse.ArgumentParser) -> None:
@@ -266,7 +289,8 @@ class ClusterPlan:
     ``ports``: explicit listener ports by :data:`PORT_FLAGS` name (0: a free one);
     ``isolate``: ``--isolate-network`` resolved (``on`` with emulated hosts, ``off`` with explicit ports);
     ``hosts`` / ``link``: emulated hosts and their shaped links; ``listen``: the remote-worker listener;
-    ``ha``: the masters of an embedded HA cluster (``--ha N``; 0: one master, no etcd)."""
+    ``ha``: the masters of an embedded HA cluster (``--ha N``; 0: one master, no etcd); ``verify``: how the
+    workers check a loaded page, ``full`` or ``sampled`` (``--verify``, :mod:`kvtui.core.verify`)."""
 
     endpoints: ClusterEndpoints | None
     store_bytes: int
@@ -286,6 +310,7 @@ class ClusterPlan:
     protocol: str = "tcp"
     ha: int = 0
     store_sized: bool = False
+    verify: str = DEFAULT_VERIFY
 
     @property
     def attached(self) -> bool:
@@ -530,5 +555,6 @@ def cluster_from_args(args: argparse.Namespace, layout: PageLayout, working_set:
                        topology=topology, worker_client=client, read_streams=args.read_streams,
                        lease_ttl_s=lease_s, log_dir=args.log_dir, ports=ports, isolate=mode, hosts=hosts,
                        link=link, listen=listen, protocol=args.protocol, ha=ha,
-                       store_sized=endpoints is None and given is None and working_set is not None)
+                       store_sized=endpoints is None and given is None and working_set is not None,
+                       verify=verify_from_args(args))
 

@@ -83,7 +83,8 @@ class RunPlan:
                              segment_on=c.segment_on, store_bytes=c.store_bytes, read_streams=c.read_streams,
                              concurrency=self.concurrency, cluster=c.cluster_options(isolation, log_dir),
                              prefill_workers=t.prefill_workers, decode_workers=t.decode_workers, route=t.route,
-                             remote_slots=c.remote_slots, replace_dead_workers=self.replace_dead_workers)
+                             remote_slots=c.remote_slots, replace_dead_workers=self.replace_dead_workers,
+                             verify=c.verify)
 
     def setup(self) -> dict[str, Any]:
         """How the run was set up, as summaries and recordings state it: the embedded segment's
@@ -91,7 +92,8 @@ class RunPlan:
         (``off``/``auto``), ``link`` (normalised; None: unshaped), ``prefill_workers``, ``decode_workers``,
         ``route``, ``store_nodes``, ``listen`` (as given; None), ``worker_client`` (resolved), ``ha`` (the masters
         of an HA cluster: ``--ha N``, or attached through etcd the admin URLs given, None when none were; 0: one
-        master, no etcd) and the kvtui and Mooncake versions (what ``kvtui compare`` lists when runs differ)."""
+        master, no etcd), ``verify`` (``full`` or ``sampled``: how loaded pages were checked) and the kvtui and
+        Mooncake versions (what ``kvtui compare`` lists when runs differ)."""
         from kvtui import __version__
         from kvtui.session.writer import mooncake_version
 
@@ -101,7 +103,7 @@ class RunPlan:
                 "mooncake_version": mooncake_version(), "hosts": "auto" if c.hosts else "off", "link": c.link_text,
                 "prefill_workers": t.prefill_workers, "decode_workers": t.decode_workers, "route": t.route,
                 "store_nodes": t.store_nodes, "listen": c.listen.text if c.listen else None,
-                "worker_client": c.worker_client, "ha": self._ha_masters()}
+                "worker_client": c.worker_client, "ha": self._ha_masters(), "verify": c.verify}
 
     def _ha_masters(self) -> int | None:
         c = self.cluster

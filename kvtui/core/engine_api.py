@@ -120,8 +120,8 @@ class EngineSettings(Protocol):
     ``layout``, the ``store_bytes`` of the segment (bytes), where it lives (``segment_on``: ``store``,
     ``prefill`` or ``decode``), the workers (``prefill_workers`` × ``decode_workers`` local ones, up to
     ``remote_slots`` remote decode workers more), the ``route`` of requests to decode workers, the
-    ``concurrency`` per decode worker, whether dead workers are rebuilt, and the embedded ``cluster``'s
-    options."""
+    ``concurrency`` per decode worker, whether dead workers are rebuilt, how loaded pages are checked
+    (``verify``: ``full`` or ``sampled``, :mod:`kvtui.core.verify`) and the embedded ``cluster``'s options."""
 
     @property
     def layout(self) -> PageLayout: ...
@@ -143,6 +143,8 @@ class EngineSettings(Protocol):
     def route(self) -> str: ...
     @property
     def replace_dead_workers(self) -> bool: ...
+    @property
+    def verify(self) -> str: ...
     @property
     def cluster(self) -> ClusterSettings: ...
 

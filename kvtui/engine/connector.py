@@ -5,7 +5,8 @@
   read lease that blocks eviction; or all at once with ``probe_all`` when the caller publishes the rest
   right after and would probe it anyway), take the longest leading run of present pages, read it with
   ``batch_get_into`` in bounded batches, and stop at the first read that is not exactly ``page_bytes`` (a
-  page can vanish between probe and read) or whose bytes do not verify.
+  page can vanish between probe and read) or whose bytes do not verify (every byte, or a sample:
+  :mod:`kvtui.core.verify`).
 * :meth:`PagedKVConnector.store_computed_prefix` (Go ``StoreComputedPrefix``): probe the pages from a start
   page on and put only the absent ones, put-if-absent (a peer's pages are never clobbered), with
   :meth:`~kvtui.engine.store.StoreClient.batch_put_if_absent`, which answers ``OBJECT_ALREADY_EXISTS`` for a
@@ -36,6 +37,7 @@ from kvtui.core.codes import (
 )
 from kvtui.core.layout import PageLayout
 from kvtui.core.pages import PageState
+from kvtui.core.verify import DEFAULT_VERIFY, VERIFY_MODES
 from kvtui.engine.contents import PageContent
 from kvtui.engine.keys import PageKeyer
 from kvtui.engine.store import StoreClient
@@ -135,12 +137,14 @@ class PagedKVConnector:
     ``mixed``. ``max_batch_bytes`` bounds one store batch (so a batch finishes well inside the read lease);
     ``read_streams`` splits a reload of at least ``MIN_STREAM_BYTES`` per stream across that many concurrent
     ``batch_get_into`` calls (smaller reloads are one call: a thread hand-off costs more than it saves).
-    ``first_probe_pages``: size of the first probe chunk; chunks then double.
+    ``first_probe_pages``: size of the first probe chunk; chunks then double. ``verify``: how loaded pages are
+    checked, ``full`` (every byte) or ``sampled`` (:mod:`kvtui.core.verify`), the sample drawn from a random
+    generator seeded with ``sample_seed``.
     """
 
     def __init__(self, store: StoreClient, layout: PageLayout, keyer: PageKeyer, role: str = "mixed", *,
                  max_batch_bytes: int = MAX_BATCH_BYTES, read_streams: int = 1, first_probe_pages: int = 32,
-                 verify: bool = True):
+                 verify: str = DEFAULT_VERIFY, sample_seed: int = 0):
         if role not in ROLES:
             raise ValueError(f"role must be one of {', '.join(ROLES)}, got {role!r}")
         if keyer.page_tokens != layout.page_tokens:
@@ -151,7 +155,10 @@ class PagedKVConnector:
         self.batch_pages = max(1, max_batch_bytes // self.page_bytes)
         self.read_streams = max(1, int(read_streams))
         self.first_probe_pages = max(1, int(first_probe_pages))
-        self.verify = verify
+        self.verify = DEFAULT_VERIFY
+        self.sample_seed = int(sample_seed)
+        self._rng = np.random.default_rng(self.sample_seed)
+        self.set_verify(verify)
         self.content = PageContent(self.page_bytes)
         self._buf = np.empty(0, dtype=np.uint8)
         self._pool = ThreadPoolExecutor(self.read_streams) if self.read_streams > 1 else None
@@ -258,8 +265,9 @@ class PagedKVConnector:
                 res.stop_state = PageState.EVICTED if rc == OBJECT_NOT_FOUND else PageState.FAILED
                 res.stop_code = rc
             break
-        if self.verify and good:
-            ok = self.content.leading_matches(keys[:good], buf)
+        if good:
+            ok = (self.content.leading_matches(keys[:good], buf) if self.verify == "full"
+                  else self.content.leading_sampled(keys[:good], buf, self._rng))
             res.verified = ok
             if ok < good:
                 res.mismatches += 1
@@ -364,7 +372,15 @@ class PagedKVConnector:
         another page ``layout``; its keys follow ``layout.page_tokens``. Close this one afterwards."""
         return PagedKVConnector(self.store, layout, dataclasses.replace(self.keyer, page_tokens=layout.page_tokens),
                                 self.role, max_batch_bytes=self.max_batch_bytes, read_streams=self.read_streams,
-                                first_probe_pages=self.first_probe_pages, verify=self.verify)
+                                first_probe_pages=self.first_probe_pages, verify=self.verify,
+                                sample_seed=self.sample_seed)
+
+    def set_verify(self, mode: str) -> None:
+        """Check later reloads' pages ``full`` or ``sampled`` (:data:`~kvtui.core.verify.VERIFY_MODES`);
+        ``ValueError`` for another mode."""
+        if mode not in VERIFY_MODES:
+            raise ValueError(f"verify must be one of {', '.join(VERIFY_MODES)}, got {mode!r}")
+        self.verify = mode
 
     def set_read_streams(self, n: int) -> None:
         """Split later reloads across ``n`` concurrent ``batch_get_into`` calls (1 = a single call)."""

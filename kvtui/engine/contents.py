@@ -18,6 +18,10 @@ the same, so the expected chunk is built once per page into a cache-resident buf
 each chunk of the page (a write pass), a verify compares each chunk with it by ``memcmp`` (libc, through
 ``ctypes``: a read pass that stops at the first chunk that differs). ``kvtui bench`` measures both against
 a memcpy of the same bytes (``ratios.verify_vs_memcpy``, ``ratios.fill_vs_memcpy``).
+
+A sampled check (:meth:`PageContent.leading_sampled`, ``--verify sampled``) reads every chunk header and
+:data:`~kvtui.core.verify.SAMPLE_WORDS` random words per page instead, in a few vectorised gathers for a
+whole batch of pages; :mod:`kvtui.core.verify` says what it catches and what it can miss.
 """
 
 from __future__ import annotations
@@ -28,9 +32,7 @@ from typing import Sequence
 
 import numpy as np
 
-CHUNK_WORDS = 1 << 15
-"""Words (8 bytes each) per chunk of the content formula: 256 KiB, so a chunk's expected values and the base
-they come from (512 KiB together) stay in a 1 MiB L2 cache while the page streams past."""
+from kvtui.core.verify import CHUNK_WORDS, SAMPLE_WORDS, sampled_is_full
 
 K = np.uint64(0x9E3779B97F4A7C15)
 """The odd word step of the content formula (see the module docstring)."""
@@ -168,3 +170,40 @@ class PageContent:
                 if not _same_bytes(at + (a + r) * pb, self._expected_at + r * pb, pb):
                     return a + r
         return len(keys)
+
+    def leading_sampled(self, keys: Sequence[str], pages: np.ndarray, rng: np.random.Generator) -> int:
+        """:meth:`leading_matches` by sample: for each row of ``pages`` (uint8, ``(≥len(keys), page_bytes)``)
+        compare every chunk header, :data:`~kvtui.core.verify.SAMPLE_WORDS` words drawn from ``rng`` (anew per
+        row, uniformly, with replacement) and the tail bytes with what :meth:`fill` writes for the same-index
+        key; the index of the first row that differs, or ``len(keys)``. Pages of at most ``SAMPLE_WORDS`` words
+        are checked whole."""
+        n = len(keys)
+        if n == 0 or sampled_is_full(self.page_bytes):
+            return self.leading_matches(keys, pages)
+        w, shift = self._words, CHUNK_WORDS.bit_length() - 1  # (a chunk is 2^shift words)
+        rows = np.ascontiguousarray(pages[:n])
+        digests = [self._digest(k) for k in keys]
+        h = np.frombuffer(b"".join([d[:8] for d in digests]), dtype="<u8").astype(np.uint64)[:, None]
+        pos = rng.integers(0, w, size=(n, SAMPLE_WORDS), dtype=np.int64)  # word indexes
+        j = (pos & (CHUNK_WORDS - 1)).astype(np.uint64)  # the index within its chunk; 0: the chunk's header
+        # word j of chunk c is h + j·K, its header (j = 0) h + c·K2 (uint64 arithmetic wraps)
+        expected = h + np.where(j == 0, (pos >> shift).astype(np.uint64) * K2, j * K)
+        headers = h + np.arange(-(-w // CHUNK_WORDS), dtype=np.uint64) * K2
+        if self._tail == 0 and rows.ctypes.data % 8 == 0:
+            words = rows.view(np.uint64)
+            got, got_headers = np.take_along_axis(words, pos, axis=1), words[:, ::CHUNK_WORDS]
+        else:  # 8 bytes per word, gathered: any alignment, any page size
+            at = np.arange(n, dtype=np.int64)[:, None] * self.page_bytes
+            flat, eight = rows.reshape(-1), np.arange(8)
+
+            def gather(idx: np.ndarray) -> np.ndarray:
+                return flat[(at + idx * 8)[:, :, None] + eight].view("<u8")[:, :, 0]
+
+            got = gather(pos)
+            got_headers = gather(np.broadcast_to(np.arange(0, w, CHUNK_WORDS, dtype=np.int64), headers.shape))
+        ok = (got == expected).all(axis=1) & (got_headers == headers).all(axis=1)
+        if self._tail:
+            tails = np.frombuffer(b"".join([d[: self._tail] for d in digests]), np.uint8).reshape(n, self._tail)
+            ok &= (rows[:, w * 8:] == tails).all(axis=1)
+        bad = np.flatnonzero(~ok)
+        return int(bad[0]) if bad.size else n

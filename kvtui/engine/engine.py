@@ -50,6 +50,7 @@ from kvtui.engine.protocol import (
     RequestDropped,
     RequestFailed,
     SetLayout,
+    SetVerify,
     Submit,
 )
 from kvtui.engine.remote_slots import RemoteSlots, remote_chains, remote_spec
@@ -221,7 +222,8 @@ class Engine:
         n, m = o.prefill_workers, o.decode_workers
         endpoints = self._endpoints()
         common: dict[str, Any] = dict(endpoints=endpoints.as_dict(), layout=o.layout.as_dict(), model=o.model,
-                                      scheme=o.scheme, namespace=o.namespace, decode_workers=m, prefill_workers=n)
+                                      scheme=o.scheme, namespace=o.namespace, decode_workers=m, prefill_workers=n,
+                                      verify=o.verify)
         seg = {r: (o.store_bytes // count if o.segment_on == r and self.cluster is not None else 0)
                for r, count in (("prefill", n), ("decode", m))}
         self.prefills, self.decodes, self._results, relays = start_mesh(
@@ -568,6 +570,14 @@ class Engine:
                 raise WorkerError(f"{exc}; {'; '.join(stuck)}") from None
             raise
         self.options = replace(self.options, layout=layout)
+
+    def set_verify(self, mode: str) -> None:
+        """Check the pages of later reloads ``full`` or ``sampled`` (:mod:`kvtui.core.verify`) in every local
+        decode worker, and in workers started later; a reload under way finishes in the mode it began in (what
+        ``kvtui bench`` alternates in its request-rate step). ``WorkerError`` if a worker refuses or died."""
+        for h in self.decodes:
+            h.call(SetVerify(mode), timeout_s=10)
+        self.options = replace(self.options, verify=mode)
 
     def restart_master(self) -> None:
         """Embedded mode: start the master again on the same ports (``RuntimeError`` when attached)."""

@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 from kvtui.core.defaults import DEFAULT_MODEL, DEFAULT_STORE_BYTES
 from kvtui.core.layout import PageLayout
 from kvtui.core.topology import DEFAULT_ROUTE
+from kvtui.core.verify import DEFAULT_VERIFY
 from kvtui.engine.cluster import ClusterOptions
 
 SEGMENT_PLACES = ("store", "prefill", "decode")
@@ -18,7 +19,8 @@ class EngineOptions:
     so decode reads cross TCP; ``prefill``/``decode``: co-located with the workers of that role, each
     contributing ``store_bytes`` / their count). Sizes in bytes. ``prefill_workers`` / ``decode_workers``:
     N and M (:mod:`kvtui.core.topology`); ``concurrency``: requests in flight per decode worker; ``route``:
-    how a request picks its decode worker (:class:`~kvtui.engine.routing.Router`)."""
+    how a request picks its decode worker (:class:`~kvtui.engine.routing.Router`); ``verify``: how the
+    workers check a loaded page, ``full`` or ``sampled`` (:mod:`kvtui.core.verify`)."""
 
     layout: PageLayout
     model: str = DEFAULT_MODEL
@@ -34,3 +36,4 @@ class EngineOptions:
     decode_workers: int = 1
     route: str = DEFAULT_ROUTE
     remote_slots: int = 0  # decode workers that may join from other machines (kvtui.engine.remote)
+    verify: str = DEFAULT_VERIFY

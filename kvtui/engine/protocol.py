@@ -93,6 +93,15 @@ class SetReadStreams:
 
 
 @dataclass(frozen=True, slots=True)
+class SetVerify:
+    """Check the pages of later reloads ``full`` or ``sampled`` (:mod:`kvtui.core.verify`; a connector's
+    :meth:`~kvtui.engine.connector.PagedKVConnector.set_verify`); a reload under way finishes in the mode it
+    began in. Answer: :class:`Ok` of ``mode``."""
+
+    mode: str
+
+
+@dataclass(frozen=True, slots=True)
 class RemoveAll:
     """Remove every object of every client (global). Answer: :class:`Ok` of the count removed."""
 
@@ -146,7 +155,7 @@ class Begin:
     concurrency: int
 
 
-ANSWERED = (Reload, Publish, BenchReload, BenchRawGet, Keys, SetReadStreams, RemoveAll, SetLayout, Stop)
+ANSWERED = (Reload, Publish, BenchReload, BenchRawGet, Keys, SetReadStreams, SetVerify, RemoveAll, SetLayout, Stop)
 CHAIN = (Submit, Hold, Drain, Begin)
 
 

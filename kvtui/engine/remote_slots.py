@@ -78,4 +78,4 @@ def remote_spec(options: EngineOptions, endpoints: dict, slot: int, role: str) -
     return WorkerSpec(role, endpoints=endpoints, layout=o.layout.as_dict(), model=o.model, scheme=o.scheme,
                       namespace=o.namespace, read_streams=o.read_streams if role == "decode" else 1,
                       name=remote_name(role, slot), decode_workers=o.decode_workers + o.remote_slots,
-                      prefill_workers=o.prefill_workers + o.remote_slots)
+                      prefill_workers=o.prefill_workers + o.remote_slots, verify=o.verify)

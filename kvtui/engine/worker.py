@@ -13,6 +13,7 @@ import signal
 import sys
 import time
 import traceback
+import zlib
 from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -21,6 +22,7 @@ from typing import TYPE_CHECKING, Any, cast
 from kvtui.core.codes import BACKOFF_FIRST_S, BACKOFF_MAX_S, MASTER_DOWN_CODES, NO_SPACE
 from kvtui.core.defaults import DEFAULT_MODEL
 from kvtui.core.sched import pin_calling_thread
+from kvtui.core.verify import DEFAULT_VERIFY
 from kvtui.engine.connector import MAX_BATCH_BYTES
 from kvtui.engine.protocol import (
     ANSWERED,
@@ -45,6 +47,7 @@ from kvtui.engine.protocol import (
     RequestFailed,
     SetLayout,
     SetReadStreams,
+    SetVerify,
     Stop,
     Submit,
     TimedReload,
@@ -64,7 +67,9 @@ class WorkerSpec:
     worker's process name (:func:`kvtui.core.topology.worker_name`; its emulated host and log), "" for the
     role; ``decode_workers`` / ``prefill_workers``: how many of each the run has (with more than one decode
     worker, another one's publish may change the store during a reload, so prefill always probes again;
-    only a run of one of each pins its workers to one CPU, see ``_Chain.pin``).
+    only a run of one of each pins its workers to one CPU, see ``_Chain.pin``); ``verify``: how loaded pages
+    are checked, ``full`` or ``sampled`` (:mod:`kvtui.core.verify`; the sample is seeded with the CRC-32 of
+    the worker's name, so a run samples the same words again).
     """
 
     role: str
@@ -80,6 +85,7 @@ class WorkerSpec:
     name: str = ""
     decode_workers: int = 1
     prefill_workers: int = 1
+    verify: str = DEFAULT_VERIFY
 
     @property
     def label(self) -> str:
@@ -174,8 +180,10 @@ def worker_main(conn, spec: WorkerSpec, peers=(), results=None, reports=()) -> N
             conn.send(Failed(str(exc)))
             _leave(1)
         keyer = PageKeyer(spec.model, layout.page_tokens, spec.scheme, spec.namespace)
-        chain = _Chain(PagedKVConnector(client, layout, keyer, spec.role, read_streams=spec.read_streams,
-                                        max_batch_bytes=spec.max_batch_bytes), list(peers), results,
+        connector = PagedKVConnector(client, layout, keyer, spec.role, read_streams=spec.read_streams,
+                                     max_batch_bytes=spec.max_batch_bytes, verify=spec.verify,
+                                     sample_seed=zlib.crc32(spec.label.encode()))
+        chain = _Chain(connector, list(peers), results,
                        shared=spec.decode_workers > 1, pair=spec.decode_workers == spec.prefill_workers == 1,
                        segment=client.segment_name() if spec.segment_bytes else "", reports=reports)
         conn.send(Ready(os.getpid(), spec.role))
@@ -405,6 +413,10 @@ class _Commands:
         self.chain.pin()  # before the read threads start: they inherit this thread's CPUs
         return msg.n
 
+    def set_verify(self, msg: SetVerify) -> str:
+        self.chain.connector.set_verify(msg.mode)
+        return msg.mode
+
     def remove_all(self, _msg: RemoveAll) -> int:
         return self.client.remove_all(True)
 
@@ -422,7 +434,8 @@ class _Commands:
 
     _HANDLERS: dict[type, Callable[..., Any]] = {
         Reload: reload, Publish: publish, BenchReload: bench_reload, BenchRawGet: bench_raw_get, Keys: keys,
-        SetReadStreams: set_read_streams, RemoveAll: remove_all, SetLayout: set_layout, Stop: stop}
+        SetReadStreams: set_read_streams, SetVerify: set_verify, RemoveAll: remove_all, SetLayout: set_layout,
+        Stop: stop}
 
 
 def _serve(conn, chain: _Chain, commands: _Commands) -> None:

@@ -101,7 +101,8 @@ METRICS: tuple[Metric, ...] = (
     _counter("tokens_hit", "tokens_hit_total", "tokens", "prompt tokens whose prefill was skipped (reloaded)",
              "decode"),
     _counter("bytes_loaded", "reload_bytes_total", "bytes", "bytes loaded from the store by reloads", "decode"),
-    _counter("verified_pages", "verified_pages_total", "pages", "reloaded pages verified byte-exact", "decode"),
+    _counter("verified_pages", "verified_pages_total", "pages",
+             "reloaded pages verified (every byte, or a sample: --verify)", "decode"),
     _counter("mismatches", "mismatches_total", "pages", "reloaded pages whose bytes did not match their key",
              "decode"),
     _counter(fig.PROBE_ONLY.key, "reloads_probe_only_total", "requests", f"{fig.PROBE_ONLY.name}: "

@@ -59,7 +59,7 @@ COLUMNS: tuple[tuple[str, str], ...] = (
     ("compute_ms", "ms, page computation (filling the pages)"),
     ("bytes_loaded", "bytes reloaded"),
     ("bytes_written", "bytes newly written"),
-    ("verified", "pages verified byte-exact"),
+    ("verified", "pages verified (every byte, or a sample: --verify)"),
     ("mismatches", "pages whose bytes did not match"),
     ("errors", "failed store calls, CODE:count;… (Mooncake code names)"),
     ("ttft_saved_ms", "ms, estimate: recompute estimate of tokens_hit − reload_ms"),

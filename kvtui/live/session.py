@@ -284,6 +284,8 @@ class LiveSession:
         status = {"store_mode": "embedded" if ep is None or ep.embedded else "attached",
                   "store_up": store.get("up"), "paused": self.driver.paused,  # None until the first scrape
                   "layout": self.layout_text, "mode": "live", "finished": self.driver.done.is_set()}
+        if self.engine.options.verify != "full":  # (the default goes unsaid: the header marks a sampled check)
+            status["verify"] = self.engine.options.verify
         if self.driver.error is not None:
             status["error"] = str(self.driver.error)
         if self.driver.outage:

@@ -224,7 +224,7 @@ RELOAD_PROBE_P50 = Figure("probe_ms_p50", "reload probe (p50)", "the reload's pr
 RELOAD_READ_P50 = Figure("read_only_MBps_p50", "reload read alone (p50 per reload)", "its read alone", "MB/s",
                          "median over the reloads of bytes loaded ÷ read time of that reload (probe excluded)",
                          _BENCH_WINDOW, _BENCH, "read_only_MBps_p50")
-_RATE_WINDOW = "the bench's request-rate step: the requests that finished in its 8 s window"
+_RATE_WINDOW = "the bench's request-rate step: the requests that finished in its --verify full windows (8 s)"
 RATE_VERIFY = Figure("rate_verify_MBps", "verify in the request-rate step", "verify", "MB/s",
                      "Σ bytes loaded ÷ Σ verify time of those requests", _RATE_WINDOW, _BENCH,
                      "request_rate.verify_MBps")
@@ -317,7 +317,8 @@ PAGES_PRESENT = Figure("pages_already_present", "pages already present", "alread
 PAGES_FAILED = Figure("pages_failed", "pages not published", "failed", "pages",
                       "pages whose put failed (their codes in `errors`)", _RUN_WINDOW, _COUNT_SHOWN, "pages_failed")
 VERIFIED = Figure("verified_pages", "pages verified", "verified", "pages",
-                  "reloaded pages checked byte-exact against their expected contents", _RUN_WINDOW, _COUNT_SHOWN,
+                  "reloaded pages checked against their expected contents: every byte (--verify full, the default) or "
+                  "every chunk header and a sample of words (--verify sampled)", _RUN_WINDOW, _COUNT_SHOWN,
                   "verified_pages")
 MISMATCHES = Figure("mismatches", "pages mismatched", "mismatches", "pages",
                     "reloaded pages whose bytes differ from their expected contents", _RUN_WINDOW, _COUNT_SHOWN,
@@ -393,10 +394,21 @@ VERIFY_VS_MEMCPY = _ratio("verify_vs_memcpy", "page verify ÷ memcpy", "page ver
                           more=", baselines.content.verify_vs_memcpy")
 FILL_VS_MEMCPY = _ratio("fill_vs_memcpy", "page fill ÷ memcpy", "page fill (p50) ÷ memcpy of the same bytes",
                         more=", baselines.content.fill_vs_memcpy")
+_RATE_STEP = "the bench's request-rate step, its --verify full windows"
 RATE_VS_STORE_BOUND = _ratio("request_rate_vs_store_bound", "request rate ÷ store-bound rate",
                              "closed-loop requests/s ÷ the rate if store calls were all a request did (1000 ÷ store "
-                             "ms per request)", "the bench's request-rate step",
+                             "ms per request), every loaded byte checked (--verify full)", _RATE_STEP,
                              more=", request_rate.request_rate_vs_store_bound")
+RATE_VS_PASSES_BOUND = _ratio("request_rate_vs_passes_bound", "full: rate ÷ store + passes bound",
+                              "closed-loop requests/s with --verify full ÷ the rate if store calls and the two "
+                              "passes over memory (verify every byte, fill) were all a request did (1000 ÷ their ms "
+                              "per request); = request rate ÷ store-bound rate ÷ its passes-only ceiling",
+                              _RATE_STEP, more=", request_rate.request_rate_vs_passes_bound")
+SAMPLED_RATE_VS_STORE_BOUND = _ratio("sampled_request_rate_vs_store_bound", "sampled: rate ÷ store-bound rate",
+                                     "closed-loop requests/s with --verify sampled ÷ the rate if store calls were "
+                                     "all a request did (1000 ÷ store ms per request)",
+                                     "the bench's request-rate step, its --verify sampled windows",
+                                     more=", request_rate.sampled.request_rate_vs_store_bound")
 ENGINE_VS_BARE = _ratio("engine_vs_bare_loop", "engine ÷ bare loop",
                         "a trace's replay rate through the engine ÷ through a bare loop of the same store calls",
                         _ROUNDS, "bench --trace: table, --json; compare")
@@ -430,7 +442,8 @@ BEST_VS_DEFAULT = _ratio("best_vs_mooncake_default", "best setting ÷ Mooncake's
                          _ROUNDS, "bench --tcp-sweep: table, --json; compare")
 #: every ratio of the benches; those in kvtui.bench.targets.TARGETS are judged against a target
 RATIOS = (CONNECTOR_VS_RAW, BEST_STREAMS_VS_RAW, RELOAD_VS_TCP, RELOAD_VS_MEMCPY, TCP_RELOAD_VS_TCP,
-          TCP_CONNECTOR_VS_RAW, VERIFY_VS_MEMCPY, FILL_VS_MEMCPY, RATE_VS_STORE_BOUND, ENGINE_VS_BARE,
+          TCP_CONNECTOR_VS_RAW, VERIFY_VS_MEMCPY, FILL_VS_MEMCPY, RATE_VS_STORE_BOUND, RATE_VS_PASSES_BOUND,
+          SAMPLED_RATE_VS_STORE_BOUND, ENGINE_VS_BARE,
           ENGINE_VS_BARE_BEST, ENGINE_VS_TWO, TWO_VS_BARE, MONITOR_VS_HEADLESS, MONITOR_VS_HEADLESS_BEST,
           RELOAD_VS_LINK, RAW_VS_LINK, AGGREGATE_VS_LINKS, BEST_VS_DEFAULT)
 RATIO_BY_KEY = {f.key: f for f in RATIOS}

@@ -246,6 +246,7 @@ class Soak:
                          "with_errors": self.tracker.with_errors, "dropped": counts.dropped - lost,
                          "abandoned": counts.abandoned},
             "verified_pages": run["verified_pages"], "mismatches": run["mismatches"], "errors": run["errors"],
+            "verify": self.engine.options.verify,
             "faults": faults, "fault_events": [r.as_dict() for r in records],
             "worker_replacements": [asdict(r) for r in self.engine.replacements],
             "growth_per_hour": growth, "time_wait": tw,

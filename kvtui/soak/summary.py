@@ -19,6 +19,7 @@ from typing import Any, Sequence
 
 import numpy as np
 
+from kvtui.core.verify import checked
 from kvtui.metrics.figures import failover_lines, failover_ranges
 
 KVTUI_RSS_TARGET_MIB_PER_H = 1.0  # the target: kvtui's own RSS grows at most this much per hour after warm-up
@@ -193,7 +194,8 @@ def format_soak(s: dict) -> str:
         f"requests              {req['completed']:,} finished ({req['per_s']:.1f}/s); lost {req['lost']:,}; "
         f"with store errors {req['with_errors']:,}; dropped at the end {req['dropped']:,}, "
         f"abandoned {req['abandoned']:,}",
-        f"verified              {s['verified_pages']:,} pages byte-exact; mismatches {s['mismatches']:,} (wrong bytes)",
+        f"verified              {s['verified_pages']:,} pages, {checked(s.get('verify', 'full'))}; mismatches "
+        f"{s['mismatches']:,} (wrong bytes)",
         f"faults                {f['injected']} injected, {f['recovered']} recovered, {f['not_recovered']} not "
         f"({f['cut_short']} still open at the end), {f['skipped']} skipped; recovery p50 "
         f"{_secs(f['recovery_s']['p50'])}, max {_secs(f['recovery_s']['max'])}",

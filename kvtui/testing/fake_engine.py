@@ -70,6 +70,7 @@ class FakeOptions:
     remote_slots: int = 0
     route: str = DEFAULT_ROUTE
     replace_dead_workers: bool = False
+    verify: str = "full"
     cluster: FakeClusterOptions = field(default_factory=FakeClusterOptions)
 
 

@@ -89,21 +89,22 @@ def test_bench_ui_reports_both_rates_and_the_paused_cpu(tmp_path):
     assert 0 <= b["idle_paused_cpu_percent"] < 100 and b["refresh_hz"] == 4.0
 
 
-def test_bench_reuse_figures_and_ratios_come_from_the_same_run(tmp_path, monkeypatch):
+def test_bench_reuse_figures_and_ratios_come_from_the_same_run(tmp_path, monkeypatch, capsys):
     """The default bench on 1 MiB pages: every ratio is the quotient of the figures printed beside it, the
     publish figure is the median of its timed runs, the best stream count is never below one stream, and
     the environment and the demo card's figures travel in the JSON."""
     from kvtui.bench import rate
     from kvtui.bench.reuse import DEMO_CARD, PUBLISH_RUNS
 
-    # the request-rate phase counts 2 s instead of its 8 s (no flag sets it; 11 of the test's 17 s): the
-    # figures it gives and the ratios made of them are checked alike
+    # the request-rate phase counts 2 s per --verify mode instead of 8 s (no flag sets it): the figures it gives
+    # and the ratios made of them are checked alike
     measure_rate = rate.measure_rate
     monkeypatch.setattr(rate, "measure_rate", lambda engines, layout: measure_rate(engines, layout, seconds=2.0))
     out = tmp_path / "bench.json"
     layout = ["--layers", "4", "--kv-heads", "4", "--head-dim", "128", "--elem-bytes", "2", "--page-tokens", "128"]
     assert main(["bench", *layout, "--iterations", "3", "--max-streams", "2", "--store-size", "256MiB",
                  "--json", str(out)]) == 0
+    table = capsys.readouterr().out
     b = json.loads(out.read_text())
     q, base = b["ratios"], b["baselines"]
     assert b["page_bytes"] == 1 << 20 and b["pages_hit"] == 1792 // 128 and b["verified"] is True
@@ -115,10 +116,21 @@ def test_bench_reuse_figures_and_ratios_come_from_the_same_run(tmp_path, monkeyp
     bus = base["memory_bus"]
     assert bus["two_vs_one"] == pytest.approx(bus["two_MBps"] / bus["one_MBps"])
     rr = b["request_rate"]
-    assert rr["seconds"] == 2.0 and rr["requests"] > 0  # (the phase shortened above)
+    # both --verify modes, each counted 2 s in two windows, alternated ABBA on one engine
+    assert b["verify"] == "full" and rr["verify"] == "full" and rr["sampled"]["verify"] == "sampled"
+    assert [w["verify"] for w in rr["windows"]] == ["full", "sampled", "sampled", "full"] and rr["window_s"] == 1.0
+    for mode in (rr, rr["sampled"]):
+        assert mode["seconds"] == 2.0 and mode["requests"] > 0 and mode["mismatches"] == 0
+        assert mode["requests"] == sum(w["requests"] for w in rr["windows"] if w["verify"] == mode["verify"])
+        assert mode["passes_ceiling"] == pytest.approx(mode["store_ms_mean"]
+                                                       / (mode["store_ms_mean"] + mode["verify_and_fill_ms_mean"]))
+        assert mode["verify_and_fill_ms_mean"] == pytest.approx(mode["verify_ms_mean"] + mode["fill_ms_mean"])
     assert q["request_rate_vs_store_bound"] == pytest.approx(rr["requests_per_s"] * rr["store_ms_mean"] / 1000)
-    assert rr["passes_ceiling"] == pytest.approx(rr["store_ms_mean"]
-                                                 / (rr["store_ms_mean"] + rr["verify_and_fill_ms_mean"]))
+    sampled = rr["sampled"]
+    assert q["sampled_request_rate_vs_store_bound"] == pytest.approx(sampled["requests_per_s"]
+                                                                     * sampled["store_ms_mean"] / 1000)
+    assert q["request_rate_vs_passes_bound"] == pytest.approx(q["request_rate_vs_store_bound"] / rr["passes_ceiling"])
+    assert "\n  --verify full " in table and "\n  --verify sampled " in table and "checked every byte" in table
     assert b["publish_runs"] == PUBLISH_RUNS and b["pages_published"] == 2048 // 128
     runs = b["publish_write_MBps_runs"]
     assert runs["min"] <= b["publish_write_MBps"] <= runs["max"]

@@ -203,6 +203,8 @@ def test_sigkill_of_kvtui_takes_every_child_down(tmp_path):
     (["run", "--log-dir", "x.jsonl", "--layout", "tiny"], "--log-dir"),
     (["run", "--master-port", "23456", "--metrics-port", "23456"], "both 23456"),
     (["run", "--layers", "abc"], "invalid int value"),
+    (["run", "--verify", "most"], "--verify: invalid choice: 'most'"),
+    (["bench", "--verify", "none"], "--verify: invalid choice: 'none'"),
     (["run", "--store-size", "1TB"], "more than this machine's memory"),
     (["bench", "--ui", "--trace", "x.jsonl"], "not allowed with"),
     (["bench", "--trace", "x.jsonl", "--trace-speedup", "2", "--layout", "tiny"],

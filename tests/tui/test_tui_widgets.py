@@ -416,3 +416,37 @@ def test_row_details_name_the_reasons_of_the_row_misses():
                 misses=(("evicted", 1), ("after_break", 2)))
     assert "missed: 1 evicted · 2 after a break" in [str(x) for x in detail_lines(r)]
     assert not any(str(x).startswith("missed:") for x in detail_lines(row(4, [S.HIT])))  # (none known)
+
+
+def test_the_header_says_when_pages_are_checked_by_sample():
+    """A session whose engine checks pages by sample (--verify sampled) says so in its frames' status, and the
+    header's chip reads "verified by sample" ("sampled" when narrow); a full check keeps the plain "verified"
+    and no status key."""
+    import dataclasses
+
+    from tui_helpers import AggSource
+
+    from kvtui.config.workload import synthetic_description
+    from kvtui.core.layout import PRESETS
+    from kvtui.live import LiveSession
+    from kvtui.testing.fake_engine import FakeEngine, FakeOptions
+    from kvtui.tui.widgets.kpis import Kpis
+    from workload import SyntheticWorkload, WorkloadSpec
+
+    spec = WorkloadSpec(scenario="shared-system-prompt", pool=3, prompt_tokens=64, page_tokens=8)
+    for verify in ("full", "sampled"):
+        engine = FakeEngine(PRESETS["tiny"], options=FakeOptions(verify=verify))
+        session = LiveSession(engine, SyntheticWorkload(spec), synthetic_description(spec))
+        assert session._build_frame().status.get("verify") == (None if verify == "full" else "sampled")
+    base = AggSource().frame()
+
+    def chips(compact: int, status: dict) -> str:
+        def check(kpis):
+            kpis.compact = compact  # (the app sets it from the terminal's width)
+            kpis.update_frame(dataclasses.replace(base, status={**base.status, **status}))
+            return next(c for c in kpis.chips if c.startswith(("verified", "sampled")))
+        return with_widget(Kpis(), check, size=(200, 8))
+
+    assert chips(0, {"verify": "sampled"}).startswith("verified by sample ")
+    assert chips(0, {}).startswith("verified ") and not chips(0, {}).startswith("verified by")
+    assert chips(1, {"verify": "sampled"}).startswith("sampled ")

@@ -85,6 +85,31 @@ def test_the_reuse_bench_table_fits_100_columns_in_sections_with_a_legend():
     assert "  KV page hit rate              87.50% (224 of 256 pages)             87.50% (7 of 8)" in lines
 
 
+def test_the_request_rate_step_shows_both_verify_modes_and_their_targets():
+    """A real ``kvtui bench --json`` on the seed layout (2 cores): the request-rate section gives each --verify
+    mode its rate, store bound, passes and ceiling, in the window order it ran, within 100 columns; the first
+    line says how the other steps checked their pages."""
+    o = json.loads((DATA / "bench_reuse_seed.json").read_text())
+    text = format_bench(o)
+    assert widest([text]) <= WIDTH, max(text.splitlines(), key=len)
+    assert "\nRequest rate (8 s closed loop per --verify mode, windows full sampled sampled full)\n" in text
+    assert "loaded pages checked every byte (--verify full) but in the request-rate step" in flat(text)
+    rr, lines = o["request_rate"], text.splitlines()
+    for f in (rr, rr["sampled"]):
+        head = f"  {'--verify ' + f['verify']:<28}  {f['requests_per_s']:.1f} req/s closed loop"
+        at = lines.index(head)
+        assert lines[at + 1].startswith(f"    store-bound rate            {f['store_bound_rps']:.1f} req/s")
+        assert f"(verify {f['verify_ms_mean']:.2f} + fill {f['fill_ms_mean']:.2f})" in lines[at + 2]
+        passes = next(x for x in lines[at:] if x.startswith("    with only those two passes  "))
+        assert f"  {f['passes_ceiling']:.2f}× the store-bound rate, were they kvtui's only work" in passes
+    for key in ("request_rate_vs_passes_bound", "sampled_request_rate_vs_store_bound"):
+        row = next(x for x in lines if x.startswith(f"  {fig.RATIO_BY_KEY[key].name}  "))
+        value = o["ratios"][key]
+        assert row.endswith(f"{'met' if value >= TARGETS[key] else 'NOT met'}") and f"≥ {TARGETS[key]:g}" in row
+    assert o["ratios"]["request_rate_vs_passes_bound"] == pytest.approx(
+        o["ratios"]["request_rate_vs_store_bound"] / rr["passes_ceiling"])
+
+
 def test_the_reuse_bench_table_on_the_cards_layout_with_an_estimate_and_real_clients():
     from kvtui.bench.reuse import DEMO_CARD
 

@@ -244,8 +244,9 @@ class Kpis(CachedStyles, Widget):
         if not (short and (frame.ttft or {}).get("off")):  # (below 100 columns "est. off" is not worth a line)
             chips += self._ttft_chips(frame.ttft or {}, short)
         mism = int(tot.get("mismatches", 0))
-        chips.append(self._chip("verified", fmt_int(tot.get("verified_pages", 0))
-                                + ("" if short else " pages")))
+        sampled = st.get("verify") == "sampled"  # (--verify sampled: only a sample of each page's words checked)
+        chips.append(self._chip(("sampled" if short else "verified by sample") if sampled else "verified",
+                                fmt_int(tot.get("verified_pages", 0)) + ("" if short else " pages")))
         chips.append(self._chip("mism" if short else "mismatches", fmt_int(mism),
                                 "kpis--bad" if mism else "kpis--value"))
         if store is not None and short:
