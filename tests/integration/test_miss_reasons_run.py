@@ -58,7 +58,7 @@ def test_hits_and_capacity_misses_add_up_to_the_unbounded_ideal(head, tmp_path, 
     for reason, total in m.items():
         assert sum(int(r[f"misses_{reason}"]) for r in rows_logged) == total["pages"]
     if store == "ample":  # nothing evicted: the store reaches the ideal, every miss is a first use
-        assert s["store"]["evicted_keys"] == 0 and s["tokens_hit"] == ideal.ideal_hit_tokens
+        assert s["store_at_end"]["evicted_keys"] == 0 and s["tokens_hit"] == ideal.ideal_hit_tokens
     else:  # the store evicted pages later rows needed: those misses are capacity's
-        assert s["store"]["evicted_keys"] > 0 and m["evicted"]["pages"] > 0
+        assert s["store_at_end"]["evicted_keys"] > 0 and m["evicted"]["pages"] > 0
         assert s["tokens_hit"] < ideal.ideal_hit_tokens
