@@ -52,7 +52,9 @@ class FailoverReport:
     ``evicted``: keys the masters evicted meanwhile (0: ``pages_lost`` is exact; None: unknown);
     ``lost_sample``: up to 5 lost keys, ``lost_confirmed``: how many of those a second endpoint
     (``/batch_query_keys``) finds absent too; ``lost_acked_s``: when the lost pages were acknowledged,
-    ``[earliest, latest]`` seconds from the fault."""
+    ``[earliest, latest]`` seconds from the fault; ``restore_failed``: the new leader logged that it could not
+    restore the state it replicated as a standby (:data:`kvtui.engine.ha.RESTORE_FAILED`: it serves with no
+    objects), None when its log is not kvtui's to read (an attached cluster)."""
 
     n: int
     kind: str
@@ -72,6 +74,7 @@ class FailoverReport:
     lost_sample: list = field(default_factory=list)  # up to 5 of the keys lost
     lost_confirmed: int | None = None  # of lost_sample, how many /batch_query_keys also finds absent
     lost_acked_s: list | None = None  # [earliest, latest] acknowledgement of a lost page, seconds from the fault
+    restore_failed: bool | None = None  # the new leader logged ha.RESTORE_FAILED (None: no log to read)
 
     def as_dict(self) -> dict:
         """JSON-ready form."""
@@ -86,9 +89,11 @@ class FailoverReport:
         if self.pages_lost is not None and self.evicted:
             lost += f" (the masters evicted {self.evicted} keys meanwhile: an upper bound)"
         codes = ", ".join(f"{k} {v}" for k, v in self.errors.items())
+        failed = (f"; {self.new_leader or 'the new leader'} could not restore its standby state (Mooncake logged "
+                  f"'{ha.RESTORE_FAILED}') and serves without it" if self.restore_failed else "")
         return (f"failover {self.n} ({self.kind}): leader {s(self.leader_s)}, serving {s(self.serving_s)}, "
                 f"reload {s(self.reload_s)}, publish {s(self.publish_s)}; {self.requests_failed} requests failed"
-                f"{f' ({codes})' if codes else ''}; acknowledged pages lost {lost}")
+                f"{f' ({codes})' if codes else ''}; acknowledged pages lost {lost}{failed}")
 
 
 class FailoverWatch(threading.Thread):
@@ -118,6 +123,8 @@ class FailoverWatch(threading.Thread):
         self._evicted_before: dict[str, int] = {}
         self._t_pre = 0.0
         self._capacity = 0  # bytes of segments mounted on the leader before the fault
+        self._log_dir = str(getattr(endpoints, "log_dir", "") or "") if getattr(endpoints, "embedded", False) else ""
+        self._log_sizes: dict[str, int] = {}  # each master's log size at the fault (bytes)
 
     # -- before the fault ------------------------------------------------------------------------------
     def begin(self) -> None:
@@ -129,6 +136,8 @@ class FailoverWatch(threading.Thread):
         self._before = ha.stored_keys(leader.url) if leader else None
         self._capacity = (ha.capacity_bytes(leader.url) or 0) if leader else 0
         self._evicted_before = self._evictions()
+        if self._log_dir:
+            self._log_sizes = ha.log_sizes(self._log_dir, [name for name, _url in self.masters])
         self.report.t_s = self.engine.now()
 
     def _evictions(self) -> dict[str, int]:
@@ -251,6 +260,7 @@ class FailoverWatch(threading.Thread):
                 after = ha.stored_keys(now_serving.url)
         ledger = self.engine.published
         if after is None or ledger is None:
+            self._note_restore()
             return
         before = self._before
         expected = [k for k, t in ledger.snapshot().items()
@@ -266,6 +276,15 @@ class FailoverWatch(threading.Thread):
         now = self._evictions()
         if now:
             rep.evicted = sum(max(0, n - self._evicted_before.get(name, 0)) for name, n in now.items())
+        self._note_restore()
+
+    def _note_restore(self) -> None:
+        """Whether the new leader logged that it could not restore its standby state (since the fault; it logs
+        it at its promotion, before it serves, so the line is there once it serves)."""
+        rep = self.report
+        if self._log_dir and rep.new_leader:
+            rep.restore_failed = ha.restore_failure(self._log_dir, rep.new_leader,
+                                                    self._log_sizes.get(rep.new_leader, 0)) is not None
 
 
 def failover_status(reports: list[FailoverReport]) -> dict:

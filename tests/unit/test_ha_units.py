@@ -191,3 +191,25 @@ def test_a_master_is_what_its_health_says():
     assert row == {"name": "master-1", "url": "http://h:1", "up": True, "role": "standby", "ha_state": "standby",
                    "leader": "127.0.0.1:5", "lag": 3}
     assert ha.admin_names(["http://a:1", "http://b:2"]) == (("master-0", "http://a:1"), ("master-1", "http://b:2"))
+
+
+def test_a_failed_standby_restore_is_found_in_the_new_leaders_log_since_the_fault(tmp_path):
+    """A promoted master that could not restore its standby state says so in its log (ha.RESTORE_FAILED); the
+    failover report names it, reading only what was logged after the fault."""
+    from kvtui.live.failover import FailoverReport
+
+    log = tmp_path / "master-1.log"
+    log.write_text("E1206 06:30:00 master_service_supervisor.cpp:401] Standby restore failed: INVALID_PARAMS\n")
+    sizes = ha.log_sizes(str(tmp_path), ["master-0", "master-1"])
+    assert sizes == {"master-0": 0, "master-1": log.stat().st_size}
+    assert ha.restore_failure(str(tmp_path), "master-1", sizes["master-1"]) is None  # (an earlier failover's)
+    with log.open("a") as f:
+        f.write("E1206 06:31:02 master_service.cpp:3198] RestoreFromStandbySnapshot: overlapping memory "
+                "descriptors\nE1206 06:31:02 master_service_supervisor.cpp:401] Standby restore failed: "
+                "INVALID_PARAMS\n")
+    line = ha.restore_failure(str(tmp_path), "master-1", sizes["master-1"])
+    assert line is not None and line.endswith("Standby restore failed: INVALID_PARAMS")
+    assert ha.restore_failure(str(tmp_path), "master-2", 0) is None  # (no log)
+    rep = FailoverReport(3, "leader-kill", 1.0, new_leader="master-1", restore_failed=True)
+    assert "master-1 could not restore its standby state" in rep.line()
+    assert "could not restore" not in FailoverReport(3, "leader-kill", 1.0, restore_failed=False).line()
