@@ -21,13 +21,11 @@ Two forms:
 from __future__ import annotations
 
 import multiprocessing as mp
-import os
 import signal
-import sys
 import time
 from typing import NoReturn
 
-from kvtui.engine.procs import start_shielded
+from kvtui.engine.procs import exit_now, start_shielded
 
 READY = b"ready"
 FAILED = b"E"  # the writer's answer when a put raised: FAILED + the error's one line
@@ -92,12 +90,7 @@ def _leave(endpoints: dict, code: int) -> NoReturn:
     from kvtui.engine.store import is_etcd
 
     if is_etcd(endpoints.get("master", "")):
-        for stream in (sys.stdout, sys.stderr):
-            try:
-                stream.flush()
-            except (OSError, ValueError):
-                pass
-        os._exit(code)
+        exit_now(code)
     raise SystemExit(code)
 
 

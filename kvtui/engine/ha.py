@@ -386,6 +386,36 @@ LEDGER_CAP = 200_000
 far fewer pages than this at kvtui's page sizes, so those are evicted long since)."""
 
 
+RESTORE_FAILED = "Standby restore failed"
+"""What a promoted master logs (``master_service_supervisor.cpp``) when it could not restore the state it
+replicated as a standby: it serves anyway, with no objects, so every key stored before is gone. Mooncake
+0.3.13.post1 logs it after ``RestoreFromStandbySnapshot: overlapping memory descriptors``."""
+
+
+def log_sizes(log_dir: str, names: Sequence[str]) -> dict[str, int]:
+    """The size in bytes of each master's log (``LOG_DIR/NAME.log``, as kvtui's cluster writes them; appended
+    to across restarts) now; a log that does not exist counts 0."""
+    out = {}
+    for name in names:
+        try:
+            out[name] = (Path(log_dir) / f"{name}.log").stat().st_size
+        except OSError:
+            out[name] = 0
+    return out
+
+
+def restore_failure(log_dir: str, name: str, since: int) -> str | None:
+    """The line of master ``name``'s log, after byte ``since``, that says its restore of the standby's state
+    failed (:data:`RESTORE_FAILED`); None when there is none (or no log to read)."""
+    try:
+        with open(Path(log_dir) / f"{name}.log", "rb") as f:
+            f.seek(since)
+            text = f.read().decode("utf-8", "replace")
+    except OSError:
+        return None
+    return next((line.strip() for line in text.splitlines() if RESTORE_FAILED in line), None)
+
+
 class PublishedLedger:
     """The keys kvtui's workers were told are stored (their put returned 0), with the engine time of the
     result that said so. Thread-safe. A failover's loss check asks which of them are gone."""

@@ -24,6 +24,7 @@ from kvtui.core.defaults import DEFAULT_MODEL
 from kvtui.core.sched import pin_calling_thread
 from kvtui.core.verify import DEFAULT_VERIFY
 from kvtui.engine.connector import MAX_BATCH_BYTES
+from kvtui.engine.procs import exit_now
 from kvtui.engine.protocol import (
     ANSWERED,
     CHAIN,
@@ -115,12 +116,7 @@ def _leave(code: int = 0) -> None:
             fn(code)
         except Exception:  # (leaving matters more)
             pass
-    for stream in (sys.stdout, sys.stderr):
-        try:
-            stream.flush()
-        except (OSError, ValueError):
-            pass
-    os._exit(code)
+    exit_now(code)
 
 
 def _exit(*_) -> None:

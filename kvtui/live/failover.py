@@ -41,6 +41,7 @@ NO_FAILOVER_S = 12.0  # a fault cleared this long ago with a master serving all 
 # etcd lease is 5 s, a new leader's warm-up 5 s more)
 REMOUNT_WAIT_S = 15.0  # the loss check waits this long at most for the segments to be mounted on a new leader
 WAIT_S = 90.0  # a watch gives up waiting for a serving master, or for kvtui's first reload and publish, after this
+AFTER_S = 10.0  # the hit rate "after" a failover: over the requests that finish this long after kvtui publishes again
 
 
 @dataclass
@@ -52,7 +53,12 @@ class FailoverReport:
     ``evicted``: keys the masters evicted meanwhile (0: ``pages_lost`` is exact; None: unknown);
     ``lost_sample``: up to 5 lost keys, ``lost_confirmed``: how many of those a second endpoint
     (``/batch_query_keys``) finds absent too; ``lost_acked_s``: when the lost pages were acknowledged,
-    ``[earliest, latest]`` seconds from the fault."""
+    ``[earliest, latest]`` seconds from the fault; ``restore_failed``: the new leader logged that it could not
+    restore the state it replicated as a standby (:data:`kvtui.engine.ha.RESTORE_FAILED`: it serves with no
+    objects), None when its log is not kvtui's to read (an attached cluster); ``hit_rate_before`` /
+    ``hit_rate_during`` / ``hit_rate_after``: pages reloaded ÷ full pages of the requests that finished in the
+    30 s before the fault, between the fault and kvtui's first publish after it, and in the :data:`AFTER_S` after
+    that publish (None: no request finished then): the dip a failover puts in the hit rate."""
 
     n: int
     kind: str
@@ -72,6 +78,10 @@ class FailoverReport:
     lost_sample: list = field(default_factory=list)  # up to 5 of the keys lost
     lost_confirmed: int | None = None  # of lost_sample, how many /batch_query_keys also finds absent
     lost_acked_s: list | None = None  # [earliest, latest] acknowledgement of a lost page, seconds from the fault
+    restore_failed: bool | None = None  # the new leader logged ha.RESTORE_FAILED (None: no log to read)
+    hit_rate_before: float | None = None  # page hit rate of the requests of the 30 s before the fault
+    hit_rate_during: float | None = None  # … of those finished between the fault and kvtui's first publish after it
+    hit_rate_after: float | None = None  # … of those finished in the AFTER_S after that publish
 
     def as_dict(self) -> dict:
         """JSON-ready form."""
@@ -86,9 +96,16 @@ class FailoverReport:
         if self.pages_lost is not None and self.evicted:
             lost += f" (the masters evicted {self.evicted} keys meanwhile: an upper bound)"
         codes = ", ".join(f"{k} {v}" for k, v in self.errors.items())
+        failed = (f"; {self.new_leader or 'the new leader'} could not restore its standby state (Mooncake logged "
+                  f"'{ha.RESTORE_FAILED}') and serves without it" if self.restore_failed else "")
+        def pct(v: float | None) -> str:
+            return "—" if v is None else f"{v:.0%}"
+
+        hits = (f"; page hits {pct(self.hit_rate_before)} before, {pct(self.hit_rate_during)} during, "
+                f"{pct(self.hit_rate_after)} after" if self.hit_rate_during is not None else "")
         return (f"failover {self.n} ({self.kind}): leader {s(self.leader_s)}, serving {s(self.serving_s)}, "
                 f"reload {s(self.reload_s)}, publish {s(self.publish_s)}; {self.requests_failed} requests failed"
-                f"{f' ({codes})' if codes else ''}; acknowledged pages lost {lost}")
+                f"{f' ({codes})' if codes else ''}; acknowledged pages lost {lost}{failed}{hits}")
 
 
 class FailoverWatch(threading.Thread):
@@ -118,10 +135,15 @@ class FailoverWatch(threading.Thread):
         self._evicted_before: dict[str, int] = {}
         self._t_pre = 0.0
         self._capacity = 0  # bytes of segments mounted on the leader before the fault
+        self._log_dir = str(getattr(endpoints, "log_dir", "") or "") if getattr(endpoints, "embedded", False) else ""
+        self._log_sizes: dict[str, int] = {}  # each master's log size at the fault (bytes)
+        self._pages = {"during": [0, 0], "after": [0, 0]}  # pages hit, full pages of the requests finished then
 
     # -- before the fault ------------------------------------------------------------------------------
-    def begin(self) -> None:
-        """Note the serving master, the keys it lists and each master's eviction count; the fault's time is now."""
+    def begin(self, hit_rate: float | None = None) -> None:
+        """Note the serving master, the keys it lists and each master's eviction count; the fault's time is now.
+        ``hit_rate``: the page hit rate of the requests of the last 30 s (the report's ``hit_rate_before``)."""
+        self.report.hit_rate_before = hit_rate
         states = ha.master_states(self.masters, timeout_s=0.5)
         leader = next((s for s in states if s.serving), None)
         self.report.old_leader = leader.name if leader else None
@@ -129,6 +151,8 @@ class FailoverWatch(threading.Thread):
         self._before = ha.stored_keys(leader.url) if leader else None
         self._capacity = (ha.capacity_bytes(leader.url) or 0) if leader else 0
         self._evicted_before = self._evictions()
+        if self._log_dir:
+            self._log_sizes = ha.log_sizes(self._log_dir, [name for name, _url in self.masters])
         self.report.t_s = self.engine.now()
 
     def _evictions(self) -> dict[str, int]:
@@ -146,6 +170,11 @@ class FailoverWatch(threading.Thread):
         with self._lock:
             if self.done.is_set() or r.t_end < rep.t_s:
                 return
+            since, pub = r.t_end - rep.t_s, rep.publish_s
+            span = "during" if pub is None or since <= pub else "after" if since <= pub + AFTER_S else None
+            if span is not None:
+                self._pages[span][0] += r.pages_hit
+                self._pages[span][1] += r.pages_total
             if r.codes:
                 rep.requests_failed += 1
                 rep.pages_failed += sum(1 for s in r.states if s == PageState.FAILED)
@@ -178,6 +207,8 @@ class FailoverWatch(threading.Thread):
         finally:
             with self._lock:
                 self.report.errors = dict(sorted(self._errors.items()))
+                for span, (hit, total) in self._pages.items():
+                    setattr(self.report, f"hit_rate_{span}", round(hit / total, 4) if total else None)
             self.done.set()
             if self.on_done is not None:
                 self.on_done(self.report)
@@ -223,6 +254,11 @@ class FailoverWatch(threading.Thread):
                 if quiet or (rep.reload_s is not None and rep.publish_s is not None):
                     break
             self._halt.wait(POLL_S)
+        if rep.publish_s is not None:  # the hit rate after: the requests of the next AFTER_S
+            self._halt.wait(max(0.0, rep.t_s + rep.publish_s + AFTER_S - self.engine.now()))
+        with self._lock:
+            for span, (hit, total) in self._pages.items():
+                setattr(rep, f"hit_rate_{span}", round(hit / total, 4) if total else None)
         self.log("info", rep.line())
 
     def _lost_text(self) -> str:
@@ -251,6 +287,7 @@ class FailoverWatch(threading.Thread):
                 after = ha.stored_keys(now_serving.url)
         ledger = self.engine.published
         if after is None or ledger is None:
+            self._note_restore()
             return
         before = self._before
         expected = [k for k, t in ledger.snapshot().items()
@@ -266,6 +303,15 @@ class FailoverWatch(threading.Thread):
         now = self._evictions()
         if now:
             rep.evicted = sum(max(0, n - self._evicted_before.get(name, 0)) for name, n in now.items())
+        self._note_restore()
+
+    def _note_restore(self) -> None:
+        """Whether the new leader logged that it could not restore its standby state (since the fault; it logs
+        it at its promotion, before it serves, so the line is there once it serves)."""
+        rep = self.report
+        if self._log_dir and rep.new_leader:
+            rep.restore_failed = ha.restore_failure(self._log_dir, rep.new_leader,
+                                                    self._log_sizes.get(rep.new_leader, 0)) is not None
 
 
 def failover_status(reports: list[FailoverReport]) -> dict:

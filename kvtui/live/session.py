@@ -494,7 +494,8 @@ class LiveSession:
         frames' status) when it is done, and its lines go to the event log."""
         watch = FailoverWatch(len(self.failovers) + len(self._watches) + 1, kind, self.engine, self.log,
                               on_serving=on_serving, on_done=self._failover_done)
-        watch.begin()
+        recent = self.producer.latest().window_totals  # (the header's "last 30 s": the hit rate before)
+        watch.begin(recent.get("page_hit_rate") if recent.get("pages_total") else None)
         unsubscribe = self.subscribe_results(watch.add)
         self._unsubscribe.append(unsubscribe)
         self._watches.append(watch)

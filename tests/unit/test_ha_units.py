@@ -191,3 +191,56 @@ def test_a_master_is_what_its_health_says():
     assert row == {"name": "master-1", "url": "http://h:1", "up": True, "role": "standby", "ha_state": "standby",
                    "leader": "127.0.0.1:5", "lag": 3}
     assert ha.admin_names(["http://a:1", "http://b:2"]) == (("master-0", "http://a:1"), ("master-1", "http://b:2"))
+
+
+def test_a_failed_standby_restore_is_found_in_the_new_leaders_log_since_the_fault(tmp_path):
+    """A promoted master that could not restore its standby state says so in its log (ha.RESTORE_FAILED); the
+    failover report names it, reading only what was logged after the fault."""
+    from kvtui.live.failover import FailoverReport
+
+    log = tmp_path / "master-1.log"
+    log.write_text("E1206 06:30:00 master_service_supervisor.cpp:401] Standby restore failed: INVALID_PARAMS\n")
+    sizes = ha.log_sizes(str(tmp_path), ["master-0", "master-1"])
+    assert sizes == {"master-0": 0, "master-1": log.stat().st_size}
+    assert ha.restore_failure(str(tmp_path), "master-1", sizes["master-1"]) is None  # (an earlier failover's)
+    with log.open("a") as f:
+        f.write("E1206 06:31:02 master_service.cpp:3198] RestoreFromStandbySnapshot: overlapping memory "
+                "descriptors\nE1206 06:31:02 master_service_supervisor.cpp:401] Standby restore failed: "
+                "INVALID_PARAMS\n")
+    line = ha.restore_failure(str(tmp_path), "master-1", sizes["master-1"])
+    assert line is not None and line.endswith("Standby restore failed: INVALID_PARAMS")
+    assert ha.restore_failure(str(tmp_path), "master-2", 0) is None  # (no log)
+    rep = FailoverReport(3, "leader-kill", 1.0, new_leader="master-1", restore_failed=True)
+    assert "master-1 could not restore its standby state" in rep.line()
+    assert "could not restore" not in FailoverReport(3, "leader-kill", 1.0, restore_failed=False).line()
+
+
+def test_a_failovers_hit_rate_before_during_and_after():
+    """The report's hit rates: ``before`` as the session gave it at the fault, ``during`` over the requests that
+    finished between the fault and kvtui's first publish after it (failed ones included), ``after`` over those of
+    the AFTER_S that follow; requests later than that count nowhere."""
+    from types import SimpleNamespace
+
+    from kvtui.core.events import RequestResult
+    from kvtui.core.pages import PageState as S
+    from kvtui.live.failover import AFTER_S, FailoverWatch
+
+    engine = SimpleNamespace(endpoints=SimpleNamespace(masters=(), embedded=False), now=lambda: 0.0)
+    watch = FailoverWatch(1, "leader-kill", engine, lambda kind, text: None)  # type: ignore[arg-type]
+    watch.report.t_s, watch.report.hit_rate_before = 10.0, 0.75
+
+    def result(t_end: float, hit: int, total: int = 4, codes=None, published: int = 0) -> RequestResult:
+        return RequestResult(1, "x", 32, 32, 8, 4096, total, hit, bytes([S.HIT] * hit + [S.FAILED] * (total - hit)),
+                             pages_published=published, codes=codes or {}, t_start=t_end - 0.1, t_end=t_end)
+
+    watch.add(result(9.0, 4))  # (before the fault: not this watch's)
+    watch.add(result(11.0, 0, codes={-900: 1}))  # the first error
+    watch.add(result(12.0, 2, published=2))  # reloads and publishes again: the end of "during"
+    assert watch.report.publish_s == pytest.approx(2.0)
+    watch.add(result(12.0 + AFTER_S / 2, 3))
+    watch.add(result(12.0 + AFTER_S + 1, 0))  # (after the window)
+    watch.stop()
+    watch.run()  # (its thread's body: stopped at once, it fills the report and ends)
+    rep = watch.report
+    assert (rep.hit_rate_before, rep.hit_rate_during, rep.hit_rate_after) == (0.75, 2 / 8, 3 / 4)
+    assert "page hits 75% before, 25% during, 75% after" in rep.line()
