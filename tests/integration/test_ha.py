@@ -268,6 +268,8 @@ def test_a_leader_killed_with_oplog_loses_no_settled_page_and_the_failover_is_re
         assert r.old_leader and r.new_leader and r.new_leader != r.old_leader
         assert 0 < r.leader_s <= r.serving_s <= r.reload_s and r.publish_s is not None
         assert r.pages_lost == 0 and r.pages_checked >= len(published) and r.evicted == 0
+        assert r.restore_failed is False  # (its log read: the new leader restored its standby state)
+        assert r.hit_rate_during is not None and 0 <= r.hit_rate_during <= 1  # (requests failed, then resumed)
         url = dict(engine.endpoints.masters)[r.new_leader]
         assert all(_batch_query(url, published).values())
         resumed = session.agg.totals()["requests"]
