@@ -21,7 +21,8 @@ def path_arg(text: str) -> str:
     return text
 
 
-OUTPUT_ARGS = ("json", "svg", "png", "series", "record", "requests_log", "cast", "gif", "svg_anim", "screenshot")
+OUTPUT_ARGS = ("json", "svg", "png", "series", "record", "requests_log", "cast", "gif", "svg_anim", "screenshot",
+               "save_trace")
 """The ``args`` attributes of the file outputs a command may write (``--json``, ``--svg``… ``--requests-log``)."""
 
 INPUT_ARGS = ("file", "files", "trace")

@@ -186,6 +186,8 @@ def test_sigkill_of_kvtui_takes_every_child_down(tmp_path):
     (["run", "--json", "/nonexistent-dir/x.json", "--layout", "tiny"], "does not exist"),
     (["run", "--record", "/proc/x.kvtui", "--layout", "tiny"], "not writable"),
     (["run", "--concurrency", "0"], "--concurrency"),
+    (["run", "--save-trace", "same.x", "--json", "same.x"], "--json and --save-trace name the same file"),
+    (["run", "--save-trace", "/dev/null"], "--save-trace: /dev/null is not a regular file"),
     (["run", "--requests", "0"], "--requests"),
     (["run", "--store-size", "abc"], "not a size"),
     (["run", "--trace", "empty.jsonl", "--layout", "tiny"], "empty"),
