@@ -223,8 +223,8 @@ class Driver:
                     self._hold_epoch += 1
                 self._set_running()
                 self._on_event(EngineEvent("outage", self.engine.now(), (
-                    f"a master serves again after {down:.1f} s; dispatch resumed (the new leader has the keys its "
-                    "OpLog replicated)" if self._ha() else
+                    f"the store answers again {down:.1f} s after dispatch was held (a master serves, the segments "
+                    "mounted on it); dispatch resumed with the keys the new leader has" if self._ha() else
                     f"master back after {down:.1f} s; dispatch resumed (a restarted master has lost every key: hit "
                     "rate restarts from zero)"), {"down_s": round(down, 3)}))
                 return

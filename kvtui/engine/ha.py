@@ -404,6 +404,23 @@ def log_sizes(log_dir: str, names: Sequence[str]) -> dict[str, int]:
     return out
 
 
+OPLOG_FAILED = "OpLog queue failed"
+"""What the leader logs for a put it acknowledged but could not append to its OpLog (etcd slow or stopped:
+``PutEnd: OpLog queue failed … err=-1401``): a standby never learns of that object, so a failover loses it."""
+
+
+def log_count(log_dir: str, name: str, since: int, text: str) -> tuple[int, int]:
+    """``(lines of master name's log after byte since that contain text, the log's size now)``; ``(0, since)``
+    when there is no log to read."""
+    try:
+        with open(Path(log_dir) / f"{name}.log", "rb") as f:
+            f.seek(since)
+            data = f.read()
+    except OSError:
+        return 0, since
+    return data.count(text.encode()), since + len(data)
+
+
 def restore_failure(log_dir: str, name: str, since: int) -> str | None:
     """The line of master ``name``'s log, after byte ``since``, that says its restore of the standby's state
     failed (:data:`RESTORE_FAILED`); None when there is none (or no log to read)."""

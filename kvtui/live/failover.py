@@ -55,7 +55,10 @@ class FailoverReport:
     (``/batch_query_keys``) finds absent too; ``lost_acked_s``: when the lost pages were acknowledged,
     ``[earliest, latest]`` seconds from the fault; ``restore_failed``: the new leader logged that it could not
     restore the state it replicated as a standby (:data:`kvtui.engine.ha.RESTORE_FAILED`: it serves with no
-    objects), None when its log is not kvtui's to read (an attached cluster); ``hit_rate_before`` /
+    objects), None when its log is not kvtui's to read (an attached cluster); ``oplog_failed``: puts the old
+    leader acknowledged but could not append to its OpLog since the last failover (its log's
+    :data:`kvtui.engine.ha.OPLOG_FAILED` lines; etcd slow or stopped), which no standby knows of;
+    ``hit_rate_before`` /
     ``hit_rate_during`` / ``hit_rate_after``: pages reloaded ÷ full pages of the requests that finished in the
     30 s before the fault, between the fault and kvtui's first publish after it, and in the :data:`AFTER_S` after
     that publish (None: no request finished then): the dip a failover puts in the hit rate."""
@@ -79,6 +82,7 @@ class FailoverReport:
     lost_confirmed: int | None = None  # of lost_sample, how many /batch_query_keys also finds absent
     lost_acked_s: list | None = None  # [earliest, latest] acknowledgement of a lost page, seconds from the fault
     restore_failed: bool | None = None  # the new leader logged ha.RESTORE_FAILED (None: no log to read)
+    oplog_failed: int | None = None  # puts the old leader acknowledged without an OpLog entry (ha.OPLOG_FAILED)
     hit_rate_before: float | None = None  # page hit rate of the requests of the 30 s before the fault
     hit_rate_during: float | None = None  # … of those finished between the fault and kvtui's first publish after it
     hit_rate_after: float | None = None  # … of those finished in the AFTER_S after that publish
@@ -92,9 +96,12 @@ class FailoverReport:
         def s(v: float | None) -> str:
             return "—" if v is None else f"{v:.1f} s"
 
-        lost = "unchecked" if self.pages_lost is None else f"{self.pages_lost} of {self.pages_checked}"
+        lost = "unchecked" if self.pages_lost is None else f"{self.pages_lost:,} of {self.pages_checked:,}"
         if self.pages_lost is not None and self.evicted:
-            lost += f" (the masters evicted {self.evicted} keys meanwhile: an upper bound)"
+            lost += f" (the masters evicted {self.evicted:,} keys meanwhile: an upper bound)"
+        if self.oplog_failed:
+            lost += (f"; {self.old_leader or 'the old leader'} had acknowledged {self.oplog_failed:,} puts it could "
+                     "not write to its OpLog (etcd slow or stopped)")
         codes = ", ".join(f"{k} {v}" for k, v in self.errors.items())
         failed = (f"; {self.new_leader or 'the new leader'} could not restore its standby state (Mooncake logged "
                   f"'{ha.RESTORE_FAILED}') and serves without it" if self.restore_failed else "")
@@ -118,7 +125,8 @@ class FailoverWatch(threading.Thread):
 
     def __init__(self, n: int, kind: str, engine: EngineAPI, log: Callable[[str, str], None], *,
                  on_serving: Callable[[str], None] | None = None,
-                 on_done: Callable[[FailoverReport], None] | None = None, wait_s: float = WAIT_S):
+                 on_done: Callable[[FailoverReport], None] | None = None, wait_s: float = WAIT_S,
+                 log_marks: dict[str, int] | None = None):
         super().__init__(name="kvtui-failover", daemon=True)
         self.engine, self.log, self.on_serving, self.on_done, self.wait_s = engine, log, on_serving, on_done, wait_s
         endpoints = engine.endpoints
@@ -137,6 +145,7 @@ class FailoverWatch(threading.Thread):
         self._capacity = 0  # bytes of segments mounted on the leader before the fault
         self._log_dir = str(getattr(endpoints, "log_dir", "") or "") if getattr(endpoints, "embedded", False) else ""
         self._log_sizes: dict[str, int] = {}  # each master's log size at the fault (bytes)
+        self._log_marks = log_marks if log_marks is not None else {}  # where the last failover's OpLog count ended
         self._pages = {"during": [0, 0], "after": [0, 0]}  # pages hit, full pages of the requests finished then
 
     # -- before the fault ------------------------------------------------------------------------------
@@ -265,8 +274,8 @@ class FailoverWatch(threading.Thread):
         rep = self.report
         if rep.pages_lost is None:
             return "not checked (the serving master did not list its keys)"
-        more = f"; the masters evicted {rep.evicted} keys meanwhile" if rep.evicted else ""
-        return f"{rep.pages_lost} of {rep.pages_checked}{more}"
+        more = f"; the masters evicted {rep.evicted:,} keys meanwhile" if rep.evicted else ""
+        return f"{rep.pages_lost:,} of {rep.pages_checked:,}{more}"
 
     def _check(self, url: str) -> None:
         """Count kvtui's acknowledged pages that the master at ``url`` no longer lists, once it has as many bytes
@@ -312,6 +321,10 @@ class FailoverWatch(threading.Thread):
         if self._log_dir and rep.new_leader:
             rep.restore_failed = ha.restore_failure(self._log_dir, rep.new_leader,
                                                     self._log_sizes.get(rep.new_leader, 0)) is not None
+        if self._log_dir and rep.old_leader:
+            since = self._log_marks.get(rep.old_leader, 0)
+            rep.oplog_failed, self._log_marks[rep.old_leader] = ha.log_count(self._log_dir, rep.old_leader, since,
+                                                                              ha.OPLOG_FAILED)
 
 
 def failover_status(reports: list[FailoverReport]) -> dict:

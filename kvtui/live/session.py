@@ -125,6 +125,7 @@ class LiveSession:
         self.coordinator: Coordinator | None = None  # while remote workers may join (listen)
         self.failovers: list[FailoverReport] = []  # every failover measured (watch_failover), in order
         self._watches: list[FailoverWatch] = []
+        self._log_marks: dict[str, int] = {}  # each master's log, read up to here by the last failover report
 
     @property
     def description(self) -> dict:
@@ -493,7 +494,7 @@ class LiveSession:
         ``kind`` that the caller injects right after this returns; its report joins :attr:`failovers` (and the
         frames' status) when it is done, and its lines go to the event log."""
         watch = FailoverWatch(len(self.failovers) + len(self._watches) + 1, kind, self.engine, self.log,
-                              on_serving=on_serving, on_done=self._failover_done)
+                              on_serving=on_serving, on_done=self._failover_done, log_marks=self._log_marks)
         recent = self.producer.latest().window_totals  # (the header's "last 30 s": the hit rate before)
         watch.begin(recent.get("page_hit_rate") if recent.get("pages_total") else None)
         unsubscribe = self.subscribe_results(watch.add)

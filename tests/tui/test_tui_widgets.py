@@ -450,3 +450,19 @@ def test_the_header_says_when_pages_are_checked_by_sample():
     assert chips(0, {"verify": "sampled"}).startswith("verified by sample ")
     assert chips(0, {}).startswith("verified ") and not chips(0, {}).startswith("verified by")
     assert chips(1, {"verify": "sampled"}).startswith("sampled ")
+
+
+def test_row_details_say_what_an_unbounded_cache_would_have_hit():
+    """A trace row's ideal line: pages lost to the store, all of them hit, or none to hit (every page a first
+    use) — never "0 pages hit — all of them hit"."""
+    import dataclasses
+
+    from kvtui.tui.screens.row_detail import detail_lines
+
+    def ideal_line(states, ideal: int) -> str:
+        lines = [str(x) for x in detail_lines(dataclasses.replace(row(5, states), ideal_pages=ideal))]
+        return next(x for x in lines if x.startswith("ideal"))
+
+    assert ideal_line([S.HIT, S.PUBLISHED], 2).endswith("2 pages hit → 1 lost to the store's capacity or concurrency")
+    assert ideal_line([S.HIT, S.PUBLISHED], 1).endswith("1 pages hit — the store hit all of them")
+    assert ideal_line([S.PUBLISHED, S.PUBLISHED], 0).endswith("0 pages hit (every page a first use)")

@@ -143,7 +143,7 @@ def test_an_ha_failover_is_said_as_one():
     texts = [e.text for e in events if e.kind == "outage"]
     assert texts[0] == ("no master serves (RPC_TIMEOUT): the leader is gone or hung, a failover is under way; "
                         "dispatch held")
-    assert texts[1].startswith("a master serves again after ") and "OpLog" in texts[1]
+    assert texts[1].startswith("the store answers again ") and "dispatch resumed" in texts[1]
 
 
 def test_a_quiet_run_says_a_failover_is_under_way(capsys):
@@ -244,3 +244,23 @@ def test_a_failovers_hit_rate_before_during_and_after():
     rep = watch.report
     assert (rep.hit_rate_before, rep.hit_rate_during, rep.hit_rate_after) == (0.75, 2 / 8, 3 / 4)
     assert "page hits 75% before, 25% during, 75% after" in rep.line()
+
+
+def test_puts_the_old_leader_could_not_write_to_its_oplog_are_counted_once_per_failover(tmp_path):
+    """``oplog_failed``: the old leader's ``OpLog queue failed`` lines since the last failover report read its
+    log (a shared mark per master), said in the report's line with thousands separators."""
+    from kvtui.live.failover import FailoverReport
+
+    log = tmp_path / "master-0.log"
+    line = "W1206 06:30:00 master_service.cpp:900] PutEnd: OpLog queue failed key=k err=-1401\n"
+    log.write_text(line * 3 + "I1206 other\n")
+    n, end = ha.log_count(str(tmp_path), "master-0", 0, ha.OPLOG_FAILED)
+    assert (n, end) == (3, log.stat().st_size)
+    with log.open("a") as f:
+        f.write(line * 1200)
+    assert ha.log_count(str(tmp_path), "master-0", end, ha.OPLOG_FAILED)[0] == 1200  # (only what came since)
+    assert ha.log_count(str(tmp_path), "master-9", 5, ha.OPLOG_FAILED) == (0, 5)  # (no log)
+    rep = FailoverReport(2, "leader-kill", 1.0, old_leader="master-0", pages_lost=1234, pages_checked=56789,
+                         oplog_failed=1200)
+    assert "acknowledged pages lost 1,234 of 56,789; master-0 had acknowledged 1,200 puts it could not write" \
+        in rep.line()

@@ -67,7 +67,8 @@ def detail_lines(row: PageRow) -> list[DetailLine]:
     if row.ideal_pages >= 0:
         lost = row.ideal_pages - row.pages_hit
         out.append(f"ideal (unbounded cache, trace-stats rule): {row.ideal_pages} pages hit"
-                   + (f" → {lost} lost to the store's capacity or concurrency" if lost > 0 else " — all of them hit"))
+                   + (f" → {lost} lost to the store's capacity or concurrency" if lost > 0 else
+                      " — the store hit all of them" if row.ideal_pages else " (every page a first use)"))
     out.append(Text("Esc / Enter closes", style="dim"))
     return out
 
