@@ -227,7 +227,7 @@ class Aggregator:
                 bytes_written=r.bytes_written, reload_ms=r.reload_ms, publish_ms=r.publish_ms, t=now - self.t0,
                 keys=tuple(r.keys), codes=tuple((code_name(k), n) for k, n in r.codes.items()),
                 ideal_pages=ideal // r.page_tokens if ideal is not None and r.page_tokens else -1,
-                misses=tuple((k, n) for k, n in r.miss_counts().items() if n)))
+                misses=tuple((k, n) for k, n in r.miss_counts().items() if n), reasons=bytes(r.reasons)))
             self._row_seq += 1
             if self._ttft is not None:
                 self._ttft.add(r, now)

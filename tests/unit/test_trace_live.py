@@ -137,6 +137,19 @@ def test_recordings_keep_row_details_and_the_window():
     old = {"t": 1.0, "totals": {}, "rates": {}, "errors": {}, "lat": {}, "latw": {}, "events": [], "series": {},
            "store": {}, "procs": [], "workload": {}, "status": {}, "rows": [[1, "x", 10, 0, "0103"]]}
     assert FrameDecoder().apply(old).rows[0].group == ""  # a file from before the row details
+    assert FrameDecoder().apply(old).rows[0].reasons == b""  # ... and before the per-page miss reasons
+
+
+def test_recordings_keep_each_page_miss_reason():
+    """The grid draws a row's per-page reasons, so a recording keeps them (hex, like the states)."""
+    import dataclasses
+
+    agg = Aggregator()
+    agg.add(dataclasses.replace(_result(0, 1), reasons=bytes([0, 2, 4, 1])))
+    frame = agg.frame()
+    assert frame.rows[0].reasons == bytes([0, 2, 4, 1])
+    back = FrameDecoder().apply(decode_record(FrameEncoder().encode(frame)))
+    assert back.rows[0].reasons == bytes([0, 2, 4, 1]) and back.rows == frame.rows
 
 
 def test_live_session_changes_a_trace_speed():

@@ -10,7 +10,7 @@ from textual.containers import VerticalScroll
 from textual.screen import ModalScreen
 from textual.widgets import Static
 
-from kvtui.tui.widgets.page_grid import STATES
+from kvtui.tui.widgets.page_grid import REASON_CELLS, STATES
 
 GRID_HELP = (
     "Page grid: newest request on top, one cell per KV page, under a page-index ruler. When the prompts have "
@@ -53,6 +53,8 @@ class HelpScreen(ModalScreen[None]):
             table.add_row(key, desc)
         legend = Text()
         for _, glyph, _, _, description in STATES:
+            legend.append(f"  {glyph}  {description}\n")
+        for _, glyph, _, _, _, description in REASON_CELLS:
             legend.append(f"  {glyph}  {description}\n")
         with VerticalScroll(id="help-body"):
             yield Static(Text("kvtui — keys", style="bold"), id="help-title")
