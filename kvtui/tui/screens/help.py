@@ -31,7 +31,9 @@ HEADER_HELP = (
     "paused or idle). A trace replay shows its row, its trace clock (position / length), its speed (- + ) and "
     "ETA (~: an estimate from the request rate at max), and the ideal hit rate of the rows so far: an unbounded "
     "cache, the rule of kvtui trace-stats. The gap between it and prefill skipped is what the store's capacity "
-    "and concurrency cost. Badges (● REC, PAUSED, FROZEN) have fixed places at the right."
+    "and concurrency cost. Beside it \"aiperf\": aiperf analyze-trace's hit rate over the same rows, the mean of "
+    "each request's block hit share (every request weighs the same; ideal weighs every token). Badges (● REC, "
+    "PAUSED, FROZEN) have fixed places at the right."
 )
 
 
