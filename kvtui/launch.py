@@ -231,6 +231,7 @@ class Outputs:
             except OSError as exc:
                 raise KvtuiError(f"--save-trace: {self.plan.save_trace}: {exc.strerror or exc}") from None
             trace = self.trace
+            session.page_size_pinned_by = f"--save-trace {self.plan.save_trace}"  # (watch: no switch to another)
             session.subscribe_requests(trace.drawn)
             session.subscribe_results(lambda r: trace.finished(r.req_id, r.t_start))
 

@@ -46,7 +46,7 @@ from dataclasses import asdict, dataclass
 from workload.trace import DEFAULT_BLOCK_TOKENS, TraceRow, late_rows
 
 __all__ = ["TraceStats", "trace_stats", "ideal_hits", "hit_rate_curve", "optimal_hits", "optimal_hit_rate_curve",
-           "aiperf_hit_rate", "prefill_ceiling", "percentile", "IdealPrefixCache"]
+           "aiperf_hit_rate", "AiperfPrefixCache", "prefill_ceiling", "percentile", "IdealPrefixCache"]
 
 
 @dataclass
@@ -319,27 +319,45 @@ def optimal_hit_rate_curve(
     return out
 
 
-def aiperf_hit_rate(rows: Iterable[TraceRow]) -> float:
-    """aiperf ``analyze-trace``'s ``cache_hit_rate`` of ``rows`` (0..1; ``ai-dynamo/aiperf``,
-    ``PrefixAnalyzer._compute_per_request_hit_rates``): rows in order with an unbounded cache of hash ids;
-    a row's share is the length of the leading run of its ``hash_ids`` already seen ÷ ``len(hash_ids)``
-    (every listed block, the partial tail too, so no block size enters); then all its ids are seen. The
-    result is the mean of the shares over the rows that list at least one id (0 when none does)."""
-    seen: set[int] = set()
-    total = 0.0
-    n = 0
-    for r in rows:
-        ids = r.hash_ids
+class AiperfPrefixCache:
+    """aiperf's rule (:func:`aiperf_hit_rate`) one row at a time: :meth:`share` gives a row's share (the
+    leading run of its ``hash_ids`` already seen ÷ ``len(hash_ids)``, the partial tail block included), then
+    marks all its ids seen. The monitor feeds the rows a replay issues, for aiperf's hit rate of the trace so
+    far. Memory: one set entry per distinct hash id."""
+
+    def __init__(self) -> None:
+        self._seen: set[int] = set()
+
+    def share(self, row: TraceRow) -> float | None:
+        """``row``'s share (0..1); None for a row with no hash ids (aiperf leaves it out of the mean)."""
+        ids = row.hash_ids
         if not ids:
-            continue
-        run = 0
+            return None
+        seen, run = self._seen, 0
         for h in ids:
             if h not in seen:
                 break
             run += 1
-        total += run / len(ids)
-        n += 1
         seen.update(ids)
+        return run / len(ids)
+
+
+def aiperf_hit_rate(rows: Iterable[TraceRow]) -> float:
+    """aiperf ``analyze-trace``'s ``cache_hit_rate`` of ``rows`` (0..1; ``ai-dynamo/aiperf``,
+    ``PrefixAnalyzer._compute_per_request_hit_rates``): rows in order with an unbounded cache of hash ids;
+    a row's share is the length of the leading run of its ``hash_ids`` already seen ÷ ``len(hash_ids)``
+    (every listed block, the partial tail too, so no block size enters); then all its ids are seen
+    (:class:`AiperfPrefixCache`). The result is the mean of the shares over the rows that list at least one
+    id (0 when none does), summed in row order."""
+    cache = AiperfPrefixCache()
+    total = 0.0
+    n = 0
+    for r in rows:
+        share = cache.share(r)
+        if share is None:
+            continue
+        total += share
+        n += 1
     return total / n if n else 0.0
 
 

@@ -378,7 +378,8 @@ class TraceWorkload:
     ``prefix`` (the row's prefix group: its hash id at :attr:`group_depth`, the first block position where
     the trace's rows differ, so rows of one conversation or document share it; absent for a shorter row) and
     ``ideal_hit_tokens`` (the row's hit with an unbounded cache in file order, the rule of ``trace-stats``:
-    :class:`workload.stats.IdealPrefixCache`).
+    :class:`workload.stats.IdealPrefixCache`) and ``aiperf_share`` (the row's share under aiperf's rule,
+    :class:`workload.stats.AiperfPrefixCache`, as ``repr`` of the float; absent for a row with no hash ids).
 
     The speed can change while a replay runs (:meth:`set_speed`): the rows after the change keep the trace's
     spacing from the last row yielded, scaled by the new speed. :meth:`progress` says where the replay is.
@@ -463,13 +464,14 @@ class TraceWorkload:
 
     def __iter__(self) -> Iterator[Request]:
         """Yield one request per row; each call starts a fresh replay."""
-        from workload.stats import IdealPrefixCache  # (workload.stats imports this module)
+        from workload.stats import AiperfPrefixCache, IdealPrefixCache  # (workload.stats imports this module)
 
         first_ms = self._rows[0].timestamp_ms
         self._anchor, self._last, self.issued = (0.0, first_ms), (None, first_ms), 0
         latest_ms = first_ms
         bt = self.block_tokens
         ideal = IdealPrefixCache(bt)
+        aiperf = AiperfPrefixCache()
         depth = self.group_depth
         for req_id, row in enumerate(self._rows):
             tokens = row_tokens(row.hash_ids, row.input_length, bt) if self.tokens else np.zeros(0, np.uint32)
@@ -485,6 +487,9 @@ class TraceWorkload:
             if depth is not None and len(row.hash_ids) > depth:
                 labels.append(("prefix", str(row.hash_ids[depth])))
             labels.append(("ideal_hit_tokens", str(hit * bt)))
+            share = aiperf.share(row)
+            if share is not None:  # (repr: the float back exactly, so the live mean equals trace-stats')
+                labels.append(("aiperf_share", repr(share)))
             self._last = (arrival, latest_ms)
             self.issued = req_id + 1
             yield Request(

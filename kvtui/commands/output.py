@@ -100,6 +100,9 @@ def format_summary(s: dict) -> str:
         *([("", f"{fig.IDEAL_SO_FAR.name} {fig.show(fig.IDEAL_SO_FAR, s[fig.IDEAL_SO_FAR.key])} (what an "
                 "unbounded cache would skip)")]
           if s.get(fig.IDEAL_SO_FAR.key) is not None else []),
+        *([("", f"{fig.AIPERF_SO_FAR.name} {fig.show(fig.AIPERF_SO_FAR, s[fig.AIPERF_SO_FAR.key])} (aiperf "
+                "analyze-trace's rule)")]
+          if s.get(fig.AIPERF_SO_FAR.key) is not None else []),
         (fig.PAGES_HIT.label, of(fig.PAGES_HIT, fig.PAGES_TOTAL, fig.HIT_RATE_SESSION)),
         *([(fig.MISS_PAGES.label, miss_text(s["misses"]))] if s.get("misses") else []),
         (fig.PAGES_PUBLISHED.label, f"{s['pages_published']:,} pages; {fig.PAGES_PRESENT.label} "

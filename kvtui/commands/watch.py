@@ -39,7 +39,7 @@ def register(subparsers) -> None:
     add_estimate_arguments(p)
     add_cluster_arguments(p)
     add_listen_arguments(p)
-    add_export_arguments(p)
+    add_export_arguments(p, save_trace=True)
     p.set_defaults(func=run)
 
 

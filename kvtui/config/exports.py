@@ -1,6 +1,6 @@
 """The flags that take figures out of the terminal, shared by ``run`` and ``watch``: ``--prometheus [HOST:]PORT``
 (the exporter of :mod:`kvtui.export.prometheus`), ``--prometheus-linger SECONDS`` (``run``) and
-``--requests-log PATH`` (:mod:`kvtui.export.request_log`), and ``run``'s ``--save-trace FILE``
+``--requests-log PATH`` (:mod:`kvtui.export.request_log`), and ``--save-trace FILE``
 (:mod:`workload.trace_writer`). :class:`kvtui.launch.Outputs` binds and opens what the :class:`ExportPlan` names."""
 
 from __future__ import annotations
@@ -40,7 +40,9 @@ def add_export_arguments(p: argparse.ArgumentParser, *, linger: bool = False, re
                        help="write the requests that ran to FILE as a Mooncake FAST'25 JSONL trace (timestamp ms, "
                             "input_length, output_length, hash_ids: one id per page, equal ids for equal page "
                             "keys), a line per finished request, so aiperf or `kvtui run --trace FILE "
-                            "--trace-block-tokens PAGE_TOKENS` replays the same workload with the same page hits")
+                            "--trace-block-tokens PAGE_TOKENS` replays the same workload with the same page hits; "
+                            "in watch, a layout switch to another page size is refused while it writes (one block "
+                            "size a file)")
 
 
 def check_requests_log(path: str, flag: str = "--requests-log") -> None:

@@ -53,12 +53,15 @@ class LayoutSwitch:
 
 
 def plan_layout_switch(name: str, current: PageLayout, spec: WorkloadSpec, *, prompt_pages: int | None,
-                       page_bytes_used: dict[int, int], store_bytes: int | None) -> LayoutSwitch | None:
+                       page_bytes_used: dict[int, int], store_bytes: int | None,
+                       pinned_by: str | None = None) -> LayoutSwitch | None:
     """Whether a synthetic workload of ``spec`` on pages of ``current`` may switch to layout preset ``name``
     (:data:`kvtui.core.layout.PRESETS`); None when it already runs it. ``prompt_pages``: prompts keep that many
     pages (None: their tokens stay as they are); ``page_bytes_used``: the page bytes of every tokens-per-page
     this session has used (the current layout's included); ``store_bytes``: the embedded segment (None:
-    attached, unknown). ``LayoutRefused`` (one line) for an unknown name, pages that would take the keys of
+    attached, unknown); ``pinned_by``: what needs the page size to stay (``--save-trace FILE``: a trace has one
+    block size), None: nothing. ``LayoutRefused`` (one line) for an unknown name, another page size while
+    ``pinned_by``, pages that would take the keys of
     stored pages of another size (keys hash tokens only), a prompt length out of range, or a prompt larger than
     the segment."""
     if name not in PRESETS:
@@ -66,6 +69,9 @@ def plan_layout_switch(name: str, current: PageLayout, spec: WorkloadSpec, *, pr
     new = PRESETS[name]
     if new == current:
         return None
+    if pinned_by and new.page_tokens != current.page_tokens:
+        raise LayoutRefused(f"layout {name} has {new.page_tokens} tokens per page, but {pinned_by} writes blocks "
+                            f"of {current.page_tokens}: a trace has one block size")
     if page_bytes_used.get(new.page_tokens, new.page_bytes) != new.page_bytes:
         which = "the current one" if new.page_tokens == current.page_tokens else "a layout used earlier"
         raise LayoutRefused(f"layout {name} has {new.page_tokens} tokens per page like {which} but other page "

@@ -119,6 +119,8 @@ class LiveSession:
         self.producer = FrameProducer(self._build_frame, name="kvtui-live-frames")
         self.recording = Recording(self.producer, self.recording_header, self.agg.begin_span, self.log)
         self.prompt_pages = prompt_pages  # prompts of this many pages of the layout (None: --prompt-tokens fixed)
+        self.page_size_pinned_by: str | None = None  # what needs the page size kept ("--save-trace FILE"): a layout
+        # switch to another page size is refused while it is set
         self._page_bytes_used: dict[int, int] = {}  # tokens per page → page bytes of every layout used so far
         self.store_full = StoreFullAlarm(self._store_full_text)  # one event-log line per burst of refused puts
         self.store_limit = store_limit
@@ -406,7 +408,8 @@ class LiveSession:
         try:
             switch = plan_layout_switch(name, old, self.workload.spec, prompt_pages=self.prompt_pages,
                                         page_bytes_used=self._page_bytes_used,
-                                        store_bytes=self.engine.options.store_bytes if self.engine.cluster else None)
+                                        store_bytes=self.engine.options.store_bytes if self.engine.cluster else None,
+                                        pinned_by=self.page_size_pinned_by)
         except LayoutRefused as exc:
             self.log("error", f"control refused: {exc}")
             return

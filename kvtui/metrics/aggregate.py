@@ -38,6 +38,8 @@ COUNTERS = ("requests", "pages_total", "pages_hit", "tokens_input", "tokens_cach
 BUSY_MS = ("read_ms_total", "put_ms_total")  # float totals (ms)
 IDEAL = ("ideal_tokens_hit", "ideal_pages_hit")  # trace rows: what an unbounded cache would have reloaded (totals
 # carry them once a request had an ``ideal_hit_tokens`` label)
+AIPERF = ("aiperf_share_sum", "aiperf_requests")  # trace rows: the sum of their aiperf shares (float) and how many
+# (totals carry them once a request had an ``aiperf_share`` label; fig.AIPERF_SO_FAR is their quotient)
 MISS_PAGES = tuple(f"misses_{MISS_NAMES[r]}" for r in REASONS)  # missed full pages by reason (kvtui.core.misses)
 MISS_TOKENS = tuple(f"miss_tokens_{MISS_NAMES[r]}" for r in REASONS)  # their prompt tokens
 MISS_COUNTERS = MISS_PAGES + MISS_TOKENS  # totals carry them once a request had reasons
@@ -69,6 +71,14 @@ def _ideal_tokens(labels: Labels | None) -> int | None:
     return None
 
 
+def _aiperf_share(labels: Labels | None) -> float | None:
+    """The ``aiperf_share`` label of a trace row (None: the request has none)."""
+    for k, v in labels or ():
+        if k == "aiperf_share":
+            return float(v)
+    return None
+
+
 def _mbps(nbytes: float, seconds: float) -> float:
     return nbytes / seconds / fig.MB if seconds > 0 else 0.0
 
@@ -94,6 +104,8 @@ def derive(t: dict[str, float]) -> dict[str, float]:
     t["token_hit_rate"] = t.get("tokens_hit", 0) / t["tokens_input"] if t.get("tokens_input") else 0.0
     if "ideal_tokens_hit" in t:  # a trace: fig.IDEAL_SO_FAR
         t[fig.IDEAL_SO_FAR.key] = t["ideal_tokens_hit"] / t["tokens_input"] if t.get("tokens_input") else 0.0
+    if "aiperf_requests" in t:  # a trace: fig.AIPERF_SO_FAR
+        t[fig.AIPERF_SO_FAR.key] = t["aiperf_share_sum"] / t["aiperf_requests"] if t["aiperf_requests"] else 0.0
     if MISS_TOKENS[0] in t:  # fig.MISS_SHARE
         for tokens, share in zip(MISS_TOKENS, MISS_SHARES):
             t[share] = t[tokens] / t["tokens_input"] if t.get("tokens_input") else 0.0
@@ -173,6 +185,7 @@ class Aggregator:
         self._lat_snaps: tuple[Snapshots, Snapshots, Snapshots] = ({}, {}, {})
         self._c: Counter[str] = Counter()  # integer counters (COUNTERS, IDEAL)
         self._busy_ms = dict.fromkeys(BUSY_MS, 0.0)
+        self._aiperf_sum = 0.0  # the float half of AIPERF (its count is the counter aiperf_requests)
         self._codes: Counter[str] = Counter()
         self._workers = WorkerTally()  # per-worker counts (kvtui.metrics.workers)
         self._span: SpanStart = {}  # {"t", "totals", "errors"} at the start of the span; {} when none
@@ -218,6 +231,10 @@ class Aggregator:
             if ideal is not None:
                 c["ideal_tokens_hit"] += ideal
                 c["ideal_pages_hit"] += ideal // r.page_tokens if r.page_tokens else 0
+            share = _aiperf_share(r.labels)
+            if share is not None:
+                self._aiperf_sum += share
+                c["aiperf_requests"] += 1
             for code, n in r.codes.items():
                 self._codes[code_name(code)] += n
             now = self._clock()
@@ -227,7 +244,7 @@ class Aggregator:
                 bytes_written=r.bytes_written, reload_ms=r.reload_ms, publish_ms=r.publish_ms, t=now - self.t0,
                 keys=tuple(r.keys), codes=tuple((code_name(k), n) for k, n in r.codes.items()),
                 ideal_pages=ideal // r.page_tokens if ideal is not None and r.page_tokens else -1,
-                misses=tuple((k, n) for k, n in r.miss_counts().items() if n)))
+                misses=tuple((k, n) for k, n in r.miss_counts().items() if n), reasons=bytes(r.reasons)))
             self._row_seq += 1
             if self._ttft is not None:
                 self._ttft.add(r, now)
@@ -306,6 +323,8 @@ class Aggregator:
         t.update({k: float(self._busy_ms[k]) for k in BUSY_MS})
         if "ideal_tokens_hit" in c:
             t.update({k: int(c[k]) for k in IDEAL})
+        if "aiperf_requests" in c:
+            t.update(aiperf_share_sum=self._aiperf_sum, aiperf_requests=int(c["aiperf_requests"]))
         if MISS_PAGES[0] in c:
             t.update({k: int(c[k]) for k in MISS_COUNTERS})
         return derive(t)

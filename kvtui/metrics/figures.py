@@ -88,6 +88,12 @@ IDEAL_SO_FAR = Figure("ideal_token_hit_rate", "ideal hit rate (trace so far)", "
                       "the store's capacity and concurrency cost", "the session so far",
                       _HEADER + " (trace); run, report: summary, --json", "totals.ideal_token_hit_rate, "
                       "ideal_token_hit_rate")
+AIPERF_SO_FAR = Figure("aiperf_hit_rate_so_far", "aiperf hit rate (trace so far)", "aiperf", "%",
+                       "mean over the trace requests finished of each one's share under aiperf analyze-trace's "
+                       "rule (leading run of its hash ids already seen, rows in file order, ÷ its hash ids, the "
+                       "partial tail included): every request weighs the same, where ideal weighs every token",
+                       "the session so far", _HEADER + " (trace, beside ideal); run, report: summary, --json",
+                       "totals.aiperf_hit_rate_so_far")
 TRACE_ETA = Figure("eta_s", "trace ETA (estimate)", "ETA", "s",
                    "trace time left ÷ speed; as fast as possible: rows left ÷ requests/s (wall)", "now",
                    _HEADER + " (trace)", "(computed from workload.position_s, length_s, speed, rates.rps)")
@@ -98,7 +104,7 @@ MISS_SHARE = Figure("miss_share", "miss share by reason", "misses", "%",
                     "the session so far", "watch, replay: page grid title (the reasons present); run, report: "
                     "summary, --json", "misses.REASON.share")
 #: the header's hit rates and the trace's ETA
-HEADER = (HIT_RATE_SESSION, HIT_RATE_RECENT, TOKENS_SKIPPED, IDEAL_SO_FAR, TRACE_ETA)
+HEADER = (HIT_RATE_SESSION, HIT_RATE_RECENT, TOKENS_SKIPPED, IDEAL_SO_FAR, AIPERF_SO_FAR, TRACE_ETA)
 
 
 def trace_eta(workload: WorkloadPanel, rps: float) -> tuple[float | None, str]:

@@ -32,7 +32,9 @@ class PageRow:
     ``publish_ms`` (probe + put), ms; ``t``: when it finished (s, the frame clock); ``keys``: its first and
     last page key; ``codes``: failing store codes ``((name, count), …)``; ``ideal_pages``: trace rows, the
     pages an unbounded cache would have reloaded (-1: not a trace); ``misses``: its missed full pages by reason
-    ``((name, pages), …)`` (:data:`kvtui.core.misses.NAMES`, only the reasons it has; () when unknown)."""
+    ``((name, pages), …)`` (:data:`kvtui.core.misses.NAMES`, only the reasons it has; () when unknown);
+    ``reasons``: why each full page missed, one :class:`~kvtui.core.misses.MissReason` byte per full page (the
+    first ``len(reasons)`` cells; ``b""`` when unknown, e.g. an older recording) — the grid draws them."""
 
     req_id: int
     scenario: str
@@ -51,6 +53,7 @@ class PageRow:
     codes: tuple[tuple[str, int], ...] = ()
     ideal_pages: int = -1
     misses: tuple[tuple[str, int], ...] = ()
+    reasons: bytes = b""
 
 
 @dataclass(frozen=True)

@@ -76,6 +76,8 @@ def _unrow(v: list[Any]) -> PageRow:
     for k in ("keys", "codes", "misses"):
         if k in extra:
             extra[k] = tuple(tuple(x) if isinstance(x, list) else x for x in extra[k])
+    if "reasons" in extra:  # (bytes are stored as hex, like states)
+        extra["reasons"] = bytes.fromhex(extra["reasons"])
     extra = {k: x for k, x in extra.items() if k in _ROW_DEFAULTS}  # (fields of a newer kvtui are dropped)
     return PageRow(int(v[0]), v[1], int(v[2]), int(v[3]), bytes.fromhex(v[4]), **extra)
 

@@ -418,6 +418,59 @@ def test_row_details_name_the_reasons_of_the_row_misses():
     assert not any(str(x).startswith("missed:") for x in detail_lines(row(4, [S.HIT])))  # (none known)
 
 
+def test_grid_cells_show_why_a_page_missed():
+    """A computed page whose reason is not first use is drawn with the reason's glyph (e n b f), in the row
+    and in a compressed cell (below errors, above computed states); the legend names only the reasons on the
+    rows shown, and an error state or first use keeps its glyph."""
+    import itertools
+
+    from kvtui.core.misses import MissReason as R
+    from kvtui.tui.widgets.page_grid import REASON_BASE, cells_of
+
+    states = [S.HIT, S.PUBLISHED, S.PRESENT, S.PUBLISHED, S.COMPUTED, S.EVICTED, S.PUBLISHED, S.PARTIAL]
+    reasons = bytes([R.NONE, R.EVICTED, R.AFTER_BREAK, R.NEVER_STORED, R.IN_FLIGHT, R.EVICTED, R.FIRST_USE])
+    assert cells_of(bytes(states), reasons) == [S.HIT, REASON_BASE + R.EVICTED, REASON_BASE + R.AFTER_BREAK,
+                                                REASON_BASE + R.NEVER_STORED, REASON_BASE + R.IN_FLIGHT,
+                                                S.EVICTED, S.PUBLISHED, S.PARTIAL]
+    assert cells_of(bytes(states), b"") == states  # no reasons (an older recording): the states
+    assert compress(cells_of(bytes(states), reasons), 8) == [S.EVICTED]  # the error outranks a reason
+    assert compress(cells_of(bytes(states[:5]), reasons), 5) == [REASON_BASE + R.EVICTED]
+    grid = PageGrid()
+    grid.set_rows((PageRow(1, "x", 4000, 1, bytes(states), reasons=reasons), row(2, [S.HIT, S.PUBLISHED])))
+
+    def check(g):
+        lines = [g.render_line(y).text for y in range(g.size.height)]
+        drawn = lines[2][lines[2].index("█"):].replace(" ", "")  # row #1 (under #2), one run per page
+        assert "".join(k for k, _ in itertools.groupby(drawn)) == "█ebnfE▓·"
+        legend = " ".join(lines[-2:])
+        assert all(f"{c} {w}" in legend for c, w in (("e", "evicted earlier"), ("n", "never stored"),
+                                                       ("b", "after a break"), ("f", "in flight")))
+        cells = [seg for seg in g.render_line(2) if seg.text.strip().startswith("e")]
+        assert cells[0].style.color == g.style_of("page-grid--miss-evicted").color
+        return True
+
+    assert with_widget(grid, check, size=(120, 12))
+    only = PageGrid()
+    only.set_rows((PageRow(1, "x", 512, 0, bytes([S.PRESENT]), reasons=bytes([R.AFTER_BREAK])),))
+
+    def narrow(g):
+        legend = " ".join(g.render_line(y).text for y in range(g.size.height - 2, g.size.height))
+        assert "b after a break" in legend and "evicted earlier" not in legend and "never" not in legend
+        return True
+
+    assert with_widget(only, narrow, size=(80, 12))
+    every = PageGrid()
+    every.set_rows((PageRow(1, "x", 4000, 1, bytes(states), reasons=reasons),))
+
+    def short(g):  # 70 columns: 12 entries need the short words to stay within 2 lines
+        legend = [g.render_line(y).text for y in range(g.size.height - 2, g.size.height)]
+        assert all(f"{c} {w}" in " ".join(legend) for c, w in (("e", "gone"), ("n", "never"), ("b", "break"),
+                                                                ("f", "flight"), ("▒", "pres")))
+        return True
+
+    assert with_widget(every, short, size=(70, 12))
+
+
 def test_the_header_says_when_pages_are_checked_by_sample():
     """A session whose engine checks pages by sample (--verify sampled) says so in its frames' status, and the
     header's chip reads "verified by sample" ("sampled" when narrow); a full check keeps the plain "verified"

@@ -236,3 +236,27 @@ def test_a_rate_set_after_closed_loop_is_honoured_at_once():
         assert min(arrivals) >= before, (before, arrivals[:5])  # none scheduled back in the closed-loop stretch
     finally:
         session.stop()
+
+
+def test_a_saved_trace_keeps_its_page_size(tmp_path):
+    """kvtui watch --save-trace FILE: the file's hash ids are blocks of the page size it started with, so a
+    layout switch to another page size is refused in one line while it writes (the engine keeps its layout)."""
+    from kvtui.cli import build_parser
+    from kvtui.config.exports import ExportPlan
+    from kvtui.launch import Outputs
+
+    path = tmp_path / "t.jsonl"
+    assert build_parser().parse_args(["watch", "--save-trace", str(path)]).save_trace == str(path)
+    session, engine = _session(prompt_pages=8)
+    try:
+        with Outputs(ExportPlan(save_trace=str(path))) as outputs:
+            outputs.attach(session)
+            assert session.page_size_pinned_by == f"--save-trace {path}"
+            n = _n_events(session)
+            session.send(SetLayout("seed"))
+            assert _events_after(session, n) == [
+                f"control refused: layout seed has 256 tokens per page, but --save-trace {path} writes blocks of "
+                "8: a trace has one block size"]
+            assert engine.layouts_set == []
+    finally:
+        session.stop()

@@ -137,6 +137,19 @@ def test_recordings_keep_row_details_and_the_window():
     old = {"t": 1.0, "totals": {}, "rates": {}, "errors": {}, "lat": {}, "latw": {}, "events": [], "series": {},
            "store": {}, "procs": [], "workload": {}, "status": {}, "rows": [[1, "x", 10, 0, "0103"]]}
     assert FrameDecoder().apply(old).rows[0].group == ""  # a file from before the row details
+    assert FrameDecoder().apply(old).rows[0].reasons == b""  # ... and before the per-page miss reasons
+
+
+def test_recordings_keep_each_page_miss_reason():
+    """The grid draws a row's per-page reasons, so a recording keeps them (hex, like the states)."""
+    import dataclasses
+
+    agg = Aggregator()
+    agg.add(dataclasses.replace(_result(0, 1), reasons=bytes([0, 2, 4, 1])))
+    frame = agg.frame()
+    assert frame.rows[0].reasons == bytes([0, 2, 4, 1])
+    back = FrameDecoder().apply(decode_record(FrameEncoder().encode(frame)))
+    assert back.rows[0].reasons == bytes([0, 2, 4, 1]) and back.rows == frame.rows
 
 
 def test_live_session_changes_a_trace_speed():
@@ -160,5 +173,28 @@ def test_live_session_changes_a_trace_speed():
         assert session.driver.completed == 400  # as fast as possible: the rest at once
         final = session.final_frame()  # (the frame a summary is made from: every request in it)
         assert math.isclose(final.totals["ideal_token_hit_rate"], trace_stats(wl._rows).ideal_token_hit_rate)
+    finally:
+        session.stop()
+
+
+def test_the_live_aiperf_hit_rate_is_trace_stats_over_the_rows_replayed():
+    """Replaying the first N rows of the shipped synthetic trace, the header's aiperf figure (the mean of the
+    per-request shares the rows carry) equals trace-stats' aiperf hit rate over those N rows."""
+    from kvtui.live import LiveSession
+
+    rows, _ = read_trace(resolve_trace("synthetic"))
+    n = 300
+    wl = TraceWorkload(rows[:n], speed=None)
+    engine = FakeEngine(PageLayout(1, 1, 1, 512, 1))  # every request answered at once
+    session = LiveSession(engine, wl, {"kind": "trace", "name": "synthetic", "done": 0, "total": n,
+                                       "complete": False})
+    session.start()
+    try:
+        wait_for(lambda: session.driver.completed >= n, 30, f"all {n} requests finished", interval_s=0.02,
+                 detail=lambda: session.driver.completed)
+        totals = session.final_frame().totals
+        expected = trace_stats(rows[:n]).aiperf_hit_rate
+        assert totals["aiperf_requests"] == n and 0.01 < expected < 0.99  # (not a trivial 0 or 1)
+        assert math.isclose(totals[fig.AIPERF_SO_FAR.key], expected, rel_tol=1e-12)  # (summed in finish order)
     finally:
         session.stop()

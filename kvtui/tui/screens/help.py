@@ -10,7 +10,7 @@ from textual.containers import VerticalScroll
 from textual.screen import ModalScreen
 from textual.widgets import Static
 
-from kvtui.tui.widgets.page_grid import STATES
+from kvtui.tui.widgets.page_grid import REASON_CELLS, STATES
 
 GRID_HELP = (
     "Page grid: newest request on top, one cell per KV page, under a page-index ruler. When the prompts have "
@@ -31,7 +31,9 @@ HEADER_HELP = (
     "paused or idle). A trace replay shows its row, its trace clock (position / length), its speed (- + ) and "
     "ETA (~: an estimate from the request rate at max), and the ideal hit rate of the rows so far: an unbounded "
     "cache, the rule of kvtui trace-stats. The gap between it and prefill skipped is what the store's capacity "
-    "and concurrency cost. Badges (● REC, PAUSED, FROZEN) have fixed places at the right."
+    "and concurrency cost. Beside it \"aiperf\": aiperf analyze-trace's hit rate over the same rows, the mean of "
+    "each request's block hit share (every request weighs the same; ideal weighs every token). Badges (● REC, "
+    "PAUSED, FROZEN) have fixed places at the right."
 )
 
 
@@ -53,6 +55,8 @@ class HelpScreen(ModalScreen[None]):
             table.add_row(key, desc)
         legend = Text()
         for _, glyph, _, _, description in STATES:
+            legend.append(f"  {glyph}  {description}\n")
+        for _, glyph, _, _, _, description in REASON_CELLS:
             legend.append(f"  {glyph}  {description}\n")
         with VerticalScroll(id="help-body"):
             yield Static(Text("kvtui — keys", style="bold"), id="help-title")

@@ -25,7 +25,7 @@ from textual.widgets import Static
 from kvtui.core.misses import LABELS as MISS_LABELS, NAMES as MISS_NAMES
 from kvtui.metrics.frame import PageRow
 from kvtui.tui.fmt import fmt_elapsed, fmt_int, fmt_ms, format_bytes
-from kvtui.tui.widgets.page_grid import CLASS, GLYPH, STATES
+from kvtui.tui.widgets.page_grid import CLASS, GLYPH, STATES, cells_of
 
 BY_NAME = {name: reason for reason, name in MISS_NAMES.items()}
 GROUPS = {"sys": "a system prompt of the pool", "shot": "a few-shot template", "conv": "one conversation's turns",
@@ -51,7 +51,8 @@ def detail_lines(row: PageRow) -> list[DetailLine]:
                                                                          if row.t else ""))
     out.append("")
     out.append(("summary", [(s, f"{fmt_int(counts[s])} {word}") for s, _, _, word, _ in STATES if counts[s]]))
-    out.append(("pages", states))  # the strip: drawn by RowDetailScreen with the grid's styles
+    # the strip: drawn by RowDetailScreen with the grid's styles, miss reasons as the grid draws them
+    out.append(("pages", bytes(cells_of(states, getattr(row, "reasons", b"")))))
     if row.misses:
         out.append("missed: " + " · ".join(f"{fmt_int(n)} {MISS_LABELS[BY_NAME[name]]}" for name, n in row.misses
                                            if name in BY_NAME))

@@ -9,7 +9,8 @@ speed is the first chip in replay mode.
 Hit rates say their window: ``page hits 74.7 % session · 75.0 % last 30 s`` (the latency window,
 :data:`kvtui.metrics.figures.HIT_RATE_RECENT`); a window with no requests, or a paused workload, shows
 ``—`` rather than 0.0 %. A trace adds its position, speed and ETA (:func:`kvtui.metrics.figures.trace_eta`)
-and the ideal hit rate of the trace so far beside the achieved one (:data:`~kvtui.metrics.figures.IDEAL_SO_FAR`).
+and the ideal hit rate of the trace so far beside the achieved one (:data:`~kvtui.metrics.figures.IDEAL_SO_FAR`),
+then aiperf's (:data:`~kvtui.metrics.figures.AIPERF_SO_FAR`: the mean over requests, where ideal weighs tokens).
 """
 
 from __future__ import annotations
@@ -22,7 +23,7 @@ from textual.widget import Widget
 
 from kvtui.core.knobs import trace_speed_text
 from kvtui.core.panels import WorkloadPanel
-from kvtui.metrics.figures import HIT_RATE_RECENT, IDEAL_SO_FAR, trace_eta
+from kvtui.metrics.figures import AIPERF_SO_FAR, HIT_RATE_RECENT, IDEAL_SO_FAR, trace_eta
 from kvtui.tui.fmt import (
     fmt_count,
     fmt_elapsed,
@@ -229,6 +230,10 @@ class Kpis(CachedStyles, Widget):
             if not short:
                 skipped.append(" ")
                 skipped.append("(∞ cache)", self._s("kpis--label"))
+        if AIPERF_SO_FAR.key in tot:  # aiperf's rule over the same rows: the mean of per-request shares
+            skipped.append("  ")
+            skipped.append(f"{AIPERF_SO_FAR.label} ", self._s("kpis--label"))
+            skipped.append(fmt_pct(tot[AIPERF_SO_FAR.key]), self._s("kpis--ideal"))
         chips.append(skipped)
         hits = self._chip("hits" if short else "page hits", fmt_pct(tot.get("page_hit_rate", 0.0)))
         hits.append(" ")

@@ -6,12 +6,20 @@ page-index ruler (``page 0 8 16 …``) and above a legend. Each cell is one
 ``page-grid--hit`` …), so the grid reads without colour too: █ hit, ▓ published, ▒ already present, ░
 computed, · partial tail, X failed, E evicted, ! mismatch.
 
+**Miss reasons.** A missed full page that was computed (published, present or computed) and whose request
+carries a miss reason (:attr:`PageRow.reasons <kvtui.metrics.frame.PageRow>`, :mod:`kvtui.core.misses`) other
+than *first use* is drawn with the reason's glyph and colour instead: e evicted earlier (a capacity miss),
+n never stored, b after a break, f in flight. First-use misses keep their state's glyph (a cache of any size
+would have missed them), and so do failed, evicted-between-probe-and-read and mismatched pages (the error
+says more). The legend names only the reasons on the rows shown (short words ``gone``, ``never``, ``break``,
+``flight`` when the full ones need more than 2 lines).
+
 **Width.** When the longest visible row has fewer pages than there are columns, every page gets ``w =
 columns // pages`` columns (from 3 on, the last one a blank separator, so pages can be counted); when it
 has more, every row is drawn at ``k = ceil(longest / columns)`` pages per cell and the subtitle says ``1
 cell = k pages``. A compressed cell shows its *most severe* page, in this order::
 
-    mismatch > failed > evicted > computed > published > present > partial > hit
+    mismatch > failed > evicted > e > n > b > f > computed > published > present > partial > hit
 
 so errors are never hidden, a cell is drawn as a hit only when every page in it was a hit, and the partial
 tail only shows when its cell holds nothing worse than hits.
@@ -44,7 +52,7 @@ from textual.message import Message
 from textual.strip import Strip
 from textual.widget import Widget
 
-from kvtui.core.misses import LABELS as MISS_LABELS, NAMES as MISS_NAMES, REASONS
+from kvtui.core.misses import LABELS as MISS_LABELS, NAMES as MISS_NAMES, REASONS, MissReason as R
 from kvtui.core.pages import PageState as S
 from kvtui.tui.fmt import fmt_count, fmt_pct, format_bytes
 from kvtui.tui.widgets.styled import CachedStyles
@@ -66,12 +74,27 @@ STATES: tuple[tuple[int, str, str, str, str], ...] = (
 SHORT: dict[int, str] = {S.HIT: "hit", S.PUBLISHED: "pub", S.PRESENT: "pres", S.COMPUTED: "comp",
                          S.PARTIAL: "part", S.FAILED: "fail", S.EVICTED: "evict",
                          S.MISMATCH: "mism"}  # legend words when the full ones need > 2 lines (abbreviations)
-GLYPH = {s[0]: s[1] for s in STATES}
-CLASS = {s[0]: s[2] for s in STATES}
+REASON_BASE = 16  # a reason's cell code: REASON_BASE + MissReason (above every PageState, below 256)
+# (cell code, glyph, component class, legend word, short legend word, description): the miss reasons a cell
+# shows instead of its computed state (module docstring); first use keeps the state's glyph.
+REASON_CELLS: tuple[tuple[int, str, str, str, str, str], ...] = (
+    (REASON_BASE + R.EVICTED, "e", "page-grid--miss-evicted", "evicted earlier", "gone",
+     "miss, evicted: stored earlier in the run and gone now (a larger store would have hit)"),
+    (REASON_BASE + R.NEVER_STORED, "n", "page-grid--miss-never", "never stored", "never",
+     "miss, never stored: an earlier request computed it, its put failed or was refused"),
+    (REASON_BASE + R.AFTER_BREAK, "b", "page-grid--miss-break", "after a break", "break",
+     "miss, after a break: in the store, but an earlier page of the request missed"),
+    (REASON_BASE + R.IN_FLIGHT, "f", "page-grid--miss-flight", "in flight", "flight",
+     "miss, in flight: another request under way was computing it"),
+)
+_COMPUTED_STATES = frozenset((S.PUBLISHED, S.PRESENT, S.COMPUTED))  # the cells a reason is drawn over
+_REASON_CODES = {code - REASON_BASE: code for code, *_ in REASON_CELLS}
+GLYPH = {s[0]: s[1] for s in STATES} | {r[0]: r[1] for r in REASON_CELLS}
+CLASS = {s[0]: s[2] for s in STATES} | {r[0]: r[2] for r in REASON_CELLS}
 UNKNOWN_GLYPH = "?"
 # Most severe first: the state a compressed cell shows (see module docstring).
-SEVERITY: tuple[int, ...] = (S.MISMATCH, S.FAILED, S.EVICTED, S.COMPUTED, S.PUBLISHED, S.PRESENT, S.PARTIAL,
-                             S.HIT)
+SEVERITY: tuple[int, ...] = (S.MISMATCH, S.FAILED, S.EVICTED, *(r[0] for r in REASON_CELLS), S.COMPUTED,
+                             S.PUBLISHED, S.PRESENT, S.PARTIAL, S.HIT)
 _RANK = {s: i for i, s in enumerate(SEVERITY)}
 _UNKNOWN_RANK = 0.5  # an unknown state value ranks just below mismatch
 GROUP_MARK = "▌"
@@ -85,6 +108,16 @@ RULER_STEPS = (1, 2, 4, 5, 8, 10, 16, 20, 25, 32, 50, 64, 100, 128, 250, 256, 50
 
 def _rank(state: int) -> float:
     return _RANK.get(state, _UNKNOWN_RANK)
+
+
+def cells_of(states: bytes | Sequence[int], reasons: bytes | Sequence[int] = b"") -> list[int]:
+    """The cell code of each page: its state, or for a computed page whose reason (``reasons``: one
+    :class:`~kvtui.core.misses.MissReason` per full page, may be shorter or empty) is not first use, the
+    reason's code (:data:`REASON_CELLS`)."""
+    if not reasons:
+        return list(states)
+    return [_REASON_CODES.get(reasons[i], s) if i < len(reasons) and s in _COMPUTED_STATES else s
+            for i, s in enumerate(states)]
 
 
 def compress(states: bytes | Sequence[int], k: int) -> list[int]:
@@ -120,7 +153,7 @@ def ruler_step(width: int, label_len: int) -> int:
 class PageGrid(CachedStyles, Widget, can_focus=True):
     """Recent requests × pages. Feed it with :meth:`set_rows` (``PageRow`` s, newest last)."""
 
-    COMPONENT_CLASSES: ClassVar[set[str]] = {s[2] for s in STATES} | {
+    COMPONENT_CLASSES: ClassVar[set[str]] = {s[2] for s in STATES} | {r[2] for r in REASON_CELLS} | {
         "page-grid--label", "page-grid--legend", "page-grid--unknown", "page-grid--empty", "page-grid--ruler",
         "page-grid--cursor"} | {f"page-grid--group-{i}" for i in range(GROUP_COLOURS)}
 
@@ -240,6 +273,8 @@ class PageGrid(CachedStyles, Widget, can_focus=True):
         if not self.show_legend or width <= 0:
             return []
         items = [(state, glyph, text, SHORT[state]) for state, glyph, _, text, _ in STATES]
+        shown = self._reasons_shown()
+        items += [(code, glyph, text, brief) for code, glyph, _, text, brief, _ in REASON_CELLS if code in shown]
         if self._groups():
             items.append((-1, GROUP_MARK, "same prefix group", "group"))
         for short in (False, True):
@@ -265,6 +300,15 @@ class PageGrid(CachedStyles, Widget, can_focus=True):
         height = self.size.height
         n = max(0, height - self._ruler_lines() - len(self.legend_lines()))
         return list(reversed(self.rows[-n:])) if n else []
+
+    def _reasons_shown(self) -> set[int]:
+        """The reason cell codes drawn on the rows that fit the height (whatever the legend takes)."""
+        height = self.size.height
+        shown: set[int] = set()
+        for r in self.rows[-max(0, height):]:
+            if getattr(r, "reasons", b""):
+                shown.update(c for c in cells_of(r.states, r.reasons) if c >= REASON_BASE)
+        return shown
 
     def _groups(self) -> dict[str, int]:
         """Prefix groups seen on more than one of the rows shown → their colour index."""
@@ -332,7 +376,7 @@ class PageGrid(CachedStyles, Widget, can_focus=True):
 
     def _row_strip(self, row, parts, groups, selected: bool, width: int) -> Strip:
         segments: list[Segment] = self._label(row, parts, groups, selected) if parts[0] else []
-        cells = compress(row.states, self.scale)
+        cells = compress(cells_of(row.states, getattr(row, "reasons", b"")), self.scale)
         if not cells:
             segments.append(Segment("(no pages)", self._style("page-grid--empty")))
         pw = self.page_w
