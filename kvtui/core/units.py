@@ -72,13 +72,17 @@ def parse_tokens(text: str, what: str = "capacity") -> int:
 
 def parse_token_list(values: Sequence[str] | None, flag: str = "--capacity") -> list[int]:
     """Token counts of a repeatable flag whose values may be comma-separated lists (``1M,3M`` ``10M``), in
-    the order given; ``ValueError`` (one line naming ``flag``) on an empty item or a bad count."""
+    the order given; ``ValueError`` (one line naming ``flag``) on an empty item, a bad count or 0 (a cache of
+    no tokens holds nothing)."""
     out: list[int] = []
     for value in values or []:
         for part in str(value).split(","):
             if not part.strip():
                 raise ValueError(f"bad {flag} {value!r}: empty item in the comma-separated list")
-            out.append(parse_tokens(part, flag))
+            n = parse_tokens(part, flag)
+            if n < 1:
+                raise ValueError(f"{flag} must be at least 1 token, got {part.strip()}")
+            out.append(n)
     return out
 
 

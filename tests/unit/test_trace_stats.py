@@ -284,6 +284,7 @@ def test_command_json_to_stdout(small_trace, capsys):
         (["--strict"], ":2: bad JSON"),
         (["--capacity", "lots"], "bad --capacity"),
         (["--capacity", "1M,"], "bad --capacity"),
+        (["--capacity", "0"], "--capacity must be at least 1 token, got 0"),
         (["--block-tokens", "0"], "--block-tokens"),
         (["--block-tokens", "x"], "--block-tokens"),
         (["--block-tokens", "256"], "no valid rows"),
