@@ -10,6 +10,7 @@ from typing import Any
 
 from kvtui.core.errors import KvtuiError, OutputError
 from kvtui.core.files import write_atomic
+from kvtui.core.misses import MAX_KEYS
 
 
 def write_json_atomic(path: str, data: dict) -> None:
@@ -105,6 +106,8 @@ def format_summary(s: dict) -> str:
           if s.get(fig.AIPERF_SO_FAR.key) is not None else []),
         (fig.PAGES_HIT.label, of(fig.PAGES_HIT, fig.PAGES_TOTAL, fig.HIT_RATE_SESSION)),
         *([(fig.MISS_PAGES.label, miss_text(s["misses"]))] if s.get("misses") else []),
+        *([("", f"approximate: the history forgot {s['misses_keys_forgotten']:,} keys (it keeps "
+                f"{MAX_KEYS:,})")] if s.get("misses_keys_forgotten") else []),
         (fig.PAGES_PUBLISHED.label, f"{s['pages_published']:,} pages; {fig.PAGES_PRESENT.label} "
                                     f"{s['pages_already_present']:,}; {fig.PAGES_FAILED.label} {s['pages_failed']:,}"),
         (fig.VERIFIED.label, f"{s['verified_pages']:,} pages, {checked(verify)}; {fig.MISMATCHES.label} "

@@ -58,6 +58,7 @@ class RequestResult:
     prefill_worker: int = 0  # index of the prefill worker that published it
     bytes_local: int = 0  # of bytes_loaded, read from the decode worker's own segment (--segment-on decode)
     reasons: bytes = b""  # one MissReason per full page (see the class docstring)
+    keys_forgotten: int = 0  # keys the miss reasons' history dropped since the previous result (kvtui.core.misses)
 
     @property
     def tokens_hit(self) -> int:

@@ -28,17 +28,21 @@ the unbounded ideal's hit tokens (``trace-stats``) to the token, and first-use m
 
 :func:`classify` is the pure rule; :class:`MissTracker` keeps the run's key history it needs and classifies
 each finished request (the engine owns one, reset at each run). Memory: one 64-bit fingerprint per distinct
-key in one of two Python sets, about 80 bytes a key in CPython (a set slot and an int object; 77 measured
-with ``tracemalloc`` over 200k keys): ~3.5 MB for the ~44k pages of the ``synthetic`` trace, ~120 MB for the
-~1.5M of the full conversation trace; plus the fingerprints of the requests under way. Exact, not bounded:
-it grows with the run's distinct pages and is freed at the next run. The fingerprint is Python's 64-bit
-string hash of the key: two keys of a run share one with probability about n²/2⁶⁵ (6e-8 for 1.5M keys),
-which would count one first-use page as evicted or never stored.
+key in an ordered dict (its state), about 140 bytes a key in CPython (measured with ``tracemalloc``), for at
+most :data:`MAX_KEYS` keys (~70 MB):
+beyond that the keys touched longest ago are forgotten, and a later miss of a forgotten key counts as a first
+use, so the reasons are exact while a run has seen at most :data:`MAX_KEYS` distinct keys (the ~44k pages of
+``synthetic``: exact; the ~1.5M of the full conversation trace at 1 page a block: approximate) and approximate
+after;
+:attr:`MissTracker.forgotten` counts the keys forgotten, and the summary says it. Plus the fingerprints of the
+requests under way. The fingerprint is Python's 64-bit string hash of the key: two keys of a run share one
+with probability about n²/2⁶⁵ (6e-8 for 1.5M keys), which would count one first-use page as evicted or never
+stored.
 """
 
 from __future__ import annotations
 
-from collections import deque
+from collections import OrderedDict, deque
 from collections.abc import Sequence
 from enum import IntEnum
 
@@ -70,6 +74,9 @@ LABELS: dict[MissReason, str] = {MissReason.FIRST_USE: "first use", MissReason.E
 
 # a key's history in the run (what :func:`classify` reads)
 UNSEEN, COMPUTED, STORED = 0, 1, 2
+
+MAX_KEYS = 500_000
+"""The distinct keys a :class:`MissTracker` remembers at most (the least recently touched go first)."""
 
 
 def classify(states: bytes | Sequence[int], history: Sequence[int], in_flight: Sequence[bool]) -> bytes:
@@ -147,22 +154,30 @@ class MissTracker:
     did is theirs (rule 1), not history. Not thread-safe: one caller at a time. Memory: see the module
     docstring."""
 
-    def __init__(self) -> None:
-        self._stored: set[int] = set()
-        self._computed: set[int] = set()  # disjoint from _stored
+    def __init__(self, max_keys: int | None = None) -> None:
+        self.max_keys = max_keys if max_keys is not None else MAX_KEYS
+        self.forgotten = 0  # keys dropped from the history to stay within max_keys (0: the reasons are exact)
+        self._told = 0  # of them, those take_forgotten has handed out
+        self._seen: OrderedDict[int, int] = OrderedDict()  # fingerprint → STORED or COMPUTED, least recently
+        # touched first
         self._open: dict[int, _Open] = {}
         self._recent: deque[_Done] = deque()  # in the order they ended
         self._tick = 0
 
     def __len__(self) -> int:
-        """Distinct keys the run has seen."""
-        return len(self._stored) + len(self._computed)
+        """Distinct keys the history holds."""
+        return len(self._seen)
+
+    def take_forgotten(self) -> int:
+        """Keys forgotten since the last call (to add to a result: the summary says how approximate it is)."""
+        n, self._told = self.forgotten - self._told, self.forgotten
+        return n
 
     def reset(self) -> None:
         """Forget the run's history (a new run, or the store was cleared); requests under way stay tracked."""
-        self._stored.clear()
-        self._computed.clear()
+        self._seen.clear()
         self._recent.clear()
+        self.forgotten = self._told = 0
 
     def begin(self, seq: int, keys: Sequence[str]) -> None:
         """Request ``seq`` (submission order) was submitted with page ``keys`` (its full pages, in order)."""
@@ -190,22 +205,21 @@ class MissTracker:
         overlap = [d for d in self._recent if d.end > req.start]  # finished after req began
         history = self._history(fps, overlap)
         reasons = classify(full, history, self._in_flight(req, full, overlap))
-        stored, computed = self._stored, self._computed
+        seen = self._seen
         changed: dict[int, int] = {}
         mine = []
         for fp, state in zip(fps, full):
-            before = STORED if fp in stored else COMPUTED if fp in computed else UNSEEN
-            if state in _IN_STORE:
-                if before != STORED:
-                    stored.add(fp)
-                    computed.discard(fp)
-            elif before == UNSEEN:
-                computed.add(fp)
+            before = seen.get(fp, UNSEEN)
             now = STORED if state in _IN_STORE else max(before, COMPUTED)
+            seen[fp] = now
+            seen.move_to_end(fp)  # (the most recently touched: kept longest)
             if now != before:
                 changed.setdefault(fp, before)
             if state != PageState.HIT:
                 mine.append(fp)
+        while len(seen) > self.max_keys:  # the least recently touched go
+            seen.popitem(last=False)
+            self.forgotten += 1
         if self._open:  # requests under way began before this one ended: keep what it did for them
             self._recent.append(_Done(seq, self._tick, frozenset(mine), changed))
         self._prune()
@@ -213,8 +227,8 @@ class MissTracker:
 
     def _history(self, fps: list[int], overlap: list[_Done]) -> list[int]:
         """Per key: the run's history when the request began (the sets, less what ``overlap`` changed)."""
-        stored, computed = self._stored, self._computed
-        history = [STORED if fp in stored else COMPUTED if fp in computed else UNSEEN for fp in fps]
+        seen = self._seen
+        history = [seen.get(fp, UNSEEN) for fp in fps]
         if overlap:
             before: dict[int, int] = {}
             for done in overlap:  # (in the order they ended: the first change of a key holds its earlier history)

@@ -374,6 +374,7 @@ class Engine:
                                        res.t_end)
                 with self._chain_lock:  # (submit() calls the tracker too, from the feeder thread)
                     res.reasons = self._misses.finish(seq, res.states)
+                    res.keys_forgotten = self._misses.take_forgotten()
                 return res
             case RequestDropped(seq):
                 return Dropped(self._take(seq).req)

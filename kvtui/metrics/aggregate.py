@@ -42,7 +42,8 @@ AIPERF = ("aiperf_share_sum", "aiperf_requests")  # trace rows: the sum of their
 # (totals carry them once a request had an ``aiperf_share`` label; fig.AIPERF_SO_FAR is their quotient)
 MISS_PAGES = tuple(f"misses_{MISS_NAMES[r]}" for r in REASONS)  # missed full pages by reason (kvtui.core.misses)
 MISS_TOKENS = tuple(f"miss_tokens_{MISS_NAMES[r]}" for r in REASONS)  # their prompt tokens
-MISS_COUNTERS = MISS_PAGES + MISS_TOKENS  # totals carry them once a request had reasons
+MISS_FORGOTTEN = "miss_keys_forgotten"  # keys the miss reasons' history dropped (kvtui.core.misses.MAX_KEYS)
+MISS_COUNTERS = MISS_PAGES + MISS_TOKENS + (MISS_FORGOTTEN,)  # totals carry them once a request had reasons
 MISS_SHARES = tuple(f"miss_share_{MISS_NAMES[r]}" for r in REASONS)  # derived: tokens ÷ tokens_input
 WINDOW_COUNTERS = ("requests", "pages_total", "pages_hit", "tokens_input", "tokens_hit", fig.PROBE_ONLY.key,
                    fig.UNUSABLE.key) + IDEAL  # Frame.window_totals: these over the last window_s
@@ -227,6 +228,7 @@ class Aggregator:
                     n = r.reasons.count(reason)
                     c[page_key] += n
                     c[token_key] += n * r.page_tokens
+                c[MISS_FORGOTTEN] += r.keys_forgotten
             ideal = _ideal_tokens(r.labels)
             if ideal is not None:
                 c["ideal_tokens_hit"] += ideal
@@ -441,6 +443,8 @@ def _summary(totals: dict[str, float], errors: dict[str, int], latency: Snapshot
     ``elapsed`` seconds)."""
     t: dict[str, Any] = {k: v for k, v in totals.items() if k not in MISS_COUNTERS and k not in MISS_SHARES}
     t["misses"] = miss_summary(totals)
+    if totals.get(MISS_FORGOTTEN):  # (the reasons are approximate: see kvtui.core.misses)
+        t["misses_keys_forgotten"] = int(totals[MISS_FORGOTTEN])
     per_s = (lambda v: v / elapsed) if elapsed > 0 else (lambda v: 0.0)
     t.update({
         "elapsed_s": elapsed,

@@ -257,3 +257,21 @@ def test_the_request_log_has_each_request_reasons():
     assert [row[f"misses_{NAMES[x]}"] for x in REASONS] == [0, 1, 0, 1, 0]
     unclassified = request_row(RequestResult(1, "s", 16, 16, 16, 64, 1, 0, bytes([S.PUBLISHED])))
     assert all(unclassified[f"misses_{NAMES[x]}"] is None for x in REASONS)
+
+
+def test_the_history_keeps_at_most_max_keys_and_counts_what_it_forgot():
+    """Bounded memory: beyond ``max_keys`` the least recently touched keys go (counted in ``forgotten``, handed
+    out once by ``take_forgotten``); a later miss of a forgotten key counts as a first use, while a key touched
+    since stays known."""
+    from kvtui.core.misses import MissReason, MissTracker
+    from kvtui.core.pages import PageState as PS
+
+    t = MissTracker(max_keys=4)
+    for seq, keys in enumerate((["a", "b"], ["c", "d"], ["a", "e"])):  # a is touched again: b goes first
+        t.begin(seq, keys)
+        t.finish(seq, bytes([PS.PUBLISHED] * 2))
+    assert len(t) == 4 and t.forgotten == 1 and t.take_forgotten() == 1 and t.take_forgotten() == 0
+    t.begin(9, ["a", "b"])
+    assert list(t.finish(9, bytes([PS.PUBLISHED] * 2))) == [MissReason.EVICTED, MissReason.FIRST_USE]
+    t.reset()
+    assert len(t) == 0 and t.forgotten == 0

@@ -274,3 +274,14 @@ def test_the_summary_says_the_store_as_the_master_left_it():
     assert "store (master)        keys 1,234 · evicted 56,789 · alloc failures 0 · used 12.0 MiB of 64.0 MiB" in lines
     assert store_counts(None) == {} and not any(x.startswith("store (master)") for x in format_summary(
         _summary(store_at_end={})).splitlines())
+
+
+def test_the_summary_says_when_the_miss_reasons_are_approximate():
+    """Once the miss reasons' history forgot keys (kvtui.core.misses.MAX_KEYS), the summary says how many,
+    under the misses line; an exact run says nothing of it."""
+    from kvtui.core.misses import MAX_KEYS
+
+    misses = {"first_use": {"pages": 10, "tokens": 80, "share": 0.5}}
+    lines = format_summary(_summary(misses=misses, misses_keys_forgotten=12_345)).splitlines()
+    assert f"                      approximate: the history forgot 12,345 keys (it keeps {MAX_KEYS:,})" in lines
+    assert not any("approximate" in x for x in format_summary(_summary(misses=misses)).splitlines())
