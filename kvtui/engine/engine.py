@@ -514,39 +514,18 @@ class Engine:
     def master_reachable(self) -> bool:
         """True if the master's RPC port accepts a TCP connection (no store call, no lease), and so does the
         standalone real client's of dummy workers (while it is down their calls answer RPC_FAIL too). For an
-        HA cluster: a master serves with a segment mounted again (``/ha_status`` and ``/metrics``, when the
-        masters' admin URLs are known; a new leader serves ~0.5-1.5 s before the clients' heartbeats re-mount
-        their segments, and until then puts and gets fail), and kvtui's real client says it reaches it; else
-        the leader etcd names accepts a TCP connection (a leader warming up does not listen yet)."""
+        HA cluster: :func:`kvtui.engine.ha.leader_ready`, and kvtui's real client says it reaches the leader."""
+        from kvtui.engine import ha
         from kvtui.engine.store import probe_tcp, split_hostport
 
         endpoints = self._endpoints()
         if endpoints.ha:
-            if not self._leader_reachable(endpoints):
+            if not ha.leader_ready(endpoints.master, endpoints.masters):
                 return False
             if self.cluster is not None and not self.cluster.store_reaches_master():
                 return False
         return all(probe_tcp(*split_hostport(a), timeout_s=0.5)
                    for a in (endpoints.master if not endpoints.ha else "", endpoints.real_client) if a)
-
-    @staticmethod
-    def _leader_reachable(endpoints: ClusterEndpoints) -> bool:
-        from kvtui.engine import ha
-        from kvtui.engine.cluster import http_get
-        from kvtui.engine.samplers import parse_prometheus
-        from kvtui.engine.store import probe_tcp, split_hostport
-
-        if endpoints.masters:
-            url = ha.serving_url(endpoints.masters, timeout_s=0.5)
-            if url is None:
-                return False
-            status, body = http_get(url + "/metrics", timeout_s=0.5)
-            return status == 200 and parse_prometheus(body).get("master_total_capacity_bytes", 0.0) > 0
-        leader = ha.master_view(ha.parse_etcd(endpoints.master), timeout_s=0.5)
-        try:
-            return leader is not None and probe_tcp(*split_hostport(leader), timeout_s=0.5)
-        except ValueError:
-            return False
 
     def set_layout(self, layout: PageLayout) -> None:
         """Use page ``layout`` from the next submitted request on: every worker switches its connector and the

@@ -381,6 +381,23 @@ def capacity_bytes(url: str, timeout_s: float = 1.0) -> int | None:
     return master_metric(url, "master_total_capacity_bytes", timeout_s)
 
 
+def leader_ready(master: str, masters: Sequence[tuple[str, str]], timeout_s: float = 0.5) -> bool:
+    """Whether the HA cluster at ``master`` (``etcd://…``) takes requests now: with the masters' admin URLs
+    known (``masters``), one serves and has a segment mounted again (a new leader serves ~0.5-1.5 s before
+    the clients' heartbeats re-mount their segments, and until then puts and gets fail); else the leader etcd
+    names accepts a TCP connection (a leader warming up does not listen yet)."""
+    from kvtui.engine.store import probe_tcp, split_hostport
+
+    if masters:
+        url = serving_url(masters, timeout_s=timeout_s)
+        return url is not None and (capacity_bytes(url, timeout_s) or 0) > 0
+    leader = master_view(parse_etcd(master), timeout_s=timeout_s)
+    try:
+        return leader is not None and probe_tcp(*split_hostport(leader), timeout_s=timeout_s)
+    except ValueError:
+        return False
+
+
 LEDGER_CAP = 200_000
 """Keys a :class:`PublishedLedger` holds at most (~30 MiB); beyond it the oldest are forgotten (a store holds
 far fewer pages than this at kvtui's page sizes, so those are evicted long since)."""
@@ -409,28 +426,29 @@ OPLOG_FAILED = "OpLog queue failed"
 ``PutEnd: OpLog queue failed … err=-1401``): a standby never learns of that object, so a failover loses it."""
 
 
-def log_count(log_dir: str, name: str, since: int, text: str) -> tuple[int, int]:
-    """``(lines of master name's log after byte since that contain text, the log's size now)``; ``(0, since)``
-    when there is no log to read."""
+def _log_since(log_dir: str, name: str, since: int) -> bytes | None:
+    """Master ``name``'s log (``LOG_DIR/NAME.log``) after byte ``since``; None when there is none to read."""
     try:
         with open(Path(log_dir) / f"{name}.log", "rb") as f:
             f.seek(since)
-            data = f.read()
+            return f.read()
     except OSError:
-        return 0, since
-    return data.count(text.encode()), since + len(data)
+        return None
+
+
+def log_count(log_dir: str, name: str, since: int, text: str) -> tuple[int, int]:
+    """``(lines of master name's log after byte since that contain text, the log's size now)``; ``(0, since)``
+    when there is no log to read."""
+    data = _log_since(log_dir, name, since)
+    return (0, since) if data is None else (data.count(text.encode()), since + len(data))
 
 
 def restore_failure(log_dir: str, name: str, since: int) -> str | None:
     """The line of master ``name``'s log, after byte ``since``, that says its restore of the standby's state
     failed (:data:`RESTORE_FAILED`); None when there is none (or no log to read)."""
-    try:
-        with open(Path(log_dir) / f"{name}.log", "rb") as f:
-            f.seek(since)
-            text = f.read().decode("utf-8", "replace")
-    except OSError:
-        return None
-    return next((line.strip() for line in text.splitlines() if RESTORE_FAILED in line), None)
+    data = _log_since(log_dir, name, since)
+    lines = data.decode("utf-8", "replace").splitlines() if data else []
+    return next((line.strip() for line in lines if RESTORE_FAILED in line), None)
 
 
 class PublishedLedger:
