@@ -216,8 +216,7 @@ class FailoverWatch(threading.Thread):
         finally:
             with self._lock:
                 self.report.errors = dict(sorted(self._errors.items()))
-                for span, (hit, total) in self._pages.items():
-                    setattr(self.report, f"hit_rate_{span}", round(hit / total, 4) if total else None)
+                self._hit_rates()
             self.done.set()
             if self.on_done is not None:
                 self.on_done(self.report)
@@ -266,9 +265,13 @@ class FailoverWatch(threading.Thread):
         if rep.publish_s is not None:  # the hit rate after: the requests of the next AFTER_S
             self._halt.wait(max(0.0, rep.t_s + rep.publish_s + AFTER_S - self.engine.now()))
         with self._lock:
-            for span, (hit, total) in self._pages.items():
-                setattr(rep, f"hit_rate_{span}", round(hit / total, 4) if total else None)
+            self._hit_rates()
         self.log("info", rep.line())
+
+    def _hit_rates(self) -> None:
+        """The report's ``hit_rate_during`` and ``hit_rate_after`` from the pages counted so far (hold the lock)."""
+        for span, (hit, total) in self._pages.items():
+            setattr(self.report, f"hit_rate_{span}", round(hit / total, 4) if total else None)
 
     def _lost_text(self) -> str:
         rep = self.report

@@ -58,25 +58,24 @@ class StoreKeys:
     def restart_master(self) -> None:
         """Restart the embedded master (in a thread: it takes about a second to answer); a controller without
         ``restart_master`` (one that did not start the master) says it is unavailable."""
-        restart = getattr(self.host.controller, "restart_master", None)
-        if restart is None:
-            self.host.log_line("restarting the master is unavailable here", "error")
-            return
-        self.host.log_line("restarting the master…", "control")
-        self.host.run_worker(restart, name=RESTART_MASTER, group=RESTART_MASTER, thread=True, exclusive=True,
-                             exit_on_error=False)  # (a failed restart is one event-log line, worker_changed)
+        self._in_thread("restart_master", RESTART_MASTER, "restarting the master")
 
     def kill_leader(self) -> None:
         """SIGKILL the serving master of kvtui's HA cluster (in a thread: the controller first notes what the
         leader stores); the controller logs the failover as it goes. A controller without ``kill_leader`` (no
         HA cluster of kvtui's) says it is unavailable."""
-        kill = getattr(self.host.controller, "kill_leader", None)
-        if kill is None:
-            self.host.log_line("killing the leader is unavailable here (kvtui --ha N only)", "error")
+        self._in_thread("kill_leader", KILL_LEADER, "killing the leader", " (kvtui --ha N only)")
+
+    def _in_thread(self, method: str, name: str, doing: str, where: str = "") -> None:
+        """Call the controller's ``method`` in a worker thread called ``name``, saying ``doing…`` first, or that
+        it is unavailable here when the controller has no such method; a failure is one event-log line
+        (``worker_changed``)."""
+        fn = getattr(self.host.controller, method, None)
+        if fn is None:
+            self.host.log_line(f"{doing} is unavailable here{where}", "error")
             return
-        self.host.log_line("killing the leader…", "control")
-        self.host.run_worker(kill, name=KILL_LEADER, group=KILL_LEADER, thread=True, exclusive=True,
-                             exit_on_error=False)
+        self.host.log_line(f"{doing}…", "control")
+        self.host.run_worker(fn, name=name, group=name, thread=True, exclusive=True, exit_on_error=False)
 
     def worker_changed(self, event: Worker.StateChanged) -> None:
         """The outcome of a thread worker of :meth:`clear_store` or :meth:`restart_master` (others are not
