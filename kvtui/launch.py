@@ -28,18 +28,20 @@ SCRAPE_HZ = 2.0
 """Frames a second a session builds for its Prometheus exporter (a scrape serves the newest one)."""
 
 if TYPE_CHECKING:
-    from kvtui.engine.cluster import ClusterEndpoints
     from kvtui.engine.engine import Engine
     from kvtui.engine.options import EngineOptions
     from kvtui.live import LiveSession
+    from kvtui.mooncake.client import ClusterEndpoints
+    from kvtui.mooncake.cluster import ClusterOptions
+    from kvtui.mooncake.ops import MooncakeCluster
 
 
 def isolate(mode: str, explicit_ports: bool = False, hosts: bool = False) -> str:
     """Apply ``--isolate-network`` ``mode`` (``auto``, ``on``, ``off``): move this process into a private
-    network namespace whose only interface is loopback when it may (:func:`kvtui.engine.netns.isolate_network`),
+    network namespace whose only interface is loopback when it may (:func:`kvtui.mooncake.netns.isolate_network`),
     so the cluster and workers it starts inherit it. Returns a one-line description for the user.
     ``KvtuiError`` when ``on`` (or ``hosts``: emulated hosts need it) cannot be honoured."""
-    from kvtui.engine.netns import isolate_network
+    from kvtui.mooncake.netns import isolate_network
 
     why = "--isolate-network off"
     if explicit_ports and mode == "off":
@@ -73,30 +75,78 @@ def isolate_cluster(cluster: ClusterPlan) -> str | None:
     return text + (f"; every host's link {cluster.link_text} each way (tc tbf)" if cluster.link is not None else "")
 
 
-def start_engine(options: EngineOptions, endpoints: ClusterEndpoints | None) -> Engine:
-    """Start an :class:`~kvtui.engine.engine.Engine`, turning start-up failures into one-line errors."""
-    from kvtui.engine.cluster import ClusterError
-    from kvtui.engine.engine import Engine
-    from kvtui.engine.workers import WorkerError
+class Stack:
+    """A started cluster (embedded or attached: :class:`~kvtui.mooncake.ops.MooncakeCluster`) and the
+    :class:`~kvtui.engine.engine.Engine` whose workers are its clients. :meth:`stop` stops both together (use as
+    a context manager)."""
 
-    engine = Engine(options, endpoints)
+    def __init__(self, engine: Engine, cluster: MooncakeCluster) -> None:
+        self.engine, self.cluster = engine, cluster
+
+    def __enter__(self) -> Stack:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+    def stop(self) -> None:
+        """Stop the workers and, meanwhile, the embedded cluster (its logs kept when a worker died)."""
+        cluster = self.cluster
+        self.engine.stop(meanwhile=lambda trouble: cluster.stop(keep_logs=trouble))
+
+
+def start_stack(options: EngineOptions, cluster: ClusterOptions | ClusterEndpoints) -> Stack:
+    """Start the cluster (``ClusterOptions``: an embedded one, sized and placed as ``options`` say; endpoints:
+    attach to them), then the engine's workers over it. Raises what failed (``ClusterError``, ``WorkerError``,
+    ``StoreError``) after stopping whatever had started (the cluster's logs kept). Call from the main thread:
+    children die with the thread that started them."""
+    from dataclasses import replace as _replace
+
+    from kvtui.core.topology import worker_names
+    from kvtui.engine.engine import Engine
+    from kvtui.mooncake.client import ClusterEndpoints
+    from kvtui.mooncake.ops import MooncakeCluster
+
+    if isinstance(cluster, ClusterEndpoints):
+        backend = MooncakeCluster.attach(cluster)
+    else:
+        names = worker_names("prefill", options.prefill_workers) + worker_names("decode", options.decode_workers)
+        backend = MooncakeCluster.start(_replace(cluster, store_bytes=options.store_bytes,
+                                                 segment_on=options.segment_on, worker_names=tuple(names)))
+    engine = Engine(options, backend.endpoints)
     try:
         engine.start()
-    except (ClusterError, WorkerError, ValueError) as exc:
-        raise KvtuiError(str(exc).splitlines()[0] if isinstance(exc, WorkerError) else str(exc)) from None
-    return engine
+    except BaseException as exc:
+        backend.stop(keep_logs=isinstance(exc, Exception))
+        raise
+    return Stack(engine, backend)
+
+
+def start_engine(options: EngineOptions, cluster: ClusterOptions | ClusterEndpoints) -> Stack:
+    """:func:`start_stack`, turning start-up failures into one-line errors (:class:`KvtuiError`)."""
+    from kvtui.config.cluster import cluster_error_text
+    from kvtui.core.engine_api import WorkerError
+    from kvtui.mooncake.client import StoreError
+    from kvtui.mooncake.errors import ClusterError
+
+    try:
+        return start_stack(options, cluster)
+    except ClusterError as exc:
+        raise KvtuiError(cluster_error_text(exc)) from None
+    except (WorkerError, StoreError, ValueError) as exc:
+        raise KvtuiError(str(exc).splitlines()[0]) from None
 
 
 @contextmanager
-def engine_guard(engine: Engine, listener: Any = None) -> Iterator[None]:
-    """Between a started engine and its owner's own teardown (building its session, its outputs): a Ctrl-C, a
-    SIGTERM or an error there stops ``engine`` (its workers and embedded cluster, whose log folder is then
+def engine_guard(stack: Stack, listener: Any = None) -> Iterator[None]:
+    """Between a started stack and its owner's own teardown (building its session, its outputs): a Ctrl-C, a
+    SIGTERM or an error there stops ``stack`` (its workers and embedded cluster, whose log folder is then
     removed or named) and closes ``listener`` before it is re-raised, so nothing is left to the parent-death
     signal."""
     try:
         yield
     except BaseException:
-        engine.stop()
+        stack.stop()
         if listener is not None:
             listener.close()
         raise
@@ -115,13 +165,13 @@ def bind_listener(listen: ListenPlan | None) -> Any:
         raise KvtuiError(f"--listen {listen.host}:{listen.port}: cannot listen there ({exc.strerror or exc})") from None
 
 
-def attached_endpoints(cluster: ClusterPlan) -> ClusterEndpoints | None:
-    """The attached cluster's endpoints, with ``--log-dir`` for the workers' native logs (without it the
-    engine makes a temporary folder, removed after a run without trouble: :mod:`kvtui.engine.logs`); None for
-    an embedded cluster."""
-    if cluster.endpoints is None:
-        return None
-    return replace(cluster.endpoints, log_dir=cluster.log_dir or "")
+def cluster_of(plan: RunPlan, isolation: str | None) -> ClusterOptions | ClusterEndpoints:
+    """What :func:`start_stack` starts the plan's cluster from: an attached cluster's endpoints, with ``--log-dir``
+    for the workers' native logs (without it the engine makes a temporary folder, removed after a run without
+    trouble: :mod:`kvtui.runtime.logs`), or the embedded cluster's options."""
+    if plan.cluster.endpoints is None:
+        return plan.cluster_options(isolation)
+    return replace(plan.cluster.endpoints, log_dir=plan.cluster.log_dir or "")
 
 
 def open_session(plan: RunPlan, *, outputs: Outputs | None = None,
@@ -135,17 +185,18 @@ def open_session(plan: RunPlan, *, outputs: Outputs | None = None,
     from kvtui.metrics.aggregate import Aggregator
 
     isolation = isolate_cluster(plan.cluster)
-    options = plan.engine_options(isolation)
+    options = plan.engine_options()
     listener = bind_listener(plan.cluster.listen)  # (a busy --listen address fails before anything starts)
     try:
-        engine = start_engine(options, attached_endpoints(plan.cluster))  # from the main thread: children die with it
+        stack = start_engine(options, cluster_of(plan, isolation))  # from the main thread: children die with it
     except BaseException:
         if listener is not None:
             listener.close()
         raise
-    with engine_guard(engine, listener):  # until the session's own teardown takes over
+    with engine_guard(stack, listener):  # until the session's own teardown takes over
         session = LiveSession(
-            engine, plan.workload.build(), dict(plan.workload.description), concurrency=plan.concurrency,
+            stack.engine, plan.workload.build(), dict(plan.workload.description), cluster=stack.cluster,
+            concurrency=plan.concurrency,
             max_requests=plan.max_requests, duration_s=plan.run_for_s, duration_from=plan.started_at,
             layout_text=plan.layout.layout.describe(), layout_name=plan.layout.name,
             prompt_pages=plan.workload.prompt_pages, header=plan.header(),

@@ -28,12 +28,13 @@ from dataclasses import replace
 from typing import Any
 
 from kvtui.core.events import EngineEvent
-from kvtui.engine import ha
-from kvtui.engine.cluster import http_get
-from kvtui.engine.samplers import STORE_GAUGES, ProcessSampler, parse_prometheus
 from kvtui.metrics.aggregate import Aggregator
 from kvtui.metrics.frame import Frame
 from kvtui.metrics.producer import FrameProducer
+from kvtui.mooncake import ha
+from kvtui.mooncake.net import Metrics, http_get, is_etcd, parse_etcd, parse_metrics
+from kvtui.mooncake.samplers import STORE_GAUGES
+from kvtui.runtime.processes import ProcessSampler
 from kvtui.session.recording import Recording
 
 # master gauges and cumulative counters shown as they are (Prometheus names, upstream
@@ -69,7 +70,7 @@ def check_master(metrics_url: str, timeout_s: float = 2.0) -> None:
     status, body = http_get(metrics_url.rstrip("/") + "/metrics", timeout_s=timeout_s)
     if status == 0:
         raise NotAMaster(f"--metrics-url: nothing answers at {metrics_url}/metrics ({body})")
-    if status != 200 or IDENTITY not in parse_prometheus(body):
+    if status != 200 or IDENTITY not in parse_metrics(body):
         raise NotAMaster(f"--metrics-url {metrics_url} is not a Mooncake master's admin endpoint (its /metrics "
                          f"answered {status} without {IDENTITY})")
 
@@ -94,19 +95,9 @@ def _segments(base: str, labelled: dict[str, dict[str, float]]) -> list[dict]:
             for n in sorted(cap)[:SEGMENTS_KEPT]]
 
 
-def _labelled(text: str, names: tuple[str, ...]) -> dict[str, dict[str, float]]:
-    """``{name: {segment label: value}}`` of the labelled samples of ``names`` in a /metrics text."""
-    out: dict[str, dict[str, float]] = {}
-    for line in text.splitlines():
-        if line.startswith(names) and "{" in line:
-            name, rest = line.split("{", 1)
-            labels, _, value = rest.rpartition("}")
-            seg = labels.partition('segment="')[2].partition('"')[0]
-            try:
-                out.setdefault(name, {})[seg] = float(value)
-            except ValueError:
-                continue
-    return out
+def _labelled(metrics: Metrics, names: tuple[str, ...]) -> dict[str, dict[str, float]]:
+    """``{name: {segment label: value}}`` of the samples of ``names`` labelled with a segment."""
+    return {name: found for name in names if (found := metrics.by_label(name, "segment"))}
 
 
 class MasterSampler:
@@ -159,7 +150,8 @@ class MasterSampler:
                                    f"({body if status == 0 else f'HTTP {status}'}); watching for it")
             self.panel = {**self.panel, "up": False, **{k: 0.0 for k in RATES}, **part}
             return self.panel  # (the last good sample stays: a master that comes back is compared with it)
-        m = parse_prometheus(body)
+        metrics = parse_metrics(body)
+        m = metrics.unlabelled()
         panel: dict = {"up": True, **part}
         for name, key in GAUGES.items():
             if name in m:
@@ -185,8 +177,8 @@ class MasterSampler:
             if gets > 0:
                 rates["get_hit_ratio"] = max(0.0, m.get(GETS_VALID, 0.0) - prev.get(GETS_VALID, 0.0)) / gets
         panel.update(rates)
-        panel["segments"] = _segments(url, _labelled(body, ("segment_allocated_bytes",
-                                                            "segment_total_capacity_bytes")))
+        panel["segments"] = _segments(url, _labelled(metrics, ("segment_allocated_bytes",
+                                                               "segment_total_capacity_bytes")))
         hs, hbody = http_get(url + "/health", timeout_s=0.8)
         try:
             h = json.loads(hbody) if hs == 200 else {}
@@ -215,7 +207,7 @@ class ObserveSession:
         self.metrics_url, self.master = metrics_url.rstrip("/"), master
         self.interval_s = interval_s
         self.agg = aggregator or Aggregator()
-        etcd = ha.parse_etcd(master) if master and ha.is_etcd(master) else ()
+        etcd = parse_etcd(master) if master and is_etcd(master) else ()
         self.sampler = MasterSampler(self.metrics_url, self.log, masters=masters, etcd=etcd)
         self.procs = ProcessSampler({})
         self.header = {"command": "watch", "store_mode": "observe", "master": master, "metrics_url": metrics_url,

@@ -14,7 +14,7 @@ os.environ.setdefault("KVTUI_ISOLATE", "off")
 @pytest.fixture(scope="session")
 def cluster():
     """A real master + metadata server + 256 MiB store node on free loopback ports."""
-    from kvtui.engine.cluster import ClusterOptions, EmbeddedCluster
+    from kvtui.mooncake.cluster import ClusterOptions, EmbeddedCluster
 
     c = EmbeddedCluster(ClusterOptions(store_bytes=256 << 20))
     c.start()
@@ -28,7 +28,7 @@ def fresh_cluster(tmp_path):
     depend on what the store holds. The session cluster holds what earlier tests left, and its eviction
     (oldest unleased objects first, or a just-put object when most of the store is leased) can take the
     pages a test publishes before they are reused."""
-    from kvtui.engine.cluster import ClusterOptions, EmbeddedCluster
+    from kvtui.mooncake.cluster import ClusterOptions, EmbeddedCluster
 
     c = EmbeddedCluster(ClusterOptions(store_bytes=256 << 20, log_dir=str(tmp_path / "cluster-logs")))
     c.start()

@@ -1,5 +1,5 @@
 """``kvtui bench --link RATE --decode-workers M[,M…]``: aggregate reload throughput of M decode workers at
-once, each on an emulated host of its own, against M × the link's rate (:mod:`kvtui.engine.hosts`).
+once, each on an emulated host of its own, against M × the link's rate (:mod:`kvtui.mooncake.hosts`).
 
 For each M: a fresh embedded cluster on emulated hosts, every link shaped to ``RATE`` (tc tbf), M prefill
 workers each contributing an equal share of the store's segment (``--segment-on prefill``: the store's bytes
@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import time
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import replace
 
 import numpy as np
 
@@ -45,9 +46,8 @@ def measure_one(engines: BenchEngines, layout, link, m: int, prompt_tokens: int,
     """The figures of one M (see the module): ``decode_workers``, ``rounds`` (per round: ``MBps`` and the
     ``bytes``), ``aggregate_MBps_p50``, ``per_worker_MBps_p50`` (each worker's median reload rate),
     ``links_MBps`` (M × rate), ``verified``."""
-    from kvtui.engine.cluster import ClusterOptions
-    from kvtui.engine.engine import EngineOptions
     from kvtui.engine.protocol import Publish
+    from kvtui.mooncake.cluster import ClusterOptions
 
     prompts = [np.arange(prompt_tokens, dtype=np.uint32) + 3000 + 10_000_000 * i for i in range(m)]
     seconds = []
@@ -55,11 +55,11 @@ def measure_one(engines: BenchEngines, layout, link, m: int, prompt_tokens: int,
         s = p.copy()
         s[shared_tokens:] += 1_000_000
         seconds.append(s)
-    opts = EngineOptions(layout=layout, model=engines.model, scheme=engines.scheme, namespace=engines.namespace,
-                         segment_on="prefill", store_bytes=engines.store_bytes * m, read_streams=1,
-                         cluster=ClusterOptions(hosts=True, link=link), prefill_workers=m, decode_workers=m)
+    opts = replace(engines.options(layout, "prefill"), store_bytes=engines.store_bytes * m, prefill_workers=m,
+                   decode_workers=m)
     say(f"{m} decode worker{'s' if m > 1 else ''}: starting {2 * m} workers on emulated hosts, links {link.text()}…")
-    engine = engines.start(opts, None)
+    stack = engines.start(opts, ClusterOptions(hosts=True, link=link))
+    engine = stack.engine
     try:
         for h, p in zip(engine.prefills, prompts):
             h.call(Publish(p))
@@ -69,7 +69,7 @@ def measure_one(engines: BenchEngines, layout, link, m: int, prompt_tokens: int,
         rounds = [results for results, _ms in timed]
         env = environment(engine.endpoints)
     finally:
-        engine.stop()
+        stack.stop()
     rate = link.rate_bytes_per_s / 1e6
     per_round = []
     for results, wall_ms in timed:

@@ -25,7 +25,7 @@ import signal
 import time
 from typing import NoReturn
 
-from kvtui.engine.procs import exit_now, start_shielded
+from kvtui.runtime.procs import exit_now, start_shielded
 
 READY = b"ready"
 FAILED = b"E"  # the writer's answer when a put raised: FAILED + the error's one line
@@ -52,13 +52,13 @@ def _check(codes, call: str) -> None:
 
 
 def _quiet(endpoints: dict, log_name: str) -> None:
-    from kvtui.engine.procs import parent_death_signal
+    from kvtui.runtime.procs import parent_death_signal
 
     parent_death_signal()
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # a Ctrl-C reaches the whole process group: the parent stops
     signal.signal(signal.SIGHUP, signal.SIG_IGN)  # us (bare_replay's terminate) and reports it in one line
     if endpoints.get("log_dir"):
-        from kvtui.engine.store import redirect_native_stderr
+        from kvtui.mooncake.client import redirect_native_stderr
 
         redirect_native_stderr(f"{endpoints['log_dir']}/{log_name}.log")
 
@@ -85,9 +85,9 @@ def _bare_main(conn, endpoints: dict, layout: dict, model: str, trace: str, bloc
 
 def _leave(endpoints: dict, code: int) -> NoReturn:
     """End a loop's process with ``code``. With an HA cluster's client it leaves with ``os._exit``: that
-    client is never closed (``kvtui.engine.store``), and the interpreter's exit would run its destructor,
+    client is never closed (``kvtui.mooncake.client``), and the interpreter's exit would run its destructor,
     which waits ~30 s or more for a change of the master view."""
-    from kvtui.engine.store import is_etcd
+    from kvtui.mooncake.client import is_etcd
 
     if is_etcd(endpoints.get("master", "")):
         exit_now(code)
@@ -98,7 +98,7 @@ def _replay(endpoints: dict, layout: dict, model: str, trace: str, block_tokens:
     from kvtui.core.layout import PageLayout
     from kvtui.core.sched import pin_calling_thread
     from kvtui.engine.keys import PageKeyer
-    from kvtui.engine.store import open_client
+    from kvtui.mooncake.client import open_client
     from workload import TraceWorkload, read_trace
 
     lay = PageLayout(**layout)
@@ -150,7 +150,7 @@ def _writer_main(reader, endpoints: dict, layout: dict) -> None:
     an empty message ends it, answered with the CPU seconds this process spent since it was ready."""
     from kvtui.core.layout import PageLayout
     from kvtui.core.sched import pin_calling_thread
-    from kvtui.engine.store import open_client
+    from kvtui.mooncake.client import open_client
 
     _quiet(endpoints, "bare-writer")
     pb = PageLayout(**layout).page_bytes

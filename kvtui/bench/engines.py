@@ -22,10 +22,10 @@ def say(msg: str) -> None:
 @dataclass(frozen=True)
 class BenchEngines:
     """How a bench starts its engines: the key naming (``model``, ``scheme``, ``namespace``), the embedded
-    segment's size ``store_bytes`` (bytes), and ``start(options, endpoints) -> Engine``, which starts an
-    :class:`~kvtui.engine.engine.Engine` and turns start-up failures into one-line errors (the command passes
-    its own, so a bench fails the way ``kvtui run`` does); ``verify``: how its decode workers check loaded
-    pages (``--verify``: ``full`` or ``sampled``, :mod:`kvtui.core.verify`)."""
+    segment's size ``store_bytes`` (bytes), and ``start(options, cluster) -> Stack``, which starts a cluster
+    and an engine over it (:func:`kvtui.launch.start_engine`: start-up failures become one-line errors, so a
+    bench fails the way ``kvtui run`` does); ``verify``: how its decode workers check loaded pages
+    (``--verify``: ``full`` or ``sampled``, :mod:`kvtui.core.verify`)."""
 
     model: str
     scheme: str
@@ -34,21 +34,26 @@ class BenchEngines:
     start: Callable
     verify: str = "full"
 
+    def options(self, layout, segment_on: str = "store", **changes):
+        """The :class:`~kvtui.engine.options.EngineOptions` of a bench engine of ``layout``: one read stream,
+        the segment on ``segment_on``, then ``changes``."""
+        from kvtui.engine.options import EngineOptions
+
+        return EngineOptions(layout=layout, model=self.model, scheme=self.scheme, namespace=self.namespace,
+                             segment_on=segment_on, store_bytes=self.store_bytes, read_streams=1, verify=self.verify,
+                             **changes)
+
     def engine(self, layout, segment_on: str = "store", endpoints=None, cluster=None, worker_client: str = "dummy"):
-        """A started engine of ``layout``, one read stream, the segment on ``segment_on``; with ``endpoints``
-        it attaches to that cluster (no segment of its own) instead of starting one. ``cluster``: the
-        embedded cluster's :class:`~kvtui.engine.cluster.ClusterOptions` (default ones, with ``worker_client``:
-        ``dummy``, the default of ``kvtui watch``/``run`` for this setup, or ``real``, the TCP path; a segment
-        on the workers is always ``real``, :data:`~kvtui.engine.cluster.WORKER_CLIENTS`)."""
-        from kvtui.engine.cluster import ClusterOptions
-        from kvtui.engine.engine import EngineOptions
+        """A started :class:`~kvtui.launch.Stack` (an engine of :meth:`options` over its cluster); with
+        ``endpoints`` it attaches to that cluster (no segment of its own) instead of starting one. ``cluster``:
+        the embedded cluster's :class:`~kvtui.mooncake.cluster.ClusterOptions` (default ones, with
+        ``worker_client``: ``dummy``, the default of ``kvtui watch``/``run`` for this setup, or ``real``, the TCP
+        path; a segment on the workers is always ``real``, :data:`~kvtui.mooncake.cluster.WORKER_CLIENTS`)."""
+        from kvtui.mooncake.cluster import ClusterOptions
 
         if cluster is None:
             cluster = ClusterOptions(worker_client=worker_client if segment_on == "store" else "real")
-        opts = EngineOptions(layout=layout, model=self.model, scheme=self.scheme, namespace=self.namespace,
-                             segment_on=segment_on, store_bytes=self.store_bytes, read_streams=1, cluster=cluster,
-                             verify=self.verify)
-        return self.start(opts, endpoints)
+        return self.start(self.options(layout, segment_on), endpoints if endpoints is not None else cluster)
 
 
 def default_workload(layout):
@@ -100,7 +105,7 @@ class BrokenStoreWatch:
     def check(self, what: str) -> None:
         """``StoreError`` ("WHAT met a broken store (N NAME answers …)") when a result counted was broken."""
         if self.down:
-            from kvtui.engine.store import StoreError
+            from kvtui.mooncake.client import StoreError
 
             name, n = self.down.most_common(1)[0]
             raise StoreError(f"{what} met a broken store ({n} {name} answers: the master or the store node stopped "

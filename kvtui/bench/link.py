@@ -1,4 +1,4 @@
-"""``kvtui bench --link RATE``: reload throughput across an emulated link (:mod:`kvtui.engine.hosts`)
+"""``kvtui bench --link RATE``: reload throughput across an emulated link (:mod:`kvtui.mooncake.hosts`)
 against the link's rate.
 
 The engine runs on emulated hosts (``--hosts auto``): the store node's segment on one host, the decode worker
@@ -28,15 +28,16 @@ def measure_link(engines: BenchEngines, layout, link, prompt_tokens: int, shared
                  iterations: int) -> dict:
     """Run the link bench; returns every figure of ``kvtui bench --link --json``: ``link`` (its text and
     ``rate_MBps``), ``reload`` (:func:`~kvtui.bench.reuse.reload_figures`), ``raw_MBps_p50``, ``ratios``,
-    ``targets``, ``verified`` and ``environment``. ``link``: a :class:`~kvtui.engine.hosts.LinkSpec`."""
-    from kvtui.engine.cluster import ClusterOptions
+    ``targets``, ``verified`` and ``environment``. ``link``: a :class:`~kvtui.mooncake.hosts.LinkSpec`."""
     from kvtui.engine.protocol import Publish
+    from kvtui.mooncake.cluster import ClusterOptions
 
     prompt = np.arange(prompt_tokens, dtype=np.uint32) + 3000
     second = prompt.copy()
     second[shared_tokens:] += 1_000_000
     say(f"starting the cluster on emulated hosts, every link shaped to {link.text()}…")
-    engine = engines.engine(layout, cluster=ClusterOptions(hosts=True, link=link))
+    stack = engines.engine(layout, cluster=ClusterOptions(hosts=True, link=link))
+    engine = stack.engine
     try:
         say(f"publishing a {prompt_tokens}-token prompt across the prefill host's link…")
         pub = engine.prefill.call(Publish(prompt))
@@ -45,7 +46,7 @@ def measure_link(engines: BenchEngines, layout, link, prompt_tokens: int, shared
         runs, raw = _interleaved(engine, second, iterations)
         env = environment(engine.endpoints)
     finally:
-        engine.stop()
+        stack.stop()
     fig = reload_figures(runs)
     hit = runs[0].pages_hit
     raw_ms = median([r.wall_ms for r in raw])

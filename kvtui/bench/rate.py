@@ -81,8 +81,9 @@ def measure_rate(engines: BenchEngines, layout, seconds: float = 8.0) -> dict:
     window = seconds / RATE_ORDER.count("full")
     say(f"request rate: {spec.scenario} closed loop, after {RATE_WARM_S:g} s windows of {window:g} s with each "
         f"page checked {', '.join(RATE_ORDER)} (--verify), store-call time per request from the same requests…")
-    engine = engines.engine(layout)
-    session = LiveSession(engine, SyntheticWorkload(spec), synthetic_description(spec),
+    stack = engines.engine(layout)
+    engine = stack.engine
+    session = LiveSession(engine, SyntheticWorkload(spec), synthetic_description(spec), cluster=stack.cluster,
                           layout_text=layout.describe())
     finished: list = []  # (engine seconds, result) of every request, appended by the session's thread
     broken = BrokenStoreWatch()  # (a run waits an outage out: the window would count it as store-call time)

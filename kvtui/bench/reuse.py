@@ -101,15 +101,15 @@ def _tiny_case(engines: BenchEngines, endpoints) -> dict:
     from kvtui.core.layout import PRESETS
 
     tiny = PRESETS["tiny"]
-    t = engines.engine(tiny, endpoints=endpoints)
+    stack = engines.engine(tiny, endpoints=endpoints)
     try:
         prompt = np.arange(4 * tiny.page_tokens, dtype=np.uint32) + 7
         second = prompt.copy()
         second[3 * tiny.page_tokens:] += 5000
-        t.prefill.call(Publish(prompt))
-        r = t.decode.call(Reload(second))
+        stack.engine.prefill.call(Publish(prompt))
+        r = stack.engine.decode.call(Reload(second))
     finally:
-        t.stop()
+        stack.stop()
     return {"pages_total": r.pages_total, "pages_hit": r.pages_hit, "tokens_skipped": r.pages_hit * tiny.page_tokens,
             "verified": r.verified == r.pages_hit and r.mismatches == 0, "page_bytes": tiny.page_bytes}
 
@@ -126,7 +126,8 @@ def measure_reuse(engines: BenchEngines, layout, case: ReuseCase, estimator=None
 
     engine_client = "dummy"  # kvtui watch/run's default here: --worker-client auto (kvtui.commands.topology_args)
     say("starting embedded cluster (the segment on mooncake_client, the workers dummy clients of it)…")
-    engine = engines.engine(layout, worker_client=engine_client)
+    stack = engines.engine(layout, worker_client=engine_client)
+    engine = stack.engine
     try:
         say(f"publishing a {case.prompt_tokens}-token prompt {PUBLISH_RUNS}× (store emptied between runs)…")
         pubs = _publish_runs(engine, prompt)
@@ -147,15 +148,16 @@ def measure_reuse(engines: BenchEngines, layout, case: ReuseCase, estimator=None
             streams[n] = reload_figures([t.result for t in engine.decode.call(BenchReload(second, case.iterations))])
         best_n = max(streams, key=lambda n: streams[n]["MBps_p50"])
         say("the PR example's tiny layout (3 of 4 pages shared)…")
-        tiny = _tiny_case(engines, engine.endpoints)
+        tiny = _tiny_case(engines, stack.cluster.endpoints)
     finally:
-        engine.stop()
+        stack.stop()
 
     say("again with the segment co-located with the decode worker, each reload followed by a memcpy of the "
         "same bytes…")
     nbytes = hit * layout.page_bytes
     copy, copies = Memcpy(max(1, nbytes)), []
-    engine = engines.engine(layout, segment_on="decode")
+    stack = engines.engine(layout, segment_on="decode")
+    engine = stack.engine
     try:
         engine.prefill.call(Publish(prompt))
         engine.decode.call(BenchReload(second, 1))  # first touch of the reload buffer, untimed
@@ -168,7 +170,7 @@ def measure_reuse(engines: BenchEngines, layout, case: ReuseCase, estimator=None
                 copies.append(copy.once())
             co_streams[n] = reload_figures(co_runs)
     finally:
-        engine.stop()
+        stack.stop()
     del copy
     co = max(co_streams.values(), key=lambda f: f["MBps_p50"])
 
@@ -177,13 +179,14 @@ def measure_reuse(engines: BenchEngines, layout, case: ReuseCase, estimator=None
     rate = measure_rate(engines, layout)
 
     say("again on the TCP path: a store node and real clients (--worker-client real)…")
-    engine = engines.engine(layout, worker_client="real")
+    stack = engines.engine(layout, worker_client="real")
+    engine = stack.engine
     try:
         engine.prefill.call(Publish(prompt))
         engine.decode.call(BenchReload(second, 1))  # first touch of the reload buffer, untimed
         tcp_runs, tcp_raw = _interleaved(engine, second, case.iterations)
     finally:
-        engine.stop()
+        stack.stop()
     tcp_path = reload_figures(tcp_runs)
     tcp_path["raw_get_MBps_p50"] = nbytes / (median([r.wall_ms for r in tcp_raw]) / 1e3) / 1e6
 

@@ -70,14 +70,15 @@ def run_sweep(plan: SweepPlan, start: Callable, progress: Callable[[int, int, di
     ``KeyboardInterrupt`` of a Ctrl-C or SIGTERM, or the ``StoreError`` of a point whose store broke (its
     master or store node stopped answering: a run would wait for ever, and the point's hit rate would be
     void). The result then holds the points that finished, ``interrupted`` True; the caller writes it, then
-    re-raises or says it. ``start(options) -> Engine`` starts an engine (the command's, so that
-    start-up failures are one line); ``progress(point index, rows done in that point, status)`` is called
-    every :data:`POLL_S` s and when a point ends (``status``: ``real`` token hit rate so far, ``keys``).
+    re-raises or says it. ``start(options, cluster_options) -> Stack`` starts a cluster and an engine over it
+    (the command's, so that start-up failures are one line); ``progress(point index, rows done in that point,
+    status)`` is called every :data:`POLL_S` s and when a point ends (``status``: ``real`` token hit rate so
+    far, ``keys``).
     ``RuntimeError`` (one line) if a point's driver fails."""
     from kvtui import __version__
-    from kvtui.engine.cluster import ClusterOptions
-    from kvtui.engine.engine import EngineOptions
-    from kvtui.engine.store import StoreError
+    from kvtui.engine.options import EngineOptions
+    from kvtui.mooncake.client import StoreError
+    from kvtui.mooncake.cluster import ClusterOptions
     from kvtui.session.writer import mooncake_version
 
     lru, best, ideal, input_tokens = offline_curve(plan)
@@ -87,9 +88,9 @@ def run_sweep(plan: SweepPlan, start: Callable, progress: Callable[[int, int, di
                            isolation=plan.isolation)
     for i, size in enumerate(plan.sizes):
         opts = EngineOptions(layout=plan.layout, model=plan.model, store_bytes=size.segment_bytes, concurrency=1,
-                             read_streams=1, cluster=copts)
+                             read_streams=1)
         try:
-            points.append(replace(_run_point(plan, size, lru[i], start(opts), i, progress),
+            points.append(replace(_run_point(plan, size, lru[i], start(opts, copts), i, progress),
                                   min_token_hit_rate=best[i]))
         except (KeyboardInterrupt, StoreError) as exc:
             interrupted = exc
@@ -105,27 +106,27 @@ def run_sweep(plan: SweepPlan, start: Callable, progress: Callable[[int, int, di
     return result, interrupted
 
 
-def _lost_process(engine) -> str | None:
+def _lost_process(cluster) -> str | None:
     """``its store node (exit code -9)`` when a process of the point's embedded cluster exited, else None."""
-    proc = engine.dead_cluster_process()
+    proc = cluster.dead_process()
     return None if proc is None else f"its {proc.title.removeprefix('the ')} (exit code {proc.popen.returncode})"
 
 
-def _run_point(plan: SweepPlan, size: PointSize, lru_rate: float, engine, index: int, progress) -> SweepPoint:
-    """Replay the rows through ``engine`` (started on a segment of ``size``); stops the engine (and its
-    cluster) before returning or raising; ``StoreError`` when the store broke under it
+def _run_point(plan: SweepPlan, size: PointSize, lru_rate: float, stack, index: int, progress) -> SweepPoint:
+    """Replay the rows through ``stack`` (an engine started on a segment of ``size``, and its cluster); stops
+    both before returning or raising; ``StoreError`` when the store broke under it
     (:class:`~kvtui.bench.engines.BrokenStoreWatch`) or a process of its cluster died."""
     from kvtui.bench.engines import BrokenStoreWatch
-    from kvtui.engine.procs import uninterrupted
-    from kvtui.engine.samplers import StoreSampler
-    from kvtui.engine.store import StoreError
     from kvtui.live import LiveSession
     from kvtui.metrics.aggregate import summary_from_frame
+    from kvtui.mooncake.client import StoreError
+    from kvtui.runtime.procs import uninterrupted
     from workload import TraceWorkload
 
     desc = {"kind": "trace", "name": plan.label, "done": 0, "total": len(plan.rows), "complete": False}
     workload = TraceWorkload(plan.rows, block_tokens=plan.block_tokens, speed=None, name=plan.label)
-    session = LiveSession(engine, workload, desc, concurrency=1, layout_text=plan.layout.describe())
+    session = LiveSession(stack.engine, workload, desc, cluster=stack.cluster, concurrency=1,
+                          layout_text=plan.layout.describe())
     broken = BrokenStoreWatch()
     session.subscribe_results(broken.count)
     keys_max = 0
@@ -134,14 +135,14 @@ def _run_point(plan: SweepPlan, size: PointSize, lru_rate: float, engine, index:
         session.start()
         while not session.driver.done.wait(POLL_S):
             broken.check(f"the point of {size.capacity_tokens:,} tokens")
-            if gone := _lost_process(engine):  # (a store call to a dead store node can wait long before it fails)
+            if gone := _lost_process(stack.cluster):  # (a store call to a dead store node can wait long to fail)
                 raise StoreError(f"the point of {size.capacity_tokens:,} tokens lost {gone}")
             keys_max = max(keys_max, int(session.panels.store.get("keys") or 0))
             if progress is not None:
                 t = session.agg.totals()
                 progress(index, session.driver.completed, {"real": t["token_hit_rate"], "keys": keys_max})
         elapsed = time.perf_counter() - t0
-        scrape = StoreSampler(engine.endpoints.metrics_url).sample()  # after the last put: nothing in flight
+        scrape = session.panels.refresh_store()  # after the last put: nothing in flight
     except BaseException:
         with uninterrupted():
             session.stop()

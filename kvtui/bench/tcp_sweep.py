@@ -61,13 +61,14 @@ def _environment(setting: dict[str, str]):
 
 def _one(engines: BenchEngines, layout, prompt: np.ndarray, second: np.ndarray, iterations: int) -> dict:
     """One setting on a fresh cluster: publish, ``iterations`` timed reloads of the shared prefix."""
-    engine = engines.engine(layout, worker_client="real")  # (the TCP path: a store node, real clients)
+    stack = engines.engine(layout, worker_client="real")  # (the TCP path: a store node, real clients)
+    engine = stack.engine
     try:
         engine.prefill.call(Publish(prompt))
         engine.decode.call(BenchReload(second, 1))  # first touch of the reload buffer, untimed
         runs = [t.result for t in engine.decode.call(BenchReload(second, iterations))]
     finally:
-        engine.stop()
+        stack.stop()
     return {**reload_figures(runs), "bytes": runs[0].bytes_loaded}
 
 

@@ -91,7 +91,7 @@ def replay_through(engine, requests: list, on_result) -> None:
     stops answering mid-replay: a ``kvtui run`` holds dispatch until it answers again, but a bench cannot
     measure across an outage, so it stops at once instead of waiting for ever."""
     from kvtui.engine.driver import Driver
-    from kvtui.engine.store import StoreError
+    from kvtui.mooncake.client import StoreError
 
     outage: list[str] = []
 
@@ -131,7 +131,8 @@ def measure_trace(engines: BenchEngines, layout, trace: str, rows: list, block_t
 
     engines = replace(engines, model=f"{engines.model}-engine-{uuid.uuid4().hex[:6]}")
     say(f"starting embedded cluster and workers ({layout.describe()})…")
-    engine = engines.engine(layout)
+    stack = engines.engine(layout)
+    engine = stack.engine
     done: list[dict] = []
     folder = Path(tempfile.mkdtemp(prefix="kvtui-bench-trace-"))
     bare_trace = folder / "rows.jsonl"  # the very rows the engine replays (--prefix-scale & co. applied)
@@ -154,8 +155,7 @@ def measure_trace(engines: BenchEngines, layout, trace: str, rows: list, block_t
                     cpu[side.key] = cpu_ms_per_request(cpu0, cpu_seconds(pids), len(rows))
                     del requests
                 else:  # the cluster's processes serve the loop; the (idle) workers are left out
-                    cluster = {name: pid for name, pid in engine.worker_pids().items()
-                               if name not in ("prefill", "decode")}
+                    cluster = stack.cluster.pids()
                     cpu0 = cpu_seconds(cluster)
                     two = side.key == "two_process_loop"
                     n, times[side.key], hits[side.key], loop_cpu, writer_cpu = bare_replay(
@@ -177,7 +177,7 @@ def measure_trace(engines: BenchEngines, layout, trace: str, rows: list, block_t
                 f"{two_s:.1f} s → engine/bare loop {bare_s / engine_s:.2f} "
                 f"(engine/two-process loop {two_s / engine_s:.2f})")
     finally:
-        engine.stop()
+        stack.stop()
         shutil.rmtree(folder, ignore_errors=True)
     best = {side.key: min(x[f"{side.key}_s"] for x in done) for side in SIDES}
     last = done[-1]

@@ -35,7 +35,8 @@ def measure_ui(engines: BenchEngines, layout, seconds: float, rounds: int, refre
     spec = default_workload(layout)
     desc = synthetic_description(spec)
     say(f"starting embedded cluster and workers ({layout.describe()})…")
-    engine = engines.engine(layout)
+    stack = engines.engine(layout)
+    engine = stack.engine
     me = psutil.Process()
     # Sessions are started from one thread made now: threads inherit the nice value of the thread that
     # starts them, and run_app leaves this thread nicer when it may not lower it again (no CAP_SYS_NICE),
@@ -47,8 +48,8 @@ def measure_ui(engines: BenchEngines, layout, seconds: float, rounds: int, refre
         for r in range(rounds):
             for phase in ("headless", "monitor")[:: 1 if r % 2 == 0 else -1]:  # ABBA: warm-up favours neither
                 engine.clear_store()
-                session = LiveSession(engine, SyntheticWorkload(spec), desc, layout_text=layout.describe(),
-                                      owns_engine=False)
+                session = LiveSession(engine, SyntheticWorkload(spec), desc, cluster=stack.cluster,
+                                      layout_text=layout.describe(), owns_engine=False)
                 broken = BrokenStoreWatch()  # (a run would wait an outage out: a round would count its pause)
                 session.subscribe_results(broken.count)
                 say(f"round {r + 1}/{rounds}, {phase}: {seconds:g} s of {spec.scenario} after "
@@ -84,7 +85,8 @@ def measure_ui(engines: BenchEngines, layout, seconds: float, rounds: int, refre
             raise KvtuiError("a round without the monitor completed no request: no ratio to report "
                              "(the per-round rates are above)")
         paired = median([m / h for m, h in zip(runs["monitor"], runs["headless"])])
-        session = LiveSession(engine, SyntheticWorkload(spec), desc, layout_text=layout.describe(), owns_engine=False)
+        session = LiveSession(engine, SyntheticWorkload(spec), desc, cluster=stack.cluster,
+                              layout_text=layout.describe(), owns_engine=False)
         try:
             launcher.submit(session.start).result()
             time.sleep(1.0)
@@ -101,7 +103,7 @@ def measure_ui(engines: BenchEngines, layout, seconds: float, rounds: int, refre
             session.stop()
     finally:
         launcher.shutdown()
-        engine.stop()
+        stack.stop()
     return {"layout": layout.as_dict(), "seconds": seconds, "warm_up_seconds": UI_WARM_S, "rounds": runs,
             "refresh_hz": refresh_hz,
             "headless_rps": rates["headless"], "monitor_rps": rates["monitor"],

@@ -224,9 +224,9 @@ def run(args: argparse.Namespace, started_at: float | None = None) -> int:
         out, text, code = _measure(b, args.trace, engines, layout, estimator, link, counts, rows, problems)
     except Exception as exc:
         from kvtui.bench.bare import LoopError
-        from kvtui.engine.cluster import ClusterError
-        from kvtui.engine.store import StoreError
         from kvtui.engine.workers import WorkerError
+        from kvtui.mooncake.client import StoreError
+        from kvtui.mooncake.cluster import ClusterError
 
         if not isinstance(exc, (LoopError, ClusterError, StoreError, WorkerError)):
             raise

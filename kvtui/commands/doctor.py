@@ -100,7 +100,7 @@ def checks() -> list[tuple[bool, str]]:
     if wheels:
         out.append(check_import())
         try:
-            from kvtui.engine.cluster import ClusterError, master_binary
+            from kvtui.mooncake.cluster import ClusterError, master_binary
 
             out.append((True, f"mooncake_master binary: {master_binary()}"))
             client = Path(master_binary()).with_name("mooncake_client")
@@ -109,7 +109,7 @@ def checks() -> list[tuple[bool, str]]:
         except ClusterError as exc:
             out.append((False, str(exc)))
     out.append(check_ports())
-    from kvtui.engine.netns import isolation_possible
+    from kvtui.mooncake.netns import isolation_possible
 
     reason = isolation_possible()
     if reason is None:
@@ -125,7 +125,7 @@ def checks() -> list[tuple[bool, str]]:
 def check_etcd() -> tuple[bool, str]:
     """Whether ``--ha N`` can run: an etcd binary (Debian's ``etcd-server``, or ``KVTUI_ETCD``) and its version.
     Never a failure: only that flag needs it (attaching to an HA cluster needs its etcd, not one here)."""
-    from kvtui.engine.ha import ETCD_BINARY_ENV, etcd_binary, etcd_version
+    from kvtui.mooncake.ha import ETCD_BINARY_ENV, etcd_binary, etcd_version
 
     binary = etcd_binary()
     if binary is None:
@@ -138,7 +138,7 @@ def check_etcd() -> tuple[bool, str]:
 def check_host_tools(isolation_reason: str | None) -> tuple[bool, str]:
     """Whether ``--hosts auto`` can run: network namespaces (``isolation_reason`` None) and the ``ip``,
     ``tc``, ``unshare`` and ``nsenter`` tools (iproute2, util-linux). Never a failure: only that flag needs it."""
-    from kvtui.engine.hosts import missing_tools
+    from kvtui.mooncake.hosts import missing_tools
 
     missing = missing_tools()
     if isolation_reason is None and not missing:

@@ -27,8 +27,8 @@ def check_observe_args(args: argparse.Namespace) -> list[str]:
     """The masters' admin URLs of ``--metrics-url``; ``KvtuiError`` (one line) for a flag observe mode cannot
     use, a missing ``--metrics-url``, a metrics URL that is not a Mooncake master's, or a ``--master`` nothing
     answers at."""
-    from kvtui.engine import ha
-    from kvtui.engine.store import probe_tcp, split_hostport
+    from kvtui.mooncake import ha
+    from kvtui.mooncake.net import is_etcd, parse_etcd, probe_tcp, split_hostport
     from kvtui.observe import NotAMaster, check_master
 
     for attr, flag in _REFUSED:
@@ -38,11 +38,11 @@ def check_observe_args(args: argparse.Namespace) -> list[str]:
     if not urls:
         raise KvtuiError("--observe needs --metrics-url URL (the master's admin HTTP base, e.g. http://HOST:9003; "
                          "an HA cluster's masters: URL,URL…, since etcd knows only the leader's RPC address)")
-    if args.master and ha.is_etcd(args.master):
+    if args.master and is_etcd(args.master):
         try:
-            endpoints = ha.parse_etcd(args.master)
+            endpoints = parse_etcd(args.master)
         except ValueError as exc:
-            raise KvtuiError(str(exc)) from None
+            raise KvtuiError(f"--master {exc}") from None
         if not ha.etcd_healthy(endpoints, timeout_s=2.0):
             raise KvtuiError(f"no etcd answers at {args.master} (GET /health failed within 2 s)")
     elif args.master:
@@ -74,9 +74,10 @@ def run_observe(args: argparse.Namespace) -> int:
         check_new_file(args.record, "--record")
     screen = screen_from_args(args, "watch")
     urls = check_observe_args(args)
-    from kvtui.engine import ha
+    from kvtui.mooncake import ha
+    from kvtui.mooncake.net import is_etcd
 
-    several = len(urls) > 1 or ha.is_etcd(args.master)
+    several = len(urls) > 1 or is_etcd(args.master)
     with Outputs(exports_from_args(args)) as outputs:
         session = ObserveSession(urls[0], args.master, masters=ha.admin_names(urls) if several else ())
         outputs.attach(session)

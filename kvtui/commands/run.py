@@ -27,9 +27,9 @@ from kvtui.config.plan import RunPlan, plan_from_args
 from kvtui.config.workload import add_workload_arguments, skipped_text
 from kvtui.core.errors import KvtuiError, OutputError, bad_value
 from kvtui.core.units import duration_arg
-from kvtui.engine.procs import uninterrupted
 from kvtui.launch import Outputs, open_session, start_recording
 from kvtui.metrics.figures import failover_lines, failover_ranges
+from kvtui.runtime.procs import uninterrupted
 
 
 def register(subparsers) -> None:

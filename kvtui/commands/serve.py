@@ -105,7 +105,7 @@ def child_command(argv: list[str]) -> str:
 
 def _launch_watch(argv: list[str]) -> None:
     """In the process textual-serve started: get SIGTERM when ``serve`` dies, then become ``kvtui watch``."""
-    from kvtui.engine.procs import parent_death_signal
+    from kvtui.runtime.procs import parent_death_signal
 
     parent_death_signal(signal.SIGTERM)  # survives the exec; kvtui watch tears down on SIGTERM
     if os.getppid() == 1:  # serve died before the line above: nobody will read this monitor

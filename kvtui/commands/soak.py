@@ -24,8 +24,8 @@ from kvtui.config.workload import add_workload_arguments, skipped_text
 from kvtui.core.errors import KvtuiError, OutputError, bad_value
 from kvtui.core.topology import DEFAULT_ROUTE
 from kvtui.core.units import parse_duration
-from kvtui.engine.procs import uninterrupted
 from kvtui.launch import open_session, start_recording
+from kvtui.runtime.procs import uninterrupted
 
 MAX_PAUSE_S = 60.0  # a master-pause or link-cut longer than this is an outage, not a fault to recover from
 

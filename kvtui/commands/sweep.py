@@ -123,8 +123,8 @@ def run(args: argparse.Namespace, started_at: float | None = None) -> int:
     from kvtui.core.sweep import OBJECT_OVERHEAD_BYTES, format_sweep_table, point_size
     from kvtui.core.traces import trace_label
     from kvtui.core.units import format_bytes, parse_token_list
-    from kvtui.engine.cluster import ClusterOptions
-    from kvtui.engine.procs import uninterrupted
+    from kvtui.mooncake.cluster import ClusterOptions
+    from kvtui.runtime.procs import uninterrupted
     from workload import DEFAULT_BLOCK_TOKENS, skipped_count, skipped_rows_text
     from workload.working_set import trace_working_set
 
@@ -222,8 +222,7 @@ def _with_progress(plan, quiet: bool):
 
     rows, n = len(plan.rows), len(plan.sizes)
 
-    def start(options):
-        return start_engine(options, None)
+    start = start_engine
 
     if quiet or not sys.stderr.isatty():
         def line(i: int, done: int, status: dict) -> None:

@@ -46,10 +46,10 @@ def run(args: argparse.Namespace, started_at: float | None = None) -> int:
     address is malformed, nothing listens there, or the coordinator refuses the token or the worker."""
     from dataclasses import replace
 
-    from kvtui.engine.logs import LogFolder
-    from kvtui.engine.remote import join
-    from kvtui.engine.store import split_hostport
+    from kvtui.engine.remote import NotACoordinator, join
     from kvtui.engine.worker import at_leave, worker_main
+    from kvtui.mooncake.client import split_hostport
+    from kvtui.runtime.logs import LogFolder
 
     try:
         host, port = split_hostport(args.join)
@@ -58,14 +58,14 @@ def run(args: argparse.Namespace, started_at: float | None = None) -> int:
     token = args.token if args.token is not None else os.environ.get(TOKEN_ENV)
     if not token:
         raise KvtuiError(f"--join needs the coordinator's --token (or {TOKEN_ENV})")
-    from kvtui.engine.ha import is_etcd, parse_etcd
+    from kvtui.mooncake.net import is_etcd, parse_etcd
 
     metadata = args.metadata
     if is_etcd(args.master):
         try:
             parse_etcd(args.master)
         except ValueError as exc:
-            raise KvtuiError(str(exc)) from None
+            raise KvtuiError(f"--master {exc}") from None
         metadata = metadata or args.master
     if bool(args.master) != bool(metadata):
         raise KvtuiError("--master and --metadata go together (--metadata may be left out with an etcd:// --master)")
@@ -73,6 +73,8 @@ def run(args: argparse.Namespace, started_at: float | None = None) -> int:
         conn, welcome, chains, results = join((host, port), token, args.role)
     except ConnectionRefusedError:
         raise KvtuiError(f"--join: nothing listens at {host}:{port}") from None
+    except NotACoordinator as exc:
+        raise KvtuiError(f"--join {host}:{port}: {exc} (is it a kvtui run or watch with --listen?)") from None
     except PermissionError as exc:
         raise KvtuiError(f"--join {host}:{port}: {exc}") from None
     except (OSError, EOFError) as exc:

@@ -29,15 +29,16 @@ from kvtui.core.topology import (
     check_count,
 )
 from kvtui.core.verify import DEFAULT_VERIFY, SAMPLE_WORDS, VERIFY_MODES
-from kvtui.engine.cluster import WORKER_CLIENTS, ClusterEndpoints, ClusterOptions
-from kvtui.engine.ha import HA_MAX, HA_MIN, HA_RPC_TIMEOUT_MS
+from kvtui.mooncake.cluster import WORKER_CLIENTS, ClusterEndpoints, ClusterOptions
+from kvtui.mooncake.errors import BadAddress, ClusterError, Conflict, MissingTool
+from kvtui.mooncake.ha import HA_MAX, HA_MIN, HA_RPC_TIMEOUT_MS
 
 if TYPE_CHECKING:
-    from kvtui.engine.hosts import LinkSpec
+    from kvtui.mooncake.hosts import LinkSpec
     from workload.working_set import WorkingSet
 
 DEFAULT_WORKER_CLIENT = "auto"
-"""``--worker-client``'s default (:data:`~kvtui.engine.cluster.WORKER_CLIENTS`, or ``auto``)."""
+"""``--worker-client``'s default (:data:`~kvtui.mooncake.cluster.WORKER_CLIENTS`, or ``auto``)."""
 
 TOKEN_ENV = "KVTUI_TOKEN"
 """The environment variable ``--token`` defaults to."""
@@ -57,6 +58,25 @@ outlast a reload (a probe, then reads in batches of at most 256 MiB: well under 
 
 LEASE_BATCHES = 4
 """With ``--link``, the default lease outlasts this many 256 MiB read batches at the link's rate."""
+
+
+FLAGS = {"master": "--master", "metadata": "--metadata", "metrics_url": "--metrics-url", "protocol": "--protocol",
+         "ha": "--ha N", "hosts": "--hosts auto", "ports": "the port flags", "worker_client": "--worker-client dummy",
+         "store_nodes": "--store-nodes"}
+"""The flag of each setting the backend's errors name (:mod:`kvtui.mooncake.errors`)."""
+
+
+def cluster_error_text(exc: ClusterError) -> str:
+    """The one line a user reads for a backend error, naming the flags of the settings it is about."""
+    if isinstance(exc, BadAddress):  # ("--master must be …", "--master 'x': …", "--metadata: expected …")
+        joint = " " if exc.why.startswith(("must ", "'")) else ": "
+        return f"{FLAGS.get(exc.what, exc.what)}{joint}{exc.why}"
+    if isinstance(exc, Conflict):
+        return (f"{FLAGS.get(exc.setting, exc.setting)} cannot go with {FLAGS.get(exc.other, exc.other)}: "
+                f"{exc.why}")
+    if isinstance(exc, MissingTool):
+        return f"{exc}; `kvtui doctor` checks it"
+    return str(exc)
 
 
 # -- flags ----------------------------------------------------------------------------------------------------
@@ -215,13 +235,13 @@ def store_size(text: str) -> int:
 
 
 def link_option(text: str) -> LinkSpec:
-    """``--link``'s :class:`~kvtui.engine.hosts.LinkSpec`; ``KvtuiError`` (one line) when malformed."""
-    from kvtui.engine.hosts import parse_link
+    """``--link``'s :class:`~kvtui.mooncake.hosts.LinkSpec`; ``KvtuiError`` (one line) when malformed."""
+    from kvtui.mooncake.hosts import parse_link
 
     try:
         return parse_link(text)
     except ValueError as exc:
-        raise KvtuiError(str(exc)) from None
+        raise KvtuiError(f"--link {exc}") from None
 
 
 def default_lease_s(link: LinkSpec | None) -> float:
@@ -332,9 +352,15 @@ class ClusterPlan:
         return dict(self.ports).get(name, 0)
 
     def cluster_options(self, isolation: str | None, log_dir: str | None = None) -> ClusterOptions:
-        """The embedded cluster's :class:`~kvtui.engine.cluster.ClusterOptions` (``isolation``: the line
+        """The embedded cluster's :class:`~kvtui.mooncake.cluster.ClusterOptions` (``isolation``: the line
         :func:`kvtui.launch.isolate` returned; None when attached)."""
-        return ClusterOptions(lease_ttl_ms=int(self.lease_ttl_s * 1000), client_ttl_s=self.client_ttl_s,
+        from kvtui.core.topology import worker_names
+
+        t = self.topology
+        return ClusterOptions(store_bytes=self.store_bytes, segment_on=self.segment_on,
+                              worker_names=tuple(worker_names("prefill", t.prefill_workers)
+                                                 + worker_names("decode", t.decode_workers)),
+                              lease_ttl_ms=int(self.lease_ttl_s * 1000), client_ttl_s=self.client_ttl_s,
                               log_dir=log_dir if log_dir is not None else self.log_dir,
                               rpc_port=self.port("master_port"), metrics_port=self.port("metrics_port"),
                               metadata_port=self.port("metadata_port"), isolation=isolation, hosts=self.hosts,
@@ -380,7 +406,7 @@ def listen_from_args(args: argparse.Namespace) -> ListenPlan | None:
 
 
 def hosts_from_args(args: argparse.Namespace) -> tuple[bool, LinkSpec | None]:
-    """``(hosts, link)``: whether to run emulated hosts, and the :class:`~kvtui.engine.hosts.LinkSpec` of
+    """``(hosts, link)``: whether to run emulated hosts, and the :class:`~kvtui.mooncake.hosts.LinkSpec` of
     ``--link`` or None. ``KvtuiError`` (one line) for ``--link`` without ``--hosts auto`` or malformed, and for
     ``--hosts auto`` with ``--master``/``--metadata`` (checked before attaching), with ``--isolate-network off``
     or with an explicit listener port. (``KVTUI_ISOLATE`` overrides ``--isolate-network auto`` only: emulated
@@ -421,10 +447,10 @@ def ha_from_args(args: argparse.Namespace) -> int:
         if getattr(args, flag, 0):
             raise KvtuiError(f"--{flag.replace('_', '-')}: with --ha every master has ports of its own, picked free; "
                              "drop the port")
-    from kvtui.engine.ha import MISSING_ETCD, etcd_binary
+    from kvtui.mooncake.ha import ETCD_REMEDY, etcd_binary
 
     if etcd_binary() is None:
-        raise KvtuiError(MISSING_ETCD)
+        raise KvtuiError(f"--ha needs etcd, which is not installed here ({ETCD_REMEDY}); `kvtui doctor` checks it")
     return n
 
 
@@ -444,7 +470,7 @@ def check_segment_share(segment_on: str, store_bytes: int, page_bytes: int, topo
 def resolve_worker_client(choice: str, *, attached: bool, segment_on: str, topology: Topology, hosts: bool) -> str:
     """``--worker-client`` ``choice`` resolved to ``real`` or ``dummy``. A dummy client needs the standalone
     real client on its own host and gives up exact publish accounting between writers (its put sessions
-    answer INVALID_PARAMS, :meth:`kvtui.engine.store.StoreClient.batch_put_if_absent`), so ``dummy`` is
+    answer INVALID_PARAMS, :meth:`kvtui.mooncake.client.StoreClient.batch_put_if_absent`), so ``dummy`` is
     refused in one line (``KvtuiError``) and ``auto`` gives ``real`` unless the store is embedded, on a store
     node of its own (one), without emulated hosts, and published by one prefill worker."""
     why = ("--master (an attached cluster)" if attached
@@ -485,7 +511,7 @@ def _say_size(ws: WorkingSet | None, layout: PageLayout, given: int | None, give
     if endpoints is not None:
         line = ""
         if endpoints.metrics_url:
-            from kvtui.engine.samplers import StoreSampler
+            from kvtui.mooncake.samplers import StoreSampler
 
             capacity = StoreSampler(endpoints.metrics_url).sample().get("capacity_bytes")
             if capacity == 0:
@@ -512,7 +538,7 @@ def cluster_from_args(args: argparse.Namespace, layout: PageLayout, working_set:
     """The :class:`ClusterPlan` of the flags for pages of ``layout`` and the workload's ``working_set``
     (None: size nothing for it). Attach mode checks that the master (and an HTTP metadata server) answer.
     ``KvtuiError`` (one line naming the flag) for any bad value."""
-    from kvtui.engine.cluster import ClusterError, attach
+    from kvtui.mooncake.cluster import attach
 
     given = store_size(args.store_size) if args.store_size is not None else None
     default_bytes = given if given is not None else DEFAULT_STORE_BYTES
@@ -527,14 +553,14 @@ def cluster_from_args(args: argparse.Namespace, layout: PageLayout, working_set:
     lease_s = args.lease_ttl if args.lease_ttl is not None else default_lease_s(link)
     endpoints = None
     if args.master or args.metadata:
-        from kvtui.engine.ha import is_etcd
+        from kvtui.mooncake.net import is_etcd
 
         if not (args.master and (args.metadata or is_etcd(args.master))):
             raise KvtuiError("attach mode needs both --master HOST:PORT and --metadata URL (or an etcd:// --master)")
         try:
             endpoints = attach(args.master, args.metadata, args.protocol, args.device, args.metrics_url)
         except ClusterError as exc:
-            raise KvtuiError(str(exc)) from None
+            raise KvtuiError(cluster_error_text(exc)) from None
     if endpoints is None and layout.page_bytes > default_bytes:
         raise KvtuiError(f"a page ({layout.page_bytes} bytes) is larger than the store segment "
                          f"({default_bytes} bytes); raise --store-size or shrink the layout")

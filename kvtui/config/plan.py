@@ -19,6 +19,7 @@ from kvtui.metrics.ttft import TtftEstimator
 
 if TYPE_CHECKING:
     from kvtui.engine.options import EngineOptions
+    from kvtui.mooncake.cluster import ClusterOptions
     from workload import WorkloadSpec
     from workload.working_set import WorkingSet
 
@@ -72,19 +73,23 @@ class RunPlan:
         """Requests lost with a dead worker are submitted again (unless ``count_lost``: a soak counts them)."""
         return self.replace_dead_workers and not self.count_lost
 
-    def engine_options(self, isolation: str | None, log_dir: str | None = None) -> EngineOptions:
-        """The :class:`~kvtui.engine.options.EngineOptions` of the plan (``isolation``: the line
-        :func:`kvtui.launch.isolate` returned, None when attached; ``log_dir``: where native logs go, when not
-        ``--log-dir``)."""
+    def engine_options(self) -> EngineOptions:
+        """The :class:`~kvtui.engine.options.EngineOptions` of the plan: made once, they travel unchanged to
+        every worker."""
         from kvtui.engine.options import EngineOptions
 
         c, t, p = self.cluster, self.cluster.topology, self.layout
         return EngineOptions(layout=p.layout, model=p.model, scheme=p.scheme, namespace=p.key_prefix,
                              segment_on=c.segment_on, store_bytes=c.store_bytes, read_streams=c.read_streams,
-                             concurrency=self.concurrency, cluster=c.cluster_options(isolation, log_dir),
-                             prefill_workers=t.prefill_workers, decode_workers=t.decode_workers, route=t.route,
-                             remote_slots=c.remote_slots, replace_dead_workers=self.replace_dead_workers,
-                             verify=c.verify)
+                             concurrency=self.concurrency, prefill_workers=t.prefill_workers,
+                             decode_workers=t.decode_workers, route=t.route, remote_slots=c.remote_slots,
+                             replace_dead_workers=self.replace_dead_workers, verify=c.verify)
+
+    def cluster_options(self, isolation: str | None, log_dir: str | None = None) -> ClusterOptions:
+        """The embedded cluster's :class:`~kvtui.mooncake.cluster.ClusterOptions` (``isolation``: the line
+        :func:`kvtui.launch.isolate` returned, None when attached; ``log_dir``: where native logs go, when not
+        ``--log-dir``)."""
+        return self.cluster.cluster_options(isolation, log_dir)
 
     def setup(self) -> dict[str, Any]:
         """How the run was set up, as summaries and recordings state it: the embedded segment's
@@ -145,7 +150,7 @@ def reachable_working_set(spec: WorkloadSpec, in_flight: int, page_bytes: int) -
     store (:attr:`RunPlan.store_limit`)."""
     from kvtui.core.capacity import need_bytes
     from kvtui.core.knobs import OVERLAP, SCENARIOS
-    from kvtui.engine.cluster import ClusterOptions
+    from kvtui.mooncake.cluster import ClusterOptions
     from workload.working_set import reachable_working_set as reachable
 
     watermark = ClusterOptions.eviction_high_watermark

@@ -3,7 +3,7 @@ user before a run starts, and what a burst of refused puts means.
 
 The working set in pages comes from :mod:`workload.working_set`. A Mooncake master starts evicting once
 the allocated bytes pass ``eviction_high_watermark_ratio`` of the capacity (kvtui's embedded master runs
-with 0.9, :class:`kvtui.engine.cluster.ClusterOptions`; upstream ``mooncake-store/src/master_service.cpp``
+with 0.9, :class:`kvtui.mooncake.cluster.ClusterOptions`; upstream ``mooncake-store/src/master_service.cpp``
 evicts unleased objects, oldest first), so a segment keeps ``floor(segment · watermark / page_bytes)``
 pages without evicting any. The segment's offset allocator adds no per-object overhead:
 ``master_allocated_bytes`` is exactly the objects' bytes (:data:`kvtui.core.sweep.OBJECT_OVERHEAD_BYTES`).

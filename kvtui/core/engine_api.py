@@ -1,19 +1,18 @@
-"""What the layers above the engine use of it: :class:`RequestEngine`, what a
+"""What the layers above the request pipeline use of it: :class:`RequestEngine`, what a
 :class:`~kvtui.engine.driver.Driver` needs to run requests, and :class:`EngineAPI`, what a live session, a
-soak and a bench need besides (layout switches, store and master controls, the processes kvtui runs).
+soak and a bench need besides (layout and verify switches, clearing the store, the worker processes). The
+store's cluster is another seam: :class:`kvtui.core.cluster_api.ClusterOps`.
 
 :class:`kvtui.engine.engine.Engine` is the real engine; :class:`kvtui.testing.fake_engine.FakeEngine` a
 store-less one for tests. Both satisfy these Protocols structurally.
 
 Also here, because they are part of what an engine answers: :class:`Dropped` and :class:`Lost` (a request
 that ends without a :class:`~kvtui.core.events.RequestResult`), :class:`WorkerReplacement` (one rebuild of
-the workers after one died), :class:`RemoteJoin` (a worker on another machine joined) and
-:class:`WorkerError`.
+the workers after one died), :class:`RemoteJoin` (a worker on another machine joined), :class:`WorkerError`
+and :class:`BadOption`.
 
-The engine layer's own types (``EngineOptions``, ``ClusterOptions``, ``ClusterEndpoints``,
-``EmbeddedCluster``, ``ManagedProcess``) live above this package; :class:`EngineSettings`,
-:class:`ClusterSettings`, :class:`Endpoints`, :class:`ClusterView` and :class:`ClusterProcess` are read-only
-views of the fields callers read of them, so core imports nothing of the engine layer.
+The engine layer's own types (``EngineOptions``) live above this package; :class:`EngineSettings` is a
+read-only view of the fields callers read, so core imports nothing of the engine layer.
 """
 
 from __future__ import annotations
@@ -22,18 +21,28 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Callable, Protocol
 
+from kvtui.core.cluster_api import AckLedger, Endpoints
 from kvtui.core.events import RequestResult
 from kvtui.core.layout import PageLayout
 from kvtui.core.subscribers import Unsubscribe
 
 __all__ = [
-    "ClusterProcess", "ClusterSettings", "ClusterView", "Dropped", "EngineAPI", "EngineSettings", "Endpoints", "Lost",
-    "RemoteJoin", "RequestEngine", "SubmittedRequest", "WorkerError", "WorkerReplacement",
+    "BadOption", "Dropped", "EngineAPI", "EngineSettings", "Lost", "RemoteJoin", "RequestEngine", "SubmittedRequest",
+    "WorkerError", "WorkerReplacement",
 ]
 
 
 class WorkerError(RuntimeError):
     """A worker failed to start, died, or answered a command with an error (one-line message)."""
+
+
+class BadOption(ValueError):
+    """An engine option out of its set: ``name`` (the ``EngineOptions`` field), the ``value`` given and the
+    ``allowed`` values. The config layer phrases it with the flag's name."""
+
+    def __init__(self, name: str, value: object, allowed: Sequence[object]):
+        self.name, self.value, self.allowed = name, value, tuple(allowed)
+        super().__init__(f"{name} must be one of {', '.join(map(str, self.allowed))}, got {value!r}")
 
 
 class SubmittedRequest(Protocol):
@@ -100,28 +109,13 @@ class RemoteJoin:
     pid: int
 
 
-class ClusterSettings(Protocol):
-    """What callers read of the embedded cluster's options (``kvtui.engine.cluster.ClusterOptions``):
-    ``store_nodes`` (with the segment on store nodes), the master's ``eviction_high_watermark`` (0–1),
-    ``lease_ttl_ms``, and ``isolation``: the one line on the cluster's network isolation (None when attached)."""
-
-    @property
-    def store_nodes(self) -> int: ...
-    @property
-    def eviction_high_watermark(self) -> float: ...
-    @property
-    def lease_ttl_ms(self) -> int: ...
-    @property
-    def isolation(self) -> str | None: ...
-
-
 class EngineSettings(Protocol):
     """What callers read of how an engine runs (``kvtui.engine.options.EngineOptions``): the page
     ``layout``, the ``store_bytes`` of the segment (bytes), where it lives (``segment_on``: ``store``,
     ``prefill`` or ``decode``), the workers (``prefill_workers`` × ``decode_workers`` local ones, up to
     ``remote_slots`` remote decode workers more), the ``route`` of requests to decode workers, the
     ``concurrency`` per decode worker, whether dead workers are rebuilt, how loaded pages are checked
-    (``verify``: ``full`` or ``sampled``, :mod:`kvtui.core.verify`) and the embedded ``cluster``'s options."""
+    (``verify``: ``full`` or ``sampled``, :mod:`kvtui.core.verify`)."""
 
     @property
     def layout(self) -> PageLayout: ...
@@ -145,65 +139,6 @@ class EngineSettings(Protocol):
     def replace_dead_workers(self) -> bool: ...
     @property
     def verify(self) -> str: ...
-    @property
-    def cluster(self) -> ClusterSettings: ...
-
-
-class Endpoints(Protocol):
-    """How to reach the cluster (``kvtui.engine.cluster.ClusterEndpoints``): the master's RPC ``HOST:PORT``,
-    its ``metadata_url``, its admin HTTP base ``metrics_url`` (None: unknown), whether kvtui started it
-    (``embedded``), its ``log_dir`` ("" when none), the standalone ``real_client`` of dummy workers (""
-    when none), whether it is an HA cluster (``ha``: ``master`` is ``etcd://…``) and its ``masters``
-    (``(name, admin URL)`` each; empty when unknown); ``as_dict()`` its plain-data form."""
-
-    @property
-    def master(self) -> str: ...
-    @property
-    def metadata_url(self) -> str: ...
-    @property
-    def metrics_url(self) -> str | None: ...
-    @property
-    def embedded(self) -> bool: ...
-    @property
-    def log_dir(self) -> str: ...
-    @property
-    def real_client(self) -> str: ...
-    @property
-    def ha(self) -> bool: ...
-    @property
-    def masters(self) -> tuple[tuple[str, str], ...]: ...
-    def as_dict(self) -> dict[str, Any]: ...
-
-
-class ClusterProcess(Protocol):
-    """One process of the embedded cluster (``kvtui.engine.procs.ManagedProcess``): ``name`` (``master``,
-    ``metadata``, ``store``, ``store-1``, …), ``pid``, ``title`` for a message (``the master``), ``popen``
-    (its ``subprocess.Popen``: ``returncode``, ``wait``), ``alive()``."""
-
-    @property
-    def name(self) -> str: ...
-    @property
-    def pid(self) -> int: ...
-    @property
-    def title(self) -> str: ...
-    @property
-    def popen(self) -> Any: ...
-    def alive(self) -> bool: ...
-
-
-class ClusterView(Protocol):
-    """The cluster kvtui started (``kvtui.engine.cluster.EmbeddedCluster``): its ``processes``, one by
-    name (None: no such process), the names of its store nodes and of its masters (``master``, or with
-    ``--ha N`` ``master-0`` …), and ``emulated``: the emulated hosts (``kvtui.engine.hosts.EmulatedHosts``,
-    whose links can be cut and restored; None without hosts)."""
-
-    @property
-    def processes(self) -> Sequence[ClusterProcess]: ...
-    @property
-    def emulated(self) -> Any: ...
-    def process(self, name: str) -> ClusterProcess | None: ...
-    def store_names(self) -> list[str]: ...
-    def master_names(self) -> list[str]: ...
 
 
 class RequestEngine(Protocol):
@@ -237,9 +172,6 @@ class RequestEngine(Protocol):
         """Nothing more will be submitted in this run: run what is submitted, or, while held, drop it
         unrun (each a :class:`Dropped` from :meth:`next_result`)."""
 
-    def master_reachable(self) -> bool:
-        """True when the master (and the real client of dummy workers) accepts a TCP connection."""
-
     def subscribe_replacement(self, fn: Callable[[WorkerReplacement], None]) -> Unsubscribe:
         """Call ``fn`` with every :class:`WorkerReplacement` from now on (from the thread calling
         :meth:`next_result`, after the earlier subscribers); returns the function that unsubscribes."""
@@ -249,19 +181,20 @@ class EngineAPI(RequestEngine, Protocol):
     """What a live session, a soak and a bench use of a started engine besides running requests."""
 
     @property
-    def endpoints(self) -> Endpoints | None: ...
-
-    @property
-    def cluster(self) -> ClusterView | None:
-        """The cluster kvtui started (None: attached to another's)."""
+    def endpoints(self) -> Endpoints | None:
+        """The cluster the workers are clients of."""
 
     @property
     def replacements(self) -> Sequence[WorkerReplacement]:
         """Every rebuild of the workers so far, oldest first."""
 
+    @property
+    def published(self) -> AckLedger | None:
+        """The keys whose put was acknowledged (``kvtui.engine.ledger.PublishedLedger``), kept for an HA
+        cluster's failover loss checks; None otherwise."""
+
     def worker_pids(self) -> dict[str, int]:
-        """``{name: pid}`` of every local process kvtui runs: the workers (prefill first) and the embedded
-        cluster's processes."""
+        """``{name: pid}`` of the local worker processes (prefill first)."""
 
     def set_layout(self, layout: PageLayout) -> None:
         """Use ``layout`` from the next submitted request on, on every worker or none (``WorkerError`` when
@@ -270,30 +203,15 @@ class EngineAPI(RequestEngine, Protocol):
     def clear_store(self) -> int:
         """Remove every object of the store; returns how many."""
 
-    def restart_master(self) -> None:
-        """Start the embedded master again on the same ports (``RuntimeError`` when attached)."""
-
-    def restart_store(self) -> None:
-        """Start every dead embedded store node again (``RuntimeError`` without store nodes)."""
-
-    @property
-    def published(self) -> Any:
-        """The keys whose put was acknowledged (``kvtui.engine.ha.PublishedLedger``: ``snapshot()`` gives
-        ``{key: engine time}``), kept for an HA cluster's failover loss checks; None otherwise."""
-
-    def leader(self) -> str | None:
-        """The name of the master of kvtui's HA cluster that serves now (None: none does, or no HA cluster)."""
-
-    def signal_master(self, name: str, sig: int) -> int:
-        """Send signal ``sig`` to master ``name`` of the embedded cluster; returns its pid (``RuntimeError``
-        when it does not run)."""
-
-    def dead_cluster_process(self) -> ClusterProcess | None:
-        """The first process of the embedded cluster that has exited; None while all run, or attached."""
+    def restart_workers(self) -> None:
+        """Kill every local worker so that they are rebuilt (``replace_dead_workers``) as new clients of the
+        store: what dummy clients need after their real client was started again."""
 
     def subscribe_remote(self, fn: Callable[[RemoteJoin], None]) -> Unsubscribe:
         """Call ``fn`` with a :class:`RemoteJoin` each time a remote worker joins (from the thread that
         admits it, after the earlier subscribers); returns the function that unsubscribes."""
 
-    def stop(self) -> None:
-        """Stop the workers and the embedded cluster (safe to call twice)."""
+    def stop(self, meanwhile: Callable[[bool], None] | None = None) -> None:
+        """Stop the workers (safe to call twice); ``meanwhile(trouble)`` runs once they were asked to stop
+        and before the last is killed (the cluster's own stop: ``trouble`` is True when a worker died or
+        start-up failed, so logs are kept)."""

@@ -21,7 +21,7 @@ class SegmentRow(TypedDict, total=False):
 
 
 class MasterRow(TypedDict, total=False):
-    """One master of an HA cluster as its admin endpoint answered (:class:`kvtui.engine.ha.MasterState`):
+    """One master of an HA cluster as its admin endpoint answered (:class:`kvtui.mooncake.ha.MasterState`):
     ``name`` (``master-0`` …), ``url`` (its admin base), ``up`` (it answered), ``role`` (``leader`` when
     serving, ``warm-up``, ``candidate``, ``standby``, ``down``), ``ha_state`` (its own word), ``leader`` (the
     leader's RPC address as it sees it), ``lag`` (OpLog entries not applied yet, ``ha_oplog_standby_lag``)."""
@@ -36,7 +36,7 @@ class MasterRow(TypedDict, total=False):
 
 
 class StoreScrape(TypedDict, total=False):
-    """The master's ``/metrics`` scrape (:mod:`kvtui.engine.samplers`), which grants no lease. ``up``: the
+    """The master's ``/metrics`` scrape (:mod:`kvtui.mooncake.samplers`), which grants no lease. ``up``: the
     last scrape answered (None before the first); ``keys``, ``used_bytes``, ``capacity_bytes``,
     ``evicted_keys``, ``alloc_failures``, ``clients``: the master's gauges (Mooncake ``master_*`` metrics);
     ``put_rps`` / ``get_rps``: put and get requests per second between the last two scrapes.
@@ -81,7 +81,7 @@ class StoreScrape(TypedDict, total=False):
 class ProcRow(TypedDict, total=False):
     """One process kvtui runs: ``name`` (kvtui, prefill, decode, master, metadata, store), ``pid``,
     ``cpu_percent`` (of one CPU, since the last sample), ``rss_bytes``, ``alive``; ``host``: its address
-    on an emulated host (``--hosts auto``, :mod:`kvtui.engine.hosts`), absent otherwise; ``role``: a master of
+    on an emulated host (``--hosts auto``, :mod:`kvtui.mooncake.hosts`), absent otherwise; ``role``: a master of
     an HA cluster, what it is (:class:`MasterRow` ``role``), absent otherwise."""
 
     name: str

@@ -6,7 +6,7 @@
 * ``pages = (C // block_tokens) · (block_tokens // page_tokens)``;
 * ``segment_bytes = ceil(pages · (page_bytes + overhead) / watermark)``: the master starts evicting once the
   allocated bytes pass ``eviction_high_watermark_ratio`` of the capacity (0.9 on kvtui's embedded master,
-  ``kvtui.engine.cluster.ClusterOptions``), so a segment of this size holds exactly ``pages`` pages before
+  ``kvtui.mooncake.cluster.ClusterOptions``), so a segment of this size holds exactly ``pages`` pages before
   the first eviction. ``overhead`` is Mooncake's per-object overhead in the segment,
   :data:`OBJECT_OVERHEAD_BYTES` = 0: ``master_allocated_bytes`` is exactly the objects' bytes, and every
   sweep point measures it again at its end (``overhead_bytes_per_object``).

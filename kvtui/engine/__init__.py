@@ -1,4 +1,5 @@
-"""The engine: everything that touches processes and the store — the cluster (master, metadata server, store
-node), the store client, keys and page contents, the connector, the prefill and decode worker processes and
-their protocol, the engine that starts them, the driver that feeds them a workload (and applies the typed
-controls it is handed), and the samplers of process and store health."""
+"""The request pipeline: the engine (submit, route, hold, drain, results, layout switches), the driver that feeds
+it a workload (and applies the typed controls it is handed), the prefill and decode worker processes and their
+typed protocol and pipes, page keys, page contents and their verification, and the connector over the store
+client. The store's cluster is not the pipeline's: it reaches Mooncake only through
+:mod:`kvtui.mooncake.client` (an import-linter contract)."""

@@ -9,7 +9,7 @@
   :mod:`kvtui.core.verify`).
 * :meth:`PagedKVConnector.store_computed_prefix` (Go ``StoreComputedPrefix``): probe the pages from a start
   page on and put only the absent ones, put-if-absent (a peer's pages are never clobbered), with
-  :meth:`~kvtui.engine.store.StoreClient.batch_put_if_absent`, which answers ``OBJECT_ALREADY_EXISTS`` for a
+  :meth:`~kvtui.mooncake.client.StoreClient.batch_put_if_absent`, which answers ``OBJECT_ALREADY_EXISTS`` for a
   page a peer stored (or is storing) after the probe. A plain ``batch_put_from`` of an existing key returns 0
   without writing: two writers racing on a page would both count it published.
 
@@ -40,7 +40,7 @@ from kvtui.core.pages import PageState
 from kvtui.core.verify import DEFAULT_VERIFY, VERIFY_MODES
 from kvtui.engine.contents import PageContent
 from kvtui.engine.keys import PageKeyer
-from kvtui.engine.store import StoreClient
+from kvtui.mooncake.client import StoreClient
 
 MIN_STREAM_BYTES = 8 << 20  # a concurrent read stream is worth it from about this many bytes
 MAX_BATCH_BYTES = 256 << 20  # default bytes per store batch: one ends well inside a read lease (10 s by default)
@@ -132,7 +132,7 @@ def _classify(todo: Sequence[str], probe: Sequence[int], known: bool, states: li
 class PagedKVConnector:
     """Moves one model's KV pages between a worker and the store.
 
-    ``store``: a set-up :class:`~kvtui.engine.store.StoreClient`; ``layout``: page shape; ``keyer``: page keys
+    ``store``: a set-up :class:`~kvtui.mooncake.client.StoreClient`; ``layout``: page shape; ``keyer``: page keys
     (its ``page_tokens`` must equal the layout's); ``role``: ``prefill``, ``decode`` (may not publish) or
     ``mixed``. ``max_batch_bytes`` bounds one store batch (so a batch finishes well inside the read lease);
     ``read_streams`` splits a reload of at least ``MIN_STREAM_BYTES`` per stream across that many concurrent

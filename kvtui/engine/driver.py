@@ -45,7 +45,9 @@ class Driver:
     command) or, when None, from :meth:`start`, user pauses excluded, master outages included.
     ``rerun_lost``: a request a worker's death interrupted (the engine's :class:`~kvtui.engine.engine.Lost`)
     is submitted again, to whichever worker the router picks (:attr:`rerun` counts them); otherwise, and
-    once the feeder is done, it is counted in :attr:`lost`.
+    once the feeder is done, it is counted in :attr:`lost`. ``store_answers()``: whether the store takes
+    requests now (the cluster's ``reachable``: an outage ends when it is True again); ``ha``: the store is an HA
+    cluster (an outage is then a failover under way).
 
     Two threads: the feeder draws a request when one of ``concurrency × decode workers + LOOKAHEAD`` slots
     is free (so a knob change applies to the next request drawn) and submits it; the collector takes finished requests
@@ -57,8 +59,11 @@ class Driver:
                  on_event: Callable[[EngineEvent], None] | None = None, *,
                  on_control: Callable[[Control], None] | None = None, concurrency: int = 1,
                  max_requests: int | None = None, duration_s: float | None = None,
-                 duration_from: float | None = None, rerun_lost: bool = False):
+                 duration_from: float | None = None, rerun_lost: bool = False,
+                 store_answers: Callable[[], bool] = lambda: True, ha: bool = False):
         self.engine = engine
+        self._store_answers = store_answers  # (the cluster's reachable(): the store takes requests)
+        self._is_ha = ha
         self._iter: Iterator = iter(requests)
         self._on_result = on_result
         self._on_event = on_event or (lambda e: None)
@@ -191,7 +196,7 @@ class Driver:
             if not broken or now - self._probed_at < PROBE_EVERY_S:
                 return
             self._probed_at = now
-            if self.engine.master_reachable():
+            if self._store_answers():
                 return
             down = broken
         with self._state_lock:
@@ -208,12 +213,12 @@ class Driver:
         threading.Thread(target=self._watch_master, name="kvtui-outage", daemon=True).start()
 
     def _ha(self) -> bool:
-        """The engine's store is an HA cluster (its leader changes; its keys survive with OpLog)."""
-        return bool(getattr(getattr(self.engine, "endpoints", None), "ha", False))
+        """The store is an HA cluster (its leader changes; its keys survive with OpLog)."""
+        return self._is_ha
 
     def _watch_master(self) -> None:
         while not self._stop.is_set():
-            if self.engine.master_reachable():
+            if self._store_answers():
                 self._stop.wait(REMOUNT_S)  # clients remount their segments by themselves within ~1.5 s
                 down = time.monotonic() - (self._outage_since or time.monotonic())
                 with self._state_lock:

@@ -1,4 +1,4 @@
-"""The engine: owns the cluster (embedded or attached) and the prefill/decode workers, and drives requests.
+"""The engine: the prefill/decode workers of a run, the requests routed to them and their results.
 
 Per request (prefill/decode disaggregation over the store): the **decode** worker reloads the longest cached
 leading run of the request's pages (``load_cached_prefix``: prefix hits, prefill is skipped for them); the
@@ -16,7 +16,8 @@ machines join through relay slots (:mod:`kvtui.engine.remote`; the engine owns a
 
 What the layers above use of an engine is :class:`kvtui.core.engine_api.EngineAPI`; a worker rebuild and a
 remote worker's join are published to subscribers (:meth:`Engine.subscribe_replacement`,
-:meth:`Engine.subscribe_remote`).
+:meth:`Engine.subscribe_remote`). The store's cluster is not the engine's: it is given the cluster's
+endpoints (:class:`~kvtui.mooncake.client.ClusterEndpoints`, embedded or attached) and starts only workers.
 """
 
 from __future__ import annotations
@@ -27,7 +28,7 @@ import time
 from collections import deque
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, replace
-from typing import Any, Callable
+from typing import Callable
 
 from kvtui.core.engine_api import RemoteJoin, SubmittedRequest, WorkerError
 from kvtui.core.events import RequestResult
@@ -36,10 +37,8 @@ from kvtui.core.misses import MissTracker
 from kvtui.core.pages import PageState
 from kvtui.core.subscribers import Subscribers, Unsubscribe
 from kvtui.core.topology import worker_name, worker_names
-from kvtui.engine.cluster import ClusterEndpoints, EmbeddedCluster
-from kvtui.engine.ha import PublishedLedger
 from kvtui.engine.keys import PageKeyer
-from kvtui.engine.logs import LogFolder
+from kvtui.engine.ledger import PublishedLedger
 from kvtui.engine.options import SEGMENT_PLACES, EngineOptions
 from kvtui.engine.protocol import (
     Begin,
@@ -59,6 +58,8 @@ from kvtui.engine.results import Dropped, Lost, WorkerReplacement, result_from
 from kvtui.engine.routing import Router, least_loaded
 from kvtui.engine.worker import WorkerSpec
 from kvtui.engine.workers import STOP_GRACE_S as WORKER_STOP_GRACE_S, WorkerHandle, start_mesh, stop_all
+from kvtui.mooncake.client import ClusterEndpoints
+from kvtui.runtime.logs import LogFolder
 
 __all__ = ["SEGMENT_PLACES", "Dropped", "Engine", "EngineOptions", "Lost", "WorkerReplacement", "result_from"]
 
@@ -97,17 +98,16 @@ class ChainState:
 
 
 class Engine:
-    """Cluster + workers. ``start()`` then :meth:`process` / :meth:`drive`; ``stop()`` always (or use ``with``).
+    """The workers of a run over the cluster at ``endpoints``. ``start()`` then :meth:`process` or a
+    :class:`~kvtui.engine.driver.Driver`; ``stop()`` always (or use ``with``). Raises ``WorkerError`` (a one-line
+    message) when start-up fails, after stopping whatever did start. ``prefills`` / ``decodes``: the worker
+    handles (``prefill`` / ``decode``: the first of each). Satisfies :class:`kvtui.core.engine_api.EngineAPI`.
 
-    ``endpoints``: attach to this cluster instead of starting one. Raises ``ClusterError`` / ``WorkerError``
-    (one-line messages) when start-up fails, after stopping whatever did start. ``prefills`` / ``decodes``:
-    the worker handles (``prefill`` / ``decode``: the first of each). Satisfies
-    :class:`kvtui.core.engine_api.EngineAPI`.
-    """
+    Threads: the workers, pipes, pending requests, loads and relay slots change only under ``_chain_lock``
+    (the feeder submits, the collector takes results and rebuilds, a remote join adds, ``stop`` clears)."""
 
-    def __init__(self, options: EngineOptions, endpoints: ClusterEndpoints | None = None):
+    def __init__(self, options: EngineOptions, endpoints: ClusterEndpoints):
         self.options = options  # (also sets ``keyer``)
-        self.cluster: EmbeddedCluster | None = None
         self.endpoints = endpoints
         self.prefills: list[WorkerHandle] = []
         self.decodes: list[WorkerHandle] = []
@@ -127,8 +127,9 @@ class Engine:
         self._spawner: ThreadPoolExecutor | None = None  # starts replacement workers (see _replace_chain)
         self.published: PublishedLedger | None = None  # HA: every page a put acknowledged (failover loss checks)
         self._stopping = False
-        self._failed = False  # start-up failed: the logs are kept (kvtui.engine.logs)
-        self._logs: LogFolder | None = None  # attached: the workers' temporary log folder (embedded: the cluster's)
+        self._stopped = False  # stop() ran its ``meanwhile`` (the cluster's stop) once
+        self._failed = False  # start-up failed: the logs are kept (kvtui.runtime.logs)
+        self._logs: LogFolder | None = None  # the workers' temporary log folder when the endpoints name none
         self._chain_state = ChainState()  # re-sent to a rebuilt chain and to a joining worker
         self._slots = RemoteSlots()  # the relay slots of the current chain (remote workers)
         self.prefill_peers: list[int] = []  # each entry of ``prefills`` → its chain index (kvtui.engine.remote_slots)
@@ -185,16 +186,10 @@ class Engine:
         self.stop()
 
     def start(self) -> None:
-        """Start (or attach to) the cluster and the workers."""
+        """Start the workers."""
         o = self.options
-        if o.segment_on not in SEGMENT_PLACES:
-            raise ValueError(f"--segment-on must be one of {', '.join(SEGMENT_PLACES)}")
         try:
-            if self.endpoints is None:
-                self.cluster = EmbeddedCluster(replace(o.cluster, store_bytes=o.store_bytes, segment_on=o.segment_on,
-                                                       worker_names=tuple(self.worker_names())))
-                self.endpoints = self.cluster.start()
-            elif not self.endpoints.log_dir:  # attached: the workers' native logs never go to the terminal
+            if not self.endpoints.log_dir:  # the workers' native logs never go to the terminal
                 self._logs = LogFolder()
                 self.endpoints = replace(self.endpoints, log_dir=str(self._logs.path))
             if self.endpoints.ha:
@@ -220,28 +215,20 @@ class Engine:
         """Start every worker with the specs of the current options (layout included), joined by new pipes."""
         o = self.options
         n, m = o.prefill_workers, o.decode_workers
-        endpoints = self._endpoints()
-        common: dict[str, Any] = dict(endpoints=endpoints.as_dict(), layout=o.layout.as_dict(), model=o.model,
-                                      scheme=o.scheme, namespace=o.namespace, decode_workers=m, prefill_workers=n,
-                                      verify=o.verify)
-        seg = {r: (o.store_bytes // count if o.segment_on == r and self.cluster is not None else 0)
-               for r, count in (("prefill", n), ("decode", m))}
+        endpoints = self.endpoints
+        ep = endpoints.as_dict()
+        segment = {r: o.segment_share(r) if endpoints.embedded else 0 for r in ("prefill", "decode")}
         self.prefills, self.decodes, self._results, relays = start_mesh(
-            [WorkerSpec("prefill", segment_bytes=seg["prefill"], name=worker_name("prefill", i, n), **common)
+            [WorkerSpec("prefill", o, ep, name=worker_name("prefill", i, n), segment_bytes=segment["prefill"])
              for i in range(n)],
-            [WorkerSpec("decode", segment_bytes=seg["decode"], read_streams=o.read_streams,
-                        name=worker_name("decode", i, m), **common) for i in range(m)],
+            [WorkerSpec("decode", o, ep, name=worker_name("decode", i, m), segment_bytes=segment["decode"])
+             for i in range(m)],
             log_dir=endpoints.log_dir or None, relays=o.remote_slots)
         self._decode_load, self._prefill_load = [0] * m, [0] * n
         self._slots.close()
         self._slots = RemoteSlots(relays)
         self.prefill_peers = list(range(n))
         self._router.resize(m)
-
-    def _endpoints(self) -> ClusterEndpoints:
-        """The cluster's endpoints: given, or set by :meth:`start` once the embedded cluster runs."""
-        assert self.endpoints is not None, "the engine has not started"
-        return self.endpoints
 
     def now(self) -> float:
         """Seconds since the engine started."""
@@ -415,7 +402,7 @@ class Engine:
             old = [*self.decodes, *self.prefills]
             gone = [h for h in old if h.exit_code(0.05) is not None]
             dead = [h for h in gone if h.process.exitcode != 0] or gone  # (not one that left after a peer died)
-            stop_all(old, EMBEDDED_STOP_GRACE_S if self.cluster is not None else WORKER_STOP_GRACE_S)
+            stop_all(old, EMBEDDED_STOP_GRACE_S if self.endpoints.embedded else WORKER_STOP_GRACE_S)
             for conn in self._results:
                 conn.close()
             self._results = []
@@ -469,7 +456,7 @@ class Engine:
 
     def remote_spec(self, slot: int, role: str = "decode") -> WorkerSpec:
         """What a remote ``role`` worker in ``slot`` runs (:func:`kvtui.engine.remote_slots.remote_spec`)."""
-        return remote_spec(self.options, self._endpoints().as_dict(), slot, role)
+        return remote_spec(self.options, self.endpoints.as_dict(), slot, role)
 
     def add_remote(self, handle, results=None) -> None:
         """Route to the joined worker ``handle`` (a ``kvtui.engine.remote.RemoteHandle``; a prefill worker
@@ -502,30 +489,8 @@ class Engine:
         self._joined(RemoteJoin(role, index, handle.name, handle.host, handle.pid))
 
     def worker_pids(self) -> dict[str, int]:
-        """``{name: pid}`` of every process kvtui runs (workers and, when embedded, cluster processes)."""
-        pids = {}
-        if self.cluster is not None:
-            pids.update({p.name: p.pid for p in self.cluster.processes})
-        for h in self.workers:
-            if not getattr(h, "remote", False):  # (a remote worker's pid is another machine's)
-                pids[h.name] = h.pid
-        return pids
-
-    def master_reachable(self) -> bool:
-        """True if the master's RPC port accepts a TCP connection (no store call, no lease), and so does the
-        standalone real client's of dummy workers (while it is down their calls answer RPC_FAIL too). For an
-        HA cluster: :func:`kvtui.engine.ha.leader_ready`, and kvtui's real client says it reaches the leader."""
-        from kvtui.engine import ha
-        from kvtui.engine.store import probe_tcp, split_hostport
-
-        endpoints = self._endpoints()
-        if endpoints.ha:
-            if not ha.leader_ready(endpoints.master, endpoints.masters):
-                return False
-            if self.cluster is not None and not self.cluster.store_reaches_master():
-                return False
-        return all(probe_tcp(*split_hostport(a), timeout_s=0.5)
-                   for a in (endpoints.master if not endpoints.ha else "", endpoints.real_client) if a)
+        """``{name: pid}`` of the local worker processes (a remote worker's pid is another machine's)."""
+        return {h.name: h.pid for h in self.workers if not getattr(h, "remote", False)}
 
     def set_layout(self, layout: PageLayout) -> None:
         """Use page ``layout`` from the next submitted request on: every worker switches its connector and the
@@ -559,58 +524,12 @@ class Engine:
             h.call(SetVerify(mode), timeout_s=10)
         self.options = replace(self.options, verify=mode)
 
-    def restart_master(self) -> None:
-        """Embedded mode: start the master again on the same ports (``RuntimeError`` when attached)."""
-        if self.cluster is None:
-            raise RuntimeError("the master belongs to an attached cluster; restart it there")
-        self.cluster.restart_master()
-
-    def leader(self) -> str | None:
-        """The name of the master of kvtui's HA cluster that serves now (None: none does, or no HA cluster)."""
-        if self.cluster is None or not self.options.cluster.ha or self.endpoints is None:
-            return None
-        from kvtui.engine.ha import master_states
-
-        return next((s.name for s in master_states(self.endpoints.masters) if s.serving), None)
-
-    def signal_master(self, name: str, sig: int) -> int:
-        """Send ``sig`` to master ``name`` of the embedded cluster; returns its pid (``RuntimeError`` when it
-        does not run). SIGKILL waits until it is gone."""
-        import os
-        import signal as signals
-
-        proc = self.cluster.process(name) if self.cluster is not None else None
-        if proc is None or not proc.alive():
-            raise RuntimeError(f"{name} is not running")
-        os.kill(proc.pid, sig)
-        if sig == signals.SIGKILL:
-            proc.popen.wait(10)
-        return proc.pid
-
-    def restart_store(self) -> None:
-        """Embedded mode with store nodes: start every dead one again, with a new segment of the same size
-        (``RuntimeError`` without store nodes; ``ClusterError`` if none is dead or one does not come up). A dead
-        node's pages stay listed until the master's ``client_ttl`` passes (their reads fail: TRANSFER_FAIL); dummy
-        workers (``--worker-client dummy``) are killed, to be rebuilt."""
-        if self.cluster is None or self.options.segment_on != "store":
-            raise RuntimeError("kvtui runs no store node here (attached cluster, or the segment is on a worker)")
-        names = self.cluster.store_names()
-        for name in [n for n in names if not getattr(self.cluster.process(n), "alive", lambda: False)()] or names[:1]:
-            self.cluster.restart_store(name)
-        for handle in self.workers if self._endpoints().real_client else ():  # dummy clients never come back
-            handle.kill()  # to a new real client: new workers (with replace_dead_workers; WORKER_CLIENTS)
-
-    def dead_cluster_process(self):
-        """The first process of the embedded cluster (master, metadata server, store node; etcd) that has exited,
-        as a :class:`~kvtui.engine.procs.ManagedProcess` (its ``title``, ``popen.returncode``); None while all
-        run, and always when attached (kvtui cannot see another's processes). With ``--ha``, a dead master counts
-        only when no master is left (the others elect a new leader: a failover, not a lost cluster)."""
-        if self.cluster is None:
-            return None
-        procs = self.cluster.processes
-        masters = set(self.cluster.master_names()) if self.options.cluster.ha else set()
-        survivor = any(p.alive() for p in procs if p.name in masters)
-        return next((p for p in procs if not p.alive() and not (p.name in masters and survivor)), None)
+    def restart_workers(self) -> None:
+        """Kill every local worker: with ``replace_dead_workers`` the collector rebuilds them as new clients of
+        the store (dummy clients do not return to a real client started again)."""
+        for handle in self.workers:
+            if not getattr(handle, "remote", False):
+                handle.kill()
 
     def clear_store(self) -> int:
         """Remove every object in the store (global, also other clients'); returns the count removed. The miss
@@ -623,16 +542,18 @@ class Engine:
             self._misses.reset()
         return removed
 
-    def stop(self) -> None:
-        """Stop the workers and the embedded cluster together, every process gone within ~1 s: every worker
-        is asked to exit (after its current store call, abandoning what it had queued or under way: see
-        ``workers.stop_all``; a remote one is hung up on), the embedded cluster is stopped meanwhile, then a
-        worker still in a store call is killed: after ``EMBEDDED_STOP_GRACE_S`` embedded (no store outlives
-        an unfinished put), after ``workers.STOP_GRACE_S`` attached (a put cut short would keep its space in
-        the shared store for minutes). A worker replacement under way is waited for up to ``REPLACE_WAIT_S``
-        (it then stops its new workers itself). Safe to call twice. The logs (:mod:`kvtui.engine.logs`) are
-        kept when start-up failed or a worker of this machine died (one that ended before it was asked to, or
-        was replaced), else a folder kvtui made for them is removed."""
+    def stop(self, meanwhile: Callable[[bool], None] | None = None) -> None:
+        """Stop the workers, every process gone within ~1 s: every worker is asked to exit (after its current
+        store call, abandoning what it had queued or under way: see ``workers.stop_all``; a remote one is hung
+        up on), ``meanwhile(trouble)`` runs (the embedded cluster's stop: its master going away only makes a
+        worker's last store call fail sooner), then a worker still in a store call is killed: after
+        ``EMBEDDED_STOP_GRACE_S`` embedded (no store outlives an unfinished put), after
+        ``workers.STOP_GRACE_S`` attached (a put cut short would keep its space in the shared store for
+        minutes). ``trouble``: start-up failed or a worker of this machine died (one that ended before it was
+        asked to, or was replaced): the logs are kept (:mod:`kvtui.runtime.logs`), else a folder kvtui made for
+        them is removed. A worker replacement under way is waited for up to ``REPLACE_WAIT_S``; past that the
+        stop goes on without the chain lock and the replacement stops its new workers itself. Safe to call
+        twice (``meanwhile`` runs once)."""
         self._stopping = True
         locked = self._chain_lock.acquire(timeout=REPLACE_WAIT_S)
         try:
@@ -641,12 +562,11 @@ class Engine:
             trouble = self._failed or bool(self.replacements) or any(h.exit_code(0) is not None for h in local)
             for h in handles:
                 h.ask_stop()
-            grace = EMBEDDED_STOP_GRACE_S if self.cluster is not None else WORKER_STOP_GRACE_S
+            grace = EMBEDDED_STOP_GRACE_S if self.endpoints.embedded else WORKER_STOP_GRACE_S
             deadline = time.monotonic() + grace
-            if self.cluster is not None:
-                # (its master going away only makes a worker's last store call fail sooner)
-                self.cluster.stop(keep_logs=trouble)
-                self.cluster = None
+            if meanwhile is not None and not self._stopped:
+                meanwhile(trouble)
+            self._stopped = True
             for h in handles:
                 h.finish_stop(deadline - time.monotonic())
             if self._logs is not None:

@@ -36,9 +36,9 @@ from multiprocessing.connection import Client, Connection, Listener
 from typing import Callable
 
 from kvtui.engine.protocol import Failed, Ready
-from kvtui.engine.store import route_address
 from kvtui.engine.worker import WorkerSpec
 from kvtui.engine.workers import WorkerHandle
+from kvtui.mooncake.client import route_address
 
 HANDSHAKE_TIMEOUT_S = 10.0
 
@@ -221,7 +221,7 @@ def join(address: tuple[str, int], token: str, role: str, timeout_s: float = HAN
     conn = _connect(address, token, timeout_s)
     conn.send(Hello(role, route_address(address[0]), os.getpid(), __version__))
     if not conn.poll(timeout_s):
-        raise PermissionError(f"no answer within {timeout_s:.0f} s (is it a kvtui --listen?)")
+        raise NotACoordinator(f"no answer within {timeout_s:.0f} s")
     try:
         answer = conn.recv()
     except EOFError:
@@ -229,7 +229,7 @@ def join(address: tuple[str, int], token: str, role: str, timeout_s: float = HAN
     if isinstance(answer, Refused):
         raise PermissionError(answer.message)
     if not isinstance(answer, Welcome):
-        raise PermissionError(f"unexpected answer {type(answer).__name__} (is it a kvtui --listen?)")
+        raise NotACoordinator(f"unexpected answer {type(answer).__name__}")
     chains = []
     for j in [*range(answer.chains), *([-1] if answer.results else [])]:
         c = _connect(address, token, timeout_s)
@@ -237,6 +237,11 @@ def join(address: tuple[str, int], token: str, role: str, timeout_s: float = HAN
         chains.append(c)
     results = chains.pop() if answer.results else None
     return conn, answer, chains, results
+
+
+class NotACoordinator(PermissionError):
+    """What answers at the join address does not behave like a kvtui coordinator (no answer in time, another
+    protocol, a closed connection): the message says what happened; the command says what to check."""
 
 
 def _connect(address: tuple[str, int], token: str, timeout_s: float):
@@ -257,12 +262,12 @@ def _connect(address: tuple[str, int], token: str, timeout_s: float):
     t.start()
     t.join(timeout_s)
     if t.is_alive():
-        raise PermissionError(f"no answer within {timeout_s:.0f} s (is it a kvtui --listen?)")
+        raise NotACoordinator(f"no answer within {timeout_s:.0f} s")
     exc = out.get("error")
     if isinstance(exc, AuthenticationError):
         raise PermissionError("the coordinator refused the token")
     if isinstance(exc, EOFError):
-        raise PermissionError("the other side closed the connection (is it a kvtui --listen?)")
+        raise NotACoordinator("the other side closed the connection")
     if exc is not None:
         raise exc
     return out["conn"]

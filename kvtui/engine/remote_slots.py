@@ -71,11 +71,6 @@ def remote_chains(options: EngineOptions, role: str) -> int:
 
 
 def remote_spec(options: EngineOptions, endpoints: dict, slot: int, role: str) -> WorkerSpec:
-    """What a remote ``role`` worker in ``slot`` runs: the local workers' spec (``options``, the cluster's
-    ``endpoints`` as a dict) under its own name, no segment, counting every worker that may run (so it never
-    trusts a probe and never pins)."""
-    o = options
-    return WorkerSpec(role, endpoints=endpoints, layout=o.layout.as_dict(), model=o.model, scheme=o.scheme,
-                      namespace=o.namespace, read_streams=o.read_streams if role == "decode" else 1,
-                      name=remote_name(role, slot), decode_workers=o.decode_workers + o.remote_slots,
-                      prefill_workers=o.prefill_workers + o.remote_slots, verify=o.verify)
+    """What a remote ``role`` worker in ``slot`` runs: the run's ``options`` unchanged (the cluster's
+    ``endpoints`` as a dict) under its own name, no segment, counting every worker that may run."""
+    return WorkerSpec(role, options, endpoints, name=remote_name(role, slot), remote=True)

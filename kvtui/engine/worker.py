@@ -20,11 +20,8 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, cast
 
 from kvtui.core.codes import BACKOFF_FIRST_S, BACKOFF_MAX_S, MASTER_DOWN_CODES, NO_SPACE
-from kvtui.core.defaults import DEFAULT_MODEL
 from kvtui.core.sched import pin_calling_thread
-from kvtui.core.verify import DEFAULT_VERIFY
-from kvtui.engine.connector import MAX_BATCH_BYTES
-from kvtui.engine.procs import exit_now
+from kvtui.engine.options import EngineOptions
 from kvtui.engine.protocol import (
     ANSWERED,
     CHAIN,
@@ -53,6 +50,8 @@ from kvtui.engine.protocol import (
     Submit,
     TimedReload,
 )
+from kvtui.mooncake.client import StoreError, enter_host, open_client, redirect_native_stderr
+from kvtui.runtime.procs import exit_now, parent_death_signal
 
 if TYPE_CHECKING:
     from multiprocessing.connection import Connection
@@ -60,38 +59,42 @@ if TYPE_CHECKING:
 
 @dataclass(frozen=True)
 class WorkerSpec:
-    """Everything a worker needs, as plain data.
-
-    ``role``: prefill | decode | mixed; ``endpoints``: ``ClusterEndpoints.as_dict()``; ``layout``:
-    ``PageLayout.as_dict()``; ``segment_bytes``: segment this worker contributes (0 = none);
-    ``read_streams``: concurrent reads per reload; ``max_batch_bytes``: bytes per store batch; ``name``: the
-    worker's process name (:func:`kvtui.core.topology.worker_name`; its emulated host and log), "" for the
-    role; ``decode_workers`` / ``prefill_workers``: how many of each the run has (with more than one decode
-    worker, another one's publish may change the store during a reload, so prefill always probes again;
-    only a run of one of each pins its workers to one CPU, see ``_Chain.pin``); ``verify``: how loaded pages
-    are checked, ``full`` or ``sampled`` (:mod:`kvtui.core.verify`; the sample is seeded with the CRC-32 of
-    the worker's name, so a run samples the same words again).
-    """
+    """Everything a worker needs, as plain data: its ``role`` (prefill | decode | mixed), the run's ``options``
+    (unchanged: :class:`~kvtui.engine.options.EngineOptions`; the layout a worker starts with is theirs), the
+    cluster's ``endpoints`` (``ClusterEndpoints.as_dict()``), its ``name`` (:func:`kvtui.core.topology.worker_name`:
+    its emulated host and log; "" for the role), the ``segment_bytes`` it contributes (0: none), whether it is
+    ``remote`` (on another machine: it counts every worker that may run, so it never trusts a probe and never
+    pins) and its native ``log_path``. The sample of ``verify sampled`` is seeded with the CRC-32 of the
+    worker's name, so a run samples the same words again."""
 
     role: str
+    options: EngineOptions
     endpoints: dict
-    layout: dict
-    model: str = DEFAULT_MODEL
-    scheme: str = "ollama"
-    namespace: str | None = None
-    segment_bytes: int = 0
-    read_streams: int = 1
-    max_batch_bytes: int = MAX_BATCH_BYTES
-    log_path: str | None = None
     name: str = ""
-    decode_workers: int = 1
-    prefill_workers: int = 1
-    verify: str = DEFAULT_VERIFY
+    segment_bytes: int = 0
+    remote: bool = False
+    log_path: str | None = None
 
     @property
     def label(self) -> str:
         """The worker's name: ``name``, else its role."""
         return self.name or self.role
+
+    @property
+    def decode_workers(self) -> int:
+        """Decode workers of the run (with more than one, another one's publish may change the store during a
+        reload, so prefill always probes again)."""
+        return self.options.decode_workers + (self.options.remote_slots if self.remote else 0)
+
+    @property
+    def prefill_workers(self) -> int:
+        """Prefill workers of the run (only a run of one of each pins its workers to one CPU: ``_Chain.pin``)."""
+        return self.options.prefill_workers + (self.options.remote_slots if self.remote else 0)
+
+    @property
+    def read_streams(self) -> int:
+        """Concurrent reads per reload: the options' for a decode worker, 1 otherwise."""
+        return self.options.read_streams if self.role != "prefill" else 1
 
 
 _AT_LEAVE: list[Callable[[int], None]] = []  # at_leave's functions
@@ -134,7 +137,6 @@ def worker_main(conn, spec: WorkerSpec, peers=(), results=None, reports=()) -> N
     workers' results pipes, in prefill order, for the requests it reports itself (see ``_Chain.reload_next``;
     empty: every request goes through prefill).
     """
-    from kvtui.engine.procs import parent_death_signal
     from kvtui.engine.wire import Wire
 
     conn, peers = Wire(conn), [Wire(p) for p in peers]  # (the per-request messages as compact bytes)
@@ -143,10 +145,8 @@ def worker_main(conn, spec: WorkerSpec, peers=(), results=None, reports=()) -> N
     # SIGKILL: a worker blocked in a store call (a cut link, a stopped master) would act on a SIGTERM only
     # once the call returned, and a worker whose parent is gone has nothing to finish (see _leave)
     parent_death_signal(signal.SIGKILL)
-    from kvtui.engine.hosts import enter_host
-
     try:
-        enter_host(spec.endpoints.get("hosts", {}).get(spec.label))  # (emulated hosts: before any thread starts)
+        enter_host(spec.endpoints, spec.label)  # (emulated hosts: before any thread starts)
     except OSError as exc:  # the host's namespace is gone: kvtui is stopping (or was killed) during start-up
         try:
             conn.send(Failed(f"{spec.label} worker: cannot enter its emulated host ({exc})"))
@@ -157,17 +157,14 @@ def worker_main(conn, spec: WorkerSpec, peers=(), results=None, reports=()) -> N
     signal.signal(signal.SIGHUP, signal.SIG_IGN)  # the terminal reaches our process group too)
     signal.signal(signal.SIGTERM, _exit)
     if spec.log_path:
-        from kvtui.engine.store import redirect_native_stderr
-
         redirect_native_stderr(spec.log_path)
     code = 0
     try:
-        from kvtui.core.layout import PageLayout
         from kvtui.engine.connector import PagedKVConnector
         from kvtui.engine.keys import PageKeyer
-        from kvtui.engine.store import StoreError, open_client
 
-        layout = PageLayout(**spec.layout)
+        o = spec.options
+        layout = o.layout
         try:
             client = open_client(spec.endpoints, segment_bytes=spec.segment_bytes, role=spec.label,
                                  dummy=not spec.segment_bytes)
@@ -175,10 +172,9 @@ def worker_main(conn, spec: WorkerSpec, peers=(), results=None, reports=()) -> N
             print(f"{spec.label} worker: {exc}", file=sys.stderr, flush=True)  # (a remote one's terminal)
             conn.send(Failed(str(exc)))
             _leave(1)
-        keyer = PageKeyer(spec.model, layout.page_tokens, spec.scheme, spec.namespace)
+        keyer = PageKeyer(o.model, layout.page_tokens, o.scheme, o.namespace)
         connector = PagedKVConnector(client, layout, keyer, spec.role, read_streams=spec.read_streams,
-                                     max_batch_bytes=spec.max_batch_bytes, verify=spec.verify,
-                                     sample_seed=zlib.crc32(spec.label.encode()))
+                                     verify=o.verify, sample_seed=zlib.crc32(spec.label.encode()))
         chain = _Chain(connector, list(peers), results,
                        shared=spec.decode_workers > 1, pair=spec.decode_workers == spec.prefill_workers == 1,
                        segment=client.segment_name() if spec.segment_bytes else "", reports=reports)

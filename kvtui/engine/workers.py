@@ -13,10 +13,10 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
 
 from kvtui.core.engine_api import WorkerError
-from kvtui.engine.procs import start_shielded
 from kvtui.engine.protocol import ANSWERED, Failed, Ok, Ready, Stop
 from kvtui.engine.wire import decode, encode
 from kvtui.engine.worker import WorkerSpec, worker_main
+from kvtui.runtime.procs import start_shielded
 
 if TYPE_CHECKING:
     from multiprocessing.connection import Connection

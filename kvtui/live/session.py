@@ -7,9 +7,12 @@ knob and layout changes (typed messages of :mod:`kvtui.core.controls`, checked a
 every control change (or its refusal) is also logged as an engine event (shown in the event log).
 
 The engine is anything that satisfies :class:`kvtui.core.engine_api.EngineAPI` (the real
-:class:`~kvtui.engine.engine.Engine`, or :class:`kvtui.testing.fake_engine.FakeEngine` in tests). The session
-subscribes to its worker rebuilds and remote joins and offers its finished requests to subscribers
-(:meth:`LiveSession.subscribe_results`), each in subscription order.
+:class:`~kvtui.engine.engine.Engine`, or :class:`kvtui.testing.fake_engine.FakeEngine` in tests), and the
+store's cluster anything that satisfies :class:`kvtui.core.cluster_api.ClusterOps` (the real
+:class:`~kvtui.mooncake.ops.MooncakeCluster`, or :class:`kvtui.testing.fake_engine.FakeCluster`): the session
+reaches the cluster only through it. The session subscribes to the engine's worker rebuilds and remote joins
+and offers its finished requests to subscribers (:meth:`LiveSession.subscribe_results`), each in subscription
+order.
 """
 
 from __future__ import annotations
@@ -20,20 +23,21 @@ from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any, Callable
 
 from kvtui.config.workload import synthetic_description
+from kvtui.core.cluster_api import ClusterOps, FailoverWatcher
 from kvtui.core.codes import NO_SPACE
 from kvtui.core.controls import Control, SetLayout, SetTraceSpeed
 from kvtui.core.engine_api import EngineAPI, RemoteJoin, WorkerReplacement
 from kvtui.core.events import EngineEvent, RequestResult
+from kvtui.core.failover import FailoverReport, failover_status
 from kvtui.core.layout import PageLayout
 from kvtui.core.subscribers import Subscribers, Unsubscribe
-from kvtui.engine.hosts import host_addresses
-from kvtui.engine.samplers import PanelThread, ProcessSampler, StoreSampler
 from kvtui.live.controls import LayoutRefused, change_text, knob_change, plan_layout_switch
-from kvtui.live.failover import FailoverReport, FailoverWatch, failover_status
+from kvtui.live.panels import PanelThread
 from kvtui.metrics.aggregate import Aggregator
 from kvtui.metrics.frame import Frame
 from kvtui.metrics.producer import FrameProducer
 from kvtui.metrics.store_full import StoreFullAlarm
+from kvtui.runtime.processes import ProcessSampler
 from kvtui.session.recording import Recording
 from workload import SyntheticWorkload, TraceWorkload, WorkloadSpec
 
@@ -71,7 +75,8 @@ class RunCounts:
 class LiveSession:
     """Owns a running :class:`~kvtui.engine.driver.Driver` over a started engine.
 
-    ``engine``: a started :class:`~kvtui.core.engine_api.EngineAPI`; ``workload``: the request source (a
+    ``engine``: a started :class:`~kvtui.core.engine_api.EngineAPI`; ``cluster``: the store's cluster its
+    workers are clients of (:class:`~kvtui.core.cluster_api.ClusterOps`); ``workload``: the request source (a
     ``SyntheticWorkload`` accepts knob and layout changes, a ``TraceWorkload`` speed changes, any other
     iterable of requests neither);
     ``description``: the ``frame.workload`` dict at the start (:func:`synthetic_description`, or a trace's
@@ -80,14 +85,16 @@ class LiveSession:
     (after a layout switch too; None: the prompt length in tokens stays as it is); ``store_limit``: the
     embedded segment (bytes) when kvtui sized it (``RunPlan.store_limit``): a knob change or layout switch that
     would need a larger one is refused (:meth:`_outgrows`); None (the user's ``--store-size``, an attached
-    cluster): every change in range is made.
+    cluster): every change in range is made. ``owns_engine``: :meth:`stop` stops the engine and the cluster
+    (False: both keep running, e.g. for the bench's next session).
 
     Frames: one :class:`~kvtui.metrics.producer.FrameProducer` builds them at the rate its consumers ask for
     (:meth:`want`: the monitor, a recording, a Prometheus exporter); :meth:`frame` is the newest one, and
     :meth:`final_frame` the last, which every reader sees from then on.
     """
 
-    def __init__(self, engine: EngineAPI, workload, description: dict, *, concurrency: int = 1, max_requests=None,
+    def __init__(self, engine: EngineAPI, workload, description: dict, *, cluster: ClusterOps,
+                 concurrency: int = 1, max_requests=None,
                  duration_s=None, aggregator: Aggregator | None = None, layout_text: str = "",
                  header: dict | None = None, owns_engine: bool = True, prompt_pages: int | None = None,
                  layout_name: str = "custom", duration_from: float | None = None, rerun_lost: bool = False,
@@ -95,6 +102,7 @@ class LiveSession:
         from kvtui.engine.driver import Driver
 
         self.engine = engine
+        self.cluster = cluster
         self.workload = workload
         self._description = dict(description)
         self.layout_text = layout_text
@@ -105,12 +113,13 @@ class LiveSession:
         self._drawn: Subscribers[[Any]] = Subscribers()
         self.driver = Driver(engine, self._draw(workload), self._on_result, self.agg.event, on_control=self._apply,
                              concurrency=concurrency, max_requests=max_requests, duration_s=duration_s,
-                             duration_from=duration_from, rerun_lost=rerun_lost)
+                             duration_from=duration_from, rerun_lost=rerun_lost, store_answers=cluster.reachable,
+                             ha=cluster.endpoints.ha)
         self._results: Subscribers[[RequestResult]] = Subscribers()
         self._unsubscribe: list[Unsubscribe] = []  # from the engine's publishers, undone by stop()
-        ep = engine.endpoints
-        self.panels = PanelThread(StoreSampler(ep.metrics_url if ep else None, getattr(ep, "masters", ())),
-                                  ProcessSampler(engine.worker_pids(), host_addresses(ep)))
+        ep = cluster.endpoints
+        self.panels = PanelThread(cluster.sample_store, ProcessSampler(self._pids(), cluster.host_addresses()),
+                                  store={"up": None} if ep.metrics_url or ep.masters else {})
         self._stopped = False
         self._started = False
         self._engine_stopped = False  # (stop() stopped the engine it owns: no store left to scrape)
@@ -126,8 +135,7 @@ class LiveSession:
         self.store_limit = store_limit
         self.coordinator: Coordinator | None = None  # while remote workers may join (listen)
         self.failovers: list[FailoverReport] = []  # every failover measured (watch_failover), in order
-        self._watches: list[FailoverWatch] = []
-        self._log_marks: dict[str, int] = {}  # each master's log, read up to here by the last failover report
+        self._watches: list[FailoverWatcher] = []
 
     @property
     def description(self) -> dict:
@@ -182,10 +190,14 @@ class LiveSession:
         """Wait up to ``timeout_s`` (None: for ever) for the run to end; True once it has."""
         return self.driver.done.wait(timeout_s)
 
+    def _pids(self) -> dict[str, int]:
+        """``{name: pid}`` of every local process kvtui runs: the workers, then the embedded cluster's."""
+        return {**self.engine.worker_pids(), **self.cluster.pids()}
+
     def follow_processes(self) -> None:
-        """The Processes panel samples the engine's processes as they are now (after a restart or a rebuild
-        gave some a new pid)."""
-        self.panels.proc_sampler.set_pids(self.engine.worker_pids())
+        """The Processes panel samples the processes as they are now (after a restart or a rebuild gave some a
+        new pid)."""
+        self.panels.proc_sampler.set_pids(self._pids())
 
     def listen(self, listener, echo=None) -> None:
         """Let remote decode and prefill workers join through ``listener`` (``kvtui.engine.remote.open_listener``; the
@@ -219,7 +231,7 @@ class LiveSession:
         self._unsubscribe.append(self.engine.subscribe_replacement(self._workers_replaced))
         self.log("info", f"started: {self._workload_text()}")
         o = self.engine.options
-        nodes = o.cluster.store_nodes if o.segment_on == "store" else 1
+        nodes = self.cluster.settings.store_nodes if o.segment_on == "store" else 1
         if o.prefill_workers > 1 or o.decode_workers > 1 or nodes > 1:
             self.log("info", f"workers: {o.prefill_workers} prefill × {o.decode_workers} decode, route {o.route}, "
                              f"concurrency {self.driver.concurrency} per decode worker"
@@ -253,13 +265,13 @@ class LiveSession:
             ws = working_set_of(self.workload, o.layout.page_tokens, self.driver.concurrency)
         except ValueError:
             ws = None
-        cluster = self.engine.cluster
-        embedded = cluster is not None
+        cluster = self.cluster
+        embedded = cluster.embedded
         segment = o.store_bytes if embedded else (self.panels.store.get("capacity_bytes") or None)
-        dead = tuple(n for n in cluster.store_names() if (p := cluster.process(n)) is not None and not p.alive()) \
-            if cluster is not None and o.segment_on == "store" else ()
-        return store_full_text(failed, seconds, ws, o.layout.page_bytes, segment, o.cluster.eviction_high_watermark,
-                               o.cluster.lease_ttl_ms / 1000 if embedded else None, dead)
+        dead = tuple(n for n in cluster.store_names() if (p := cluster.process(n)) is not None and not p.alive())
+        return store_full_text(failed, seconds, ws, o.layout.page_bytes, segment,
+                               cluster.settings.eviction_high_watermark,
+                               cluster.settings.lease_ttl_ms / 1000 if embedded else None, dead)
 
     def _workload_text(self) -> str:
         d = self.description
@@ -282,9 +294,8 @@ class LiveSession:
 
     def _build_frame(self) -> Frame:
         """A new frame (only the producer calls this: building one advances the rate history)."""
-        ep = self.engine.endpoints
         store = self.panels.store
-        status = {"store_mode": "embedded" if ep is None or ep.embedded else "attached",
+        status = {"store_mode": "embedded" if self.cluster.embedded else "attached",
                   "store_up": store.get("up"), "paused": self.driver.paused,  # None until the first scrape
                   "layout": self.layout_text, "mode": "live", "finished": self.driver.done.is_set()}
         if self.engine.options.verify != "full":  # (the default goes unsaid: the header marks a sampled check)
@@ -295,7 +306,7 @@ class LiveSession:
             status["outage"], status["outage_of"] = True, self.outage_of()
         if self.failovers:
             status.update(failover_status(self.failovers))
-        if self.engine.cluster is not None and len(self.engine.cluster.master_names()) > 1:
+        if self.cluster.embedded and len(self.cluster.master_names()) > 1:
             status["ha_own"] = True  # (kvtui's own HA cluster: the monitor offers K, kill the leader)
         path = self.recording.path
         if path is not None:
@@ -308,8 +319,8 @@ class LiveSession:
         ``leader`` (kvtui's HA cluster, a master alive and every store node too: the leader is gone or hung, the
         masters elect a new one) or ``store`` (the masters live: the store node whose dummy clients the workers
         are)."""
-        cluster = self.engine.cluster
-        if cluster is None:
+        cluster = self.cluster
+        if not cluster.embedded:
             return "master"
         names = cluster.master_names()
         if not any((p := cluster.process(n)) is not None and p.alive() for n in names):
@@ -369,7 +380,7 @@ class LiveSession:
         from workload.working_set import synthetic_working_set
 
         o = self.engine.options
-        wm = o.cluster.eviction_high_watermark
+        wm = self.cluster.settings.eviction_high_watermark
         in_flight = self.driver.concurrency * max(1, o.decode_workers)
         new = synthetic_working_set(spec, in_flight)
         now = synthetic_working_set(self.workload.spec, in_flight)
@@ -408,7 +419,7 @@ class LiveSession:
         try:
             switch = plan_layout_switch(name, old, self.workload.spec, prompt_pages=self.prompt_pages,
                                         page_bytes_used=self._page_bytes_used,
-                                        store_bytes=self.engine.options.store_bytes if self.engine.cluster else None,
+                                        store_bytes=self.cluster.store_bytes,
                                         pinned_by=self.page_size_pinned_by)
         except LayoutRefused as exc:
             self.log("error", f"control refused: {exc}")
@@ -488,39 +499,47 @@ class LiveSession:
     def restart_master(self) -> None:
         """Embedded mode: start the master kvtui owns again on the same ports (``RuntimeError`` otherwise).
         Dispatch resumes by itself once the master answers (the driver watches it)."""
-        self.engine.restart_master()
+        self.cluster.restart_master()
         self.follow_processes()  # the new master has a new pid
         self.log("control", "master restarted on the same ports (it starts with no keys)")
 
-    def watch_failover(self, kind: str, *, on_serving: Callable[[str], None] | None = None) -> FailoverWatch:
-        """Start measuring a failover (:class:`~kvtui.live.failover.FailoverWatch`) caused by a fault of
-        ``kind`` that the caller injects right after this returns; its report joins :attr:`failovers` (and the
-        frames' status) when it is done, and its lines go to the event log."""
-        watch = FailoverWatch(len(self.failovers) + len(self._watches) + 1, kind, self.engine, self.log,
-                              on_serving=on_serving, on_done=self._failover_done, log_marks=self._log_marks)
+    def restart_store(self) -> None:
+        """Start every dead store node of the embedded cluster again, each with a new segment of the same size
+        (the dead node's pages stay listed until the master's ``client_ttl`` passes); dummy workers, which never
+        return to a new real client, are started again too (rebuilt by the engine). ``RuntimeError`` without
+        store nodes of kvtui's."""
+        if self.cluster.restart_store():
+            self.engine.restart_workers()
+        self.follow_processes()
+
+    def watch_failover(self, kind: str, *, on_serving: Callable[[str], None] | None = None) -> FailoverWatcher:
+        """Start measuring a failover (the cluster's :meth:`~kvtui.core.cluster_api.ClusterOps.watch_failover`)
+        caused by a fault of ``kind`` that the caller injects right after this returns; its report joins
+        :attr:`failovers` (and the frames' status) when it is done, and its lines go to the event log."""
         recent = self.producer.latest().window_totals  # (the header's "last 30 s": the hit rate before)
-        watch.begin(recent.get("page_hit_rate") if recent.get("pages_total") else None)
-        unsubscribe = self.subscribe_results(watch.add)
-        self._unsubscribe.append(unsubscribe)
+        watch = self.cluster.watch_failover(
+            len(self.failovers) + len(self._watches) + 1, kind, clock=self.engine.now, ledger=self.engine.published,
+            log=self.log, hit_rate_before=recent.get("page_hit_rate") if recent.get("pages_total") else None,
+            on_serving=on_serving, on_done=self._failover_done)
+        self._unsubscribe.append(self.subscribe_results(watch.add))
         self._watches.append(watch)
-        watch.start()
         return watch
 
     def _failover_done(self, report: FailoverReport) -> None:
         self._watches = [w for w in self._watches if w.report is not report]
         self.failovers.append(report)
 
-    def kill_leader(self) -> FailoverWatch:
+    def kill_leader(self) -> FailoverWatcher:
         """SIGKILL the master of kvtui's HA cluster that serves now (``RuntimeError`` when there is no HA
         cluster of kvtui's or no master serves: a failover under way); the standbys elect a new leader, the
         failover is measured (:meth:`watch_failover`) and, once a master serves again, the killed one starts
         again as a standby. Returns the watch (the killed master's name: ``report.old_leader``)."""
-        name = self.engine.leader()
+        name = self.cluster.leader()
         if name is None:
             raise RuntimeError("no master of kvtui's HA cluster serves now (no --ha, or a failover is under way)")
         watch = self.watch_failover("leader-kill", on_serving=lambda _new: self._restart_dead_masters())
         try:
-            pid = self.engine.signal_master(name, signal.SIGKILL)
+            pid = self.cluster.signal(name, signal.SIGKILL)
         except BaseException:
             watch.stop()
             raise
@@ -531,7 +550,7 @@ class LiveSession:
     def _restart_dead_masters(self) -> None:
         """Start every dead master of kvtui's HA cluster again (each joins as a standby)."""
         try:
-            self.engine.restart_master()
+            self.cluster.restart_master()
         except Exception as exc:  # (the cluster is stopping, or a master does not come up: said, not raised)
             self.log("error", f"the killed master did not start again: {exc}")
             return
@@ -551,8 +570,8 @@ class LiveSession:
         """Abandon the workload (:meth:`halt`), stop recording (``final`` becomes the last recorded frame),
         the samplers, the workers and the (embedded) cluster: every process gone within ~1 s
         (``Engine.stop``). A second Ctrl-C or SIGTERM meanwhile is held back until the end
-        (``kvtui.engine.procs.uninterrupted``). Safe to call twice."""
-        from kvtui.engine.procs import uninterrupted
+        (``kvtui.runtime.procs.uninterrupted``). Safe to call twice."""
+        from kvtui.runtime.procs import uninterrupted
 
         if self._stopped:
             return
@@ -570,7 +589,8 @@ class LiveSession:
             if self.coordinator is not None:
                 self.coordinator.stop()  # (no worker joins a stopping engine)
             if self.owns_engine:
-                self.engine.stop()
+                cluster = self.cluster
+                self.engine.stop(meanwhile=lambda trouble: cluster.stop(keep_logs=trouble))
                 self._engine_stopped = True
             if self._started:
                 self.panels.stop()  # after the engine: a scrape then fails at once rather than wait on a master
@@ -584,7 +604,7 @@ class LiveSession:
     @property
     def network(self) -> str | None:
         """The line on the embedded cluster's network isolation (None when attached)."""
-        return self.engine.options.cluster.isolation
+        return self.cluster.settings.isolation
 
     @property
     def outage(self) -> bool:
@@ -608,4 +628,4 @@ class LiveSession:
 
     def dead_cluster_process(self):
         """A process of the embedded cluster that has exited (its ``ManagedProcess``), None while all live."""
-        return self.engine.dead_cluster_process()
+        return self.cluster.dead_process()

@@ -2,8 +2,8 @@
 random moments, each one's recovery timed:
 
 - :mod:`kvtui.soak.schedule`: the fault schedule, a pure function of seed, duration and rate;
-- :mod:`kvtui.soak.faults`: injecting and clearing each kind of fault, and timing recovery;
-- :mod:`kvtui.soak.filler`: the separate client of the store-full fault (a process of its own);
+- :mod:`kvtui.soak.faults`: injecting and clearing each kind of fault (through the cluster's
+  :class:`~kvtui.core.cluster_api.ClusterOps`), and timing recovery;
 - :mod:`kvtui.soak.sampler`: RSS, file descriptors and TCP sockets of the process tree; the CSV series;
 - :mod:`kvtui.soak.summary`: growth per hour (least-squares slopes), recovery percentiles, targets;
 - :mod:`kvtui.soak.runner`: the soak itself over a live session.

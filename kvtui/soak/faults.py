@@ -16,15 +16,12 @@ mismatches (wrong bytes: every loaded page is verified, these must stay 0).
 
 from __future__ import annotations
 
-import json
 import os
 import signal
-import sys
 import threading
 import time
 from collections import Counter
 from dataclasses import asdict, dataclass, field
-from pathlib import Path
 from typing import TYPE_CHECKING, Callable
 
 from kvtui.core.codes import code_name
@@ -43,9 +40,8 @@ from kvtui.soak.schedule import (
 )
 
 if TYPE_CHECKING:
-    from kvtui.core.engine_api import ClusterView, Endpoints
+    from kvtui.core.cluster_api import ClusterOps, FailoverWatcher
     from kvtui.live import LiveSession
-    from kvtui.live.failover import FailoverWatch
 
 HA_KINDS = (LEADER_KILL, LEADER_HANG, ETCD_OUTAGE)  # faults of kvtui's HA cluster: each measured as a failover
 NEXT_AFTER_S = 1.0  # after a recovery, the next fault waits at least this long
@@ -68,7 +64,7 @@ class FaultRecord:
     between injection and recovery, ``errors`` their codes by name; ``mismatches``: pages whose bytes did
     not verify meanwhile; ``detail``: what was done (pids, the filler's report); ``cut_short``: the soak
     ended (or was interrupted) while it was open; ``failover``: for the HA kinds, what the failover cost
-    (:class:`kvtui.live.failover.FailoverReport` as a dict)."""
+    (:class:`kvtui.core.failover.FailoverReport` as a dict)."""
 
     n: int
     kind: str
@@ -85,7 +81,7 @@ class FaultRecord:
     detail: dict = field(default_factory=dict)
     error: str | None = None
     cut_short: bool = False
-    failover: dict | None = None  # an HA fault: its failover report (kvtui.live.failover.FailoverReport.as_dict)
+    failover: dict | None = None  # an HA fault: its failover report (kvtui.core.failover.FailoverReport.as_dict)
 
     @property
     def recovery_s(self) -> float | None:
@@ -177,13 +173,11 @@ def why_unavailable(kind: str, *, embedded: bool, store_node: bool, hosts: bool 
     return None
 
 
-def unavailable(kind: str, engine) -> str | None:
-    """:func:`why_unavailable` for a started ``engine``."""
-    cluster = engine.cluster
-    return why_unavailable(kind, embedded=cluster is not None,
-                           store_node=cluster is not None and cluster.process("store") is not None,
-                           hosts=cluster is not None and getattr(cluster, "emulated", None) is not None,
-                           ha=len(cluster.master_names()) > 1 if cluster is not None else False)
+def unavailable(kind: str, cluster: ClusterOps) -> str | None:
+    """:func:`why_unavailable` for a started ``cluster``."""
+    return why_unavailable(kind, embedded=cluster.embedded, store_node=cluster.process("store") is not None,
+                           hosts=cluster.links is not None,
+                           ha=cluster.embedded and len(cluster.master_names()) > 1)
 
 
 class Injector(threading.Thread):
@@ -206,7 +200,7 @@ class Injector(threading.Thread):
         self._halt = threading.Event()
         self.error: BaseException | None = None
         self._fill = 0
-        self._watch: FailoverWatch | None = None  # the failover watch of the HA fault under way
+        self._watch: FailoverWatcher | None = None  # the failover watch of the HA fault under way
 
     def stop(self) -> None:
         """Inject nothing more; the fault under way is cleared (a paused master continued, the filler's
@@ -282,46 +276,34 @@ class Injector(threading.Thread):
             self._log("error", f"chaos: fault {rec.n} {rec.kind} NOT recovered ({why})")
 
     # -- the faults ----------------------------------------------------------------------------------------
-    def _cluster(self) -> ClusterView:
+    def _cluster(self) -> ClusterOps:
         """The cluster kvtui started (a fault that needs one is injected only where :func:`unavailable` found it)."""
-        cluster = self.engine.cluster
-        if cluster is None:
+        cluster = self.session.cluster
+        if not cluster.embedded:
             raise RuntimeError("kvtui started no cluster here (attached)")
         return cluster
 
-    def _endpoints(self) -> Endpoints:
-        """The cluster's endpoints (set once the engine has started)."""
-        endpoints = self.engine.endpoints
-        if endpoints is None:
-            raise RuntimeError("the engine has not started")
-        return endpoints
-
-    def _master(self):
-        proc = self._cluster().process("master")
-        if proc is None or not proc.alive():
-            raise RuntimeError("the master is not running")
-        return proc
-
     def master_kill(self, rec: FaultRecord) -> dict:
         """SIGKILL the master, wait until it is gone, start it again on the same ports (no keys)."""
-        old = self._master()
-        os.kill(old.pid, signal.SIGKILL)
-        old.popen.wait(10)
+        cluster = self._cluster()
+        old = cluster.signal("master", signal.SIGKILL)
         self.session.restart_master()  # (LiveSession logs it and shows the new pid)
-        new = self._master()
+        new = cluster.process("master")
+        if new is None:
+            raise RuntimeError("the master did not start again")
         self.note_pid("master", new.pid)
-        return {"killed_pid": old.pid, "new_pid": new.pid}
+        return {"killed_pid": old, "new_pid": new.pid}
 
     def master_pause(self, rec: FaultRecord) -> dict:
         """SIGSTOP the master for ``pause_s`` (a hung peer: connections stay open, nothing answers), then
         SIGCONT (always, and at once when the soak is stopped meanwhile)."""
-        proc = self._master()
-        os.kill(proc.pid, signal.SIGSTOP)
+        cluster = self._cluster()
+        pid = cluster.signal("master", signal.SIGSTOP)
         try:
             held = self._hold()
         finally:
-            os.kill(proc.pid, signal.SIGCONT)
-        return {"pid": proc.pid, "paused_s": round(held, 3)}
+            cluster.signal("master", signal.SIGCONT)
+        return {"pid": pid, "paused_s": round(held, 3)}
 
     def _hold(self) -> float:
         """Wait ``pause_s``, or less when the soak is stopped meanwhile (Ctrl-C clears the fault at once);
@@ -346,16 +328,17 @@ class Injector(threading.Thread):
         """SIGSTOP the serving master for ``pause_s`` (a hung leader: its connections stay open, nothing
         answers), then SIGCONT (always, and at once when the soak is stopped meanwhile). Longer than the
         masters' etcd lease (~5 s), a standby takes over and the continued master steps down."""
-        name = self.engine.leader()
+        cluster = self._cluster()
+        name = cluster.leader()
         if name is None:
             raise RuntimeError("no master serves (a failover is under way)")
         self._watch = watch = self.session.watch_failover(LEADER_HANG)
-        pid = self.engine.signal_master(name, signal.SIGSTOP)
+        pid = cluster.signal(name, signal.SIGSTOP)
         self._log("outage", f"chaos: leader {name} (pid {pid}) stopped for {self.pause_s:g} s")
         try:
             held = self._hold()
         finally:
-            os.kill(pid, signal.SIGCONT)
+            cluster.signal(name, signal.SIGCONT)
             watch.cleared()
         return {"leader": name, "pid": pid, "paused_s": round(held, 3)}
 
@@ -363,16 +346,17 @@ class Injector(threading.Thread):
         """SIGSTOP kvtui's etcd for ``pause_s`` (the masters cannot renew the leader's lease nor write their
         OpLog; clients cannot look the leader up), then SIGCONT (always, and at once when the soak is stopped
         meanwhile)."""
-        proc = self._cluster().process("etcd")
+        cluster = self._cluster()
+        proc = cluster.process("etcd")
         if proc is None or not proc.alive():
             raise RuntimeError("etcd is not running")
         self._watch = watch = self.session.watch_failover(ETCD_OUTAGE)
-        os.kill(proc.pid, signal.SIGSTOP)
+        cluster.signal("etcd", signal.SIGSTOP)
         self._log("outage", f"chaos: etcd (pid {proc.pid}) stopped for {self.pause_s:g} s")
         try:
             held = self._hold()
         finally:
-            os.kill(proc.pid, signal.SIGCONT)
+            cluster.signal("etcd", signal.SIGCONT)
             watch.cleared()
         return {"pid": proc.pid, "stopped_s": round(held, 3)}
 
@@ -380,19 +364,15 @@ class Injector(threading.Thread):
         """SIGKILL the store node, start a new one with a segment of the same size (and, with dummy workers,
         wait for the engine's new workers)."""
         cluster = self._cluster()
-        old = cluster.process("store")
-        if old is None or not old.alive():
-            raise RuntimeError("the store node is not running")
-        os.kill(old.pid, signal.SIGKILL)
-        old.popen.wait(10)
+        old = cluster.signal("store", signal.SIGKILL)
         before = len(self.engine.replacements)
-        self.engine.restart_store()
+        self.session.restart_store()
         new = cluster.process("store")
         if new is None:
             raise RuntimeError("the store node did not start again")
         self.note_pid("store", new.pid)
-        out = {"killed_pid": old.pid, "new_pid": new.pid}
-        if self._endpoints().real_client:  # dummy workers do not come back to a new real client: new ones
+        out = {"killed_pid": old, "new_pid": new.pid}
+        if cluster.endpoints.real_client:  # dummy workers do not come back to a new real client: new ones
             done = self._replaced(before, "the dummy workers")
             for role, pid in done.pids.items():
                 self.note_pid(role, pid)
@@ -425,8 +405,10 @@ class Injector(threading.Thread):
     def link_cut(self, rec: FaultRecord) -> dict:
         """Take the link of the store node's emulated host down (the decode worker's without a store node)
         for ``pause_s``, then up again (always, and at once when the soak is stopped meanwhile): packets are dropped
-        meanwhile, TCP connections stay open and retransmit (:mod:`kvtui.engine.hosts`)."""
-        hosts = self._cluster().emulated
+        meanwhile, TCP connections stay open and retransmit (:mod:`kvtui.mooncake.hosts`)."""
+        hosts = self._cluster().links
+        if hosts is None:
+            raise RuntimeError("kvtui runs no emulated hosts here")
         name = "store" if "store" in hosts.hosts else "decode"
         host = hosts.hosts[name]
         hosts.cut(name)
@@ -438,36 +420,14 @@ class Injector(threading.Thread):
         return {"host": name, "veth": host.veth, "address": host.address, "cut_s": round(held, 3)}
 
     def store_full(self, rec: FaultRecord) -> dict:
-        """A separate client (:mod:`kvtui.soak.filler`) fills the store until a put is refused, holds it
+        """A separate client (:mod:`kvtui.mooncake.filler`) fills the store until a put is refused, holds it
         ``FULL_HOLD_S``, then removes its objects; cleared when it has exited."""
-        from kvtui.engine.procs import spawn
-
-        ep = self._endpoints()
         segment = self.engine.options.store_bytes
         obj = max(64 << 10, min(FILLER_OBJECT_MAX, segment // 64))
-        self._fill += 1
-        log_dir = Path(ep.log_dir or "/tmp")
-        report = log_dir / f"filler-{os.getpid()}-{self._fill}.json"
         smallest = max(self.engine.options.layout.page_bytes, obj // 16)
-        argv = [sys.executable, "-m", "kvtui.soak.filler", "--endpoints", json.dumps(ep.as_dict()), "--object-bytes",
-                str(obj), "--min-object-bytes", str(smallest), "--max-bytes", str(2 * segment), "--hold-s",
-                str(FULL_HOLD_S), "--report", str(report)]
-        proc = spawn("filler", argv, log_dir / "filler.log")
-        self.note_pid("filler", proc.pid)
-        try:
-            code = proc.popen.wait(WAIT_CLEAR_S)
-        except Exception:
-            proc.stop(0.5)
-            raise RuntimeError(f"the filler did not finish within {WAIT_CLEAR_S:g} s") from None
-        try:
-            out = json.loads(report.read_text())
-            report.unlink()
-        except (OSError, ValueError):
-            out = {}
-        out.update(pid=proc.pid, exit_code=code, object_bytes=obj)
-        if code != 0 or "error" in out:
-            raise RuntimeError(f"the filler failed (exit code {code}): {out.get('error', 'see filler.log')}")
-        return out
+        return self._cluster().fill_store(object_bytes=obj, min_object_bytes=smallest, max_bytes=2 * segment,
+                                          hold_s=FULL_HOLD_S, timeout_s=WAIT_CLEAR_S,
+                                          on_start=lambda pid: self.note_pid("filler", pid))
 
 
 INJECT = {MASTER_KILL: Injector.master_kill, MASTER_PAUSE: Injector.master_pause, STORE_KILL: Injector.store_kill,

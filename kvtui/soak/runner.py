@@ -68,13 +68,12 @@ class Soak:
         self.say, self.progress = say, progress
         self.tracker = RecoveryTracker()
         session.subscribe_results(self.tracker.add)  # (for the session's whole life: a soak is its only run)
-        self.skipped_kinds = {k: why for k in plan.kinds if (why := unavailable(k, self.engine))}
+        self.skipped_kinds = {k: why for k in plan.kinds if (why := unavailable(k, session.cluster))}
         kinds = tuple(k for k in plan.kinds if k not in self.skipped_kinds)
         chaos = bool(kinds and plan.chaos_per_min)
         self.faults = schedule(plan.seed, plan.duration_s, plan.chaos_per_min, kinds) if chaos else ()
-        ep = self.engine.endpoints
-        self.cluster_ports = _ports(ep)
-        self.embedded = self.engine.cluster is not None
+        self.cluster_ports = _ports(session.cluster.endpoints)
+        self.embedded = session.cluster.embedded
         self.sampler = ResourceSampler(self.cluster_ports)
         self.noted: dict[int, tuple[str, float]] = {}
         self.injector = None

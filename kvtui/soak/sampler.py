@@ -4,7 +4,7 @@
   runs (kvtui itself, the workers, the embedded master, metadata server and store node), by name; and
   the TCP sockets of kvtui's process tree by state. Sockets are read with ``psutil.net_connections``, which
   reads ``/proc/net/tcp*`` of the network namespace kvtui's own process is in: the embedded cluster's
-  private namespace when it is isolated (:mod:`kvtui.engine.netns`), where every socket is the tree's, or
+  private namespace when it is isolated (:mod:`kvtui.mooncake.netns`), where every socket is the tree's, or
   the host's, where they are filtered to the tree. An ESTABLISHED socket counts when a process of the tree
   owns it; a TIME_WAIT socket has no owner any more, so it counts when one of its ports is a port the tree
   listens on (or one of the cluster's): the closing side of a connection to or from the tree.
@@ -107,7 +107,7 @@ _TCP_STATE_HEX = {"01": "tcp_established", "06": "tcp_time_wait", "0A": "tcp_lis
 
 def other_namespaces_tcp(tree: set[int]) -> dict[str, int]:
     """TCP sockets by state in the network namespaces of ``tree`` other than kvtui's own (emulated hosts,
-    :mod:`kvtui.engine.hosts`), read from ``/proc/PID/net/tcp`` and ``tcp6`` of one process per namespace
+    :mod:`kvtui.mooncake.hosts`), read from ``/proc/PID/net/tcp`` and ``tcp6`` of one process per namespace
     (``psutil.net_connections`` sees only the caller's): every socket there is the tree's, since only
     kvtui's processes live in those namespaces."""
     out = dict.fromkeys(_TCP_STATE_HEX.values(), 0)

@@ -1,6 +1,7 @@
-"""A store-less engine for tests: :class:`FakeEngine` satisfies :class:`kvtui.core.engine_api.EngineAPI`
-without workers, cluster or store, so a :class:`~kvtui.engine.driver.Driver` or a
-:class:`~kvtui.live.LiveSession` runs over it in milliseconds.
+"""A store-less engine and cluster for tests: :class:`FakeEngine` satisfies :class:`kvtui.core.engine_api.EngineAPI`
+without workers or store, and :class:`FakeCluster` satisfies :class:`kvtui.core.cluster_api.ClusterOps` without
+processes, so a :class:`~kvtui.engine.driver.Driver` or a :class:`~kvtui.live.LiveSession` runs over them in
+milliseconds.
 
 What it does, per request: :meth:`FakeEngine.submit` records the request; unless held, it is answered at
 once (``answer=True``: a :class:`~kvtui.core.events.RequestResult` of a cold store, every cacheable page
@@ -9,13 +10,14 @@ that never ends). While held (:meth:`FakeEngine.hold`), submitted requests wait;
 a drain drops them (each a :class:`~kvtui.core.engine_api.Dropped`), as decode workers do. Results of a
 run an earlier :meth:`FakeEngine.begin_run` began are discarded.
 
-Knobs a test sets: ``codes`` (store codes every result carries from now on, e.g. RPC_FAIL for an outage),
-``reachable`` (what :meth:`~FakeEngine.master_reachable` answers), ``refuse`` (the exception
-:meth:`~FakeEngine.set_layout` raises), ``begin_error`` (the exception :meth:`~FakeEngine.begin_run`
-raises: a worker dead before the run began), ``pids`` (:meth:`~FakeEngine.worker_pids`). What it was asked
-is kept: ``submitted``, ``runs``, ``holds``, ``drains``, ``layouts_set``, ``master_restarts``,
-``store_restarts``, ``stopped``. :meth:`~FakeEngine.replace_workers` and :meth:`~FakeEngine.join_remote`
-publish a worker rebuild and a remote join to the subscribers, as the real engine does.
+Knobs a test sets on the engine: ``codes`` (store codes every result carries from now on, e.g. RPC_FAIL for an
+outage), ``refuse`` (the exception :meth:`~FakeEngine.set_layout` raises), ``begin_error`` (the exception
+:meth:`~FakeEngine.begin_run` raises: a worker dead before the run began), ``pids``
+(:meth:`~FakeEngine.worker_pids`); on the cluster: ``answers`` (what :meth:`~FakeCluster.reachable` says).
+What they were asked is kept: ``submitted``, ``runs``, ``holds``, ``drains``, ``layouts_set``,
+``workers_restarted``, ``stopped``; ``master_restarts``, ``store_restarts``, ``stopped`` of the cluster.
+:meth:`~FakeEngine.replace_workers` and :meth:`~FakeEngine.join_remote` publish a worker rebuild and a remote
+join to the subscribers, as the real engine does.
 """
 
 from __future__ import annotations
@@ -23,27 +25,21 @@ from __future__ import annotations
 import queue
 import threading
 import time
-from collections.abc import Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 from typing import Callable
 
+from kvtui.core.cluster_api import AckLedger, ClusterProcess, FailoverWatcher, LinkControl
 from kvtui.core.defaults import DEFAULT_MODEL
-from kvtui.core.engine_api import (
-    ClusterProcess,
-    ClusterView,
-    Dropped,
-    Endpoints,
-    RemoteJoin,
-    SubmittedRequest,
-    WorkerReplacement,
-)
+from kvtui.core.engine_api import Dropped, RemoteJoin, SubmittedRequest, WorkerReplacement
 from kvtui.core.events import RequestResult
+from kvtui.core.failover import FailoverReport
 from kvtui.core.layout import PRESETS, PageLayout
 from kvtui.core.pages import PageState
+from kvtui.core.panels import StoreScrape
 from kvtui.core.subscribers import Subscribers, Unsubscribe
 from kvtui.core.topology import DEFAULT_ROUTE
 
-__all__ = ["FakeCluster", "FakeClusterOptions", "FakeEngine", "FakeOptions"]
+__all__ = ["FakeCluster", "FakeClusterOptions", "FakeEndpoints", "FakeEngine", "FakeOptions"]
 
 
 @dataclass(frozen=True)
@@ -71,18 +67,53 @@ class FakeOptions:
     route: str = DEFAULT_ROUTE
     replace_dead_workers: bool = False
     verify: str = "full"
-    cluster: FakeClusterOptions = field(default_factory=FakeClusterOptions)
+
+
+@dataclass(frozen=True)
+class FakeEndpoints:
+    """Where a fake cluster says it is (:class:`~kvtui.core.cluster_api.Endpoints`): nowhere."""
+
+    master: str = "127.0.0.1:1"
+    metadata_url: str = "http://127.0.0.1:1/metadata"
+    metrics_url: str | None = None
+    embedded: bool = False
+    log_dir: str = ""
+    real_client: str = ""
+    ha: bool = False
+    masters: tuple[tuple[str, str], ...] = ()
+
+    def as_dict(self) -> dict[str, object]:
+        return {"master": self.master, "metadata_url": self.metadata_url, "embedded": self.embedded}
 
 
 class FakeCluster:
-    """An embedded cluster without processes (:class:`~kvtui.core.engine_api.ClusterView`): what a session
-    sees of a cluster kvtui started, e.g. so that the store segment's size bounds a layout switch."""
+    """A cluster without processes (:class:`~kvtui.core.cluster_api.ClusterOps`): ``embedded`` says whether kvtui
+    started it (then its ``store_bytes`` bound a layout switch, and restarts are counted), ``answers`` what
+    :meth:`reachable` says (a test makes an outage end with it), ``settings`` its options."""
 
-    emulated = None
+    def __init__(self, *, embedded: bool = False, store_bytes: int = 1 << 30,
+                 settings: FakeClusterOptions | None = None) -> None:
+        self.embedded = embedded
+        self.store_bytes: int | None = store_bytes if embedded else None
+        self.settings = settings or FakeClusterOptions()
+        self.endpoints = FakeEndpoints(embedded=embedded)
+        self.answers = True
+        self.master_restarts = 0
+        self.store_restarts = 0
+        self.stopped = False
+        self.links: LinkControl | None = None
 
-    @property
-    def processes(self) -> Sequence[ClusterProcess]:
-        return ()
+    def pids(self) -> dict[str, int]:
+        return {}
+
+    def host_addresses(self) -> dict[str, str]:
+        return {}
+
+    def reachable(self) -> bool:
+        return self.answers
+
+    def sample_store(self) -> StoreScrape:
+        return {}
 
     def process(self, name: str) -> ClusterProcess | None:
         return None
@@ -92,6 +123,39 @@ class FakeCluster:
 
     def master_names(self) -> list[str]:
         return ["master"]
+
+    def dead_process(self) -> ClusterProcess | None:
+        return None
+
+    def restart_master(self) -> None:
+        if not self.embedded:
+            raise RuntimeError("the master belongs to an attached cluster; kvtui does not act on it")
+        self.master_restarts += 1
+
+    def restart_store(self) -> bool:
+        if not self.embedded:
+            raise RuntimeError("kvtui runs no store node here (attached cluster, or the segment is on a worker)")
+        self.store_restarts += 1
+        return False
+
+    def leader(self) -> str | None:
+        return None
+
+    def signal(self, name: str, sig: int) -> int:
+        raise RuntimeError(f"{name} is not running (the fake cluster has no processes)")
+
+    def fill_store(self, *, object_bytes: int, min_object_bytes: int, max_bytes: int, hold_s: float,
+                   timeout_s: float, on_start: Callable[[int], None] | None = None) -> dict[str, object]:
+        raise RuntimeError("the fake cluster has no store to fill")
+
+    def watch_failover(self, n: int, kind: str, *, clock: Callable[[], float], ledger: AckLedger | None,
+                       log: Callable[[str, str], None], hit_rate_before: float | None,
+                       on_serving: Callable[[str], None] | None = None,
+                       on_done: Callable[[FailoverReport], None] | None = None) -> FailoverWatcher:
+        raise RuntimeError("the fake cluster has no masters to fail over")
+
+    def stop(self, keep_logs: bool = False) -> None:
+        self.stopped = True
 
 
 @dataclass
@@ -105,18 +169,15 @@ class _Item:
 
 class FakeEngine:
     """A store-less :class:`~kvtui.core.engine_api.EngineAPI` (see the module). ``layout`` /
-    ``store_bytes`` / ``options``: what :attr:`options` says (``options`` wins when given); ``embedded``:
-    :attr:`cluster` is a :class:`FakeCluster` (the store segment is kvtui's own) instead of None;
-    ``answer``: answer each request at once (True) or never (False)."""
+    ``store_bytes`` / ``options``: what :attr:`options` says (``options`` wins when given); ``answer``: answer
+    each request at once (True) or never (False)."""
 
-    def __init__(self, layout: PageLayout = PRESETS["tiny"], *, store_bytes: int = 1 << 30, embedded: bool = False,
+    def __init__(self, layout: PageLayout = PRESETS["tiny"], *, store_bytes: int = 1 << 30,
                  answer: bool = True, options: FakeOptions | None = None) -> None:
         self.options = options or FakeOptions(layout=layout, store_bytes=store_bytes)
-        self.endpoints: Endpoints | None = None
-        self.cluster: ClusterView | None = FakeCluster() if embedded else None
+        self.endpoints = FakeEndpoints()
         self.answer = answer
         self.codes: dict[int, int] = {}
-        self.reachable = True
         self.refuse: Exception | None = None
         self.begin_error: BaseException | None = None
         self.pids: dict[str, int] = {}
@@ -125,8 +186,7 @@ class FakeEngine:
         self.holds: list[bool] = []
         self.drains = 0
         self.layouts_set: list[PageLayout] = []
-        self.master_restarts = 0
-        self.store_restarts = 0
+        self.workers_restarted = 0
         self.stopped = False
         self.replacements: list[WorkerReplacement] = []
         self._t0 = time.monotonic()
@@ -187,9 +247,6 @@ class FakeEngine:
                 for item in waiting:
                     self._ready.put((item.run, Dropped(item.req)))
 
-    def master_reachable(self) -> bool:
-        return self.reachable
-
     def subscribe_replacement(self, fn: Callable[[WorkerReplacement], None]) -> Unsubscribe:
         return self._replaced.subscribe(fn)
 
@@ -206,31 +263,17 @@ class FakeEngine:
     def clear_store(self) -> int:
         return 0
 
-    def restart_master(self) -> None:
-        if self.cluster is None:
-            raise RuntimeError("the master belongs to an attached cluster; restart it there")
-        self.master_restarts += 1
+    def restart_workers(self) -> None:
+        self.workers_restarted += 1
 
-    def restart_store(self) -> None:
-        if self.cluster is None or self.options.segment_on != "store":
-            raise RuntimeError("kvtui runs no store node here (attached cluster, or the segment is on a worker)")
-        self.store_restarts += 1
-
-    def dead_cluster_process(self) -> ClusterProcess | None:
-        return None
-
-    published = None  # (no store: nothing is published)
-
-    def leader(self) -> str | None:
-        return None
-
-    def signal_master(self, name: str, sig: int) -> int:
-        raise RuntimeError(f"{name} is not running (the fake engine has no cluster)")
+    published: AckLedger | None = None  # (no store: nothing is published)
 
     def subscribe_remote(self, fn: Callable[[RemoteJoin], None]) -> Unsubscribe:
         return self._joined.subscribe(fn)
 
-    def stop(self) -> None:
+    def stop(self, meanwhile: Callable[[bool], None] | None = None) -> None:
+        if meanwhile is not None and not self.stopped:
+            meanwhile(False)
         self.stopped = True
 
     # -- what a test makes happen ----------------------------------------------------------------------

@@ -13,10 +13,11 @@ import pytest
 
 from kvtui.core.codes import INVALID_PARAMS, OBJECT_ALREADY_EXISTS
 from kvtui.core.layout import PageLayout
-from kvtui.engine.cluster import ClusterOptions, EmbeddedCluster
 from kvtui.engine.driver import Driver
-from kvtui.engine.engine import Engine, EngineOptions, Lost
-from kvtui.engine.store import open_client
+from kvtui.engine.engine import EngineOptions, Lost
+from kvtui.launch import start_stack
+from kvtui.mooncake.client import open_client
+from kvtui.mooncake.cluster import ClusterOptions, EmbeddedCluster
 from workload import SyntheticWorkload, WorkloadSpec
 
 pytestmark = pytest.mark.integration
@@ -52,10 +53,10 @@ def test_dummy_workers_replay_exactly_as_real_ones(tmp_path):
     outcomes = {}
     model = f"dummy-{uuid.uuid4().hex[:6]}"
     for client in ("real", "dummy"):
-        opts = EngineOptions(layout=TINY, model=model, store_bytes=64 << 20,
-                             cluster=ClusterOptions(worker_client=client, log_dir=str(tmp_path / client)))
+        opts = EngineOptions(layout=TINY, model=model, store_bytes=64 << 20)
         results = []
-        with Engine(opts) as e:
+        with start_stack(opts, ClusterOptions(worker_client=client, log_dir=str(tmp_path / client))) as stack:
+            e = stack.engine
             assert bool(e.endpoints.real_client) == (client == "dummy")
             Driver(e, _workload(seed=3), results.append, concurrency=1, max_requests=40).run()
         assert all(r.mismatches == 0 and r.verified == r.pages_hit for r in results)
@@ -98,16 +99,16 @@ def test_a_store_restart_gives_new_dummy_workers_that_serve_again(tmp_path):
     """A dummy client never comes back to a new real client (its calls answer RPC_FAIL): after the store
     node is killed and started again, the engine rebuilds its workers; requests then flow, verified."""
     opts = EngineOptions(layout=TINY, model=f"restart-{uuid.uuid4().hex[:6]}", store_bytes=64 << 20,
-                         replace_dead_workers=True,
-                         cluster=ClusterOptions(worker_client="dummy", client_ttl_s=3, log_dir=str(tmp_path / "logs")))
-    with Engine(opts) as e:
+                         replace_dead_workers=True)
+    copts = ClusterOptions(worker_client="dummy", client_ttl_s=3, log_dir=str(tmp_path / "logs"))
+    with start_stack(opts, copts) as stack:
+        e, cluster = stack.engine, stack.cluster
         assert e.process(next(iter(_workload()))).mismatches == 0
         before = e.worker_pids()
-        store = e.cluster.process("store")
-        os.kill(store.pid, signal.SIGKILL)
-        store.popen.wait(10)
-        e.restart_store()
-        assert e.cluster.process("store").alive()
+        cluster.signal("store", signal.SIGKILL)
+        assert cluster.restart_store()  # (dummy clients must be started again)
+        e.restart_workers()
+        assert cluster.process("store").alive()
         done, deadline = [], time.monotonic() + 60
         e.begin_run(1)
         for _, req in zip(range(6), _workload(seed=5)):

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 import signal
 import time
 import uuid
@@ -12,36 +11,32 @@ from waits import wait_for
 
 from kvtui.core.events import EngineEvent
 from kvtui.core.layout import PageLayout
-from kvtui.engine.cluster import ClusterOptions
 from kvtui.engine.driver import Driver
-from kvtui.engine.engine import Engine, EngineOptions
+from kvtui.engine.engine import EngineOptions
+from kvtui.launch import start_stack
 from kvtui.metrics.aggregate import Aggregator
+from kvtui.mooncake.cluster import ClusterOptions
 from workload import SyntheticWorkload, WorkloadSpec
 
 pytestmark = pytest.mark.integration
 TINY = PageLayout(4, 2, 16, 8, 2)
 
 
-def _engine(**cluster_kw):
-    opts = EngineOptions(layout=TINY, model=f"f-{uuid.uuid4().hex[:6]}",
-                         store_bytes=cluster_kw.pop("store_bytes", 64 << 20), cluster=ClusterOptions(**cluster_kw))
-    e = Engine(opts)
-    e.start()
-    return e
+def _stack(**cluster_kw):
+    opts = EngineOptions(layout=TINY, model=f"f-{uuid.uuid4().hex[:6]}", store_bytes=cluster_kw.pop("store_bytes",
+                                                                                                    64 << 20))
+    return start_stack(opts, ClusterOptions(**cluster_kw))
 
 
-def _driver(engine, agg, events, rate=0.0, **kw):
+def _driver(stack, agg, events, rate=0.0, **kw):
     wl = SyntheticWorkload(WorkloadSpec(scenario="shared-system-prompt", pool=2, prompt_tokens=64, page_tokens=8,
                                         rate=rate))
-    return Driver(engine, wl, agg.add, events.append, **kw)
+    return Driver(stack.engine, wl, agg.add, events.append, store_answers=stack.cluster.reachable, **kw)
 
 
-def _kill_master(engine) -> int:
+def _kill_master(stack) -> int:
     """SIGKILL the embedded master and wait until it is gone; returns its pid."""
-    master = engine.cluster.process("master")
-    os.kill(master.pid, signal.SIGKILL)
-    master.popen.wait(5)
-    return master.pid
+    return stack.cluster.signal("master", signal.SIGKILL)
 
 
 def _wait_outage(driver, timeout_s: float = 15):
@@ -61,18 +56,18 @@ def _wait_requests(agg, n: int, timeout_s: float = 30, what: str = "", **more) -
 
 @pytest.mark.parametrize("rate", [0.0, 100.0])  # closed loop, and arrivals at a rate (another wait path)
 def test_master_killed_and_restarted_holds_dispatch_then_resumes(rate):
-    engine = _engine()
+    stack = _stack()
     agg, events = Aggregator(), []
     try:
-        d = _driver(engine, agg, events, rate=rate).start()
+        d = _driver(stack, agg, events, rate=rate).start()
         _wait_requests(agg, 5, pages_hit=0)
-        _kill_master(engine)
+        _kill_master(stack)
         _wait_outage(d)
         held = agg.totals()["requests"]
         # the thing under test: nothing completes for 1 s (at 100 req/s and more, errors would pile up)
         time.sleep(1.0)
         assert agg.totals()["requests"] <= held + 1  # dispatch is held: errors do not pile up
-        engine.restart_master()
+        stack.cluster.restart_master()
         wait_for(lambda: not d.outage, 20, "resumed dispatch after the master restart")
         resumed = agg.totals()["requests"]
         after = _wait_requests(agg, resumed + 3, 20, "requests served by the restarted master")
@@ -83,64 +78,65 @@ def test_master_killed_and_restarted_holds_dispatch_then_resumes(rate):
     finally:
         d.stop()
         d.done.wait(15)
-        engine.stop()
+        stack.stop()
 
 
 def test_a_dead_master_holds_dummy_workers_although_they_answer_internal_error():
     """Dummy workers (the default of an embedded store on one node) whose master is SIGKILLed answer
     INTERNAL_ERROR, never RPC_FAIL: the run must still see an outage (dispatch held, said), not go on at
     ~4.3 s per call in silence, and resume once the master is back."""
-    engine = _engine(worker_client="dummy")
+    stack = _stack(worker_client="dummy")
     agg, events = Aggregator(), []
     try:
-        d = _driver(engine, agg, events).start()
+        d = _driver(stack, agg, events).start()
         _wait_requests(agg, 5)
-        _kill_master(engine)
+        _kill_master(stack)
         _wait_outage(d)
         texts = [e.text for e in events if isinstance(e, EngineEvent) and e.kind == "outage"]
         assert texts and texts[0].startswith("store unreachable (") and "dispatch held" in texts[0]
         held = agg.totals()["requests"]
         time.sleep(1.5)  # the thing under test: nothing completes while the master is down
         assert agg.totals()["requests"] <= held + 1
-        engine.restart_master()
+        stack.cluster.restart_master()
         wait_for(lambda: not d.outage, 30, "resumed dispatch after the master restart")
         resumed = agg.totals()["requests"]
         assert _wait_requests(agg, resumed + 3, 30, "requests served by the restarted master")["mismatches"] == 0
     finally:
         d.stop()
         d.done.wait(15)
-        engine.stop()
+        stack.stop()
 
 
 def test_stop_during_a_master_outage_finishes_the_run():
-    engine = _engine()
+    stack = _stack()
     agg, events = Aggregator(), []
     try:
-        d = _driver(engine, agg, events).start()
+        d = _driver(stack, agg, events).start()
         _wait_requests(agg, 5)
-        _kill_master(engine)
+        _kill_master(stack)
         _wait_outage(d)
         d.stop()  # the requests decode holds for the dead master are dropped instead of waiting for it
         assert d.done.wait(40), "the run did not finish after stop during an outage"
         assert d.completed + d.dropped + d.abandoned == d.issued and d.error is None  # held: dropped unrun
     finally:
         d.stop()
-        engine.stop()
+        stack.stop()
 
 
 def test_restart_from_the_live_session_shows_the_new_master_in_the_processes_panel():
     from kvtui.config.workload import synthetic_description
     from kvtui.live import LiveSession
 
-    engine = _engine()
+    stack = _stack()
     spec = WorkloadSpec(scenario="shared-system-prompt", pool=2, prompt_tokens=64, page_tokens=8)
-    session = LiveSession(engine, SyntheticWorkload(spec), synthetic_description(spec), layout_text="tiny")
+    session = LiveSession(stack.engine, SyntheticWorkload(spec), synthetic_description(spec), cluster=stack.cluster,
+                          layout_text="tiny")
     session.want("test", 20)  # the frames the test reads
     try:
         session.start()
-        old_pid = _kill_master(engine)
+        old_pid = _kill_master(stack)
         session.restart_master()
-        new_pid = engine.cluster.process("master").pid
+        new_pid = stack.cluster.process("master").pid
         assert new_pid != old_pid
 
         def master_row() -> dict:
@@ -153,14 +149,12 @@ def test_restart_from_the_live_session_shows_the_new_master_in_the_processes_pan
 
 
 def test_store_node_killed_counts_errors_without_stall():
-    engine = _engine(client_ttl_s=3)
+    stack = _stack(client_ttl_s=3)
     agg, events = Aggregator(), []
     try:
-        d = _driver(engine, agg, events).start()
+        d = _driver(stack, agg, events).start()
         _wait_requests(agg, 5)
-        store = engine.cluster.process("store")
-        os.kill(store.pid, signal.SIGKILL)
-        store.popen.wait(5)
+        stack.cluster.signal("store", signal.SIGKILL)
         n0 = agg.totals()["requests"]
 
         def store_errors() -> int:
@@ -174,16 +168,15 @@ def test_store_node_killed_counts_errors_without_stall():
     finally:
         d.stop()
         d.done.wait(15)
-        engine.stop()
+        stack.stop()
 
 
 def test_full_store_backs_off_and_never_loops_on_a_put():
     # the smallest segment Mooncake accepts (16 MiB) and 1 MiB pages: a 24-page request cannot fit
     big = PageLayout(32, 8, 128, 8, 2)
-    opts = EngineOptions(layout=big, model=f"full-{uuid.uuid4().hex[:6]}", store_bytes=16 << 20,
-                         cluster=ClusterOptions(lease_ttl_ms=1000))
-    engine = Engine(opts)
-    engine.start()
+    opts = EngineOptions(layout=big, model=f"full-{uuid.uuid4().hex[:6]}", store_bytes=16 << 20)
+    stack = start_stack(opts, ClusterOptions(lease_ttl_ms=1000))
+    engine = stack.engine
     agg, events = Aggregator(), []
     try:
         wl = SyntheticWorkload(WorkloadSpec(scenario="random", prompt_tokens=8 * 24, page_tokens=8))
@@ -198,15 +191,15 @@ def test_full_store_backs_off_and_never_loops_on_a_put():
         assert t["pages_failed"] == s["errors"]["NO_AVAILABLE_HANDLE"]  # one failed put per page, no retries
         assert d.backoffs > 0
     finally:
-        engine.stop()
+        stack.stop()
 
 
 @pytest.mark.parametrize("master", ["killed", "paused"])
 def test_a_stopped_store_node_exits_whatever_the_master_does(tmp_path, master):
     """A store node told to stop while its master is dead or hung (SIGSTOP) still exits: at once when the
     master is gone, within CLOSE_TIMEOUT_S when it hangs (one was found hours after its kvtui had gone)."""
-    from kvtui.engine.cluster import EmbeddedCluster
-    from kvtui.engine.store_node import CLOSE_TIMEOUT_S
+    from kvtui.mooncake.cluster import EmbeddedCluster
+    from kvtui.mooncake.store_node import CLOSE_TIMEOUT_S
 
     c = EmbeddedCluster(ClusterOptions(store_bytes=32 << 20, log_dir=str(tmp_path)))
     c.start()

@@ -22,7 +22,7 @@ from waits import wait_for
 
 import kvtui
 from kvtui.cli import main
-from kvtui.engine import ha
+from kvtui.mooncake import ha
 
 pytestmark = [pytest.mark.integration, pytest.mark.skipif(ha.etcd_binary() is None,
                                                           reason="etcd is not installed (apt-get install etcd-server)")]
@@ -32,7 +32,7 @@ ROOT = Path(kvtui.__file__).resolve().parent.parent
 @pytest.fixture(scope="module")
 def ha_cluster(tmp_path_factory):
     """Someone else's HA cluster, as kvtui would attach to it: etcd, two masters with OpLog, a store node."""
-    from kvtui.engine.cluster import ClusterOptions, EmbeddedCluster
+    from kvtui.mooncake.cluster import ClusterOptions, EmbeddedCluster
 
     c = EmbeddedCluster(ClusterOptions(store_bytes=128 << 20, ha=2, worker_client="real",
                                        log_dir=str(tmp_path_factory.mktemp("ha-logs"))))
@@ -151,16 +151,18 @@ def test_a_leader_killed_during_a_run_fails_over_and_requests_resume_byte_exact(
     the Processes panel shows each master's role, and the killed one as down."""
     from kvtui.config.workload import synthetic_description
     from kvtui.core.layout import PageLayout
-    from kvtui.engine.cluster import ClusterOptions
-    from kvtui.engine.engine import Engine, EngineOptions
+    from kvtui.engine.engine import EngineOptions
+    from kvtui.launch import start_stack
     from kvtui.live import LiveSession
+    from kvtui.mooncake.cluster import ClusterOptions
     from workload import SyntheticWorkload, WorkloadSpec
 
-    engine = Engine(EngineOptions(layout=PageLayout(4, 2, 16, 8, 2), model=f"ha-{uuid.uuid4().hex[:6]}",
-                                  store_bytes=64 << 20, cluster=ClusterOptions(ha=2, worker_client="dummy")))
-    engine.start()
+    stack = start_stack(EngineOptions(layout=PageLayout(4, 2, 16, 8, 2), model=f"ha-{uuid.uuid4().hex[:6]}",
+                                      store_bytes=64 << 20), ClusterOptions(ha=2, worker_client="dummy"))
+    cluster = stack.cluster
     spec = WorkloadSpec(scenario="shared-system-prompt", pool=2, prompt_tokens=64, page_tokens=8)
-    session = LiveSession(engine, SyntheticWorkload(spec), synthetic_description(spec), layout_text="tiny")
+    session = LiveSession(stack.engine, SyntheticWorkload(spec), synthetic_description(spec), cluster=cluster,
+                          layout_text="tiny")
     session.want("test", 10)
 
     def roles() -> dict:
@@ -179,7 +181,7 @@ def test_a_leader_killed_during_a_run_fails_over_and_requests_resume_byte_exact(
         wait(lambda: session.agg.totals()["requests"] > 50, 15, "requests")
         leader = next(name for name, role in roles().items() if role == "leader")
         t_kill = time.monotonic()
-        os.kill(engine.cluster.process(leader).pid, signal.SIGKILL)
+        cluster.signal(leader, signal.SIGKILL)
         wait(lambda: session.outage, 10, "outage")
         wait(lambda: not session.outage, 40, "end of the outage")
         down_s = time.monotonic() - t_kill
@@ -190,7 +192,7 @@ def test_a_leader_killed_during_a_run_fails_over_and_requests_resume_byte_exact(
         texts = [e.text for e in session.frame().events if e.kind == "outage"]
         assert texts[0].startswith("no master serves (") and "a failover is under way" in texts[0], texts
         assert any(t.startswith("the store answers again ") for t in texts), texts
-        assert engine.dead_cluster_process() is None  # (a dead master is a failover, not a lost cluster)
+        assert cluster.dead_process() is None  # (a dead master is a failover, not a lost cluster)
         assert down_s < 35, f"the failover took {down_s:.1f} s"
     finally:
         session.stop()
@@ -201,19 +203,19 @@ def _ha_session(oplog: bool = True):
     so every page kvtui published stays stored unless a failover loses it."""
     from kvtui.config.workload import synthetic_description
     from kvtui.core.layout import PageLayout
-    from kvtui.engine.cluster import ClusterOptions
-    from kvtui.engine.engine import Engine, EngineOptions
+    from kvtui.engine.engine import EngineOptions
+    from kvtui.launch import start_stack
     from kvtui.live import LiveSession
+    from kvtui.mooncake.cluster import ClusterOptions
     from workload import SyntheticWorkload, WorkloadSpec
 
-    engine = Engine(EngineOptions(layout=PageLayout(4, 2, 16, 8, 2), model=f"ha-{uuid.uuid4().hex[:6]}",
-                                  store_bytes=64 << 20,
-                                  cluster=ClusterOptions(ha=2, worker_client="dummy", oplog=oplog)))
-    engine.start()
+    stack = start_stack(EngineOptions(layout=PageLayout(4, 2, 16, 8, 2), model=f"ha-{uuid.uuid4().hex[:6]}",
+                                      store_bytes=64 << 20), ClusterOptions(ha=2, worker_client="dummy", oplog=oplog))
     spec = WorkloadSpec(scenario="shared-system-prompt", pool=4, prompt_tokens=64, page_tokens=8, overlap=0.5)
-    session = LiveSession(engine, SyntheticWorkload(spec), synthetic_description(spec), layout_text="tiny")
+    session = LiveSession(stack.engine, SyntheticWorkload(spec), synthetic_description(spec), cluster=stack.cluster,
+                          layout_text="tiny")
     session.want("test", 10)
-    return engine, session
+    return stack.engine, session
 
 
 def _settled(session) -> bool:
@@ -226,7 +228,7 @@ def _batch_query(url: str, keys: list[str]) -> dict[str, bool]:
     than the one the failover check uses)."""
     import urllib.parse
 
-    from kvtui.engine.cluster import http_get
+    from kvtui.mooncake.net import http_get
 
     out = {}
     for i in range(0, len(keys), 50):
@@ -240,9 +242,10 @@ def _batch_query(url: str, keys: list[str]) -> dict[str, bool]:
 
 def _gone_at_stop(engine, session) -> None:
     """Stop the session; every process of the cluster and etcd's data folder must be gone."""
-    procs = [psutil.Process(p.pid) for p in engine.cluster.processes if p.alive()]
+    procs = [psutil.Process(pid) for pid in session.cluster.pids().values() if psutil.pid_exists(pid)]
     procs += [psutil.Process(pid) for pid in engine.worker_pids().values() if psutil.pid_exists(pid)]
-    data = engine.cluster.etcd.data_dir
+    etcd = psutil.Process(session.cluster.pids()["etcd"]).cmdline()
+    data = Path(etcd[etcd.index("--data-dir") + 1]).parent
     session.stop()
     _gone, alive = psutil.wait_procs(procs, timeout=10)
     assert alive == [] and not data.exists()
@@ -275,7 +278,7 @@ def test_a_leader_killed_with_oplog_loses_no_settled_page_and_the_failover_is_re
         resumed = session.agg.totals()["requests"]
         wait_for(lambda: session.agg.totals()["requests"] > resumed + 30, 20, "requests after the failover")
         assert session.agg.totals()["mismatches"] == 0
-        wait_for(lambda: engine.cluster.process(watch.report.old_leader).alive(), 20, "the killed master back")
+        wait_for(lambda: session.cluster.process(watch.report.old_leader).alive(), 20, "the killed master back")
         st = wait_for(lambda: session.frame().status.get("failovers") and session.frame().status, 5,
                       "the failover in the frames' status")
         assert st["failovers"] == 1 and st["failover_pages_lost"] == 0 and st["failover_serving_s"] == r.serving_s
@@ -311,10 +314,10 @@ def test_without_oplog_a_leader_kill_reports_every_lost_page_exactly():
 
 def test_a_hung_leader_costs_about_a_failover_not_the_30_s_rpc_timeout():
     """SIGSTOP of the leader for longer than its etcd lease: a standby takes over; kvtui's clients (with
-    MC_RPC_TIMEOUT_MS=2000, kvtui.engine.ha) reload again within seconds of it serving, not after Mooncake's
+    MC_RPC_TIMEOUT_MS=2000, kvtui.mooncake.ha) reload again within seconds of it serving, not after Mooncake's
     default 30 s per call in flight. The continued master steps down; no page stored before is lost, no byte
     is wrong."""
-    from kvtui.engine import ha as ha_mod
+    from kvtui.mooncake import ha as ha_mod
 
     engine, session = _ha_session(oplog=True)
     try:
@@ -322,14 +325,14 @@ def test_a_hung_leader_costs_about_a_failover_not_the_30_s_rpc_timeout():
         wait_for(lambda: session.agg.totals()["pages_published"] > 40, 20, "published pages")
         session.pause()  # (puts settled: one acknowledged in the leader's last milliseconds may be lost, see the docs)
         wait_for(lambda: _settled(session), 10, "the requests under way to finish")
-        leader = engine.leader()
+        leader = session.cluster.leader()
         watch = session.watch_failover("leader-hang")
-        pid = engine.signal_master(leader, signal.SIGSTOP)
+        session.cluster.signal(leader, signal.SIGSTOP)
         session.resume()
         try:
             wait_for(lambda: watch.report.leader_s is not None, 30, "another master leading")
         finally:
-            os.kill(pid, signal.SIGCONT)
+            session.cluster.signal(leader, signal.SIGCONT)
             watch.cleared()
         wait_for(lambda: session.failovers, 60, "the failover report")
         r = session.failovers[0]

@@ -1,4 +1,4 @@
-"""Emulated hosts (``--hosts auto``, :mod:`kvtui.engine.hosts`): each process in a network namespace of its
+"""Emulated hosts (``--hosts auto``, :mod:`kvtui.mooncake.hosts`): each process in a network namespace of its
 own, traffic between distinct addresses over veth links, a ``--link`` rate that the reloads cannot beat,
 the soak's link-cut fault, and bad input in one line."""
 
@@ -11,9 +11,9 @@ import sys
 import psutil
 import pytest
 
-from kvtui.engine.hosts import missing_tools
-from kvtui.engine.netns import isolation_possible
 from kvtui.metrics.figures import AGGREGATE_VS_LINKS
+from kvtui.mooncake.hosts import missing_tools
+from kvtui.mooncake.netns import isolation_possible
 
 pytestmark = pytest.mark.integration
 
@@ -24,10 +24,10 @@ PAGE_128K = ["--layers", "4", "--kv-heads", "8", "--head-dim", "64", "--elem-byt
 
 PLACEMENT = r"""
 import json, os, sys
-from kvtui.engine.netns import isolate_network, current_netns
+from kvtui.mooncake.netns import isolate_network, current_netns
 assert isolate_network() is None
-from kvtui.engine.cluster import ClusterOptions, EmbeddedCluster
-from kvtui.engine.store import open_client
+from kvtui.mooncake.cluster import ClusterOptions, EmbeddedCluster
+from kvtui.mooncake.client import open_client
 with EmbeddedCluster(ClusterOptions(store_bytes=64 << 20, hosts=True)) as cluster:
     ep = cluster.endpoints.as_dict()
     client = open_client(ep)  # kvtui's own namespace: the bridge address

@@ -12,7 +12,7 @@ import psutil
 import pytest
 from waits import wait_for
 
-from kvtui.engine.netns import current_netns, isolation_possible
+from kvtui.mooncake.netns import current_netns, isolation_possible
 
 pytestmark = pytest.mark.integration
 
@@ -84,7 +84,7 @@ def test_listening_sockets_of_the_process_tree_are_loopback_only():
 def test_without_net_admin_isolation_is_declined_and_the_process_keeps_its_network():
     """CAP_SYS_ADMIN without CAP_NET_ADMIN: unshare works but lo cannot be brought up; a namespace like that
     reaches nothing (a run then waited 20 s for its master), so kvtui goes back and says why."""
-    code = ("from kvtui.engine.netns import isolate_network, current_netns; before = current_netns(); "
+    code = ("from kvtui.mooncake.netns import isolate_network, current_netns; before = current_netns(); "
             "print(isolate_network()); print(current_netns() == before)")
     out = subprocess.run(["capsh", "--drop=cap_net_admin", "--", "-c", f"{sys.executable} -c '{code}'"],
                          capture_output=True, text=True, timeout=30)

@@ -15,7 +15,7 @@ import pytest
 from waits import wait_for
 
 from kvtui.cli import main
-from kvtui.engine.cluster import ClusterOptions, EmbeddedCluster
+from kvtui.mooncake.cluster import ClusterOptions, EmbeddedCluster
 from kvtui.observe import ObserveSession
 from kvtui.session import SessionError
 from kvtui.session.reader import SessionReader

@@ -106,7 +106,7 @@ def test_last_scrape_agrees_with_the_summary_and_the_log_with_report(cluster, tm
 
 
 def test_watch_serves_metrics_and_logs_requests_while_it_runs(cluster, tmp_path):
-    from kvtui.engine.cluster import free_port
+    from kvtui.mooncake.net import free_port
 
     port, log = free_port(), tmp_path / "w.csv"
     cmd = [sys.executable, "-m", "kvtui.cli", "watch", "--headless", "--duration", "4", "--layout", "tiny",

@@ -12,8 +12,8 @@ import urllib.request
 import pytest
 from waits import wait_for
 
-from kvtui.engine.cluster import free_port
 from kvtui.export.prometheus import PrometheusExporter
+from kvtui.mooncake.net import free_port
 from kvtui.testing.demo import DemoSource
 
 pytestmark = pytest.mark.integration

@@ -38,7 +38,7 @@ def writer(endpoints: dict, model: str, barrier, out, log_path: str) -> None:
     try:
         from kvtui.engine.connector import PagedKVConnector
         from kvtui.engine.keys import PageKeyer
-        from kvtui.engine.store import open_client, redirect_native_stderr
+        from kvtui.mooncake.client import open_client, redirect_native_stderr
 
         redirect_native_stderr(log_path)
         client = open_client(endpoints)
@@ -62,7 +62,7 @@ def writer(endpoints: dict, model: str, barrier, out, log_path: str) -> None:
 def test_each_page_is_published_by_exactly_one_of_two_racing_processes(cluster, tmp_path):
     from kvtui.engine.connector import PagedKVConnector
     from kvtui.engine.keys import PageKeyer
-    from kvtui.engine.store import open_client
+    from kvtui.mooncake.client import open_client
 
     model = f"race-{uuid.uuid4().hex[:8]}"
     ctx = mp.get_context("spawn")

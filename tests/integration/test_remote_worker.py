@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from kvtui.engine.hosts import missing_tools
-from kvtui.engine.netns import isolation_possible
+from kvtui.mooncake.hosts import missing_tools
+from kvtui.mooncake.netns import isolation_possible
 
 pytestmark = pytest.mark.integration
 
@@ -28,10 +28,10 @@ SCENE = r"""
 import csv, json, subprocess, sys, time
 sys.path.insert(0, sys.argv[2])  # tests/, for its waits
 from waits import wait_for
-from kvtui.engine.netns import isolate_network
+from kvtui.mooncake.netns import isolate_network
 assert isolate_network() is None
-from kvtui.engine.cluster import ClusterOptions, EmbeddedCluster
-from kvtui.engine.hosts import nsenter_argv
+from kvtui.mooncake.cluster import ClusterOptions, EmbeddedCluster
+from kvtui.mooncake.hosts import nsenter_argv
 
 out_path, duration, modes = sys.argv[1], sys.argv[3], sys.argv[4:]
 log_path = out_path + ".csv"

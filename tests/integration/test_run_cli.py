@@ -236,7 +236,7 @@ def test_bad_input_is_one_line_exit_2(capsys, tmp_path, argv, needle, monkeypatc
 def test_attaching_to_a_cluster_with_no_segment_is_one_line_exit_2(tmp_path, capsys):
     """A master no client has mounted a segment on says 0 bytes of capacity: one line at start, exit 2 (a run
     would fail every put, saying the same store-full line every 30 s)."""
-    from kvtui.engine.cluster import ClusterOptions, EmbeddedCluster
+    from kvtui.mooncake.cluster import ClusterOptions, EmbeddedCluster
 
     with EmbeddedCluster(ClusterOptions(segment_on="prefill", log_dir=str(tmp_path))) as c:  # (no store node)
         ep = c.endpoints

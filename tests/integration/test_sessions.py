@@ -18,6 +18,7 @@ import pytest
 from waits import wait_for
 
 from kvtui.cli import main
+from kvtui.mooncake.ops import MooncakeCluster
 
 pytestmark = pytest.mark.integration
 CORE = ("requests", "pages_total", "pages_hit", "tokens_input", "tokens_hit", "token_hit_rate", "pages_published",
@@ -137,7 +138,8 @@ def test_report_covers_only_the_recorded_span(cluster, tmp_path):
     engine = Engine(EngineOptions(layout=layout, model=f"span-{uuid.uuid4().hex[:6]}"), endpoints=cluster.endpoints)
     engine.start()
     spec = WorkloadSpec(scenario="shared-system-prompt", pool=3, prompt_tokens=96, page_tokens=8)
-    session = LiveSession(engine, SyntheticWorkload(spec), synthetic_description(spec), layout_text=layout.describe())
+    session = LiveSession(engine, SyntheticWorkload(spec), synthetic_description(spec),
+                          layout_text=layout.describe(), cluster=MooncakeCluster.attach(cluster.endpoints))
     drv = session.driver
 
     def settled(n_at_least: int) -> int:

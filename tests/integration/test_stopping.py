@@ -199,7 +199,7 @@ def test_duration_bounds_the_whole_command(tmp_path, case):
     cli.wait_for_text(r"published [1-9]|kvtui run", timeout_s=duration + 30)
     running = time.monotonic()  # start-up is over: the run shows its progress
     if case.startswith("tiny-store-node-killed"):
-        node = "kvtui.engine.store_node" if case.endswith("-real") else "mooncake_client"
+        node = "kvtui.mooncake.store_node" if case.endswith("-real") else "mooncake_client"
         store = next(p for p in list(cli.seen.values()) if node in " ".join(p.cmdline()))
         store.kill()
     rc, gone = cli.finish(timeout_s=duration + 60)
@@ -248,13 +248,16 @@ def test_a_worker_stuck_in_a_store_call_does_not_delay_the_stop():
 
     from kvtui.core.layout import PRESETS
     from kvtui.engine.driver import Driver
-    from kvtui.engine.engine import Engine, EngineOptions
+    from kvtui.engine.engine import EngineOptions
+    from kvtui.launch import start_stack
+    from kvtui.mooncake.cluster import ClusterOptions
 
     layout = PRESETS["seed"]
-    engine = Engine(EngineOptions(layout=layout, model=f"stuck-{uuid.uuid4().hex[:6]}", store_bytes=256 << 20))
-    engine.start()
-    procs = [psutil.Process(pid) for pid in engine.worker_pids().values()]
-    store = engine.cluster.process("store")
+    stack = start_stack(EngineOptions(layout=layout, model=f"stuck-{uuid.uuid4().hex[:6]}", store_bytes=256 << 20),
+                        ClusterOptions())
+    engine = stack.engine
+    procs = [psutil.Process(pid) for pid in {**engine.worker_pids(), **stack.cluster.pids()}.values()]
+    store = stack.cluster.process("store")
     done: list = []
     d = Driver(engine, _synthetic("shared-system-prompt", layout), done.append).start()
     try:
@@ -272,11 +275,11 @@ def test_a_worker_stuck_in_a_store_call_does_not_delay_the_stop():
         assert d.issued > d.completed  # requests are under way
         t0 = time.monotonic()
         d.stop()
-        engine.stop()
+        stack.stop()
         took = time.monotonic() - t0
     finally:
         d.stop()
-        engine.stop()
+        stack.stop()
     gone, alive = psutil.wait_procs(procs, timeout=5)
     assert alive == [], [p.name() for p in alive]
     assert took < 4.0, f"the stop took {took:.2f} s"  # a stuck store call is killed (it used to block the stop)
@@ -467,7 +470,7 @@ def test_a_sweep_whose_store_breaks_stops_in_one_line_and_keeps_the_points_befor
     stores = []
     for p in list(cli.seen.values()):
         try:
-            if "kvtui.engine.store_node" in " ".join(p.cmdline()):  # (a sweep's workers are real clients)
+            if "kvtui.mooncake.store_node" in " ".join(p.cmdline()):  # (a sweep's workers are real clients)
                 stores.append((p.create_time(), p.pid, p))
         except psutil.Error:
             pass

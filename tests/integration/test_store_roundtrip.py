@@ -13,6 +13,7 @@ from kvtui.core.codes import SIZE_MISMATCH
 from kvtui.core.layout import PageLayout
 from kvtui.core.pages import PageState
 from kvtui.engine.keys import PageKeyer
+from kvtui.engine.options import EngineOptions
 from kvtui.engine.protocol import Keys, Publish, Reload, SetReadStreams
 from kvtui.engine.worker import WorkerSpec
 from kvtui.engine.workers import WorkerError, WorkerHandle
@@ -44,7 +45,7 @@ def test_publish_then_reload_across_processes(attached_engine):
 
 
 def test_decode_role_refuses_to_publish(cluster):
-    spec = WorkerSpec("decode", cluster.endpoints.as_dict(), LAYOUT.as_dict(), model="role-test")
+    spec = WorkerSpec("decode", EngineOptions(layout=LAYOUT, model="role-test"), cluster.endpoints.as_dict())
     h = WorkerHandle(spec)
     try:
         h.wait_ready()
@@ -58,7 +59,8 @@ def test_decode_role_refuses_to_publish(cluster):
 
 def test_racing_publishers_do_not_clobber_or_fail(cluster):
     model = f"race-{uuid.uuid4().hex[:8]}"
-    specs = [WorkerSpec("prefill", cluster.endpoints.as_dict(), LAYOUT.as_dict(), model=model) for _ in range(2)]
+    specs = [WorkerSpec("prefill", EngineOptions(layout=LAYOUT, model=model), cluster.endpoints.as_dict())
+             for _ in range(2)]
     handles = [WorkerHandle(s) for s in specs]
     try:
         for h in handles:
@@ -85,7 +87,7 @@ def test_racing_publishers_do_not_clobber_or_fail(cluster):
 
 
 def test_page_removed_from_middle_truncates_reload(attached_engine, cluster):
-    from kvtui.engine.store import open_client
+    from kvtui.mooncake.client import open_client
 
     model = f"hole-{uuid.uuid4().hex[:8]}"
     e = attached_engine(LAYOUT, model=model)
@@ -126,7 +128,7 @@ def test_real_client_used_after_close_does_not_crash(cluster):
     import subprocess
     import sys
 
-    code = ("import json, sys\nfrom kvtui.engine.store import open_client\n"
+    code = ("import json, sys\nfrom kvtui.mooncake.client import open_client\n"
             "c = open_client(json.loads(sys.argv[1]))\nc.close()\nc.close()\n"
             "print(c.batch_is_exist(['k']), c.batch_get_into(['k'], [0], [8]), c.health())\n")
     r = subprocess.run([sys.executable, "-c", code, json.dumps(cluster.endpoints.as_dict())],

@@ -17,6 +17,7 @@ from kvtui.core.controls import SetLayout
 from kvtui.core.layout import PRESETS
 from kvtui.engine.engine import Engine, EngineOptions
 from kvtui.live import LiveSession
+from kvtui.mooncake.ops import MooncakeCluster
 from kvtui.tui.app import KvtuiApp
 from kvtui.tui.fmt import fmt_count, fmt_int, fmt_pct, format_bytes
 from kvtui.tui.widgets import Kpis
@@ -31,7 +32,8 @@ def test_figures_on_screen_are_the_runs_counters(cluster):
     engine.start()
     spec = WorkloadSpec(scenario="shared-system-prompt", pool=3, prompt_tokens=96, page_tokens=8)
     desc = synthetic_description(spec)
-    session = LiveSession(engine, SyntheticWorkload(spec), desc, layout_text=layout.describe())
+    session = LiveSession(engine, SyntheticWorkload(spec), desc, cluster=MooncakeCluster.attach(cluster.endpoints),
+                          layout_text=layout.describe())
     app = KvtuiApp(session, session, refresh_hz=10)  # the waits below allow for 10 frames a second
 
     async def go():
@@ -74,7 +76,8 @@ def test_quit_stops_every_worker(cluster, monkeypatch):
     engine.start()
     pids = [engine.prefill.pid, engine.decode.pid]
     spec = WorkloadSpec(scenario="shared-system-prompt", pool=3, prompt_tokens=96, page_tokens=8)
-    session = LiveSession(engine, SyntheticWorkload(spec), synthetic_description(spec), layout_text=layout.describe())
+    session = LiveSession(engine, SyntheticWorkload(spec), synthetic_description(spec),
+                          cluster=MooncakeCluster.attach(cluster.endpoints), layout_text=layout.describe())
     mount = KvtuiApp.on_mount
 
     def on_mount(self):
@@ -102,7 +105,7 @@ def test_layout_switch_from_the_palette(fresh_cluster):
     spec = WorkloadSpec(scenario="shared-system-prompt", pool=1, prompt_tokens=8 * 8, page_tokens=8)
     results = []
     session = LiveSession(engine, SyntheticWorkload(spec), synthetic_description(spec), layout_text=tiny.describe(),
-                          layout_name="tiny", prompt_pages=8)
+                          cluster=MooncakeCluster.attach(fresh_cluster.endpoints), layout_name="tiny", prompt_pages=8)
     session.subscribe_results(results.append)
     app = KvtuiApp(session, session, refresh_hz=10, layouts={"seed": seed.describe(), "tiny": tiny.describe()})
 
@@ -155,14 +158,16 @@ def test_layout_switch_refused_when_keys_would_collide(cluster):
                     endpoints=cluster.endpoints)
     engine.start()
     spec = WorkloadSpec(scenario="random", prompt_tokens=32, page_tokens=8)
+    class AsIfEmbedded(MooncakeCluster):  # the 32 MiB segment above counts as kvtui's own: seed prompts do not fit
+        store_bytes = 32 << 20
+
     session = LiveSession(engine, SyntheticWorkload(spec), synthetic_description(spec), layout_text=custom.describe(),
-                          prompt_pages=4)
+                          cluster=AsIfEmbedded.attach(cluster.endpoints), prompt_pages=4)
     session.want("test", 20)  # the frames the test reads
     try:
         session.start()
         session.send(SetLayout("tiny"))
         session.send(SetLayout("huge"))
-        engine.cluster = cluster  # as if embedded, so the 32 MiB segment above counts: seed prompts do not fit
         session.send(SetLayout("seed"))
 
         def event_texts() -> list[str]:
@@ -172,11 +177,8 @@ def test_layout_switch_refused_when_keys_would_collide(cluster):
             texts = event_texts()
             return texts if sum("refused" in t for t in texts) >= 3 else None
 
-        try:
-            refused = wait_for(three_refused, 10, "3 refused layout switches in the event log", interval_s=0.1,
-                               detail=event_texts)
-        finally:
-            engine.cluster = None  # the session cluster is not this engine's to stop
+        refused = wait_for(three_refused, 10, "3 refused layout switches in the event log", interval_s=0.1,
+                           detail=event_texts)
         assert any("layout tiny has 8 tokens per page like the current one" in t for t in refused), refused
         assert any("unknown layout 'huge'" in t for t in refused), refused
         assert any("one seed prompt (4 pages of 14.0 MiB) is larger than the store segment (32 MiB)" in t

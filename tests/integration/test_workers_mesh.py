@@ -18,7 +18,10 @@ from waits import wait_for
 from kvtui.core.layout import PageLayout
 from kvtui.engine.driver import Driver
 from kvtui.engine.engine import Engine, EngineOptions, Lost
+from kvtui.launch import start_stack
 from kvtui.metrics.aggregate import Aggregator
+from kvtui.mooncake.cluster import ClusterOptions
+from kvtui.mooncake.ops import MooncakeCluster
 from workload import SyntheticWorkload, WorkloadSpec
 
 pytestmark = pytest.mark.integration
@@ -199,13 +202,13 @@ def test_with_rerun_lost_the_interrupted_requests_run_again_and_every_request_fi
 def test_prefix_affinity_makes_every_reload_local_where_round_robin_reads_remote_segments():
     local = {}
     for route in ("prefix-affinity", "round-robin"):
-        e = Engine(EngineOptions(layout=TINY, model=f"loc-{uuid.uuid4().hex[:6]}", segment_on="decode",
-                                 store_bytes=96 << 20, decode_workers=3, route=route))
-        e.start()  # an embedded cluster: every decode worker contributes a 32 MiB segment, no store node
+        stack = start_stack(EngineOptions(layout=TINY, model=f"loc-{uuid.uuid4().hex[:6]}", segment_on="decode",
+                                          store_bytes=96 << 20, decode_workers=3, route=route), ClusterOptions())
+        # (an embedded cluster: every decode worker contributes a 32 MiB segment, no store node)
         try:
-            agg, _results = _run(e, 60, concurrency=1, pool=3)
+            agg, _results = _run(stack.engine, 60, concurrency=1, pool=3)
         finally:
-            e.stop()
+            stack.stop()
         decode = [w for w in agg.frame().workers if w["role"] == "decode"]
         assert sum(w["bytes_loaded"] for w in decode) > 0
         local[route] = 100.0 * sum(w["bytes_local"] for w in decode) / sum(w["bytes_loaded"] for w in decode)
@@ -215,16 +218,15 @@ def test_prefix_affinity_makes_every_reload_local_where_round_robin_reads_remote
 
 
 def test_store_nodes_share_the_segment_and_the_allocator_spreads_pages_over_them():
-    from kvtui.engine.cluster import ClusterOptions
-    from kvtui.engine.store import open_client
+    from kvtui.mooncake.client import open_client
 
-    e = Engine(EngineOptions(layout=TINY, model=f"nodes-{uuid.uuid4().hex[:6]}", store_bytes=96 << 20,
-                             cluster=ClusterOptions(store_nodes=3)))
-    e.start()
+    stack = start_stack(EngineOptions(layout=TINY, model=f"nodes-{uuid.uuid4().hex[:6]}", store_bytes=96 << 20),
+                        ClusterOptions(store_nodes=3))
+    e, cluster = stack.engine, stack.cluster
     try:
-        names = set(e.worker_pids())
+        names = set(cluster.pids())
         assert {"store-0", "store-1", "store-2"} <= names and "store" not in names
-        assert e.cluster.capacity_bytes() == 96 << 20  # three segments of 32 MiB
+        assert cluster.sample_store()["capacity_bytes"] == 96 << 20  # three segments of 32 MiB
         agg, results = _run(e, 30, pool=3)
         assert agg.frame().totals["mismatches"] == 0 and agg.frame().totals["pages_hit"] > 0
         client = open_client(e.endpoints.as_dict())
@@ -234,19 +236,19 @@ def test_store_nodes_share_the_segment_and_the_allocator_spreads_pages_over_them
         finally:
             client.close()
         assert len(places) >= 2, places  # no worker owns a segment: Mooncake picks among the three
-        os.kill(e.worker_pids()["store-1"], signal.SIGKILL)
-        e.cluster.process("store-1").popen.wait(5)
-        e.restart_store()  # the dead one only
-        assert e.cluster.process("store-1").alive() and e.cluster.process("store-0").alive()
+        cluster.signal("store-1", signal.SIGKILL)
+        assert not cluster.restart_store()  # the dead one only (real clients: the workers stay)
+        assert cluster.process("store-1").alive() and cluster.process("store-0").alive()
     finally:
-        e.stop()
+        stack.stop()
 
 
 def test_the_processes_panel_follows_the_workers_a_live_session_rebuilt(fresh_cluster):
     from kvtui.live import LiveSession
 
     e = _engine(fresh_cluster.endpoints, decode_workers=2, replace_dead_workers=True)
-    session = LiveSession(e, _workload(), {"kind": "synthetic"}, owns_engine=True, rerun_lost=True)
+    session = LiveSession(e, _workload(), {"kind": "synthetic"},
+                          cluster=MooncakeCluster.attach(fresh_cluster.endpoints), owns_engine=True, rerun_lost=True)
     try:
         session.start()
         old = e.worker_pids()

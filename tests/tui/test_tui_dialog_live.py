@@ -21,6 +21,7 @@ from kvtui.core.layout import PRESETS
 from kvtui.core.sched import lower_thread_priority
 from kvtui.engine.engine import Engine, EngineOptions
 from kvtui.live import LiveSession
+from kvtui.mooncake.ops import MooncakeCluster
 from kvtui.tui.app import KvtuiApp
 from kvtui.tui.screens import SettingsScreen
 from workload import SyntheticWorkload, WorkloadSpec
@@ -34,7 +35,8 @@ def test_settings_dialog_opens_fast_on_the_seed_layout_under_load(cluster):
     engine.start()
     spec = WorkloadSpec(scenario="shared-system-prompt", pool=1, prompt_tokens=8 * seed.page_tokens,
                         page_tokens=seed.page_tokens)
-    session = LiveSession(engine, SyntheticWorkload(spec), synthetic_description(spec), layout_text=seed.describe())
+    session = LiveSession(engine, SyntheticWorkload(spec), synthetic_description(spec), layout_text=seed.describe(),
+                          cluster=MooncakeCluster.attach(cluster.endpoints))
     app = KvtuiApp(session, session)
     painted: list[float] = []
     display = app._display

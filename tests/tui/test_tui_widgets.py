@@ -482,14 +482,14 @@ def test_the_header_says_when_pages_are_checked_by_sample():
     from kvtui.config.workload import synthetic_description
     from kvtui.core.layout import PRESETS
     from kvtui.live import LiveSession
-    from kvtui.testing.fake_engine import FakeEngine, FakeOptions
+    from kvtui.testing.fake_engine import FakeCluster, FakeEngine, FakeOptions
     from kvtui.tui.widgets.kpis import Kpis
     from workload import SyntheticWorkload, WorkloadSpec
 
     spec = WorkloadSpec(scenario="shared-system-prompt", pool=3, prompt_tokens=64, page_tokens=8)
     for verify in ("full", "sampled"):
         engine = FakeEngine(PRESETS["tiny"], options=FakeOptions(verify=verify))
-        session = LiveSession(engine, SyntheticWorkload(spec), synthetic_description(spec))
+        session = LiveSession(engine, SyntheticWorkload(spec), synthetic_description(spec), cluster=FakeCluster())
         assert session._build_frame().status.get("verify") == (None if verify == "full" else "sampled")
     base = AggSource().frame()
 

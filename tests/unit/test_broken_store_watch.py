@@ -8,7 +8,7 @@ import pytest
 
 from kvtui.bench.engines import BrokenStoreWatch
 from kvtui.core.codes import BROKEN_STORE_CODES, NO_SPACE, OBJECT_NOT_FOUND, code_name
-from kvtui.engine.store import StoreError
+from kvtui.mooncake.client import StoreError
 
 
 def _result(codes):

@@ -18,7 +18,7 @@ from kvtui.core.layout import PageLayout
 from kvtui.core.pages import PageState
 from kvtui.engine.connector import PagedKVConnector, RoleError
 from kvtui.engine.keys import PageKeyer
-from kvtui.engine.store import ClientConfig, StoreClient
+from kvtui.mooncake.client import ClientConfig, StoreClient
 
 LAYOUT = PageLayout(1, 1, 4, 4, 2)  # 64-byte pages, 4 tokens/page
 

@@ -12,17 +12,18 @@ from kvtui.config.workload import synthetic_description
 from kvtui.core.controls import CONTROLS, Control, SetLayout, SetOverlap, SetPool, SetRate, SetScenario
 from kvtui.core.layout import PRESETS
 from kvtui.live import LiveSession
-from kvtui.testing.fake_engine import FakeEngine
+from kvtui.testing.fake_engine import FakeCluster, FakeEngine
 from workload import SyntheticWorkload, WorkloadSpec
 
 TINY, SEED = PRESETS["tiny"], PRESETS["seed"]
 
 
-def _session(paused: bool = True, engine: FakeEngine | None = None, **kw) -> tuple[LiveSession, FakeEngine]:
+def _session(paused: bool = True, engine: FakeEngine | None = None, cluster: FakeCluster | None = None,
+             **kw) -> tuple[LiveSession, FakeEngine]:
     engine = engine or FakeEngine(TINY)
     spec = WorkloadSpec(scenario="shared-system-prompt", pool=3, prompt_tokens=64, page_tokens=8, rate=200.0)
     session = LiveSession(engine, SyntheticWorkload(spec), synthetic_description(spec), layout_text=TINY.describe(),
-                          layout_name="tiny", **kw)
+                          layout_name="tiny", **kw, cluster=cluster or FakeCluster())
     session.want("test", 50)  # the frames the test reads
     if paused:
         session.driver.pause()  # nothing is issued; controls still apply
@@ -106,7 +107,7 @@ def test_a_value_out_of_range_is_refused_not_clamped(control, message):
 def test_a_trace_workload_has_no_knobs():
     engine = FakeEngine(TINY)
     session = LiveSession(engine, iter(()), {"kind": "trace", "name": "t.jsonl", "done": 0, "total": 0,
-                                             "complete": False})
+                                             "complete": False}, cluster=FakeCluster())
     session.want("test", 50)  # the frames the test reads
     session.driver.pause()
     session.start()
@@ -146,8 +147,8 @@ def test_a_refused_layout_switch_changes_nothing(why):
     store segment: one "control refused" line, and the workload, the engine, the header and the description
     are as they were."""
     # embedded (the segment is kvtui's own): its size bounds a prompt
-    engine = FakeEngine(TINY, embedded=True, store_bytes=64 << 20) if why == "segment" else FakeEngine(TINY)
-    session, engine = _session(prompt_pages=8 if why != "prompt" else 5000, engine=engine)
+    cluster = FakeCluster(embedded=True, store_bytes=64 << 20) if why == "segment" else FakeCluster()
+    session, engine = _session(prompt_pages=8 if why != "prompt" else 5000, engine=FakeEngine(TINY), cluster=cluster)
     if why == "worker":
         engine.refuse = RuntimeError("decode worker refused the layout")
     spec, desc, header = session.workload.spec, session.description, session.layout_text
@@ -221,7 +222,7 @@ def test_a_rate_set_after_closed_loop_is_honoured_at_once():
     engine = FakeEngine(TINY)
     spec = WorkloadSpec(scenario="random", prompt_tokens=64, page_tokens=8, rate=0.0)
     session = LiveSession(engine, SyntheticWorkload(spec), synthetic_description(spec), layout_text=TINY.describe(),
-                          layout_name="tiny")
+                          layout_name="tiny", cluster=FakeCluster())
     session.want("test", 50)
     session.start()
     try:

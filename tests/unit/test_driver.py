@@ -13,7 +13,7 @@ from kvtui.core.controls import SetOverlap, SetPool
 from kvtui.core.engine_api import WorkerError
 from kvtui.core.layout import PageLayout
 from kvtui.engine.driver import Driver
-from kvtui.testing.fake_engine import FakeEngine
+from kvtui.testing.fake_engine import FakeCluster, FakeEngine
 from workload import Request
 
 
@@ -91,11 +91,11 @@ def test_the_handler_runs_before_the_next_request_and_may_wait_idle():
 
 
 def test_rpc_fail_holds_dispatch_until_master_answers():
-    engine = _engine()
+    engine, cluster = _engine(), FakeCluster()
     events = []
-    d = Driver(engine, requests(), lambda r: None, events.append).start()
+    d = Driver(engine, requests(), lambda r: None, events.append, store_answers=cluster.reachable).start()
     wait_for(lambda: d.completed > 0, 5, "a finished request", interval_s=0.01)
-    engine.reachable = False
+    cluster.answers = False
     engine.codes = {-900: 1}
     wait_for(lambda: d.outage, 3, "an outage", interval_s=0.02)
     # the thing under test, as sleeps: once the requests dispatched before the outage have had 0.2 s to
@@ -105,7 +105,7 @@ def test_rpc_fail_holds_dispatch_until_master_answers():
     time.sleep(0.5)
     assert d.issued <= held + 1
     engine.codes = {}
-    engine.reachable = True
+    cluster.answers = True
     wait_for(lambda: not d.outage, 5, "the end of the outage")
     assert any("back after" in e.text for e in events)
     assert engine.holds[:2] == [True, False]  # the engine's submitted requests were held, then released

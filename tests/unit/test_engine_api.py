@@ -15,7 +15,7 @@ from kvtui.core.engine_api import EngineAPI, RequestEngine
 from kvtui.core.layout import PRESETS
 from kvtui.core.subscribers import Subscribers
 from kvtui.live import LiveSession
-from kvtui.testing.fake_engine import FakeEngine
+from kvtui.testing.fake_engine import FakeCluster, FakeEngine
 from workload import Request
 
 
@@ -40,13 +40,32 @@ def _requests():
 @pytest.mark.parametrize("make", ["engine", "fake"])
 def test_the_real_engine_and_the_fake_offer_every_member(make):
     from kvtui.engine.engine import Engine, EngineOptions
+    from kvtui.mooncake.client import ClusterEndpoints
 
-    engine = Engine(EngineOptions(layout=PRESETS["tiny"])) if make == "engine" else FakeEngine()  # (not started)
+    endpoints = ClusterEndpoints("127.0.0.1:1", "http://127.0.0.1:1/metadata", None)
+    engine = Engine(EngineOptions(layout=PRESETS["tiny"]),
+                    endpoints) if make == "engine" else FakeEngine()  # (not started)
     missing = sorted(n for n in _members(EngineAPI) if not hasattr(engine, n))
     assert _members(RequestEngine) < _members(EngineAPI) and not missing, missing
     options = engine.options
-    assert not [n for n in ("layout", "store_bytes", "segment_on", "decode_workers", "remote_slots", "cluster")
+    assert not [n for n in ("layout", "store_bytes", "segment_on", "decode_workers", "remote_slots")
                 if not hasattr(options, n)]
+
+
+@pytest.mark.parametrize("make", ["mooncake", "fake"])
+def test_the_real_cluster_and_the_fake_offer_every_member(make):
+    from kvtui.core.cluster_api import ClusterOps, ClusterSettings
+    from kvtui.mooncake.client import ClusterEndpoints
+    from kvtui.mooncake.ops import MooncakeCluster
+
+    endpoints = ClusterEndpoints("127.0.0.1:1", "http://127.0.0.1:1/metadata", None, embedded=False)
+    cluster = MooncakeCluster.attach(endpoints) if make == "mooncake" else FakeCluster()
+    missing = sorted(n for n in _members(ClusterOps) if not hasattr(cluster, n))
+    assert not missing, missing
+    assert not [n for n in _members(ClusterSettings) if not hasattr(cluster.settings, n)]
+    assert cluster.embedded is False and cluster.store_bytes is None and cluster.pids() == {}
+    with pytest.raises(RuntimeError, match="attached"):
+        cluster.restart_master()
 
 
 def test_subscribers_run_in_order_and_each_unsubscribes_alone():
@@ -68,7 +87,8 @@ def test_a_worker_rebuild_reaches_the_driver_and_the_session_both():
     """The driver's event line and the session's Processes panel each subscribe: neither replaces the other,
     and neither hears of rebuilds after the session stopped."""
     engine = FakeEngine()
-    session = LiveSession(engine, iter(()), {"kind": "trace", "name": "t", "done": 0, "total": 0, "complete": False})
+    session = LiveSession(engine, iter(()), {"kind": "trace", "name": "t", "done": 0, "total": 0, "complete": False},
+                          cluster=FakeCluster())
     session.want("test", 50)  # the frames the test reads
     session.driver.pause()
     session.start()
@@ -88,7 +108,8 @@ def test_a_remote_join_gives_the_worker_its_row():
     from kvtui.engine.remote import open_listener
 
     engine = FakeEngine()
-    session = LiveSession(engine, iter(()), {"kind": "trace", "name": "t", "done": 0, "total": 0, "complete": False})
+    session = LiveSession(engine, iter(()), {"kind": "trace", "name": "t", "done": 0, "total": 0, "complete": False},
+                          cluster=FakeCluster())
     session.want("test", 50)  # the frames the test reads
     session.listen(open_listener(("127.0.0.1", 0), "token"))
     session.driver.pause()
@@ -109,7 +130,8 @@ def test_results_subscribers_see_every_result_in_order():
 
     engine = FakeEngine()
     spec = WorkloadSpec(scenario="shared-system-prompt", pool=3, prompt_tokens=64, page_tokens=8, rate=0.0)
-    session = LiveSession(engine, SyntheticWorkload(spec), synthetic_description(spec), max_requests=20)
+    session = LiveSession(engine, SyntheticWorkload(spec), synthetic_description(spec), max_requests=20,
+                          cluster=FakeCluster())
     seen: list[tuple[str, int]] = []
     session.subscribe_results(lambda r: seen.append(("first", r.req_id)))
     session.subscribe_results(lambda r: seen.append(("second", r.req_id)))

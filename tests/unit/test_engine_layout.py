@@ -8,6 +8,7 @@ from kvtui.core.layout import PageLayout
 from kvtui.engine.engine import Engine, EngineOptions
 from kvtui.engine.protocol import SetLayout
 from kvtui.engine.workers import WorkerError
+from kvtui.mooncake.client import ClusterEndpoints
 
 OLD, NEW = PageLayout(1, 1, 4, 4, 2), PageLayout(1, 1, 4, 8, 2)
 
@@ -30,7 +31,8 @@ class FakeHandle:
 
 
 def _engine(prefill_refuses=0, decode_refuses=0):
-    e = Engine(EngineOptions(layout=OLD, model="m"))
+    e = Engine(EngineOptions(layout=OLD, model="m"), ClusterEndpoints("127.0.0.1:1", "http://127.0.0.1:1/metadata",
+                                                                      None))
     e.decode, e.prefill = FakeHandle("decode", OLD, decode_refuses), FakeHandle("prefill", OLD, prefill_refuses)
     return e
 

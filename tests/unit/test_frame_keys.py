@@ -31,7 +31,8 @@ def test_demo_frames_use_only_the_declared_panel_keys():
 def test_samplers_fill_only_the_declared_panel_keys():
     import os
 
-    from kvtui.engine.samplers import STORE_COUNTERS, STORE_GAUGES, ProcessSampler
+    from kvtui.mooncake.samplers import STORE_COUNTERS, STORE_GAUGES
+    from kvtui.runtime.processes import ProcessSampler
 
     assert set(STORE_GAUGES.values()) | set(STORE_COUNTERS.values()) | {"up"} <= set(StoreScrape.__annotations__)
     rows = ProcessSampler({"self": os.getpid()}).sample()

@@ -127,11 +127,12 @@ def test_scrapes_during_a_recorded_live_session_build_no_frame(tmp_path):
     from kvtui.launch import Outputs
     from kvtui.live import LiveSession
     from kvtui.session.reader import SessionReader
-    from kvtui.testing.fake_engine import FakeEngine
+    from kvtui.testing.fake_engine import FakeCluster, FakeEngine
     from workload import SyntheticWorkload, WorkloadSpec
 
     spec = WorkloadSpec(scenario="shared-system-prompt", pool=3, prompt_tokens=64, page_tokens=8, rate=200.0)
-    session = LiveSession(FakeEngine(), SyntheticWorkload(spec), synthetic_description(spec), layout_name="tiny")
+    session = LiveSession(FakeEngine(), SyntheticWorkload(spec), synthetic_description(spec), layout_name="tiny",
+                          cluster=FakeCluster())
     built: list = []
     session.producer.subscribe(built.append)
     served: list = []

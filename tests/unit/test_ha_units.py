@@ -12,9 +12,9 @@ import pytest
 from kvtui.commands import doctor
 from kvtui.config.cluster import add_cluster_arguments, ha_from_args
 from kvtui.core.errors import KvtuiError
-from kvtui.engine import ha
 from kvtui.engine.driver import Driver
-from kvtui.testing.fake_engine import FakeEngine
+from kvtui.mooncake import ha
+from kvtui.testing.fake_engine import FakeCluster, FakeEngine
 from kvtui.tui.widgets.procs import with_roles
 
 
@@ -38,9 +38,19 @@ def test_etcd_addresses_list_their_endpoints(text, endpoints):
     ("etcd://a:1,b:2", "separated by ';'"),
 ])
 def test_a_bad_etcd_address_is_one_line_naming_the_flag(text, message):
-    with pytest.raises(ValueError, match="^--master ") as err:
-        ha.parse_etcd(text)
-    assert message in str(err.value) and "\n" not in str(err.value)
+    """The backend says what is wrong with the address (no flag names); the config layer names the flag."""
+    from kvtui.config.cluster import cluster_error_text
+    from kvtui.mooncake.cluster import attach
+    from kvtui.mooncake.errors import BadAddress
+    from kvtui.mooncake.net import parse_etcd
+
+    with pytest.raises(ValueError) as err:
+        parse_etcd(text)
+    assert message in str(err.value) and "\n" not in str(err.value) and "--" not in str(err.value)
+    if text.startswith("etcd://"):
+        with pytest.raises(BadAddress) as bad:
+            attach(text, None)
+        assert cluster_error_text(bad.value).startswith("--master ") and message in cluster_error_text(bad.value)
 
 
 def _args(*argv: str) -> argparse.Namespace:
@@ -105,18 +115,18 @@ def _requests():
 def test_internal_error_is_an_outage_only_when_the_master_does_not_answer(reachable, outage):
     """Dummy workers whose (non-HA) master died answer INTERNAL_ERROR, never RPC_FAIL: that holds dispatch when
     the master does not answer a probe; with the master answering it is a store node's fault, counted."""
-    engine = FakeEngine()
+    engine, cluster = FakeEngine(), FakeCluster()
     events = []
-    d = Driver(engine, _requests(), lambda r: None, events.append).start()
+    d = Driver(engine, _requests(), lambda r: None, events.append, store_answers=cluster.reachable).start()
     try:
         assert _wait(lambda: d.completed > 0)
-        engine.reachable = reachable
+        cluster.answers = reachable
         engine.codes = {-1: 2}
         assert _wait(lambda: d.outage, 2.0) is outage
         if outage:
             said = [e.text for e in events if e.kind == "outage"]
             assert said == ["store unreachable (INTERNAL_ERROR): dispatch held"]
-            engine.codes, engine.reachable = {}, True
+            engine.codes, cluster.answers = {}, True
             assert _wait(lambda: not d.outage)
             assert any("master back after" in e.text for e in events)
         else:
@@ -127,15 +137,14 @@ def test_internal_error_is_an_outage_only_when_the_master_does_not_answer(reacha
 
 
 def test_an_ha_failover_is_said_as_one():
-    engine = FakeEngine()
-    engine.endpoints = SimpleNamespace(ha=True)  # type: ignore[assignment]
+    engine, cluster = FakeEngine(), FakeCluster()
     events = []
-    d = Driver(engine, _requests(), lambda r: None, events.append).start()
+    d = Driver(engine, _requests(), lambda r: None, events.append, store_answers=cluster.reachable, ha=True).start()
     try:
         assert _wait(lambda: d.completed > 0)
-        engine.reachable, engine.codes = False, {-901: 1}
+        cluster.answers, engine.codes = False, {-901: 1}
         assert _wait(lambda: d.outage)
-        engine.codes, engine.reachable = {}, True
+        engine.codes, cluster.answers = {}, True
         assert _wait(lambda: not d.outage)
     finally:
         d.stop()
@@ -196,7 +205,7 @@ def test_a_master_is_what_its_health_says():
 def test_a_failed_standby_restore_is_found_in_the_new_leaders_log_since_the_fault(tmp_path):
     """A promoted master that could not restore its standby state says so in its log (ha.RESTORE_FAILED); the
     failover report names it, reading only what was logged after the fault."""
-    from kvtui.live.failover import FailoverReport
+    from kvtui.core.failover import FailoverReport
 
     log = tmp_path / "master-1.log"
     log.write_text("E1206 06:30:00 master_service_supervisor.cpp:401] Standby restore failed: INVALID_PARAMS\n")
@@ -219,14 +228,13 @@ def test_a_failovers_hit_rate_before_during_and_after():
     """The report's hit rates: ``before`` as the session gave it at the fault, ``during`` over the requests that
     finished between the fault and kvtui's first publish after it (failed ones included), ``after`` over those of
     the AFTER_S that follow; requests later than that count nowhere."""
-    from types import SimpleNamespace
-
     from kvtui.core.events import RequestResult
+    from kvtui.core.failover import AFTER_S
     from kvtui.core.pages import PageState as S
-    from kvtui.live.failover import AFTER_S, FailoverWatch
+    from kvtui.mooncake.failover import FailoverWatch
 
-    engine = SimpleNamespace(endpoints=SimpleNamespace(masters=(), embedded=False), now=lambda: 0.0)
-    watch = FailoverWatch(1, "leader-kill", engine, lambda kind, text: None)  # type: ignore[arg-type]
+    endpoints = SimpleNamespace(masters=(), embedded=False)
+    watch = FailoverWatch(1, "leader-kill", endpoints, lambda: 0.0, None, lambda kind, text: None)
     watch.report.t_s, watch.report.hit_rate_before = 10.0, 0.75
 
     def result(t_end: float, hit: int, total: int = 4, codes=None, published: int = 0) -> RequestResult:
@@ -249,7 +257,7 @@ def test_a_failovers_hit_rate_before_during_and_after():
 def test_puts_the_old_leader_could_not_write_to_its_oplog_are_counted_once_per_failover(tmp_path):
     """``oplog_failed``: the old leader's ``OpLog queue failed`` lines since the last failover report read its
     log (a shared mark per master), said in the report's line with thousands separators."""
-    from kvtui.live.failover import FailoverReport
+    from kvtui.core.failover import FailoverReport
 
     log = tmp_path / "master-0.log"
     line = "W1206 06:30:00 master_service.cpp:900] PutEnd: OpLog queue failed key=k err=-1401\n"

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from kvtui.engine.cluster import ClusterEndpoints
-from kvtui.engine.hosts import BRIDGE_ADDRESS, Host, LinkSpec, host_addresses, parse_link
+from kvtui.mooncake.client import ClusterEndpoints
+from kvtui.mooncake.hosts import BRIDGE_ADDRESS, Host, LinkSpec, parse_link
+from kvtui.mooncake.ops import MooncakeCluster
 
 
 @pytest.mark.parametrize("text, rate, delay", [
@@ -41,10 +42,10 @@ def test_host_addresses_put_metadata_with_the_master_and_kvtui_on_the_bridge():
     ep = ClusterEndpoints("10.77.0.10:1", "http://10.77.0.10:2/metadata", None,
                           hosts=(Host("master", "10.77.0.10", "/proc/1/ns/net", "kvh-master"),
                                  Host("store", "10.77.0.11", "/proc/2/ns/net", "kvh-store")))
-    assert host_addresses(ep) == {"kvtui": BRIDGE_ADDRESS, "master": "10.77.0.10", "store": "10.77.0.11",
-                                  "metadata": "10.77.0.10"}
+    assert MooncakeCluster.attach(ep).host_addresses() == {"kvtui": BRIDGE_ADDRESS, "master": "10.77.0.10",
+                                                           "store": "10.77.0.11", "metadata": "10.77.0.10"}
     assert ep.as_dict()["hosts"]["store"] == {"name": "store", "address": "10.77.0.11", "netns": "/proc/2/ns/net",
                                               "veth": "kvh-store"}
     plain = ClusterEndpoints("127.0.0.1:1", "http://127.0.0.1:2/metadata", None)
-    assert host_addresses(plain) == {} and host_addresses(None) == {} and "hosts" not in plain.as_dict()
+    assert MooncakeCluster.attach(plain).host_addresses() == {} and "hosts" not in plain.as_dict()
 

@@ -1,11 +1,11 @@
-"""Where native logs go and when they stay (kvtui/engine/logs.py): a temporary folder lasts as long as the run
+"""Where native logs go and when they stay (kvtui/runtime/logs.py): a temporary folder lasts as long as the run
 unless something failed, and then its one line names it; a folder the user gave is never touched."""
 
 from __future__ import annotations
 
 import tempfile
 
-from kvtui.engine.logs import KEPT_WHY, LogFolder
+from kvtui.runtime.logs import KEPT_WHY, LogFolder
 
 
 def test_a_temporary_folder_is_removed_after_a_run_without_trouble(tmp_path, monkeypatch, capsys):

@@ -4,9 +4,10 @@ from kvtui.core.events import RequestResult
 from kvtui.core.layout import PageLayout
 from kvtui.core.pages import PageState
 from kvtui.engine.engine import result_from
-from kvtui.engine.samplers import StoreSampler, parse_prometheus
 from kvtui.metrics.aggregate import Aggregator
 from kvtui.metrics.latency import LatencyRecorder
+from kvtui.mooncake.net import parse_metrics
+from kvtui.mooncake.samplers import StoreSampler
 
 
 class Clock:
@@ -112,11 +113,16 @@ def test_result_from_marks_states():
     assert list(computed.states) == [PageState.HIT] * 2 + [PageState.COMPUTED] * 3 + [PageState.PARTIAL]
 
 
-def test_prometheus_parse_and_store_rates():
+def test_metrics_keep_labels_apart_and_never_read_a_timestamp_as_the_value():
     text = ("# HELP x\nmaster_key_count 5\nsegment_allocated_bytes{segment=\"a\"} 3\n"
-            "segment_allocated_bytes{segment=\"b\"} 4\nbad line\n")
-    m = parse_prometheus(text)
-    assert m["master_key_count"] == 5 and m["segment_allocated_bytes"] == 7
+            "segment_allocated_bytes{segment=\"b\"} 4 1700000000000\nbad line\n"
+            "# TYPE master_evicted_key_count counter\nmaster_evicted_key_count 9\n")
+    m = parse_metrics(text)
+    assert m.value("master_key_count") == 5 and m.value("segment_allocated_bytes") is None
+    assert m.value("segment_allocated_bytes", segment="b") == 4  # (not the sample's timestamp)
+    assert m.by_label("segment_allocated_bytes", "segment") == {"a": 3, "b": 4}
+    assert m.total("segment_allocated_bytes") == 7
+    assert m.value("master_evicted_key_count") == 9  # a counter declared without _total keeps its name
 
 
 def test_store_sampler_reports_down_when_nothing_answers():
@@ -236,19 +242,12 @@ def test_errors_without_a_frame_are_the_frames_errors():
 def test_a_final_refresh_takes_the_stores_gauges_and_keeps_the_intervals_rates():
     """PanelThread.refresh_store: the keys and bytes as the store holds them now, the put/get rates of the last
     full scrape interval (over the fraction of a second since, they would be noise)."""
-    from kvtui.engine.samplers import PanelThread, ProcessSampler
+    from kvtui.live.panels import PanelThread
+    from kvtui.runtime.processes import ProcessSampler
 
-    class Store:
-        panel: dict = {}
-
-        def __init__(self):
-            self.scrapes = iter([{"up": True, "keys": 10, "put_rps": 5.0, "get_rps": 7.0},
-                                 {"up": True, "keys": 12, "put_rps": 90.0, "get_rps": 0.0}])
-
-        def sample(self):
-            return next(self.scrapes)
-
-    panels = PanelThread(Store(), ProcessSampler({}))
-    panels.store = panels.store_sampler.sample()  # (what the periodic thread does)
+    scrapes = iter([{"up": True, "keys": 10, "put_rps": 5.0, "get_rps": 7.0},
+                    {"up": True, "keys": 12, "put_rps": 90.0, "get_rps": 0.0}])
+    panels = PanelThread(lambda: next(scrapes), ProcessSampler({}))
+    panels.store = panels.sample_store()  # (what the periodic thread does)
     assert panels.refresh_store() == {"up": True, "keys": 12, "put_rps": 5.0, "get_rps": 7.0}
     assert panels.store["keys"] == 12

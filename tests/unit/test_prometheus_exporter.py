@@ -66,8 +66,8 @@ def test_scrape_equals_the_frame_and_its_summary(exporter):
 
 
 def test_failovers_are_exported_from_the_frames_status(exporter):
-    """The failover figures come from the status keys a live session sets (kvtui.live.failover.failover_status)."""
-    from kvtui.live.failover import FailoverReport, failover_status
+    """The failover figures come from the status keys a live session sets (kvtui.core.failover.failover_status)."""
+    from kvtui.core.failover import FailoverReport, failover_status
 
     reports = [FailoverReport(1, "leader-kill", 3.0, leader_s=4.1, serving_s=9.2, reload_s=9.9, publish_s=10.0,
                               pages_checked=50, pages_lost=0),

@@ -11,7 +11,7 @@ import pytest
 from waits import wait_for
 
 from kvtui.engine.driver import Driver
-from kvtui.engine.procs import uninterrupted
+from kvtui.runtime.procs import uninterrupted
 from kvtui.testing.fake_engine import FakeEngine
 from workload import Request
 

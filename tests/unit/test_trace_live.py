@@ -16,7 +16,7 @@ from kvtui.core.traces import resolve_trace
 from kvtui.metrics import figures as fig
 from kvtui.metrics.aggregate import Aggregator, prefix_group
 from kvtui.session.codec import FrameDecoder, FrameEncoder, decode_record
-from kvtui.testing.fake_engine import FakeEngine
+from kvtui.testing.fake_engine import FakeCluster, FakeEngine
 from workload.stats import IdealPrefixCache, trace_stats
 from workload.trace import TraceRow, TraceWorkload, read_trace
 
@@ -157,7 +157,8 @@ def test_live_session_changes_a_trace_speed():
 
     wl = TraceWorkload(_rows(400, gap_ms=50), speed=1.0)
     engine = FakeEngine(PageLayout(1, 1, 1, 512, 1))  # every request answered at once
-    session = LiveSession(engine, wl, {"kind": "trace", "name": "t", "done": 0, "total": 400, "complete": False})
+    session = LiveSession(engine, wl, {"kind": "trace", "name": "t", "done": 0, "total": 400, "complete": False},
+                          cluster=FakeCluster())
     session.want("test", 50)  # the frames the test reads
     session.start()
     try:
@@ -187,7 +188,7 @@ def test_the_live_aiperf_hit_rate_is_trace_stats_over_the_rows_replayed():
     wl = TraceWorkload(rows[:n], speed=None)
     engine = FakeEngine(PageLayout(1, 1, 1, 512, 1))  # every request answered at once
     session = LiveSession(engine, wl, {"kind": "trace", "name": "synthetic", "done": 0, "total": n,
-                                       "complete": False})
+                                       "complete": False}, cluster=FakeCluster())
     session.start()
     try:
         wait_for(lambda: session.driver.completed >= n, 30, f"all {n} requests finished", interval_s=0.02,

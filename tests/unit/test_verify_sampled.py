@@ -147,17 +147,17 @@ def test_the_flag_reaches_the_engine_every_worker_and_the_setup(monkeypatch):
     from kvtui.cli import build_parser
     from kvtui.config.plan import plan_from_args
     from kvtui.engine import engine as engine_mod
-    from kvtui.engine.cluster import ClusterEndpoints
     from kvtui.engine.remote_slots import remote_spec
+    from kvtui.mooncake.client import ClusterEndpoints
 
     def plan(*flags):
         return plan_from_args(build_parser().parse_args(["run", "--layout", "tiny", "--store-size", "256MiB", *flags]))
 
-    assert plan().setup()["verify"] == "full" and plan().engine_options(None).verify == "full"
+    assert plan().setup()["verify"] == "full" and plan().engine_options().verify == "full"
     p = plan("--verify", "sampled", "--decode-workers", "2")
     assert p.cluster.verify == "sampled" and p.setup()["verify"] == "sampled"
-    options = p.engine_options(None)
-    assert options.verify == "sampled" and remote_spec(options, {}, 0, "decode").verify == "sampled"
+    options = p.engine_options()
+    assert options.verify == "sampled" and remote_spec(options, {}, 0, "decode").options is options
     specs = []
 
     def capture(prefills, decodes, **_kw):
@@ -169,4 +169,4 @@ def test_the_flag_reaches_the_engine_every_worker_and_the_setup(monkeypatch):
         master="127.0.0.1:1", metadata_url="http://127.0.0.1:1", metrics_url=""))
     with pytest.raises(RuntimeError, match="captured"):
         engine._start_chain()
-    assert [s.verify for s in specs] == ["sampled"] * 3
+    assert [s.options for s in specs] == [options] * 3  # (one options object, unchanged, in every spec)

@@ -1,19 +1,19 @@
 """The Mooncake cluster kvtui runs against: embedded on loopback (default) or attached.
 
-Embedded mode starts, each on a free 127.0.0.1 port and each dying with kvtui (:mod:`kvtui.engine.procs`):
+Embedded mode starts, each on a free 127.0.0.1 port and each dying with kvtui (:mod:`kvtui.runtime.procs`):
 
 * ``mooncake_master`` (RPC ``--rpc_address=127.0.0.1``, admin/metrics ``--metrics_host=127.0.0.1``, its
   embedded HTTP metadata server off because it binds 0.0.0.0 whatever ``--http_metadata_server_host`` says);
 * the wheel's Python metadata server (``mooncake.http_metadata_server --host 127.0.0.1``);
-* with ``segment_on="store"``, a store node (:mod:`kvtui.engine.store_node`) contributing the segment, or,
+* with ``segment_on="store"``, a store node (:mod:`kvtui.mooncake.store_node`) contributing the segment, or,
   with ``worker_client="dummy"``, the wheel's standalone real client (``mooncake_client``) owning it, whose
   dummy clients (the workers) move pages through shared memory with it (:data:`WORKER_CLIENTS`).
 
 Readiness is probed with bounded waits (the master answers ``/health`` ~1.1 s after start); a process that
 exits early stops start-up with the tail of its log (a master whose RPC or metrics port is taken exits with
 code 1 about 2 s after start, without naming the port). Native logs go to files in ``log_dir``
-(:mod:`kvtui.engine.logs`: a folder kvtui made is removed after a run without trouble).
-With ``ha`` N (``--ha N``) the master side is an HA cluster instead (:mod:`kvtui.engine.ha`): kvtui's own etcd
+(:mod:`kvtui.runtime.logs`: a folder kvtui made is removed after a run without trouble).
+With ``ha`` N (``--ha N``) the master side is an HA cluster instead (:mod:`kvtui.mooncake.ha`): kvtui's own etcd
 and N masters with ``--enable_ha --enable_oplog`` electing a leader through it, no metadata server (etcd is the
 metadata server), every client given ``etcd://127.0.0.1:PORT`` as master and metadata address. Start-up waits
 until one master is ``serving``; each master's admin URL is in ``ClusterEndpoints.masters``.
@@ -28,95 +28,27 @@ import json
 import os
 import random
 import signal
-import socket
 import sys
 import time
-import urllib.error
-import urllib.request
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any
 
 from kvtui.core.defaults import DEFAULT_STORE_BYTES
-from kvtui.engine import ha
-from kvtui.engine.hosts import EmulatedHosts, Host, HostsError, LinkSpec, nsenter_argv
-from kvtui.engine.logs import LogFolder
-from kvtui.engine.procs import ManagedProcess, spawn, stop_processes
-from kvtui.engine.store import probe_tcp, split_hostport
+from kvtui.mooncake import ha
+from kvtui.mooncake.client import ClusterEndpoints
+from kvtui.mooncake.errors import BadAddress, ClusterError, Conflict, MissingTool, Unreachable
+from kvtui.mooncake.hosts import EmulatedHosts, HostsError, LinkSpec, nsenter_argv
+from kvtui.mooncake.net import free_port, http_get, is_etcd, parse_etcd, port_is_free, probe_tcp, split_hostport
+from kvtui.runtime.logs import LogFolder
+from kvtui.runtime.procs import ManagedProcess, spawn, stop_processes
+
+__all__ = ["WORKER_CLIENTS", "ClusterEndpoints", "ClusterError", "ClusterOptions", "EmbeddedCluster", "attach",
+           "attach_ha", "loopback_client_env", "master_binary"]
 
 READY_TIMEOUT_S = 20.0
 HA_READY_TIMEOUT_S = 40.0  # an HA master serves ~5 s after the election (its warm-up), later on a loaded machine
 STOP_GRACE_S = 0.8  # teardown: the metadata server gets SIGTERM, then SIGKILL after this long
-
-
-class ClusterError(RuntimeError):
-    """The cluster could not be started or reached; the message is one line plus an optional log tail.
-    ``retry``: False when starting again cannot help (emulated hosts the kernel or permissions refuse)."""
-
-    retry = True
-
-
-@dataclass(frozen=True)
-class ClusterEndpoints:
-    """Where the store lives, as plain data every process can use.
-
-    ``master``: RPC ``HOST:PORT``, or ``etcd://HOST:PORT[;…]`` for an HA cluster (:mod:`kvtui.engine.ha`);
-    ``metadata_url``: ``http://HOST:PORT/metadata`` (HA: the ``etcd://`` address); ``metrics_url``: the
-    master's admin HTTP base (``/metrics``, ``/health``) or ``None`` if unknown (HA: the leader's when the
-    endpoints were made; :attr:`masters` says where each master is); ``client_env``: ``MC_*`` variables each
-    store client sets before importing Mooncake (loopback port ranges, bind address, the HA RPC timeout);
-    ``masters``: ``(name, admin URL)`` of every master of an HA cluster (``master-0`` …), empty otherwise or
-    when not known.
-    """
-
-    master: str
-    metadata_url: str
-    metrics_url: str | None
-    protocol: str = "tcp"
-    device: str = ""
-    embedded: bool = True
-    client_env: tuple[tuple[str, str], ...] = ()
-    log_dir: str = ""
-    hosts: tuple[Host, ...] = ()  # the emulated hosts (kvtui.engine.hosts), none without --hosts auto
-    real_client: str = ""  # HOST:PORT of the standalone real client the workers are dummy clients of ("": none)
-    masters: tuple[tuple[str, str], ...] = ()  # HA: (name, admin URL) of each master
-
-    @property
-    def ha(self) -> bool:
-        """An HA cluster: clients find the leader through etcd."""
-        return ha.is_etcd(self.master)
-
-    def as_dict(self) -> dict[str, Any]:
-        """Plain-data form for worker messages and recorded sessions (``hosts``: ``{name: Host.as_dict()}``,
-        only with emulated hosts)."""
-        d: dict[str, Any] = {"master": self.master, "metadata_url": self.metadata_url, "metrics_url": self.metrics_url,
-             "protocol": self.protocol, "device": self.device, "embedded": self.embedded,
-             "client_env": [list(kv) for kv in self.client_env], "log_dir": self.log_dir}
-        if self.hosts:
-            d["hosts"] = {h.name: h.as_dict() for h in self.hosts}
-        if self.real_client:
-            d["real_client"] = self.real_client
-        if self.masters:
-            d["masters"] = [list(m) for m in self.masters]
-        return d
-
-
-def free_port(host: str = "127.0.0.1") -> int:
-    """A TCP port on ``host`` that was free a moment ago."""
-    with socket.socket() as s:
-        s.bind((host, 0))
-        return s.getsockname()[1]
-
-
-def port_is_free(port: int, host: str = "127.0.0.1") -> bool:
-    """True if ``host:port`` can be bound now."""
-    with socket.socket() as s:
-        try:
-            s.bind((host, port))
-        except OSError:
-            return False
-    return True
 
 
 def loopback_client_env(rng: random.Random | None = None) -> tuple[tuple[str, str], ...]:
@@ -135,30 +67,19 @@ def loopback_client_env(rng: random.Random | None = None) -> tuple[tuple[str, st
     )
 
 
-def http_get(url: str, timeout_s: float = 1.0) -> tuple[int, str]:
-    """GET ``url``: ``(status, body)``; ``(0, reason)`` when nothing answers."""
-    try:
-        with urllib.request.urlopen(url, timeout=timeout_s) as resp:
-            return resp.status, resp.read().decode("utf-8", "replace")
-    except urllib.error.HTTPError as exc:
-        return exc.code, exc.read().decode("utf-8", "replace")
-    except (OSError, ValueError) as exc:
-        return 0, str(exc)
-
-
 def master_binary() -> str:
     """Path of the ``mooncake_master`` binary shipped in the wheel (``ClusterError`` if absent)."""
     spec = importlib.util.find_spec("mooncake")
     if spec is None or not spec.submodule_search_locations:
-        raise ClusterError("the Mooncake wheel is not installed (pip install mooncake-transfer-engine-non-cuda); "
-                           "run `kvtui doctor`")
+        raise MissingTool("the Mooncake wheel", "pip install mooncake-transfer-engine-non-cuda")
     for loc in spec.submodule_search_locations:
         path = Path(loc) / "mooncake_master"
         if path.exists():
             if not os.access(path, os.X_OK):
                 path.chmod(path.stat().st_mode | 0o111)
             return str(path)
-    raise ClusterError("mooncake_master is missing from the Mooncake wheel; run `kvtui doctor`")
+    raise MissingTool("mooncake_master", "it is missing from the Mooncake wheel: reinstall "
+                                         "mooncake-transfer-engine-non-cuda")
 
 
 WORKER_CLIENTS = ("real", "dummy")
@@ -186,13 +107,13 @@ class ClusterOptions:
     eviction_high_watermark: float = 0.9
     eviction_ratio: float = 0.05
     log_dir: str | None = None
-    isolation: str | None = None  # one line on loopback isolation, shown to the user (see kvtui.engine.netns)
-    hosts: bool = False  # each process on an emulated host of its own (kvtui.engine.hosts; needs isolation)
+    isolation: str | None = None  # one line on loopback isolation, shown to the user (see kvtui.mooncake.netns)
+    hosts: bool = False  # each process on an emulated host of its own (kvtui.mooncake.hosts; needs isolation)
     link: LinkSpec | None = None  # shapes every host's link (with hosts); None: unshaped
     worker_names: tuple[str, ...] = ("prefill", "decode")  # one emulated host each (kvtui.core.topology)
     store_nodes: int = 1  # with segment_on "store": that many store nodes, each store_bytes / store_nodes
     worker_client: str = "real"  # WORKER_CLIENTS; "dummy" needs segment_on "store", one store node, no hosts
-    ha: int = 0  # N > 0: an HA cluster of N masters and kvtui's own etcd (kvtui.engine.ha); no hosts, no ports
+    ha: int = 0  # N > 0: an HA cluster of N masters and kvtui's own etcd (kvtui.mooncake.ha); no hosts, no ports
     oplog: bool = True  # HA masters replicate their metadata (--enable_oplog); False only in tests: a failover
     # then loses every key, which a test of the loss count needs
 
@@ -209,7 +130,7 @@ class EmbeddedCluster:
     processes: list[ManagedProcess] = field(default_factory=list)
     endpoints: ClusterEndpoints | None = None
     _spawner: ThreadPoolExecutor | None = None
-    _logs: LogFolder | None = None  # this start's log folder (kvtui.engine.logs: removed or kept by stop)
+    _logs: LogFolder | None = None  # this start's log folder (kvtui.runtime.logs: removed or kept by stop)
     _restarted: bool = False
     emulated: EmulatedHosts | None = None  # with ClusterOptions.hosts
     etcd: ha.EtcdServer | None = None  # with ClusterOptions.ha
@@ -250,10 +171,8 @@ class EmbeddedCluster:
         o = self.options
         self._master_argv = {}
         if o.ha and (o.hosts or o.rpc_port or o.metrics_port or o.metadata_port):
-            err = ClusterError("--ha starts its etcd and masters on free loopback ports: drop --hosts auto and the "
-                               "port flags")
-            err.retry = False
-            raise err
+            raise Conflict("ha", "hosts" if o.hosts else "ports",
+                           "an HA cluster's etcd and masters start on free loopback ports")
         self._logs = LogFolder(o.log_dir)
         log_dir = self._logs.path
         rpc = self._port(o.rpc_port, "master RPC")
@@ -267,11 +186,9 @@ class EmbeddedCluster:
                 names = ["master"] + (self.store_names() if o.segment_on == "store" else []) + list(o.worker_names)
                 try:
                     made = self.emulated.make(names)
-                except HostsError as exc:
+                except HostsError:
                     self.stop()  # (nothing ran yet whose logs would help)
-                    err = ClusterError(str(exc))
-                    err.retry = False
-                    raise err from None
+                    raise
                 bind = made["master"].address
                 on = {name: nsenter_argv(h) for name, h in made.items()}
             self._env, self._log_dir = env, log_dir
@@ -295,8 +212,8 @@ class EmbeddedCluster:
                     hosts=hosts)
             if o.segment_on == "store" and o.worker_client == "dummy":
                 if o.hosts or o.store_nodes != 1:
-                    raise ClusterError("--worker-client dummy needs one store node on this host "
-                                       "(no --hosts, --store-nodes 1)")
+                    raise Conflict("worker_client", "hosts" if o.hosts else "store_nodes",
+                                   "dummy clients need one store node on this host")
                 port = free_port()
                 self._store_argv = {"store": self._real_client_argv(o.store_bytes, port)}
                 self.processes.append(spawn("store", self._store_argv["store"], log_dir / "store.log",
@@ -307,7 +224,7 @@ class EmbeddedCluster:
             elif o.segment_on == "store":
                 each = o.store_bytes // len(self.store_names())
                 self._store_argv = {name: on.get(name, []) + [
-                    sys.executable, "-m", "kvtui.engine.store_node",
+                    sys.executable, "-m", "kvtui.mooncake.store_node",
                     "--endpoints", json.dumps(self.endpoints.as_dict()),
                     "--segment-bytes", str(each), "--name", name] for name in self.store_names()}
                 for name, argv in self._store_argv.items():
@@ -402,7 +319,8 @@ class EmbeddedCluster:
         ``127.0.0.1:port`` (and the abstract unix socket ``@mooncake_client_<port>.sock``)."""
         binary = Path(master_binary()).with_name("mooncake_client")
         if not binary.exists():
-            raise ClusterError("mooncake_client is missing from the Mooncake wheel; run `kvtui doctor`")
+            raise MissingTool("mooncake_client", "it is missing from the Mooncake wheel: reinstall "
+                                                 "mooncake-transfer-engine-non-cuda")
         if not os.access(binary, os.X_OK):
             binary.chmod(binary.stat().st_mode | 0o111)
         assert self.endpoints is not None  # set by start() before any process is spawned
@@ -505,7 +423,7 @@ class EmbeddedCluster:
         node's clean close takes ~2 s for a segment owner (and blocks ~4.3 s per call once the master is
         gone), only to remove keys from that master. No page is left half-written: a page becomes readable
         only when its put completed. A log folder kvtui created itself
-        (:class:`~kvtui.engine.logs.LogFolder`) is removed when every process was still running and ended by
+        (:class:`~kvtui.runtime.logs.LogFolder`) is removed when every process was still running and ended by
         these signals or exit 0 and ``keep_logs`` is false (a failed start keeps them; so does the engine when
         one of its workers died), or whenever every file in it is empty (stopped during start-up, before
         anything was logged); otherwise it stays and its path is printed on stderr.
@@ -535,28 +453,29 @@ class EmbeddedCluster:
 def attach(master: str, metadata_url: str | None, protocol: str = "tcp", device: str = "",
            metrics_url: str | None = None) -> ClusterEndpoints:
     """Endpoints of an existing cluster. Checks the master's RPC port answers within 2 s, or for an HA cluster
-    (``etcd://…``, :func:`attach_ha`) that etcd answers and a master leads (``ClusterError``, one line).
-    ``metrics_url``: the master's admin base, or for an HA cluster each master's, separated by commas."""
-    if ha.is_etcd(master):
+    (``etcd://…``, :func:`attach_ha`) that etcd answers and a master leads. ``metrics_url``: the master's admin
+    base, or for an HA cluster each master's, separated by commas. :class:`BadAddress` for a malformed or
+    missing address, :class:`Unreachable` when nothing answers."""
+    if is_etcd(master):
         return attach_ha(master, metadata_url, protocol, device, metrics_url)
     if metadata_url is None:
-        raise ClusterError("attach mode needs both --master HOST:PORT and --metadata URL")
+        raise BadAddress("metadata", None, "attaching to a master needs its metadata server's URL too")
     try:
         host, port = split_hostport(master)
     except ValueError as exc:
-        raise ClusterError(f"--master: {exc}") from None
+        raise BadAddress("master", master, str(exc)) from None
     if not metadata_url.startswith(("http://", "https://", "etcd://", "P2PHANDSHAKE")):
-        raise ClusterError(f"--metadata must be a URL such as http://HOST:PORT/metadata, got {metadata_url!r}")
+        raise BadAddress("metadata", metadata_url, f"expected a URL such as http://HOST:PORT/metadata, got "
+                                                   f"{metadata_url!r}")
+    _check_protocol(protocol)
     urls = _admin_urls(metrics_url)
     if len(urls) > 1:
-        raise ClusterError("--metrics-url: several URLs are for the masters of an HA cluster (--master etcd://…); "
-                           "give one")
+        raise BadAddress("metrics_url", metrics_url, "several admin URLs are for the masters of an HA cluster "
+                                                     "(an etcd:// master); give one")
     if not probe_tcp(host, port, timeout_s=2.0):
-        raise ClusterError(f"no Mooncake master answers at {master} (TCP connect failed within 2 s)")
+        raise Unreachable("Mooncake master", master, "TCP connect failed within 2 s")
     if metadata_url.startswith(("http://", "https://")) and http_get(metadata_url, timeout_s=2.0)[0] == 0:
-        raise ClusterError(f"no metadata server answers at {metadata_url} (HTTP request failed within 2 s)")
-    if protocol not in ("tcp", "rdma"):
-        raise ClusterError(f"--protocol must be tcp or rdma, got {protocol!r}")
+        raise Unreachable("metadata server", metadata_url, "HTTP request failed within 2 s")
     return ClusterEndpoints(master=master, metadata_url=metadata_url, metrics_url=urls[0] if urls else None,
                             protocol=protocol, device=device, embedded=False, client_env=(("MC_LOG_LEVEL", "ERROR"),))
 
@@ -567,28 +486,33 @@ LEADER_WAIT_S = 12.0  # attaching to an HA cluster waits this long for a leader 
 def attach_ha(master: str, metadata_url: str | None, protocol: str = "tcp", device: str = "",
               metrics_url: str | None = None) -> ClusterEndpoints:
     """Endpoints of an HA cluster whose masters elect their leader through the etcd of ``master``
-    (``etcd://HOST:PORT[;HOST:PORT…]``); ``metadata_url``: None for the same etcd. ``ClusterError`` (one line)
-    for a malformed address, an etcd that does not answer ``/health`` within 2 s, or no master leading
-    within :data:`LEADER_WAIT_S` (none runs, or they use another cluster id: ``MC_STORE_CLUSTER_ID``)."""
+    (``etcd://HOST:PORT[;HOST:PORT…]``); ``metadata_url``: None for the same etcd. :class:`BadAddress` for a
+    malformed address, :class:`Unreachable` for an etcd that does not answer ``/health`` within 2 s or no
+    master leading within :data:`LEADER_WAIT_S` (none runs, or they use another cluster id:
+    ``MC_STORE_CLUSTER_ID``)."""
     try:
-        endpoints = ha.parse_etcd(master, "--master")
-        if metadata_url is not None and ha.is_etcd(metadata_url):
-            ha.parse_etcd(metadata_url, "--metadata")
+        endpoints = parse_etcd(master)
     except ValueError as exc:
-        raise ClusterError(str(exc)) from None
-    if metadata_url is not None and not metadata_url.startswith(("http://", "https://", "etcd://")):
-        raise ClusterError(f"--metadata must be etcd://HOST:PORT or an http:// metadata URL, got {metadata_url!r}")
-    if protocol not in ("tcp", "rdma"):
-        raise ClusterError(f"--protocol must be tcp or rdma, got {protocol!r}")
+        raise BadAddress("master", master, str(exc)) from None
+    if metadata_url is not None and is_etcd(metadata_url):
+        try:
+            parse_etcd(metadata_url)
+        except ValueError as exc:
+            raise BadAddress("metadata", metadata_url, str(exc)) from None
+    elif metadata_url is not None and not metadata_url.startswith(("http://", "https://")):
+        raise BadAddress("metadata", metadata_url, f"expected etcd://HOST:PORT or an http:// metadata URL, got "
+                                                   f"{metadata_url!r}")
+    _check_protocol(protocol)
     masters = ha.admin_names(_admin_urls(metrics_url))
     if not ha.etcd_healthy(endpoints, timeout_s=2.0):
-        raise ClusterError(f"no etcd answers at {master} (GET /health failed within 2 s)")
+        raise Unreachable("etcd", master, "GET /health failed within 2 s")
     deadline = time.monotonic() + LEADER_WAIT_S
     while ha.master_view(endpoints) is None:
         if time.monotonic() > deadline:
-            raise ClusterError(f"etcd at {master} answers, but no Mooncake master leads cluster {ha.cluster_id()!r} "
-                               "there (no master_view key): are the masters started with --enable_ha=true "
-                               "--ha_backend_connstring=… on this etcd, with this cluster id (MC_STORE_CLUSTER_ID)?")
+            raise Unreachable("leading Mooncake master", master,
+                              f"etcd answers, but no master leads cluster {ha.cluster_id()!r} there (no master_view "
+                              "key): are the masters started with --enable_ha=true --ha_backend_connstring=… on this "
+                              "etcd, with this cluster id (MC_STORE_CLUSTER_ID)?")
         time.sleep(0.25)
     url = (ha.serving_url(masters) or masters[0][1]) if masters else None
     return ClusterEndpoints(master=ha.etcd_url(endpoints), metadata_url=metadata_url or ha.etcd_url(endpoints),
@@ -596,13 +520,21 @@ def attach_ha(master: str, metadata_url: str | None, protocol: str = "tcp", devi
                             client_env=(("MC_LOG_LEVEL", "ERROR"), *ha.ha_client_env()), masters=masters)
 
 
+PROTOCOLS = ("tcp", "rdma")
+"""The transports a client of an attached cluster may use."""
+
+
+def _check_protocol(protocol: str) -> None:
+    if protocol not in PROTOCOLS:
+        raise BadAddress("protocol", protocol, f"must be {' or '.join(PROTOCOLS)}, got {protocol!r}")
+
+
 def _admin_urls(text: str | None) -> list[str]:
-    """``--metrics-url``'s URLs (comma-separated), without a trailing ``/``; ``ClusterError`` for one that is
+    """The masters' admin URLs (comma-separated), without a trailing ``/``; :class:`BadAddress` for one that is
     not ``http(s)://``."""
     urls = [u.strip().rstrip("/") for u in (text or "").split(",") if u.strip()]
     for u in urls:
         if not u.startswith(("http://", "https://")):
-            raise ClusterError(f"--metrics-url must be the masters' admin URLs, http://HOST:PORT[,http://HOST:PORT…], "
-                               f"got {u!r}")
+            raise BadAddress("metrics_url", text, "expected the masters' admin URLs, "
+                                                  f"http://HOST:PORT[,http://HOST:PORT…], got {u!r}")
     return urls
-

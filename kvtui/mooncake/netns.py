@@ -69,7 +69,7 @@ def isolate_network() -> str | None:
 
 def isolation_possible() -> str | None:
     """Try :func:`isolate_network` in a throw-away child process: ``None`` if it works, else the reason."""
-    code = "from kvtui.engine.netns import isolate_network as f; r = f(); print(r or 'ok')"
+    code = "from kvtui.mooncake.netns import isolate_network as f; r = f(); print(r or 'ok')"
     try:
         out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=20)
     except subprocess.TimeoutExpired:

@@ -2,7 +2,7 @@
 
 A watch starts just before a fault of the leader or of etcd (a leader killed or hung, etcd stopped): it notes
 which master serves and which of the keys kvtui published (the engine's ledger,
-:class:`kvtui.engine.ha.PublishedLedger`) that master lists. Then, polling every master's ``/health`` every
+:class:`kvtui.engine.ledger.PublishedLedger`) that master lists. Then, polling every master's ``/health`` every
 ``POLL_S``, it times from the fault:
 
 * ``leader_s``: until another master says it is the leader;
@@ -25,15 +25,15 @@ from __future__ import annotations
 
 import threading
 from collections import Counter
-from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING, Callable
 
 from kvtui.core.codes import code_name
+from kvtui.core.failover import AFTER_S, FailoverReport
 from kvtui.core.pages import PageState
-from kvtui.engine import ha
+from kvtui.mooncake import ha
 
 if TYPE_CHECKING:
-    from kvtui.core.engine_api import EngineAPI
+    from kvtui.core.cluster_api import AckLedger
     from kvtui.core.events import RequestResult
 
 POLL_S = 0.1  # the masters' /health is asked this often during a failover
@@ -41,95 +41,26 @@ NO_FAILOVER_S = 12.0  # a fault cleared this long ago with a master serving all 
 # etcd lease is 5 s, a new leader's warm-up 5 s more)
 REMOUNT_WAIT_S = 15.0  # the loss check waits this long at most for the segments to be mounted on a new leader
 WAIT_S = 90.0  # a watch gives up waiting for a serving master, or for kvtui's first reload and publish, after this
-AFTER_S = 10.0  # the hit rate "after" a failover: over the requests that finish this long after kvtui publishes again
-
-
-@dataclass
-class FailoverReport:
-    """One failover. Times in seconds from the fault (``t_s``, engine time); None: it did not happen (see
-    :mod:`kvtui.live.failover`). ``old_leader`` / ``new_leader``: master names; ``requests_failed``,
-    ``pages_failed``, ``errors`` (store error codes by name: calls); ``pages_checked``: kvtui's acknowledged
-    pages the check expected; ``pages_lost``: of them, those gone (None: no master answered the check);
-    ``evicted``: keys the masters evicted meanwhile (0: ``pages_lost`` is exact; None: unknown);
-    ``lost_sample``: up to 5 lost keys, ``lost_confirmed``: how many of those a second endpoint
-    (``/batch_query_keys``) finds absent too; ``lost_acked_s``: when the lost pages were acknowledged,
-    ``[earliest, latest]`` seconds from the fault; ``restore_failed``: the new leader logged that it could not
-    restore the state it replicated as a standby (:data:`kvtui.engine.ha.RESTORE_FAILED`: it serves with no
-    objects), None when its log is not kvtui's to read (an attached cluster); ``oplog_failed``: puts the old
-    leader acknowledged but could not append to its OpLog since the last failover (its log's
-    :data:`kvtui.engine.ha.OPLOG_FAILED` lines; etcd slow or stopped), which no standby knows of;
-    ``hit_rate_before`` /
-    ``hit_rate_during`` / ``hit_rate_after``: pages reloaded ÷ full pages of the requests that finished in the
-    30 s before the fault, between the fault and kvtui's first publish after it, and in the :data:`AFTER_S` after
-    that publish (None: no request finished then): the dip a failover puts in the hit rate."""
-
-    n: int
-    kind: str
-    t_s: float
-    old_leader: str | None = None
-    new_leader: str | None = None
-    leader_s: float | None = None
-    serving_s: float | None = None
-    reload_s: float | None = None
-    publish_s: float | None = None
-    requests_failed: int = 0
-    pages_failed: int = 0
-    errors: dict = field(default_factory=dict)
-    pages_checked: int = 0
-    pages_lost: int | None = None
-    evicted: int | None = None
-    lost_sample: list = field(default_factory=list)  # up to 5 of the keys lost
-    lost_confirmed: int | None = None  # of lost_sample, how many /batch_query_keys also finds absent
-    lost_acked_s: list | None = None  # [earliest, latest] acknowledgement of a lost page, seconds from the fault
-    restore_failed: bool | None = None  # the new leader logged ha.RESTORE_FAILED (None: no log to read)
-    oplog_failed: int | None = None  # puts the old leader acknowledged without an OpLog entry (ha.OPLOG_FAILED)
-    hit_rate_before: float | None = None  # page hit rate of the requests of the 30 s before the fault
-    hit_rate_during: float | None = None  # … of those finished between the fault and kvtui's first publish after it
-    hit_rate_after: float | None = None  # … of those finished in the AFTER_S after that publish
-
-    def as_dict(self) -> dict:
-        """JSON-ready form."""
-        return asdict(self)
-
-    def line(self) -> str:
-        """The report in one line (the event log, the soak's output)."""
-        def s(v: float | None) -> str:
-            return "—" if v is None else f"{v:.1f} s"
-
-        lost = "unchecked" if self.pages_lost is None else f"{self.pages_lost:,} of {self.pages_checked:,}"
-        if self.pages_lost is not None and self.evicted:
-            lost += f" (the masters evicted {self.evicted:,} keys meanwhile: an upper bound)"
-        if self.oplog_failed:
-            lost += (f"; {self.old_leader or 'the old leader'} had acknowledged {self.oplog_failed:,} puts it could "
-                     "not write to its OpLog (etcd slow or stopped)")
-        codes = ", ".join(f"{k} {v}" for k, v in self.errors.items())
-        failed = (f"; {self.new_leader or 'the new leader'} could not restore its standby state (Mooncake logged "
-                  f"'{ha.RESTORE_FAILED}') and serves without it" if self.restore_failed else "")
-        def pct(v: float | None) -> str:
-            return "—" if v is None else f"{v:.0%}"
-
-        hits = (f"; page hits {pct(self.hit_rate_before)} before, {pct(self.hit_rate_during)} during, "
-                f"{pct(self.hit_rate_after)} after" if self.hit_rate_during is not None else "")
-        return (f"failover {self.n} ({self.kind}): leader {s(self.leader_s)}, serving {s(self.serving_s)}, "
-                f"reload {s(self.reload_s)}, publish {s(self.publish_s)}; {self.requests_failed} requests failed"
-                f"{f' ({codes})' if codes else ''}; acknowledged pages lost {lost}{failed}{hits}")
 
 
 class FailoverWatch(threading.Thread):
     """Measures one failover (:class:`FailoverReport`). Call :meth:`begin` just before the fault (it notes
     the leader and the keys it lists), feed it every finished request (:meth:`add`), :meth:`start` it, and
     :meth:`cleared` once the fault is over (a hung master continued; a kill needs none: its end is a new
-    leader). ``log(kind, text)``: event-log lines; ``on_serving(name)``: called once a master serves again
-    (e.g. to start the killed one again as a standby); ``on_done(report)``: called at the end. :attr:`done`
-    is set then."""
+    leader). ``endpoints``: the cluster's (``masters``, and ``log_dir`` when kvtui started it); ``clock()``:
+    engine seconds (the time of results); ``ledger``: the pages acknowledged (None: no loss check);
+    ``log(kind, text)``: event-log lines; ``on_serving(name)``: called once a master serves again (e.g. to start
+    the killed one again as a standby); ``on_done(report)``: called at the end. :attr:`done` is set then.
+    ``log_marks``: each master's log, read up to here by the last failover's OpLog count (shared by the watches
+    of one cluster, which run one at a time)."""
 
-    def __init__(self, n: int, kind: str, engine: EngineAPI, log: Callable[[str, str], None], *,
-                 on_serving: Callable[[str], None] | None = None,
+    def __init__(self, n: int, kind: str, endpoints, clock: Callable[[], float], ledger: AckLedger | None,
+                 log: Callable[[str, str], None], *, on_serving: Callable[[str], None] | None = None,
                  on_done: Callable[[FailoverReport], None] | None = None, wait_s: float = WAIT_S,
                  log_marks: dict[str, int] | None = None):
         super().__init__(name="kvtui-failover", daemon=True)
-        self.engine, self.log, self.on_serving, self.on_done, self.wait_s = engine, log, on_serving, on_done, wait_s
-        endpoints = engine.endpoints
+        self.clock, self.ledger = clock, ledger
+        self.log, self.on_serving, self.on_done, self.wait_s = log, on_serving, on_done, wait_s
         self.masters: tuple = tuple(getattr(endpoints, "masters", ()) or ())
         self.report = FailoverReport(n, kind, 0.0)
         self.done = threading.Event()
@@ -156,13 +87,13 @@ class FailoverWatch(threading.Thread):
         states = ha.master_states(self.masters, timeout_s=0.5)
         leader = next((s for s in states if s.serving), None)
         self.report.old_leader = leader.name if leader else None
-        self._t_pre = self.engine.now()
+        self._t_pre = self.clock()
         self._before = ha.stored_keys(leader.url) if leader else None
         self._capacity = (ha.capacity_bytes(leader.url) or 0) if leader else 0
         self._evicted_before = self._evictions()
         if self._log_dir:
             self._log_sizes = ha.log_sizes(self._log_dir, [name for name, _url in self.masters])
-        self.report.t_s = self.engine.now()
+        self.report.t_s = self.clock()
 
     def _evictions(self) -> dict[str, int]:
         out = {}
@@ -201,7 +132,7 @@ class FailoverWatch(threading.Thread):
 
     def cleared(self) -> None:
         """The fault is over (SIGCONT sent, etcd continued)."""
-        self._cleared_at = self.engine.now()
+        self._cleared_at = self.clock()
 
     def stop(self) -> None:
         """End the watch now (the session stops): the report keeps what was measured so far."""
@@ -222,7 +153,7 @@ class FailoverWatch(threading.Thread):
                 self.on_done(self.report)
 
     def _since(self) -> float:
-        return self.engine.now() - self.report.t_s
+        return self.clock() - self.report.t_s
 
     def _watch(self) -> None:
         rep = self.report
@@ -244,7 +175,7 @@ class FailoverWatch(threading.Thread):
                 self.log("outage", f"failover {rep.n}: {serving.name} serves after {rep.serving_s:.1f} s; "
                                    f"acknowledged pages lost: {self._lost_text()}")
                 break
-            elif self._cleared_at is not None and self.engine.now() - self._cleared_at >= NO_FAILOVER_S:
+            elif self._cleared_at is not None and self.clock() - self._cleared_at >= NO_FAILOVER_S:
                 rep.new_leader = serving.name
                 self._check(serving.url)
                 self.log("info", f"failover {rep.n}: {serving.name} served throughout (no failover); "
@@ -258,12 +189,12 @@ class FailoverWatch(threading.Thread):
         self.serving.set()
         while not self._halt.is_set() and self._since() < self.wait_s:  # kvtui's workers, again at work
             with self._lock:
-                quiet = self._first_error is None and self.engine.now() - rep.t_s > (rep.serving_s or 0) + 5.0
+                quiet = self._first_error is None and self.clock() - rep.t_s > (rep.serving_s or 0) + 5.0
                 if quiet or (rep.reload_s is not None and rep.publish_s is not None):
                     break
             self._halt.wait(POLL_S)
         if rep.publish_s is not None:  # the hit rate after: the requests of the next AFTER_S
-            self._halt.wait(max(0.0, rep.t_s + rep.publish_s + AFTER_S - self.engine.now()))
+            self._halt.wait(max(0.0, rep.t_s + rep.publish_s + AFTER_S - self.clock()))
         with self._lock:
             self._hit_rates()
         self.log("info", rep.line())
@@ -285,19 +216,19 @@ class FailoverWatch(threading.Thread):
         of segments mounted as the leader had before the fault (or ``REMOUNT_WAIT_S`` passed): until a segment
         is mounted again, a new leader lists none of the keys it holds, although its OpLog kept them."""
         rep = self.report
-        deadline = self.engine.now() + REMOUNT_WAIT_S
-        while not self._halt.is_set() and self.engine.now() < deadline and \
+        deadline = self.clock() + REMOUNT_WAIT_S
+        while not self._halt.is_set() and self.clock() < deadline and \
                 (ha.capacity_bytes(url, timeout_s=0.5) or 0) < max(1, self._capacity):
             self._halt.wait(POLL_S)
-        t_check = self.engine.now()
+        t_check = self.clock()
         after = ha.stored_keys(url)
-        while after is None and not self._halt.is_set() and self.engine.now() < deadline:  # (it stepped down)
+        while after is None and not self._halt.is_set() and self.clock() < deadline:  # (it stepped down)
             self._halt.wait(POLL_S)
             now_serving = next((s for s in ha.master_states(self.masters, timeout_s=0.3) if s.serving), None)
             if now_serving is not None:
                 self.report.new_leader = now_serving.name
                 after = ha.stored_keys(now_serving.url)
-        ledger = self.engine.published
+        ledger = self.ledger
         if after is None or ledger is None:
             self._note_restore()
             return
@@ -330,16 +261,3 @@ class FailoverWatch(threading.Thread):
                                                                               ha.OPLOG_FAILED)
 
 
-def failover_status(reports: list[FailoverReport]) -> dict:
-    """The frames' ``status`` keys of the failovers so far: ``failovers`` (count), ``failover_pages_lost``
-    (acknowledged pages lost, all failovers), the last one's ``failover_leader_s``, ``failover_serving_s``,
-    ``failover_reload_s``, ``failover_publish_s`` (absent when it did not happen) and ``failover_last`` (its
-    :meth:`FailoverReport.line`)."""
-    last = reports[-1]
-    out: dict = {"failovers": len(reports), "failover_pages_lost": sum(r.pages_lost or 0 for r in reports),
-                 "failover_last": last.line()}
-    for key in ("leader_s", "serving_s", "reload_s", "publish_s"):
-        value = getattr(last, key)
-        if value is not None:
-            out[f"failover_{key}"] = value
-    return out

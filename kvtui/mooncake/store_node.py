@@ -1,6 +1,6 @@
 """The embedded store node: a process whose only job is to contribute a memory segment to the store.
 
-Run by :class:`kvtui.engine.cluster.EmbeddedCluster` as ``python -m kvtui.engine.store_node --endpoints JSON
+Run by :class:`kvtui.mooncake.cluster.EmbeddedCluster` as ``python -m kvtui.mooncake.store_node --endpoints JSON
 --segment-bytes N [--name store-1]`` (one per ``--store-nodes``). It exits (closing its client, so its keys leave the
 master at once; within :data:`CLOSE_TIMEOUT_S` whatever the master does; at once, without closing, in an HA
 cluster) on SIGTERM or SIGINT, and at once when kvtui
@@ -17,7 +17,7 @@ import signal
 import sys
 import threading
 
-from kvtui.engine.procs import parent_death_signal
+from kvtui.runtime.procs import parent_death_signal
 
 CLOSE_TIMEOUT_S = 10.0
 """Seconds a stopping store node waits for its store client to close before it exits anyway."""
@@ -34,7 +34,7 @@ def main(argv: list[str] | None = None) -> int:
     stop = threading.Event()
     for sig in (signal.SIGTERM, signal.SIGINT):
         signal.signal(sig, lambda *_: stop.set())
-    from kvtui.engine.store import StoreError, is_etcd, open_client, probe_tcp, split_hostport
+    from kvtui.mooncake.client import StoreError, is_etcd, open_client, probe_tcp, split_hostport
 
     endpoints = json.loads(args.endpoints)
     try:
@@ -52,7 +52,7 @@ def main(argv: list[str] | None = None) -> int:
         # outlive its kvtui. Skip it when the master is unreachable; otherwise SIGALRM's default
         # action (no handler, no GIL needed) ends the process if the close outlasts CLOSE_TIMEOUT_S.
         # A client of an HA cluster is not closed at all: its close waits ~30 s for a master-view change
-        # (kvtui.engine.store), and the masters drop its segment after client_ttl anyway.
+        # (kvtui.mooncake.client), and the masters drop its segment after client_ttl anyway.
         if is_etcd(endpoints["master"]):
             os._exit(0)
         host, port = split_hostport(endpoints["master"])

@@ -9,7 +9,7 @@ Mooncake store calls return negative codes instead of raising (``mooncake-store/
 * a closed client is never called again: calling most methods of a closed ``MooncakeDistributedStore``
   segfaults the process (exit 139); only ``health_check()`` (1), ``get()`` and a second ``close()`` are safe;
 * ``setup()`` is preceded by a TCP probe of the master (of an HA cluster's etcd: ``etcd://…``, see
-  :mod:`kvtui.engine.ha`), and ``MC_STORE_CLIENT_SETUP_RETRIES`` is set low: against a missing master
+  :mod:`kvtui.mooncake.ha`), and ``MC_STORE_CLIENT_SETUP_RETRIES`` is set low: against a missing master
   ``setup()`` retries 20 times, about 4.4 s each, and returns -1 after ~90 s;
 * ``close()`` runs exactly once, after the data calls in flight returned; a client of an HA cluster is never
   closed (its ``close()``, and its destructor, wait ~30 s for a change of the master view, holding the GIL):
@@ -24,15 +24,19 @@ from __future__ import annotations
 
 import ctypes
 import os
-import socket
 import sys
 import threading
 from dataclasses import dataclass
-from typing import Sequence
+from typing import Any, Sequence
 
 import numpy as np
 
 from kvtui.core.codes import CLIENT_CLOSED, INVALID_PARAMS, OBJECT_ALREADY_EXISTS, SIZE_MISMATCH
+from kvtui.mooncake.hosts import BRIDGE_ADDRESS, Host, enter_host as _enter_namespace
+from kvtui.mooncake.net import is_etcd, probe_targets, probe_tcp, route_address, split_hostport
+
+__all__ = ["ClientConfig", "ClusterEndpoints", "StoreClient", "StoreError", "enter_host", "is_etcd", "open_client",
+           "probe_tcp", "redirect_native_stderr", "route_address", "split_hostport"]
 
 SETUP_ATTEMPTS = 3
 """Store clients a :meth:`StoreClient.setup` creates at most while the master answers TCP (each one tries
@@ -41,6 +45,51 @@ SETUP_ATTEMPTS = 3
 
 class StoreError(RuntimeError):
     """A store client could not be set up or used (message is one line, for the user)."""
+
+
+@dataclass(frozen=True)
+class ClusterEndpoints:
+    """Where the store lives, as plain data every process can use.
+
+    ``master``: RPC ``HOST:PORT``, or ``etcd://HOST:PORT[;…]`` for an HA cluster (:mod:`kvtui.mooncake.ha`);
+    ``metadata_url``: ``http://HOST:PORT/metadata`` (HA: the ``etcd://`` address); ``metrics_url``: the
+    master's admin HTTP base (``/metrics``, ``/health``) or ``None`` if unknown (HA: the leader's when the
+    endpoints were made; :attr:`masters` says where each master is); ``client_env``: ``MC_*`` variables each
+    store client sets before importing Mooncake (loopback port ranges, bind address, the HA RPC timeout);
+    ``masters``: ``(name, admin URL)`` of every master of an HA cluster (``master-0`` …), empty otherwise or
+    when not known.
+    """
+
+    master: str
+    metadata_url: str
+    metrics_url: str | None
+    protocol: str = "tcp"
+    device: str = ""
+    embedded: bool = True
+    client_env: tuple[tuple[str, str], ...] = ()
+    log_dir: str = ""
+    hosts: tuple[Host, ...] = ()  # the emulated hosts (kvtui.mooncake.hosts), none without --hosts auto
+    real_client: str = ""  # HOST:PORT of the standalone real client the workers are dummy clients of ("": none)
+    masters: tuple[tuple[str, str], ...] = ()  # HA: (name, admin URL) of each master
+
+    @property
+    def ha(self) -> bool:
+        """An HA cluster: clients find the leader through etcd."""
+        return is_etcd(self.master)
+
+    def as_dict(self) -> dict[str, Any]:
+        """Plain-data form for worker messages and recorded sessions (``hosts``: ``{name: Host.as_dict()}``,
+        only with emulated hosts)."""
+        d: dict[str, Any] = {"master": self.master, "metadata_url": self.metadata_url, "metrics_url": self.metrics_url,
+             "protocol": self.protocol, "device": self.device, "embedded": self.embedded,
+             "client_env": [list(kv) for kv in self.client_env], "log_dir": self.log_dir}
+        if self.hosts:
+            d["hosts"] = {h.name: h.as_dict() for h in self.hosts}
+        if self.real_client:
+            d["real_client"] = self.real_client
+        if self.masters:
+            d["masters"] = [list(m) for m in self.masters]
+        return d
 
 
 @dataclass(frozen=True)
@@ -69,39 +118,7 @@ class ClientConfig:
     real_client: str = ""  # HOST:PORT: be a dummy client of that standalone real client (setup_dummy)
 
 
-def split_hostport(text: str) -> tuple[str, int]:
-    """``'127.0.0.1:50051'`` → ``('127.0.0.1', 50051)``; ``ValueError`` when malformed."""
-    host, sep, port = str(text).rpartition(":")
-    if not sep or not host or not port.isdigit() or not (0 < int(port) < 65536):
-        raise ValueError(f"expected HOST:PORT, got {text!r}")
-    return host.strip("[]"), int(port)
-
-
-def is_etcd(master: str) -> bool:
-    """An HA cluster's master address (``etcd://…``)."""
-    return str(master).startswith("etcd://")
-
-
-def probe_targets(master: str) -> tuple[tuple[str, int], ...]:
-    """Where to check that ``master`` answers: its RPC ``HOST:PORT``, or each endpoint of an ``etcd://`` address;
-    ``ValueError`` (one line) when malformed."""
-    if is_etcd(master):
-        from kvtui.engine.ha import parse_etcd
-
-        return parse_etcd(master)
-    return (split_hostport(master),)
-
-
 _NEVER_CLOSED: list = []  # closed clients of HA clusters, kept from the destructor (it waits like close())
-
-
-def probe_tcp(host: str, port: int, timeout_s: float = 1.0) -> bool:
-    """True if a TCP connection to ``host:port`` succeeds within ``timeout_s`` seconds."""
-    try:
-        with socket.create_connection((host, port), timeout=timeout_s):
-            return True
-    except OSError:
-        return False
 
 
 def redirect_native_stderr(log_path: str) -> None:
@@ -138,7 +155,7 @@ class StoreClient:
         try:
             targets = probe_targets(cfg.master)
         except ValueError as exc:
-            raise StoreError(str(exc) if is_etcd(cfg.master) else f"--master: {exc}") from None
+            raise StoreError(f"the master address {exc}" if is_etcd(cfg.master) else f"master address: {exc}") from None
 
         def answers() -> bool:
             return any(probe_tcp(h, p, timeout_s=2.0) for h, p in targets)
@@ -422,10 +439,18 @@ class StoreClient:
             store.close()
 
 
+def enter_host(endpoints: dict[str, Any], role: str) -> None:
+    """Move this process into the emulated host of ``role`` (``endpoints["hosts"]``, :mod:`kvtui.mooncake.hosts`)
+    before its store client is set up: call first thing, before any thread starts (threads made later inherit
+    it); nothing to do without emulated hosts or without a host for ``role``. ``OSError`` when the namespace
+    is gone or not permitted."""
+    _enter_namespace(endpoints.get("hosts", {}).get(role))
+
+
 def open_client(endpoints: dict, segment_bytes: int = 0, local_buffer_bytes: int = 16 << 20,
                 role: str | None = None, dummy: bool = False) -> StoreClient:
     """Set up a :class:`StoreClient` from ``ClusterEndpoints.as_dict()``; ``StoreError`` on failure. With
-    emulated hosts (``endpoints["hosts"]``, :mod:`kvtui.engine.hosts`), ``role``'s host address is the
+    emulated hosts (``endpoints["hosts"]``, :mod:`kvtui.mooncake.hosts`), ``role``'s host address is the
     client's own (its ``local_hostname`` and ``MC_TCP_BIND_ADDRESS``; the process must already be in that
     host's namespace), and a ``role`` without a host gets the bridge's (kvtui's own namespace). ``dummy``: a
     dummy client of the endpoints' standalone real client (``endpoints["real_client"]``), when they have one.
@@ -437,8 +462,6 @@ def open_client(endpoints: dict, segment_bytes: int = 0, local_buffer_bytes: int
         local_host = route_address(probe_targets(endpoints["master"])[0][0])
     hosts = endpoints.get("hosts", {})
     if hosts:  # a process without a host of its own (the soak's filler, a bench client) is in kvtui's namespace
-        from kvtui.engine.hosts import BRIDGE_ADDRESS
-
         local_host = hosts[role]["address"] if role in hosts else BRIDGE_ADDRESS
         env = tuple(kv for kv in env if kv[0] != "MC_TCP_BIND_ADDRESS") + (("MC_TCP_BIND_ADDRESS", local_host),)
     cfg = ClientConfig(
@@ -450,17 +473,6 @@ def open_client(endpoints: dict, segment_bytes: int = 0, local_buffer_bytes: int
     client = StoreClient(cfg)
     client.setup()
     return client
-
-
-def route_address(peer_host: str) -> str:
-    """The address of this host's interface that reaches ``peer_host`` (a UDP "connect" sends nothing):
-    ``127.0.0.1`` for a loopback peer, or when it cannot be told."""
-    try:
-        with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
-            s.connect((peer_host, 9))
-            return s.getsockname()[0]
-    except OSError:
-        return "127.0.0.1"
 
 
 def _placed(segment: str):

@@ -14,10 +14,10 @@ them because it started the masters). Each master's admin HTTP endpoint says wha
 A master that says ``leader`` does not accept requests until it is ``serving`` (about 5 s later: the
 warm-up), so readiness and the end of a failover are both "a master is serving".
 
-The embedded etcd (:class:`EtcdServer`) runs like every cluster process (:func:`kvtui.engine.procs.spawn`: dies
+The embedded etcd (:class:`EtcdServer`) runs like every cluster process (:func:`kvtui.runtime.procs.spawn`: dies
 with kvtui, own process group, log in the log folder) on free loopback ports, with a data folder of its own
 in a temporary folder. That folder is removed when the cluster stops, and, when kvtui is killed (SIGKILL), by a
-janitor (:func:`kvtui.engine.procs.spawn_janitor`) that outlives kvtui for that moment only.
+janitor (:func:`kvtui.runtime.procs.spawn_janitor`) that outlives kvtui for that moment only.
 """
 
 from __future__ import annotations
@@ -25,7 +25,6 @@ from __future__ import annotations
 import base64
 import json
 import os
-import re
 import shutil
 import tempfile
 import time
@@ -34,9 +33,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Sequence
 
+from kvtui.core.failover import RESTORE_FAILED
 from kvtui.core.panels import MasterRow
+from kvtui.mooncake.errors import MissingTool
+from kvtui.mooncake.net import etcd_url, free_port, http_get, parse_etcd, parse_metrics, probe_tcp, split_hostport
+from kvtui.runtime.procs import spawn_janitor
 
-ETCD_SCHEME = "etcd://"
 DEFAULT_CLUSTER_ID = "mooncake_cluster"  # MC_STORE_CLUSTER_ID's default (the masters' --cluster_id)
 HA_MIN, HA_MAX = 2, 5  # --ha N: masters of an embedded HA cluster
 HA_RPC_TIMEOUT_MS = 2000
@@ -48,42 +50,6 @@ RPC on loopback takes milliseconds, so 2 s is far from timing out healthy calls.
 ETCD_BINARY_ENV = "KVTUI_ETCD"  # the etcd binary to run, when not the one on PATH
 
 
-_HOST = re.compile(r"[A-Za-z0-9._:-]+")  # a name, an IPv4 or an IPv6 address (its brackets removed)
-
-
-def is_etcd(address: str | None) -> bool:
-    """True for a master address of an HA cluster (``etcd://…``)."""
-    return bool(address) and str(address).startswith(ETCD_SCHEME)
-
-
-def parse_etcd(text: str, flag: str = "--master") -> tuple[tuple[str, int], ...]:
-    """``etcd://HOST:PORT[;HOST:PORT…]`` → its endpoints; ``ValueError`` (one line naming ``flag``) when it is
-    not one: another scheme, no endpoint, an empty one, a missing or out-of-range port."""
-    from kvtui.engine.store import split_hostport
-
-    if not is_etcd(text):
-        raise ValueError(f"{flag} must be etcd://HOST:PORT[;HOST:PORT…], got {text!r}")
-    rest = str(text)[len(ETCD_SCHEME):].rstrip("/")
-    if not rest:
-        raise ValueError(f"{flag} {text!r} names no etcd endpoint; use etcd://HOST:PORT[;HOST:PORT…]")
-    out = []
-    for part in rest.split(";"):
-        try:
-            host, port = split_hostport(part.strip())
-            if not _HOST.fullmatch(host):
-                raise ValueError(host)
-            out.append((host, port))
-        except ValueError:
-            raise ValueError(f"{flag} {text!r}: {part.strip()!r} is not HOST:PORT with a port within 1-65535 "
-                             "(endpoints are separated by ';')") from None
-    return tuple(out)
-
-
-def etcd_url(endpoints: Sequence[tuple[str, int]]) -> str:
-    """The ``etcd://`` address of ``endpoints``."""
-    return ETCD_SCHEME + ";".join(f"{h}:{p}" for h, p in endpoints)
-
-
 def cluster_id() -> str:
     """The cluster whose master view clients read (``MC_STORE_CLUSTER_ID``, else Mooncake's default)."""
     return os.environ.get("MC_STORE_CLUSTER_ID") or DEFAULT_CLUSTER_ID
@@ -91,8 +57,6 @@ def cluster_id() -> str:
 
 def etcd_healthy(endpoints: Sequence[tuple[str, int]], timeout_s: float = 1.0) -> bool:
     """True when one of ``endpoints`` answers ``GET /health`` with ``{"health":"true"}``."""
-    from kvtui.engine.cluster import http_get
-
     for host, port in endpoints:
         status, body = http_get(f"http://{host}:{port}/health", timeout_s=timeout_s)
         if status == 200 and '"true"' in body:
@@ -170,8 +134,6 @@ class MasterState:
 
 def master_state(name: str, url: str, *, timeout_s: float = 0.6, lag: bool = False) -> MasterState:
     """Ask the master at admin ``url`` what it is (``/health``; with ``lag``, a standby's ``/metrics`` too)."""
-    from kvtui.engine.cluster import http_get
-
     status, body = http_get(url.rstrip("/") + "/health", timeout_s=timeout_s)
     try:
         h = json.loads(body) if status == 200 else None
@@ -181,11 +143,9 @@ def master_state(name: str, url: str, *, timeout_s: float = 0.6, lag: bool = Fal
         return MasterState(name, url, False)
     behind = None
     if lag and h.get("role") != "leader":
-        from kvtui.engine.samplers import parse_prometheus
-
         ms, mbody = http_get(url.rstrip("/") + "/metrics", timeout_s=timeout_s)
         if ms == 200:
-            value = parse_prometheus(mbody).get("ha_oplog_standby_lag")
+            value = parse_metrics(mbody).value("ha_oplog_standby_lag")
             behind = int(value) if value is not None else None
     return MasterState(name, url, True, str(h.get("role") or ""), str(h.get("ha_state") or ""),
                        h.get("leader_address") or None, behind)
@@ -236,13 +196,13 @@ def etcd_version(binary: str) -> str:
     return first.split(":", 1)[1].strip() if ":" in first else ""
 
 
-MISSING_ETCD = ("--ha needs etcd, which is not installed here (Debian: apt-get install etcd-server; or set "
-                f"{ETCD_BINARY_ENV} to its path); `kvtui doctor` checks it")
+ETCD_REMEDY = f"Debian: apt-get install etcd-server; or set {ETCD_BINARY_ENV} to its path"
+"""How to get the etcd an embedded HA cluster runs."""
 
 
 class EtcdServer:
     """kvtui's own one-member etcd on ``bind`` (free ports for clients, peers and metrics), its data in a new
-    temporary folder. :meth:`start` returns the :class:`~kvtui.engine.procs.ManagedProcess`; :meth:`wait_ready`
+    temporary folder. :meth:`start` returns the :class:`~kvtui.runtime.procs.ManagedProcess`; :meth:`wait_ready`
     polls ``/health``; :meth:`remove_data` (after the process is gone) deletes the folder and ends the
     janitor that would delete it if kvtui died first."""
 
@@ -265,11 +225,7 @@ class EtcdServer:
     def argv(self) -> list[str]:
         binary = etcd_binary()
         if binary is None:
-            from kvtui.engine.cluster import ClusterError
-
-            err = ClusterError(MISSING_ETCD)
-            err.retry = False
-            raise err
+            raise MissingTool("etcd", ETCD_REMEDY)
         assert self.data_dir is not None
         b, peer = self.bind, f"http://{self.bind}:{self.peer_port}"
         return [binary, "--name", "kvtui", "--data-dir", str(self.data_dir / "data"),
@@ -283,9 +239,6 @@ class EtcdServer:
     def start(self, log_path: Path, spawn_fn, env: dict[str, str] | None = None):
         """Start etcd (``spawn_fn(name, argv, log_path, env)``: how the cluster starts its processes, e.g. from
         its spawner thread) and its janitor; returns the managed process."""
-        from kvtui.engine.cluster import free_port
-        from kvtui.engine.procs import spawn_janitor
-
         self.client_port, self.peer_port, self.metrics_port = free_port(self.bind), free_port(self.bind), \
             free_port(self.bind)
         self.data_dir = Path(tempfile.mkdtemp(prefix="kvtui-etcd-"))
@@ -327,8 +280,6 @@ def stored_keys(url: str, timeout_s: float = 5.0) -> set[str] | None:
     """Every key the master at admin ``url`` lists (``/get_all_keys``, one per line); None when it does not
     answer 200. Unlike ``is_exist`` / ``batch_is_exist`` (and ``/query_key``), this grants no lease: checking
     kvtui's pages this way pins none of them against eviction, so it changes no figure it measures."""
-    from kvtui.engine.cluster import http_get
-
     status, body = http_get(url.rstrip("/") + "/get_all_keys", timeout_s=timeout_s)
     if status != 200:
         return None
@@ -339,8 +290,6 @@ def keys_found(url: str, keys: Sequence[str], timeout_s: float = 5.0) -> dict[st
     """Per key, whether the master at admin ``url`` has it (``/batch_query_keys``: no lease; it answers from the
     master's metadata, also for keys whose segment is not mounted yet); None when it does not answer."""
     import urllib.parse
-
-    from kvtui.engine.cluster import http_get
 
     out: dict[str, bool] = {}
     for i in range(0, len(keys), 50):
@@ -360,11 +309,9 @@ def keys_found(url: str, keys: Sequence[str], timeout_s: float = 5.0) -> dict[st
 def master_metric(url: str, name: str, timeout_s: float = 1.0) -> int | None:
     """The value of metric ``name`` (no labels) in the ``/metrics`` of the master at admin ``url``; None when it
     does not answer or lacks it."""
-    from kvtui.engine.cluster import http_get
-    from kvtui.engine.samplers import parse_prometheus
 
     status, body = http_get(url.rstrip("/") + "/metrics", timeout_s=timeout_s)
-    value = parse_prometheus(body).get(name) if status == 200 else None
+    value = parse_metrics(body).value(name) if status == 200 else None
     return int(value) if value is not None else None
 
 
@@ -386,8 +333,6 @@ def leader_ready(master: str, masters: Sequence[tuple[str, str]], timeout_s: flo
     known (``masters``), one serves and has a segment mounted again (a new leader serves ~0.5-1.5 s before
     the clients' heartbeats re-mount their segments, and until then puts and gets fail); else the leader etcd
     names accepts a TCP connection (a leader warming up does not listen yet)."""
-    from kvtui.engine.store import probe_tcp, split_hostport
-
     if masters:
         url = serving_url(masters, timeout_s=timeout_s)
         return url is not None and (capacity_bytes(url, timeout_s) or 0) > 0
@@ -396,17 +341,6 @@ def leader_ready(master: str, masters: Sequence[tuple[str, str]], timeout_s: flo
         return leader is not None and probe_tcp(*split_hostport(leader), timeout_s=timeout_s)
     except ValueError:
         return False
-
-
-LEDGER_CAP = 200_000
-"""Keys a :class:`PublishedLedger` holds at most (~30 MiB); beyond it the oldest are forgotten (a store holds
-far fewer pages than this at kvtui's page sizes, so those are evicted long since)."""
-
-
-RESTORE_FAILED = "Standby restore failed"
-"""What a promoted master logs (``master_service_supervisor.cpp``) when it could not restore the state it
-replicated as a standby: it serves anyway, with no objects, so every key stored before is gone. Mooncake
-0.3.13.post1 logs it after ``RestoreFromStandbySnapshot: overlapping memory descriptors``."""
 
 
 def log_sizes(log_dir: str, names: Sequence[str]) -> dict[str, int]:
@@ -449,33 +383,3 @@ def restore_failure(log_dir: str, name: str, since: int) -> str | None:
     data = _log_since(log_dir, name, since)
     lines = data.decode("utf-8", "replace").splitlines() if data else []
     return next((line.strip() for line in lines if RESTORE_FAILED in line), None)
-
-
-class PublishedLedger:
-    """The keys kvtui's workers were told are stored (their put returned 0), with the engine time of the
-    result that said so. Thread-safe. A failover's loss check asks which of them are gone."""
-
-    def __init__(self, cap: int = LEDGER_CAP):
-        import threading
-        from collections import OrderedDict
-
-        self.cap = cap
-        self._lock = threading.Lock()
-        self._keys: OrderedDict[str, float] = OrderedDict()  # key → engine time acknowledged, oldest first
-
-    def __len__(self) -> int:
-        return len(self._keys)
-
-    def add(self, keys: Sequence[str], t: float) -> None:
-        """``keys`` were acknowledged as stored at engine time ``t`` (seconds)."""
-        with self._lock:
-            for k in keys:
-                self._keys[k] = t
-                self._keys.move_to_end(k)
-            while len(self._keys) > self.cap:
-                self._keys.popitem(last=False)
-
-    def snapshot(self) -> dict[str, float]:
-        """``{key: time acknowledged}`` now (a copy)."""
-        with self._lock:
-            return dict(self._keys)

@@ -4,7 +4,7 @@ between distinct addresses, optionally over a rate-limited link (``tc``).
 
 Layout (``--hosts auto``)::
 
-    kvtui's private namespace (kvtui.engine.netns) ── bridge kvbr0, 10.77.0.1/24 (kvtui itself: the monitor)
+    kvtui's private namespace (kvtui.mooncake.netns) ── bridge kvbr0, 10.77.0.1/24 (kvtui itself: the monitor)
         ├─ veth kvh-master ── host "master"  10.77.0.10  (mooncake_master, metadata server)
         ├─ veth kvh-store  ── host "store"   10.77.0.11  (the store node and its segment)
         ├─ veth kvh-prefill ─ host "prefill" 10.77.0.12  (the prefill worker)
@@ -38,7 +38,8 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from kvtui.engine.procs import ManagedProcess, spawn
+from kvtui.mooncake.errors import ClusterError
+from kvtui.runtime.procs import ManagedProcess, spawn
 
 SUBNET = "10.77.0"
 BRIDGE = "kvbr0"
@@ -61,8 +62,11 @@ def missing_tools() -> list[str]:
     return [t for t in TOOLS if shutil.which(t) is None]
 
 
-class HostsError(RuntimeError):
-    """Emulated hosts could not be made (no permission, no ``ip``/``tc``, a link the kernel rejects): one line."""
+class HostsError(ClusterError):
+    """Emulated hosts could not be made (no permission, no ``ip``/``tc``, a link the kernel rejects): one line.
+    Starting again cannot help."""
+
+    retry = False
 
 
 @dataclass(frozen=True)
@@ -98,19 +102,19 @@ def parse_link(text: str) -> LinkSpec:
     m = _RATE.match(rate_text.strip())
     if not m:
         hint = " (bits: tc's Bps means bytes per second)" if re.search(r"bps$", rate_text.strip(), re.I) else ""
-        raise ValueError(f"--link rate must be bits per second like 25gbit, 1gbit or 500mbit, got "
+        raise ValueError(f"rate must be bits per second like 25gbit, 1gbit or 500mbit, got "
                          f"{rate_text!r}{hint}")
     rate = int(float(m.group("n")) * _RATE_MULT[m.group("u").lower()])
     if not 10**6 <= rate <= 400 * 10**9:
-        raise ValueError(f"--link rate must be between 1mbit and 400gbit, got {rate_text!r}")
+        raise ValueError(f"rate must be between 1mbit and 400gbit, got {rate_text!r}")
     delay = 0.0
     if delay_text.strip():
         d = _DELAY.match(delay_text.strip())
         if not d:
-            raise ValueError(f"--link delay must look like 200us or 1ms, got {delay_text!r}")
+            raise ValueError(f"delay must look like 200us or 1ms, got {delay_text!r}")
         delay = float(d.group("n")) * _DELAY_MULT[d.group("u").lower()]
         if not 0 < delay <= 1.0:
-            raise ValueError(f"--link delay must be above 0 and at most 1s, got {delay_text!r}")
+            raise ValueError(f"delay must be above 0 and at most 1s, got {delay_text!r}")
     return LinkSpec(rate, delay)
 
 
@@ -126,17 +130,8 @@ class Host:
     veth: str
 
     def as_dict(self) -> dict:
-        """Plain data for :class:`~kvtui.engine.cluster.ClusterEndpoints` and worker specs."""
+        """Plain data for :class:`~kvtui.mooncake.cluster.ClusterEndpoints` and worker specs."""
         return {"name": self.name, "address": self.address, "netns": self.netns, "veth": self.veth}
-
-
-def host_addresses(endpoints) -> dict[str, str]:
-    """``{process name: address}`` on the emulated hosts of ``endpoints`` (a ``ClusterEndpoints`` or None;
-    ``{}`` without hosts): the metadata server shares the master's host, kvtui itself is on the bridge."""
-    hosts = {h.name: h.address for h in (getattr(endpoints, "hosts", None) or ())}
-    if not hosts:
-        return {}
-    return {"kvtui": BRIDGE_ADDRESS, **hosts, "metadata": hosts["master"]}
 
 
 def _run(argv: list[str], what: str) -> str:
@@ -181,10 +176,10 @@ def _tc_shape(prefix: list[str], dev: str, link: LinkSpec, where: str) -> None:
         try:
             _run(prefix + ["tc", "qdisc", "replace", "dev", dev, "root", "handle", "1:", "netem",
                            "delay", f"{link.delay_s * 1e6:.0f}us", "limit", "100000"],
-                 f"--link {link.text()}: the kernel rejects netem on {where}")
+                 f"link {link.text()}: the kernel rejects netem on {where}")
         except HostsError as exc:
             if "unknown" in str(exc).lower():
-                raise HostsError(f"--link {link.text()}: this kernel has no netem qdisc (sch_netem), so a delay "
+                raise HostsError(f"link {link.text()}: this kernel has no netem qdisc (sch_netem), so a delay "
                                  "cannot be emulated here; give the rate alone") from None
             raise
         parent = ["parent", "1:1", "handle", "10:"]
@@ -192,13 +187,13 @@ def _tc_shape(prefix: list[str], dev: str, link: LinkSpec, where: str) -> None:
         parent = ["root", "handle", "1:"]
     _run(prefix + ["tc", "qdisc", "add" if link.delay_s else "replace", "dev", dev] + parent +
          ["tbf", "rate", rate, "burst", str(burst), "latency", "50ms"],
-         f"--link {link.text()}: the kernel rejects tbf on {where}")
+         f"link {link.text()}: the kernel rejects tbf on {where}")
 
 
 @dataclass
 class EmulatedHosts:
     """Makes and owns the emulated hosts (``make`` them, then ``stop``). Call from the thread that started
-    kvtui's private namespace (the main thread), after :func:`kvtui.engine.netns.isolate_network`."""
+    kvtui's private namespace (the main thread), after :func:`kvtui.mooncake.netns.isolate_network`."""
 
     log_dir: Path
     link: LinkSpec | None = None
@@ -210,13 +205,14 @@ class EmulatedHosts:
         """One host per name (``HostsError`` on failure, with the hosts made so far torn down)."""
         missing = missing_tools()
         if missing:
-            raise HostsError(f"--hosts needs {', '.join(missing)} (Debian: iproute2 / util-linux); run `kvtui doctor`")
+            raise HostsError(f"emulated hosts need {', '.join(missing)} (Debian: iproute2 / util-linux); "
+                             "run `kvtui doctor`")
         try:
             if not self._bridge:
-                _run(["ip", "link", "add", BRIDGE, "type", "bridge"], "--hosts: cannot make the bridge")
+                _run(["ip", "link", "add", BRIDGE, "type", "bridge"], "emulated hosts: cannot make the bridge")
                 self._bridge = True
-                _run(["ip", "addr", "add", f"{BRIDGE_ADDRESS}/24", "dev", BRIDGE], "--hosts: bridge address")
-                _run(["ip", "link", "set", BRIDGE, "up"], "--hosts: bridge up")
+                _run(["ip", "addr", "add", f"{BRIDGE_ADDRESS}/24", "dev", BRIDGE], "emulated hosts: bridge address")
+                _run(["ip", "link", "set", BRIDGE, "up"], "emulated hosts: bridge up")
             for name in names:
                 self._make_one(name)
         except BaseException:
@@ -240,17 +236,17 @@ class EmulatedHosts:
             except OSError:
                 pass
             if not holder.alive() or time.monotonic() > deadline:
-                raise HostsError(f"--hosts: host {name} did not get a network namespace "
+                raise HostsError(f"emulated hosts: host {name} did not get a network namespace "
                                  f"(unshare --net: {holder.log_tail(2) or 'no permission?'})")
             time.sleep(0.01)
         _run(["ip", "link", "add", veth, "type", "veth", "peer", "name", "eth0", "netns", str(holder.pid)],
-             f"--hosts: cannot make the link of host {name}")
-        _run(["ip", "link", "set", veth, "master", BRIDGE], f"--hosts: cannot attach host {name} to the bridge")
-        _run(["ip", "link", "set", veth, "up"], f"--hosts: link of host {name}")
+             f"emulated hosts: cannot make the link of host {name}")
+        _run(["ip", "link", "set", veth, "master", BRIDGE], f"emulated hosts: cannot attach host {name} to the bridge")
+        _run(["ip", "link", "set", veth, "up"], f"emulated hosts: link of host {name}")
         inside = nsenter_argv(Host(name, address, netns, veth))
         for cmd in (["ip", "link", "set", "lo", "up"], ["ip", "link", "set", "eth0", "up"],
                     ["ip", "addr", "add", f"{address}/24", "dev", "eth0"]):
-            _run(inside + cmd, f"--hosts: cannot configure host {name}")
+            _run(inside + cmd, f"emulated hosts: cannot configure host {name}")
         if self.link is not None:
             _tc_shape([], veth, self.link, f"the link to host {name}")
             _tc_shape(inside, "eth0", self.link, f"host {name}")

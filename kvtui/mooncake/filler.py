@@ -1,6 +1,7 @@
 """The store-full fault's separate client: fills the store until a put is refused, holds, then removes.
 
-Run by :mod:`kvtui.soak.faults` as ``python -m kvtui.soak.filler --endpoints JSON --object-bytes N
+Run by :meth:`kvtui.mooncake.ops.MooncakeCluster.fill_store` (the soak's store-full fault) as
+``python -m kvtui.mooncake.filler --endpoints JSON --object-bytes N
 --min-object-bytes N --max-bytes N --hold-s S --report PATH`` (a child of kvtui that dies with it, in its
 network namespace). It joins the cluster without a segment (its objects land in the store's segment), puts
 filler objects in batches under keys of its own (``kvtui-soak-filler/<run id>/<i>``, never a page's key):
@@ -34,7 +35,7 @@ MAX_FILL_S = 10.0  # give up filling after this long (a store that keeps evictin
 
 def main(argv: list[str] | None = None) -> int:
     """Fill, hold, remove, report; exit code 0 (1: the client could not be set up)."""
-    from kvtui.engine.procs import parent_death_signal
+    from kvtui.runtime.procs import parent_death_signal
 
     parent_death_signal(signal.SIGKILL)
     ap = argparse.ArgumentParser(prog="kvtui-soak-filler")
@@ -47,7 +48,7 @@ def main(argv: list[str] | None = None) -> int:
     args = ap.parse_args(argv)
     import numpy as np
 
-    from kvtui.engine.store import StoreError, open_client
+    from kvtui.mooncake.client import StoreError, open_client
 
     report: dict = {"stored": 0, "stored_bytes": 0, "full": False, "removed": 0, "evicted": 0, "remove_failed": 0}
     try:
