@@ -107,7 +107,7 @@ def test_scenario_keys_during_a_trace_say_why_once():
         assert said == ["overlap: a knob of the synthetic scenarios; a trace replays its rows as recorded "
                         "(trace keys: - + speed, p pause)"]  # once, not three times
         await pilot.press("e")
-        assert not isinstance(app.screen, SettingsScreen) and "overlap, rate and pool" in bar.plain
+        assert not isinstance(app.screen, SettingsScreen) and "overlap, pool and rate" in bar.plain
         assert src.workload["kind"] == "trace"
 
     pilot_test(app, scenario)

@@ -9,7 +9,7 @@ from textual.app import App, ComposeResult
 from tui_helpers import result, run
 
 import kvtui.tui
-from kvtui.core.knobs import RATE_STEPS, next_rate
+from kvtui.core.knobs import OVERLAP, POOL, RATE, RATE_STEPS
 from kvtui.core.pages import PageState as S
 from kvtui.metrics.frame import PageRow
 from kvtui.metrics.latency import LatencyRecorder
@@ -335,7 +335,14 @@ def test_formatters_carry_units():
     (10, True, 0, 20), (10, False, 0, 5), (0.5, False, 0, 0.5), (1000, True, 0, 0.0),
     (0, True, 0, 0.0), (0, False, 73.0, 50), (0, False, 0.1, RATE_STEPS[0]), (7, True, 0, 10), (7, False, 0, 5)])
 def test_rate_steps(current, up, measured, expected):
-    assert next_rate(current, up, measured) == expected
+    assert RATE.stepped(current, up, measured) == expected
+
+
+@pytest.mark.parametrize("knob,current,up,expected", [
+    (OVERLAP, 0.5, True, 0.55), (OVERLAP, 0.61, True, 0.65), (OVERLAP, 0.61, False, 0.55), (OVERLAP, 1.0, True, 1.0),
+    (OVERLAP, 0.0, False, 0.0), (POOL, 4, True, 5), (POOL, 1, False, 1)])
+def test_knob_steps_land_on_the_grid_and_stop_at_the_ends(knob, current, up, expected):
+    assert knob.stepped(current, up) == pytest.approx(expected)
 
 
 # -- header: store state ------------------------------------------------------------------------------------

@@ -88,8 +88,14 @@ class RecordingController:
         return [c for c in self.calls if c[0] == name]
 
     def sent(self, kind: type) -> list:
-        """The controls of type ``kind`` (e.g. ``SetRate``) sent so far, oldest first."""
+        """The controls of type ``kind`` (e.g. ``SetLayout``) sent so far, oldest first."""
         return [c[1] for c in self.calls if c[0] == "send" and isinstance(c[1], kind)]
+
+    def knob_sent(self, name: str) -> list:
+        """The ``SetKnob`` controls of knob ``name`` sent so far, oldest first."""
+        from kvtui.core.controls import SetKnob
+
+        return [c for c in self.sent(SetKnob) if c.name == name]
 
 
 class FakeClock:
