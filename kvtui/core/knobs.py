@@ -43,7 +43,8 @@ class Knob:
     ``zero_text``: how 0 reads when it has a meaning of its own (rate 0 = closed loop), and ``zero_help``
     what it does; on a ladder, 0 then sits above the top step, and stepping down from it goes to the
     highest step not above the value measured in ``frame.rates[measured]``. ``chip``: the header's label,
-    long and short (None: ``name``; ``""``: none, the unit says it).
+    long and short (None: ``name``; ``""``: none, the unit says it). ``scenario_notes``: ``(scenario, header
+    prefix, what the knob means there)`` where it means something narrower than ``help`` says.
     """
 
     name: str
@@ -62,6 +63,7 @@ class Knob:
     zero_help: str = ""
     measured: str = ""
     chip: tuple[str, str] | None = None
+    scenario_notes: tuple[tuple[str, str, str], ...] = ()
     metavar: str = "N"
     help: str = ""
 
@@ -107,9 +109,10 @@ class Knob:
         return self.text(self.step)
 
     def help_text(self) -> str:
-        """The command-line help of :attr:`flag` (range and default in the user's unit; argparse needs ``%``
-        doubled)."""
-        return f"{self.help} ({self.range_text()}; default {self.default_text()})"
+        """The command-line help of :attr:`flag` (what it means in a scenario where that is narrower; range
+        and default in the user's unit)."""
+        notes = "".join(f"; in {scenario}: {means}" for scenario, _, means in self.scenario_notes)
+        return f"{self.help}{notes} ({self.range_text()}; default {self.default_text()})"
 
     def key_help(self, up: bool) -> str:
         """What the monitor's help says of the ``up`` (or down) key: ``prefix overlap +5 %``, ``request rate
@@ -133,10 +136,12 @@ class Knob:
         return f"{shown} (or {more})" if more else shown
 
     def chip_label(self, scenario: str | None, short: bool) -> str:
-        """The header's label of the knob in ``scenario``: ``overlap``, ``ovl``, or ``""`` (the value says it:
-        ``20 req/s``)."""
+        """The header's label of the knob in ``scenario``: ``overlap``, ``ovl``, ``1st-turn overlap``, or
+        ``""`` (the value says it: ``20 req/s``)."""
         label = (self.name, self.name) if self.chip is None else self.chip
-        return label[1 if short else 0]
+        text = label[1 if short else 0]
+        prefix = next((p for s, p, _ in self.scenario_notes if s == scenario), "")
+        return f"{prefix} {text}" if prefix and text else text
 
     def check(self, value: float) -> float:
         """``value`` (engine units) if it is a finite number in range (and whole when ``integer``): an
@@ -251,6 +256,9 @@ RATE_STEPS: tuple[float, ...] = (0.5, 1, 2, 5, 10, 20, 50, 100, 200, 500, 1000)
 _SPEC = WorkloadSpec()  # the workload's own defaults: each knob's default is that field's
 OVERLAP = Knob("overlap", "prefix overlap", "%", 0.0, 1.0, _SPEC.overlap, 0.05, scale=100.0, keys=("[", "]"),
                more_keys=("-", "+="), chip=("overlap", "ovl"), metavar="PERCENT",
+               scenario_notes=(("multi-turn", "1st-turn",
+                                "the shared part of a conversation's first turn only; every later turn shares the "
+                                "whole previous turn, so hits exceed it"),),
                help="share of each prompt that is a shared prefix, page-aligned")
 POOL = Knob("pool", "pool size", "", 1, MAX_POOL, _SPEC.pool, 1, integer=True, keys=("<", ">"), more_keys=(",", "."),
             help="system prompts / templates / conversations")

@@ -129,3 +129,10 @@ def test_a_knob_control_is_checked_against_its_entry():
         with pytest.raises(ValueError, match=message):
             check_knob(name, value)
 
+
+def test_multi_turn_says_which_turns_the_overlap_is_of():
+    """In multi-turn the overlap sets a conversation's first turn only (later turns share the whole previous turn):
+    the header and the flag's help say so (issue 43)."""
+    assert OVERLAP.chip_label("multi-turn", False) == "1st-turn overlap"
+    assert OVERLAP.chip_label("few-shot", False) == "overlap" and OVERLAP.chip_label("few-shot", True) == "ovl"
+    assert "in multi-turn: the shared part of a conversation's first turn only" in OVERLAP.help_text()
