@@ -139,7 +139,7 @@ def test_badges_have_reserved_places():
         kpis = app.query_one(Kpis)
 
         def header():
-            return [s.text for s in app.screen._compositor.render_strips()][:kpis.size.height]
+            return screen_lines(app)[:kpis.size.height]
 
         await pilot_wait_for(pilot, lambda: "last 30 s" in "".join(header()), 10, "the header drawn", detail=header)
         cut = kpis.size.width - kpis.badge_width + 1  # +1: the header's left padding

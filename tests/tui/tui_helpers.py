@@ -131,8 +131,10 @@ def log_texts(app) -> list[str]:
 
 
 def screen_lines(app) -> list[str]:
-    """The plain text of every line on the app's screen, as drawn (Textual's compositor)."""
-    return [strip.text for strip in app.screen._compositor.render_strips()]
+    """The plain text of every line on the app's screen, as drawn (:func:`kvtui.movie.frames.screen_rows`)."""
+    from kvtui.movie.frames import screen_rows
+
+    return ["".join(seg.text for seg in row if not seg.control) for row in screen_rows(app)]
 
 
 def settings_open(app) -> bool:
