@@ -254,8 +254,9 @@ def test_settings_fields_are_the_knobs_of_the_command_line():
     from kvtui.tui.screens.settings import FIELDS, parse
 
     assert [k for k, _ in FIELDS] == list(KNOBS.values())  # every knob, in the table's order
-    assert [label for _, label in FIELDS] == ["prefix overlap (%)", "pool size",
-                                              "request rate (req/s, 0 = closed loop)"]
+    labels = {k.name: label for k, label in FIELDS}
+    assert (labels["overlap"], labels["pool"], labels["rate"]) == ("prefix overlap (%)", "pool size",
+                                                                   "request rate (req/s, 0 = closed loop)")
     assert parse({"overlap": " 61 ", "rate": "0", "pool": "12"}) == ({"overlap": 0.61, "rate": 0.0, "pool": 12}, [])
     assert parse({"overlap": "", "rate": ""}) == ({}, [])
     too_big = int(POOL.high) + 1
