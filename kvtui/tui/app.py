@@ -54,7 +54,7 @@ from kvtui.core.errors import KvtuiError, OutputError
 from kvtui.core.knobs import KNOBS, SCENARIOS
 from kvtui.core.sched import lower_thread_priority
 from kvtui.metrics.frame import Frame
-from kvtui.tui.bindings import APP_BINDINGS, MODES, key_help
+from kvtui.tui.bindings import APP_BINDINGS, MODES, PALETTE_TEXT, key_help
 from kvtui.tui.knob_actions import CONTROL_ECHO_S, KnobKeys
 from kvtui.tui.knob_state import KnobState, seen_in
 from kvtui.tui.palette import system_commands
@@ -82,10 +82,6 @@ class Panels(dict[type[Widget], Widget]):
 
 
 MIN_SIZE = (60, 16)
-PALETTE_TEXT = {"live": f"set {', '.join(f'{k.name} %' if k.unit == '%' else k.name for k in KNOBS.values())} "
-                        "by value; page layout presets",
-                "trace": "recording, view commands", "replay": "replay controls, view commands"}
-"""What the help says the command palette offers in each mode."""
 GIL_SWITCH_S = 0.001  # while the monitor runs (see run_app)
 
 
@@ -359,11 +355,11 @@ class KvtuiApp(App[int]):
         moments they are for), ``None`` shown disabled (no controller, a recorded frame, no synthetic workload
         for the knobs, an observed master for clear), ``True`` enabled."""
         gate = self._gate
-        own = self.controller is not None and self.player is None and gate is not None
-        if action == "kill_leader":  # offered only with kvtui's own HA cluster, while a master serves
-            return bool(own and gate is not None and gate.own_leader)
-        if action == "restart_master":  # offered only while the master kvtui started is down
-            return bool(own and gate is not None and gate.own_master_down)
+        if action in ("kill_leader", "restart_master"):
+            if self.controller is None or self.player is not None or gate is None:
+                return False
+            # K: only with kvtui's own HA cluster, while a master serves; M: while the master kvtui started is down
+            return gate.own_leader if action == "kill_leader" else gate.own_master_down
         if action in _WORKLOAD_ACTIONS:
             if self.controller is None or (gate is not None and gate.mode == "replay"):
                 return None  # shown disabled

@@ -27,8 +27,8 @@ from textual.keys import format_key
 
 from kvtui.core.knobs import KNOBS, SCENARIO, Knob
 
-__all__ = ["MODES", "APP_BINDINGS", "SEEK_STEP_S", "TRACE_KEYS_TEXT", "action_of", "key_help", "keys_of",
-           "readme_key"]
+__all__ = ["MODES", "APP_BINDINGS", "PALETTE_TEXT", "SEEK_STEP_S", "TRACE_KEYS_TEXT", "action_of", "key_help",
+           "keys_of", "readme_key"]
 
 SEEK_STEP_S = 10.0  # one ← / → in replay (seconds of the recording)
 TRACE_KEYS_TEXT = "- + speed, p pause"  # the trace's own keys, as the synthetic knobs' keys say them there
@@ -72,9 +72,9 @@ def _not_for_a_trace(taken: set[str], others: tuple[Binding, ...]) -> list[Bindi
     return out
 
 
-def _settings_text() -> str:
-    """``type overlap %, pool, rate`` (the knobs the settings dialog takes, as the help says them)."""
-    return "type " + ", ".join(f"{k.name} %" if k.unit == "%" else k.name for k in KNOBS.values())
+def _knobs_text() -> str:
+    """``overlap %, pool, rate``: the knobs the settings dialog takes, as the help says them."""
+    return ", ".join(f"{k.name} %" if k.unit == "%" else k.name for k in KNOBS.values())
 
 
 HELP = Binding("question_mark", "app.help", "help", key_display="?", tooltip="this help")
@@ -92,7 +92,7 @@ REC = Binding("ctrl+r", "app.toggle_recording", "rec",
 RESTART = Binding("M", "app.restart_master", "restart master", key_display="M",
                   tooltip="restart the master kvtui started (offered while it is down)")
 # priority: the dialog opens before the app routes the next key, so a value typed right after e reaches it
-SETTINGS = Binding("e", "app.settings", "set…", priority=True, tooltip=f"{_settings_text()} (layout presets: ^p)")
+SETTINGS = Binding("e", "app.settings", "set…", priority=True, tooltip=f"type {_knobs_text()} (layout presets: ^p)")
 KILL = Binding("K", "app.kill_leader", "kill leader", key_display="K",
                tooltip="--ha: SIGKILL the serving master; a standby takes over and the failover is measured")
 
@@ -142,6 +142,9 @@ MODES: dict[str, list[Binding]] = {"live": LIVE, "trace": TRACE, "replay": REPLA
 """Each mode's keys, in the order the key bar and the help list them (the app's :data:`APP_BINDINGS` too)."""
 APP_BINDINGS: list[Binding] = [QUIT_NOW]
 """The keys of every mode, bound on the app itself."""
+PALETTE_TEXT = {"live": f"set {_knobs_text()} by value; page layout presets", "trace": "recording, view commands",
+                "replay": "replay controls, view commands"}
+"""What the help says the command palette (ctrl+p) offers in each mode."""
 
 
 def keys_of(mode: str) -> list[str]:
