@@ -16,7 +16,7 @@ import time
 from kvtui.cli import build_parser
 from kvtui.config.paths import check_new_file
 from kvtui.config.plan import plan_from_args
-from kvtui.core.controls import SetOverlap
+from kvtui.core.controls import SetKnob
 from kvtui.core.errors import KvtuiError
 from kvtui.launch import open_session
 
@@ -36,7 +36,7 @@ def record(path: str, duration: float) -> None:
         for at, overlap in CHANGES:
             if session.wait(max(0.0, t0 + at - time.monotonic())):
                 break
-            session.send(SetOverlap(overlap))
+            session.send(SetKnob("overlap", overlap))
             print(f"record_demo: {time.monotonic() - t0:4.1f} s  overlap → {overlap:.0%}", file=sys.stderr)
         while not session.wait(1.0):
             pass

@@ -9,7 +9,7 @@ from __future__ import annotations
 import argparse
 import math
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
 from kvtui.config.layout import flag_message
@@ -39,14 +39,14 @@ def add_workload_arguments(p: argparse.ArgumentParser, default_scenario: str | N
     """Synthetic scenario knobs (``default_scenario`` None: :data:`~kvtui.core.knobs.DEFAULT_SCENARIO`) and
     trace replay flags. Knob values stay in the user's unit (``--overlap`` in %); :func:`workload_from_args`
     checks them."""
-    from kvtui.core.knobs import DEFAULT_SCENARIO, OVERLAP, POOL, RATE, SCENARIOS
+    from kvtui.core.knobs import DEFAULT_SCENARIO, KNOBS, SCENARIO
     from kvtui.core.traces import trace_arg, trace_names
 
     default_scenario = default_scenario or DEFAULT_SCENARIO
     g = p.add_argument_group("workload (synthetic scenario, or --trace FILE)")
-    g.add_argument("--scenario", default=default_scenario, choices=SCENARIOS,
-                   help=f"synthetic scenario (default {default_scenario})")
-    for knob in (OVERLAP, POOL, RATE):
+    g.add_argument(SCENARIO.flag, default=default_scenario, choices=SCENARIO.choices,
+                   help=f"{SCENARIO.help} (default {default_scenario})")
+    for knob in KNOBS.values():
         g.add_argument(knob.flag, type=int if knob.integer else float, default=knob.user(knob.default),
                        metavar=knob.metavar, help=knob.help_text().replace("%", "%%"))
     g.add_argument("--prompt-tokens", type=int, default=None, metavar="TOKENS",
@@ -251,9 +251,12 @@ class WorkloadPlan:
 
 
 def synthetic_description(spec: WorkloadSpec) -> dict[str, Any]:
-    """The ``frame.workload`` dict of a ``workload.WorkloadSpec`` (the knobs the monitor shows)."""
-    return {"kind": "synthetic", "scenario": spec.scenario, "overlap": spec.overlap, "pool": spec.pool,
-            "rate": spec.rate, "prompt_tokens": spec.prompt_tokens}
+    """The ``frame.workload`` dict of a ``workload.WorkloadSpec``: its knobs (:mod:`kvtui.core.knobs`, the
+    monitor shows them) and prompt length."""
+    from kvtui.core.knobs import WORKLOAD_KNOBS
+
+    return {"kind": "synthetic", **{name: getattr(spec, name) for name in WORKLOAD_KNOBS},
+            "prompt_tokens": spec.prompt_tokens}
 
 
 def _check_flags(args: argparse.Namespace, layout: PageLayout) -> None:
@@ -283,7 +286,7 @@ def workload_from_args(args: argparse.Namespace, layout: PageLayout, *, follow_l
     0-100 %, got 120``), then the whole spec (its errors name flags). ``follow_layout``: without
     ``--prompt-tokens``, prompts stay :data:`~kvtui.core.defaults.DEFAULT_PROMPT_PAGES` pages long when the
     layout changes (the monitor's layout switch). ``KvtuiError`` (one line) on any bad value."""
-    from kvtui.core.knobs import OVERLAP, POOL, RATE
+    from kvtui.core.knobs import KNOBS
     from workload import DEFAULT_BLOCK_TOKENS, TraceWorkload, WorkloadSpec
 
     _check_flags(args, layout)
@@ -306,18 +309,18 @@ def workload_from_args(args: argparse.Namespace, layout: PageLayout, *, follow_l
         return WorkloadPlan(description=description, trace=TracePlan(args.trace, label, tuple(rows), block, speed),
                             problems=tuple(problems), seed=seed, synthesis=synthesis)
     trace_synthesis(args)  # refuses a synthesis flag without --trace
-    knobs: dict[str, float] = {}
-    for knob in (OVERLAP, POOL, RATE):
+    knobs: dict[str, Any] = {}  # (WorkloadSpec's fields by name)
+    for knob in KNOBS.values():
         try:
             knobs[knob.name] = knob.check(getattr(args, knob.name) / knob.scale)
-        except ValueError as exc:
-            raise KvtuiError(f"--{exc}") from None  # "overlap must be …" → "--overlap must be …"
+        except ValueError as exc:  # "overlap must be …" → "--overlap must be …"
+            raise KvtuiError(f"{knob.flag}{str(exc).removeprefix(knob.name)}") from None
     given = args.prompt_tokens
     prompt = given if given is not None else DEFAULT_PROMPT_PAGES * layout.page_tokens
     try:
-        # the pool is an integer knob: its check gives an int
-        spec = WorkloadSpec(scenario=args.scenario, overlap=knobs[OVERLAP.name], pool=int(knobs[POOL.name]),
-                            rate=knobs[RATE.name], prompt_tokens=prompt, page_tokens=layout.page_tokens, seed=seed)
+        # (an integer knob's check gives an int)
+        spec = replace(WorkloadSpec(scenario=args.scenario, prompt_tokens=prompt, page_tokens=layout.page_tokens,
+                                    seed=seed), **knobs)
         spec.validate()
     except ValueError as exc:
         raise KvtuiError(flag_message(str(exc))) from None

@@ -6,41 +6,27 @@ driver's feeder thread hands each one to the session's control handler before it
 (so a knob change takes effect from the next request); the handler checks the value against
 :mod:`kvtui.core.knobs`, applies it, and logs one event-log line (``overlap → 60 %``, or ``control refused:
 …`` when the value is out of range or the workload cannot take it). Values are in the engine's units.
+
+Every workload knob goes through one message, :class:`SetKnob`, named by its :mod:`kvtui.core.knobs` entry.
+A layout switch and a trace's speed have messages of their own: neither is a field of the workload's spec
+(a layout restarts the workers' pages all or nothing; a trace's speed has "as fast as possible" as None).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-__all__ = ["SetOverlap", "SetPool", "SetRate", "SetScenario", "SetLayout", "SetTraceSpeed", "Control", "CONTROLS"]
+__all__ = ["SetKnob", "SetLayout", "SetTraceSpeed", "Control", "CONTROLS"]
 
 
 @dataclass(frozen=True)
-class SetOverlap:
-    """Shared-prefix fraction of each prompt, 0–1 (:data:`kvtui.core.knobs.OVERLAP`)."""
-
-    fraction: float
-
-
-@dataclass(frozen=True)
-class SetPool:
-    """Number of system prompts / templates / conversations, ≥ 1 (:data:`kvtui.core.knobs.POOL`)."""
-
-    n: int
-
-
-@dataclass(frozen=True)
-class SetRate:
-    """Poisson arrival rate in requests/s; 0 = closed loop (:data:`kvtui.core.knobs.RATE`)."""
-
-    rps: float
-
-
-@dataclass(frozen=True)
-class SetScenario:
-    """Synthetic scenario by name (:data:`kvtui.core.knobs.SCENARIOS`)."""
+class SetKnob:
+    """Workload knob ``name`` (a key of :data:`kvtui.core.knobs.WORKLOAD_KNOBS`: ``overlap``, ``pool``,
+    ``rate``, ``scenario``) to ``value`` in the engine's units (overlap as a fraction 0–1; the scenario by
+    name)."""
 
     name: str
+    value: float | str
 
 
 @dataclass(frozen=True)
@@ -59,8 +45,8 @@ class SetTraceSpeed:
     speed: float | None
 
 
-Control = SetOverlap | SetPool | SetRate | SetScenario | SetLayout | SetTraceSpeed
+Control = SetKnob | SetLayout | SetTraceSpeed
 """A control the driver's feeder thread applies before the next request (pause, resume and clearing the
 store act at once and are methods of the controller instead). ``isinstance(x, Control)`` works."""
-CONTROLS: tuple[type, ...] = (SetOverlap, SetPool, SetRate, SetScenario, SetLayout, SetTraceSpeed)
+CONTROLS: tuple[type, ...] = (SetKnob, SetLayout, SetTraceSpeed)
 """Every control message type, in the order above."""

@@ -7,35 +7,24 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from typing import Any
 
-from kvtui.core.controls import Control, SetOverlap, SetPool, SetRate, SetScenario
-from kvtui.core.knobs import KNOBS, OVERLAP, POOL, RATE, SCENARIOS
+from kvtui.core.controls import SetKnob
+from kvtui.core.knobs import WORKLOAD_KNOBS, Choice, Knob, check_knob
 from kvtui.core.layout import PRESETS, PageLayout
 from workload import WorkloadSpec
 
-_KNOB_OF = {SetOverlap: (OVERLAP, "fraction"), SetPool: (POOL, "n"), SetRate: (RATE, "rps")}
 
-
-def knob_change(control: Control) -> tuple[str, object]:
-    """``(workload knob, value)`` of a knob control, checked against its :mod:`kvtui.core.knobs` spec (or
-    the scenario list); ``ValueError`` (one line) when out of range or unknown."""
-    if isinstance(control, SetScenario):
-        if control.name not in SCENARIOS:
-            raise ValueError(f"unknown scenario {control.name!r} (choose from {', '.join(SCENARIOS)})")
-        return "scenario", control.name
-    if type(control) not in _KNOB_OF:
-        raise ValueError(f"not a knob control: {control!r}")
-    knob, field = _KNOB_OF[type(control)]
-    value = knob.check(getattr(control, field))
-    if knob is OVERLAP:
-        value = round(value, 4)  # 0.6 rather than 0.6000000000000001 in the header
-    return knob.name, value
+def knob_change(control: SetKnob) -> tuple[str, object]:
+    """``(workload knob, value)`` of a knob control, checked against its :mod:`kvtui.core.knobs` entry
+    (:func:`~kvtui.core.knobs.check_knob`); ``ValueError`` (one line) when out of range or unknown."""
+    return control.name, check_knob(control.name, control.value)
 
 
 def change_text(knob: str, value: object) -> str:
     """The event-log line of a knob change (the UI shows its own request with the same text until then)."""
-    if knob in KNOBS and isinstance(value, (int, float)):
-        return f"{knob} → {KNOBS[knob].text(value)}"
-    return f"{knob} → {value}"
+    spec = WORKLOAD_KNOBS.get(knob)
+    if isinstance(spec, Knob) and isinstance(value, (int, float)):
+        return spec.change_text(value)
+    return spec.change_text(value) if isinstance(spec, Choice) else f"{knob} → {value}"
 
 
 class LayoutRefused(ValueError):

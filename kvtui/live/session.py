@@ -347,6 +347,8 @@ class LiveSession:
             self.producer.poke()
 
     def _apply_control(self, control: Control) -> None:
+        """A layout switch, a trace's speed, or any workload knob (:class:`~kvtui.core.controls.SetKnob`,
+        checked against its :mod:`kvtui.core.knobs` entry, refused when the store kvtui sized cannot hold it)."""
         if isinstance(control, SetLayout):
             self._switch_layout(control.name)
             return
@@ -363,7 +365,7 @@ class LiveSession:
             if outgrown:
                 self.log("error", f"control refused: {change_text(knob, value).replace(' → ', ' ')} would {outgrown}")
                 return
-            self.workload.update(**{knob: value}, now_s=self.driver.elapsed())  # a new rate counts from now
+            self.workload.update(**changes, now_s=self.driver.elapsed())  # a new rate counts from now
         except ValueError as exc:
             self.log("error", f"control refused: {exc}")
             return

@@ -5,9 +5,9 @@ The monitor is :class:`kvtui.tui.app.KvtuiApp` in replay mode over a
 :class:`~kvtui.session.reader.ReplayPlayer`, the same app and render path as ``kvtui replay``, run headless
 with Textual's ``App.run_test(size=...)``. The player's clock stands still and :func:`film` seeks it to each
 instant (``seek_start`` then ``seek``), so the REPLAY badge reads the position and speed a viewer of
-``kvtui replay --speed X`` would see there. The screen is read the way Textual's own
-``App.export_screenshot`` reads it (textual/app.py): a full update of the screen's compositor, one list of
-Rich segments per row; the SVG of a frame is Rich's ``Console.export_svg`` of those rows, as in a screenshot.
+``kvtui replay --speed X`` would see there. The screen is read as Textual's own ``App.export_screenshot``
+renders it (:func:`screen_rows`), one list of Rich segments per row; the SVG of a frame is Rich's
+``Console.export_svg`` of those rows, as in a screenshot.
 """
 
 from __future__ import annotations
@@ -18,20 +18,18 @@ import io
 import math
 from collections.abc import AsyncGenerator, Callable, Iterable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, cast
 
+import textual
 from rich.console import Console, ConsoleOptions, RenderResult
 from rich.segment import Segment
 from rich.text import Text
+from textual.app import App
 
 from kvtui.core.events import EngineEvent
 from kvtui.metrics.frame import Frame
 from kvtui.session.reader import ReplayPlayer, SessionReader
 from kvtui.tui.app import KvtuiApp
 from kvtui.tui.fmt import fmt_elapsed
-
-if TYPE_CHECKING:
-    from textual._compositor import LayoutUpdate
 
 CAPTION_KINDS = ("control", "outage", "error")
 """Engine events a caption shows (``--annotate``): knob changes and recording marks (``control``), outages of
@@ -156,12 +154,20 @@ def _console(width: int, height: int, record: bool = False) -> Console:
                    record=record, legacy_windows=False, safe_box=False)
 
 
-def screen_rows(app: KvtuiApp) -> list[list[Segment]]:
-    """The app's current screen as rows of segments: a full compositor update, simplified, as
-    ``App.export_screenshot`` renders it (Textual has no public call that returns the screen as segments)."""
-    update = cast("LayoutUpdate", app.screen._compositor.render_update(  # full: a LayoutUpdate
-        full=True, screen_stack=app._background_screens, simplify=True))
-    return [[seg for strip in line for seg in strip] for line in update.strips]
+def screen_rows(app: App) -> list[list[Segment]]:
+    """The app's current screen (no dialog over it) as rows of Rich segments, each row's strip simplified, as
+    ``App.export_screenshot`` renders it. Textual has no public call that returns the screen as segments
+    (``export_screenshot`` returns SVG only), so this is kvtui's one read of a private Textual attribute,
+    ``Screen._compositor.render_strips()``: pyproject.toml keeps textual below its next major version, and
+    ``tests/tui/test_textual_private.py`` fails with this function's message when the attribute changes.
+    ``RuntimeError`` (one line) when this Textual has no such call."""
+    try:
+        strips = app.screen._compositor.render_strips()
+    except AttributeError as exc:
+        raise RuntimeError(f"textual {textual.__version__} no longer renders a screen as "
+                           f"Screen._compositor.render_strips() ({exc}), which kvtui.movie.frames.screen_rows "
+                           "reads: pin textual below this version in pyproject.toml, or port screen_rows") from None
+    return [list(strip.simplify().discard_meta()) for strip in strips]
 
 
 def caption_event(frame: Frame, hold_s: float) -> tuple[EngineEvent | None, bool]:

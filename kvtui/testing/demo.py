@@ -28,10 +28,10 @@ import os
 import random
 import time
 from collections import OrderedDict
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, cast
 
 from kvtui.core.codes import CONTENT_MISMATCH, NO_AVAILABLE_HANDLE, OBJECT_NOT_FOUND
-from kvtui.core.controls import Control, SetLayout, SetOverlap, SetPool, SetRate, SetScenario, SetTraceSpeed
+from kvtui.core.controls import Control, SetKnob, SetLayout, SetTraceSpeed
 from kvtui.core.events import EngineEvent, RequestResult
 from kvtui.core.layout import PRESETS, PageLayout
 from kvtui.core.misses import MissTracker
@@ -266,20 +266,14 @@ class DemoController:
         self.source, self.record_dir = source, record_dir
 
     def send(self, control: Control) -> None:
-        """Apply a knob change at once (the next ``frame()`` shows it): SetOverlap / SetPool / SetRate /
-        SetScenario set that workload knob; SetLayout only records the preset's name (``workload["layout"]``:
+        """Apply a knob change at once (the next ``frame()`` shows it): SetKnob sets that workload knob;
+        SetLayout only records the preset's name (``workload["layout"]``:
         the demo's pages keep their size); SetTraceSpeed changes a trace's speed from the next row.
         ``TypeError`` for anything else."""
         w = self.source.workload
         match control:
-            case SetOverlap(fraction):
-                w["overlap"] = fraction
-            case SetPool(n):
-                w["pool"] = n
-            case SetRate(rps):
-                w["rate"] = rps
-            case SetScenario(name):
-                w["scenario"] = name
+            case SetKnob(name, value):
+                cast(dict, w)[name] = value  # (a knob's name is its frame.workload key)
             case SetLayout(name):
                 w["layout"] = name
             case SetTraceSpeed(speed) if self.source.trace is not None:

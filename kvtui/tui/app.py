@@ -3,21 +3,24 @@
 One timer (``self.refresh_timer``, never re-created) pulls ``source.frame()`` at ``refresh_hz`` (≤ 15) and
 hands the frame to the widgets; freezing the view only stops applying frames. The UI never calls the store or
 the engine: every workload change goes through :class:`Controller`, whose methods return quickly
-(``clear_store`` runs in a thread worker). Without a controller, or in replay mode, the workload controls are
-disabled through :meth:`KvtuiApp.check_action`.
+(``clear_store`` runs in a thread worker). Without a controller the workload controls are shown disabled
+through :meth:`KvtuiApp.check_action`.
 
-Replay (``player``, a :class:`~kvtui.session.reader.ReplayPlayer`, also the frame source): the live controls
-are hidden and their keys drive the player instead (:mod:`kvtui.tui.replay`); the header shows a REPLAY badge
-with position / length and speed. Live mode: ``ctrl+r`` toggles recording through
-``Controller.toggle_recording`` and the header shows ``● REC`` while frames say ``status["recording"]``.
+The monitor has three modes, each with its own keys (:mod:`kvtui.tui.bindings`) on its own main screen
+(:mod:`kvtui.tui.screens.monitor`), chosen once, from the first frame, when the app starts
+(:attr:`KvtuiApp.monitor_mode`): ``replay`` with a ``player`` (a :class:`~kvtui.session.reader.ReplayPlayer`,
+also the frame source: the player's keys, :mod:`kvtui.tui.replay`; the header shows a REPLAY badge with
+position / length and speed), ``trace`` when the first frame is of a trace replay (its speed, ``-`` / ``+``;
+the synthetic knobs' keys say why they do nothing, in the status line), else ``live``. Live and trace:
+``ctrl+r`` toggles recording through ``Controller.toggle_recording`` and the header shows ``● REC`` while
+frames say ``status["recording"]``.
 
 Knob keys change a knob by one step (:mod:`kvtui.core.knobs`) and send a typed control
-(:mod:`kvtui.core.controls`) through ``Controller.send`` (:mod:`kvtui.tui.knob_actions`); which requests are
-sent and shown is :mod:`kvtui.tui.knob_state`. During a trace replay the footer offers only the keys that
-act on a trace (``-`` / ``+`` its speed); a scenario key says why it does nothing, in the status line. The
-settings dialog and a page-grid row's details (Enter or a click) are screens built once at start and shown
-again (:mod:`kvtui.tui.screens.settings` says why: they open in milliseconds). Quitting: q or ctrl+c; SIGTERM
-and SIGHUP end the app the same clean way (:mod:`kvtui.tui.signals`).
+(:class:`~kvtui.core.controls.SetKnob`) through ``Controller.send`` (:mod:`kvtui.tui.knob_actions`); which
+requests are sent and shown is :mod:`kvtui.tui.knob_state`. The settings dialog and a page-grid row's details
+(Enter or a click) are screens built once at start and shown again (:mod:`kvtui.tui.screens.settings` says
+why: they open in milliseconds). Quitting: q or ctrl+c; SIGTERM and SIGHUP end the app the same clean way
+(:mod:`kvtui.tui.signals`).
 
 The keys' work is done by parts the app owns, each reaching the app through a small host Protocol:
 ``knob_keys`` (:class:`~kvtui.tui.knob_actions.KnobKeys`), ``replay_keys``
@@ -48,16 +51,16 @@ from textual.worker import Worker
 
 from kvtui.core.defaults import DEFAULT_HZ, MAX_HZ, UI_NICE
 from kvtui.core.errors import KvtuiError, OutputError
-from kvtui.core.knobs import SCENARIOS
+from kvtui.core.knobs import KNOBS, SCENARIOS
 from kvtui.core.sched import lower_thread_priority
 from kvtui.metrics.frame import Frame
-from kvtui.tui.bindings import BINDINGS, ENGINE_ACTIONS, REPLAY_ACTIONS, TRACE_ACTIONS, WORKLOAD_ACTIONS, key_help
+from kvtui.tui.bindings import APP_BINDINGS, MODES, PALETTE_TEXT, key_help
 from kvtui.tui.knob_actions import CONTROL_ECHO_S, KnobKeys
 from kvtui.tui.knob_state import KnobState, seen_in
 from kvtui.tui.palette import system_commands
 from kvtui.tui.protocols import Controller, FrameSource, Player
 from kvtui.tui.replay import ReplayKeys
-from kvtui.tui.screens import HelpScreen, RowDetailScreen, SettingsScreen
+from kvtui.tui.screens import SCREENS, HelpScreen, RowDetailScreen, SettingsScreen
 from kvtui.tui.signals import INTERRUPT_EXIT, ExitSignals
 from kvtui.tui.store_actions import StoreKeys
 from kvtui.tui.svg import write_screen_svg
@@ -98,6 +101,11 @@ class Gate:
     own_leader: bool = False
 
 
+_KNOB_ACTIONS = frozenset({"knob", "scenario", "settings"})  # a synthetic workload's
+_WORKLOAD_ACTIONS = _KNOB_ACTIONS | {"toggle_pause", "clear_store", "toggle_recording", "trace_speed",
+                                    "not_for_a_trace"}  # a live workload's (through the controller)
+
+
 class KvtuiApp(App[int]):
     """The kvtui monitor. ``clock`` (default :func:`time.time`) only names screenshot files; everything shown
     comes from frames (elapsed time is ``frame.t``). ``window_s`` labels the latency window. ``player``: replay
@@ -106,7 +114,7 @@ class KvtuiApp(App[int]):
 
     CSS_PATH = "app.tcss"
     ENABLE_COMMAND_PALETTE = True
-    BINDINGS: ClassVar[list[BindingType]] = [*BINDINGS]
+    BINDINGS: ClassVar[list[BindingType]] = [*APP_BINDINGS]  # (each mode's keys: its main screen's)
 
     def __init__(self, source: FrameSource | None, controller: Controller | None = None, *,
                  refresh_hz: float = DEFAULT_HZ, screenshot_dir: str = ".", title: str = "kvtui",
@@ -134,6 +142,8 @@ class KvtuiApp(App[int]):
         self.store_keys = StoreKeys(self)
         self.exit_signals = ExitSignals(self._exit_on_signal)
         self._last_key: str | None = None
+        self.monitor_mode = "replay" if player is not None else "live"  # (trace: decided by the first frame)
+        self._first: Frame | None = None  # pulled to choose the mode, shown by the first tick
         self._gate: Gate | None = None
         self._source_error: str | None = None
         self._stopped = False
@@ -144,6 +154,18 @@ class KvtuiApp(App[int]):
         self.stopped_by: str | None = None  # why the live workload stopped (a worker died: run_app raises it)
 
     # -- layout --------------------------------------------------------------------------------------------
+    def get_default_screen(self) -> Screen:
+        """The main screen of the mode (:attr:`monitor_mode`): ``replay`` with a player, ``trace`` when the first
+        frame is a trace replay's, else ``live`` (a source that fails here is reported by the first tick)."""
+        if self.player is None:
+            try:
+                self._first = self.source.frame()
+            except Exception:  # the first tick pulls again and says why in the event log
+                self._first = None
+            if self._first is not None and (self._first.workload or {}).get("kind") == "trace":
+                self.monitor_mode = "trace"
+        return SCREENS[self.monitor_mode]()
+
     def compose(self) -> ComposeResult:
         yield Static("", id="too-small")
         with Vertical(id="dash"):
@@ -159,7 +181,7 @@ class KvtuiApp(App[int]):
                 yield StorePanel(id="store")
                 yield ProcsPanel(id="procs")
                 yield EventLog(id="events")
-        yield KeyBar(self.footer_shows, id="keys")
+        yield KeyBar([b.action for b in (*MODES[self.monitor_mode], *APP_BINDINGS)], id="keys")
 
     def on_mount(self) -> None:
         self.exit_signals.install()
@@ -224,7 +246,7 @@ class KvtuiApp(App[int]):
         if not self.is_running:
             return
         try:
-            frame = self.source.frame()
+            frame, self._first = (self._first, None) if self._first is not None else (self.source.frame(), None)
         except Exception as exc:  # the source is another component: report it, keep the UI alive
             msg = f"frame source failed: {type(exc).__name__}: {exc}"
             if msg != self._source_error:
@@ -327,40 +349,24 @@ class KvtuiApp(App[int]):
         """Say ``text`` in the status line (in place of the keys, for a few seconds)."""
         self.main_screen.query_one(KeyBar).flash(text)
 
-    def footer_shows(self, action: str) -> bool:
-        """Whether the key bar offers ``action``: not the synthetic-scenario knobs during a trace replay
-        (their keys say why they do nothing there instead)."""
-        return not (action in WORKLOAD_ACTIONS and self._gate is not None and self._gate.kind == "trace"
-                    and self.player is None)
-
     # -- controls ------------------------------------------------------------------------------------------
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
-        """``False``: hidden (the other mode's keys), ``None``: shown disabled, ``True``: enabled."""
-        if action in REPLAY_ACTIONS:
-            return self.player is not None
-        if action == "settings" and self.screen is not getattr(self, "main_screen", self.screen):
-            return False  # a priority key: on top of another screen (an input, a dialog) e is just a key
+        """Whether a key of the mode acts now, from the newest frame: ``False`` hidden (M and K outside the
+        moments they are for), ``None`` shown disabled (no controller, a recorded frame, no synthetic workload
+        for the knobs, an observed master for clear), ``True`` enabled."""
         gate = self._gate
-        if action in TRACE_ACTIONS:  # live trace replays only (then before the overlap keys -, +)
-            return bool(self.player is None and self.controller is not None and gate is not None
-                        and gate.kind == "trace" and gate.mode != "replay")
-        if action == "kill_leader":  # offered only with kvtui's own HA cluster, while a master serves
-            return bool(self.controller is not None and self.player is None and gate is not None
-                        and gate.own_leader)
-        if action == "restart_master":  # offered only while the master kvtui started is down
-            return bool(self.controller is not None and self.player is None and gate is not None
-                        and gate.own_master_down)
-        if action == "clear_store" and gate is not None and gate.kind == "observe":
-            return None  # observe mode writes nothing to the store
-        if action in WORKLOAD_ACTIONS or action in ENGINE_ACTIONS:
-            if self.player is not None:
-                return False  # replay: hidden, their keys drive the player
+        if action in ("kill_leader", "restart_master"):
+            if self.controller is None or self.player is not None or gate is None:
+                return False
+            # K: only with kvtui's own HA cluster, while a master serves; M: while the master kvtui started is down
+            return gate.own_leader if action == "kill_leader" else gate.own_master_down
+        if action in _WORKLOAD_ACTIONS:
             if self.controller is None or (gate is not None and gate.mode == "replay"):
                 return None  # shown disabled
-            if action in WORKLOAD_ACTIONS and gate is not None and gate.kind == "trace":
-                return True  # not in the footer; the key says why it does nothing (KnobKeys)
-            if action in WORKLOAD_ACTIONS and gate is not None and gate.kind != "synthetic":
-                return None
+            if action == "clear_store" and gate is not None and gate.kind == "observe":
+                return None  # observe mode writes nothing to the store
+            if action in _KNOB_ACTIONS and gate is not None and gate.kind != "synthetic":
+                return None  # the knobs of a synthetic workload (an observed master has none)
         return True
 
     def action_toggle_recording(self) -> None:
@@ -390,26 +396,22 @@ class KvtuiApp(App[int]):
         if self.shown is not None:
             self.apply(self.shown)
 
-    def action_settings(self, focus: str = "overlap") -> None:
-        """Open the settings dialog on the knobs as they are now (the screen built at start, shown again)."""
-        if self.knob_keys.not_for_a_trace("settings"):
-            return
-        current = {k: self.knobs.get(k) for k in ("overlap", "rate", "pool")}
+    def action_settings(self, focus: str | None = None) -> None:
+        """Open the settings dialog on the knobs as they are now, the field of knob ``focus`` focused (None: the
+        first); the screen built at start, shown again."""
+        current = {k: self.knobs.get(k) for k in KNOBS}
         cast(SettingsScreen, self.get_screen("settings")).show(current, focus)
         self.push_screen("settings", self.knob_keys.apply_settings)
 
     # (the keys whose work a part of the app does: Textual looks their actions up here)
-    def action_overlap(self, steps: int) -> None:
-        self.knob_keys.overlap(steps)
-
-    def action_pool(self, delta: int) -> None:
-        self.knob_keys.pool(delta)
-
-    def action_rate(self, direction: int) -> None:
-        self.knob_keys.rate(direction)
+    def action_knob(self, name: str, direction: int) -> None:
+        self.knob_keys.step(name, direction)
 
     def action_scenario(self) -> None:
         self.knob_keys.scenario()
+
+    def action_not_for_a_trace(self, name: str) -> None:
+        self.knob_keys.not_for_a_trace(name)
 
     def action_toggle_pause(self) -> None:
         self.knob_keys.toggle_pause()
@@ -417,8 +419,8 @@ class KvtuiApp(App[int]):
     def action_trace_speed(self, direction: int) -> None:
         self.knob_keys.trace_speed(direction)
 
-    def set_scenario(self, name: str) -> None:  # (a command-palette entry)
-        self.knob_keys.set_scenario(name)
+    def set_knob(self, name: str, value: float | str) -> None:  # (a command-palette entry)
+        self.knob_keys.set(name, value)
 
     def set_layout(self, name: str) -> None:  # (a command-palette entry)
         self.knob_keys.set_layout(name)
@@ -488,12 +490,11 @@ class KvtuiApp(App[int]):
         return path
 
     def action_help(self) -> None:
-        self.push_screen(HelpScreen(self.key_help(), "replay controls, view commands" if self.player is not None
-                                    else "set overlap %, rate, pool by value; page layout presets"))
+        self.push_screen(HelpScreen(self.key_help(), PALETTE_TEXT[self.monitor_mode]))
 
     def key_help(self) -> list[tuple[str, str]]:
-        """(keys, description) for every binding (built from :data:`BINDINGS`, so the help never drifts)."""
-        return key_help(self)
+        """(keys, description) of every key of the mode (built from its bindings, so the help never drifts)."""
+        return key_help(self, self.monitor_mode)
 
     def get_system_commands(self, screen: Screen) -> Iterable[SystemCommand]:
         """Textual's entries without its own "Screenshot" (ours saves into ``screenshot_dir``), then ours."""

@@ -1,76 +1,164 @@
-"""Keys of the monitor: its bindings, which mode each action belongs to, and the help built from them.
+"""Keys of the monitor: one binding list per mode, the help built from them, and the key names as people write them.
 
-The knobs' steps and the rate steps come from :mod:`kvtui.core.knobs`; the app's actions live in app.py (live
-controls), replay.py (the player's keys) and palette.py (command-palette entries).
+The monitor runs in one of three modes (:data:`MODES`), chosen from its first frame (:mod:`kvtui.tui.app`):
+
+- ``live``: a synthetic workload (or an observed master): its knobs, pause, the store, recording;
+- ``trace``: a live trace replay: its speed (``-`` / ``+``), pause, the store, recording; the synthetic
+  knobs' keys only say why they do nothing there;
+- ``replay``: a recording played back: the player's keys.
+
+Each mode's main screen (:mod:`kvtui.tui.screens.monitor`) holds that mode's list, so within a mode every key
+is bound once (``tests/tui/test_tui_keys.py``) and its help lists exactly its keys. Their actions are the
+app's (``app.`` names them): the app enables them (``check_action``) from the frames. The app itself binds
+only ``ctrl+c`` (:data:`APP_BINDINGS`, a priority key: it quits from any screen).
+
+The knob keys are generated from :data:`kvtui.core.knobs.KNOBS` and :data:`~kvtui.core.knobs.SCENARIO`: each
+knob's down and up keys (``knob('overlap', 1)``), with its help text. A binding's ``description`` is its name
+in the key bar, its ``tooltip`` what the help says (``{screenshot_dir}`` and ``{running}`` filled in).
 """
 
 from __future__ import annotations
 
 from typing import Protocol
 
+from textual.actions import parse
 from textual.binding import Binding
+from textual.keys import format_key
 
-from kvtui.core.knobs import OVERLAP, POOL, RATE, SCENARIO_KEY
+from kvtui.core.knobs import KNOBS, SCENARIO, Knob
 
-WORKLOAD_ACTIONS = frozenset({"overlap", "pool", "rate", "scenario", "settings"})  # synthetic + live + controller
-ENGINE_ACTIONS = frozenset({"toggle_pause", "clear_store", "toggle_recording"})  # live + controller
-REPLAY_ACTIONS = frozenset({"replay_pause", "replay_step", "replay_seek", "replay_start", "replay_end",
-                            "replay_speed"})  # replay (a player): these take over the keys of the live controls
-TRACE_ACTIONS = frozenset({"trace_speed"})  # a live trace replay: - / + take over from the overlap keys
+__all__ = ["MODES", "APP_BINDINGS", "PALETTE_TEXT", "SEEK_STEP_S", "TRACE_KEYS_TEXT", "action_of", "key_help",
+           "keys_of", "readme_key"]
+
 SEEK_STEP_S = 10.0  # one ← / → in replay (seconds of the recording)
-_OVERLAP_STEP, _POOL_STEP = OVERLAP.step_text(), POOL.step_text()  # "5 %", "1"
+TRACE_KEYS_TEXT = "- + speed, p pause"  # the trace's own keys, as the synthetic knobs' keys say them there
 
 
-# Compact groups show their keys side by side ("rR rate"); app.tcss spaces a group's label from the next key.
-_OVERLAP = Binding.Group("overlap", compact=True)
-_POOL = Binding.Group("pool", compact=True)
-_RATE = Binding.Group("rate", compact=True)
+def action_of(binding: Binding) -> tuple[str, tuple]:
+    """``(action, parameters)`` of ``binding`` without its namespace: ``("knob", ("pool", -1))``."""
+    _, name, params = parse(binding.action)
+    return name, params
+
+
+def _keys(chars: tuple[str, ...]) -> str:
+    """A binding's key string of ``chars`` (``","`` is ``comma`` there: the comma separates keys)."""
+    return ",".join("comma" if c == "," else c for c in chars)
+
+
+def _knob_bindings(knob: Knob) -> list[Binding]:
+    """The down and up keys of ``knob``: a compact group (``[] overlap`` in the key bar)."""
+    group = Binding.Group(knob.name, compact=True)
+    return [Binding(_keys(knob.key_chars(up)), f"app.knob({knob.name!r}, {1 if up else -1})",
+                    f"{knob.name} {'up' if up else 'down'}", key_display=knob.keys[int(up)], group=group,
+                    tooltip=knob.key_help(up)) for up in (False, True)]
+
+
+def _key_name(char: str) -> str:
+    """Textual's name of the key of ``char`` (``[`` → ``left_square_bracket``)."""
+    return next(iter(Binding.make_bindings([Binding(_keys((char,)), "")]))).key
+
+
+def _not_for_a_trace(taken: set[str], others: tuple[Binding, ...]) -> list[Binding]:
+    """The keys of the synthetic knobs (and of ``others``: the settings dialog) that a trace's own keys
+    (``taken``, Textual's names) leave free, hidden in the key bar: each says why it does nothing there."""
+    out = []
+    named = [*((k.name, (*k.key_chars(False), *k.key_chars(True))) for k in KNOBS.values()),
+             (SCENARIO.name, (SCENARIO.key,)), *((action_of(b)[0], tuple(b.key.split(","))) for b in others)]
+    for name, chars in named:
+        free = tuple(c for c in chars if _key_name(c) not in taken)
+        if free:
+            out.append(Binding(_keys(free), f"app.not_for_a_trace({name!r})", name, show=False,
+                               tooltip="knobs of the synthetic scenarios: a trace replays its rows as recorded"))
+    return out
+
+
+def _knobs_text() -> str:
+    """``overlap %, pool, rate``: the knobs the settings dialog takes, as the help says them."""
+    return ", ".join(f"{k.name} %" if k.unit == "%" else k.name for k in KNOBS.values())
+
+
+HELP = Binding("question_mark", "app.help", "help", key_display="?", tooltip="this help")
+QUIT = Binding("q", "app.quit", "quit", tooltip="quit")
+# Ctrl-C ends the monitor (Textual would only say "press ctrl+q"); priority: also from a dialog or an input
+QUIT_NOW = Binding("ctrl+c", "quit", "quit", show=False, priority=True, tooltip="quit")
+FREEZE = Binding("f", "app.freeze", "freeze", tooltip="freeze the view ({running} keeps running)")
+WINDOW = Binding("w", "app.window", "window", tooltip="latency: last N seconds ↔ whole session")
+SHOT = Binding("ctrl+s,S", "app.screenshot", "shot", key_display="S",
+               tooltip="save an SVG screenshot into {screenshot_dir}/")
+PAUSE = Binding("p,space", "app.toggle_pause", "pause", key_display="p", tooltip="pause / resume the workload")
+CLEAR = Binding("c", "app.clear_store", "clear", tooltip="clear the store (asks first)")
+REC = Binding("ctrl+r", "app.toggle_recording", "rec",
+              tooltip="start / stop recording to a session file (play it: kvtui replay FILE)")
+RESTART = Binding("M", "app.restart_master", "restart master", key_display="M",
+                  tooltip="restart the master kvtui started (offered while it is down)")
+# priority: the dialog opens before the app routes the next key, so a value typed right after e reaches it
+SETTINGS = Binding("e", "app.settings", "set…", priority=True, tooltip=f"type {_knobs_text()} (layout presets: ^p)")
+KILL = Binding("K", "app.kill_leader", "kill leader", key_display="K",
+               tooltip="--ha: SIGKILL the serving master; a standby takes over and the failover is measured")
+
+LIVE: list[Binding] = [
+    HELP, QUIT, PAUSE,
+    *(b for knob in KNOBS.values() for b in _knob_bindings(knob)),
+    Binding(SCENARIO.key, "app.scenario", "scenario", tooltip="next scenario"),
+    FREEZE, WINDOW,
+    SETTINGS, CLEAR, REC, RESTART, KILL, SHOT,
+]
+
+_SPEED = Binding.Group("speed", compact=True)
+TRACE: list[Binding] = [
+    HELP, QUIT, PAUSE,
+    Binding("minus", "app.trace_speed(-1)", "slower", key_display="-", group=_SPEED,
+            tooltip="trace: half as fast (from as fast as possible: ×64)"),
+    Binding("plus,equals_sign", "app.trace_speed(1)", "faster", key_display="+", group=_SPEED,
+            tooltip="trace: twice as fast (×0.5 … ×64, then as fast as possible)"),
+    FREEZE, WINDOW, CLEAR, REC, RESTART, KILL, SHOT,
+]
+TRACE += _not_for_a_trace({b.key for b in Binding.make_bindings(TRACE)}, (SETTINGS,))
+
 _STEP = Binding.Group("step", compact=True)
 _SEEK = Binding.Group("seek", compact=True)
-_SPEED = Binding.Group("speed", compact=True)
-_TRACE_SPEED = Binding.Group("speed", compact=True)
-
-BINDINGS: list[Binding] = [
-    Binding("question_mark", "help", "help", key_display="?"),
-    Binding("q", "quit", "quit"),
-    # Ctrl-C ends the monitor (Textual would only say "press ctrl+q"); priority: also from a modal or an input
-    Binding("ctrl+c", "quit", "quit", show=False, priority=True),
-    Binding("p,space", "toggle_pause", "pause", key_display="p"),
-    # replay only (shown instead of the live controls when the app has a player; same keys, other meaning)
-    Binding("space,p", "replay_pause", "play/pause", key_display="space"),
-    Binding("comma", "replay_step(-1)", "step -1", key_display=",", group=_STEP),
-    Binding("full_stop", "replay_step(1)", "step +1", key_display=".", group=_STEP),
-    Binding("left", "replay_seek(-1)", "-10 s", key_display="←", group=_SEEK),
-    Binding("right", "replay_seek(1)", "+10 s", key_display="→", group=_SEEK),
-    Binding("home", "replay_start", "first"),
-    Binding("end", "replay_end", "last"),
-    Binding("minus,less_than_sign", "replay_speed(-1)", "slower", key_display="-", group=_SPEED),
-    Binding("plus,equals_sign,greater_than_sign", "replay_speed(1)", "faster", key_display="+", group=_SPEED),
-    # live, a trace replay: its speed (before the overlap bindings, which share - and +)
-    Binding("minus", "trace_speed(-1)", "slower", key_display="-", group=_TRACE_SPEED),
-    Binding("plus,equals_sign", "trace_speed(1)", "faster", key_display="+", group=_TRACE_SPEED),
-    # live
-    # (the knobs' keys as shown are kvtui.core.knobs' Knob.keys)
-    Binding("left_square_bracket,minus", "overlap(-1)", f"overlap -{_OVERLAP_STEP}", key_display=OVERLAP.keys[0],
-            group=_OVERLAP),
-    Binding("right_square_bracket,plus,equals_sign", "overlap(1)", f"overlap +{_OVERLAP_STEP}",
-            key_display=OVERLAP.keys[1], group=_OVERLAP),
-    Binding("comma,less_than_sign", "pool(-1)", f"pool -{_POOL_STEP}", key_display=POOL.keys[0], group=_POOL),
-    Binding("full_stop,greater_than_sign", "pool(1)", f"pool +{_POOL_STEP}", key_display=POOL.keys[1],
-            group=_POOL),
-    Binding(RATE.keys[0], "rate(-1)", "rate down", key_display=RATE.keys[0], group=_RATE),
-    Binding(RATE.keys[1], "rate(1)", "rate up", key_display=RATE.keys[1], group=_RATE),
-    Binding(SCENARIO_KEY, "scenario", "scenario"),
-    Binding("f", "freeze", "freeze"),
-    Binding("w", "window", "window"),
-    # priority: the dialog opens before the app routes the next key, so a value typed right after e reaches it
-    Binding("e", "settings", "set…", priority=True),
-    Binding("c", "clear_store", "clear"),
-    Binding("ctrl+r", "toggle_recording", "rec"),
-    Binding("M", "restart_master", "restart master", key_display="M"),  # only during an outage, embedded
-    Binding("K", "kill_leader", "kill leader", key_display="K"),  # only with kvtui's HA cluster, a leader serving
-    Binding("ctrl+s,S", "screenshot", "shot", key_display="S"),
+REPLAY: list[Binding] = [
+    HELP, QUIT,
+    Binding("space,p", "app.replay_pause", "play/pause", key_display="space",
+            tooltip="replay: play / pause (at the end: play again from the start)"),
+    Binding("comma", "app.replay_step(-1)", "step -1", key_display=",", group=_STEP,
+            tooltip="replay: one frame back (pauses)"),
+    Binding("full_stop", "app.replay_step(1)", "step +1", key_display=".", group=_STEP,
+            tooltip="replay: one frame forward (pauses)"),
+    Binding("left", "app.replay_seek(-1)", f"-{SEEK_STEP_S:g} s", key_display="←", group=_SEEK,
+            tooltip=f"replay: back {SEEK_STEP_S:g} s"),
+    Binding("right", "app.replay_seek(1)", f"+{SEEK_STEP_S:g} s", key_display="→", group=_SEEK,
+            tooltip=f"replay: forward {SEEK_STEP_S:g} s"),
+    Binding("home", "app.replay_start", "first", tooltip="replay: go to the start"),
+    Binding("end", "app.replay_end", "last", tooltip="replay: go to the end"),
+    Binding("minus,less_than_sign", "app.replay_speed(-1)", "slower", key_display="-", group=_SPEED,
+            tooltip="replay: half as fast (down to ×⅛)"),
+    Binding("plus,equals_sign,greater_than_sign", "app.replay_speed(1)", "faster", key_display="+", group=_SPEED,
+            tooltip="replay: twice as fast (up to ×64)"),
+    FREEZE, WINDOW, SHOT,
 ]
+
+MODES: dict[str, list[Binding]] = {"live": LIVE, "trace": TRACE, "replay": REPLAY}
+"""Each mode's keys, in the order the key bar and the help list them (the app's :data:`APP_BINDINGS` too)."""
+APP_BINDINGS: list[Binding] = [QUIT_NOW]
+"""The keys of every mode, bound on the app itself."""
+PALETTE_TEXT = {"live": f"set {_knobs_text()} by value; page layout presets", "trace": "recording, view commands",
+                "replay": "replay controls, view commands"}
+"""What the help says the command palette (ctrl+p) offers in each mode."""
+
+
+def keys_of(mode: str) -> list[str]:
+    """Every key bound in ``mode`` (Textual's key names, e.g. ``left_square_bracket``), in binding order, once per
+    binding that binds it (a key bound twice appears twice)."""
+    return [b.key for b in Binding.make_bindings([*MODES[mode], *APP_BINDINGS])]
+
+
+def readme_key(key: str) -> str:
+    """A Textual key name as the README writes it: ``[``, ``Ctrl+R``, ``space``, ``←``, ``Home``."""
+    if key.startswith("ctrl+"):
+        return "Ctrl+" + readme_key(key.removeprefix("ctrl+")).upper()
+    named = {"home": "Home", "end": "End", "enter": "Enter"}
+    return named.get(key) or format_key(key)
 
 
 class HelpHost(Protocol):
@@ -78,54 +166,16 @@ class HelpHost(Protocol):
 
     screenshot_dir: str
 
-    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None: ...
-
     def get_key_display(self, binding: Binding) -> str: ...
 
 
-def key_help(app: HelpHost) -> list[tuple[str, str]]:
-    """(keys, description) for every binding of :data:`BINDINGS` that the current mode shows (live or replay:
-    bindings hidden by ``app.check_action`` are left out; disabled ones are listed). Bindings of the same
-    action share one entry (``q ^c`` → quit)."""
-    running = "playback" if getattr(app, "player", None) is not None else "workload"
-    names = {"toggle_pause": "pause / resume the workload", "freeze": f"freeze the view ({running} keeps running)",
-             "window": "latency: last N seconds ↔ whole session", "clear_store": "clear the store (asks first)",
-             "screenshot": f"save an SVG screenshot into {app.screenshot_dir}/", "help": "this help",
-             "quit": "quit", "scenario": "next scenario", "settings": "type overlap %, rate, pool (layout presets: ^p)",
-             "overlap(1)": f"prefix overlap +{_OVERLAP_STEP}", "overlap(-1)": f"prefix overlap −{_OVERLAP_STEP}",
-             "pool(1)": f"pool size +{_POOL_STEP}", "pool(-1)": f"pool size −{_POOL_STEP}",
-             "rate(1)": "request rate up a step",
-             "rate(-1)": "request rate down a step (from closed loop: the highest step not above the "
-                         "measured rate)",
-             "toggle_recording": "start / stop recording to a session file (play it: kvtui replay FILE)",
-             "replay_pause": "replay: play / pause (at the end: play again from the start)",
-             "replay_step(1)": "replay: one frame forward (pauses)",
-             "replay_step(-1)": "replay: one frame back (pauses)",
-             "replay_seek(1)": f"replay: forward {SEEK_STEP_S:g} s",
-             "replay_seek(-1)": f"replay: back {SEEK_STEP_S:g} s",
-             "replay_start": "replay: go to the start", "replay_end": "replay: go to the end",
-             "replay_speed(1)": "replay: twice as fast (up to ×64)",
-             "replay_speed(-1)": "replay: half as fast (down to ×⅛)",
-             "restart_master": "restart the master kvtui started (offered while it is down)",
-             "kill_leader": "--ha: SIGKILL the serving master; a standby takes over and the failover is measured",
-             "trace_speed(1)": "trace: twice as fast (×0.5 … ×64, then as fast as possible)",
-             "trace_speed(-1)": "trace: half as fast (from as fast as possible: ×64)"}
-    out: dict[str, tuple[str, str]] = {}
-    for b in BINDINGS:
-        action, params = _split_action(b.action)
-        live_only_key = action in ("restart_master", "kill_leader") and getattr(app, "player", None) is None
-        if app.check_action(action, params) is False and not live_only_key:
-            continue
-        keys = " ".join(app.get_key_display(Binding(k, b.action)) for k in b.key.split(","))
-        if b.action in out:
-            keys = f"{out[b.action][0]} {keys}"
-        out[b.action] = (keys, names.get(b.action, b.description))
-    return list(out.values())
-
-
-def _split_action(action: str) -> tuple[str, tuple]:
-    """``"pool(-1)"`` → ``("pool", (-1,))`` (the form ``check_action`` receives)."""
-    from textual.actions import parse
-
-    _, name, params = parse(action)
-    return name, params
+def key_help(app: HelpHost, mode: str) -> list[tuple[str, str]]:
+    """(keys, description) of every key of ``mode`` (:data:`MODES`, then :data:`APP_BINDINGS`), disabled ones
+    too: bindings that the help describes alike share one entry (``q ^c`` → quit)."""
+    running = "playback" if mode == "replay" else "workload"
+    out: dict[str, str] = {}
+    for b in [*MODES[mode], *APP_BINDINGS]:
+        text = (b.tooltip or b.description).format(running=running, screenshot_dir=app.screenshot_dir)
+        keys = " ".join(app.get_key_display(one.with_key(one.key)) for one in Binding.make_bindings([b]))
+        out[text] = f"{out[text]} {keys}" if text in out else keys
+    return [(keys, text) for text, keys in out.items()]

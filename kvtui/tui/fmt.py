@@ -2,11 +2,10 @@
 
 from __future__ import annotations
 
-from kvtui.core.knobs import RATE
 from kvtui.core.units import format_bytes
 
 __all__ = ["format_bytes", "fmt_int", "fmt_count", "fmt_pct", "fmt_ms", "fmt_mbps", "fmt_rate", "fmt_elapsed",
-           "fmt_rps_knob", "fmt_position", "fmt_speed"]
+           "fmt_position", "fmt_speed"]
 
 
 def fmt_int(n: float) -> str:
@@ -55,12 +54,6 @@ def fmt_rate(per_s: float, unit: str = "/s") -> str:
     if per_s >= 100:
         return f"{per_s:.0f}{unit}"
     return f"{per_s:.1f}{unit}"
-
-
-def fmt_rps_knob(rps: float) -> str:
-    """The request-rate knob (:meth:`kvtui.core.knobs.RATE.text <kvtui.core.knobs.Knob.text>`): ``0`` (or
-    less) → ``'closed loop'``, ``20`` → ``'20 req/s'``."""
-    return RATE.text(max(0.0, float(rps)))
 
 
 def fmt_elapsed(seconds: float) -> str:

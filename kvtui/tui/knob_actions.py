@@ -1,11 +1,13 @@
 """The monitor's workload keys: knob steps, typed values, scenario and layout, pause, and a trace's speed.
 
 :class:`KnobKeys` is a part the app owns (``app.knob_keys``); the app's ``action_*`` methods of these keys
-call it, and it reaches the app only through :class:`KnobHost`. Each change goes through the controller as a
-typed control (:mod:`kvtui.core.controls`); which requests are sent and shown is :mod:`kvtui.tui.knob_state`.
-During a trace replay the synthetic-scenario keys (overlap, pool, rate, scenario, the settings dialog) do
-nothing: the first press of one says why in the status line (and once in the event log), and ``-`` / ``+``
-step the trace's speed instead (:data:`kvtui.core.knobs.TRACE_SPEEDS`, up to as fast as possible).
+call it, and it reaches the app only through :class:`KnobHost`. Every knob of :mod:`kvtui.core.knobs` goes
+through the same two calls: :meth:`KnobKeys.step` (a key press) and :meth:`KnobKeys.set` (a typed value, a
+palette entry), each sending one :class:`~kvtui.core.controls.SetKnob` through the controller; which
+requests are sent and shown is :mod:`kvtui.tui.knob_state`. During a trace replay the synthetic knobs' keys
+only say why they do nothing (:meth:`KnobKeys.not_for_a_trace`: in the status line, and once in the event
+log), and ``-`` / ``+`` step the trace's speed (:data:`kvtui.core.knobs.TRACE_SPEEDS`, up to as fast as
+possible).
 """
 
 from __future__ import annotations
@@ -15,19 +17,25 @@ import time
 from collections.abc import Sequence
 from typing import Callable, Protocol
 
-from kvtui.core.controls import Control, SetLayout, SetOverlap, SetPool, SetRate, SetScenario, SetTraceSpeed
-from kvtui.core.knobs import OVERLAP, POOL, RATE, TRACE_SPEEDS, next_rate, next_trace_speed, trace_speed_text
+from kvtui.core.controls import Control, SetKnob, SetLayout, SetTraceSpeed
+from kvtui.core.knobs import KNOBS, SCENARIO, TRACE_SPEEDS, Knob, knob_named, next_trace_speed, trace_speed_text
 from kvtui.metrics.frame import Frame
-from kvtui.tui.fmt import fmt_rps_knob
+from kvtui.tui.bindings import TRACE_KEYS_TEXT
 from kvtui.tui.knob_state import TRACE_SPEED, KnobState, same
 from kvtui.tui.protocols import Controller
 
-__all__ = ["KnobHost", "KnobKeys", "CONTROL_ECHO_S", "TRACE_KEYS_TEXT"]
+__all__ = ["KnobHost", "KnobKeys", "CONTROL_ECHO_S"]
 
 CONTROL_ECHO_S = 0.05  # an extra frame pull this long after a control change
-TRACE_KEYS_TEXT = "- + speed, p pause"
-_SCENARIO_ONLY = {"overlap": "overlap", "pool": "pool", "rate": "rate", "scenario": "the scenario",
-                  "settings": "overlap, rate and pool"}
+
+
+def _scenario_only(name: str) -> str:
+    """What a synthetic-scenario key sets, as the trace's explanation names it: ``overlap``, ``the scenario``,
+    ``overlap, pool and rate`` (the settings dialog)."""
+    if name == "settings":
+        names = list(KNOBS)
+        return ", ".join(names[:-1]) + f" and {names[-1]}" if len(names) > 1 else names[0]
+    return f"the {name}" if name == SCENARIO.name else name
 
 
 class KnobHost(Protocol):
@@ -82,24 +90,15 @@ class KnobKeys:
         return controller
 
     # -- a trace replay ------------------------------------------------------------------------------------
-    @property
-    def trace_mode(self) -> bool:
-        """The newest frame is of a trace replay (live)."""
-        frame = self.host.frame
-        return bool(frame is not None and (frame.workload or {}).get("kind") == "trace")
-
-    def not_for_a_trace(self, action: str) -> bool:
-        """During a trace replay: say (status line; event log once per key) why a scenario key does nothing,
-        and return True; else False."""
-        if not self.trace_mode:
-            return False
-        text = (f"{_SCENARIO_ONLY[action]}: a knob of the synthetic scenarios; a trace replays its rows as "
+    def not_for_a_trace(self, name: str) -> None:
+        """During a trace replay, a key of the synthetic knob ``name`` (or ``settings``): say why it does nothing
+        (status line; event log once per knob)."""
+        text = (f"{_scenario_only(name)}: a knob of the synthetic scenarios; a trace replays its rows as "
                 f"recorded (trace keys: {TRACE_KEYS_TEXT})")
-        if action not in self._said_not_for_trace:
-            self._said_not_for_trace.add(action)
+        if name not in self._said_not_for_trace:
+            self._said_not_for_trace.add(name)
             self.host.log_line(text)
         self.host.flash(text)
-        return True
 
     def trace_speed(self, direction: int) -> None:
         """The trace's speed one step up or down (``-`` / ``+``); at either end say so."""
@@ -118,64 +117,38 @@ class KnobKeys:
                    f"trace speed → {trace_speed_text(speed)}")
 
     # -- knobs ---------------------------------------------------------------------------------------------
-    def set_overlap(self, fraction: float) -> None:
-        """Ask for prefix overlap ``fraction`` (0–1; clamped, to whole percent)."""
-        value = round(OVERLAP.user(OVERLAP.clamp(fraction))) / OVERLAP.scale
-        self._send("overlap", value, SetOverlap(value), f"overlap → {OVERLAP.text(value)}")
+    def set(self, name: str, value: float | str) -> None:
+        """Ask for knob ``name`` (:data:`kvtui.core.knobs.WORKLOAD_KNOBS`) = ``value`` in the engine's units; a
+        number through :meth:`Knob.snap <kvtui.core.knobs.Knob.snap>` (into range; overlap in whole percent)."""
+        knob = knob_named(name)
+        if isinstance(knob, Knob):
+            number = knob.snap(float(value))
+            self._send(name, number, SetKnob(name, number), knob.change_text(number))
+        else:
+            self._send(name, value, SetKnob(name, value), knob.change_text(value))
 
-    def set_pool(self, n: int) -> None:
-        """Ask for pool size ``n`` (clamped into the pool's range)."""
-        n = int(POOL.clamp(int(n)))
-        self._send("pool", n, SetPool(n), f"pool → {n}")
-
-    def set_rate(self, rps: float) -> None:
-        """Ask for request rate ``rps`` (req/s, 0 = closed loop; negative → 0)."""
-        rps = float(RATE.clamp(float(rps)))
-        self._send("rate", rps, SetRate(rps), f"rate → {fmt_rps_knob(rps)}")
-
-    def overlap(self, steps: int) -> None:
-        """Prefix overlap ``steps`` steps up (negative: down), onto the step's grid."""
-        if self.not_for_a_trace("overlap"):
-            return
-        current = float(self.knobs.get("overlap", 0.5))  # steps land on the step's grid (a typed 61 % → 65 %)
-        self.set_overlap(round(current / OVERLAP.step + steps) * OVERLAP.step)
-
-    def pool(self, delta: int) -> None:
-        """Pool size ``delta`` steps up (negative: down)."""
-        if self.not_for_a_trace("pool"):
-            return
-        self.set_pool(int(self.knobs.get("pool", 1)) + delta * int(POOL.step))
-
-    def rate(self, direction: int) -> None:
-        """Request rate one step up or down (:func:`kvtui.core.knobs.next_rate`: down from closed loop goes to
-        the highest step not above the measured request rate, 0.5 req/s before anything was measured)."""
-        if self.not_for_a_trace("rate"):
-            return
+    def step(self, name: str, direction: int) -> None:
+        """Knob ``name`` one key press up (``direction`` > 0) or down (:meth:`Knob.stepped
+        <kvtui.core.knobs.Knob.stepped>`: onto the step's grid, or along a ladder, where down from closed loop goes
+        to the highest step not above the measured rate). A ladder's ends are not visible on the knob: a press
+        there says why nothing changes; another knob's end stays quiet."""
+        knob = KNOBS[name]
         frame = self.host.frame
-        measured = frame.rates.get("rps", 0.0) if frame else 0.0
-        current = float(self.knobs.get("rate", 0.0))
-        rate = next_rate(current, direction > 0, measured)
-        if same(rate, current):  # at either end: say why nothing changes
-            self.host.log_line("rate is already closed loop (the next request as soon as one finishes)" if current <= 0
-                               else f"rate is already at its lowest step ({fmt_rps_knob(current)})")
+        measured = float(frame.rates.get(knob.measured, 0.0)) if frame is not None and knob.measured else 0.0
+        current = float(self.knobs.get(name, knob.default))
+        value = knob.stepped(current, direction > 0, measured)
+        if knob.steps and same(value, current):
+            self.host.log_line(knob.end_text(current, direction > 0))
             return
-        self.set_rate(rate)
+        self.set(name, value)
 
-    def set_scenario(self, name: str) -> None:
-        """Ask for scenario ``name``."""
-        self._send("scenario", name, SetScenario(name), f"scenario → {name}")
+    def scenario(self) -> None:
+        """The next scenario of :attr:`scenarios` (wrapping around)."""
+        self.set(SCENARIO.name, SCENARIO.next(self.knobs.get(SCENARIO.name), self.scenarios))
 
     def set_layout(self, name: str) -> None:
         """Ask for page layout preset ``name`` (the engine switches once the requests under way are done)."""
         self._send("layout", name, SetLayout(name), f"layout {name} asked for (after the requests under way)")
-
-    def scenario(self) -> None:
-        """The next scenario of :attr:`scenarios`."""
-        if self.not_for_a_trace("scenario"):
-            return
-        current = self.knobs.get("scenario")
-        i = self.scenarios.index(current) + 1 if current in self.scenarios else 0
-        self.set_scenario(self.scenarios[i % len(self.scenarios)])
 
     def toggle_pause(self) -> None:
         """Pause the workload, or resume it."""
@@ -186,5 +159,5 @@ class KnobKeys:
 
     def apply_settings(self, changed: dict | None) -> None:
         """The values typed in the settings dialog (``None``: cancelled)."""
-        for key, value in (changed or {}).items():
-            {"overlap": self.set_overlap, "rate": self.set_rate, "pool": self.set_pool}[key](value)
+        for name, value in (changed or {}).items():
+            self.set(name, value)

@@ -20,13 +20,14 @@ import math
 from collections.abc import Callable, Mapping
 from typing import cast
 
+from kvtui.core.knobs import WORKLOAD_KNOBS
 from kvtui.core.panels import FrameStatus, WorkloadPanel
 
 __all__ = ["ASKED_SHOWN_S", "KNOBS", "PENDING_MAX", "TRACE_SPEED", "KnobState", "same", "seen_in"]
 
 ASKED_SHOWN_S = 3.0  # the header shows a requested knob value this long (s) before the engine's value wins
 PENDING_MAX = 8  # requests per knob remembered as on their way (only the last few can still be)
-KNOBS = ("overlap", "pool", "rate", "scenario", "layout")  # the knobs of frame.workload; "paused" is a status
+KNOBS = (*WORKLOAD_KNOBS, "layout")  # the knobs of frame.workload; "paused" is a status
 TRACE_SPEED = "trace_speed"  # a trace's speed (frame.workload["speed"]), held as math.inf for as fast as possible
 
 
@@ -41,8 +42,8 @@ def same(a, b) -> bool:
 
 
 def seen_in(workload: Mapping | None, status: Mapping | None) -> dict:
-    """The knob values a frame shows: ``{"overlap", "pool", "rate", "scenario", "layout"}`` from
-    ``frame.workload`` and ``"paused"`` from ``frame.status`` (None where the frame has none)."""
+    """The knob values a frame shows: every workload knob (:data:`kvtui.core.knobs.WORKLOAD_KNOBS`) and
+    ``layout`` from ``frame.workload``, and ``"paused"`` from ``frame.status`` (None where the frame has none)."""
     w, st = workload or {}, status or {}
     seen = {k: w.get(k) for k in KNOBS}
     seen["paused"] = st.get("paused")

@@ -37,9 +37,9 @@ class Controller(Protocol):
     ``toggle_recording`` is optional too: without it the app says recording is unavailable."""
 
     def send(self, control: Control) -> None:
-        """Ask for a knob change (:mod:`kvtui.core.controls`: SetOverlap, SetPool, SetRate, SetScenario,
-        SetLayout); the engine applies it before its next request and reports a change it refuses in the
-        event log (the frames then keep showing the old value)."""
+        """Ask for a knob change (:mod:`kvtui.core.controls`: SetKnob, SetLayout, SetTraceSpeed); the engine
+        applies it before its next request and reports a change it refuses in the event log (the frames then
+        keep showing the old value)."""
 
     def pause(self) -> None: ...
     def resume(self) -> None: ...

@@ -1,7 +1,7 @@
 """The monitor's replay keys (only with a player): play / pause, step, seek, start / end, speed.
 
-In replay the live controls are hidden and their keys drive the player instead (:data:`controls.BINDINGS`);
-each key pulls the frame at the new position at once and says in the event log where the playback is.
+These are the keys of the monitor's replay mode (``MODES["replay"]`` of :mod:`kvtui.tui.bindings`); each key
+pulls the frame at the new position at once and says in the event log where the playback is.
 :class:`ReplayKeys` is a part the app owns (``app.replay_keys``); the app's ``action_replay_*`` methods call
 it, and it reaches the app only through :class:`ReplayHost`.
 """

@@ -60,7 +60,7 @@ def test_the_default_monitor_refuses_no_put_in_the_scenarios_its_keys_reach(monk
 
     import kvtui.commands.watch as watch_cmd
     from kvtui.core.codes import NO_SPACE
-    from kvtui.core.controls import SetOverlap, SetScenario
+    from kvtui.core.controls import SetKnob
     from kvtui.launch import open_session
 
     plans = []
@@ -72,7 +72,7 @@ def test_the_default_monitor_refuses_no_put_in_the_scenarios_its_keys_reach(monk
     session.subscribe_results(lambda r: (codes.update(r.codes), done.append(r.scenario)))
     session.start()
     try:
-        for control, seconds in ((SetScenario("multi-turn"), 8.0), (SetOverlap(0.0), 5.0)):
+        for control, seconds in ((SetKnob("scenario", "multi-turn"), 8.0), (SetKnob("overlap", 0.0), 5.0)):
             session.send(control)
             time.sleep(seconds)
     finally:

@@ -42,7 +42,7 @@ def test_the_master_dashboard_replaces_the_grid():
         text = "\n".join(t.plain for t in panel.lines(100))
         assert panel.display and not app.query_one("#grid").display and not app.query_one("#side").display
         assert app.check_action("clear_store", ()) is None  # shown disabled: nothing is written to the store
-        assert app.check_action("overlap", (1,)) is None  # no workload knobs
+        assert app.check_action("knob", ("overlap", 1)) is None  # no workload knobs
         return text, app.query_one("#kpis").plain
 
     text, header = pilot_test(app, scenario)

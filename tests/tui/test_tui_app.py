@@ -19,7 +19,7 @@ from tui_helpers import (
 )
 from waits import pilot_wait_for
 
-from kvtui.core.controls import SetOverlap, SetPool, SetRate, SetScenario
+from kvtui.core.controls import SetKnob
 from kvtui.core.knobs import RATE_STEPS
 from kvtui.testing.demo import DemoController, DemoSource, StaticSource
 from kvtui.tui.app import KvtuiApp, run_app
@@ -37,18 +37,21 @@ def app_for(source=None, controller="rec", **kw) -> KvtuiApp:
 
 
 # -- knob controls ------------------------------------------------------------------------------------------
+def _knobs(name: str, *values) -> list[SetKnob]:
+    return [SetKnob(name, v) for v in values]
+
+
 KNOB_CASES = [  # keys pressed from overlap 50 %, pool 4, rate 10, shared-system-prompt → controls sent, last log line
-    (["right_square_bracket", "right_square_bracket"], [SetOverlap(0.55), SetOverlap(0.6)], "overlap → 60 %"),
-    (["plus", "equals_sign"], [SetOverlap(0.55), SetOverlap(0.6)], "overlap → 60 %"),
-    (["left_square_bracket"], [SetOverlap(0.45)], "overlap → 45 %"),
-    (["minus", "minus", "minus"], [SetOverlap(0.45), SetOverlap(0.4), SetOverlap(0.35)], "overlap → 35 %"),
-    (["full_stop", "greater_than_sign"], [SetPool(5), SetPool(6)], "pool → 6"),
-    (["comma", "less_than_sign"], [SetPool(3), SetPool(2)], "pool → 2"),
-    (["R"], [SetRate(20.0)], "rate → 20 req/s"),
-    (["r", "r"], [SetRate(5.0), SetRate(2.0)], "rate → 2 req/s"),
-    (["s"], [SetScenario("few-shot")], "scenario → few-shot"),
-    (["s", "s", "s"], [SetScenario("few-shot"), SetScenario("multi-turn"), SetScenario("random")],
-     "scenario → random"),
+    (["right_square_bracket", "right_square_bracket"], _knobs("overlap", 0.55, 0.6), "overlap → 60 %"),
+    (["plus", "equals_sign"], _knobs("overlap", 0.55, 0.6), "overlap → 60 %"),
+    (["left_square_bracket"], _knobs("overlap", 0.45), "overlap → 45 %"),
+    (["minus", "minus", "minus"], _knobs("overlap", 0.45, 0.4, 0.35), "overlap → 35 %"),
+    (["full_stop", "greater_than_sign"], _knobs("pool", 5, 6), "pool → 6"),
+    (["comma", "less_than_sign"], _knobs("pool", 3, 2), "pool → 2"),
+    (["R"], _knobs("rate", 20.0), "rate → 20 req/s"),
+    (["r", "r"], _knobs("rate", 5.0, 2.0), "rate → 2 req/s"),
+    (["s"], _knobs("scenario", "few-shot"), "scenario → few-shot"),
+    (["s", "s", "s"], _knobs("scenario", "few-shot", "multi-turn", "random"), "scenario → random"),
 ]
 
 
@@ -75,10 +78,10 @@ def test_knobs_are_clamped():
     async def scenario(pilot):
         await pilot.press("right_square_bracket", "right_square_bracket", "comma", "R", "s")
         ctl = app.controller
-        assert ctl.sent(SetOverlap) == [SetOverlap(1.0)]  # the 2nd press changes nothing
-        assert ctl.sent(SetPool) == []  # already 1
-        assert ctl.sent(SetRate) == [SetRate(0.0)]  # above the top step: closed loop
-        assert ctl.sent(SetScenario) == [SetScenario("shared-system-prompt")]  # wraps around
+        assert ctl.knob_sent("overlap") == [SetKnob("overlap", 1.0)]  # the 2nd press changes nothing
+        assert ctl.knob_sent("pool") == []  # already 1
+        assert ctl.knob_sent("rate") == [SetKnob("rate", 0.0)]  # above the top step: closed loop
+        assert ctl.knob_sent("scenario") == [SetKnob("scenario", "shared-system-prompt")]  # wraps around
         assert log_texts(app)[-3:] == ["overlap → 100 %", "rate → closed loop", "scenario → shared-system-prompt"]
 
     pilot_test(app, scenario)
@@ -102,20 +105,20 @@ def test_presses_that_change_nothing_are_not_sent():
         # r from closed loop: the highest step not above the measured rate (0 here: the lowest step) …
         assert app.frame.rates.get("rps", 0.0) < RATE_STEPS[0]
         await pilot.press("r", "r")
-        assert ctl.sent(SetRate) == [SetRate(RATE_STEPS[0])]  # … and no further down
+        assert ctl.knob_sent("rate") == [SetKnob("rate", RATE_STEPS[0])]  # … and no further down
         assert log_texts(app)[len(before) + 1:] == [f"rate → {RATE_STEPS[0]:g} req/s",
                                                     f"rate is already at its lowest step ({RATE_STEPS[0]:g} req/s)"]
         await pilot.press("R", "R", "R")  # 0.5 → 1 → 2 → 5
-        assert [c.rps for c in ctl.sent(SetRate)] == [0.5, 1, 2, 5]
+        assert [c.value for c in ctl.knob_sent("rate")] == [0.5, 1, 2, 5]
         assert log_texts(app)[-3:] == ["rate → 1 req/s", "rate → 2 req/s", "rate → 5 req/s"]
         app.refresh_timer.pause()  # keep the frame below
         app.knobs["rate"] = 0.0  # closed loop again, with 2.3 req/s measured
         app.frame.rates["rps"] = 2.3
         await pilot.press("r")
-        assert ctl.sent(SetRate)[-1] == SetRate(2.0)
-        app.knob_keys.set_pool(1)  # typed / palette values that change nothing are skipped too
-        app.set_scenario("random")
-        assert not ctl.sent(SetPool) and not ctl.sent(SetScenario)
+        assert ctl.knob_sent("rate")[-1] == SetKnob("rate", 2.0)
+        app.knob_keys.set("pool", 1)  # typed / palette values that change nothing are skipped too
+        app.set_knob("scenario", "random")
+        assert not ctl.knob_sent("pool") and not ctl.knob_sent("scenario")
 
     pilot_test(app, scenario)
 
@@ -153,7 +156,7 @@ def test_engine_echo_of_an_earlier_request_does_not_undo_a_newer_one():
         app.tick()
         assert app.knobs["rate"] == 100.0
         await pilot.press("R")
-        assert ctl.sent(SetRate) == [SetRate(50.0), SetRate(100.0), SetRate(200.0)]
+        assert ctl.knob_sent("rate") == [SetKnob("rate", 50.0), SetKnob("rate", 100.0), SetKnob("rate", 200.0)]
         assert log_texts(app)[-3:] == ["rate → 50 req/s", "rate → 100 req/s", "rate → 200 req/s"]
         for applied in (100.0, 200.0):
             src.workload["rate"] = applied
@@ -162,7 +165,7 @@ def test_engine_echo_of_an_earlier_request_does_not_undo_a_newer_one():
         src.workload["rate"] = 5.0  # changed by someone else: adopted
         app.tick()
         await pilot.press("R")
-        assert ctl.sent(SetRate)[-1] == SetRate(10.0)
+        assert ctl.knob_sent("rate")[-1] == SetKnob("rate", 10.0)
 
     pilot_test(app, scenario)
 
@@ -175,7 +178,7 @@ def test_engine_changes_are_adopted():
         src.workload["overlap"] = 0.2  # changed by someone else (e.g. the CLI)
         app.tick()
         await pilot.press("right_square_bracket")
-        assert app.controller.sent(SetOverlap)[-1] == SetOverlap(0.25)
+        assert app.controller.knob_sent("overlap")[-1] == SetKnob("overlap", 0.25)
 
     pilot_test(app, scenario)
 
@@ -319,7 +322,7 @@ def test_workload_controls_disabled(controller, status, workload):
         await pilot.press("right_square_bracket", "full_stop", "R", "s", "p", "c", "e")
         assert not (isinstance(app.screen, ConfirmScreen) or settings_open(app))
         assert log_texts(app) == before
-        assert app.check_action("overlap", (1,)) is None and app.check_action("clear_store", ()) is None
+        assert app.check_action("knob", ("overlap", 1)) is None and app.check_action("clear_store", ()) is None
         assert app.check_action("freeze", ()) is True
         if app.controller is not None:
             assert app.controller.calls == []

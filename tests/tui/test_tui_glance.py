@@ -9,6 +9,7 @@ import dataclasses
 from tui_helpers import AggSource, RecordingController, log_texts, pilot_test, result, screen_lines
 from waits import pilot_wait_for
 
+from kvtui.core.knobs import KNOBS
 from kvtui.core.pages import PageState as S
 from kvtui.testing.demo import DemoController, DemoSource, StaticSource, fixture_frame
 from kvtui.tui.app import KvtuiApp
@@ -107,7 +108,8 @@ def test_scenario_keys_during_a_trace_say_why_once():
         assert said == ["overlap: a knob of the synthetic scenarios; a trace replays its rows as recorded "
                         "(trace keys: - + speed, p pause)"]  # once, not three times
         await pilot.press("e")
-        assert not isinstance(app.screen, SettingsScreen) and "overlap, rate and pool" in bar.plain
+        last = list(KNOBS)[-1]  # "overlap, pool and rate": every knob the dialog would take
+        assert not isinstance(app.screen, SettingsScreen) and f"and {last}: a knob of the synthetic" in bar.plain
         assert src.workload["kind"] == "trace"
 
     pilot_test(app, scenario)
@@ -139,7 +141,7 @@ def test_badges_have_reserved_places():
         kpis = app.query_one(Kpis)
 
         def header():
-            return [s.text for s in app.screen._compositor.render_strips()][:kpis.size.height]
+            return screen_lines(app)[:kpis.size.height]
 
         await pilot_wait_for(pilot, lambda: "last 30 s" in "".join(header()), 10, "the header drawn", detail=header)
         cut = kpis.size.width - kpis.badge_width + 1  # +1: the header's left padding

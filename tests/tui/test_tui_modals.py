@@ -8,8 +8,9 @@ import os
 from textual.widgets import Input
 from tui_helpers import AggSource, RecordingController, log_texts, pilot_test, settings_open
 
-from kvtui.core.controls import SetLayout, SetOverlap, SetPool, SetRate, SetScenario
+from kvtui.core.controls import SetKnob, SetLayout
 from kvtui.tui.app import KvtuiApp
+from kvtui.tui.bindings import APP_BINDINGS, MODES, action_of
 from kvtui.tui.screens import ConfirmScreen, HelpScreen
 from kvtui.tui.widgets import EventLog
 
@@ -27,8 +28,7 @@ def test_help_screen_lists_every_binding_and_closes():
         await pilot.press("question_mark")
         assert isinstance(app.screen, HelpScreen)
         listed = dict(app.screen.keys)
-        live = {b.action for b in KvtuiApp.BINDINGS if not b.action.startswith(("replay_", "trace_"))}
-        assert len(app.screen.keys) == len(live)  # live mode: every action but the replay ones, once
+        assert len(app.screen.keys) == len({action_of(b) for b in [*MODES["live"], *APP_BINDINGS]})  # each once
         for key in ("?", "q", "^c", "p", "s", "f", "w", "c", "e", "r", "R", "]", "[", "<", ">", "^s", "^r"):
             assert any(key in k.split() for k in listed), key
         await pilot.press("escape")
@@ -76,15 +76,15 @@ def test_settings_modal_types_values():
         await pilot.press("enter")
         assert not settings_open(app)
         ctl = app.controller
-        assert ctl.sent(SetOverlap) == [SetOverlap(0.8)]
-        assert ctl.sent(SetRate) == [SetRate(0.0)] and ctl.sent(SetPool) == [SetPool(12)]
+        assert ctl.knob_sent("overlap") == [SetKnob("overlap", 0.8)]
+        assert ctl.knob_sent("rate") == [SetKnob("rate", 0.0)] and ctl.knob_sent("pool") == [SetKnob("pool", 12)]
         assert {"overlap → 80 %", "rate → closed loop", "pool → 12"} <= set(log_texts(app))
         await pilot.press("e")
         app.screen.query_one("#set-pool", Input).value = "abc"
         await pilot.press("enter")
         assert settings_open(app)  # a bad value keeps the dialog open
         await pilot.press("escape")
-        assert len(ctl.sent(SetPool)) == 1
+        assert len(ctl.knob_sent("pool")) == 1
 
     pilot_test(app, scenario)
 
@@ -115,14 +115,14 @@ def test_settings_keys_typed_in_a_burst_all_count():
             app._driver.send_message(event)  # no wait between keys, unlike pilot.press
         await until_dialog_closed(pilot)
         assert not settings_open(app)
-        assert app.controller.sent(SetOverlap) == [SetOverlap(0.61)]
+        assert app.controller.knob_sent("overlap") == [SetKnob("overlap", 0.61)]
         assert log_texts(app)[-1] == "overlap → 61 %"
 
     pilot_test(app, scenario)
 
 
 def test_settings_tab_in_a_burst_moves_to_the_next_field():
-    """e C-u 61 Tab C-u 3 Tab C-u 5 Enter in one go: each value lands in its own field."""
+    """e C-u 61 Tab C-u 3 Tab C-u 5 Enter in one go: each value lands in its own field (overlap, pool, rate)."""
     from textual import events
 
     app = app_for()
@@ -138,8 +138,8 @@ def test_settings_tab_in_a_burst_moves_to_the_next_field():
         await until_dialog_closed(pilot)
         assert not settings_open(app)
         ctl = app.controller
-        assert ctl.sent(SetOverlap) == [SetOverlap(0.61)]
-        assert ctl.sent(SetRate) == [SetRate(3.0)] and ctl.sent(SetPool) == [SetPool(5)]
+        assert ctl.knob_sent("overlap") == [SetKnob("overlap", 0.61)]
+        assert ctl.knob_sent("pool") == [SetKnob("pool", 3)] and ctl.knob_sent("rate") == [SetKnob("rate", 5.0)]
 
     pilot_test(app, scenario)
 
@@ -178,7 +178,7 @@ def test_command_palette_entries():
         assert [t for t in titles if "screenshot" in t.lower()] == ["Save SVG screenshot"]  # not Textual's too
         cmd = next(c for c in app.get_system_commands(app.screen) if c.title == "Scenario: multi-turn")
         cmd.callback()
-        assert app.controller.sent(SetScenario) == [SetScenario("multi-turn")]
+        assert app.controller.knob_sent("scenario") == [SetKnob("scenario", "multi-turn")]
         cmd = next(c for c in app.get_system_commands(app.screen) if c.title == "Layout: tiny")
         assert "4×2×16 …" in cmd.help
         cmd.callback()
@@ -250,12 +250,13 @@ def test_resize_under_a_modal():
 
 def test_settings_fields_are_the_knobs_of_the_command_line():
     """The dialog parses with kvtui.core.knobs (Knob.parse): the same units, ranges and messages as the flags."""
-    from kvtui.core.knobs import OVERLAP, POOL, RATE
+    from kvtui.core.knobs import KNOBS, POOL
     from kvtui.tui.screens.settings import FIELDS, parse
 
-    assert [k for k, _ in FIELDS] == [OVERLAP, RATE, POOL]
-    assert [label for _, label in FIELDS] == ["prefix overlap (%)", "request rate (req/s, 0 = closed loop)",
-                                              "pool size"]
+    assert [k for k, _ in FIELDS] == list(KNOBS.values())  # every knob, in the table's order
+    labels = {k.name: label for k, label in FIELDS}
+    assert (labels["overlap"], labels["pool"], labels["rate"]) == ("prefix overlap (%)", "pool size",
+                                                                   "request rate (req/s, 0 = closed loop)")
     assert parse({"overlap": " 61 ", "rate": "0", "pool": "12"}) == ({"overlap": 0.61, "rate": 0.0, "pool": 12}, [])
     assert parse({"overlap": "", "rate": ""}) == ({}, [])
     too_big = int(POOL.high) + 1

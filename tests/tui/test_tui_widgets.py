@@ -9,12 +9,13 @@ from textual.app import App, ComposeResult
 from tui_helpers import result, run
 
 import kvtui.tui
-from kvtui.core.knobs import RATE_STEPS, next_rate
+from kvtui.core.knobs import OVERLAP, POOL, RATE, RATE_STEPS
 from kvtui.core.pages import PageState as S
 from kvtui.metrics.frame import PageRow
 from kvtui.metrics.latency import LatencyRecorder
 from kvtui.tui.fmt import fmt_elapsed, fmt_mbps, fmt_ms, fmt_pct, fmt_rate
 from kvtui.tui.widgets.event_log import EventLog, wrap_words
+from kvtui.tui.widgets.kpis import workload_text
 from kvtui.tui.widgets.latency import KINDS, Axis, LatencyPanel, bar_rows, bucket_of, merge_buckets, tick_text
 from kvtui.tui.widgets.page_grid import CLASS, GLYPH, PageGrid, compress, scale_for
 
@@ -335,7 +336,14 @@ def test_formatters_carry_units():
     (10, True, 0, 20), (10, False, 0, 5), (0.5, False, 0, 0.5), (1000, True, 0, 0.0),
     (0, True, 0, 0.0), (0, False, 73.0, 50), (0, False, 0.1, RATE_STEPS[0]), (7, True, 0, 10), (7, False, 0, 5)])
 def test_rate_steps(current, up, measured, expected):
-    assert next_rate(current, up, measured) == expected
+    assert RATE.stepped(current, up, measured) == expected
+
+
+@pytest.mark.parametrize("knob,current,up,expected", [
+    (OVERLAP, 0.5, True, 0.55), (OVERLAP, 0.61, True, 0.65), (OVERLAP, 0.61, False, 0.55), (OVERLAP, 1.0, True, 1.0),
+    (OVERLAP, 0.0, False, 0.0), (POOL, 4, True, 5), (POOL, 1, False, 1)])
+def test_knob_steps_land_on_the_grid_and_stop_at_the_ends(knob, current, up, expected):
+    assert knob.stepped(current, up) == pytest.approx(expected)
 
 
 # -- header: store state ------------------------------------------------------------------------------------
@@ -519,3 +527,12 @@ def test_row_details_say_what_an_unbounded_cache_would_have_hit():
     assert ideal_line([S.HIT, S.PUBLISHED], 2).endswith("2 pages hit → 1 lost to the store's capacity or concurrency")
     assert ideal_line([S.HIT, S.PUBLISHED], 1).endswith("1 pages hit — the store hit all of them")
     assert ideal_line([S.PUBLISHED, S.PUBLISHED], 0).endswith("0 pages hit (every page a first use)")
+
+
+def test_the_multi_turn_header_says_the_overlap_is_of_first_turns():
+    """Issue 43: "overlap 25 %" beside 75 % hits read as a contradiction in multi-turn, where the overlap sets a
+    conversation's first turn only (later turns share the whole previous turn)."""
+    w = {"kind": "synthetic", "scenario": "multi-turn", "overlap": 0.25, "pool": 8, "rate": 0.0}
+    assert workload_text(w) == "multi-turn · 1st-turn overlap 25 % · pool 8 · closed loop"
+    assert workload_text(w, short=1) == "multi-turn · 1st-turn ovl 25 % · pool 8 · closed loop"
+    assert workload_text({**w, "scenario": "few-shot"}) == "few-shot · overlap 25 % · pool 8 · closed loop"

@@ -88,8 +88,14 @@ class RecordingController:
         return [c for c in self.calls if c[0] == name]
 
     def sent(self, kind: type) -> list:
-        """The controls of type ``kind`` (e.g. ``SetRate``) sent so far, oldest first."""
+        """The controls of type ``kind`` (e.g. ``SetLayout``) sent so far, oldest first."""
         return [c[1] for c in self.calls if c[0] == "send" and isinstance(c[1], kind)]
+
+    def knob_sent(self, name: str) -> list:
+        """The ``SetKnob`` controls of knob ``name`` sent so far, oldest first."""
+        from kvtui.core.controls import SetKnob
+
+        return [c for c in self.sent(SetKnob) if c.name == name]
 
 
 class FakeClock:
@@ -125,8 +131,10 @@ def log_texts(app) -> list[str]:
 
 
 def screen_lines(app) -> list[str]:
-    """The plain text of every line on the app's screen, as drawn (Textual's compositor)."""
-    return [strip.text for strip in app.screen._compositor.render_strips()]
+    """The plain text of every line on the app's screen, as drawn (:func:`kvtui.movie.frames.screen_rows`)."""
+    from kvtui.movie.frames import screen_rows
+
+    return ["".join(seg.text for seg in row if not seg.control) for row in screen_rows(app)]
 
 
 def settings_open(app) -> bool:

@@ -9,7 +9,7 @@ import pytest
 from waits import wait_for
 
 from kvtui.config.workload import synthetic_description
-from kvtui.core.controls import CONTROLS, Control, SetLayout, SetOverlap, SetPool, SetRate, SetScenario
+from kvtui.core.controls import CONTROLS, Control, SetKnob, SetLayout, SetTraceSpeed
 from kvtui.core.layout import PRESETS
 from kvtui.live import LiveSession
 from kvtui.testing.fake_engine import FakeCluster, FakeEngine
@@ -54,7 +54,8 @@ def test_the_controller_api_is_send_plus_the_immediate_actions():
             assert callable(getattr(session, name)), name
         for old in ("set_overlap", "set_pool", "set_rate", "set_scenario", "set_layout"):
             assert not hasattr(session, old), old  # one channel: typed messages through send
-        assert all(isinstance(c("x") if c in (SetScenario, SetLayout) else c(1), Control) for c in CONTROLS)
+        samples = {SetKnob: SetKnob("pool", 1), SetLayout: SetLayout("x"), SetTraceSpeed: SetTraceSpeed(None)}
+        assert set(samples) == set(CONTROLS) and all(isinstance(c, Control) for c in samples.values())
         with pytest.raises(TypeError):
             session.send(lambda: None)
     finally:
@@ -62,13 +63,13 @@ def test_the_controller_api_is_send_plus_the_immediate_actions():
 
 
 @pytest.mark.parametrize("control,field,value,text", [
-    (SetOverlap(0.6), "overlap", 0.6, "overlap → 60 %"),
-    (SetOverlap(0), "overlap", 0.0, "overlap → 0 %"),
-    (SetOverlap(1), "overlap", 1.0, "overlap → 100 %"),
-    (SetPool(5), "pool", 5, "pool → 5"),
-    (SetRate(20.0), "rate", 20.0, "rate → 20 req/s"),
-    (SetRate(0.0), "rate", 0.0, "rate → closed loop"),
-    (SetScenario("few-shot"), "scenario", "few-shot", "scenario → few-shot"),
+    (SetKnob("overlap", 0.6), "overlap", 0.6, "overlap → 60 %"),
+    (SetKnob("overlap", 0), "overlap", 0.0, "overlap → 0 %"),
+    (SetKnob("overlap", 1), "overlap", 1.0, "overlap → 100 %"),
+    (SetKnob("pool", 5), "pool", 5, "pool → 5"),
+    (SetKnob("rate", 20.0), "rate", 20.0, "rate → 20 req/s"),
+    (SetKnob("rate", 0.0), "rate", 0.0, "rate → closed loop"),
+    (SetKnob("scenario", "few-shot"), "scenario", "few-shot", "scenario → few-shot"),
 ])
 def test_a_knob_control_changes_the_workload_and_logs_it(control, field, value, text):
     session, _ = _session()
@@ -82,13 +83,13 @@ def test_a_knob_control_changes_the_workload_and_logs_it(control, field, value, 
 
 
 @pytest.mark.parametrize("control,message", [
-    (SetOverlap(1.5), "control refused: overlap must be within 0-100 %, got 150"),
-    (SetOverlap(-0.05), "control refused: overlap must be within 0-100 %, got -5"),
-    (SetOverlap(float("nan")), "control refused: overlap must be a finite number"),
-    (SetPool(0), "control refused: pool must be within 1-1048576, got 0"),
-    (SetPool(2.5), "control refused: pool must be a whole number, got 2.5"),
-    (SetRate(-1.0), "control refused: rate must be at least 0 req/s, got -1"),
-    (SetScenario("chat"), "control refused: unknown scenario 'chat'"),
+    (SetKnob("overlap", 1.5), "control refused: overlap must be within 0-100 %, got 150"),
+    (SetKnob("overlap", -0.05), "control refused: overlap must be within 0-100 %, got -5"),
+    (SetKnob("overlap", float("nan")), "control refused: overlap must be a finite number"),
+    (SetKnob("pool", 0), "control refused: pool must be within 1-1048576, got 0"),
+    (SetKnob("pool", 2.5), "control refused: pool must be a whole number, got 2.5"),
+    (SetKnob("rate", -1.0), "control refused: rate must be at least 0 req/s, got -1"),
+    (SetKnob("scenario", "chat"), "control refused: unknown scenario 'chat'"),
     (SetLayout("huge"), "control refused: unknown layout 'huge'"),
 ])
 def test_a_value_out_of_range_is_refused_not_clamped(control, message):
@@ -113,7 +114,7 @@ def test_a_trace_workload_has_no_knobs():
     session.start()
     try:
         n = _n_events(session)
-        session.send(SetPool(3))
+        session.send(SetKnob("pool", 3))
         session.send(SetLayout("seed"))
         assert _events_after(session, n, 2) == ["this workload (a trace) has no knobs to change",
                                                 "this workload (a trace) keeps the page layout it started with"]
@@ -165,8 +166,8 @@ def test_a_refused_layout_switch_changes_nothing(why):
         session.stop()
 
 
-@pytest.mark.parametrize("control,change,size", [(SetPool(40), "pool 40", "16MiB"),
-                                                 (SetScenario("multi-turn"), "scenario multi-turn", "16MiB"),
+@pytest.mark.parametrize("control,change,size", [(SetKnob("pool", 40), "pool 40", "16MiB"),
+                                                 (SetKnob("scenario", "multi-turn"), "scenario multi-turn", "16MiB"),
                                                  (SetLayout("seed"), "layout seed", "1.1GiB")])
 def test_a_change_that_would_outgrow_the_store_kvtui_sized_is_refused(control, change, size):
     """The store kvtui sized (no --store-size) holds every scenario and overlap the monitor reaches at the pool
@@ -183,7 +184,7 @@ def test_a_change_that_would_outgrow_the_store_kvtui_sized_is_refused(control, c
         assert texts[0].endswith(f"start with --store-size {size} for it"), texts
         assert session.workload.spec == spec
         n = _n_events(session)
-        session.send(SetPool(2))  # less than now: never refused
+        session.send(SetKnob("pool", 2))  # less than now: never refused
         assert _events_after(session, n) == ["pool → 2"]
     finally:
         session.stop()
@@ -193,7 +194,7 @@ def test_a_store_the_user_sized_takes_any_change_in_range():
     session, _ = _session(store_limit=None)
     try:
         n = _n_events(session)
-        session.send(SetPool(40))
+        session.send(SetKnob("pool", 40))
         assert _events_after(session, n) == ["pool → 40"]
     finally:
         session.stop()
@@ -204,8 +205,8 @@ def test_description_follows_the_workload_spec():
     session, _ = _session()
     try:
         n = _n_events(session)
-        session.send(SetOverlap(0.25))
-        session.send(SetPool(2))
+        session.send(SetKnob("overlap", 0.25))
+        session.send(SetKnob("pool", 2))
         assert _events_after(session, n, 2) == ["overlap → 25 %", "pool → 2"]
         spec = session.workload.spec
         assert (spec.overlap, spec.pool) == (0.25, 2)
@@ -229,7 +230,7 @@ def test_a_rate_set_after_closed_loop_is_honoured_at_once():
         wait_for(lambda: session.driver.elapsed() >= 1.0, 10, "a second of closed loop")
         before = session.driver.elapsed()  # seconds of closed loop on the arrival clock
         n = _n_events(session)
-        session.send(SetRate(20.0))
+        session.send(SetKnob("rate", 20.0))
         assert _events_after(session, n) == ["rate → 20 req/s"]
         wait_for(lambda: sum(r.arrival_s is not None for r in engine.submitted) >= 3, 10, "three timed arrivals")
         arrivals = [r.arrival_s for r in list(engine.submitted) if r.arrival_s is not None]

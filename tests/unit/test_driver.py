@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 from waits import wait_for
 
-from kvtui.core.controls import SetOverlap, SetPool
+from kvtui.core.controls import SetKnob
 from kvtui.core.engine_api import WorkerError
 from kvtui.core.layout import PageLayout
 from kvtui.engine.driver import Driver
@@ -42,10 +42,10 @@ def test_bounds_and_pause_and_controls_while_paused():
     d.start()
     time.sleep(0.3)  # (the thing under test: nothing is issued in 0.3 s while paused)
     assert d.issued == 0 and d.paused
-    d.send(SetOverlap(0.5))
-    d.send(SetPool(3))
+    d.send(SetKnob("overlap", 0.5))
+    d.send(SetKnob("pool", 3))
     wait_for(lambda: len(applied) == 2, 5, "both controls applied", interval_s=0.01)
-    assert applied == [(SetOverlap(0.5), 0), (SetPool(3), 0)]  # in order, while paused, nothing issued
+    assert applied == [(SetKnob("overlap", 0.5), 0), (SetKnob("pool", 3), 0)]  # in order, while paused, nothing issued
     d.resume()
     wait_for(lambda: d.issued > 0, 5, "a request issued after resume", interval_s=0.01)
     d.stop()
@@ -57,7 +57,7 @@ def test_send_takes_only_control_messages_and_needs_a_handler():
     with pytest.raises(TypeError):
         d.send(lambda: None)  # closures are not controls
     with pytest.raises(RuntimeError):
-        Driver(_engine(), requests(), lambda r: None).send(SetPool(2))
+        Driver(_engine(), requests(), lambda r: None).send(SetKnob("pool", 2))
 
 
 def test_the_handler_runs_before_the_next_request_and_may_wait_idle():
@@ -76,13 +76,13 @@ def test_the_handler_runs_before_the_next_request_and_may_wait_idle():
 
     def handle(c):
         idle.append(d.wait_idle(5.0) and d.completed + d.dropped == d.issued)
-        state["pool"] = c.n
+        state["pool"] = c.value
         marks.append(len(seen))
 
     idle, marks = [], []
     d = Driver(_engine(), reqs(), lambda r: None, on_control=handle).start()
     wait_for(lambda: d.issued > 20, 5, "20 requests issued", interval_s=0.01)
-    d.send(SetPool(7))
+    d.send(SetKnob("pool", 7))
     wait_for(lambda: marks and len(seen) > marks[0] + 5, 5, "5 requests drawn after the control", interval_s=0.01)
     d.stop()
     assert d.done.wait(5)

@@ -11,7 +11,7 @@ import pytest
 
 from kvtui.config.workload import add_workload_arguments, workload_from_args
 from kvtui.core.errors import KvtuiError
-from kvtui.core.knobs import DEFAULT_SCENARIO, KNOBS, OVERLAP, POOL, RATE, SCENARIO_KEY, SCENARIOS
+from kvtui.core.knobs import DEFAULT_SCENARIO, KNOBS, OVERLAP, POOL, RATE, SCENARIO, SCENARIOS, check_knob
 from kvtui.core.layout import PRESETS
 from workload import WorkloadSpec
 
@@ -37,10 +37,10 @@ def test_readme_knob_table_agrees_with_the_knob_specs():
     rows = _readme_knob_table()
     for knob in KNOBS.values():
         assert rows[knob.label] == [knob.label, f"`{knob.flag}`", knob.unit or "—", knob.span_text(),
-                                    knob.default_text(), knob.step_text(), " ".join(f"`{k}`" for k in knob.keys)]
+                                    knob.default_text(), knob.step_text(), knob.keys_text()]
     scenario = rows["scenario"]
     assert scenario[1] == "`--scenario`" and scenario[3] == ", ".join(SCENARIOS)
-    assert scenario[4] == DEFAULT_SCENARIO and scenario[6] == f"`{SCENARIO_KEY}`"
+    assert scenario[4] == DEFAULT_SCENARIO and scenario[6] == f"`{SCENARIO.key}`"
     assert set(rows) == {k.label for k in KNOBS.values()} | {"scenario"}
 
 
@@ -104,12 +104,35 @@ def test_text_and_clamp():
     assert POOL.range_text() == "within 1-1048576"  # whole numbers are never written as 1.04858e+06
 
 
-def test_the_monitor_keys_in_the_table_are_the_monitors_bindings():
-    from kvtui.tui.bindings import BINDINGS
+def test_the_monitor_keys_in_the_table_are_the_live_monitors_bindings():
+    from textual.binding import Binding
+    from textual.keys import format_key
 
-    def shown(action_prefix: str) -> set[str]:
-        return {b.key_display or b.key for b in BINDINGS if b.action.split("(")[0] == action_prefix}
+    from kvtui.tui.bindings import MODES, action_of
+
+    def bound(name: str, *params) -> set[str]:
+        """The characters of the live bindings of ``name(*params)``."""
+        return {format_key(one.key) for b in MODES["live"] if action_of(b) == (name, params)
+                for one in Binding.make_bindings([b])}
 
     for knob in KNOBS.values():
-        assert shown(knob.name) == set(knob.keys), knob.name
-    assert shown("scenario") == {SCENARIO_KEY}
+        for up in (False, True):
+            assert bound("knob", knob.name, 1 if up else -1) == set(knob.key_chars(up)), (knob.name, up)
+    assert bound("scenario") == {SCENARIO.key}
+
+
+def test_a_knob_control_is_checked_against_its_entry():
+    assert check_knob("overlap", 0.05 * 12) == 0.6 and check_knob("pool", 3.0) == 3 and check_knob("rate", 0) == 0.0
+    assert check_knob("scenario", "few-shot") == "few-shot"
+    for name, value, message in (("overlap", 1.5, "overlap must be within 0-100 %, got 150"),
+                                 ("scenario", "chat", "unknown scenario 'chat'"), ("speed", 1, "unknown knob 'speed'")):
+        with pytest.raises(ValueError, match=message):
+            check_knob(name, value)
+
+
+def test_multi_turn_says_which_turns_the_overlap_is_of():
+    """In multi-turn the overlap sets a conversation's first turn only (later turns share the whole previous turn):
+    the header and the flag's help say so (issue 43)."""
+    assert OVERLAP.chip_label("multi-turn", False) == "1st-turn overlap"
+    assert OVERLAP.chip_label("few-shot", False) == "overlap" and OVERLAP.chip_label("few-shot", True) == "ovl"
+    assert "in multi-turn: the shared part of a conversation's first turn only" in OVERLAP.help_text()

@@ -8,6 +8,7 @@ import sys
 
 import pytest
 
+from kvtui.core.knobs import WORKLOAD_KNOBS
 from kvtui.tui.knob_state import ASKED_SHOWN_S, PENDING_MAX, KnobState, same, seen_in
 
 
@@ -44,8 +45,10 @@ def test_same_compares_numbers_to_a_tolerance():
 def test_seen_in_reads_the_knobs_of_a_frame():
     seen = seen_in({"overlap": 0.5, "pool": 4, "rate": 10.0, "scenario": "random", "prompt_tokens": 9},
                    {"paused": True, "mode": "live"})
-    assert seen == {"overlap": 0.5, "pool": 4, "rate": 10.0, "scenario": "random", "layout": None, "paused": True}
-    assert seen_in(None, None) == dict.fromkeys(("overlap", "pool", "rate", "scenario", "layout", "paused"))
+    knobs = (*WORKLOAD_KNOBS, "layout", "paused")  # every workload knob of kvtui.core.knobs, and two more
+    assert seen == {**dict.fromkeys(knobs), "overlap": 0.5, "pool": 4, "rate": 10.0, "scenario": "random",
+                    "paused": True}
+    assert seen_in(None, None) == dict.fromkeys(knobs)
 
 
 def test_a_request_that_changes_nothing_does_not_send():

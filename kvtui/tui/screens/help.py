@@ -10,6 +10,7 @@ from textual.containers import VerticalScroll
 from textual.screen import ModalScreen
 from textual.widgets import Static
 
+from kvtui.core.knobs import KNOBS
 from kvtui.tui.widgets.page_grid import REASON_CELLS, STATES
 
 GRID_HELP = (
@@ -28,7 +29,10 @@ GRID_HELP = (
 )
 HEADER_HELP = (
     "Header: \"page hits 74.7 % session · 75.0 % last 30 s\" (the whole session, and the latency window; — while "
-    "paused or idle). A trace replay shows its row, its trace clock (position / length), its speed (- + ) and "
+    "paused or idle). " + "".join(
+        f"In {scenario} the header says \"{knob.chip_label(scenario, False)}\": {means}. "
+        for knob in KNOBS.values() for scenario, _, means in knob.scenario_notes) +
+    "A trace replay shows its row, its trace clock (position / length), its speed (- + ) and "
     "ETA (~: an estimate from the request rate at max), and the ideal hit rate of the rows so far: an unbounded "
     "cache, the rule of kvtui trace-stats. The gap between it and prefill skipped is what the store's capacity "
     "and concurrency cost. Beside it \"aiperf\": aiperf analyze-trace's hit rate over the same rows, the mean of "

@@ -1,7 +1,7 @@
-"""A small dialog to type workload knobs: overlap %, request rate (0 = closed loop), pool size.
+"""A small dialog to type the workload knobs (overlap %, pool size, request rate…): one field per knob of
+:data:`kvtui.core.knobs.KNOBS`, in its order.
 
-Each field's label, unit, range and parsing are its knob's (:mod:`kvtui.core.knobs`), the same as the command
-line's flags.
+Each field's label, unit, range and parsing are its knob's, the same as the command line's flags.
 
 The screen is built once (the app installs it at start) and shown again on each ``e``, over an opaque
 background: a translucent one makes Textual paint a tinted copy of the whole dashboard under it, in Python,
@@ -18,7 +18,7 @@ from textual.containers import Grid, Vertical
 from textual.screen import ModalScreen
 from textual.widgets import Input, Label
 
-from kvtui.core.knobs import OVERLAP, POOL, RATE, Knob
+from kvtui.core.knobs import KNOBS, Knob
 from kvtui.tui.knob_state import same
 
 
@@ -28,7 +28,7 @@ def field_label(knob: Knob) -> str:
     return f"{knob.label} ({extra})" if extra else knob.label
 
 
-FIELDS: tuple[tuple[Knob, str], ...] = tuple((k, field_label(k)) for k in (OVERLAP, RATE, POOL))
+FIELDS: tuple[tuple[Knob, str], ...] = tuple((k, field_label(k)) for k in KNOBS.values())
 """(knob, label) of each field, in the dialog's order."""
 
 
@@ -81,16 +81,17 @@ class OrderedInput(Input):
 
 
 class SettingsScreen(ModalScreen[dict | None]):
-    """Dismisses with ``{"overlap": 0..1, "rate": req/s, "pool": n}`` (fields left as they were are omitted),
+    """Dismisses with knob → value in the engine's units (``{"overlap": 0..1, "pool": n, "rate": req/s}``; fields
+    left as they were are omitted),
     or ``None`` when cancelled. Built once; :meth:`show` puts ``current`` (the knobs now) into the fields and
     says which field (``focus``) starts with the focus, before each push."""
 
     BINDINGS = [Binding("escape", "cancel", "Cancel")]
 
-    def __init__(self, current: dict | None = None, focus: str = "overlap") -> None:
+    def __init__(self, current: dict | None = None, focus: str | None = None) -> None:
         super().__init__()
         self.current = dict(current or {})
-        self.start = focus
+        self.start = focus or FIELDS[0][0].name
 
     def _initial(self, key: Knob) -> str:
         """The field's text at first: the knob now, in the user's unit (overlap 0.75 → ``75``)."""
@@ -107,16 +108,17 @@ class SettingsScreen(ModalScreen[dict | None]):
                     yield OrderedInput(self._initial(knob), id=f"set-{knob.name}")
             yield Label("", id="settings-error")
 
-    def show(self, current: dict, focus: str = "overlap") -> None:
-        """Fill the fields with ``current`` and focus ``focus`` (call before pushing the screen again)."""
-        self.current, self.start = dict(current), focus
+    def show(self, current: dict, focus: str | None = None) -> None:
+        """Fill the fields with ``current`` and focus ``focus`` (None: the first field; call before pushing the
+        screen again)."""
+        self.current, self.start = dict(current), focus or FIELDS[0][0].name
         if self.is_mounted:
             for knob, _ in FIELDS:
                 field = self.query_one(f"#set-{knob.name}", Input)
                 field.value = self._initial(knob)
                 field.cursor_position = len(field.value)
             self.query_one("#settings-error", Label).update("")
-            self.set_focus(self.query_one(f"#set-{focus}", Input))
+            self.set_focus(self.query_one(f"#set-{self.start}", Input))
 
     def on_mount(self) -> None:
         self.query_one(f"#set-{self.start}", Input).focus()

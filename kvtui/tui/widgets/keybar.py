@@ -1,18 +1,19 @@
 """The key bar at the bottom (the monitor's footer) and its status line.
 
-One line: the keys the current mode offers (``? help  q quit  p pause  [] overlap …``), ``^p palette`` at the
-right end. When they do not fit, the least important keys (:data:`RANK`) are left out, whole: a key and its
-name are never cut. Keys of a compact group share one name (``[] overlap``, ``rR rate``). A disabled key
-shows dim. :meth:`KeyBar.flash` puts a one-line message (why a key does nothing here) in place of the keys
-for a few seconds.
+One line: the keys the mode offers (``? help  q quit  p pause  [] overlap …``), in the order of the mode's
+binding list, ``^p palette`` at the right end. When they do not fit, the least important keys (:data:`RANK`)
+are left out, whole: a key and its name are never cut. Keys of a compact group share one name (``[] overlap``,
+``rR rate``). A disabled key shows dim. :meth:`KeyBar.flash` puts a one-line message (why a key does nothing
+here) in place of the keys for a few seconds.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Sequence
 from typing import ClassVar
 
 from rich.text import Text
+from textual.actions import parse
 from textual.timer import Timer
 from textual.widget import Widget
 
@@ -23,27 +24,29 @@ RANK = {"help": 0, "quit": 1, "restart_master": 2, "kill_leader": 2, "toggle_pau
         "settings": 4, "replay_seek": 4, "overlap": 5, "replay_speed": 5, "rate": 6, "pool": 7, "replay_step": 7,
         "scenario": 8, "freeze": 9, "window": 10, "replay_start": 11, "replay_end": 11, "clear_store": 12,
         "toggle_recording": 13, "screenshot": 14}
-"""Importance of each action in the key bar (lower stays longer when the width is short)."""
+"""Importance of each action in the key bar (lower stays longer when the width is short); a knob's key
+(``knob('overlap', 1)``) ranks by the knob's name, an action not listed last."""
 FLASH_S = 5.0
 PALETTE = ("^p", "palette")
 
 
-def _action_name(action: str) -> str:
-    return action.split("(", 1)[0]
+def _rank(action: str) -> int:
+    """The :data:`RANK` of ``action`` (``app.knob('overlap', 1)`` → that of ``overlap``)."""
+    _, name, params = parse(action)
+    return RANK.get(str(params[0]) if name == "knob" and params else name, 20)
 
 
 class KeyBar(CachedStyles, Widget):
-    """The footer line. ``shows(action)``: whether an action with a shown binding goes in the bar (the app
-    leaves out keys that do nothing in its mode, e.g. the scenario knobs during a trace replay)."""
+    """The footer line. ``order``: the actions of the mode's bindings, in the order the bar shows them."""
 
     COMPONENT_CLASSES: ClassVar[set[str]] = {"keybar--key", "keybar--name", "keybar--disabled", "keybar--flash"}
     DEFAULT_CSS = """
     KeyBar { height: 1; dock: bottom; }
     """
 
-    def __init__(self, shows: Callable[[str], bool] | None = None, *, id: str | None = None) -> None:
+    def __init__(self, order: Sequence[str] = (), *, id: str | None = None) -> None:
         super().__init__(id=id)
-        self.shows = shows or (lambda action: True)
+        self.order = {action: i for i, action in reversed(list(enumerate(order)))}
         self.message: str | None = None
         self._timer: Timer | None = None
 
@@ -69,11 +72,10 @@ class KeyBar(CachedStyles, Widget):
         """``(keys, name, enabled, rank)`` of every key on offer, in binding order (one per action or group)."""
         out: dict[str, list] = {}
         app = self.app
-        order = {b.action: i for i, b in reversed(list(enumerate(getattr(app, "BINDINGS", ()))))}
-        actives = sorted(self.screen.active_bindings.values(), key=lambda a: order.get(a.binding.action, 999))
+        actives = sorted(self.screen.active_bindings.values(), key=lambda a: self.order.get(a.binding.action, 999))
         for active in actives:
             b = active.binding
-            if not b.show or not self.shows(_action_name(b.action)):
+            if not b.show:
                 continue
             group = b.group.description if b.group is not None and b.group.compact else None
             slot = f"group:{group}" if group else b.action
@@ -83,7 +85,7 @@ class KeyBar(CachedStyles, Widget):
                     out[slot][0] += key
                 out[slot][2] = out[slot][2] or active.enabled
                 continue
-            out[slot] = [key, group or b.description, active.enabled, RANK.get(_action_name(b.action), 20)]
+            out[slot] = [key, group or b.description, active.enabled, _rank(b.action)]
         return [tuple(v) for v in out.values()]
 
     def fit(self, width: int) -> tuple[list[tuple[str, str, bool, int]], int]:

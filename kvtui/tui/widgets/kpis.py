@@ -15,13 +15,14 @@ then aiperf's (:data:`~kvtui.metrics.figures.AIPERF_SO_FAR`: the mean over reque
 
 from __future__ import annotations
 
-from typing import ClassVar
+from collections.abc import Mapping
+from typing import Any, ClassVar
 
 from rich.text import Text
 from textual.geometry import Size
 from textual.widget import Widget
 
-from kvtui.core.knobs import trace_speed_text
+from kvtui.core.knobs import KNOBS, trace_speed_text
 from kvtui.core.panels import WorkloadPanel
 from kvtui.metrics.figures import AIPERF_SO_FAR, HIT_RATE_RECENT, IDEAL_SO_FAR, trace_eta
 from kvtui.tui.fmt import (
@@ -31,7 +32,6 @@ from kvtui.tui.fmt import (
     fmt_ms,
     fmt_pct,
     fmt_position,
-    fmt_rps_knob,
     fmt_speed,
     format_bytes,
 )
@@ -88,20 +88,21 @@ def trace_text(w: WorkloadPanel, rps: float = 0.0, short: int = 0) -> str:
 
 
 def workload_text(w: WorkloadPanel, short: int = 0, rps: float = 0.0) -> str:
-    """One line for ``frame.workload`` (synthetic knobs or trace progress); ``short``: terser labels."""
+    """One line for ``frame.workload`` (the scenario and its knobs, :data:`kvtui.core.knobs.KNOBS`, or trace
+    progress); ``short``: terser labels."""
     if not w:
         return "—"
     if w.get("kind") == "observe":  # kvtui watch --observe
         return f"observing {w.get('name', '?')} (no workload)"
     if w.get("kind") == "trace":
         return trace_text(w, rps, short)
-    parts = [str(w.get("scenario", "?"))]
-    if "overlap" in w:
-        parts.append(f"{'ovl' if short else 'overlap'} {round(100 * float(w['overlap']))} %")
-    if "pool" in w:
-        parts.append(f"pool {int(w['pool'])}")
-    if "rate" in w:
-        parts.append(fmt_rps_knob(float(w["rate"])))
+    scenario = w.get("scenario")
+    parts = [str(scenario or "?")]
+    values: Mapping[str, Any] = w
+    for knob in KNOBS.values():  # "overlap 75 %", "pool 8", "20 req/s"; multi-turn: "1st-turn overlap 25 %"
+        if knob.name in values:
+            label, value = knob.chip_label(scenario, bool(short)), knob.text(float(values[knob.name]))
+            parts.append(f"{label} {value}" if label else value)
     if "prompt_tokens" in w and short < 1:
         parts.append(f"{fmt_count(w['prompt_tokens']) if short else fmt_int(w['prompt_tokens'])} tok")
     return " · ".join(parts)
