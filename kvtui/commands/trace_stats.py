@@ -123,7 +123,7 @@ def run(args: argparse.Namespace, started_at: float | None = None) -> int:
     synthesis = trace_synthesis(args, has_trace=True)
 
     try:
-        rows, problems = read_trace(path, block_tokens=block_tokens, strict=args.strict)
+        rows, problems = read_trace(path, block_tokens=block_tokens, strict=args.strict, block_flag="--block-tokens")
         rows = apply_synthesis(rows, synthesis, block_tokens)
         stats = trace_stats(rows, block_tokens)
         shared_tokens = sum(shared_prefix_lengths(rows, block_tokens)) * block_tokens
