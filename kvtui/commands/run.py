@@ -120,7 +120,7 @@ def _run(plan: RunPlan, args: argparse.Namespace, outputs: Outputs) -> int:
     with uninterrupted():  # a second Ctrl-C must not cost the summary of the first
         session.halt()  # (an interrupted run: abandon what is under way; a finished one: nothing to do)
         final = session.final_frame()
-        for line in outputs.finish(final):  # every later scrape shows exactly the summary's counters
+        for line in outputs.finish(final, notes=not plan.quiet):  # later scrapes show exactly the summary's
             print(f"kvtui: {line}", file=sys.stderr)
         for _t, text in session.store_full.lines[shown:]:  # a burst the run ended in
             print(f"kvtui: {text}", file=sys.stderr)

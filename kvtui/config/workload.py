@@ -41,6 +41,7 @@ def add_workload_arguments(p: argparse.ArgumentParser, default_scenario: str | N
     checks them."""
     from kvtui.core.knobs import DEFAULT_SCENARIO, OVERLAP, POOL, RATE, SCENARIOS
     from kvtui.core.traces import trace_arg, trace_names
+    from workload.synthetic import MAX_OUTPUT_TOKENS, WorkloadSpec
 
     default_scenario = default_scenario or DEFAULT_SCENARIO
     g = p.add_argument_group("workload (synthetic scenario, or --trace FILE)")
@@ -51,6 +52,10 @@ def add_workload_arguments(p: argparse.ArgumentParser, default_scenario: str | N
                        metavar=knob.metavar, help=knob.help_text().replace("%", "%%"))
     g.add_argument("--prompt-tokens", type=int, default=None, metavar="TOKENS",
                    help="mean prompt length in tokens (default 8 pages of the layout)")
+    g.add_argument("--output-tokens", type=int, default=None, metavar="TOKENS",
+                   help="tokens each request would generate after its prompt (decode): kvtui computes no output, "
+                        "but a --save-trace file gives it as output_length, which aiperf sends as max_tokens "
+                        f"(1-{MAX_OUTPUT_TOKENS}; default {WorkloadSpec().output_tokens}; a trace row gives its own)")
     g.add_argument("--seed", type=int, default=0, metavar="N", help="workload random seed (default 0)")
     g.add_argument("--trace", type=trace_arg, metavar="NAME|FILE",
                    help="replay a Mooncake FAST'25 JSONL trace instead of a scenario: a "
@@ -253,14 +258,14 @@ class WorkloadPlan:
 def synthetic_description(spec: WorkloadSpec) -> dict[str, Any]:
     """The ``frame.workload`` dict of a ``workload.WorkloadSpec`` (the knobs the monitor shows)."""
     return {"kind": "synthetic", "scenario": spec.scenario, "overlap": spec.overlap, "pool": spec.pool,
-            "rate": spec.rate, "prompt_tokens": spec.prompt_tokens}
+            "rate": spec.rate, "prompt_tokens": spec.prompt_tokens, "output_tokens": spec.output_tokens}
 
 
 def _check_flags(args: argparse.Namespace, layout: PageLayout) -> None:
     """``KvtuiError`` for flags that would change nothing: ``--speed``, ``--strict`` or
-    ``--trace-block-tokens`` without ``--trace``, ``--prompt-tokens`` with it; and for ``--trace-block-tokens``
-    below 1 and ``--prompt-tokens`` below one KV page of ``layout`` (such a request has no page to reuse or
-    publish)."""
+    ``--trace-block-tokens`` without ``--trace``, ``--prompt-tokens`` or ``--output-tokens`` with it; and for
+    ``--trace-block-tokens`` below 1 and ``--prompt-tokens`` below one KV page of ``layout`` (such a request has
+    no page to reuse or publish)."""
     if not getattr(args, "trace", None):
         for name, flag in TRACE_ONLY:
             if getattr(args, name, None) not in (None, False):
@@ -272,6 +277,9 @@ def _check_flags(args: argparse.Namespace, layout: PageLayout) -> None:
         return
     if getattr(args, "prompt_tokens", None) is not None:
         raise KvtuiError("--prompt-tokens applies to synthetic scenarios only (each trace row gives its prompt's "
+                         "length)")
+    if getattr(args, "output_tokens", None) is not None:
+        raise KvtuiError("--output-tokens applies to synthetic scenarios only (each trace row gives its output "
                          "length)")
     if getattr(args, "trace_block_tokens", None) is not None and args.trace_block_tokens < 1:
         raise KvtuiError(f"--trace-block-tokens must be at least 1, got {args.trace_block_tokens}")
@@ -316,8 +324,10 @@ def workload_from_args(args: argparse.Namespace, layout: PageLayout, *, follow_l
     prompt = given if given is not None else DEFAULT_PROMPT_PAGES * layout.page_tokens
     try:
         # the pool is an integer knob: its check gives an int
+        output = getattr(args, "output_tokens", None)
         spec = WorkloadSpec(scenario=args.scenario, overlap=knobs[OVERLAP.name], pool=int(knobs[POOL.name]),
-                            rate=knobs[RATE.name], prompt_tokens=prompt, page_tokens=layout.page_tokens, seed=seed)
+                            rate=knobs[RATE.name], prompt_tokens=prompt, page_tokens=layout.page_tokens, seed=seed,
+                            **({} if output is None else {"output_tokens": output}))
         spec.validate()
     except ValueError as exc:
         raise KvtuiError(flag_message(str(exc))) from None

@@ -181,6 +181,7 @@ def _parser():
     (["--prompt-tokens", "0"], "^--prompt-tokens must be an integer"),
     (["--prompt-tokens", str(1 << 21)], "^--prompt-tokens must be an integer"),
     (["--seed", "-1"], "^--seed must be an integer >= 0"),
+    (["--output-tokens", "0"], "^--output-tokens must be an integer between 1 and"),
 ])
 def test_flags_that_would_change_nothing_are_errors_naming_flags(argv, message):
     with pytest.raises(KvtuiError, match=message) as exc:
@@ -194,6 +195,8 @@ def test_trace_flags_need_a_trace_and_prompt_tokens_none(tmp_path):
     tiny = PRESETS["tiny"]
     with pytest.raises(KvtuiError, match="--prompt-tokens applies to synthetic scenarios only"):
         workload_from_args(_parser().parse_args(["--trace", str(trace), "--prompt-tokens", "64"]), tiny)
+    with pytest.raises(KvtuiError, match="--output-tokens applies to synthetic scenarios only"):
+        workload_from_args(_parser().parse_args(["--trace", str(trace), "--output-tokens", "64"]), tiny)
     with pytest.raises(KvtuiError, match="--page-tokens 300 does not divide --trace-block-tokens 512"):
         workload_from_args(_parser().parse_args(["--trace", str(trace)]), replace(tiny, page_tokens=300))
     with pytest.raises(KvtuiError, match="--trace-block-tokens must be at least 1"):
@@ -333,3 +336,15 @@ def test_a_trace_too_big_names_a_layout_only_when_it_fits():
     assert "--layout tiny" not in small and "replay fewer rows (--requests N)" in small
     big = line(512 * 4 * tiny, 1_500)  # four times tiny's: tiny fits
     assert f"--layout tiny has {tiny:,}" in big and "B/token fits" in big
+
+
+def test_output_tokens_reach_the_spec_and_the_description():
+    """--output-tokens (a start-up flag, the scenario's decode length) reaches the workload and what the monitor,
+    a recording and --json describe; without it, the workload's own default."""
+    from workload import WorkloadSpec
+
+    tiny = PRESETS["tiny"]
+    plan = workload_from_args(_parser().parse_args(["--output-tokens", "300"]), tiny)
+    assert plan.spec.output_tokens == 300 and plan.description["output_tokens"] == 300
+    plan = workload_from_args(_parser().parse_args([]), tiny)
+    assert plan.spec.output_tokens == WorkloadSpec().output_tokens == plan.description["output_tokens"]
