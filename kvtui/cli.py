@@ -20,7 +20,7 @@ from typing import Any, NoReturn
 
 from kvtui import __version__
 from kvtui.commands import COMMANDS
-from kvtui.config.paths import OUTPUT_ARGS, check_distinct_paths
+from kvtui.config.paths import OUTPUT_ARGS, check_distinct_paths, output_flag
 from kvtui.core.errors import KvtuiError, OutputError
 
 
@@ -60,7 +60,7 @@ class OneLineParser(argparse.ArgumentParser):
         if extras:
             (chosen or self).error(f"unrecognized arguments: {' '.join(extras)}")
         tokens = [t.split("=", 1)[0] for t in (sys.argv[1:] if args is None else args) if t.startswith("--")]
-        for flag in (f"--{name.replace('_', '-')}" for name in OUTPUT_ARGS):  # argparse keeps the last one
+        for flag in dict.fromkeys(output_flag(name) for name in OUTPUT_ARGS if name in ns):  # argparse keeps the last
             if tokens.count(flag) > 1:
                 (chosen or self).error(f"{flag} given {tokens.count(flag)} times: an output goes to one file, and "
                                        "all but the last would be left unwritten; give it once")

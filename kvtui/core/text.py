@@ -1,11 +1,15 @@
 """Text tables a person reads in a terminal: at most :data:`WIDTH` columns, sections of labelled rows whose
 long values wrap under themselves, and a legend. The benches' tables, ``kvtui compare`` and the summaries
-lay their lines out with these."""
+lay their lines out with these; :func:`plural` says a count in words (``1 point``, ``2 points``)."""
 
 from __future__ import annotations
 
 import textwrap
 from collections.abc import Iterable, Sequence
+
+from workload.text import plural
+
+__all__ = ["WIDTH", "INDENT", "plural", "wrap", "rows", "section", "legend", "widest"]
 
 WIDTH = 100
 """The widest line of a text output (columns)."""
