@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import re
 import signal
 import sys
 import threading
@@ -37,14 +38,24 @@ def on_sigterm(signum: int, _frame) -> None:
     raise Terminated(signum)
 
 
+NEGATIVE_VALUE = re.compile(r"^-\.?\d")
+"""A value that starts with a minus sign and a digit (``-1M``, ``-3``, ``-.5``, ``-50%``): no kvtui flag looks like
+that, so it is a flag's value, never a flag."""
+
+
 class OneLineParser(argparse.ArgumentParser):
     """An ArgumentParser whose usage errors are one line (``kvtui: error: ...``, exit 2), not the usage block,
     and which takes flags only whole (no abbreviations: a prefix of one flag may be another flag of the command).
+    A value such as ``-1M`` is a value (:data:`NEGATIVE_VALUE`), so ``--capacity -1M`` is refused by the flag's own
+    check, which says what it needs, not by argparse as a flag with no argument.
     ``commands`` / ``summaries``: each subcommand's parser and one line (filled by :func:`build_parser`)."""
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         kwargs.setdefault("allow_abbrev", False)  # `--screenshot` must not silently mean `--screenshot-dir`
         super().__init__(*args, **kwargs)
+        # argparse takes only plain numbers (-3, -1.5) as values and any other word after a minus as a flag; its
+        # parser reads this attribute to tell them apart (tests/unit/test_range_flags.py checks that it still does)
+        self._negative_number_matcher = NEGATIVE_VALUE
         self.commands: dict[str, argparse.ArgumentParser] = {}
         self.summaries: dict[str, str] = {}  # each subcommand's one-line help
 

@@ -16,6 +16,7 @@ from kvtui.config.layout import flag_message
 from kvtui.core.defaults import DEFAULT_PROMPT_PAGES
 from kvtui.core.errors import KvtuiError
 from kvtui.core.layout import PageLayout
+from kvtui.core.units import fraction_arg
 
 if TYPE_CHECKING:
     from workload import SyntheticWorkload, TraceProblem, TraceRow, TraceWorkload, WorkloadSpec
@@ -47,8 +48,9 @@ def add_workload_arguments(p: argparse.ArgumentParser, default_scenario: str | N
     g = p.add_argument_group("workload (synthetic scenario, or --trace FILE)")
     g.add_argument("--scenario", default=default_scenario, choices=SCENARIOS,
                    help=f"synthetic scenario (default {default_scenario})")
-    for knob in (OVERLAP, POOL, RATE):
-        g.add_argument(knob.flag, type=int if knob.integer else float, default=knob.user(knob.default),
+    for knob in (OVERLAP, POOL, RATE):  # (a knob in % also takes the sign: --overlap 50%)
+        kind = fraction_arg(knob.scale) if knob.unit == "%" else int if knob.integer else float
+        g.add_argument(knob.flag, type=kind, default=knob.user(knob.default),
                        metavar=knob.metavar, help=knob.help_text().replace("%", "%%"))
     g.add_argument("--prompt-tokens", type=int, default=None, metavar="TOKENS",
                    help="mean prompt length in tokens (default 8 pages of the layout)")
