@@ -26,6 +26,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from workload.request import _MASK64, Request, _key, _mix_int, _splitmix64
+from workload.text import plural
 
 __all__ = [
     "TraceRow",
@@ -97,11 +98,10 @@ def skipped_rows_text(problems: Sequence[TraceProblem]) -> str:
     parts = []
     if skipped:
         first = skipped[0]
-        rows = "row" if len(skipped) == 1 else "rows"
-        parts.append(f"skipped {len(skipped)} bad trace {rows} (first: line {first.line_no}: {first.reason})")
+        parts.append(f"skipped {plural(len(skipped), 'bad trace row')} (first: line {first.line_no}: {first.reason})")
     if late:
         first = late[0]
-        parts.append(f"{len(late)} trace row{'s' if len(late) > 1 else ''} out of order, replayed at the earlier "
+        parts.append(f"{plural(len(late), 'trace row')} out of order, replayed at the earlier "
                      f"row's time (first: line {first.line_no}: {first.reason})")
     return "; ".join(parts)
 

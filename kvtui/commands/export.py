@@ -132,11 +132,11 @@ def _check(args: argparse.Namespace):
     if length <= 0:  # (one frame: a recording stopped at once, or damaged after its first frame)
         why = (f" (it is damaged after frame {len(reader)})" if reader.damaged else
                " (its recorder did not close it)" if reader.not_closed or reader.wal_missing else "")
-        raise KvtuiError(f"nothing to film: {args.file} holds {len(reader)} frame{'s' if len(reader) != 1 else ''}, "
+        raise KvtuiError(f"nothing to film: {args.file} holds {plural(len(reader), 'frame')}, "
                          f"spanning 0 s{why}")
     if start >= length:
         raise KvtuiError(f"empty span: --from {args.start or 0} is at or beyond the end of the recording "
-                         f"({fmt_position(length)}, {len(reader)} frame{'s' if len(reader) != 1 else ''})")
+                         f"({fmt_position(length)}, {plural(len(reader), 'frame')})")
     if end is None or end > length:
         if end is not None:
             print(f"kvtui: --to {args.end} is beyond the end of the recording; exporting up to its end "
@@ -282,7 +282,7 @@ def run(args: argparse.Namespace, started_at: float | None = None) -> int:
         for part in partial.values():
             part.discard()
     print(f"kvtui export: {fmt_position(span.start_s)}–{fmt_position(span.end_s)} of {args.file} at "
-          f"{fmt_speed(span.speed)}, {span.fps:g} fps: {span.frames} frame{'' if span.frames == 1 else 's'}, "
+          f"{fmt_speed(span.speed)}, {span.fps:g} fps: {plural(span.frames, 'frame')}, "
           f"{span.film_s:.1f} s of film, {size[0]}×{height} cells")
     kinds = {"--cast": "asciinema v2 cast", "--gif": "animated GIF", "--svg-anim": "animated SVG"}
     for (flag, path), sink in zip(outs, sinks):

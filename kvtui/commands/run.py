@@ -27,6 +27,7 @@ from kvtui.config.paths import check_new_file, check_outputs, path_arg
 from kvtui.config.plan import RunPlan, plan_from_args
 from kvtui.config.workload import add_workload_arguments, skipped_text
 from kvtui.core.errors import KvtuiError, OutputError, bad_value
+from kvtui.core.text import plural
 from kvtui.core.units import duration_arg
 from kvtui.engine.procs import uninterrupted
 from kvtui.launch import Outputs, open_session, start_recording
@@ -208,10 +209,10 @@ def _report(plan: RunPlan, args: argparse.Namespace, summary: dict, desc: Mappin
     for rep in session.replacements:
         codes = ", ".join(f"{n} exit code {c}" for n, c in zip(rep.dead, rep.exit_codes)) or rep.reason
         print(f"kvtui: at {rep.t:.1f} s a worker died ({codes}): every worker restarted in {rep.took_s:.1f} s; "
-              f"{rep.lost} requests {'submitted again' if counts.rerun_lost else 'lost'}", file=sys.stderr)
+              f"{plural(rep.lost, 'request')} {'submitted again' if counts.rerun_lost else 'lost'}", file=sys.stderr)
     if counts.lost:
-        print(f"kvtui: {counts.lost:,} requests were lost when a worker died (the summary covers the requests that "
-              "finished)", file=sys.stderr)
+        print(f"kvtui: lost when a worker died: {plural(counts.lost, 'request')} (the summary covers the requests "
+              "that finished)", file=sys.stderr)
     if session.failovers:  # (kvtui's HA cluster: K in the monitor, or a fault of another's)
         reports = [r.as_dict() for r in session.failovers]
         summary["failovers"] = {"n": len(reports), "ranges": failover_ranges(reports), "reports": reports}

@@ -25,6 +25,7 @@ from rich.segment import Segment
 from rich.text import Text
 
 from kvtui.core.events import EngineEvent
+from kvtui.core.text import plural
 from kvtui.metrics.frame import Frame
 from kvtui.session.reader import ReplayPlayer, SessionReader
 from kvtui.tui.app import KvtuiApp
@@ -51,7 +52,7 @@ class FilmStopped(Exception):
     :mod:`kvtui.tui.signals`). ``exit_code``: the app's (128 + the signal), or 1."""
 
     def __init__(self, frames: int, of: int, exit_code: int | None):
-        super().__init__(f"the film stopped after {frames} of {of} frames")
+        super().__init__(f"the film stopped after {frames} of {plural(of, 'frame')}")
         self.exit_code = exit_code or 1
 
 
