@@ -263,7 +263,8 @@ def _holds(plan, spec, in_flight):
 
 
 @pytest.mark.parametrize("argv", [
-    ["watch"],  # the default demo
+    ["watch"],  # the default
+    ["watch", "--layout", "seed"],  # the demo card's layout
     ["watch", "--layout", "tiny"],
     ["watch", "--pool", "3", "--concurrency", "2"],
     ["watch", "--scenario", "multi-turn", "--overlap", "40", "--prompt-tokens", "1024"],
@@ -282,6 +283,31 @@ def test_the_monitors_store_holds_every_scenario_and_overlap_its_keys_reach(monk
             setting = replace(spec, scenario=scenario, overlap=percent / 100)
             assert _holds(plan, setting, in_flight), (scenario, percent, plan.cluster.store_bytes >> 20)
     assert plan.store_limit == plan.cluster.store_bytes  # (a larger pool or page is checked when asked for)
+
+
+def test_the_first_screen_starts_on_a_laptop_with_4_gib_free_and_its_store_never_fills(monkeypatch):
+    """`make watch` (kvtui watch, no flags) sized a 4.4 GiB segment for the seed layout: on a laptop with 4 GiB
+    free it got half of that, with a warning, and evicted (the store panel red) once a key reached multi-turn.
+    Its default layout's store fits whatever key is pressed; the seed demo is one flag away, said in --help."""
+    import types
+
+    import psutil
+
+    from kvtui.cli import build_parser
+    from kvtui.core.defaults import WATCH_LAYOUT
+    from kvtui.core.knobs import SCENARIOS
+
+    free = 4 * GIB
+    monkeypatch.setattr(psutil, "virtual_memory", lambda: types.SimpleNamespace(available=free, total=2 * free))
+    plan = _planned(monkeypatch, ["watch", "--headless", "--duration", "1"])
+    assert plan.layout.name == WATCH_LAYOUT and not plan.cluster.store_note.startswith("warning")
+    assert plan.cluster.store_bytes <= free // 2  # a store takes at most half the free memory
+    spec, in_flight = plan.workload.spec, plan.concurrency * plan.cluster.topology.decode_workers
+    assert all(_holds(plan, replace(spec, scenario=sc, overlap=pc / 100), in_flight)
+               for sc in SCENARIOS for pc in range(101))
+    seed = _planned(monkeypatch, ["watch", "--headless", "--duration", "1", "--layout", "seed"])
+    assert seed.cluster.store_note.startswith("warning: store 2.0 GiB")  # (what `make watch` gave such a laptop)
+    assert "--layout seed" in " ".join(build_parser().commands["watch"].description.split())
 
 
 @pytest.mark.parametrize("argv", [["run"], ["run", "--overlap", "0"], ["run", "--scenario", "random"],
