@@ -89,6 +89,6 @@ class StoreKeys:
         if event.worker.name != CLEAR_STORE:
             return
         if event.state == WorkerState.SUCCESS:
-            self.host.log_line(f"store cleared: {plural(event.worker.result, 'key')} removed", "control")
+            self.host.log_line(f"store cleared: {plural(int(event.worker.result or 0), 'key')} removed", "control")
         elif event.state == WorkerState.ERROR:
             self.host.log_line(f"clear store failed: {event.worker.error}", "error")
