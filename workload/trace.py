@@ -236,9 +236,9 @@ def read_trace(
         below an earlier valid row's (see :func:`late_rows`). Blank lines and CRLF line ends are fine. A bad
         row is: a line that is not UTF-8 or has a NUL byte, bad JSON (including a truncated last line), not an
         object, a missing field, a wrong type (``bool`` is not an int, floats are not ints), a negative length /
-        timestamp / id, ``input_length`` 0, or a ``hash_ids`` count that does not match (its reason then
-        names the one block size every row fits, when there is one, and how to replay the file with it:
-        :func:`replay_block_text`). Ids keep their exact value (no float round trip), even above ``2**64``.
+        timestamp / id, ``input_length`` 0, or a ``hash_ids`` count that does not match (the first such row's
+        reason then names the one block size every row fits, when there is one, and how to replay the file
+        with it: :func:`replay_block_text`). Ids keep their exact value (no float round trip), even above ``2**64``.
 
     Raises:
         TraceError: missing or unreadable file, a directory, a binary file (no valid row, and lines that are not
@@ -310,10 +310,10 @@ def read_trace(
             problems.append(TraceProblem(line_no, late, skipped=False))
         rows.append(row)
     fits = sizes.one() if miscounted else None
-    if fits is not None and fits != block_tokens:  # (a saved trace read with the FAST'25 block size, say)
+    hint = ""
+    if fits is not None and fits != block_tokens:  # (a saved trace read with the FAST'25 block size, say): said
         hint = f"; every row fits blocks of {fits} tokens: replay it with {replay_block_text(fits, block_flag)}"
-        for i in miscounted:
-            problems[i].reason += hint
+        problems[miscounted[0]].reason += hint  # once, with the first row it explains
     if strict and problems:
         first = problems[0]
         raise TraceError(f"{name}:{first.line_no}: {first.reason}")
@@ -325,8 +325,10 @@ def read_trace(
         if not problems:
             raise TraceError(f"{name}: empty trace (no rows)")
         first = problems[0]  # all skipped: a warning needs a kept row
+        said = not hint or first is problems[miscounted[0]]
         raise TraceError(
             f"{name}: no valid rows ({len(problems)} bad; first at line {first.line_no}: {first.reason})"
+            + ("" if said else hint)
         )
     return rows, problems
 

@@ -175,9 +175,14 @@ def test_a_trace_of_another_block_size_is_refused_with_that_size_and_how_to_repl
     with pytest.raises(TraceError, match=f"^{p}:1: 8 hash_ids .* replay it with --block-tokens 8 "):
         read_trace(p, strict=True, block_flag="--block-tokens")
     assert len(read_trace(p, block_tokens=8, strict=True)[0]) == 3
-    short = write(tmp_path, "\n".join([row(0, 4, [1]), row(1, 64, list(range(8)))]) + "\n", "short.jsonl")
-    rows, problems = read_trace(short)  # a one-block row fits 512 too: kept, the other skipped with the hint
+    short = write(tmp_path, "\n".join([row(0, 4, [1]), row(1, 64, list(range(8))), row(2, 64, list(range(8)))])
+                  + "\n", "short.jsonl")
+    rows, problems = read_trace(short)  # a one-block row fits 512 too: kept, the others skipped with the hint
     assert [r.line_no for r in rows] == [1] and "every row fits blocks of 8 tokens" in problems[0].reason
+    assert sum("every row fits" in q.reason for q in problems) == 1  # said once, with the first row it explains
+    first_bad = write(tmp_path, "{oops\n" + p.read_text(), "first_bad.jsonl")
+    with pytest.raises(TraceError, match=r"first at line 1: bad JSON.*; every row fits blocks of 8 tokens"):
+        read_trace(first_bad)
 
 
 @pytest.mark.parametrize("lines", [
