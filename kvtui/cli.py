@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import re
 import signal
 import sys
 import threading
@@ -20,7 +21,7 @@ from typing import Any, NoReturn
 
 from kvtui import __version__
 from kvtui.commands import COMMANDS
-from kvtui.config.paths import OUTPUT_ARGS, check_distinct_paths
+from kvtui.config.paths import OUTPUT_ARGS, check_distinct_paths, output_flag
 from kvtui.core.errors import KvtuiError, OutputError
 
 
@@ -37,14 +38,24 @@ def on_sigterm(signum: int, _frame) -> None:
     raise Terminated(signum)
 
 
+NEGATIVE_VALUE = re.compile(r"^-\.?\d")
+"""A value that starts with a minus sign and a digit (``-1M``, ``-3``, ``-.5``, ``-50%``): no kvtui flag looks like
+that, so it is a flag's value, never a flag."""
+
+
 class OneLineParser(argparse.ArgumentParser):
     """An ArgumentParser whose usage errors are one line (``kvtui: error: ...``, exit 2), not the usage block,
     and which takes flags only whole (no abbreviations: a prefix of one flag may be another flag of the command).
+    A value such as ``-1M`` is a value (:data:`NEGATIVE_VALUE`), so ``--capacity -1M`` is refused by the flag's own
+    check, which says what it needs, not by argparse as a flag with no argument.
     ``commands`` / ``summaries``: each subcommand's parser and one line (filled by :func:`build_parser`)."""
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         kwargs.setdefault("allow_abbrev", False)  # `--screenshot` must not silently mean `--screenshot-dir`
         super().__init__(*args, **kwargs)
+        # argparse takes only plain numbers (-3, -1.5) as values and any other word after a minus as a flag; its
+        # parser reads this attribute to tell them apart (tests/unit/test_range_flags.py checks that it still does)
+        self._negative_number_matcher = NEGATIVE_VALUE
         self.commands: dict[str, argparse.ArgumentParser] = {}
         self.summaries: dict[str, str] = {}  # each subcommand's one-line help
 
@@ -60,7 +71,7 @@ class OneLineParser(argparse.ArgumentParser):
         if extras:
             (chosen or self).error(f"unrecognized arguments: {' '.join(extras)}")
         tokens = [t.split("=", 1)[0] for t in (sys.argv[1:] if args is None else args) if t.startswith("--")]
-        for flag in (f"--{name.replace('_', '-')}" for name in OUTPUT_ARGS):  # argparse keeps the last one
+        for flag in dict.fromkeys(output_flag(name) for name in OUTPUT_ARGS if name in ns):  # argparse keeps the last
             if tokens.count(flag) > 1:
                 (chosen or self).error(f"{flag} given {tokens.count(flag)} times: an output goes to one file, and "
                                        "all but the last would be left unwritten; give it once")

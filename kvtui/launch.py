@@ -286,9 +286,10 @@ class Outputs:
             session.subscribe_requests(trace.drawn)
             session.subscribe_results(lambda r: trace.finished(r.req_id, r.t_start))
 
-    def finish(self, final: Any = None) -> list[str]:
-        """The run ended: pin the exporter to ``final`` (the summary's frame), close the request log;
-        returns lines for the user (a log that failed)."""
+    def finish(self, final: Any = None, notes: bool = True) -> list[str]:
+        """The run ended: pin the exporter to ``final`` (the summary's frame), close the request log and the
+        saved trace; returns lines for the user (a log that failed; with ``notes``, the trace's rows, block size
+        and how to replay it)."""
         lines = []
         if self.exporter is not None and final is not None:
             self.exporter.pin(final)
@@ -297,18 +298,21 @@ class Outputs:
             if self.log.error and not self._told:
                 lines.append(f"--requests-log: {self.log.error}")
             self._told = True
-        lines += self._close_trace()
+        lines += self._close_trace(notes)
         return lines
 
-    def _close_trace(self) -> list[str]:
-        """Close the ``--save-trace`` file; its error, once, as a line for the user."""
+    def _close_trace(self, notes: bool = True) -> list[str]:
+        """Close the ``--save-trace`` file; once, a line for the user: its error, or (``notes``) its rows, its
+        block size (the file cannot say it) and how to replay it."""
         if self.trace is None:
             return []
         self.trace.close()
-        if self.trace.error and not self._told_trace:
-            self._told_trace = True
+        if self._told_trace:
+            return []
+        self._told_trace = True
+        if self.trace.error:
             return [f"--save-trace: {self.trace.error}"]
-        return []
+        return [f"--save-trace {self.trace.text()}"] if notes else []
 
     def linger(self) -> None:
         """Keep serving ``--prometheus-linger`` seconds (after the summary; Ctrl-C ends it as an interrupt)."""

@@ -28,6 +28,7 @@ from dataclasses import replace
 from typing import Any
 
 from kvtui.core.events import EngineEvent
+from kvtui.core.text import plural
 from kvtui.metrics.aggregate import Aggregator
 from kvtui.metrics.frame import Frame
 from kvtui.metrics.producer import FrameProducer
@@ -237,7 +238,7 @@ class ObserveSession:
         """Start sampling (the first sample is taken before this returns)."""
         self.sample_once()
         self._thread.start()
-        through = (f"the admin endpoints of its {len(self.sampler.masters)} masters" if self.sampler.masters
+        through = (f"the admin endpoints of its {plural(len(self.sampler.masters), 'master')}" if self.sampler.masters
                    else self.metrics_url)
         self.log("info", f"observing {self.master or self.metrics_url} through {through}: no workload, "
                           "nothing written to the store")

@@ -18,6 +18,7 @@ from kvtui.config.paths import check_new_file
 from kvtui.config.plan import plan_from_args
 from kvtui.core.controls import SetKnob
 from kvtui.core.errors import KvtuiError
+from kvtui.core.text import plural
 from kvtui.launch import open_session
 
 RUN = ["run", "--layout", "tiny", "--prompt-tokens", "256", "--overlap", "75", "--rate", "50"]
@@ -44,7 +45,8 @@ def record(path: str, duration: float) -> None:
     finally:
         session.stop(final)
     t = final.totals
-    print(f"record_demo: {path}: {t['requests']} requests, page hit rate {t['page_hit_rate']:.1%}", file=sys.stderr)
+    print(f"record_demo: {path}: {plural(int(t['requests']), 'request')}, page hit rate {t['page_hit_rate']:.1%}",
+          file=sys.stderr)
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -32,7 +32,8 @@ class Request:
         scenario: where the request came from, e.g. ``"shared-system-prompt"`` or
             ``"trace:synthetic_trace.jsonl"``.
         labels: extra ``(key, value)`` string pairs, e.g. ``(("conversation", "12"), ("turn", "3"))`` or
-            ``(("row", "57"),)``; use :meth:`label` to read one.
+            ``(("row", "57"),)``; use :meth:`label` to read one. ``output_tokens``: the tokens the request
+            generates after its prompt (:attr:`output_tokens`).
     """
 
     req_id: int
@@ -46,6 +47,12 @@ class Request:
     def n_tokens(self) -> int:
         """Prompt length in tokens (``len(tokens)``)."""
         return int(self.tokens.shape[0])
+
+    @property
+    def output_tokens(self) -> int:
+        """Tokens the request generates after its prompt (decode): its ``output_tokens`` label (a trace row's
+        ``output_length``, a scenario's ``WorkloadSpec.output_tokens``); 0 when it has none."""
+        return int(self.label("output_tokens") or 0)
 
     def label(self, key: str, default: str | None = None) -> str | None:
         """Return the value of the first label called ``key``, or ``default`` if there is none."""

@@ -19,6 +19,9 @@ Four scenarios (:data:`SCENARIOS`):
 ``random``
     No sharing: every token is fresh from the seeded generator (prefix hit rate ~0).
 
+Every request also carries the label ``output_tokens``: the tokens it would generate after its prompt
+(:attr:`WorkloadSpec.output_tokens`, a few hundred by default), which a saved trace writes as ``output_length``.
+
 Exact overlap. For ``shared-system-prompt`` and ``few-shot`` a prompt of ``n`` tokens shares exactly
 ``floor(overlap * n / page_tokens) * page_tokens`` leading tokens with its pool entry (e.g. 75 % of 1,024
 tokens with 16-token KV pages = 768 tokens = 48 pages); the shared tokens of entry ``k`` are a fixed prefix
@@ -49,7 +52,7 @@ import numpy as np
 
 from workload.request import Request, _counter_tokens, _key
 
-__all__ = ["SCENARIOS", "WorkloadSpec", "SyntheticWorkload", "shared_prefix_tokens"]
+__all__ = ["SCENARIOS", "WorkloadSpec", "SyntheticWorkload", "shared_prefix_tokens", "MAX_OUTPUT_TOKENS"]
 
 SCENARIOS = ("shared-system-prompt", "few-shot", "multi-turn", "random")
 """Valid values of :attr:`WorkloadSpec.scenario`."""
@@ -59,6 +62,9 @@ MAX_PROMPT_TOKENS = 1 << 20
 
 MAX_POOL = 1 << 20
 """Upper bound on :attr:`WorkloadSpec.pool`."""
+
+MAX_OUTPUT_TOKENS = 1 << 20
+"""Upper bound on :attr:`WorkloadSpec.output_tokens` (tokens)."""
 
 _SHARED_LOW, _SHARED_BITS = 1 << 30, 30  # pool (shared) tokens: [2**30, 2**31)
 _UNIQUE_LOW, _UNIQUE_BITS = 1 << 29, 29  # per-request tokens:    [2**29, 2**30)
@@ -101,6 +107,9 @@ class WorkloadSpec:
         page_tokens: KV page size in tokens (>= 1) to which the overlap is aligned.
         zipf_s: Zipf exponent (>= 0) of pool popularity in ``shared-system-prompt``; 0 = uniform.
         seed: non-negative int from which everything is derived.
+        output_tokens: tokens each request generates after its prompt (decode), in ``[1, MAX_OUTPUT_TOKENS]``:
+            every request's ``output_tokens`` label, a saved trace's ``output_length`` (which aiperf sends as
+            ``max_tokens``: a serving engine refuses 0). Prompts do not depend on it.
     """
 
     scenario: str = "shared-system-prompt"
@@ -112,6 +121,7 @@ class WorkloadSpec:
     page_tokens: int = 16
     zipf_s: float = 1.1
     seed: int = 0
+    output_tokens: int = 256
 
     def validate(self) -> None:
         """Raise ``ValueError`` with a one-line message if any knob is out of range."""
@@ -135,6 +145,9 @@ class WorkloadSpec:
             raise ValueError(f"zipf_s must be >= 0, got {self.zipf_s!r}")
         if not _is_int(self.seed) or self.seed < 0:
             raise ValueError(f"seed must be an integer >= 0, got {self.seed!r}")
+        if not _is_int(self.output_tokens) or not 1 <= self.output_tokens <= MAX_OUTPUT_TOKENS:
+            raise ValueError(f"output_tokens must be an integer between 1 and {MAX_OUTPUT_TOKENS} tokens, "
+                             f"got {self.output_tokens!r}")
 
 
 @dataclass
@@ -229,6 +242,7 @@ class SyntheticWorkload:
                 [self._pool_tokens(spec, spec.scenario, entry, shared), self._unique(spec, req_id, 0, n - shared)]
             )
             labels = (("pool", str(entry)), ("shared_tokens", str(shared)))
+        labels += (("output_tokens", str(spec.output_tokens)),)
         tokens.flags.writeable = False
         if spec.rate > 0:
             self._clock_s += float(self._arrival_rng.exponential(1.0 / spec.rate))

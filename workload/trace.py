@@ -26,6 +26,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from workload.request import _MASK64, Request, _key, _mix_int, _splitmix64
+from workload.text import plural
 
 __all__ = [
     "TraceRow",
@@ -39,6 +40,7 @@ __all__ = [
     "skipped_count",
     "late_rows",
     "DEFAULT_BLOCK_TOKENS",
+    "replay_block_text",
 ]
 
 DEFAULT_BLOCK_TOKENS = 512
@@ -96,11 +98,10 @@ def skipped_rows_text(problems: Sequence[TraceProblem]) -> str:
     parts = []
     if skipped:
         first = skipped[0]
-        rows = "row" if len(skipped) == 1 else "rows"
-        parts.append(f"skipped {len(skipped)} bad trace {rows} (first: line {first.line_no}: {first.reason})")
+        parts.append(f"skipped {plural(len(skipped), 'bad trace row')} (first: line {first.line_no}: {first.reason})")
     if late:
         first = late[0]
-        parts.append(f"{len(late)} trace row{'s' if len(late) > 1 else ''} out of order, replayed at the earlier "
+        parts.append(f"{plural(len(late), 'trace row')} out of order, replayed at the earlier "
                      f"row's time (first: line {first.line_no}: {first.reason})")
     return "; ".join(parts)
 
@@ -140,8 +141,9 @@ def _blocks_needed(input_length: int, block_tokens: int) -> int:
     return -(-input_length // block_tokens)
 
 
-def _check_row(obj: object, block_tokens: int) -> str | TraceRow:
-    """Return the reason a parsed JSON value is not a valid row, or the row's fields (line_no 0)."""
+def _check_row(obj: object) -> str | TraceRow:
+    """Return the reason a parsed JSON value is not a valid row, or the row's fields (line_no 0); the count of
+    its hash ids against its length is :func:`_count_problem`'s."""
     if not isinstance(obj, dict):
         return f"not a JSON object (got {type(obj).__name__})"
     for field in _FIELDS:
@@ -165,17 +167,57 @@ def _check_row(obj: object, block_tokens: int) -> str | TraceRow:
             return f"hash_ids[{i}] must be an integer, got {type(h).__name__} {h!r}"
         if h < 0:
             return f"hash_ids[{i}] must be >= 0, got {h}"
-    need = _blocks_needed(vals["input_length"], block_tokens)
-    if len(ids) != need:
-        return (
-            f"{len(ids)} hash_ids but input_length {vals['input_length']} needs "
-            f"ceil({vals['input_length']}/{block_tokens}) = {need}"
-        )
     return TraceRow(0, vals["timestamp"], vals["input_length"], vals["output_length"], tuple(ids))
 
 
+def _count_problem(row: TraceRow, block_tokens: int) -> str | None:
+    """Why ``row``'s hash ids do not cover its ``input_length`` in blocks of ``block_tokens``, else None."""
+    need = _blocks_needed(row.input_length, block_tokens)
+    if len(row.hash_ids) == need:
+        return None
+    return f"{len(row.hash_ids)} hash_ids but input_length {row.input_length} needs ceil({row.input_length}/" \
+           f"{block_tokens}) = {need}"
+
+
+class _BlockSizes:
+    """The block sizes every row seen so far fits: row ``(n tokens, k ids)`` fits ``B`` when ``ceil(n / B) ==
+    k``, i.e. ``ceil(n / k) <= B <= floor((n - 1) / (k - 1))`` (``B >= n`` for one id), and the rows' ranges
+    intersect."""
+
+    def __init__(self) -> None:
+        self.low, self.high = 1, math.inf
+
+    def add(self, row: TraceRow) -> None:
+        n, k = row.input_length, len(row.hash_ids)
+        if k == 0:
+            self.low, self.high = 1, 0  # no block size gives a prompt no block
+            return
+        self.low = max(self.low, -(-n // k))
+        if k > 1:
+            self.high = min(self.high, (n - 1) // (k - 1))
+
+    def one(self) -> int | None:
+        """The one block size the rows agree on: the only one they fit, or the only power of two among those
+        they fit; None when they fit none, or several (e.g. every row a single block)."""
+        if math.isinf(self.high) or self.low > self.high:
+            return None
+        if self.low == self.high:
+            return int(self.low)
+        powers = [1 << b for b in range(int(self.high).bit_length()) if self.low <= 1 << b <= self.high]
+        return powers[0] if len(powers) == 1 else None
+
+
+def replay_block_text(block_tokens: int, flag: str = "--trace-block-tokens") -> str:
+    """How to replay a trace of ``block_tokens``-token blocks: kvtui's ``flag`` and aiperf's flags (``aiperf
+    profile --isl-block-size``, ``aiperf analyze-trace --block-size``), e.g. ``--trace-block-tokens 8 (aiperf:
+    --isl-block-size 8, analyze-trace --block-size 8)``."""
+    b = block_tokens
+    return f"{flag} {b} (aiperf: --isl-block-size {b}, analyze-trace --block-size {b})"
+
+
 def read_trace(
-    path: str | os.PathLike[str], *, block_tokens: int = DEFAULT_BLOCK_TOKENS, strict: bool = False
+    path: str | os.PathLike[str], *, block_tokens: int = DEFAULT_BLOCK_TOKENS, strict: bool = False,
+    block_flag: str = "--trace-block-tokens",
 ) -> tuple[list[TraceRow], list[TraceProblem]]:
     """Parse a Mooncake FAST'25 JSONL trace file.
 
@@ -185,20 +227,23 @@ def read_trace(
             ``len(hash_ids) == ceil(input_length / block_tokens)``.
         strict: raise :class:`TraceError` at the first bad row instead of skipping it, and at the first row
             whose timestamp is below an earlier row's instead of warning about it.
+        block_flag: the flag that sets ``block_tokens`` in the command that reads the file, named in the
+            reason of a row whose hash ids do not match when every row fits one other block size.
 
     Returns:
         ``(rows, problems)``: the valid rows in file order and, in line order, one :class:`TraceProblem` per
         skipped bad row and one warning (``skipped=False``, the row is kept) per row whose timestamp is
         below an earlier valid row's (see :func:`late_rows`). Blank lines and CRLF line ends are fine. A bad
-        row is: a line with a NUL byte, bad JSON (including a truncated last line), not an object, a missing
-        field, a wrong type (``bool`` is not an int, floats are not ints), a negative length / timestamp / id,
-        ``input_length`` 0, or a ``hash_ids`` count that does not match. Ids keep their exact value (no
-        float round trip), even above ``2**64``.
+        row is: a line that is not UTF-8 or has a NUL byte, bad JSON (including a truncated last line), not an
+        object, a missing field, a wrong type (``bool`` is not an int, floats are not ints), a negative length /
+        timestamp / id, ``input_length`` 0, or a ``hash_ids`` count that does not match (the first such row's
+        reason then names the one block size every row fits, when there is one, and how to replay the file
+        with it: :func:`replay_block_text`). Ids keep their exact value (no float round trip), even above ``2**64``.
 
     Raises:
-        TraceError: missing, unreadable or binary file (not UTF-8, or NUL bytes and no valid row), a
-            directory, a file with no rows, a file where every row is bad, or (``strict``) the first bad or
-            out-of-order row as ``FILE:LINE: reason``.
+        TraceError: missing or unreadable file, a directory, a binary file (no valid row, and lines that are not
+            UTF-8 or hold NUL bytes), a file with no rows, a file where every row is bad, or (``strict``) the
+            first bad or out-of-order row as ``FILE:LINE: reason``.
         ValueError: ``block_tokens < 1``.
     """
     if isinstance(block_tokens, bool) or not isinstance(block_tokens, int) or block_tokens < 1:
@@ -213,26 +258,32 @@ def read_trace(
         raise TraceError(f"{name}: no such trace file") from None
     except OSError as exc:
         raise TraceError(f"{name}: cannot read trace file ({exc.strerror or exc})") from None
-    try:
-        text = data.decode("utf-8-sig")
-    except UnicodeDecodeError as exc:
-        raise TraceError(f"{name}: binary file (not UTF-8 at byte {exc.start}), not a JSONL trace") from None
+    if data.startswith(b"\xef\xbb\xbf"):  # a UTF-8 byte order mark
+        data = data[3:]
 
     rows: list[TraceRow] = []
     problems: list[TraceProblem] = []
     late_check = _LateRows()
+    sizes = _BlockSizes()
+    miscounted: list[int] = []  # indexes into problems of rows whose hash ids do not match block_tokens
     nul_lines = 0
-    for line_no, line in enumerate(text.split("\n"), start=1):
-        line = line.strip()
+    first_not_utf8: int | None = None  # byte offset in the file of the first byte that is not UTF-8
+    offset = 0
+    for line_no, raw in enumerate(data.split(b"\n"), start=1):
+        start, offset = offset, offset + len(raw) + 1
+        try:
+            line = raw.decode("utf-8").strip()
+        except UnicodeDecodeError as exc:  # a bad row like any other; only a file with no valid row is binary
+            if first_not_utf8 is None:
+                first_not_utf8 = start + exc.start
+            problems.append(TraceProblem(line_no, f"not UTF-8 at byte {exc.start + 1} (binary data, not JSON)"))
+            continue
         if not line:
             continue
         nul = line.find("\x00")
-        if nul >= 0:  # a bad row like any other; only a file with no valid row is called binary (below)
+        if nul >= 0:
             nul_lines += 1
-            why = f"NUL byte at column {nul + 1} (binary data, not JSON)"
-            if strict:
-                raise TraceError(f"{name}:{line_no}: {why}")
-            problems.append(TraceProblem(line_no, why))
+            problems.append(TraceProblem(line_no, f"NUL byte at column {nul + 1} (binary data, not JSON)"))
             continue
         try:
             obj = json.loads(line)
@@ -243,27 +294,41 @@ def read_trace(
         except RecursionError:
             result = "bad JSON: nested too deeply"
         else:
-            result = _check_row(obj, block_tokens)
+            result = _check_row(obj)
         if isinstance(result, str):
-            if strict:
-                raise TraceError(f"{name}:{line_no}: {result}")
             problems.append(TraceProblem(line_no, result))
-        else:
-            row = TraceRow(line_no, result.timestamp_ms, result.input_length, result.output_length, result.hash_ids)
-            late = late_check.reason(row)
-            if late is not None:
-                if strict:
-                    raise TraceError(f"{name}:{line_no}: {late}")
-                problems.append(TraceProblem(line_no, late, skipped=False))
-            rows.append(row)
+            continue
+        row = TraceRow(line_no, result.timestamp_ms, result.input_length, result.output_length, result.hash_ids)
+        sizes.add(row)
+        miscount = _count_problem(row, block_tokens)
+        if miscount is not None:
+            miscounted.append(len(problems))
+            problems.append(TraceProblem(line_no, miscount))
+            continue
+        late = late_check.reason(row)
+        if late is not None:
+            problems.append(TraceProblem(line_no, late, skipped=False))
+        rows.append(row)
+    fits = sizes.one() if miscounted else None
+    hint = ""
+    if fits is not None and fits != block_tokens:  # (a saved trace read with the FAST'25 block size, say): said
+        hint = f"; every row fits blocks of {fits} tokens: replay it with {replay_block_text(fits, block_flag)}"
+        problems[miscounted[0]].reason += hint  # once, with the first row it explains
+    if strict and problems:
+        first = problems[0]
+        raise TraceError(f"{name}:{first.line_no}: {first.reason}")
     if not rows:
         if nul_lines:
             raise TraceError(f"{name}: binary file (NUL bytes), not a JSONL trace")
+        if first_not_utf8 is not None:
+            raise TraceError(f"{name}: binary file (not UTF-8 at byte {first_not_utf8}), not a JSONL trace")
         if not problems:
             raise TraceError(f"{name}: empty trace (no rows)")
         first = problems[0]  # all skipped: a warning needs a kept row
+        said = not hint or first is problems[miscounted[0]]
         raise TraceError(
             f"{name}: no valid rows ({len(problems)} bad; first at line {first.line_no}: {first.reason})"
+            + ("" if said else hint)
         )
     return rows, problems
 

@@ -43,6 +43,7 @@ from dataclasses import dataclass, replace
 
 from workload.stats import _full_blocks
 from workload.synthetic import SyntheticWorkload, WorkloadSpec, shared_prefix_tokens
+from workload.text import plural
 from workload.trace import TraceRow, TraceWorkload
 
 __all__ = ["WorkingSet", "reachable_working_set", "synthetic_working_set", "trace_working_set", "working_set_of"]
@@ -94,17 +95,19 @@ def synthetic_working_set(spec: WorkloadSpec, concurrency: int = 1) -> WorkingSe
     n = _longest_prompt(spec)
     pages = n // p
     if spec.scenario == "random":
-        return WorkingSet("random", c * pages, pages, f"{c} × {pages} pages in flight, none reused", c * pages)
+        return WorkingSet("random", c * pages, pages, f"{c} × {plural(pages, 'page')} in flight, none reused",
+                          c * pages)
     s = shared_prefix_tokens(n, spec.overlap, p) // p
     if spec.scenario == "multi-turn":
         longest = _longest_turn(spec) // p
         own = longest - s
         return WorkingSet("multi-turn", s + spec.pool * own, longest,
-                          f"{s} shared + {spec.pool} conversations × {own} pages", c * longest)
+                          f"{s} shared + {plural(spec.pool, 'conversation')} × {plural(own, 'page')}", c * longest)
     unique = pages - s
-    what = "prompts" if spec.scenario == "shared-system-prompt" else "templates"
+    what = "prompt" if spec.scenario == "shared-system-prompt" else "template"
     return WorkingSet(spec.scenario, spec.pool * s + c * unique, pages,
-                      f"{spec.pool} {what} × {s} shared pages + {c} × {unique} unique pages in flight", c * pages)
+                      f"{plural(spec.pool, what)} × {plural(s, 'shared page')} + {c} × {plural(unique, 'unique page')} "
+                      "in flight", c * pages)
 
 
 def reachable_working_set(spec: WorkloadSpec, concurrency: int, scenarios: Iterable[str],

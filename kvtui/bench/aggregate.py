@@ -25,6 +25,7 @@ import numpy as np
 
 from kvtui.bench.engines import BenchEngines, environment, say
 from kvtui.bench.targets import TARGETS
+from kvtui.core.text import plural
 from kvtui.core.units import median
 
 TARGET = TARGETS["aggregate_vs_links"]
@@ -57,13 +58,13 @@ def measure_one(engines: BenchEngines, layout, link, m: int, prompt_tokens: int,
         seconds.append(s)
     opts = replace(engines.options(layout, "prefill"), store_bytes=engines.store_bytes * m, prefill_workers=m,
                    decode_workers=m)
-    say(f"{m} decode worker{'s' if m > 1 else ''}: starting {2 * m} workers on emulated hosts, links {link.text()}…")
+    say(f"{plural(m, 'decode worker')}: starting {plural(2 * m, 'worker')} on emulated hosts, links {link.text()}…")
     stack = engines.start(opts, ClusterOptions(hosts=True, link=link))
     engine = stack.engine
     try:
         for h, p in zip(engine.prefills, prompts):
             h.call(Publish(p))
-        say(f"{m} decode worker{'s' if m > 1 else ''}: {iterations} rounds of {m} reloads at once…")
+        say(f"{plural(m, 'decode worker')}: {plural(iterations, 'round')} of {plural(m, 'reload')} at once…")
         with ThreadPoolExecutor(m) as pool:
             timed = [_round(engine, seconds, pool) for _ in range(iterations)]
         rounds = [results for results, _ms in timed]

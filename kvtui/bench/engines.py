@@ -12,11 +12,15 @@ from typing import Callable
 
 from kvtui.core.codes import BROKEN_STORE_CODES, code_name
 from kvtui.core.events import RequestResult
+from kvtui.core.text import line_width, wrap
 
 
 def say(msg: str) -> None:
-    """One progress line of ``kvtui bench`` on stderr (``kvtui bench: msg``), flushed at once."""
-    print(f"kvtui bench: {msg}", file=sys.stderr, flush=True)
+    """One progress line of ``kvtui bench`` on stderr (``kvtui bench: msg``), flushed at once, wrapped to the
+    terminal's width (100 columns when stderr is not a terminal: :func:`kvtui.core.text.line_width`), the lines
+    after the first indented."""
+    text = "\n".join(wrap(msg, line_width(sys.stderr), "kvtui bench: ", "  "))
+    print(text, file=sys.stderr, flush=True)
 
 
 @dataclass(frozen=True)

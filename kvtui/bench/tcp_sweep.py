@@ -25,6 +25,7 @@ import numpy as np
 from kvtui.bench.baselines import loopback_tcp_mbps
 from kvtui.bench.engines import BenchEngines, environment, say
 from kvtui.bench.reuse import reload_figures
+from kvtui.core.text import plural
 from kvtui.core.units import median
 from kvtui.engine.protocol import BenchReload, Publish
 
@@ -113,7 +114,7 @@ def format_tcp_sweep(o: dict) -> str:
     from kvtui.metrics.figures import RELOAD_P50, TCP_P50, number
 
     w = max(len(s["name"]) for s in o["settings"])
-    rounds = f"{o['rounds']} round{'' if o['rounds'] == 1 else 's'}"
+    rounds = plural(o["rounds"], "round")
     lines = wrap(f"kvtui bench --tcp-sweep: {RELOAD_P50.name} across loopback TCP under each Mooncake TCP setting, "
                  f"the median of {rounds} ({RELOAD_P50.unit}), and its ratio to one loopback TCP stream:")
     lines.append(f"  {'setting':<{w}}  {RELOAD_P50.unit:>8}  {'÷ TCP':>6}")

@@ -34,6 +34,7 @@ from kvtui.config.screen import check_refresh_hz
 from kvtui.config.workload import add_synthesis_arguments, read_trace_rows, synthesis_description, trace_synthesis
 from kvtui.core.defaults import DEFAULT_HZ, DEFAULT_STORE_SIZE_TEXT, MAX_HZ, MIN_SEGMENT_BYTES
 from kvtui.core.errors import KvtuiError, bad_value
+from kvtui.core.text import plural
 from kvtui.core.topology import MAX_WORKERS
 from kvtui.core.traces import trace_arg
 from workload import DEFAULT_BLOCK_TOKENS
@@ -290,11 +291,6 @@ def _measure(b: BenchFlags, trace: str | None, engines, layout, estimator, link,
     return out, format_bench(out), 0 if out["verified"] else 1
 
 
-def _streams(n) -> str:
-    """``1 stream``, ``2 streams``."""
-    return f"{n} stream" + ("" if int(n) == 1 else "s")
-
-
 def _of(part: int, whole: int, unit: str = "") -> str:
     """``1,792 of 2,048 tokens``."""
     return f"{part:,} of {whole:,}" + (f" {unit}" if unit else "")
@@ -328,7 +324,7 @@ def _card_rows(o: dict, card: dict) -> list[tuple[str, str, str]]:
          f"{fig.show(fig.RELOAD_P50, card['reuse_read_MiBps_p50'] * mb)} "
          f"(its {card['reuse_read_MiBps_p50']:,.0f} MiB/s)"),
         (fig.PUBLISH_BUSY.name, f"{fig.show(fig.PUBLISH_BUSY, o['publish_write_MBps'])} "
-                                f"(p50 of {o.get('publish_runs', 1)} publishes)",
+                                f"(p50 of {plural(o.get('publish_runs', 1), 'publish', 'publishes')})",
          f"{fig.show(fig.PUBLISH_BUSY, card['publish_write_MiBps'] * mb)} "
          f"(its {card['publish_write_MiBps']:,.0f} MiB/s)"),
         ("byte-exact round-trip", "verified" if o["verified"] else "MISMATCH", "verified"),
@@ -348,10 +344,10 @@ def _reload_rows(o: dict) -> list[tuple[str, str]]:
         ("workers' store clients", f"{o.get('worker_client', 'real')} (see the Legend)"),
         (ms.name, f"min {fig.number(r['min'], 'ms')} · p50 {fig.number(r['p50'], 'ms')} · mean "
                   f"{fig.number(r['mean'], 'ms')} · max {fig.show(ms, r['max'])} for "
-                  f"{o['bytes_reloaded'] / 2**20:,.1f} MiB ({o['pages_hit']:,} pages), 1 stream"),
+                  f"{o['bytes_reloaded'] / 2**20:,.1f} MiB ({plural(o['pages_hit'], 'page')}), 1 stream"),
         (fig.RELOAD_P50.label, f"{fig.show(fig.RELOAD_P50, o['reuse_read_MBps_p50'])} p50 with 1 stream; best "
                                f"{fig.show(fig.RELOAD_P50, o['best_reuse_read_MBps_p50'])} with "
-                               f"{_streams(o['best_read_streams'])}"),
+                               f"{plural(int(o['best_read_streams']), 'stream')}"),
         ("reload split in streams", " · ".join(f"{n}: {fig.number(f['MBps_p50'], 'MB/s')}"
                                                for n, f in o["read_streams"].items()) + " MB/s"),
     ]
@@ -485,9 +481,9 @@ def format_bench(o: dict) -> str:
         and o["tokens_requested"] == card["tokens_requested"] and o["tokens_skipped"] == card["tokens_skipped"]
     env = o.get("environment")
     what = (f"kvtui bench: a {o['tokens_requested']:,}-token prompt published, a second request sharing "
-            f"{o['tokens_skipped']:,} tokens reloaded {o['iterations']:,} times"
+            f"{o['tokens_skipped']:,} tokens reloaded {plural(o['iterations'], 'time')}"
             + (f" ({o['page_bytes']:,}-byte pages)" if "page_bytes" in o else "")
-            + (f"; this machine: {env['cores']} cores, {env['mooncake']}" if env else "")
+            + (f"; this machine: {plural(env['cores'], 'core')}, {env['mooncake']}" if env else "")
             + (f"; loaded pages checked {checked(o['verify'])} but in the request-rate step" if "verify" in o else ""))
     lines = wrap(what)
     reuse = _card_rows(o, card)

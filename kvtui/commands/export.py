@@ -1,6 +1,8 @@
 """``kvtui export FILE``: a recorded session as the monitor draws it, for a talk, a PR or a README: an
 asciinema v2 cast (``--cast``), an animated GIF (``--gif``), an animated SVG (``--svg-anim``), at a chosen
-size, speed, span and frame rate, optionally with the session's events as captions (``--annotate``).
+size, speed, span and frame rate, optionally with the session's events as captions (``--annotate``); or its
+requests as a Mooncake FAST'25 trace (``--trace``, :mod:`kvtui.export.saved_trace`), as ``--save-trace`` would
+have written them.
 
 The frames are rendered by the monitor itself (:mod:`kvtui.movie`); every output is written to a temporary
 file beside it and renamed when complete, so a failed or interrupted export leaves nothing half-written.
@@ -21,6 +23,7 @@ from kvtui.commands.output import open_session
 from kvtui.config.paths import check_writable, path_arg
 from kvtui.core.defaults import MAX_HZ
 from kvtui.core.errors import KvtuiError, OutputError
+from kvtui.core.text import plural
 from kvtui.core.units import MAX_SIZE, format_bytes, parse_duration, parse_size
 
 SPEEDS = (0.125, 64.0)  # as kvtui replay
@@ -32,12 +35,13 @@ GIF_PX_PER_COLUMN = 10  # the default --gif-width: 1,200 px at 120 columns; at 8
 def register(subparsers) -> None:
     """Add the ``export`` subcommand."""
     p = subparsers.add_parser(
-        "export", help="turn a recorded session into an asciinema cast, a GIF or an animated SVG",
+        "export", help="turn a recorded session into an asciinema cast, a GIF, an animated SVG or a trace",
         description="Render a session recorded with --record or Ctrl+R as the monitor draws it in `kvtui replay`, "
                     "frame by frame, into an asciinema v2 cast (--cast), an animated GIF (--gif) or an animated "
                     "SVG (--svg-anim). Frame k shows the session at --from + k·speed/fps seconds and appears at "
                     "k/fps seconds of the film, so the timing between frames is the recording's, scaled by "
-                    "--speed. --gif needs the export extra (pip install 'kvtui[export]': cairosvg and Pillow).")
+                    "--speed. --gif needs the export extra (pip install 'kvtui[export]': cairosvg and Pillow). "
+                    "--trace writes its requests as a Mooncake FAST'25 trace instead (or as well).")
     p.add_argument("file", metavar="FILE", help="session file (.kvtui)")
     g = p.add_argument_group("outputs (at least one)")
     g.add_argument("--cast", type=path_arg, metavar="PATH",
@@ -46,6 +50,11 @@ def register(subparsers) -> None:
                    help="write an animated GIF (SVG screenshots rasterised with cairosvg)")
     g.add_argument("--svg-anim", type=path_arg, metavar="PATH",
                    help="write an animated SVG (CSS keyframes; plays in browsers)")
+    g.add_argument("--trace", dest="trace_out", type=path_arg, metavar="PATH",
+                   help="write the requests that finished while it recorded as a Mooncake FAST'25 JSONL trace, as "
+                        "`kvtui run --save-trace` writes one (blocks of the run's page size, said on stdout, with "
+                        "how to replay it); an older recording, whose request rows keep no pages, cannot (one line, "
+                        "exit 2)")
     g = p.add_argument_group("what and how")
     g.add_argument("--size", default="120x40", metavar="COLSxROWS",
                    help=f"the monitor's screen size in cells (default 120x40; at least the monitor's minimum, at "
@@ -91,8 +100,8 @@ def _outputs(args: argparse.Namespace) -> list[tuple[str, str]]:
     FILE, are refused before the command runs: :func:`kvtui.commands.output.check_distinct_paths`)."""
     outs = [(flag, path) for flag, path in (("--cast", args.cast), ("--gif", args.gif), ("--svg-anim", args.svg_anim))
             if path]
-    if not outs:
-        raise KvtuiError("nothing to export: give --cast PATH, --gif PATH or --svg-anim PATH")
+    if not outs and not args.trace_out:
+        raise KvtuiError("nothing to export: give --cast PATH, --gif PATH, --svg-anim PATH or --trace PATH")
     return outs
 
 
@@ -123,11 +132,11 @@ def _check(args: argparse.Namespace):
     if length <= 0:  # (one frame: a recording stopped at once, or damaged after its first frame)
         why = (f" (it is damaged after frame {len(reader)})" if reader.damaged else
                " (its recorder did not close it)" if reader.not_closed or reader.wal_missing else "")
-        raise KvtuiError(f"nothing to film: {args.file} holds {len(reader)} frame{'s' if len(reader) != 1 else ''}, "
+        raise KvtuiError(f"nothing to film: {args.file} holds {plural(len(reader), 'frame')}, "
                          f"spanning 0 s{why}")
     if start >= length:
         raise KvtuiError(f"empty span: --from {args.start or 0} is at or beyond the end of the recording "
-                         f"({fmt_position(length)}, {len(reader)} frame{'s' if len(reader) != 1 else ''})")
+                         f"({fmt_position(length)}, {plural(len(reader), 'frame')})")
     if end is None or end > length:
         if end is not None:
             print(f"kvtui: --to {args.end} is beyond the end of the recording; exporting up to its end "
@@ -202,9 +211,40 @@ def _start_time(reader, start_s: float) -> int:
     return int(t0 + start_s)
 
 
+def export_trace(reader, path: str) -> None:
+    """``--trace PATH``: the recording's requests as a trace, written whole or not at all; prints what was
+    written and how to replay it. ``KvtuiError`` (one line) when the recording cannot become a trace (an older
+    recording, one whose page size changed), ``OutputError`` when the file cannot be written."""
+    from kvtui.core.files import write_atomic
+    from kvtui.export.saved_trace import NotATrace, check_columns, write_trace
+    from workload.trace_writer import saved_trace_text
+
+    try:
+        check_columns(reader.request_columns, str(reader.path))
+        saved: list = []
+        write_atomic(path, lambda f: saved.append(write_trace(reader.request_rows(), f, str(reader.path))))
+    except NotATrace as exc:
+        raise KvtuiError(str(exc)) from None
+    except OSError as exc:
+        raise OutputError(f"could not write {path}: {exc.strerror or exc}") from None
+    done = saved[0]
+    if done.left_out:
+        print(f"kvtui: left out {plural(done.left_out, 'request')} drawn before the recording started (their pages "
+              "are not in it)", file=sys.stderr)
+    print(f"kvtui export: {saved_trace_text(path, done.rows, done.block_tokens)}")
+
+
 def run(args: argparse.Namespace, started_at: float | None = None) -> int:
-    """Export; prints the span and, per output, its path, frames and size."""
+    """Export; prints the span and, per output, its path, frames and size (``--trace``: the trace's rows and
+    block size)."""
+    if args.trace_out:
+        check_writable(args.trace_out, "--trace")
+        if not _outputs(args):  # (a trace alone: no film, so a recording of one frame will do)
+            export_trace(open_session(args.file), args.trace_out)
+            return 0
     reader, span, size, outs = _check(args)
+    if args.trace_out:
+        export_trace(reader, args.trace_out)
     gif_width = args.gif_width if args.gif_width is not None else min(
         GIF_WIDTHS[1], max(GIF_WIDTHS[0], GIF_PX_PER_COLUMN * size[0]))
     from kvtui.movie.cast import CastWriter
@@ -242,7 +282,7 @@ def run(args: argparse.Namespace, started_at: float | None = None) -> int:
         for part in partial.values():
             part.discard()
     print(f"kvtui export: {fmt_position(span.start_s)}–{fmt_position(span.end_s)} of {args.file} at "
-          f"{fmt_speed(span.speed)}, {span.fps:g} fps: {span.frames} frame{'' if span.frames == 1 else 's'}, "
+          f"{fmt_speed(span.speed)}, {span.fps:g} fps: {plural(span.frames, 'frame')}, "
           f"{span.film_s:.1f} s of film, {size[0]}×{height} cells")
     kinds = {"--cast": "asciinema v2 cast", "--gif": "animated GIF", "--svg-anim": "animated SVG"}
     for (flag, path), sink in zip(outs, sinks):

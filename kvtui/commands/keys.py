@@ -8,6 +8,7 @@ import re
 import sys
 
 from kvtui.core.errors import KvtuiError
+from kvtui.core.text import plural
 
 _INT = re.compile(r"[-+]?\d+")
 _LIST_OF_IDS = re.compile(r"^-\d+(?:[\s,]+[-+]?\d+)*[\s,]*$")  # "--tokens -1,2,3" is a value, not a flag
@@ -91,6 +92,6 @@ def run(args: argparse.Namespace, started_at: float | None = None) -> int:
     for key in keys:
         print(key)
     if not keys:
-        print(f"kvtui: no keys: {len(tokens)} tokens make no full page of {args.page_tokens} tokens",
-              file=sys.stderr)
+        print(f"kvtui: no keys: {plural(len(tokens), 'token')} make no full page of "
+              f"{plural(args.page_tokens, 'token')}", file=sys.stderr)
     return 0

@@ -9,6 +9,7 @@ import json
 from kvtui.config.layout import read_model_config
 from kvtui.core.defaults import DEFAULT_PROMPT_PAGES
 from kvtui.core.errors import KvtuiError
+from kvtui.core.text import plural
 from kvtui.core.units import format_bytes
 
 DTYPE_OF_BYTES = {1: "fp8", 2: "fp16", 4: "fp32"}
@@ -95,7 +96,7 @@ def format_layout(d: dict) -> str:
     else:
         geometry = [f"KV heads         {d['kv_heads']}{heads}", f"head dim         {d['head_dim']}"]
         product = f"2 × {d['layers']} × {d['kv_heads']} × {d['head_dim']} × {d['elem_bytes']}"
-    tail = f" (+{d['tail_tokens']:,} tokens short of a full page, not stored)" if d["tail_tokens"] else ""
+    tail = f" (+{plural(d['tail_tokens'], 'token')} short of a full page, not stored)" if d["tail_tokens"] else ""
     lines = [
         f"{d['name']}  {d['source']}",
         f"attention        {d['rule']}",
@@ -104,7 +105,7 @@ def format_layout(d: dict) -> str:
         f"KV dtype         {d['kv_dtype']}, {d['elem_bytes']} B/element",
         f"bytes per token  {d['bytes_per_token']:,} B = {product}",
         f"page             {d['page_tokens']:,} tokens → {_bytes(d['page_bytes'])}",
-        f"prompt           {d['prompt_tokens']:,} tokens → {d['pages']:,} full page{'' if d['pages'] == 1 else 's'}, "
+        f"prompt           {d['prompt_tokens']:,} tokens → {plural(d['pages'], 'full page')}, "
         f"{_bytes(d['bytes'])}{tail}",
     ]
     return "\n".join(lines)

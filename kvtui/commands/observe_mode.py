@@ -17,6 +17,7 @@ from kvtui.config.exports import exports_from_args
 from kvtui.config.paths import check_new_file
 from kvtui.config.screen import screen_from_args
 from kvtui.core.errors import KvtuiError
+from kvtui.core.text import plural
 from kvtui.launch import Outputs, start_recording
 
 # flags that only make sense with a workload or a store kvtui starts: refused with --observe
@@ -61,7 +62,7 @@ def check_observe_args(args: argparse.Namespace) -> list[str]:
                 raise KvtuiError(str(exc)) from None
             silent.append(url)
     if len(silent) == len(urls):
-        raise KvtuiError(f"--metrics-url: none of the {len(urls)} masters answers ({', '.join(urls)})")
+        raise KvtuiError(f"--metrics-url: none of the {plural(len(urls), 'master')} answers ({', '.join(urls)})")
     return urls
 
 

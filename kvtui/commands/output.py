@@ -11,6 +11,7 @@ from typing import Any
 from kvtui.core.errors import KvtuiError, OutputError
 from kvtui.core.files import write_atomic
 from kvtui.core.misses import MAX_KEYS
+from kvtui.core.text import plural
 
 
 def write_json_atomic(path: str, data: dict) -> None:
@@ -76,7 +77,7 @@ def _percentiles(d: dict) -> str:
     if not d.get("count"):
         return "n/a (no samples)"
     return (f"p50 {number(d['p50'], 'ms')} ms · p90 {number(d['p90'], 'ms')} · p99 {number(d['p99'], 'ms')} · "
-            f"max {number(d['max'], 'ms')} ({d['count']:,} samples)")
+            f"max {number(d['max'], 'ms')} ({plural(d['count'], 'sample')})")
 
 
 def format_summary(s: dict) -> str:
@@ -106,11 +107,11 @@ def format_summary(s: dict) -> str:
           if s.get(fig.AIPERF_SO_FAR.key) is not None else []),
         (fig.PAGES_HIT.label, of(fig.PAGES_HIT, fig.PAGES_TOTAL, fig.HIT_RATE_SESSION)),
         *([(fig.MISS_PAGES.label, miss_text(s["misses"]))] if s.get("misses") else []),
-        *([("", f"approximate: the history forgot {s['misses_keys_forgotten']:,} keys (it keeps "
+        *([("", f"approximate: the history forgot {plural(s['misses_keys_forgotten'], 'key')} (it keeps "
                 f"{MAX_KEYS:,})")] if s.get("misses_keys_forgotten") else []),
-        (fig.PAGES_PUBLISHED.label, f"{s['pages_published']:,} pages; {fig.PAGES_PRESENT.label} "
+        (fig.PAGES_PUBLISHED.label, f"{plural(s['pages_published'], 'page')}; {fig.PAGES_PRESENT.label} "
                                     f"{s['pages_already_present']:,}; {fig.PAGES_FAILED.label} {s['pages_failed']:,}"),
-        (fig.VERIFIED.label, f"{s['verified_pages']:,} pages, {checked(verify)}; {fig.MISMATCHES.label} "
+        (fig.VERIFIED.label, f"{plural(s['verified_pages'], 'page')}, {checked(verify)}; {fig.MISMATCHES.label} "
                              f"{s['mismatches']:,}"),
         (fig.RELOAD_LATENCY.name, _percentiles(rel)),
         ("", f"{fig.PROBE_ONLY.name} {s.get(fig.PROBE_ONLY.key, 0):,}; "
@@ -175,11 +176,11 @@ def ttft_lines(s: dict) -> list[tuple[str, str]]:
     mark, marked = "", []
     if ratio is not None:
         mark = f" · {fig.RELOAD_VS_RECOMPUTE.label} {fig.show(fig.RELOAD_VS_RECOMPUTE, ratio)}" + (
-            f" ({slower:,} of {t['count']:,} requests slower)" if slower and ratio <= 1 else "")
+            f" ({slower:,} of {plural(t['count'], 'request')} slower)" if slower and ratio <= 1 else "")
         if ratio > 1:
-            marked = [("", f"RELOAD SLOWER THAN RECOMPUTE ({slower:,} of {t['count']:,} requests)")]
+            marked = [("", f"RELOAD SLOWER THAN RECOMPUTE ({slower:,} of {plural(t['count'], 'request')})")]
     saved = fig.TTFT_SAVED
     return [(saved.name, f"p50 {fig.show(saved, t['p50'])} · p99 {fig.number(t['p99'], 'ms', saved.decimals)} · "
-                         f"total {fig.number(t['total'] / 1e3, 's', 2)} s over {t['count']:,} reloads"),
+                         f"total {fig.number(t['total'] / 1e3, 's', 2)} s over {plural(t['count'], 'reload')}"),
             ("", f"{fig.GPU_SAVED_RUN.label} {fig.show(fig.GPU_SAVED_RUN, s['prefill_gpu_s_saved'])}{mark}"),
             *marked, ("", f"estimate: {est.get('basis', '?')}")]

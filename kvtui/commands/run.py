@@ -4,7 +4,8 @@ Same engine as ``kvtui watch``; shows a progress bar (traces) or a live status l
 prints the summary and, with ``--json``, writes it (fields of :meth:`kvtui.metrics.aggregate.Aggregator.summary`
 and ``interrupted``). ``--duration`` bounds the whole command: start-up counts, and the run is abandoned when
 it is reached (the command ends ~1 s later). Ctrl-C or SIGTERM abandon the run the same way, then print the
-summary of the requests that finished and write ``--json`` with ``"interrupted": true`` before exiting 130 / 143.
+summary of the requests that finished and write ``--json`` with ``"interrupted": true`` before exiting 130 / 143;
+during start-up, before any request, ``--json`` says so too (``"interrupted_during": "start-up"``, no figures).
 ``--prometheus`` serves the figures while the run goes on and, pinned to the summary's frame,
 ``--prometheus-linger`` seconds after it; ``--requests-log`` writes one row per request
 (:mod:`kvtui.config.exports`, :class:`kvtui.launch.Outputs`).
@@ -26,6 +27,7 @@ from kvtui.config.paths import check_new_file, check_outputs, path_arg
 from kvtui.config.plan import RunPlan, plan_from_args
 from kvtui.config.workload import add_workload_arguments, skipped_text
 from kvtui.core.errors import KvtuiError, OutputError, bad_value
+from kvtui.core.text import plural
 from kvtui.core.units import duration_arg
 from kvtui.launch import Outputs, open_session, start_recording
 from kvtui.metrics.figures import failover_lines, failover_ranges
@@ -76,10 +78,37 @@ def run(args: argparse.Namespace, started_at: float | None = None) -> int:
         if args.record:
             check_new_file(args.record, "--record")
         bounded = args.duration or args.trace or args.requests
-        plan = plan_from_args(args, started_at=started_at, exports=exports, max_requests=args.requests,
-                              run_for_s=args.duration if bounded else 10.0, duration_s=args.duration,
-                              quiet=args.quiet)
+        try:
+            plan = plan_from_args(args, started_at=started_at, exports=exports, max_requests=args.requests,
+                                  run_for_s=args.duration if bounded else 10.0, duration_s=args.duration,
+                                  quiet=args.quiet)
+        except KeyboardInterrupt:
+            _interrupted_at_start(args, None, started_at)
+            raise
         return _run(plan, args, outputs)
+
+
+def _interrupted_at_start(args: argparse.Namespace, plan: RunPlan | None, started_at: float | None) -> None:
+    """Ctrl-C or SIGTERM before the first request could start: ``--json`` (when given) is written all the same,
+    with ``"interrupted": true``, ``"interrupted_during": "start-up"``, no figures, and what the plan says about
+    the run (its workload, layout and setup; nothing when it was interrupted while it was being made)."""
+    import time
+
+    from kvtui.metrics.aggregate import Aggregator
+
+    if not args.json:
+        return
+    with uninterrupted():  # a second Ctrl-C must not cost the file
+        summary = Aggregator(estimator=plan.estimator if plan is not None else None).summary()
+        summary["elapsed_s"] = time.monotonic() - started_at if started_at is not None else 0.0
+        if plan is not None:
+            summary.update(plan.context())
+            summary["setup"] = full_setup(summary["setup"], None)
+            summary["context"] = plan.inputs()
+        summary.update(interrupted=True, interrupted_during="start-up", requests_lost=0, requests_rerun=0)
+        write_json_atomic(args.json, summary)
+        if args.json != "-":
+            print(f"kvtui: interrupted during start-up, before any request: {args.json} says so", file=sys.stderr)
 
 
 def _run(plan: RunPlan, args: argparse.Namespace, outputs: Outputs) -> int:
@@ -90,8 +119,12 @@ def _run(plan: RunPlan, args: argparse.Namespace, outputs: Outputs) -> int:
     if problems:
         print(f"kvtui: {skipped_text(problems)}", file=sys.stderr)
     _say_note(plan.cluster.store_note, plan.quiet)
-    session = open_session(plan, outputs=outputs,
-                           echo=lambda text: print(f"kvtui: {text}", file=sys.stderr, flush=True))
+    try:
+        session = open_session(plan, outputs=outputs,
+                               echo=lambda text: print(f"kvtui: {text}", file=sys.stderr, flush=True))
+    except KeyboardInterrupt:  # (open_session stopped what had started)
+        _interrupted_at_start(args, plan, plan.started_at)
+        raise
     if session.network and not plan.quiet:
         print(f"kvtui: network {session.network}", file=sys.stderr)
     if plan.cluster.listen is not None:
@@ -120,7 +153,7 @@ def _run(plan: RunPlan, args: argparse.Namespace, outputs: Outputs) -> int:
     with uninterrupted():  # a second Ctrl-C must not cost the summary of the first
         session.halt()  # (an interrupted run: abandon what is under way; a finished one: nothing to do)
         final = session.final_frame()
-        for line in outputs.finish(final):  # every later scrape shows exactly the summary's counters
+        for line in outputs.finish(final, notes=not plan.quiet):  # later scrapes show exactly the summary's
             print(f"kvtui: {line}", file=sys.stderr)
         for _t, text in session.store_full.lines[shown:]:  # a burst the run ended in
             print(f"kvtui: {text}", file=sys.stderr)
@@ -176,10 +209,10 @@ def _report(plan: RunPlan, args: argparse.Namespace, summary: dict, desc: Mappin
     for rep in session.replacements:
         codes = ", ".join(f"{n} exit code {c}" for n, c in zip(rep.dead, rep.exit_codes)) or rep.reason
         print(f"kvtui: at {rep.t:.1f} s a worker died ({codes}): every worker restarted in {rep.took_s:.1f} s; "
-              f"{rep.lost} requests {'submitted again' if counts.rerun_lost else 'lost'}", file=sys.stderr)
+              f"{plural(rep.lost, 'request')} {'submitted again' if counts.rerun_lost else 'lost'}", file=sys.stderr)
     if counts.lost:
-        print(f"kvtui: {counts.lost:,} requests were lost when a worker died (the summary covers the requests that "
-              "finished)", file=sys.stderr)
+        print(f"kvtui: lost when a worker died: {plural(counts.lost, 'request')} (the summary covers the requests "
+              "that finished)", file=sys.stderr)
     if session.failovers:  # (kvtui's HA cluster: K in the monitor, or a fault of another's)
         reports = [r.as_dict() for r in session.failovers]
         summary["failovers"] = {"n": len(reports), "ranges": failover_ranges(reports), "reports": reports}

@@ -30,7 +30,7 @@ from kvtui.config.layout import add_page_arguments, layout_from_args
 from kvtui.config.paths import path_arg
 from kvtui.config.screen import check_refresh_hz
 from kvtui.config.workload import add_workload_arguments, workload_from_args
-from kvtui.core.defaults import DEFAULT_HZ, MAX_HZ
+from kvtui.core.defaults import DEFAULT_HZ, MAX_HZ, WATCH_LAYOUT
 from kvtui.core.errors import KvtuiError, bad_value
 
 SERVE_DESTS = ("host", "port", "public_url", "max_sessions")
@@ -68,7 +68,7 @@ def register(subparsers) -> None:
     s.add_argument("--max-sessions", type=int, default=2, metavar="N",
                    help="browser tabs served at once (default 2): each runs its own workers and embedded store "
                         "(the store alone 1 GiB by default); a tab beyond that is refused with a message")
-    add_page_arguments(p)
+    add_page_arguments(p, WATCH_LAYOUT)  # (each tab is a kvtui watch: the same default layout)
     add_estimate_arguments(p)
     add_cluster_arguments(p)
     p.set_defaults(func=run, prompt_tokens=None, serve_parser=p)

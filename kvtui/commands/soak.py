@@ -22,6 +22,7 @@ from kvtui.config.paths import check_new_file, check_outputs, path_arg
 from kvtui.config.plan import RunPlan, plan_from_args
 from kvtui.config.workload import add_workload_arguments, skipped_text
 from kvtui.core.errors import KvtuiError, OutputError, bad_value
+from kvtui.core.text import plural
 from kvtui.core.topology import DEFAULT_ROUTE
 from kvtui.core.units import parse_duration
 from kvtui.launch import open_session, start_recording
@@ -216,7 +217,8 @@ def _soak(plan: RunPlan, soak_plan, args: argparse.Namespace) -> int:
         session.stop()
         raise
     if soak.faults:
-        out.say(f"chaos: {len(soak.faults)} faults scheduled ({', '.join(soak_plan.kinds)}), seed {soak_plan.seed}")
+        out.say(f"chaos: {plural(len(soak.faults), 'fault')} scheduled ({', '.join(soak_plan.kinds)}), seed "
+                f"{soak_plan.seed}")
     interrupted: KeyboardInterrupt | None = None
     try:
         start_recording(session, args.record)

@@ -19,6 +19,7 @@ from kvtui.config.layout import add_layout_arguments, field_overrides, flag_mess
 from kvtui.config.paths import check_outputs, path_arg
 from kvtui.config.workload import add_synthesis_arguments, read_trace_rows, synthesis_fields, trace_synthesis
 from kvtui.core.errors import KvtuiError, bad_value
+from kvtui.core.text import plural
 from kvtui.launch import isolate, start_engine
 
 
@@ -164,15 +165,15 @@ def run(args: argparse.Namespace, started_at: float | None = None) -> int:
     if not quiet:
         for s in sizes:
             if s.pages < ws.prompt_pages:
-                _say(f"note: --capacity {s.capacity_tokens:,} holds {s.pages:,} pages, fewer than the longest row's "
-                     f"{ws.prompt_pages:,}: that row cannot stay whole in the store")
+                _say(f"note: --capacity {s.capacity_tokens:,} holds {plural(s.pages, 'page')}, fewer than the longest "
+                     f"row's {ws.prompt_pages:,}: that row cannot stay whole in the store")
                 break
         whole = [s for s in sizes if s.pages >= ws.pages]
         if whole:
             _say(f"note: from --capacity {whole[0].capacity_tokens:,} on, the store holds every distinct page of "
                  f"the trace ({ws.pages:,}): expect the unbounded ideal")
     per_block = block // layout.page_tokens
-    rule = (f"pages = capacity // {block} tokens per block × {per_block} page{'s' if per_block > 1 else ''} per "
+    rule = (f"pages = capacity // {block} tokens per block × {plural(per_block, 'page')} per "
             f"block; segment = ceil(pages × ({format_bytes(layout.page_bytes)} + {OBJECT_OVERHEAD_BYTES} B "
             f"overhead) / {watermark:g} eviction watermark), at least {MIN_SEGMENT_BYTES >> 20} MiB")
     plan = SweepPlan(rows=rows, label=trace_label(args.trace), block_tokens=block, layout=layout, sizes=sizes,
@@ -185,7 +186,7 @@ def run(args: argparse.Namespace, started_at: float | None = None) -> int:
                      bad_rows_skipped=skipped_count(problems),
                      synthesis=synthesis_fields(synthesis).get("synthesis", {}))
     if not quiet:
-        _say(f"{len(sizes)} point{'' if len(sizes) == 1 else 's'} of {len(rows):,} rows; "
+        _say(f"{plural(len(sizes), 'point')} of {plural(len(rows), 'row')}; "
              f"pages {layout.describe()}; {plan.isolation}")
     try:
         result, interrupted = _with_progress(plan, quiet)
@@ -206,7 +207,7 @@ def run(args: argparse.Namespace, started_at: float | None = None) -> int:
         raise interrupted
     if interrupted is not None:  # a point's store broke: the points before it are written above
         n = len(result.points)
-        raise KvtuiError(f"sweep stopped: {interrupted}" + (f" ({n} point{'' if n == 1 else 's'} before it written)"
+        raise KvtuiError(f"sweep stopped: {interrupted}" + (f" ({plural(n, 'point')} before it written)"
                                                           if n and (args.json or args.svg or args.png) else ""))
     bad = sum(p.mismatches for p in result.points)
     if bad:
@@ -228,7 +229,7 @@ def _with_progress(plan, quiet: bool):
         def line(i: int, done: int, status: dict) -> None:
             if status.get("done") and not quiet:
                 s = plan.sizes[i]
-                _say(f"sweep point {i + 1}/{n}: {format_tokens(s.capacity_tokens)} tokens ({s.pages:,} pages): "
+                _say(f"sweep point {i + 1}/{n}: {format_tokens(s.capacity_tokens)} tokens ({plural(s.pages, 'page')}): "
                      f"real store {status['real'] * 100:.2f} %")
         return run_sweep(plan, start, line)
     from rich.console import Console

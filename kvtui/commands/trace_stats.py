@@ -15,6 +15,7 @@ from kvtui.config.paths import path_arg
 from kvtui.config.workload import add_synthesis_arguments
 from kvtui.core import units
 from kvtui.core.errors import KvtuiError
+from kvtui.core.text import plural
 
 _MAX_PROBLEMS_SHOWN = 5
 
@@ -80,11 +81,6 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.set_defaults(func=run)
 
 
-def _rows(n: int, what: str) -> str:
-    """``1 bad row``, ``2 bad rows``: ``n`` (with thousands separators) and ``what``, plural when not 1."""
-    return f"{_fmt_int(n)} {what}{'' if n == 1 else 's'}"
-
-
 def _ceiling(rate: float) -> str:
     from kvtui.metrics.figures import ceiling_text
     from workload.stats import prefill_ceiling
@@ -123,7 +119,7 @@ def run(args: argparse.Namespace, started_at: float | None = None) -> int:
     synthesis = trace_synthesis(args, has_trace=True)
 
     try:
-        rows, problems = read_trace(path, block_tokens=block_tokens, strict=args.strict)
+        rows, problems = read_trace(path, block_tokens=block_tokens, strict=args.strict, block_flag="--block-tokens")
         rows = apply_synthesis(rows, synthesis, block_tokens)
         stats = trace_stats(rows, block_tokens)
         shared_tokens = sum(shared_prefix_lengths(rows, block_tokens)) * block_tokens
@@ -137,7 +133,7 @@ def run(args: argparse.Namespace, started_at: float | None = None) -> int:
     table: list[tuple[str, str]] = [
         ("trace", os.fspath(args.file)),
         *([("synthesis", synthesis.describe())] if synthesis else []),
-        ("rows", f"{_fmt_int(stats.rows)}" + (f"  ({_rows(len(skipped), 'bad row')} skipped)" if skipped else "")),
+        ("rows", f"{_fmt_int(stats.rows)}" + (f"  ({plural(len(skipped), 'bad row')} skipped)" if skipped else "")),
         ("duration", f"{stats.duration_s:,.1f} s"),
         (
             "arrival rate",
@@ -181,13 +177,13 @@ def run(args: argparse.Namespace, started_at: float | None = None) -> int:
                 f"hit rate @ {_fmt_int(cap)} tokens",
                 f"{rate * 100:6.2f} %  {fig.TRACE_LRU.label} (prefill ceiling {_ceiling(rate)})   "
                 f"{opt * 100:6.2f} %  {fig.TRACE_MIN.label} (prefill ceiling {_ceiling(opt)})   "
-                f"{_fmt_int(cap // block_tokens)} blocks",
+                f"{plural(cap // block_tokens, 'block')}",
             )
         )
     width = max(len(k) for k, _ in table)
     lines = [f"{k:<{width}}  {v}" for k, v in table]
-    for listed, head in ((skipped, f"skipped {_rows(len(skipped), 'bad row')}:"),
-                         (late, f"{_rows(len(late), 'row')} out of order (kept; a replay issues each at the earlier "
+    for listed, head in ((skipped, f"skipped {plural(len(skipped), 'bad row')}:"),
+                         (late, f"{plural(len(late), 'row')} out of order (kept; a replay issues each at the earlier "
                                 "row's time):")):
         if not listed:
             continue

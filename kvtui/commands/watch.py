@@ -1,4 +1,5 @@
-"""``kvtui watch``: the live monitor. With no flags: embedded store, both workers, the default scenario."""
+"""``kvtui watch``: the live monitor. With no flags: embedded store, both workers, the default scenario on the
+``tiny`` layout (:data:`~kvtui.core.defaults.WATCH_LAYOUT`); ``--layout seed`` is the demo card's."""
 
 from __future__ import annotations
 
@@ -13,6 +14,7 @@ from kvtui.config.paths import check_new_file, path_arg
 from kvtui.config.plan import plan_from_args
 from kvtui.config.screen import add_refresh_argument, add_screen_arguments, screen_from_args
 from kvtui.config.workload import add_workload_arguments, skipped_text
+from kvtui.core.defaults import WATCH_LAYOUT
 from kvtui.launch import Outputs, open_session, start_recording
 
 
@@ -22,7 +24,10 @@ def register(subparsers) -> None:
         "watch", help="the live monitor (embedded store + workers + a scenario by default)",
         description="Start (or attach to) a Mooncake cluster, a prefill and a decode worker and a workload, and "
                     "show live what prefix reuse does: a page grid of hits and misses, throughput, latency "
-                    "histograms, store and process health. Press ? in the app for every key.")
+                    "histograms, store and process health. Press ? in the app for every key. With no flags it "
+                    f"runs the {WATCH_LAYOUT} layout (4 KiB pages: it starts on any laptop and its store never fills, "
+                    "whatever key you press); --layout seed runs the demo card's 14 MiB pages (Qwen2.5-7B's KV "
+                    "shape), with a store sized to its working set, several GiB, at most half the free memory.")
     add_workload_arguments(p)
     g = p.add_argument_group("monitor")
     g.add_argument("--concurrency", type=int, default=1, metavar="N", help="requests in flight (default 1)")
@@ -35,7 +40,7 @@ def register(subparsers) -> None:
     g.add_argument("--observe", action="store_true", help="watch an existing cluster only (needs --metrics-url; "
                    "--master is shown): the master's metrics over time, no workload, no workers, nothing written to "
                    "the store)")
-    add_page_arguments(p)
+    add_page_arguments(p, WATCH_LAYOUT)
     add_estimate_arguments(p)
     add_cluster_arguments(p)
     add_listen_arguments(p)

@@ -221,13 +221,15 @@ def store_size(text: str) -> int:
 
     from kvtui.core.units import parse_bytes
 
+    least = f"--store-size must be at least {MIN_SEGMENT_BYTES >> 20} MiB (Mooncake's smallest segment)"
+    if str(text).strip().startswith("-"):
+        raise KvtuiError(f"{least}, got {text.strip()}")
     try:
         store_bytes = parse_bytes(text)
     except ValueError as exc:
         raise KvtuiError(f"--store-size: {exc}") from None
     if store_bytes < MIN_SEGMENT_BYTES:
-        raise KvtuiError(f"--store-size must be at least {MIN_SEGMENT_BYTES >> 20} MiB (Mooncake's smallest segment), "
-                         f"got {store_bytes} bytes")
+        raise KvtuiError(f"{least}, got {store_bytes} bytes")
     total = psutil.virtual_memory().total
     if store_bytes > total:
         raise KvtuiError(f"--store-size {text} is more than this machine's memory ({total >> 20} MiB)")

@@ -9,6 +9,7 @@ import math
 
 from kvtui.config.layout import LayoutPlan
 from kvtui.core.errors import KvtuiError
+from kvtui.core.units import fraction_arg
 from kvtui.metrics.ttft import DEFAULT_GPU, DEFAULT_MFU, GPUS, TtftEstimator, make_estimator
 
 ESTIMATE_FLAGS = (("--gpu", "gpu"), ("--mfu", "mfu"), ("--prefill-tokens-per-s", "prefill_tokens_per_s"))
@@ -23,10 +24,10 @@ def add_estimate_arguments(parser: argparse.ArgumentParser) -> None:
     g.add_argument("--gpu", type=str.lower, choices=list(GPUS), default=None, metavar="|".join(GPUS),
                    help=f"the GPU the prefill would run on: its dense BF16 peak TFLOPS from the vendor's datasheet "
                         f"({', '.join(f'{k} {g.peak_tflops:g}' for k, g in GPUS.items())}; default {DEFAULT_GPU})")
-    g.add_argument("--mfu", type=float, default=None, metavar="FRACTION",
+    g.add_argument("--mfu", type=fraction_arg(), default=None, metavar="FRACTION",
                    help="model FLOPs utilisation of the prefill, the share of the GPU's peak it reaches, "
-                        f"within (0, 1] (default {DEFAULT_MFU:g}: long prefills are compute-bound and reach "
-                        "~40-50 %% of dense peak)")
+                        f"within (0, 1] or as a percentage, 40%% (default {DEFAULT_MFU:g}: long prefills are "
+                        "compute-bound and reach ~40-50 %% of dense peak)")
     g.add_argument("--prefill-tokens-per-s", type=float, default=None, metavar="TOKENS_PER_S",
                    help="your engine's measured prefill rate in tokens per second: replaces the FLOPs estimate (then "
                         "recompute time = k ÷ this), and works with any layout, tiny and custom ones too")

@@ -18,8 +18,8 @@ from kvtui.core.models import KV_DTYPES, ModelConfigError, ModelSpec, name_from_
 SCHEMES = ("ollama", "pagedkv")
 """Page key schemes (:mod:`kvtui.engine.keys`)."""
 
-FLAG_OF_FIELD = {"prompt_tokens": "--prompt-tokens", "page_tokens": "--page-tokens", "seed": "--seed",
-                 "overlap": "--overlap", "pool": "--pool", "rate": "--rate", "scenario": "--scenario"}
+FLAG_OF_FIELD = {"prompt_tokens": "--prompt-tokens", "output_tokens": "--output-tokens", "page_tokens": "--page-tokens",
+                 "seed": "--seed", "overlap": "--overlap", "pool": "--pool", "rate": "--rate", "scenario": "--scenario"}
 """The flag that sets each ``workload.WorkloadSpec`` or layout field a user can reach."""
 
 

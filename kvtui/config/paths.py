@@ -22,8 +22,16 @@ def path_arg(text: str) -> str:
 
 
 OUTPUT_ARGS = ("json", "svg", "png", "series", "record", "requests_log", "cast", "gif", "svg_anim", "screenshot",
-               "save_trace")
+               "save_trace", "trace_out")
 """The ``args`` attributes of the file outputs a command may write (``--json``, ``--svg``… ``--requests-log``)."""
+
+_OUTPUT_FLAGS = {"trace_out": "--trace"}  # (export's --trace writes a trace; elsewhere --trace names one read)
+
+
+def output_flag(name: str) -> str:
+    """The flag of the output attribute ``name`` of :data:`OUTPUT_ARGS`: ``requests_log`` → ``--requests-log``,
+    ``trace_out`` → ``--trace``."""
+    return _OUTPUT_FLAGS.get(name, f"--{name.replace('_', '-')}")
 
 INPUT_ARGS = ("file", "files", "trace")
 """The ``args`` attributes naming the files a command reads (a session, results, a trace file)."""
@@ -41,7 +49,7 @@ def check_distinct_paths(args: argparse.Namespace) -> None:
         except OSError:
             return os.path.realpath(a) == os.path.realpath(b)
 
-    outputs = [(f"--{name.replace('_', '-')}", path) for name in OUTPUT_ARGS
+    outputs = [(output_flag(name), path) for name in OUTPUT_ARGS
                if isinstance(path := getattr(args, name, None), str) and path.strip() and path != "-"]
     inputs = []
     for name in INPUT_ARGS:

@@ -16,6 +16,7 @@ from kvtui.config.layout import flag_message
 from kvtui.core.defaults import DEFAULT_PROMPT_PAGES
 from kvtui.core.errors import KvtuiError
 from kvtui.core.layout import PageLayout
+from kvtui.core.units import fraction_arg
 
 if TYPE_CHECKING:
     from workload import SyntheticWorkload, TraceProblem, TraceRow, TraceWorkload, WorkloadSpec
@@ -41,16 +42,22 @@ def add_workload_arguments(p: argparse.ArgumentParser, default_scenario: str | N
     checks them."""
     from kvtui.core.knobs import DEFAULT_SCENARIO, KNOBS, SCENARIO
     from kvtui.core.traces import trace_arg, trace_names
+    from workload.synthetic import MAX_OUTPUT_TOKENS, WorkloadSpec
 
     default_scenario = default_scenario or DEFAULT_SCENARIO
     g = p.add_argument_group("workload (synthetic scenario, or --trace FILE)")
     g.add_argument(SCENARIO.flag, default=default_scenario, choices=SCENARIO.choices,
                    help=f"{SCENARIO.help} (default {default_scenario})")
-    for knob in KNOBS.values():
-        g.add_argument(knob.flag, type=int if knob.integer else float, default=knob.user(knob.default),
+    for knob in KNOBS.values():  # (a knob in % also takes the sign: --overlap 50%)
+        kind = fraction_arg(knob.scale) if knob.unit == "%" else int if knob.integer else float
+        g.add_argument(knob.flag, type=kind, default=knob.user(knob.default),
                        metavar=knob.metavar, help=knob.help_text().replace("%", "%%"))
     g.add_argument("--prompt-tokens", type=int, default=None, metavar="TOKENS",
                    help="mean prompt length in tokens (default 8 pages of the layout)")
+    g.add_argument("--output-tokens", type=int, default=None, metavar="TOKENS",
+                   help="tokens each request would generate after its prompt (decode): kvtui computes no output, "
+                        "but a --save-trace file gives it as output_length, which aiperf sends as max_tokens "
+                        f"(1-{MAX_OUTPUT_TOKENS}; default {WorkloadSpec().output_tokens}; a trace row gives its own)")
     g.add_argument("--seed", type=int, default=0, metavar="N", help="workload random seed (default 0)")
     g.add_argument("--trace", type=trace_arg, metavar="NAME|FILE",
                    help="replay a Mooncake FAST'25 JSONL trace instead of a scenario: a "
@@ -252,18 +259,18 @@ class WorkloadPlan:
 
 def synthetic_description(spec: WorkloadSpec) -> dict[str, Any]:
     """The ``frame.workload`` dict of a ``workload.WorkloadSpec``: its knobs (:mod:`kvtui.core.knobs`, the
-    monitor shows them) and prompt length."""
+    monitor shows them), prompt and output length."""
     from kvtui.core.knobs import WORKLOAD_KNOBS
 
     return {"kind": "synthetic", **{name: getattr(spec, name) for name in WORKLOAD_KNOBS},
-            "prompt_tokens": spec.prompt_tokens}
+            "prompt_tokens": spec.prompt_tokens, "output_tokens": spec.output_tokens}
 
 
 def _check_flags(args: argparse.Namespace, layout: PageLayout) -> None:
     """``KvtuiError`` for flags that would change nothing: ``--speed``, ``--strict`` or
-    ``--trace-block-tokens`` without ``--trace``, ``--prompt-tokens`` with it; and for ``--trace-block-tokens``
-    below 1 and ``--prompt-tokens`` below one KV page of ``layout`` (such a request has no page to reuse or
-    publish)."""
+    ``--trace-block-tokens`` without ``--trace``, ``--prompt-tokens`` or ``--output-tokens`` with it; and for
+    ``--trace-block-tokens`` below 1 and ``--prompt-tokens`` below one KV page of ``layout`` (such a request has
+    no page to reuse or publish)."""
     if not getattr(args, "trace", None):
         for name, flag in TRACE_ONLY:
             if getattr(args, name, None) not in (None, False):
@@ -275,6 +282,9 @@ def _check_flags(args: argparse.Namespace, layout: PageLayout) -> None:
         return
     if getattr(args, "prompt_tokens", None) is not None:
         raise KvtuiError("--prompt-tokens applies to synthetic scenarios only (each trace row gives its prompt's "
+                         "length)")
+    if getattr(args, "output_tokens", None) is not None:
+        raise KvtuiError("--output-tokens applies to synthetic scenarios only (each trace row gives its output "
                          "length)")
     if getattr(args, "trace_block_tokens", None) is not None and args.trace_block_tokens < 1:
         raise KvtuiError(f"--trace-block-tokens must be at least 1, got {args.trace_block_tokens}")
@@ -319,8 +329,9 @@ def workload_from_args(args: argparse.Namespace, layout: PageLayout, *, follow_l
     prompt = given if given is not None else DEFAULT_PROMPT_PAGES * layout.page_tokens
     try:
         # (an integer knob's check gives an int)
+        output = getattr(args, "output_tokens", None)
         spec = replace(WorkloadSpec(scenario=args.scenario, prompt_tokens=prompt, page_tokens=layout.page_tokens,
-                                    seed=seed), **knobs)
+                                    seed=seed, **({} if output is None else {"output_tokens": output})), **knobs)
         spec.validate()
     except ValueError as exc:
         raise KvtuiError(flag_message(str(exc))) from None

@@ -25,6 +25,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from kvtui.core.defaults import MIN_SEGMENT_BYTES
+from kvtui.core.text import plural
 from kvtui.core.units import format_bytes
 
 if TYPE_CHECKING:
@@ -35,10 +36,6 @@ MEMORY_SHARE = 0.5
 (psutil ``available``): the workers' page buffers and everything else on the machine need the rest."""
 
 _MIB, _GIB = 1 << 20, 1 << 30
-
-
-def _n_pages(n: int) -> str:
-    return f"{n:,} page" + ("" if n == 1 else "s")
 
 
 def _pct(fraction: float) -> str:
@@ -89,7 +86,7 @@ def size_flag(n: int) -> str:
 def working_set_text(ws: WorkingSet, page_bytes: int) -> str:
     """``~214 pages of 14.0 MiB = 2.9 GiB (6 shared + 8 conversations × 26 pages)`` for a
     :class:`workload.working_set.WorkingSet`."""
-    return (f"~{ws.pages:,} pages of {format_bytes(page_bytes)} = {format_bytes(ws.pages * page_bytes)} "
+    return (f"~{plural(ws.pages, 'page')} of {format_bytes(page_bytes)} = {format_bytes(ws.pages * page_bytes)} "
             f"({ws.formula})")
 
 
@@ -103,7 +100,7 @@ def _named(ws: WorkingSet) -> str:
 
 def burst_text(ws: WorkingSet, page_bytes: int) -> str:
     """``one publish of the requests in flight (8 pages of 14.0 MiB = 112.0 MiB)``."""
-    return (f"one publish of the requests in flight ({_n_pages(ws.burst_pages)} of {format_bytes(page_bytes)} = "
+    return (f"one publish of the requests in flight ({plural(ws.burst_pages, 'page')} of {format_bytes(page_bytes)} = "
             f"{format_bytes(ws.burst_pages * page_bytes)})")
 
 
@@ -116,7 +113,7 @@ def outgrown_text(ws: WorkingSet, page_bytes: int, segment_bytes: int, watermark
     held = held_pages(segment_bytes, page_bytes, watermark)
     if ws.pages > held:
         return (f"make the {ws.source} working set {working_set_text(ws, page_bytes)}, more than the {seg} store "
-                f"kvtui sized keeps below its {wm} ({_n_pages(held)}); {start}")
+                f"kvtui sized keeps below its {wm} ({plural(held, 'page')}); {start}")
     if not burst_fits(ws, page_bytes, segment_bytes, watermark):
         return (f"make {burst_text(ws, page_bytes)} more than the {format_bytes(room_above(segment_bytes, watermark))} "
                 f"the {seg} store kvtui sized has above its {wm}; {start}")
@@ -148,7 +145,7 @@ def _layout_hint(ws: WorkingSet, page_bytes: int, page_tokens: int | None, budge
 
 def _prompt_text(ws: WorkingSet, page_bytes: int) -> str:
     what = "the longest trace row" if ws.source == "trace" else "one prompt"
-    return f"{what} ({ws.prompt_pages:,} pages of {format_bytes(page_bytes)} = " \
+    return f"{what} ({plural(ws.prompt_pages, 'page')} of {format_bytes(page_bytes)} = " \
            f"{format_bytes(ws.prompt_pages * page_bytes)})"
 
 
@@ -188,7 +185,7 @@ def plan_store(ws: WorkingSet, page_bytes: int, watermark: float, *, given_bytes
     room = f", with room above it for {burst_text(ws, page_bytes)}" if above else ""  # (when that sets the size)
     if given_bytes is not None:
         if prompt_bytes > given_bytes:
-            raise ValueError(f"--store-size {given_text} has room for {_n_pages(given_bytes // page_bytes)} of "
+            raise ValueError(f"--store-size {given_text} has room for {plural(given_bytes // page_bytes, 'page')} of "
                              f"{format_bytes(page_bytes)}, not {_prompt_text(ws, page_bytes)}: use --store-size "
                              f"{size_flag(prompt_bytes)} at least ({size_flag(need)} keeps the working set below the "
                              f"{wm}{room}), or {_prompt_remedy(ws)}")
@@ -209,8 +206,9 @@ def plan_store(ws: WorkingSet, page_bytes: int, watermark: float, *, given_bytes
         fit = (f"--store-size {size_flag(need)} would fit, or {remedy(ws)}" if need <= cap else
                f"it needs --store-size {size_flag(need)}, more than this machine can give: "
                f"{_layout_hint(ws, page_bytes, page_tokens, max(cap, given_bytes), watermark)}")
-        return StorePlan(given_bytes, f"warning: --store-size {given_text} keeps {held:,} pages below the {wm}, but "
-                                      f"{_named(ws)} is {wst}: expect evictions and refused puts; {fit}", warning=True)
+        return StorePlan(given_bytes, f"warning: --store-size {given_text} keeps {plural(held, 'page')} below the "
+                                      f"{wm}, but {_named(ws)} is {wst}: expect evictions and refused puts; {fit}",
+                         warning=True)
     if need <= default_bytes:
         return StorePlan(default_bytes)  # the default holds it: nothing to say
     if need <= cap:
@@ -238,7 +236,7 @@ def attached_plan_line(ws: WorkingSet, page_bytes: int, capacity_bytes: int, wat
                 f"less than {burst_text(ws, page_bytes)}: expect refused puts; it needs "
                 f"{size_flag(need_bytes(ws, page_bytes, watermark))}")
     return (f"warning: the attached cluster's {format_bytes(capacity_bytes)} keep "
-            f"{held_pages(capacity_bytes, page_bytes, watermark):,} pages below a {_pct(watermark)} eviction "
+            f"{plural(held_pages(capacity_bytes, page_bytes, watermark), 'page')} below a {_pct(watermark)} eviction "
             f"watermark, but the {ws.source} working set is {working_set_text(ws, page_bytes)}: expect evictions "
             f"and refused puts; it needs {size_flag(need_bytes(ws, page_bytes, watermark))}, or {remedy(ws)}")
 
@@ -250,7 +248,7 @@ def store_full_text(failed: int, seconds: float, ws: WorkingSet | None, page_byt
     does and pages leased by recent reads fill the store, or the store nodes ``dead_nodes`` kvtui started
     are down and their segment with them) and the remedy, by flag. ``ws`` None: unknown; ``segment_bytes``
     None: an attached cluster of unknown size."""
-    head = f"store full: {failed:,} puts failed with NO_AVAILABLE_HANDLE in {seconds:.1f} s — "
+    head = f"store full: {plural(failed, 'put')} failed with NO_AVAILABLE_HANDLE in {seconds:.1f} s — "
     if dead_nodes:
         many = len(dead_nodes) > 1
         named = "" if tuple(dead_nodes) == ("store",) else f" ({', '.join(dead_nodes)})"  # (the only one: no name)

@@ -6,6 +6,8 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+from kvtui.core.text import plural
+
 RESTORE_FAILED = "Standby restore failed"
 """What a promoted Mooncake master logs (``master_service_supervisor.cpp``) when it could not restore the state it
 replicated as a standby: it serves anyway, with no objects, so every key stored before is gone. Mooncake
@@ -69,10 +71,10 @@ class FailoverReport:
 
         lost = "unchecked" if self.pages_lost is None else f"{self.pages_lost:,} of {self.pages_checked:,}"
         if self.pages_lost is not None and self.evicted:
-            lost += f" (the masters evicted {self.evicted:,} keys meanwhile: an upper bound)"
+            lost += f" (the masters evicted {plural(self.evicted, 'key')} meanwhile: an upper bound)"
         if self.oplog_failed:
-            lost += (f"; {self.old_leader or 'the old leader'} had acknowledged {self.oplog_failed:,} puts it could "
-                     "not write to its OpLog (etcd slow or stopped)")
+            lost += (f"; {self.old_leader or 'the old leader'} had acknowledged {plural(self.oplog_failed, 'put')} it "
+                     "could not write to its OpLog (etcd slow or stopped)")
         codes = ", ".join(f"{k} {v}" for k, v in self.errors.items())
         failed = (f"; {self.new_leader or 'the new leader'} could not restore its standby state (Mooncake logged "
                   f"'{RESTORE_FAILED}') and serves without it" if self.restore_failed else "")
@@ -82,7 +84,8 @@ class FailoverReport:
         hits = (f"; page hits {pct(self.hit_rate_before)} before, {pct(self.hit_rate_during)} during, "
                 f"{pct(self.hit_rate_after)} after" if self.hit_rate_during is not None else "")
         return (f"failover {self.n} ({self.kind}): leader {s(self.leader_s)}, serving {s(self.serving_s)}, "
-                f"reload {s(self.reload_s)}, publish {s(self.publish_s)}; {self.requests_failed} requests failed"
+                f"reload {s(self.reload_s)}, publish {s(self.publish_s)}; "
+                f"{plural(self.requests_failed, 'request')} failed"
                 f"{f' ({codes})' if codes else ''}; acknowledged pages lost {lost}{failed}{hits}")
 
 

@@ -96,7 +96,8 @@ class ProcRow(TypedDict, total=False):
 class WorkloadPanel(TypedDict, total=False):
     """The workload now. ``kind``: ``synthetic``, ``trace`` or ``observe`` (no workload: ``name`` is the
     master watched, :mod:`kvtui.observe`). Synthetic: ``scenario``, ``overlap``
-    (fraction 0–1), ``pool``, ``rate`` (req/s, 0 = closed loop), ``prompt_tokens``, ``layout`` (preset name
+    (fraction 0–1), ``pool``, ``rate`` (req/s, 0 = closed loop), ``prompt_tokens``, ``output_tokens`` (each
+    request's decode length), ``layout`` (preset name
     or ``custom``). Trace: ``name`` (file name), ``done`` / ``total`` (rows), ``complete``, ``speed`` (× trace
     time; None = as fast as possible), ``position_s`` (trace time of the newest row issued, since the first
     row, s), ``length_s`` (the trace's span, s) and ``synthesis`` (the trace synthesis flags given, by
@@ -108,6 +109,7 @@ class WorkloadPanel(TypedDict, total=False):
     pool: int
     rate: float
     prompt_tokens: int
+    output_tokens: int
     layout: str
     name: str
     done: int

@@ -34,6 +34,7 @@ from typing import Any
 
 from kvtui.core.defaults import MIN_SEGMENT_BYTES
 from kvtui.core.layout import PageLayout
+from kvtui.core.text import plural
 from kvtui.core.units import format_bytes
 
 SWEEP_KIND = "kvtui-sweep"
@@ -322,7 +323,7 @@ def describe_sweep(result: SweepResult) -> list[str]:
                      f"{st.get('speed', 'max')}, --concurrency {st.get('concurrency', 1)}, read lease "
                      f"{lease:g} s" if isinstance(lease, (int, float)) else "each point: a fresh embedded cluster")
     if result.interrupted:
-        lines.append(f"interrupted: {len(result.points)} points finished")
+        lines.append(f"interrupted: {plural(len(result.points), 'point')} finished")
     return lines
 
 

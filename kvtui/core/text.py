@@ -1,17 +1,34 @@
 """Text tables a person reads in a terminal: at most :data:`WIDTH` columns, sections of labelled rows whose
 long values wrap under themselves, and a legend. The benches' tables, ``kvtui compare`` and the summaries
-lay their lines out with these."""
+lay their lines out with these; :func:`plural` says a count in words (``1 point``, ``2 points``)."""
 
 from __future__ import annotations
 
+import os
 import textwrap
 from collections.abc import Iterable, Sequence
+from typing import TextIO
+
+from workload.text import plural
+
+__all__ = ["WIDTH", "INDENT", "plural", "line_width", "wrap", "rows", "section", "legend", "widest"]
 
 WIDTH = 100
 """The widest line of a text output (columns)."""
 
 INDENT = "  "
 """A section's rows, under its title."""
+
+
+def line_width(stream: TextIO) -> int:
+    """The widest line ``stream`` takes (columns): its terminal's width, or :data:`WIDTH` when it is not a
+    terminal (a file, a pipe, a CI log)."""
+    try:
+        if stream.isatty():
+            return max(1, os.get_terminal_size(stream.fileno()).columns)
+    except (AttributeError, OSError, ValueError):  # (no fileno: a test's stream; a closed one)
+        pass
+    return WIDTH
 
 
 def wrap(text: str, width: int = WIDTH, first: str = "", rest: str = "") -> list[str]:

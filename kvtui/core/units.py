@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import argparse
 import re
-from typing import Sequence
+from typing import Callable, Sequence
 
 from kvtui.core.errors import KvtuiError, bad_value
 
@@ -72,13 +72,15 @@ def parse_tokens(text: str, what: str = "capacity") -> int:
 
 def parse_token_list(values: Sequence[str] | None, flag: str = "--capacity") -> list[int]:
     """Token counts of a repeatable flag whose values may be comma-separated lists (``1M,3M`` ``10M``), in
-    the order given; ``ValueError`` (one line naming ``flag``) on an empty item, a bad count or 0 (a cache of
-    no tokens holds nothing)."""
+    the order given; ``ValueError`` (one line naming ``flag``) on an empty item, a bad count, a negative one or 0
+    (a cache of no tokens holds nothing)."""
     out: list[int] = []
     for value in values or []:
         for part in str(value).split(","):
             if not part.strip():
                 raise ValueError(f"bad {flag} {value!r}: empty item in the comma-separated list")
+            if part.strip().startswith("-"):
+                raise ValueError(f"{flag} must be at least 1 token, got {part.strip()}")
             n = parse_tokens(part, flag)
             if n < 1:
                 raise ValueError(f"{flag} must be at least 1 token, got {part.strip()}")
@@ -96,6 +98,22 @@ def parse_duration(text: str, flag: str) -> float:
     if not s or not m or not any(m.groupdict().values()):
         raise KvtuiError(f"{flag} must be a duration such as 2h, 30m, 90s, 1h30m or seconds, got {text!r}")
     return sum(float(m.group(k) or 0) * mult for k, mult in (("h", 3600), ("m", 60), ("s", 1)))
+
+
+def fraction_arg(scale: float = 1.0) -> Callable[[str], float]:
+    """argparse ``type`` of a fraction flag: a number in the flag's own unit, or a percentage with a ``%`` sign;
+    ``scale``: the flag's unit for a whole (100 for a flag in percent, 1 for a fraction): ``--overlap 50%`` and
+    ``--overlap 50`` are 50, ``--mfu 40%`` and ``--mfu 0.4`` are 0.4. Range checks are the flag's own."""
+    def parse(text: str) -> float:
+        s = str(text).strip()
+        percent = s.endswith("%")
+        try:
+            value = float(s[:-1].strip() if percent else s)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"must be a number or a percentage such as 50%, got {text!r}") from None
+        return round(value * scale / 100.0, 9) if percent else value
+
+    return parse
 
 
 def duration_arg(text: str) -> float:

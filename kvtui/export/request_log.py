@@ -41,6 +41,8 @@ COLUMNS: tuple[tuple[str, str], ...] = (
     ("decode_worker", "index of the decode worker that reloaded"),
     ("prefill_worker", "index of the prefill worker that published"),
     ("tokens", "prompt tokens"),
+    ("output_tokens", "tokens the request would generate after its prompt (decode): the trace row's output_length "
+                      "or --output-tokens; kvtui computes no output"),
     ("cacheable_tokens", "tokens in full pages that may be cached"),
     ("pages", "full KV pages"),
     ("pages_hit", "pages reloaded"),
@@ -74,6 +76,12 @@ def _label(labels, key: str):
     return None
 
 
+def _output_tokens(labels) -> int | None:
+    """The request's ``output_tokens`` label (``workload.Request.output_tokens``), None when it has none."""
+    value = _label(labels, "output_tokens")
+    return None if value is None else int(value)
+
+
 def request_row(r, estimator=None) -> dict:
     """The log row of result ``r`` (a :class:`~kvtui.core.events.RequestResult`); ``estimator``: the run's
     :class:`~kvtui.metrics.ttft.TtftEstimator` (None: ``ttft_saved_ms`` stays empty)."""
@@ -87,7 +95,8 @@ def request_row(r, estimator=None) -> dict:
         "arrival_s": None if r.arrival_s is None else round(r.arrival_s, 6),
         "start_s": round(r.t_start, 6), "finish_s": round(r.t_end, 6),
         "decode_worker": getattr(r, "decode_worker", 0), "prefill_worker": getattr(r, "prefill_worker", 0),
-        "tokens": r.n_tokens, "cacheable_tokens": r.cacheable_tokens, "pages": r.pages_total,
+        "tokens": r.n_tokens, "output_tokens": _output_tokens(r.labels),
+        "cacheable_tokens": r.cacheable_tokens, "pages": r.pages_total,
         "pages_hit": r.pages_hit, "pages_published": r.pages_published,
         "pages_already_present": r.pages_already_present, "pages_failed": r.pages_failed,
         **{f"misses_{MISS_NAMES[reason]}": misses.get(MISS_NAMES[reason]) for reason in REASONS},

@@ -10,6 +10,7 @@ from typing import Any
 from kvtui.core.controls import SetKnob
 from kvtui.core.knobs import WORKLOAD_KNOBS, Choice, Knob, check_knob
 from kvtui.core.layout import PRESETS, PageLayout
+from kvtui.core.text import plural
 from workload import WorkloadSpec
 
 
@@ -73,6 +74,6 @@ def plan_layout_switch(name: str, current: PageLayout, spec: WorkloadSpec, *, pr
         raise LayoutRefused(f"layout {name}: {exc}") from None
     pages = prompt_tokens // new.page_tokens
     if store_bytes is not None and pages * new.page_bytes > store_bytes:
-        raise LayoutRefused(f"one {name} prompt ({pages} pages of {new.page_bytes / 2**20:.1f} MiB) is larger "
-                            f"than the store segment ({store_bytes / 2**20:.0f} MiB): every publish would fail")
+        raise LayoutRefused(f"one {name} prompt ({plural(pages, 'page')} of {new.page_bytes / 2**20:.1f} MiB) is "
+                            f"larger than the store segment ({store_bytes / 2**20:.0f} MiB): every publish would fail")
     return LayoutSwitch(name, new, changes)

@@ -127,6 +127,7 @@ class LiveSession:
         self.owns_engine = owns_engine  # False: stop() leaves the engine running (the bench reuses it)
         self.producer = FrameProducer(self._build_frame, name="kvtui-live-frames")
         self.recording = Recording(self.producer, self.recording_header, self.agg.begin_span, self.log)
+        self._drawn.subscribe(lambda req: self.recording.drawn(req, self.engine.options.layout.page_tokens))
         self.prompt_pages = prompt_pages  # prompts of this many pages of the layout (None: --prompt-tokens fixed)
         self.page_size_pinned_by: str | None = None  # what needs the page size kept ("--save-trace FILE"): a layout
         # switch to another page size is refused while it is set

@@ -507,7 +507,7 @@ FAILOVER_LOST = Figure("pages_lost", "failover: acknowledged pages lost", "pages
                        "pages whose put returned 0 (stored when the fault began, or acknowledged after) that the "
                        "serving master no longer lists once the segments are mounted on it again; exact when "
                        "`evicted` is 0", _ONE_FAILOVER, _FAILOVER_SHOWN, "failovers[].pages_lost")
-#: the failover report's figures (kvtui.live.failover.FailoverReport's fields of the same keys)
+#: the failover report's figures (kvtui.core.failover.FailoverReport's fields of the same keys)
 FAILOVER = (FAILOVER_LEADER, FAILOVER_SERVING, FAILOVER_RELOAD, FAILOVER_PUBLISH, FAILOVER_FAILED, FAILOVER_LOST)
 
 

@@ -30,6 +30,7 @@ from typing import TYPE_CHECKING, Callable
 from kvtui.core.codes import code_name
 from kvtui.core.failover import AFTER_S, FailoverReport
 from kvtui.core.pages import PageState
+from kvtui.core.text import plural
 from kvtui.mooncake import ha
 
 if TYPE_CHECKING:
@@ -208,7 +209,7 @@ class FailoverWatch(threading.Thread):
         rep = self.report
         if rep.pages_lost is None:
             return "not checked (the serving master did not list its keys)"
-        more = f"; the masters evicted {rep.evicted:,} keys meanwhile" if rep.evicted else ""
+        more = f"; the masters evicted {plural(rep.evicted, 'key')} meanwhile" if rep.evicted else ""
         return f"{rep.pages_lost:,} of {rep.pages_checked:,}{more}"
 
     def _check(self, url: str) -> None:

@@ -26,6 +26,7 @@ from rich.text import Text
 from textual.app import App
 
 from kvtui.core.events import EngineEvent
+from kvtui.core.text import plural
 from kvtui.metrics.frame import Frame
 from kvtui.session.reader import ReplayPlayer, SessionReader
 from kvtui.tui.app import KvtuiApp
@@ -49,7 +50,7 @@ class FilmStopped(Exception):
     :mod:`kvtui.tui.signals`). ``exit_code``: the app's (128 + the signal), or 1."""
 
     def __init__(self, frames: int, of: int, exit_code: int | None):
-        super().__init__(f"the film stopped after {frames} of {of} frames")
+        super().__init__(f"the film stopped after {frames} of {plural(of, 'frame')}")
         self.exit_code = exit_code or 1
 
 

@@ -12,6 +12,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
+from kvtui.core.text import plural
 from kvtui.metrics.frame import Frame
 from kvtui.metrics.producer import BuiltOnRead
 from kvtui.session import APPLICATION_ID, FORMAT_VERSION, SessionError
@@ -173,15 +174,15 @@ class SessionReader:
         command does, e.g. ``reporting``), or None when it was closed and read whole."""
         if self.wal_missing:
             return (f"{self.path} has no {self.path.name}-wal beside it (its recorder did not close it): "
-                    f"{WAL_MISSING}; {doing} its first {len(self)} frames")
+                    f"{WAL_MISSING}; {doing} its first {plural(len(self), 'frame')}")
         if self.cut_short:
             return (f"{self.path} is cut short ({self.size:,} of {self.declared:,} bytes): {doing} its first "
-                    f"{len(self)} frames, those before the cut")
+                    f"{plural(len(self), 'frame')}, those before the cut")
         if self.damaged:
             return f"{self.path} is damaged after frame {len(self)}; {doing} up to there"
         if self.not_closed:
             return (f"{self.path} was not closed (its recorder still runs, or was killed): {doing} its "
-                    f"{len(self)} frames so far")
+                    f"{plural(len(self), 'frame')} so far")
         return None
 
     def __len__(self) -> int:

@@ -4,6 +4,11 @@ The frames come from the session's :class:`~kvtui.metrics.producer.FrameProducer
 recording asks it for :data:`RECORD_HZ` frames a second and takes each frame it builds (the same frames the
 monitor and a Prometheus scrape read); a thread of its own writes them into the
 :class:`~kvtui.session.writer.SessionWriter`, so a slow disk never delays the next frame.
+
+Each finished request's row (:func:`kvtui.export.request_log.request_row`) is kept too, with the page size it
+ran at (``page_tokens``) and its page ids (``page_ids``, :func:`workload.trace_writer.page_ids`: equal ids for
+equal page keys), so that ``kvtui export SESSION --trace FILE`` can write the recording as a trace; both are
+None for a request drawn before the recording started.
 """
 
 from __future__ import annotations
@@ -18,6 +23,7 @@ from typing import Any
 from kvtui.metrics.frame import Frame
 from kvtui.metrics.producer import FrameProducer
 from kvtui.session.writer import SessionWriter
+from workload.trace_writer import page_ids
 
 RECORD_HZ = 10.0
 """Frames a second a recording keeps (at most: when frames come faster, the ones in between are left out)."""
@@ -98,6 +104,8 @@ class Recording:
         self._header, self._begin_span, self._log = header, begin_span, log
         self._lock = threading.Lock()
         self._writer: _FrameWriter | None = None
+        self._pages_lock = threading.Lock()  # _pages: written by the feeder thread (drawn), read and emptied by
+        self._pages: dict[int, tuple[int, list[int]]] = {}  # the collector (add_request) and stop()
         self.error: str | None = None
 
     @property
@@ -131,6 +139,8 @@ class Recording:
                 return None
             self._producer.unwant("recorder")
             self._producer.unsubscribe(w.put)
+        with self._pages_lock:
+            self._pages.clear()
         self._log("control", f"recording stopped: {w.writer.path}")
         w.close(final)
         if w.writer.error:
@@ -145,9 +155,22 @@ class Recording:
             return False, self.stop()
         return True, self.start(next_recording_path())
 
+    def drawn(self, req: Any, page_tokens: int) -> None:
+        """A ``workload.Request`` the driver drew (its feeder thread), to run on pages of ``page_tokens``: while
+        recording, its page ids are kept for its row."""
+        if self._writer is None or not req.tokens.shape[0]:
+            return
+        ids = page_ids(req, page_tokens)
+        with self._pages_lock:
+            self._pages[req.req_id] = (page_tokens, ids)
+
     def add_request(self, row: dict[str, Any]) -> None:
         """One finished request's row (:func:`kvtui.export.request_log.request_row`), written with the next
-        frame; nothing when not recording."""
+        frame with its ``page_tokens`` and ``page_ids`` (None when it was drawn before recording started);
+        nothing when not recording."""
         w = self._writer
-        if w is not None:
-            w.writer.add_request(row)
+        if w is None:
+            return
+        with self._pages_lock:
+            page_tokens, ids = self._pages.pop(row.get("id"), (None, None))  # type: ignore[arg-type]
+        w.writer.add_request({**row, "page_tokens": page_tokens, "page_ids": ids})

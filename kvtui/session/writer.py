@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from kvtui import __version__
+from kvtui.core.text import plural
 from kvtui.metrics.frame import Frame
 from kvtui.session import APPLICATION_ID, FORMAT_VERSION, SessionError
 from kvtui.session.codec import FrameEncoder
@@ -96,8 +97,7 @@ class SessionWriter:
                 if self._seq % CHECKPOINT_FRAMES == 0:  # keep the main file itself current, not only its -wal
                     self.db.execute("PRAGMA wal_checkpoint(PASSIVE)")
             except sqlite3.Error as exc:
-                self.error = (f"recording to {self.path} stopped after {self._seq} frame"
-                              f"{'' if self._seq == 1 else 's'}: {exc}")
+                self.error = f"recording to {self.path} stopped after {plural(self._seq, 'frame')}: {exc}"
 
     def add_request(self, row: dict[str, Any]) -> None:
         """Queue one request row (a dict of plain values: :func:`kvtui.export.request_log.request_row`); rows

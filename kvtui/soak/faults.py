@@ -25,6 +25,7 @@ from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING, Callable
 
 from kvtui.core.codes import code_name
+from kvtui.core.text import plural
 from kvtui.core.topology import role_of
 from kvtui.soak.schedule import (
     ETCD_OUTAGE,
@@ -268,8 +269,8 @@ class Injector(threading.Thread):
         if rec.recovery_s is not None:
             assert rec.cleared_s is not None and rec.t_s is not None  # recovered: it was injected and cleared
             self._log("info", f"chaos: fault {rec.n} {rec.kind} recovered in {rec.recovery_s:.1f} s (cleared "
-                              f"after {rec.cleared_s - rec.t_s:.1f} s; {rec.lost} requests lost, {rec.failed} "
-                              f"with store errors, {rec.mismatches} mismatches)")
+                              f"after {rec.cleared_s - rec.t_s:.1f} s; {plural(rec.lost, 'request')} lost, "
+                              f"{rec.failed} with store errors, {plural(rec.mismatches, 'mismatch', 'mismatches')})")
         else:
             why = rec.error or ("the soak ended first" if self._halt.is_set() else
                                 f"no healthy request within {self.timeout_s:g} s")

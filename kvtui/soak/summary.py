@@ -19,6 +19,7 @@ from typing import Any, Sequence
 
 import numpy as np
 
+from kvtui.core.text import plural
 from kvtui.core.verify import checked
 from kvtui.metrics.figures import failover_lines, failover_ranges
 
@@ -194,7 +195,7 @@ def format_soak(s: dict) -> str:
         f"requests              {req['completed']:,} finished ({req['per_s']:.1f}/s); lost {req['lost']:,}; "
         f"with store errors {req['with_errors']:,}; dropped at the end {req['dropped']:,}, "
         f"abandoned {req['abandoned']:,}",
-        f"verified              {s['verified_pages']:,} pages, {checked(s.get('verify', 'full'))}; mismatches "
+        f"verified              {plural(s['verified_pages'], 'page')}, {checked(s.get('verify', 'full'))}; mismatches "
         f"{s['mismatches']:,} (wrong bytes)",
         f"faults                {f['injected']} injected, {f['recovered']} recovered, {f['not_recovered']} not "
         f"({f['cut_short']} still open at the end), {f['skipped']} skipped; recovery p50 "

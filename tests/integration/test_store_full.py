@@ -51,10 +51,10 @@ def test_attach_mode_only_warns(cluster, capsys):
 
 
 def test_the_default_monitor_refuses_no_put_in_the_scenarios_its_keys_reach(monkeypatch):
-    """The default demo (``kvtui watch``: the seed layout's 14 MiB pages) in a real session, switched the way
-    its keys switch it: multi-turn (``s`` twice), then overlap 0 % (``[``), a few seconds each, refuses no
-    put. Its store used to be 1 GiB, sized for the starting knobs only: multi-turn keeps ~3 GiB live, and
-    puts were refused within seconds."""
+    """The seed demo (``kvtui watch --layout seed``: 14 MiB pages) in a real session, switched the way its keys
+    switch it: multi-turn (``s`` twice), then overlap 0 % (``[``), a few seconds each, refuses no put. Its store
+    used to be 1 GiB, sized for the starting knobs only: multi-turn keeps ~3 GiB live, and puts were refused
+    within seconds."""
     import time
     from collections import Counter
 
@@ -65,7 +65,7 @@ def test_the_default_monitor_refuses_no_put_in_the_scenarios_its_keys_reach(monk
 
     plans = []
     monkeypatch.setattr(watch_cmd, "_run", lambda plan, *a, **k: plans.append(plan) or 0)
-    assert main(["watch", "--headless", "--duration", "60"]) == 0
+    assert main(["watch", "--layout", "seed", "--headless", "--duration", "60"]) == 0
     session = open_session(plans[0])
     codes: Counter = Counter()
     done = []

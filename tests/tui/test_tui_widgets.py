@@ -525,7 +525,7 @@ def test_row_details_say_what_an_unbounded_cache_would_have_hit():
         return next(x for x in lines if x.startswith("ideal"))
 
     assert ideal_line([S.HIT, S.PUBLISHED], 2).endswith("2 pages hit → 1 lost to the store's capacity or concurrency")
-    assert ideal_line([S.HIT, S.PUBLISHED], 1).endswith("1 pages hit — the store hit all of them")
+    assert ideal_line([S.HIT, S.PUBLISHED], 1).endswith("1 page hit — the store hit all of them")
     assert ideal_line([S.PUBLISHED, S.PUBLISHED], 0).endswith("0 pages hit (every page a first use)")
 
 

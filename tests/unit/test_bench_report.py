@@ -3,6 +3,7 @@ starting anything; and the helpers the commands share (output files, the skipped
 
 from __future__ import annotations
 
+import io
 import json
 
 import pytest
@@ -233,3 +234,34 @@ def test_memory_bus_times_one_copy_against_two_at_once():
     bus = memory_bus(1 << 20, iterations=3)
     assert bus["one_MBps"] > 0 and bus["two_MBps"] > 0
     assert bus["two_vs_one"] == pytest.approx(bus["two_MBps"] / bus["one_MBps"])
+
+
+class _Terminal(io.StringIO):
+    def __init__(self, tty: bool) -> None:
+        super().__init__()
+        self.tty = tty
+
+    def isatty(self) -> bool:
+        return self.tty
+
+    def fileno(self) -> int:
+        return 2
+
+
+@pytest.mark.parametrize("tty, columns, width", [(False, 300, 100), (True, 60, 60), (True, 300, 300)])
+def test_bench_progress_lines_fit_the_terminal_or_100_columns(monkeypatch, tty, columns, width):
+    """A progress line of kvtui bench reached 203 columns: each is wrapped to the terminal's width, or 100
+    columns when stderr is not a terminal, its words kept whole and its text unchanged."""
+    import os
+    import sys
+
+    from kvtui.bench.engines import say
+
+    stream = _Terminal(tty)
+    monkeypatch.setattr(sys, "stderr", stream)
+    monkeypatch.setattr(os, "get_terminal_size", lambda fd: os.terminal_size((columns, 24)))
+    words = [f"word{i:03d}" for i in range(60)]
+    say(" ".join(words))
+    lines = stream.getvalue().splitlines()
+    assert len(lines) > 1 and max(map(len, lines)) <= width and lines[0].startswith("kvtui bench: word000")
+    assert " ".join(line.strip() for line in lines).split()[2:] == words

@@ -49,5 +49,17 @@ def test_the_readme_is_a_front_page():
     assert len(lines) <= 200, f"README.md has {len(lines)} lines; details go to docs/"
     first_screen = "\n".join(lines[:40])
     assert re.search(r"!\[[^\]]*\]\([^)]+\.(gif|svg|png)\)", first_screen), "no picture in the README's first 40 lines"
-    for target in re.findall(r"\]\(((?:docs/)[^)#]+)", README.read_text()):
+    for target in re.findall(r"\]\(((?:docs/|screenshots/)[^)#]+)", README.read_text()):
         assert (ROOT / target).exists(), f"README links to {target}, which does not exist"
+
+
+def test_the_pictures_live_once_in_the_top_level_screenshots_folder():
+    """The README and the site show the same files from screenshots/ (the site through the hook in mkdocs.yml;
+    a page's link to a picture that is not there fails the strict build above); `make screenshots` writes there."""
+    assert not (ROOT / "docs" / "screenshots").exists()
+    shots = {p.name for p in (ROOT / "screenshots").iterdir()}
+    assert "demo.gif" in shots and "watch-120x40.svg" in shots
+    readme = re.findall(r"!\[[^\]]*\]\(([^)]+)\)", README.read_text())
+    assert readme and all(target.startswith("screenshots/") for target in readme), readme
+    made = re.findall(r"--(?:screenshot|png|gif) (\S+)", (ROOT / "Makefile").read_text())
+    assert made and all(path.startswith("screenshots/") for path in made), made

@@ -151,3 +151,61 @@ def test_gif_width_without_a_gif_is_refused(tmp_path, capsys):
     _session(tmp_path / "s.kvtui", 2, frames=3)
     assert main(["export", str(tmp_path / "s.kvtui"), "--cast", str(tmp_path / "x.cast"), "--gif-width", "900"]) == 2
     one_line_error(capsys, "--gif-width sets the width of a GIF: it needs --gif PATH")
+
+
+def test_an_older_recording_cannot_be_exported_as_a_trace(tmp_path, capsys):
+    """A recording whose request rows keep no pages (as every recording did) cannot become a trace: one line,
+    exit 2, no file."""
+    _session(tmp_path / "s.kvtui", 3)
+    out = tmp_path / "t.jsonl"
+    assert main(["export", str(tmp_path / "s.kvtui"), "--trace", str(out)]) == 2
+    one_line_error(capsys, "was recorded by an older kvtui, which kept no pages of its requests: it cannot be exported "
+                           "as a trace")
+    assert not out.exists()
+    _session(tmp_path / "empty.kvtui", 0)
+    assert main(["export", str(tmp_path / "empty.kvtui"), "--trace", str(out)]) == 2
+    one_line_error(capsys, "holds no request rows")
+    assert main(["export", str(tmp_path / "s.kvtui")]) == 2
+    one_line_error(capsys, "nothing to export: give --cast PATH, --gif PATH, --svg-anim PATH or --trace PATH")
+
+
+def test_a_recording_exports_the_trace_save_trace_wrote(tmp_path, capsys):
+    """A run recorded with --record and saved with --save-trace: `kvtui export REC --trace FILE` writes the same
+    rows (lengths, output lengths, hash ids; times to the millisecond) and says the block size."""
+    from waits import wait_for
+
+    from kvtui.config.exports import ExportPlan
+    from kvtui.config.workload import synthetic_description
+    from kvtui.core.layout import PRESETS
+    from kvtui.launch import Outputs
+    from kvtui.live import LiveSession
+    from kvtui.testing.fake_engine import FakeEngine
+    from workload import SyntheticWorkload, WorkloadSpec
+    from workload.trace import read_trace
+
+    tiny = PRESETS["tiny"]
+    spec = WorkloadSpec(scenario="multi-turn", pool=3, prompt_tokens=60, page_tokens=tiny.page_tokens, rate=500.0,
+                        output_tokens=123)
+    saved, rec, out = tmp_path / "saved.jsonl", tmp_path / "s.kvtui", tmp_path / "exported.jsonl"
+    session = LiveSession(FakeEngine(tiny), SyntheticWorkload(spec), synthetic_description(spec), max_requests=30)
+    try:
+        with Outputs(ExportPlan(save_trace=str(saved))) as outputs:
+            outputs.attach(session)
+            session.recording.start(str(rec))
+            session.start()
+            wait_for(lambda: session.counts().completed >= 30, 10.0, "30 requests")
+            session.stop()
+    finally:
+        session.stop()
+    capsys.readouterr()
+    assert main(["export", str(rec), "--trace", str(out)]) == 0
+    said = capsys.readouterr().out
+    assert said == (f"kvtui export: {out}: 30 rows in blocks of {tiny.page_tokens} tokens; replay it with "
+                    f"--trace-block-tokens {tiny.page_tokens} (aiperf: --isl-block-size {tiny.page_tokens}, "
+                    f"analyze-trace --block-size {tiny.page_tokens})\n")
+    a, _ = read_trace(saved, block_tokens=tiny.page_tokens, strict=True)
+    b, _ = read_trace(out, block_tokens=tiny.page_tokens, strict=True)
+    assert [(r.input_length, r.output_length, r.hash_ids) for r in b] == \
+        [(r.input_length, r.output_length, r.hash_ids) for r in a]
+    assert {r.output_length for r in b} == {123} and len(b) == 30
+    assert all(abs(x.timestamp_ms - y.timestamp_ms) <= 1 for x, y in zip(a, b))

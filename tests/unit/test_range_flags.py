@@ -39,6 +39,18 @@ BENCH = ["bench", "--layout", "tiny"]
     ([*BENCH, "--ui", "--rounds", "0"], "--rounds must be within 1-100, got 0"),
     ([*BENCH, "--ui", "--seconds", "0"], "--seconds must be positive, got 0"),
     ([*BENCH, "--ui", "--refresh-hz", "100"], "--refresh-hz must be within (0, 15], got 100"),
+    # a value with a minus and a unit is the flag's value, refused by its own check (argparse took -1M for a flag
+    # and said "expected one argument")
+    (["trace-stats", "synthetic", "--capacity", "-1M"], "--capacity must be at least 1 token, got -1M"),
+    (["sweep", "--trace", "synthetic", "--capacity", "2M,-1M"], "--capacity must be at least 1 token, got -1M"),
+    (["run", "--store-size", "-1M"], "--store-size must be at least 16 MiB (Mooncake's smallest segment), got -1M"),
+    ([*WATCH, "--store-size", "-1GiB"], "--store-size must be at least 16 MiB (Mooncake's smallest segment), "
+                                        "got -1GiB"),
+    ([*BENCH, "--store-size", "-1M"], "--store-size must be at least 16 MiB (Mooncake's smallest segment), got -1M"),
+    # a fraction flag takes a percent sign; its range check is the flag's own
+    (["run", "--overlap", "150%"], "--overlap must be within 0-100 %, got 150"),
+    (["run", "--overlap", "-5%"], "--overlap must be within 0-100 %, got -5"),
+    (["run", "--mfu", "140%"], "--mfu must be within (0, 1] (a fraction of the GPU's peak, 0.4 = 40 %), got 1.4"),
 ])
 def test_a_bad_count_or_range_says_what_it_got(argv, message, capsys):
     assert main(argv) == 2
@@ -52,3 +64,23 @@ def test_the_one_shape(got, shown):
 
     err = bad_value("--x", "at least 1", got)
     assert isinstance(err, KvtuiError) and str(err) == f"--x must be at least 1, got {shown}"
+
+
+@pytest.mark.parametrize("argv, dest, value", [
+    (["run", "--overlap", "50%"], "overlap", 50), (["watch", "--overlap", "50%"], "overlap", 50),
+    (["serve", "--overlap", "50%"], "overlap", 50), (["soak", "--overlap", "50%"], "overlap", 50),
+    (["run", "--overlap", "61"], "overlap", 61), (["run", "--mfu", "40%"], "mfu", 0.4),
+    (["watch", "--mfu", "40%"], "mfu", 0.4), (["bench", "--mfu", "40%"], "mfu", 0.4),
+    (["run", "--mfu", "0.4"], "mfu", 0.4),
+])
+def test_a_fraction_flag_takes_a_percent_sign(argv, dest, value):
+    """`--overlap 50%` was refused as an invalid float; a percentage is the flag's value in its own unit."""
+    from kvtui.cli import build_parser
+
+    assert getattr(build_parser().parse_args(argv), dest) == value
+
+
+def test_a_bad_percentage_is_one_usage_line(capsys):
+    assert main(["run", "--overlap", "half%"]) == 2
+    assert capsys.readouterr().err == ("kvtui: error: run: argument --overlap: must be a number or a percentage such "
+                                       "as 50%, got 'half%' (see kvtui run --help)\n")

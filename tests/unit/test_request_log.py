@@ -42,7 +42,8 @@ def test_a_row_has_every_column_with_its_unit():
     assert request_row(result(1, hit=0), Est())["ttft_saved_ms"] is None  # nothing reloaded: nothing saved
     assert request_row(result(1))["ttft_saved_ms"] is None  # no estimator
     trace = request_row(result(2, labels=(("row", "57"), ("output_tokens", "9"))))
-    assert trace["trace_row"] == "57"
+    assert trace["trace_row"] == "57" and trace["output_tokens"] == 9  # the decode length the request carries
+    assert request_row(result(1))["output_tokens"] is None  # (a request that carries none)
 
 
 def test_csv_rows_land_as_requests_finish(tmp_path):

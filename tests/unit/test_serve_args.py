@@ -19,12 +19,12 @@ def _serve_args(argv):
 
 def test_watch_gets_every_option_given_but_the_servers_own():
     argv = ["--trace", "synthetic", "--speed", "4", "--prefix-scale", "2", "--strict", "--concurrency", "2",
-            "--port", "9000", "--host", "0.0.0.0", "--max-sessions", "3", "--layout", "tiny", "--page-tokens", "16",
+            "--port", "9000", "--host", "0.0.0.0", "--max-sessions", "3", "--layout", "seed", "--page-tokens", "16",
             "--store-size", "512MiB", "--segment-on", "decode"]
     args = _serve_args(argv)
     out = watch_argv(args.serve_parser, args)
     assert out == ["--trace", "synthetic", "--speed", "4", "--prefix-scale", "2", "--strict", "--concurrency", "2",
-                   "--layout", "tiny", "--page-tokens", "16", "--store-size", "512MiB", "--segment-on", "decode"]
+                   "--layout", "seed", "--page-tokens", "16", "--store-size", "512MiB", "--segment-on", "decode"]
     # kvtui watch parses them back to the same values
     watch = build_parser().parse_args(["watch", *out])
     for action in args.serve_parser._actions:

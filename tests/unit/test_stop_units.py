@@ -75,3 +75,29 @@ def test_uninterrupted_does_not_stack_a_held_signal_on_an_exception():
             signal.raise_signal(signal.SIGINT)
             raise ValueError("teardown failed")
     assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
+
+
+@pytest.mark.parametrize("where", ["open_session", "plan_from_args"])
+def test_ctrl_c_during_start_up_still_writes_the_json(tmp_path, monkeypatch, capsys, where):
+    """Ctrl-C while the store and workers start (or while the plan is made) wrote no --json: it now says the run
+    was interrupted during start-up, with no figures and what the plan knew (exit 130 as any interrupt)."""
+    import json
+
+    import kvtui.commands.run as run_command
+    from kvtui.cli import main
+
+    def interrupt(*_a, **_k):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(run_command, where, interrupt)
+    out = tmp_path / "run.json"
+    assert main(["run", "--layout", "tiny", "--requests", "5", "--overlap", "40", "--json", str(out)]) == 130
+    err = capsys.readouterr().err
+    assert f"interrupted during start-up, before any request: {out} says so" in err and "Traceback" not in err
+    summary = json.loads(out.read_text())
+    assert summary["interrupted"] is True and summary["interrupted_during"] == "start-up"
+    assert summary["requests"] == 0 and summary["pages_total"] == 0
+    if where == "open_session":  # the plan was made: it says what the run would have been
+        assert summary["workload"]["overlap"] == 0.4 and summary["context"]["max_requests"] == 5
+    else:
+        assert "workload" not in summary

@@ -244,3 +244,11 @@ def test_help_names_every_flag_with_units(capsys):
     out = capsys.readouterr().out
     for text in ("--capacity", "tokens", "--lease-ttl", "SECONDS", "--svg", "log scale", "--png", "16 MiB"):
         assert text in out
+
+
+@pytest.mark.parametrize("n, said", [(1, "interrupted: 1 point finished"), (2, "interrupted: 2 points finished")])
+def test_an_interrupted_sweep_counts_its_points_in_words(n, said):
+    """It said "1 points finished"; every count in words goes through one helper (kvtui.core.text.plural)."""
+    from kvtui.core.sweep import describe_sweep
+
+    assert describe_sweep(replace(_result(n), interrupted=True))[-1] == said

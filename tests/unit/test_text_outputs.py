@@ -285,3 +285,14 @@ def test_the_summary_says_when_the_miss_reasons_are_approximate():
     lines = format_summary(_summary(misses=misses, misses_keys_forgotten=12_345)).splitlines()
     assert f"                      approximate: the history forgot 12,345 keys (it keeps {MAX_KEYS:,})" in lines
     assert not any("approximate" in x for x in format_summary(_summary(misses=misses)).splitlines())
+
+
+@pytest.mark.parametrize("n, noun, nouns, said", [
+    (0, "point", None, "0 points"), (1, "point", None, "1 point"), (2, "point", None, "2 points"),
+    (1234, "row", None, "1,234 rows"), (1, "mismatch", "mismatches", "1 mismatch"),
+    (3, "mismatch", "mismatches", "3 mismatches"),
+])
+def test_counts_in_words(n, noun, nouns, said):
+    from kvtui.core.text import plural
+
+    assert plural(n, noun, nouns) == said

@@ -3,11 +3,14 @@ disk as soon as its request finishes."""
 
 from __future__ import annotations
 
+import itertools
+
 import numpy as np
 import pytest
 
 from workload.request import Request
 from workload.stats import ideal_hits
+from workload.synthetic import SyntheticWorkload, WorkloadSpec
 from workload.trace import read_trace
 from workload.trace_writer import TraceRecorder
 
@@ -62,3 +65,19 @@ def test_a_bad_block_size_or_path_is_refused(tmp_path):
         TraceRecorder(tmp_path / "t.jsonl", 0)
     with pytest.raises(OSError):
         TraceRecorder(tmp_path / "missing" / "t.jsonl", 4)
+
+
+def test_a_scenario_saves_its_output_length_and_the_writer_says_the_block_size(tmp_path):
+    """A synthetic scenario's rows carry its output length, not 0 (aiperf sends output_length as max_tokens);
+    the file cannot say its block size, so the writer's line does, with how to replay it."""
+    path = tmp_path / "t.jsonl"
+    rec = TraceRecorder(path, 8)
+    spec = WorkloadSpec(prompt_tokens=64, page_tokens=8)
+    for r in itertools.islice(SyntheticWorkload(spec), 3):
+        rec.drawn(r)
+        rec.finished(r.req_id, float(r.req_id))
+    rec.close()
+    rows, _ = read_trace(path, block_tokens=8, strict=True)
+    assert [r.output_length for r in rows] == [spec.output_tokens] * 3 and spec.output_tokens > 0
+    assert rec.text() == (f"{path}: 3 rows in blocks of 8 tokens; replay it with --trace-block-tokens 8 (aiperf: "
+                          "--isl-block-size 8, analyze-trace --block-size 8)")

@@ -181,6 +181,7 @@ def _parser():
     (["--prompt-tokens", "0"], "^--prompt-tokens must be an integer"),
     (["--prompt-tokens", str(1 << 21)], "^--prompt-tokens must be an integer"),
     (["--seed", "-1"], "^--seed must be an integer >= 0"),
+    (["--output-tokens", "0"], "^--output-tokens must be an integer between 1 and"),
 ])
 def test_flags_that_would_change_nothing_are_errors_naming_flags(argv, message):
     with pytest.raises(KvtuiError, match=message) as exc:
@@ -194,6 +195,8 @@ def test_trace_flags_need_a_trace_and_prompt_tokens_none(tmp_path):
     tiny = PRESETS["tiny"]
     with pytest.raises(KvtuiError, match="--prompt-tokens applies to synthetic scenarios only"):
         workload_from_args(_parser().parse_args(["--trace", str(trace), "--prompt-tokens", "64"]), tiny)
+    with pytest.raises(KvtuiError, match="--output-tokens applies to synthetic scenarios only"):
+        workload_from_args(_parser().parse_args(["--trace", str(trace), "--output-tokens", "64"]), tiny)
     with pytest.raises(KvtuiError, match="--page-tokens 300 does not divide --trace-block-tokens 512"):
         workload_from_args(_parser().parse_args(["--trace", str(trace)]), replace(tiny, page_tokens=300))
     with pytest.raises(KvtuiError, match="--trace-block-tokens must be at least 1"):
@@ -260,7 +263,8 @@ def _holds(plan, spec, in_flight):
 
 
 @pytest.mark.parametrize("argv", [
-    ["watch"],  # the default demo
+    ["watch"],  # the default
+    ["watch", "--layout", "seed"],  # the demo card's layout
     ["watch", "--layout", "tiny"],
     ["watch", "--pool", "3", "--concurrency", "2"],
     ["watch", "--scenario", "multi-turn", "--overlap", "40", "--prompt-tokens", "1024"],
@@ -279,6 +283,31 @@ def test_the_monitors_store_holds_every_scenario_and_overlap_its_keys_reach(monk
             setting = replace(spec, scenario=scenario, overlap=percent / 100)
             assert _holds(plan, setting, in_flight), (scenario, percent, plan.cluster.store_bytes >> 20)
     assert plan.store_limit == plan.cluster.store_bytes  # (a larger pool or page is checked when asked for)
+
+
+def test_the_first_screen_starts_on_a_laptop_with_4_gib_free_and_its_store_never_fills(monkeypatch):
+    """`make watch` (kvtui watch, no flags) sized a 4.4 GiB segment for the seed layout: on a laptop with 4 GiB
+    free it got half of that, with a warning, and evicted (the store panel red) once a key reached multi-turn.
+    Its default layout's store fits whatever key is pressed; the seed demo is one flag away, said in --help."""
+    import types
+
+    import psutil
+
+    from kvtui.cli import build_parser
+    from kvtui.core.defaults import WATCH_LAYOUT
+    from kvtui.core.knobs import SCENARIOS
+
+    free = 4 * GIB
+    monkeypatch.setattr(psutil, "virtual_memory", lambda: types.SimpleNamespace(available=free, total=2 * free))
+    plan = _planned(monkeypatch, ["watch", "--headless", "--duration", "1"])
+    assert plan.layout.name == WATCH_LAYOUT and not plan.cluster.store_note.startswith("warning")
+    assert plan.cluster.store_bytes <= free // 2  # a store takes at most half the free memory
+    spec, in_flight = plan.workload.spec, plan.concurrency * plan.cluster.topology.decode_workers
+    assert all(_holds(plan, replace(spec, scenario=sc, overlap=pc / 100), in_flight)
+               for sc in SCENARIOS for pc in range(101))
+    seed = _planned(monkeypatch, ["watch", "--headless", "--duration", "1", "--layout", "seed"])
+    assert seed.cluster.store_note.startswith("warning: store 2.0 GiB")  # (what `make watch` gave such a laptop)
+    assert "--layout seed" in " ".join(build_parser().commands["watch"].description.split())
 
 
 @pytest.mark.parametrize("argv", [["run"], ["run", "--overlap", "0"], ["run", "--scenario", "random"],
@@ -333,3 +362,15 @@ def test_a_trace_too_big_names_a_layout_only_when_it_fits():
     assert "--layout tiny" not in small and "replay fewer rows (--requests N)" in small
     big = line(512 * 4 * tiny, 1_500)  # four times tiny's: tiny fits
     assert f"--layout tiny has {tiny:,}" in big and "B/token fits" in big
+
+
+def test_output_tokens_reach_the_spec_and_the_description():
+    """--output-tokens (a start-up flag, the scenario's decode length) reaches the workload and what the monitor,
+    a recording and --json describe; without it, the workload's own default."""
+    from workload import WorkloadSpec
+
+    tiny = PRESETS["tiny"]
+    plan = workload_from_args(_parser().parse_args(["--output-tokens", "300"]), tiny)
+    assert plan.spec.output_tokens == 300 and plan.description["output_tokens"] == 300
+    plan = workload_from_args(_parser().parse_args([]), tiny)
+    assert plan.spec.output_tokens == WorkloadSpec().output_tokens == plan.description["output_tokens"]

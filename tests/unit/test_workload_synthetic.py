@@ -121,6 +121,8 @@ def test_bad_knobs_raise_value_error_and_keep_old_spec():
         {"length_spread": 2},
         {"zipf_s": -1},
         {"seed": -3},
+        {"output_tokens": 0},
+        {"output_tokens": 2.5},
         {"colour": "red"},
     ]:
         with pytest.raises(ValueError) as exc:
@@ -210,3 +212,16 @@ def test_a_rate_change_counts_its_arrivals_from_now():
     take(same, 50)
     same.update(rate=5.0)  # no clock given: from the last arrival (none: 0 s), as before
     assert same.next_request().arrival_s < 40.0
+
+
+@pytest.mark.parametrize("scenario", SCENARIOS)
+def test_every_request_says_how_many_tokens_it_would_generate(scenario):
+    """A synthetic request carries an output length (a saved trace's output_length, which aiperf sends as
+    max_tokens; it was 0, which serving engines refuse); prompts do not depend on it."""
+    spec = WorkloadSpec(scenario=scenario)
+    assert spec.output_tokens > 0
+    reqs = take(SyntheticWorkload(spec), 5)
+    assert [r.output_tokens for r in reqs] == [spec.output_tokens] * 5
+    other = take(SyntheticWorkload(WorkloadSpec(scenario=scenario, output_tokens=7)), 5)
+    assert [r.output_tokens for r in other] == [7] * 5
+    assert all(np.array_equal(a.tokens, b.tokens) for a, b in zip(reqs, other))

@@ -141,6 +141,61 @@ def test_a_line_with_a_nul_byte_is_a_bad_row_like_any_other(tmp_path, bad_line, 
         assert str(exc.value) == f"{p}:{where + 1}: NUL byte at column {column} (binary data, not JSON)"
 
 
+@pytest.mark.parametrize("bad_line, bad", [
+    (b'{"timestamp": 5, "input_length": 10, "output_length": 1, "hash_ids": [1], "x": "\xff"}', b"\xff"),  # latin-1
+    (b"\xc3\x28 not a trace row", b"\xc3"),  # a broken two-byte sequence
+])
+def test_a_line_that_is_not_utf8_is_a_bad_row_like_any_other(tmp_path, bad_line, bad):
+    """One line that is not UTF-8 in an otherwise valid trace is skipped and counted with its line number (the
+    whole trace was refused as a binary file); --strict stops at it."""
+    byte = bad_line.index(bad) + 1
+    good = [row(t, 10, [1]).encode() for t in range(4)]
+    p = write(tmp_path, b"\n".join(good[:2] + [bad_line] + good[2:]) + b"\n")
+    rows, problems = read_trace(p)
+    assert [r.line_no for r in rows] == [1, 2, 4, 5]
+    assert [(q.line_no, q.reason, q.skipped) for q in problems] == [
+        (3, f"not UTF-8 at byte {byte} (binary data, not JSON)", True)]
+    assert skipped_rows_text(problems).startswith("skipped 1 bad trace row (first: line 3: not UTF-8")
+    with pytest.raises(TraceError) as exc:
+        read_trace(p, strict=True)
+    assert str(exc.value) == f"{p}:3: not UTF-8 at byte {byte} (binary data, not JSON)"
+
+
+def test_a_trace_of_another_block_size_is_refused_with_that_size_and_how_to_replay_it(tmp_path):
+    """A trace saved with 8-token pages read with the FAST'25 blocks (512): every row fits blocks of 8 tokens,
+    so the refusal says so, with kvtui's and aiperf's flags (it said only "8 hash_ids but … needs 1")."""
+    p = write(tmp_path, "\n".join([row(0, 64, list(range(8))), row(5, 61, list(range(8))),
+                                   row(9, 100, list(range(13)))]) + "\n")
+    with pytest.raises(TraceError) as exc:
+        read_trace(p)
+    assert str(exc.value) == (
+        f"{p}: no valid rows (3 bad; first at line 1: 8 hash_ids but input_length 64 needs ceil(64/512) = 1; every "
+        "row fits blocks of 8 tokens: replay it with --trace-block-tokens 8 (aiperf: --isl-block-size 8, "
+        "analyze-trace --block-size 8))")
+    with pytest.raises(TraceError, match=f"^{p}:1: 8 hash_ids .* replay it with --block-tokens 8 "):
+        read_trace(p, strict=True, block_flag="--block-tokens")
+    assert len(read_trace(p, block_tokens=8, strict=True)[0]) == 3
+    short = write(tmp_path, "\n".join([row(0, 4, [1]), row(1, 64, list(range(8))), row(2, 64, list(range(8)))])
+                  + "\n", "short.jsonl")
+    rows, problems = read_trace(short)  # a one-block row fits 512 too: kept, the others skipped with the hint
+    assert [r.line_no for r in rows] == [1] and "every row fits blocks of 8 tokens" in problems[0].reason
+    assert sum("every row fits" in q.reason for q in problems) == 1  # said once, with the first row it explains
+    first_bad = write(tmp_path, "{oops\n" + p.read_text(), "first_bad.jsonl")
+    with pytest.raises(TraceError, match=r"first at line 1: bad JSON.*; every row fits blocks of 8 tokens"):
+        read_trace(first_bad)
+
+
+@pytest.mark.parametrize("lines", [
+    [row(0, 64, list(range(8))), row(1, 64, list(range(4)))],  # 8 tokens a block, then 16: no one size
+    [row(0, 64, list(range(6)))],  # fits 11 and 12: neither is the only one, no power of two among them
+])
+def test_no_block_size_is_named_when_the_rows_do_not_agree_on_one(tmp_path, lines):
+    p = write(tmp_path, "\n".join(lines) + "\n")
+    with pytest.raises(TraceError) as exc:
+        read_trace(p)
+    assert "fits" not in str(exc.value)
+
+
 @pytest.mark.parametrize("content", [
     b"\x00" * 4096,  # zeroes
     ("\n".join([row(t, 10, [1]) for t in range(4)]) + "\n").encode("utf-16-le"),  # UTF-16: a NUL every 2nd byte

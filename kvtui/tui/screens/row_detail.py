@@ -23,6 +23,7 @@ from textual.screen import ModalScreen
 from textual.widgets import Static
 
 from kvtui.core.misses import LABELS as MISS_LABELS, NAMES as MISS_NAMES
+from kvtui.core.text import plural
 from kvtui.metrics.frame import PageRow
 from kvtui.tui.fmt import fmt_elapsed, fmt_int, fmt_ms, format_bytes
 from kvtui.tui.widgets.page_grid import CLASS, GLYPH, STATES, cells_of
@@ -47,8 +48,8 @@ def detail_lines(row: PageRow) -> list[DetailLine]:
     if row.page_tokens:
         size = f" · pages of {row.page_tokens} tok" + (
             f", {format_bytes(row.page_bytes)} each" if row.page_bytes else "")
-    out.append(f"{fmt_int(row.n_tokens)} tokens · {pages} pages{size}" + (f" · finished at {fmt_elapsed(row.t)}"
-                                                                         if row.t else ""))
+    out.append(f"{plural(row.n_tokens, 'token')} · {plural(pages, 'page')}{size}"
+               + (f" · finished at {fmt_elapsed(row.t)}" if row.t else ""))
     out.append("")
     out.append(("summary", [(s, f"{fmt_int(counts[s])} {word}") for s, _, _, word, _ in STATES if counts[s]]))
     # the strip: drawn by RowDetailScreen with the grid's styles, miss reasons as the grid draws them
@@ -67,7 +68,7 @@ def detail_lines(row: PageRow) -> list[DetailLine]:
         out.append("store codes: " + ", ".join(f"{name} ×{n}" for name, n in row.codes))
     if row.ideal_pages >= 0:
         lost = row.ideal_pages - row.pages_hit
-        out.append(f"ideal (unbounded cache, trace-stats rule): {row.ideal_pages} pages hit"
+        out.append(f"ideal (unbounded cache, trace-stats rule): {plural(row.ideal_pages, 'page')} hit"
                    + (f" → {lost} lost to the store's capacity or concurrency" if lost > 0 else
                       " — the store hit all of them" if row.ideal_pages else " (every page a first use)"))
     out.append(Text("Esc / Enter closes", style="dim"))

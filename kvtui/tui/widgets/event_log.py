@@ -14,6 +14,7 @@ from rich.text import Text
 from textual.widget import Widget
 
 from kvtui.core.events import EngineEvent
+from kvtui.core.text import plural
 from kvtui.tui.fmt import fmt_elapsed, fmt_int
 
 
@@ -79,7 +80,7 @@ def errors_text(errors: dict, width: int) -> str:
     rest = len(top) - len(shown)
     text = "errors: " + ", ".join(shown) + (f" +{rest} more" if rest else "")
     if len(text) > width:  # not even one name fits: the total
-        text = f"errors ×{fmt_int(sum(errors.values()))} ({len(top)} code{'s' if len(top) > 1 else ''})"
+        text = f"errors ×{fmt_int(sum(errors.values()))} ({plural(len(top), 'code')})"
     if len(text) > width:
         text = f"errors ×{fmt_int(sum(errors.values()))}"
     return text

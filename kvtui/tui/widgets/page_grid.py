@@ -54,6 +54,7 @@ from textual.widget import Widget
 
 from kvtui.core.misses import LABELS as MISS_LABELS, NAMES as MISS_NAMES, REASONS, MissReason as R
 from kvtui.core.pages import PageState as S
+from kvtui.core.text import plural
 from kvtui.tui.fmt import fmt_count, fmt_pct, format_bytes
 from kvtui.tui.widgets.styled import CachedStyles
 
@@ -353,7 +354,7 @@ class PageGrid(CachedStyles, Widget, can_focus=True):
             size = f" · {format_bytes(newest.page_bytes)}, {newest.page_tokens} tok"
         if self.page_w == 1:
             return "1 cell = 1 page" + size
-        return f"1 page = {self.page_w} columns" + size
+        return f"1 page = {plural(self.page_w, 'column')}" + size
 
     # -- rendering -----------------------------------------------------------------------------------------
     def _style(self, name: str) -> Style:
