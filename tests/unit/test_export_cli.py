@@ -179,7 +179,7 @@ def test_a_recording_exports_the_trace_save_trace_wrote(tmp_path, capsys):
     from kvtui.core.layout import PRESETS
     from kvtui.launch import Outputs
     from kvtui.live import LiveSession
-    from kvtui.testing.fake_engine import FakeEngine
+    from kvtui.testing.fake_engine import FakeCluster, FakeEngine
     from workload import SyntheticWorkload, WorkloadSpec
     from workload.trace import read_trace
 
@@ -187,7 +187,8 @@ def test_a_recording_exports_the_trace_save_trace_wrote(tmp_path, capsys):
     spec = WorkloadSpec(scenario="multi-turn", pool=3, prompt_tokens=60, page_tokens=tiny.page_tokens, rate=500.0,
                         output_tokens=123)
     saved, rec, out = tmp_path / "saved.jsonl", tmp_path / "s.kvtui", tmp_path / "exported.jsonl"
-    session = LiveSession(FakeEngine(tiny), SyntheticWorkload(spec), synthetic_description(spec), max_requests=30)
+    session = LiveSession(FakeEngine(tiny), SyntheticWorkload(spec), synthetic_description(spec), max_requests=30,
+                          cluster=FakeCluster())
     try:
         with Outputs(ExportPlan(save_trace=str(saved))) as outputs:
             outputs.attach(session)

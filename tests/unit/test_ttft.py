@@ -168,7 +168,7 @@ def test_break_even_is_marked_when_the_reload_is_slower():
     agg = Aggregator(estimator=make_estimator("tiny", tokens_per_s=1000.0))
     agg.add(_result(1, 1, 1.0, 40.0))  # 16 ms of prefill, 41 ms of reload
     text = format_summary(agg.summary())
-    assert "TTFT saved (estimate)" in text and "RELOAD SLOWER THAN RECOMPUTE (1 of 1 requests)" in text
+    assert "TTFT saved (estimate)" in text and "RELOAD SLOWER THAN RECOMPUTE (1 of 1 request)" in text
     assert "estimate: prefill at 1,000 tok/s" in text
     fast = Aggregator(estimator=make_estimator("tiny", tokens_per_s=1000.0))
     fast.add(_result(1, 8, 1.0, 4.0))
@@ -202,7 +202,7 @@ def test_bench_recompute_line():
     (["--prefill-tokens-per-s", "0"], "--prefill-tokens-per-s must be a positive number"),
     (["--prefill-tokens-per-s", "-5"], "--prefill-tokens-per-s must be a positive number"),
     (["--prefill-tokens-per-s", "1000", "--mfu", "0.5"], "--prefill-tokens-per-s replaces the FLOPs estimate"),
-    (["--mfu", "half"], "argument --mfu: invalid float value"),
+    (["--mfu", "half"], "argument --mfu: must be a number or a percentage"),
 ])
 def test_bad_estimate_flags_are_one_line_before_anything_starts(command, flags, message, capsys):
     assert main([command, "--layout", "tiny", *flags]) == 2
