@@ -148,7 +148,7 @@ def measure_trace(engines: BenchEngines, layout, trace: str, rows: list, block_t
                     # built before the clock starts, as the bare loops build their own
                     requests = list(TraceWorkload(rows, block_tokens=block_tokens, speed=None))
                     agg = Aggregator()
-                    pids = {"parent": os.getpid(), **engine.worker_pids()}
+                    pids = {"parent": os.getpid(), **engine.worker_pids(), **stack.cluster.pids()}
                     cpu0, t0 = cpu_seconds(pids), time.perf_counter()
                     replay_through(engine, requests, agg.add)
                     times[side.key] = time.perf_counter() - t0

@@ -27,13 +27,14 @@ ERROR_CODES: dict[int, str] = {
 }
 
 # The store's codes kvtui acts on, by name.
+INTERNAL_ERROR = -1  # (also what a dummy client answers once its real client is gone)
 INVALID_PARAMS = -600
 NO_AVAILABLE_HANDLE = -200  # the store is full and nothing can be evicted (every object leased)
 OBJECT_NOT_FOUND = -704
 OBJECT_ALREADY_EXISTS = -705  # a put-session start: the key exists, or another writer is storing it
 RPC_FAIL, RPC_TIMEOUT = -900, -901
 MASTER_DOWN_CODES = (RPC_FAIL, RPC_TIMEOUT)  # the master does not answer
-BROKEN_STORE_CODES = (*MASTER_DOWN_CODES, -1, -800, -101)
+BROKEN_STORE_CODES = (*MASTER_DOWN_CODES, INTERNAL_ERROR, -800, -101)
 """Answers that mean the store stopped working rather than a page being absent: the master does not answer,
 INTERNAL_ERROR / TRANSFER_FAIL / SEGMENT_NOT_FOUND (what dummy clients answer, before RPC_FAIL, once
 their store node is killed). A bench's figures are void after one (``kvtui bench --trace`` stops)."""

@@ -30,6 +30,7 @@ import numpy as np
 
 from kvtui.core.codes import (
     CONTENT_MISMATCH,
+    INTERNAL_ERROR,
     INVALID_PARAMS,
     OBJECT_ALREADY_EXISTS,
     OBJECT_NOT_FOUND,
@@ -40,7 +41,7 @@ from kvtui.core.pages import PageState
 from kvtui.core.verify import DEFAULT_VERIFY, VERIFY_MODES
 from kvtui.engine.contents import PageContent
 from kvtui.engine.keys import PageKeyer
-from kvtui.mooncake.client import StoreClient
+from kvtui.mooncake.client import StoreClient, StoreError
 
 MIN_STREAM_BYTES = 8 << 20  # a concurrent read stream is worth it from about this many bytes
 MAX_BATCH_BYTES = 256 << 20  # default bytes per store batch: one ends well inside a read lease (10 s by default)
@@ -242,7 +243,11 @@ class PagedKVConnector:
         res.probed_present = run
         t1 = time.perf_counter()
         res.probe_ms = (t1 - t0) * 1e3
-        buf = self.buffer(run)
+        try:
+            buf = self.buffer(run)
+        except StoreError:  # the dummy client's real client refused memory: it is gone, the store is broken
+            res.codes[INTERNAL_ERROR] += run
+            return res, self._buf[:0].reshape(0, self.page_bytes)
         if run == 0:
             res.rest_probe = tail
             return res, buf
@@ -326,7 +331,11 @@ class PagedKVConnector:
         for j in range(0, len(absent), self.batch_pages):
             idx = absent[j : j + self.batch_pages]
             t2 = time.perf_counter()
-            buf = self.buffer(len(idx))
+            try:
+                buf = self.buffer(len(idx))
+            except StoreError:  # (as in load_cached_prefix: the store is broken; these pages stay FAILED)
+                res.codes[INTERNAL_ERROR] += len(absent) - j
+                break
             self.content.fill_many([todo[i] for i in idx], buf)
             t3 = time.perf_counter()
             base, pb = buf.ctypes.data, self.page_bytes

@@ -182,6 +182,12 @@ def worker_main(conn, spec: WorkerSpec, peers=(), results=None, reports=()) -> N
         _serve(conn, chain, _Commands(chain, client))
     except (EOFError, BrokenPipeError, KeyboardInterrupt, SystemExit):
         pass
+    except StoreError as exc:  # the store failed under us: one line for the parent, no traceback
+        try:
+            conn.send(Failed(f"{spec.label} worker: {exc}"))
+        except OSError:
+            pass
+        code = 1
     except Exception as exc:  # report, then exit: the parent shows it as one line
         try:
             conn.send(Failed(f"{spec.label} worker: {type(exc).__name__}: {exc}"))

@@ -32,8 +32,10 @@ def _free_port() -> int:
 
 
 def _serve(tmp_path, port: int) -> subprocess.Popen:
-    """`kvtui serve` on the tiny layout (each tab: an embedded store, workers, the default scenario)."""
-    return subprocess.Popen([sys.executable, "-m", "kvtui.cli", "serve", "--layout", "tiny", "--port", str(port)],
+    """`kvtui serve` on the tiny layout with a pool of 4 (each tab: an embedded store, workers, the default
+    scenario; the pool, not a default, is passed on to each tab's watch)."""
+    return subprocess.Popen([sys.executable, "-m", "kvtui.cli", "serve", "--layout", "tiny", "--pool", "4", "--port",
+                             str(port)],
                             cwd=tmp_path, stdin=subprocess.DEVNULL, stdout=open(tmp_path / "serve.out", "wb"),
                             stderr=open(tmp_path / "serve.err", "wb"))
 
@@ -125,7 +127,7 @@ def test_a_browser_shows_the_live_monitor_and_a_closed_tab_ends_its_processes(tm
         watcher.join()
         tabs = [p for p, _ in seen.values()]
         names = [name for _, name in seen.values()]
-        assert any("-m kvtui.cli watch --layout tiny" in n for n in names), names  # the tab's monitor and its store
+        assert any("-m kvtui.cli watch" in n and "--pool 4" in n for n in names), names  # the tab's monitor and store
         assert any("mooncake_master" in n for n in names), names
         gone_s = _wait_gone(tabs, 20)
         assert serve.poll() is None  # the server itself goes on
@@ -175,7 +177,7 @@ def test_stopping_serve_ends_every_tab(tmp_path, sig):
             try:
                 tabs = psutil.Process(serve.pid).children(recursive=True)
                 names = [" ".join(_cmdline(p)) for p in tabs]
-                assert any("kvtui.cli watch --layout tiny" in n for n in names), names
+                assert any("kvtui.cli watch" in n and "--pool 4" in n for n in names), names
                 assert any("mooncake_master" in n for n in names), names  # the tab's own embedded store
                 serve.send_signal(sig)
                 return tabs, await asyncio.to_thread(_wait_gone, tabs, 20)
