@@ -112,7 +112,8 @@ def start_stack(options: EngineOptions, cluster: ClusterOptions | ClusterEndpoin
     else:
         names = worker_names("prefill", options.prefill_workers) + worker_names("decode", options.decode_workers)
         backend = MooncakeCluster.start(_replace(cluster, store_bytes=options.store_bytes,
-                                                 segment_on=options.segment_on, worker_names=tuple(names)))
+                                                 segment_on=options.segment_on, worker_names=tuple(names),
+                                                 page_bytes=options.layout.page_bytes))
     engine = Engine(options, backend.endpoints)
     try:
         engine.start()

@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from kvtui.config.paths import path_arg
+from kvtui.config.tiers import NO_TIERS, TierPlan, add_tier_arguments, tiers_from_args
 from kvtui.core.defaults import DEFAULT_STORE_BYTES, DEFAULT_STORE_SIZE_TEXT, MIN_SEGMENT_BYTES
 from kvtui.core.errors import KvtuiError, bad_value
 from kvtui.core.layout import PageLayout
@@ -177,6 +178,7 @@ def add_cluster_arguments(p: argparse.ArgumentParser) -> None:
                    help="concurrent batch_get_into calls one reload of 8 MiB per stream or more is split across "
                         "(default 1; `kvtui bench --max-streams N` compares 1..N on this machine)")
     add_verify_argument(g)
+    add_tier_arguments(g)
 
 
 VERIFY_HELP = (
@@ -312,7 +314,8 @@ class ClusterPlan:
     ``isolate``: ``--isolate-network`` resolved (``on`` with emulated hosts, ``off`` with explicit ports);
     ``hosts`` / ``link``: emulated hosts and their shaped links; ``listen``: the remote-worker listener;
     ``ha``: the masters of an embedded HA cluster (``--ha N``; 0: one master, no etcd); ``verify``: how the
-    workers check a loaded page, ``full`` or ``sampled`` (``--verify``, :mod:`kvtui.core.verify`)."""
+    workers check a loaded page, ``full`` or ``sampled`` (``--verify``, :mod:`kvtui.core.verify`); ``tiers``:
+    the embedded store's disk tier (``--disk-size``, :mod:`kvtui.config.tiers`)."""
 
     endpoints: ClusterEndpoints | None
     store_bytes: int
@@ -333,6 +336,7 @@ class ClusterPlan:
     ha: int = 0
     store_sized: bool = False
     verify: str = DEFAULT_VERIFY
+    tiers: TierPlan = NO_TIERS
 
     @property
     def attached(self) -> bool:
@@ -367,7 +371,7 @@ class ClusterPlan:
                               rpc_port=self.port("master_port"), metrics_port=self.port("metrics_port"),
                               metadata_port=self.port("metadata_port"), isolation=isolation, hosts=self.hosts,
                               link=self.link, store_nodes=self.topology.store_nodes, worker_client=self.worker_client,
-                              ha=self.ha)
+                              ha=self.ha, disk_bytes=self.tiers.disk_bytes, disk_path=self.tiers.disk_path)
 
 
 def topology_from_args(args: argparse.Namespace) -> Topology:
@@ -584,5 +588,6 @@ def cluster_from_args(args: argparse.Namespace, layout: PageLayout, working_set:
                        lease_ttl_s=lease_s, log_dir=args.log_dir, ports=ports, isolate=mode, hosts=hosts,
                        link=link, listen=listen, protocol=args.protocol, ha=ha,
                        store_sized=endpoints is None and given is None and working_set is not None,
-                       verify=verify_from_args(args))
+                       verify=verify_from_args(args),
+                       tiers=tiers_from_args(args, store_bytes, attached=endpoints is not None))
 

@@ -57,6 +57,8 @@ class RequestResult:
     decode_worker: int = 0  # index of the decode worker that reloaded it (kvtui.core.topology.worker_name)
     prefill_worker: int = 0  # index of the prefill worker that published it
     bytes_local: int = 0  # of bytes_loaded, read from the decode worker's own segment (--segment-on decode)
+    pages_hit_disk: int = 0  # of pages_hit, read from the store's disk tier (cells HIT_DISK)
+    disk_read_ms: float = 0.0  # of read_ms, reading those pages
     reasons: bytes = b""  # one MissReason per full page (see the class docstring)
     keys_forgotten: int = 0  # keys the miss reasons' history dropped since the previous result (kvtui.core.misses)
 

@@ -46,7 +46,7 @@ from collections import OrderedDict, deque
 from collections.abc import Sequence
 from enum import IntEnum
 
-from kvtui.core.pages import PageState
+from kvtui.core.pages import HITS, PageState
 
 
 class MissReason(IntEnum):
@@ -93,7 +93,7 @@ def classify(states: bytes | Sequence[int], history: Sequence[int], in_flight: S
                          f"{len(in_flight)}")
     out = bytearray(len(states))
     for i, (state, seen, flight) in enumerate(zip(states, history, in_flight)):
-        if state == PageState.HIT:
+        if state in HITS:
             continue
         if flight:
             out[i] = MissReason.IN_FLIGHT
@@ -116,7 +116,7 @@ def counts(reasons: bytes | Sequence[int]) -> dict[str, int]:
 
 # what a page's state says of its key once the request finished: it was in the store (reloaded, published,
 # found present, or found by the probe before a read that failed or did not verify), or it was only computed
-_IN_STORE = frozenset({PageState.HIT, PageState.PUBLISHED, PageState.PRESENT, PageState.EVICTED, PageState.MISMATCH})
+_IN_STORE = frozenset({*HITS, PageState.PUBLISHED, PageState.PRESENT, PageState.EVICTED, PageState.MISMATCH})
 
 
 class _Open:
@@ -215,7 +215,7 @@ class MissTracker:
             seen.move_to_end(fp)  # (the most recently touched: kept longest)
             if now != before:
                 changed.setdefault(fp, before)
-            if state != PageState.HIT:
+            if state not in HITS:
                 mine.append(fp)
         while len(seen) > self.max_keys:  # the least recently touched go
             seen.popitem(last=False)
@@ -249,7 +249,7 @@ class MissTracker:
         if not earlier and not later:
             return flags
         for i, (fp, state) in enumerate(zip(req.fps, full)):
-            if state == PageState.HIT:
+            if state in HITS:
                 continue
             flags[i] = any(fp in keys for keys in earlier) or (
                 state == PageState.PRESENT and any(fp in keys for keys in later))

@@ -20,3 +20,8 @@ class PageState(IntEnum):
     EVICTED = 5  # the probe said present, the read said gone: evicted between probe and read
     MISMATCH = 6  # loaded, but the size or bytes were not what the layout and key say
     COMPUTED = 7  # miss: computed and not published (decode role, or publish skipped)
+    HIT_DISK = 8  # loaded from the store's disk tier and verified: prefill skipped for it
+
+
+HITS = frozenset({PageState.HIT, PageState.HIT_DISK})
+"""The states of a reloaded page, from memory or from the disk tier."""

@@ -41,7 +41,7 @@ from kvtui.core.pages import PageState
 from kvtui.core.verify import DEFAULT_VERIFY, VERIFY_MODES
 from kvtui.engine.contents import PageContent
 from kvtui.engine.keys import PageKeyer
-from kvtui.mooncake.client import StoreClient, StoreError
+from kvtui.mooncake.client import DISK, StoreClient, StoreError
 
 MIN_STREAM_BYTES = 8 << 20  # a concurrent read stream is worth it from about this many bytes
 MAX_BATCH_BYTES = 256 << 20  # default bytes per store batch: one ends well inside a read lease (10 s by default)
@@ -84,6 +84,8 @@ class ReloadResult:
     verify_ms: float = 0.0
     rest_probe: list[int] = field(default_factory=list)
     bytes_local: int = 0  # of bytes_loaded, from the reader's own segment (set by the decode worker)
+    disk_pages: list[int] = field(default_factory=list)  # of the hit run, the pages read from the disk tier
+    read_ms_disk: float = 0.0  # of read_ms, reading the disk tier's pages
 
 
 @dataclass
@@ -154,6 +156,9 @@ class PagedKVConnector:
         self.page_bytes = layout.page_bytes
         self.max_batch_bytes = max_batch_bytes
         self.batch_pages = max(1, max_batch_bytes // self.page_bytes)
+        config = getattr(store, "config", None)  # (test doubles of the store may have none: one tier)
+        self.tiered = bool(config is not None and config.tiers)  # the store has a disk tier: reloads say which
+        self.disk_read_bytes = int(config.disk_read_bytes) if config is not None else 0
         self.read_streams = max(1, int(read_streams))
         self.first_probe_pages = max(1, int(first_probe_pages))
         self.verify = DEFAULT_VERIFY
@@ -205,10 +210,14 @@ class PagedKVConnector:
         return run, probed, []
 
     # ---- reload --------------------------------------------------------------------------------------
-    def _read(self, keys: Sequence[str], buf: np.ndarray) -> list[int]:
-        """Read ``keys`` into rows of ``buf`` in bounded batches, over ``read_streams`` concurrent calls."""
+    def _read(self, keys: Sequence[str], buf: np.ndarray, rows: Sequence[int] | None = None,
+              batch_pages: int | None = None) -> list[int]:
+        """Read ``keys`` into rows of ``buf`` (key ``j`` into row ``rows[j]``, default row ``j``) in batches of
+        at most ``batch_pages`` (default :attr:`batch_pages`), over ``read_streams`` concurrent calls; the codes
+        in the order of ``keys``."""
         n = len(keys)
-        step = self.batch_pages
+        rows = range(n) if rows is None else rows
+        step = batch_pages or self.batch_pages
         streams = min(self.read_streams, (n * self.page_bytes) // MIN_STREAM_BYTES)
         if self._pool is not None and streams > 1:
             step = min(step, -(-n // streams))
@@ -218,7 +227,8 @@ class PagedKVConnector:
 
         def one(span):
             a, b = span
-            return self.store.batch_get_into(list(keys[a:b]), [base + i * pb for i in range(a, b)], [pb] * (b - a))
+            return self.store.batch_get_into(list(keys[a:b]), [base + rows[i] * pb for i in range(a, b)],
+                                             [pb] * (b - a))
 
         if self._pool is not None and len(spans) > 1:
             parts = list(self._pool.map(one, spans))
@@ -251,7 +261,7 @@ class PagedKVConnector:
         if run == 0:
             res.rest_probe = tail
             return res, buf
-        rcs = self._read(keys[:run], buf)
+        rcs = self._read_tiers(keys[:run], buf, res) if self.tiered else self._read(keys[:run], buf)
         t2 = time.perf_counter()
         res.read_ms = (t2 - t1) * 1e3
         good = 0
@@ -285,7 +295,31 @@ class PagedKVConnector:
             res.rest_probe = tail
         res.pages_hit = good
         res.bytes_loaded = good * self.page_bytes
+        if res.disk_pages and res.disk_pages[-1] >= good:  # (only the usable run's pages count)
+            res.disk_pages = [i for i in res.disk_pages if i < good]
         return res, buf[:good]
+
+    def _read_tiers(self, keys: Sequence[str], buf: np.ndarray, res: ReloadResult) -> list[int]:
+        """Read ``keys`` (a present run) into rows of ``buf``, those the store holds in memory first, then those
+        only its disk tier holds (``StoreClient.replica_tiers``, asked just before: a page that moves between the
+        two meanwhile is read where it is and counted where it was), in batches no larger than an owner's disk
+        staging buffer; records the disk pages and their read time in ``res``; the codes in page order."""
+        tiers = self.store.replica_tiers(keys)
+        disk = [i for i, t in enumerate(tiers) if t == DISK]
+        if not disk:
+            return self._read(keys, buf)
+        memory = [i for i, t in enumerate(tiers) if t != DISK]
+        rcs = [0] * len(keys)
+        for i, rc in zip(memory, self._read([keys[i] for i in memory], buf, memory) if memory else ()):
+            rcs[i] = rc
+        limit = self.disk_read_bytes
+        t = time.perf_counter()
+        step = max(1, min(self.batch_pages, limit // self.page_bytes)) if limit else None
+        for i, rc in zip(disk, self._read([keys[i] for i in disk], buf, disk, step)):
+            rcs[i] = rc
+        res.read_ms_disk = (time.perf_counter() - t) * 1e3
+        res.disk_pages = disk
+        return rcs
 
     def reload_and_rest(self, tokens, cacheable_tokens: int | None = None,
                         keys: Sequence[str] | None = None, probe_all: bool = False) -> tuple[ReloadResult, list[str]]:

@@ -21,16 +21,18 @@ def result_from(req, reload: ReloadResult, publish: PublishResult | None, layout
     """Combine the decode worker's reload and the prefill worker's publish (None: nothing published) of
     ``req`` (a ``workload.Request``) into one :class:`RequestResult`; ``t_start``/``t_end`` in seconds.
 
-    Page cells: HIT for the reloaded run; then the reload's stop state (EVICTED, FAILED, MISMATCH) for the
-    page where the run ended early, even when prefill then recomputed and republished it (the counts still
-    say so); the publish states after it; then one PARTIAL cell per started page of tokens beyond the
-    cacheable full pages. ``codes``: the reload's and the publish's codes added up (the reload's include
-    its stop code). ``keys``: the request's first and last page key (for the monitor's row details);
-    ``decode_worker`` / ``prefill_worker``: the indexes of the workers that ran it.
+    Page cells: HIT for the reloaded run (HIT_DISK for its pages read from the disk tier); then the reload's
+    stop state (EVICTED, FAILED, MISMATCH) for the page where the run ended early, even when prefill then
+    recomputed and republished it (the counts still say so); the publish states after it; then one PARTIAL
+    cell per started page of tokens beyond the cacheable full pages. ``codes``: the reload's and the publish's
+    codes added up (the reload's include its stop code). ``keys``: the request's first and last page key (for
+    the monitor's row details); ``decode_worker`` / ``prefill_worker``: the indexes of the workers that ran it.
     """
     hit = reload.pages_hit
     total = reload.pages_total
     states = bytearray(_CELL[PageState.HIT] * hit)  # (bytes arithmetic: extending by enum members is slow)
+    for i in reload.disk_pages:  # (those of the run read from the store's disk tier)
+        states[i] = PageState.HIT_DISK
     pub_states = bytearray(publish.states) if publish else bytearray(_CELL[PageState.COMPUTED] * (total - hit))
     if reload.stop_state is not None and pub_states:
         pub_states[0] = reload.stop_state
@@ -55,4 +57,5 @@ def result_from(req, reload: ReloadResult, publish: PublishResult | None, layout
         put_ms=publish.put_ms if publish else 0.0, codes=codes, arrival_s=req.arrival_s,
         t_start=t_start, t_end=t_end, labels=tuple(req.labels), keys=tuple(keys),
         decode_worker=decode_worker, prefill_worker=prefill_worker, bytes_local=reload.bytes_local,
+        pages_hit_disk=len(reload.disk_pages), disk_read_ms=reload.read_ms_disk,
     )

@@ -4,8 +4,8 @@ From the bottom up (an import-linter contract in ``pyproject.toml``):
 
 - :mod:`~kvtui.mooncake.net` (TCP probes, ports, ``HOST:PORT`` and ``etcd://`` addresses, HTTP GETs, the
   ``/metrics`` text) and :mod:`~kvtui.mooncake.errors` (typed errors), importing nothing of kvtui;
-- :mod:`~kvtui.mooncake.hosts` (emulated hosts: namespaces, veths, ``tc``) and :mod:`~kvtui.mooncake.netns`
-  (loopback-only isolation);
+- :mod:`~kvtui.mooncake.hosts` (emulated hosts: namespaces, veths, ``tc``), :mod:`~kvtui.mooncake.netns`
+  (loopback-only isolation) and :mod:`~kvtui.mooncake.tiers` (the disk tier's configuration and checks);
 - :mod:`~kvtui.mooncake.client`: the guarded store client and the endpoints a client joins with, the one module
   the request pipeline (:mod:`kvtui.engine`) uses;
 - :mod:`~kvtui.mooncake.ha` (HA masters and kvtui's etcd), :mod:`~kvtui.mooncake.store_node` and

@@ -71,6 +71,8 @@ class ClusterEndpoints:
     hosts: tuple[Host, ...] = ()  # the emulated hosts (kvtui.mooncake.hosts), none without --hosts auto
     real_client: str = ""  # HOST:PORT of the standalone real client the workers are dummy clients of ("": none)
     masters: tuple[tuple[str, str], ...] = ()  # HA: (name, admin URL) of each master
+    tiers: tuple[str, ...] = ("memory",)  # ("memory", "disk") when the store has a disk tier (kvtui.mooncake.tiers)
+    disk_read_bytes: int = 0  # the largest batch of disk-only pages a reader may ask for at once (0: no limit)
 
     @property
     def ha(self) -> bool:
@@ -89,6 +91,8 @@ class ClusterEndpoints:
             d["real_client"] = self.real_client
         if self.masters:
             d["masters"] = [list(m) for m in self.masters]
+        if self.tiers != ("memory",):
+            d["tiers"], d["disk_read_bytes"] = list(self.tiers), self.disk_read_bytes
         return d
 
 
@@ -116,7 +120,13 @@ class ClientConfig:
     env: tuple[tuple[str, str], ...] = ()
     native_log: str | None = None
     real_client: str = ""  # HOST:PORT: be a dummy client of that standalone real client (setup_dummy)
+    offload: bool = False  # a segment owner with a disk tier (MOONCAKE_OFFLOAD_* in env; kvtui.mooncake.tiers)
+    tiers: bool = False  # the store has a disk tier: replica_tiers() says where each key is
+    disk_read_bytes: int = 0  # the largest batch of disk-only objects one read may ask for (0: no limit)
 
+
+MEMORY, DISK = 1, 2
+"""Where :meth:`StoreClient.replica_tiers` finds a key: in a memory segment, or only on the disk tier."""
 
 _NEVER_CLOSED: list = []  # closed clients of HA clusters, kept from the destructor (it waits like close())
 
@@ -146,6 +156,7 @@ class StoreClient:
         self._closed = False
         self._cond = threading.Condition()
         self._inflight = 0  # data calls running now; close() waits for them (a call after close segfaults)
+        self._side = None  # a dummy client's real client without a segment, for replica_tiers (its own cannot)
         self._reserving: set[str] = set()  # keys this client holds a put session on (start .. end/revoke)
         self._unrevoked: set[str] = set()  # put sessions a revoke could not clear (revoked again before reuse)
 
@@ -177,8 +188,14 @@ class StoreClient:
                 rc = store.setup_dummy(int(cfg.local_buffer_bytes) + (64 << 20), int(cfg.local_buffer_bytes),
                                        cfg.real_client)
                 break
-            rc = store.setup(cfg.local_host, cfg.metadata_url, int(cfg.segment_bytes), int(cfg.local_buffer_bytes),
-                             cfg.protocol, cfg.device, cfg.master)
+            if cfg.offload:  # (the path and backend come from MOONCAKE_OFFLOAD_* in the environment)
+                rc = store.setup(cfg.local_host, cfg.metadata_url, int(cfg.segment_bytes),
+                                 int(cfg.local_buffer_bytes), cfg.protocol, cfg.device, cfg.master,
+                                 enable_ssd_offload=True,
+                                 ssd_offload_path=os.environ.get("MOONCAKE_OFFLOAD_FILE_STORAGE_PATH", ""))
+            else:
+                rc = store.setup(cfg.local_host, cfg.metadata_url, int(cfg.segment_bytes),
+                                 int(cfg.local_buffer_bytes), cfg.protocol, cfg.device, cfg.master)
             # setup() failed once with the master answering (a clean-clone test run, cause not logged; a
             # listener port of the client's range held by another client is one): a new client tries again
             if rc == 0 or not answers():
@@ -186,6 +203,11 @@ class StoreClient:
         if rc != 0:  # older wheels return +1, newer -1: only 0 is success
             raise StoreError(f"Mooncake setup() failed with code {rc} "
                              f"(master {cfg.master}, metadata {cfg.metadata_url})")
+        if cfg.tiers and cfg.real_client:  # (a dummy client's batch_get_replica_desc answers RPC_FAIL)
+            side = MooncakeDistributedStore()
+            if side.setup(cfg.local_host, cfg.metadata_url, 0, 1 << 20, cfg.protocol, cfg.device, cfg.master) != 0:
+                raise StoreError(f"Mooncake setup() of the replica-tier client failed (master {cfg.master})")
+            self._side = side
         self._store = store
 
     @property
@@ -306,6 +328,33 @@ class StoreClient:
             return str(store.get_hostname())
         finally:
             self._leave()
+
+    def replica_tiers(self, keys: Sequence[str]) -> list[int]:
+        """Per key, where the store holds it (``batch_get_replica_desc``, one master RPC; it grants a read lease,
+        as ``batch_is_exist`` does): :data:`MEMORY` for a complete memory replica, :data:`DISK` for a complete
+        replica on the disk tier only, 0 when neither (absent, or the call failed). A dummy client asks through a
+        real client of its own without a segment."""
+        store = self._enter()
+        if store is None:
+            return [0] * len(keys)
+        try:
+            descs = (self._side or store).batch_get_replica_desc(list(keys))
+        except Exception:  # (a master outage: unknown)
+            return [0] * len(keys)
+        finally:
+            self._leave()
+        out = []
+        for k in keys:
+            tier = 0
+            for d in descs.get(k, ()) or ():
+                if str(d.status).endswith("COMPLETE"):
+                    if d.is_memory_replica():
+                        tier = MEMORY
+                        break
+                    if d.is_local_disk_replica():
+                        tier = DISK
+            out.append(tier)
+        return out
 
     def replica_segments(self, keys: Sequence[str]) -> list[str]:
         """Per key, the segment (transport endpoint, as :meth:`segment_name`) holding its first memory
@@ -433,10 +482,12 @@ class StoreClient:
             while self._inflight:
                 self._cond.wait(timeout=1.0)
             store, self._store = self._store, None
-        if store is not None and is_etcd(self.config.master):
-            _NEVER_CLOSED.append(store)  # (see the module's docstring: the process leaves with os._exit)
-        elif store is not None:
-            store.close()
+            side, self._side = self._side, None
+        for one in (store, side):
+            if one is not None and is_etcd(self.config.master):
+                _NEVER_CLOSED.append(one)  # (see the module's docstring: the process leaves with os._exit)
+            elif one is not None:
+                one.close()
 
 
 def enter_host(endpoints: dict[str, Any], role: str) -> None:
@@ -448,7 +499,7 @@ def enter_host(endpoints: dict[str, Any], role: str) -> None:
 
 
 def open_client(endpoints: dict, segment_bytes: int = 0, local_buffer_bytes: int = 16 << 20,
-                role: str | None = None, dummy: bool = False) -> StoreClient:
+                role: str | None = None, dummy: bool = False, offload: bool = False) -> StoreClient:
     """Set up a :class:`StoreClient` from ``ClusterEndpoints.as_dict()``; ``StoreError`` on failure. With
     emulated hosts (``endpoints["hosts"]``, :mod:`kvtui.mooncake.hosts`), ``role``'s host address is the
     client's own (its ``local_hostname`` and ``MC_TCP_BIND_ADDRESS``; the process must already be in that
@@ -468,7 +519,8 @@ def open_client(endpoints: dict, segment_bytes: int = 0, local_buffer_bytes: int
         master=endpoints["master"], metadata_url=endpoints["metadata_url"], segment_bytes=int(segment_bytes),
         local_buffer_bytes=int(local_buffer_bytes), protocol=endpoints.get("protocol", "tcp"),
         device=endpoints.get("device", ""), local_host=local_host, env=env,
-        real_client=endpoints.get("real_client", "") if dummy else "",
+        real_client=endpoints.get("real_client", "") if dummy else "", offload=offload,
+        tiers="disk" in endpoints.get("tiers", ()), disk_read_bytes=int(endpoints.get("disk_read_bytes", 0)),
     )
     client = StoreClient(cfg)
     client.setup()

@@ -40,6 +40,7 @@ from kvtui.mooncake.client import ClusterEndpoints
 from kvtui.mooncake.errors import BadAddress, ClusterError, Conflict, MissingTool, Unreachable
 from kvtui.mooncake.hosts import EmulatedHosts, HostsError, LinkSpec, nsenter_argv
 from kvtui.mooncake.net import free_port, http_get, is_etcd, parse_etcd, port_is_free, probe_tcp, split_hostport
+from kvtui.mooncake.tiers import TIERS_DISK, DiskFolder, DiskTier, check_disk, master_flags
 from kvtui.runtime.logs import LogFolder
 from kvtui.runtime.procs import ManagedProcess, spawn, stop_processes
 
@@ -116,6 +117,9 @@ class ClusterOptions:
     ha: int = 0  # N > 0: an HA cluster of N masters and kvtui's own etcd (kvtui.mooncake.ha); no hosts, no ports
     oplog: bool = True  # HA masters replicate their metadata (--enable_oplog); False only in tests: a failover
     # then loses every key, which a test of the loss count needs
+    disk_bytes: int = 0  # > 0: a disk tier of this many bytes behind the DRAM segment (kvtui.mooncake.tiers)
+    disk_path: str | None = None  # the folder its files go under (a new kvtui-disk-* in it); None: the temp folder
+    page_bytes: int = 0  # one KV page (a disk bucket holds at least one)
 
 
 @dataclass
@@ -133,6 +137,8 @@ class EmbeddedCluster:
     _logs: LogFolder | None = None  # this start's log folder (kvtui.runtime.logs: removed or kept by stop)
     _restarted: bool = False
     emulated: EmulatedHosts | None = None  # with ClusterOptions.hosts
+    disk: DiskTier | None = None  # with ClusterOptions.disk_bytes
+    _disk_folder: DiskFolder | None = None
     etcd: ha.EtcdServer | None = None  # with ClusterOptions.ha
     _master_argv: dict[str, list[str]] = field(default_factory=dict)  # each master's command line, by name
     real_client_health: str = ""  # HA with dummy workers: the real client's /health URL ("": none)
@@ -173,6 +179,12 @@ class EmbeddedCluster:
         if o.ha and (o.hosts or o.rpc_port or o.metrics_port or o.metadata_port):
             raise Conflict("ha", "hosts" if o.hosts else "ports",
                            "an HA cluster's etcd and masters start on free loopback ports")
+        if o.disk_bytes:
+            if o.segment_on != "store":
+                raise Conflict("disk_bytes", "segment_on", "the disk tier belongs to the store nodes' segments")
+            if o.ha:
+                raise Conflict("disk_bytes", "ha", "a disk tier behind HA masters is not measured here")
+            check_disk(o.disk_bytes, o.store_bytes)
         self._logs = LogFolder(o.log_dir)
         log_dir = self._logs.path
         rpc = self._port(o.rpc_port, "master RPC")
@@ -180,7 +192,11 @@ class EmbeddedCluster:
         meta = self._port(o.metadata_port, "metadata")
         env = dict(os.environ, GLOG_minloglevel="1")
         bind, on = "127.0.0.1", {}  # on: role → the nsenter prefix that starts it on its emulated host
+        self._store_env: dict[str, dict[str, str]] = {}  # each store node's environment (restarts reuse it)
         try:
+            if o.disk_bytes:
+                self._disk_folder = DiskFolder(o.disk_path)
+                self.disk = DiskTier(o.disk_bytes, str(self._disk_folder.path), o.store_bytes, o.page_bytes)
             if o.hosts:
                 self.emulated = EmulatedHosts(log_dir, o.link)
                 names = ["master"] + (self.store_names() if o.segment_on == "store" else []) + list(o.worker_names)
@@ -216,8 +232,9 @@ class EmbeddedCluster:
                                    "dummy clients need one store node on this host")
                 port = free_port()
                 self._store_argv = {"store": self._real_client_argv(o.store_bytes, port)}
+                self._store_env["store"] = dict(env, **dict(self.endpoints.client_env), **self._owner_env("store"))
                 self.processes.append(spawn("store", self._store_argv["store"], log_dir / "store.log",
-                                            dict(env, **dict(self.endpoints.client_env))))
+                                            self._store_env["store"]))
                 whole = max(1, o.store_bytes >> 20) << 20  # (mooncake_client takes whole MiB)
                 self._wait("store", lambda: self.capacity_bytes() >= whole and probe_tcp("127.0.0.1", port))
                 self.endpoints = replace(self.endpoints, real_client=f"127.0.0.1:{port}")
@@ -226,10 +243,17 @@ class EmbeddedCluster:
                 self._store_argv = {name: on.get(name, []) + [
                     sys.executable, "-m", "kvtui.mooncake.store_node",
                     "--endpoints", json.dumps(self.endpoints.as_dict()),
-                    "--segment-bytes", str(each), "--name", name] for name in self.store_names()}
+                    "--segment-bytes", str(each), "--name", name, *(["--disk"] if self.disk else [])]
+                    for name in self.store_names()}
                 for name, argv in self._store_argv.items():
-                    self.processes.append(spawn(name, argv, log_dir / f"{name}.log", env))
+                    self._store_env[name] = dict(env, **self._owner_env(name))
+                    self.processes.append(spawn(name, argv, log_dir / f"{name}.log", self._store_env[name]))
                 self._wait("store", lambda: self.capacity_bytes() >= each * len(self._store_argv))
+            if self.disk is not None and self._disk_folder is not None:
+                first = self.process(self.store_names()[0])
+                if first is not None:  # (its files go when it does, also if kvtui is killed)
+                    self._disk_folder.guard(first.pid)
+                self.endpoints = replace(self.endpoints, tiers=TIERS_DISK, disk_read_bytes=self.disk.read_bytes)
             # the thread that restarts the master (M), made now: a thread made later by the monitor's
             # thread would inherit its nice +10, and so would the master it forks
             self._spawner = ThreadPoolExecutor(1, thread_name_prefix="kvtui-spawner")
@@ -240,12 +264,19 @@ class EmbeddedCluster:
         return self.endpoints
 
     def _master_flags(self) -> list[str]:
-        """The flags every embedded master gets besides its addresses."""
+        """The flags every embedded master gets besides its addresses (a disk tier's too)."""
         o = self.options
         return ["--enable_http_metadata_server=false", "--enable_metric_reporting=false",
                 f"--default_kv_lease_ttl={o.lease_ttl_ms}", f"--client_ttl={o.client_ttl_s}",
                 f"--eviction_high_watermark_ratio={o.eviction_high_watermark}",
-                f"--eviction_ratio={o.eviction_ratio}", "--minloglevel=1", "--logtostderr=1"]
+                f"--eviction_ratio={o.eviction_ratio}", "--minloglevel=1", "--logtostderr=1",
+                *(master_flags() if o.disk_bytes else [])]
+
+    def _owner_env(self, name: str) -> dict[str, str]:
+        """The disk tier's variables of store node ``name`` (none without a disk tier)."""
+        if self.disk is None:
+            return {}
+        return self.disk.owner_env(name, len(self.store_names()))
 
     def _start_ha(self, env: dict[str, str], log_dir: Path) -> ClusterEndpoints:
         """etcd, then ``ha`` masters with OpLog on free loopback ports; returns the endpoints once one serves."""
@@ -332,7 +363,7 @@ class EmbeddedCluster:
         return [str(binary), f"--global_segment_size={max(1, segment_bytes >> 20)} MB",
                 f"--master_server_address={self.endpoints.master}", f"--metadata_server={self.endpoints.metadata_url}",
                 f"--port={port}", "--host=127.0.0.1", f"--protocol={self.endpoints.protocol}", "--minloglevel=1",
-                *health]
+                *health, *(["--enable_offload=true"] if self.options.disk_bytes else [])]
 
     def store_reaches_master(self) -> bool:
         """The standalone real client of dummy workers says it reaches the master (HA: its ``/health``, whose
@@ -392,14 +423,13 @@ class EmbeddedCluster:
         if self.endpoints.real_client:  # the standalone real client, on its port again (its dummy clients do
             # not come back to a new one: the engine starts its workers again, Engine.restart_store)
             before, port = self.capacity_bytes(), split_hostport(self.endpoints.real_client)[1]
-            env = dict(self._env, **dict(self.endpoints.client_env))
             self.processes.append(self._spawner.submit(spawn, name, self._store_argv[name],
-                                                       self._log_dir / f"{name}.log", env).result())
+                                                       self._log_dir / f"{name}.log", self._store_env[name]).result())
             self._wait(name, lambda: self.capacity_bytes() > before and probe_tcp("127.0.0.1", port))
             return
         log = self._log_dir / f"{name}.log"
         start = log.stat().st_size if log.exists() else 0
-        proc = self._spawner.submit(spawn, name, self._store_argv[name], log, self._env).result()
+        proc = self._spawner.submit(spawn, name, self._store_argv[name], log, self._store_env[name]).result()
         self.processes.append(proc)
 
         def ready() -> bool:
@@ -439,6 +469,9 @@ class EmbeddedCluster:
         if self.etcd is not None:  # (etcd is gone: its data folder can go, and its janitor with it)
             self.etcd.remove_data()
             self.etcd = None
+        if self._disk_folder is not None:  # (the store nodes are gone: so can the disk tier's files)
+            self._disk_folder.remove()
+            self._disk_folder = None
         logs, self._logs = self._logs, None
         if logs is not None:
             logs.close(not clean or keep_logs, "the embedded cluster and workers")

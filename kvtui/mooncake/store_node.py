@@ -30,6 +30,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--endpoints", required=True, help="ClusterEndpoints.as_dict() as JSON")
     ap.add_argument("--segment-bytes", type=int, required=True, help="segment size in bytes")
     ap.add_argument("--name", default="store", help="the node's name (store, store-0, …: its emulated host)")
+    ap.add_argument("--disk", action="store_true",
+                    help="offload to a disk tier (its MOONCAKE_OFFLOAD_* settings in the environment)")
     args = ap.parse_args(argv)
     stop = threading.Event()
     for sig in (signal.SIGTERM, signal.SIGINT):
@@ -38,7 +40,7 @@ def main(argv: list[str] | None = None) -> int:
 
     endpoints = json.loads(args.endpoints)
     try:
-        client = open_client(endpoints, segment_bytes=args.segment_bytes, role=args.name)
+        client = open_client(endpoints, segment_bytes=args.segment_bytes, role=args.name, offload=args.disk)
     except StoreError as exc:
         print(f"store node: {exc}", file=sys.stderr, flush=True)
         return 1

@@ -466,3 +466,57 @@ def test_put_if_absent_without_put_sessions_falls_back_and_says_so():
     assert not c.reports_existing
     assert c.batch_put_if_absent(["a", "b"], [1, 2], [8, 8]) == [0, 0]
     assert c.batch_put_if_absent(["a"], [1, 2], [8]) == [INVALID_PARAMS]
+
+
+class TieredStore(FakeStore):
+    """A store with a disk tier: ``disk`` keys are held only on disk (``replica_tiers`` says DISK); the reads of
+    each call are recorded, to check that memory and disk pages are read apart, disk ones in bounded batches."""
+
+    def __init__(self, disk_read_bytes: int = 0):
+        super().__init__()
+        self.disk: set[str] = set()
+        self.calls: list[list[str]] = []
+        self.config = ClientConfig(master="x:1", metadata_url="http://x:1", tiers=True,
+                                   disk_read_bytes=disk_read_bytes)
+
+    def replica_tiers(self, keys):
+        from kvtui.mooncake.client import DISK, MEMORY
+
+        return [DISK if k in self.disk else MEMORY if k in self.objects else 0 for k in keys]
+
+    def batch_get_into(self, keys, ptrs, sizes):
+        self.calls.append(list(keys))
+        return super().batch_get_into(keys, ptrs, sizes)
+
+
+def test_a_reload_says_which_pages_came_from_the_disk_tier():
+    """Pages only the disk tier holds are read after the memory ones, in batches within an owner's staging
+    buffer, into their own rows (the run verifies whole); the result marks them HIT_DISK and times them."""
+    from kvtui.engine.results import result_from
+    from workload import Request
+
+    s = TieredStore(disk_read_bytes=2 * LAYOUT.page_bytes)
+    c = _conn(s)
+    keys = c.keys_for(toks(4 * 8))
+    c.store_computed_prefix(toks(4 * 8))
+    s.disk = {keys[1], keys[4], keys[5], keys[6]}
+    res, pages = c.load_cached_prefix(toks(4 * 8))
+    assert res.pages_hit == 8 and res.verified == 8 and res.mismatches == 0
+    assert res.disk_pages == [1, 4, 5, 6] and res.read_ms_disk >= 0
+    memory, *disk = s.calls
+    assert memory == [keys[i] for i in (0, 2, 3, 7)] and disk == [[keys[1], keys[4]], [keys[5], keys[6]]]
+    req = Request(req_id=1, tokens=toks(4 * 8), arrival_s=None, cacheable_tokens=4 * 8, scenario="t")
+    r = result_from(req, res, None, LAYOUT, 0.0, 1.0)
+    assert r.pages_hit == 8 and r.pages_hit_disk == 4
+    assert [i for i, st in enumerate(r.states) if st == PageState.HIT_DISK] == [1, 4, 5, 6]
+
+
+def test_a_disk_page_that_does_not_read_ends_the_run_and_is_no_disk_hit():
+    s = TieredStore()
+    c = _conn(s)
+    keys = c.keys_for(toks(4 * 6))
+    c.store_computed_prefix(toks(4 * 6))
+    s.disk = {keys[2], keys[4]}
+    s.read_codes[keys[4]] = -800  # (TRANSFER_FAIL: the owner's disk read failed)
+    res, _ = c.load_cached_prefix(toks(4 * 6))
+    assert res.pages_hit == 4 and res.disk_pages == [2] and res.stop_state == PageState.FAILED
