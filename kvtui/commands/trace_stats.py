@@ -70,6 +70,14 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         help="cache capacity in tokens (e.g. 4096, 500k, 1M = 1,000,000 tokens) for the LRU and the optimal "
         "(Belady MIN) hit rates; repeat the flag or give a comma-separated list for a hit-rate curve",
     )
+    p.add_argument(
+        "--disk",
+        metavar="TOKENS",
+        action="append",
+        help="a disk tier behind each --capacity (tokens; repeat or comma-separate): the offline two-tier model's "
+        "hit rate, split into memory and disk hits (LRU memory whose evictions move to an LRU disk, as Mooncake's "
+        "offload_on_evict), beside Belady MIN at memory + disk",
+    )
     p.add_argument("--strict", action="store_true", help="stop at the first bad row, or row whose timestamp is "
                    "below an earlier row's (file:line: reason, exit 2), instead of skipping bad rows and noting late "
                    "ones")
@@ -108,12 +116,19 @@ def run(args: argparse.Namespace, started_at: float | None = None) -> int:
     from kvtui.metrics import figures as fig
     from workload.stats import hit_rate_curve, optimal_hit_rate_curve, prefill_ceiling, trace_stats
     from workload.synthesis import shared_prefix_lengths
+    from workload.tiers import two_tier_hits
     from workload.trace import TraceError, read_trace
 
     block_tokens = parse_tokens(args.block_tokens, "--block-tokens")
     if block_tokens < 1:
         raise KvtuiError(f"bad --block-tokens {args.block_tokens!r}: must be at least 1 token")
     capacities = _parse_capacities(args.capacity)
+    try:
+        disks = units.parse_token_list(getattr(args, "disk", None), "--disk")
+    except ValueError as exc:
+        raise KvtuiError(str(exc)) from None
+    if disks and not capacities:
+        raise KvtuiError("--disk is a disk tier behind a memory of --capacity tokens: give --capacity too")
     path = resolve_trace(args.file, "trace-stats")
     check_outputs(((args.json, "--json"),))  # before the work, as every command does
     synthesis = trace_synthesis(args, has_trace=True)
@@ -125,6 +140,7 @@ def run(args: argparse.Namespace, started_at: float | None = None) -> int:
         shared_tokens = sum(shared_prefix_lengths(rows, block_tokens)) * block_tokens
         curve = hit_rate_curve(rows, capacities, block_tokens) if capacities else []
         best = optimal_hit_rate_curve(rows, capacities, block_tokens) if capacities else []
+        tiers = [two_tier_hits(rows, cap, disk, block_tokens) for cap in capacities for disk in disks]
     except (TraceError, ValueError) as exc:
         raise KvtuiError(str(exc)) from None
     skipped = [p for p in problems if p.skipped]
@@ -180,6 +196,15 @@ def run(args: argparse.Namespace, started_at: float | None = None) -> int:
                 f"{plural(cap // block_tokens, 'block')}",
             )
         )
+    for t in tiers:
+        table.append(
+            (
+                f"hit rate @ {_fmt_int(t.memory_tokens)} + {_fmt_int(t.disk_tokens)} disk",
+                f"{t.hit_rate * 100:6.2f} %  {fig.TRACE_TWO_TIER.label} (memory {t.memory_rate * 100:.2f} % + disk "
+                f"{t.disk_rate * 100:.2f} %)   {t.optimal_rate * 100:6.2f} %  {fig.TRACE_MIN.label} at "
+                f"{_fmt_int(t.memory_tokens + t.disk_tokens)} tokens",
+            )
+        )
     width = max(len(k) for k, _ in table)
     lines = [f"{k:<{width}}  {v}" for k, v in table]
     for listed, head in ((skipped, f"skipped {plural(len(skipped), 'bad row')}:"),
@@ -206,6 +231,9 @@ def run(args: argparse.Namespace, started_at: float | None = None) -> int:
                      fig.PREFILL_CEILING.key: _json_ceiling(prefill_ceiling(rate))} for cap, rate in curve],
             "min": [{"capacity_tokens": cap, "token_hit_rate": rate,
                      fig.PREFILL_CEILING.key: _json_ceiling(prefill_ceiling(rate))} for cap, rate in best],
+            "two_tier": [{"memory_tokens": t.memory_tokens, "disk_tokens": t.disk_tokens,
+                          "token_hit_rate": t.hit_rate, "memory_token_hit_rate": t.memory_rate,
+                          "disk_token_hit_rate": t.disk_rate, "min_token_hit_rate": t.optimal_rate} for t in tiers],
             "bad_rows": len(skipped),
             "problems": [{"line": p.line_no, "reason": p.reason, "skipped": p.skipped} for p in problems[:100]],
         }

@@ -154,7 +154,15 @@ PREFILL_CEILING = Figure("prefill_ceiling", "prefill-compute ceiling (ideal)", "
                          _TRACE_SHOWN + " (beside each token hit rate)",
                          "prefill_ceiling, lru[].prefill_ceiling, min[].prefill_ceiling")
 #: a trace's offline figures, in trace-stats' order
-TRACE = (TRACE_IDEAL, AIPERF_HIT_RATE, PREFILL_CEILING, TRACE_LRU, TRACE_MIN)
+TRACE_TWO_TIER = Figure("two_tier_token_hit_rate", "two-tier hit rate (offline: LRU memory demoting to LRU disk)",
+                        "two tiers", "%",
+                        f"{_README_RULE}; a memory of capacity ÷ block tokens blocks whose least recently used block "
+                        "moves to a disk of disk ÷ block tokens blocks (dropping its own least recently used); a block "
+                        "read from disk stays there (workload.tiers): what Mooncake's offload_on_evict approximates, "
+                        "split into memory and disk hits",
+                        _TRACE_WINDOW, _TRACE_SHOWN + " (--capacity with --disk)",
+                        "two_tier[].token_hit_rate (memory_token_hit_rate + disk_token_hit_rate)")
+TRACE = (TRACE_IDEAL, AIPERF_HIT_RATE, PREFILL_CEILING, TRACE_LRU, TRACE_MIN, TRACE_TWO_TIER)
 
 
 def ceiling_text(ceiling: float) -> str:

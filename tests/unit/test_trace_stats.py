@@ -338,3 +338,25 @@ def test_command_names_each_out_of_order_row_and_strict_rejects_it(tmp_path, cap
 def test_out_of_order_rows_follow_the_reader_rule():
     rows = [R(1, 1000, 512, [1]), R(2, 900, 512, [2]), R(3, 950, 512, [3]), R(4, 1000, 512, [4])]
     assert trace_stats(rows, 512).out_of_order_rows == 2  # 950 is above 900 but still below 1000
+
+
+def test_trace_stats_gives_the_two_tier_model_behind_each_capacity(tmp_path, capsys):
+    """``--disk`` beside ``--capacity``: one row and one JSON entry per (memory, disk) pair, memory + disk hits
+    adding up to the two tiers' rate, never above Belady MIN at their total; --disk alone is refused."""
+    from workload.tiers import two_tier_hits
+
+    out = tmp_path / "s.json"
+    assert main(["trace-stats", "synthetic", "--capacity", "1M", "--disk", "2M,8M", "--json", str(out)]) == 0
+    doc = json.loads(out.read_text())
+    assert [(t["memory_tokens"], t["disk_tokens"]) for t in doc["two_tier"]] == [(1_000_000, 2_000_000),
+                                                                                  (1_000_000, 8_000_000)]
+    rows, _ = read_trace(Path(__file__).resolve().parents[2] / "kvtui" / "data" / "traces" / "synthetic_trace.jsonl")
+    for t in doc["two_tier"]:
+        assert t["memory_token_hit_rate"] + t["disk_token_hit_rate"] == pytest.approx(t["token_hit_rate"])
+        assert t["token_hit_rate"] <= t["min_token_hit_rate"]
+        model = two_tier_hits(rows, t["memory_tokens"], t["disk_tokens"], 512)
+        assert t["token_hit_rate"] == pytest.approx(model.hit_rate)
+    text = capsys.readouterr().out
+    assert "hit rate @ 1,000,000 + 8,000,000 disk" in text and "two tiers (memory" in text
+    assert main(["trace-stats", "synthetic", "--disk", "1M"]) == 2
+    assert "give --capacity too" in capsys.readouterr().err
