@@ -242,12 +242,14 @@ def attached_plan_line(ws: WorkingSet, page_bytes: int, capacity_bytes: int, wat
 
 
 def store_full_text(failed: int, seconds: float, ws: WorkingSet | None, page_bytes: int, segment_bytes: int | None,
-                    watermark: float, lease_ttl_s: float | None, dead_nodes: tuple[str, ...] = ()) -> str:
+                    watermark: float, lease_ttl_s: float | None, dead_nodes: tuple[str, ...] = (),
+                    disk_tier: bool = False) -> str:
     """The one event-log line of a burst of ``failed`` puts refused with ``NO_AVAILABLE_HANDLE`` within
     ``seconds``: the cause (the working set ``ws`` does not fit ``segment_bytes`` below ``watermark``, or it
     does and pages leased by recent reads fill the store, or the store nodes ``dead_nodes`` kvtui started
-    are down and their segment with them) and the remedy, by flag. ``ws`` None: unknown; ``segment_bytes``
-    None: an attached cluster of unknown size."""
+    are down and their segment with them, or a disk tier that frees DRAM only as fast as it offloads) and
+    the remedy, by flag. ``ws`` None: unknown; ``segment_bytes`` None: an attached cluster of unknown size;
+    ``disk_tier``: the store offloads DRAM's evictions to disk (Mooncake's ``offload_on_evict``)."""
     head = f"store full: {plural(failed, 'put')} failed with NO_AVAILABLE_HANDLE in {seconds:.1f} s — "
     if dead_nodes:
         many = len(dead_nodes) > 1
@@ -255,6 +257,12 @@ def store_full_text(failed: int, seconds: float, ws: WorkingSet | None, page_byt
         return head + (f"the store node{'s' if many else ''} kvtui started{named} "
                        f"{'are' if many else 'is'} down, and {'their segments' if many else 'its segment'} with "
                        f"{'them' if many else 'it'}; not a size or lease problem (restart kvtui)")
+    if disk_tier:
+        seg = f" ({format_bytes(segment_bytes)})" if segment_bytes is not None else ""
+        return head + (f"the DRAM segment{seg} is full while the disk tier takes its evictions: Mooncake frees a "
+                       "page's DRAM only once its owner has written it to disk (one offload round a second), and "
+                       "refuses puts meanwhile; a larger --store-size gives the offload more room, a lower request "
+                       "rate more time")
     if ws is None or segment_bytes is None:
         return head + ("every page in the store is leased or in use; raise --store-size"
                        if segment_bytes is not None else

@@ -41,7 +41,8 @@ class Endpoints(Protocol):
     its ``metadata_url``, its admin HTTP base ``metrics_url`` (None: unknown), whether kvtui started it
     (``embedded``), its ``log_dir`` ("" when none), the standalone ``real_client`` of dummy workers (""
     when none), whether it is an HA cluster (``ha``: ``master`` is ``etcd://…``) and its ``masters``
-    (``(name, admin URL)`` each; empty when unknown); ``as_dict()`` its plain-data form."""
+    (``(name, admin URL)`` each; empty when unknown), its ``tiers`` (``("memory",)``, or ``("memory", "disk")``
+    with a disk tier); ``as_dict()`` its plain-data form."""
 
     @property
     def master(self) -> str: ...
@@ -59,6 +60,8 @@ class Endpoints(Protocol):
     def ha(self) -> bool: ...
     @property
     def masters(self) -> tuple[tuple[str, str], ...]: ...
+    @property
+    def tiers(self) -> tuple[str, ...]: ...
     def as_dict(self) -> dict[str, Any]: ...
 
 

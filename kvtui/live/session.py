@@ -272,7 +272,8 @@ class LiveSession:
         dead = tuple(n for n in cluster.store_names() if (p := cluster.process(n)) is not None and not p.alive())
         return store_full_text(failed, seconds, ws, o.layout.page_bytes, segment,
                                cluster.settings.eviction_high_watermark,
-                               cluster.settings.lease_ttl_ms / 1000 if embedded else None, dead)
+                               cluster.settings.lease_ttl_ms / 1000 if embedded else None, dead,
+                               disk_tier="disk" in cluster.endpoints.tiers)
 
     def _workload_text(self) -> str:
         d = self.description

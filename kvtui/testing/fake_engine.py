@@ -81,6 +81,7 @@ class FakeEndpoints:
     real_client: str = ""
     ha: bool = False
     masters: tuple[tuple[str, str], ...] = ()
+    tiers: tuple[str, ...] = ("memory",)
 
     def as_dict(self) -> dict[str, object]:
         return {"master": self.master, "metadata_url": self.metadata_url, "embedded": self.embedded}

@@ -146,6 +146,9 @@ def test_store_full_text_names_the_cause_and_the_remedy():
     two = store_full_text(48, 1.0, _ws(20), page, GIB, 0.9, 10.0, dead_nodes=("store-0", "store-1"))
     assert "the store nodes kvtui started (store-0, store-1) are down, and their segments with them" in two
     assert "--lease-ttl" not in gone and "--store-size" not in gone  # (no remedy that cannot help)
+    tier = store_full_text(30, 1.0, _ws(20), page, GIB, 0.9, 10.0, disk_tier=True)
+    assert "full while the disk tier takes its evictions" in tier and "one offload round a second" in tier
+    assert "--lease-ttl" not in tier  # (leases are not what holds DRAM here)
 
 
 def test_alarm_makes_one_line_per_burst():
