@@ -371,7 +371,15 @@ class ClusterPlan:
                               rpc_port=self.port("master_port"), metrics_port=self.port("metrics_port"),
                               metadata_port=self.port("metadata_port"), isolation=isolation, hosts=self.hosts,
                               link=self.link, store_nodes=self.topology.store_nodes, worker_client=self.worker_client,
-                              ha=self.ha, disk_bytes=self.tiers.disk_bytes, disk_path=self.tiers.disk_path)
+                              ha=self.ha, disk_bytes=self.tiers.disk_bytes, disk_path=self.tiers.disk_path,
+                              replicate_hot=self.tiers.replicate_hot)
+
+
+def _segments(segment_on: str, topology: Topology) -> int:
+    """How many segments an embedded store of ``topology`` has: one per store node, or per worker of the role
+    the segment is on."""
+    return {"store": topology.store_nodes, "prefill": topology.prefill_workers,
+            "decode": topology.decode_workers}[segment_on]
 
 
 def topology_from_args(args: argparse.Namespace) -> Topology:
@@ -589,5 +597,6 @@ def cluster_from_args(args: argparse.Namespace, layout: PageLayout, working_set:
                        link=link, listen=listen, protocol=args.protocol, ha=ha,
                        store_sized=endpoints is None and given is None and working_set is not None,
                        verify=verify_from_args(args),
-                       tiers=tiers_from_args(args, store_bytes, attached=endpoints is not None))
+                       tiers=tiers_from_args(args, store_bytes, attached=endpoints is not None,
+                                             segments=_segments(args.segment_on, topology)))
 

@@ -98,8 +98,8 @@ class RunPlan:
         ``route``, ``store_nodes``, ``listen`` (as given; None), ``worker_client`` (resolved), ``ha`` (the masters
         of an HA cluster: ``--ha N``, or attached through etcd the admin URLs given, None when none were; 0: one
         master, no etcd), ``verify`` (``full`` or ``sampled``: how loaded pages were checked) and the kvtui and
-        Mooncake versions (what ``kvtui compare`` lists when runs differ), and ``disk_bytes``: the embedded store's
-        disk tier (None: none)."""
+        Mooncake versions (what ``kvtui compare`` lists when runs differ), ``disk_bytes``: the embedded store's
+        disk tier (None: none), and ``replicate_hot``: hot keys get a second memory replica."""
         from kvtui import __version__
         from kvtui.session.writer import mooncake_version
 
@@ -110,7 +110,7 @@ class RunPlan:
                 "prefill_workers": t.prefill_workers, "decode_workers": t.decode_workers, "route": t.route,
                 "store_nodes": t.store_nodes, "listen": c.listen.text if c.listen else None,
                 "worker_client": c.worker_client, "ha": self._ha_masters(), "verify": c.verify,
-                "disk_bytes": c.tiers.disk_bytes or None}
+                "disk_bytes": c.tiers.disk_bytes or None, "replicate_hot": c.tiers.replicate_hot}
 
     def _ha_masters(self) -> int | None:
         c = self.cluster

@@ -59,6 +59,7 @@ class RequestResult:
     bytes_local: int = 0  # of bytes_loaded, read from the decode worker's own segment (--segment-on decode)
     pages_hit_disk: int = 0  # of pages_hit, read from the store's disk tier (cells HIT_DISK)
     disk_read_ms: float = 0.0  # of read_ms, reading those pages
+    pages_replicated: int = 0  # of pages_hit, those the store held in two memory replicas or more (hot keys)
     reasons: bytes = b""  # one MissReason per full page (see the class docstring)
     keys_forgotten: int = 0  # keys the miss reasons' history dropped since the previous result (kvtui.core.misses)
 

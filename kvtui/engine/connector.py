@@ -85,6 +85,7 @@ class ReloadResult:
     rest_probe: list[int] = field(default_factory=list)
     bytes_local: int = 0  # of bytes_loaded, from the reader's own segment (set by the decode worker)
     disk_pages: list[int] = field(default_factory=list)  # of the hit run, the pages read from the disk tier
+    replicated_pages: list[int] = field(default_factory=list)  # of the hit run, pages held in 2+ memory replicas
     read_ms_disk: float = 0.0  # of read_ms, reading the disk tier's pages
 
 
@@ -295,8 +296,9 @@ class PagedKVConnector:
             res.rest_probe = tail
         res.pages_hit = good
         res.bytes_loaded = good * self.page_bytes
-        if res.disk_pages and res.disk_pages[-1] >= good:  # (only the usable run's pages count)
+        if good < run:  # (only the usable run's pages count)
             res.disk_pages = [i for i in res.disk_pages if i < good]
+            res.replicated_pages = [i for i in res.replicated_pages if i < good]
         return res, buf[:good]
 
     def _read_tiers(self, keys: Sequence[str], buf: np.ndarray, res: ReloadResult) -> list[int]:
@@ -305,10 +307,11 @@ class PagedKVConnector:
         two meanwhile is read where it is and counted where it was), in batches no larger than an owner's disk
         staging buffer; records the disk pages and their read time in ``res``; the codes in page order."""
         tiers = self.store.replica_tiers(keys)
-        disk = [i for i, t in enumerate(tiers) if t == DISK]
+        res.replicated_pages = [i for i, (_tier, copies) in enumerate(tiers) if copies > 1]
+        disk = [i for i, (t, _copies) in enumerate(tiers) if t == DISK]
         if not disk:
             return self._read(keys, buf)
-        memory = [i for i, t in enumerate(tiers) if t != DISK]
+        memory = [i for i, (t, _copies) in enumerate(tiers) if t != DISK]
         rcs = [0] * len(keys)
         for i, rc in zip(memory, self._read([keys[i] for i in memory], buf, memory) if memory else ()):
             rcs[i] = rc

@@ -58,4 +58,5 @@ def result_from(req, reload: ReloadResult, publish: PublishResult | None, layout
         t_start=t_start, t_end=t_end, labels=tuple(req.labels), keys=tuple(keys),
         decode_worker=decode_worker, prefill_worker=prefill_worker, bytes_local=reload.bytes_local,
         pages_hit_disk=len(reload.disk_pages), disk_read_ms=reload.read_ms_disk,
+        pages_replicated=len(reload.replicated_pages),
     )

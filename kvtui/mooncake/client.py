@@ -72,6 +72,7 @@ class ClusterEndpoints:
     real_client: str = ""  # HOST:PORT of the standalone real client the workers are dummy clients of ("": none)
     masters: tuple[tuple[str, str], ...] = ()  # HA: (name, admin URL) of each master
     tiers: tuple[str, ...] = ("memory",)  # ("memory", "disk") when the store has a disk tier (kvtui.mooncake.tiers)
+    replicate_hot: bool = False  # the master gives hot keys a second memory replica (dynamic replication)
     disk_read_bytes: int = 0  # the largest batch of disk-only pages a reader may ask for at once (0: no limit)
 
     @property
@@ -93,6 +94,8 @@ class ClusterEndpoints:
             d["masters"] = [list(m) for m in self.masters]
         if self.tiers != ("memory",):
             d["tiers"], d["disk_read_bytes"] = list(self.tiers), self.disk_read_bytes
+        if self.replicate_hot:
+            d["replicate_hot"] = True
         return d
 
 
@@ -121,7 +124,7 @@ class ClientConfig:
     native_log: str | None = None
     real_client: str = ""  # HOST:PORT: be a dummy client of that standalone real client (setup_dummy)
     offload: bool = False  # a segment owner with a disk tier (MOONCAKE_OFFLOAD_* in env; kvtui.mooncake.tiers)
-    tiers: bool = False  # the store has a disk tier: replica_tiers() says where each key is
+    tiers: bool = False  # the store has a disk tier or hot-key replication: replica_tiers() says where each key is
     disk_read_bytes: int = 0  # the largest batch of disk-only objects one read may ask for (0: no limit)
 
 
@@ -329,31 +332,31 @@ class StoreClient:
         finally:
             self._leave()
 
-    def replica_tiers(self, keys: Sequence[str]) -> list[int]:
+    def replica_tiers(self, keys: Sequence[str]) -> list[tuple[int, int]]:
         """Per key, where the store holds it (``batch_get_replica_desc``, one master RPC; it grants a read lease,
-        as ``batch_is_exist`` does): :data:`MEMORY` for a complete memory replica, :data:`DISK` for a complete
-        replica on the disk tier only, 0 when neither (absent, or the call failed). A dummy client asks through a
-        real client of its own without a segment."""
+        as ``batch_is_exist`` does): ``(tier, memory replicas)``, tier :data:`MEMORY` for a complete memory
+        replica, :data:`DISK` for a complete replica on the disk tier only, 0 when neither (absent, or the call
+        failed); memory replicas: the complete ones (2 once hot-key replication copied it). A dummy client asks
+        through a real client of its own without a segment."""
         store = self._enter()
         if store is None:
-            return [0] * len(keys)
+            return [(0, 0)] * len(keys)
         try:
             descs = (self._side or store).batch_get_replica_desc(list(keys))
         except Exception:  # (a master outage: unknown)
-            return [0] * len(keys)
+            return [(0, 0)] * len(keys)
         finally:
             self._leave()
         out = []
         for k in keys:
-            tier = 0
+            tier = memory = 0
             for d in descs.get(k, ()) or ():
                 if str(d.status).endswith("COMPLETE"):
                     if d.is_memory_replica():
-                        tier = MEMORY
-                        break
-                    if d.is_local_disk_replica():
+                        tier, memory = MEMORY, memory + 1
+                    elif d.is_local_disk_replica() and not tier:
                         tier = DISK
-            out.append(tier)
+            out.append((tier, memory))
         return out
 
     def replica_segments(self, keys: Sequence[str]) -> list[str]:
@@ -520,7 +523,8 @@ def open_client(endpoints: dict, segment_bytes: int = 0, local_buffer_bytes: int
         local_buffer_bytes=int(local_buffer_bytes), protocol=endpoints.get("protocol", "tcp"),
         device=endpoints.get("device", ""), local_host=local_host, env=env,
         real_client=endpoints.get("real_client", "") if dummy else "", offload=offload,
-        tiers="disk" in endpoints.get("tiers", ()), disk_read_bytes=int(endpoints.get("disk_read_bytes", 0)),
+        tiers="disk" in endpoints.get("tiers", ()) or bool(endpoints.get("replicate_hot")),
+        disk_read_bytes=int(endpoints.get("disk_read_bytes", 0)),
     )
     client = StoreClient(cfg)
     client.setup()

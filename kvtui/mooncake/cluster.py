@@ -90,6 +90,11 @@ store node is the wheel's standalone real client (``mooncake_client``, Mooncake'
 each worker a dummy client of it (``setup_dummy``) whose page buffers come from its shared memory pool
 (``alloc_from_mem_pool``), so a reload is a copy between mappings on this host."""
 
+HOT_REPLICATION_FLAGS = ("--dynamic_replication_mode=enforce", "--dynamic_replication_heat_window_seconds=5",
+                         "--dynamic_replication_admission_qps_threshold=0.5")
+"""The master's dynamic MEMORY replication, on: a key read more than 0.5 times a second over a 5 s window gets a
+second memory replica on another segment (seen within ~5 s with two owners, wheel 0.3.13.post1)."""
+
 START_ATTEMPTS = 2
 """Starts of an embedded cluster on kvtui-picked ports before its error is reported (see ``start``)."""
 
@@ -120,6 +125,7 @@ class ClusterOptions:
     disk_bytes: int = 0  # > 0: a disk tier of this many bytes behind the DRAM segment (kvtui.mooncake.tiers)
     disk_path: str | None = None  # the folder its files go under (a new kvtui-disk-* in it); None: the temp folder
     page_bytes: int = 0  # one KV page (a disk bucket holds at least one)
+    replicate_hot: bool = False  # the master gives a hot key a second memory replica on another store node
 
 
 @dataclass
@@ -249,6 +255,8 @@ class EmbeddedCluster:
                     self._store_env[name] = dict(env, **self._owner_env(name))
                     self.processes.append(spawn(name, argv, log_dir / f"{name}.log", self._store_env[name]))
                 self._wait("store", lambda: self.capacity_bytes() >= each * len(self._store_argv))
+            if o.replicate_hot:
+                self.endpoints = replace(self.endpoints, replicate_hot=True)
             if self.disk is not None and self._disk_folder is not None:
                 first = self.process(self.store_names()[0])
                 if first is not None:  # (its files go when it does, also if kvtui is killed)
@@ -270,7 +278,8 @@ class EmbeddedCluster:
                 f"--default_kv_lease_ttl={o.lease_ttl_ms}", f"--client_ttl={o.client_ttl_s}",
                 f"--eviction_high_watermark_ratio={o.eviction_high_watermark}",
                 f"--eviction_ratio={o.eviction_ratio}", "--minloglevel=1", "--logtostderr=1",
-                *(master_flags() if o.disk_bytes else [])]
+                *(master_flags() if o.disk_bytes else []),
+                *(HOT_REPLICATION_FLAGS if o.replicate_hot else ())]
 
     def _owner_env(self, name: str) -> dict[str, str]:
         """The disk tier's variables of store node ``name`` (none without a disk tier)."""

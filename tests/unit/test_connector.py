@@ -475,6 +475,7 @@ class TieredStore(FakeStore):
     def __init__(self, disk_read_bytes: int = 0):
         super().__init__()
         self.disk: set[str] = set()
+        self.hot: set[str] = set()  # keys held in two memory replicas
         self.calls: list[list[str]] = []
         self.config = ClientConfig(master="x:1", metadata_url="http://x:1", tiers=True,
                                    disk_read_bytes=disk_read_bytes)
@@ -482,7 +483,8 @@ class TieredStore(FakeStore):
     def replica_tiers(self, keys):
         from kvtui.mooncake.client import DISK, MEMORY
 
-        return [DISK if k in self.disk else MEMORY if k in self.objects else 0 for k in keys]
+        return [(DISK, 0) if k in self.disk else (MEMORY, 2 if k in self.hot else 1) if k in self.objects else (0, 0)
+                for k in keys]
 
     def batch_get_into(self, keys, ptrs, sizes):
         self.calls.append(list(keys))
@@ -500,6 +502,7 @@ def test_a_reload_says_which_pages_came_from_the_disk_tier():
     keys = c.keys_for(toks(4 * 8))
     c.store_computed_prefix(toks(4 * 8))
     s.disk = {keys[1], keys[4], keys[5], keys[6]}
+    s.hot = {keys[0], keys[7]}
     res, pages = c.load_cached_prefix(toks(4 * 8))
     assert res.pages_hit == 8 and res.verified == 8 and res.mismatches == 0
     assert res.disk_pages == [1, 4, 5, 6] and res.read_ms_disk >= 0
@@ -507,7 +510,7 @@ def test_a_reload_says_which_pages_came_from_the_disk_tier():
     assert memory == [keys[i] for i in (0, 2, 3, 7)] and disk == [[keys[1], keys[4]], [keys[5], keys[6]]]
     req = Request(req_id=1, tokens=toks(4 * 8), arrival_s=None, cacheable_tokens=4 * 8, scenario="t")
     r = result_from(req, res, None, LAYOUT, 0.0, 1.0)
-    assert r.pages_hit == 8 and r.pages_hit_disk == 4
+    assert r.pages_hit == 8 and r.pages_hit_disk == 4 and r.pages_replicated == 2
     assert [i for i, st in enumerate(r.states) if st == PageState.HIT_DISK] == [1, 4, 5, 6]
 
 

@@ -40,6 +40,14 @@ def test_bad_disk_flags_are_one_line_naming_the_flag(argv, attached, words):
     assert words in str(err.value) and "\n" not in str(err.value) and str(err.value).startswith("--disk-")
 
 
+def test_hot_replication_needs_an_embedded_store_of_two_segments():
+    assert tiers_from_args(_args("--replicate-hot"), 64 << 20, attached=False, segments=2).replicate_hot
+    with pytest.raises(KvtuiError, match="needs two segments or more"):
+        tiers_from_args(_args("--replicate-hot"), 64 << 20, attached=False, segments=1)
+    with pytest.raises(KvtuiError, match="embedded master's setting"):
+        tiers_from_args(_args("--replicate-hot"), 64 << 20, attached=True, segments=2)
+
+
 def test_a_disk_tier_below_dram_is_refused_by_the_backend_too():
     with pytest.raises(Conflict, match="wedges"):
         check_disk(32 << 20, 64 << 20)
