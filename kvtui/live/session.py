@@ -119,8 +119,8 @@ class LiveSession:
                  store_limit: int | None = None):
         from kvtui.engine.driver import Driver
 
-        # (engine, cluster, workload, agg, driver, panels, producer, recording, store_full, header, owns_engine,
-        # prompt_pages, store_limit: set here, never replaced; the objects guard their own state)
+        # (engine, cluster, workload, agg, driver, panels, producer, recording, store_full, _drawn, _results,
+        # header, owns_engine, prompt_pages, store_limit: set here, never replaced; the objects guard their own state)
         self.engine = engine
         self.cluster = cluster
         self.workload = workload  # its spec changes on the feeder only (replaced whole: read without a lock)
