@@ -5,6 +5,7 @@ This package imports nothing from :mod:`kvtui` and no store client, so it can be
 - :mod:`workload.request` -- :class:`Request`, one prompt (uint32 token ids) with its arrival time;
 - :mod:`workload.synthetic` -- :class:`SyntheticWorkload` over a :class:`WorkloadSpec` (scenarios
   ``shared-system-prompt``, ``few-shot``, ``multi-turn``, ``random``; knobs changeable mid-run);
+- :mod:`workload.rows` -- :class:`TraceRow`, one row of a trace, and the out-of-order check (``late_rows``);
 - :mod:`workload.trace` -- read and replay Mooncake FAST'25 traces
   (``kvcache-ai/Mooncake FAST25-release/traces``): :func:`read_trace`, :class:`TraceWorkload`;
 - :mod:`workload.stats` -- offline trace analysis and ideal prefix-hit figures (unbounded and LRU);

@@ -43,7 +43,7 @@ from collections import OrderedDict
 from collections.abc import Iterable, Sequence
 from dataclasses import asdict, dataclass
 
-from workload.trace import DEFAULT_BLOCK_TOKENS, TraceRow, late_rows
+from workload.rows import DEFAULT_BLOCK_TOKENS, TraceRow, late_rows
 
 __all__ = ["TraceStats", "trace_stats", "ideal_hits", "hit_rate_curve", "optimal_hits", "optimal_hit_rate_curve",
            "aiperf_hit_rate", "AiperfPrefixCache", "prefill_ceiling", "percentile", "IdealPrefixCache"]

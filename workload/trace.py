@@ -21,11 +21,12 @@ import json
 import math
 import os
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass
 
 import numpy as np
 
 from workload.request import _MASK64, Request, _key, _mix_int, _splitmix64
+from workload.rows import DEFAULT_BLOCK_TOKENS, LateRows, TraceProblem, TraceRow, late_rows
+from workload.stats import AiperfPrefixCache, IdealPrefixCache
 from workload.text import plural
 
 __all__ = [
@@ -43,44 +44,10 @@ __all__ = [
     "replay_block_text",
 ]
 
-DEFAULT_BLOCK_TOKENS = 512
-"""Tokens per hash id in the Mooncake FAST'25 traces."""
-
 _FIELDS = ("timestamp", "input_length", "output_length", "hash_ids")
 _TRACE_TAG = 0x7472616365  # "trace": key domain of block filler tokens
 _LIMB_BITS = 31
 _LIMB_MASK = (1 << _LIMB_BITS) - 1
-
-
-@dataclass(frozen=True, slots=True)
-class TraceRow:
-    """One valid trace row.
-
-    Attributes:
-        line_no: 1-based line number in the file.
-        timestamp_ms: arrival time in milliseconds as written in the file.
-        input_length: prompt length in tokens (>= 1).
-        output_length: generated length in tokens (>= 0).
-        hash_ids: prefix-block ids, one per ``block_tokens`` tokens (the last may cover a partial block);
-            exact Python ints of any size.
-    """
-
-    line_no: int
-    timestamp_ms: int
-    input_length: int
-    output_length: int
-    hash_ids: tuple[int, ...]
-
-
-@dataclass
-class TraceProblem:
-    """A problem :func:`read_trace` found in a row: its 1-based ``line_no``, a one-line ``reason``, and
-    whether the row was ``skipped`` (a bad row) or kept with a warning (``skipped=False``: a row whose
-    timestamp is below an earlier row's, which a replay issues at that earlier row's time)."""
-
-    line_no: int
-    reason: str
-    skipped: bool = True
 
 
 def skipped_count(problems: Sequence[TraceProblem]) -> int:
@@ -104,33 +71,6 @@ def skipped_rows_text(problems: Sequence[TraceProblem]) -> str:
         parts.append(f"{plural(len(late), 'trace row')} out of order, replayed at the earlier "
                      f"row's time (first: line {first.line_no}: {first.reason})")
     return "; ".join(parts)
-
-
-class _LateRows:
-    """Tracks the latest timestamp so far over rows in file order; :meth:`reason` is the warning for a row
-    below it (the rows a replay cannot issue at their own time: it issues them at that earlier row's)."""
-
-    def __init__(self) -> None:
-        self._latest: TraceRow | None = None  # the last row with the latest timestamp so far
-        self._prev: TraceRow | None = None
-
-    def reason(self, row: TraceRow) -> str | None:
-        """``timestamp 900 ms is below the previous row's 1000 ms`` (or ``below line 7's``), else None."""
-        latest, out = self._latest, None
-        if latest is not None and row.timestamp_ms < latest.timestamp_ms:
-            whose = "the previous row's" if latest is self._prev else f"line {latest.line_no}'s"
-            out = f"timestamp {row.timestamp_ms} ms is below {whose} {latest.timestamp_ms} ms"
-        else:
-            self._latest = row
-        self._prev = row
-        return out
-
-
-def late_rows(rows: Sequence[TraceRow]) -> list[TraceProblem]:
-    """One warning (``skipped=False``) per row of ``rows`` whose timestamp is below the latest timestamp of
-    the rows before it, as :func:`read_trace` reports them (``workload.stats`` counts them this way too)."""
-    check = _LateRows()
-    return [TraceProblem(r.line_no, why, False) for r in rows if (why := check.reason(r)) is not None]
 
 
 class TraceError(ValueError):
@@ -263,7 +203,7 @@ def read_trace(
 
     rows: list[TraceRow] = []
     problems: list[TraceProblem] = []
-    late_check = _LateRows()
+    late_check = LateRows()
     sizes = _BlockSizes()
     miscounted: list[int] = []  # indexes into problems of rows whose hash ids do not match block_tokens
     nul_lines = 0
@@ -529,8 +469,6 @@ class TraceWorkload:
 
     def __iter__(self) -> Iterator[Request]:
         """Yield one request per row; each call starts a fresh replay."""
-        from workload.stats import AiperfPrefixCache, IdealPrefixCache  # (workload.stats imports this module)
-
         first_ms = self._rows[0].timestamp_ms
         self._anchor, self._last, self.issued = (0.0, first_ms), (None, first_ms), 0
         latest_ms = first_ms

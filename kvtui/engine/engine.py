@@ -64,7 +64,6 @@ from kvtui.runtime.logs import LogFolder
 __all__ = ["SEGMENT_PLACES", "Dropped", "Engine", "EngineOptions", "Lost", "WorkerReplacement", "result_from"]
 
 EMBEDDED_STOP_GRACE_S = 0.2  # an idle worker exits on Stop within ms; one inside a store call is killed after this
-REPLACE_WAIT_S = 5.0  # stop() waits this long for a worker replacement under way (a worker starts in ~1-2 s)
 
 
 @dataclass(frozen=True)
@@ -103,38 +102,47 @@ class Engine:
     message) when start-up fails, after stopping whatever did start. ``prefills`` / ``decodes``: the worker
     handles (``prefill`` / ``decode``: the first of each). Satisfies :class:`kvtui.core.engine_api.EngineAPI`.
 
-    Threads: the workers, pipes, pending requests, loads and relay slots change only under ``_chain_lock``
-    (the feeder submits, the collector takes results and rebuilds, a remote join adds, ``stop`` clears)."""
+    Threads: the caller's (start, begin_run, set_verify, stop), a driver's feeder (submit, hold, drain, a
+    session's set_layout) and collector (next_result, which rebuilds the workers), the remote coordinator's
+    (joins) and the spawner (a rebuild's new workers). The workers, pipes, pending requests, loads and relay
+    slots change only under ``_chain_lock`` (the spawner changes them for the rebuild that holds it); each
+    field says, where ``__init__`` sets it, its one writer or its lock. ``stop`` never goes on without the lock:
+    a rebuild under way gives up once ``_stopping`` is set (its start-up abandoned), so the chain is never
+    changed by two threads at once."""
 
     def __init__(self, options: EngineOptions, endpoints: ClusterEndpoints):
-        self.options = options  # (also sets ``keyer``)
-        self.endpoints = endpoints
+        self._chain_lock = threading.RLock()  # guards the fields marked "chain lock"
+        self.options = options  # chain lock (set_layout, set_verify); replaced whole, read freely (also sets keyer)
+        self.endpoints = endpoints  # the caller's (start, before any other thread)
+        # chain lock; replaced whole, never changed in place, so a reader without the lock takes a consistent list:
         self.prefills: list[WorkerHandle] = []
         self.decodes: list[WorkerHandle] = []
-        self.t0 = time.monotonic()
-        self._results: list = []  # read ends of the results pipes, one per prefill worker
-        self._pipes: ResultPipes | None = None  # how the parent waits on them (rebuilt with them)
-        self._seq = itertools.count()
-        self._run = 0  # counts begin_run calls: results of requests submitted in an earlier run are discarded
-        self._pending: dict[int, Pending] = {}  # seq → the request under way
-        self._misses = MissTracker()  # the run's key history: each result's miss reasons (kvtui.core.misses)
-        self._router = Router(options.route, options.decode_workers, options.prefill_workers)
-        self._decode_load = [0] * options.decode_workers  # requests under way per worker (routing)
-        self._prefill_load = [0] * options.prefill_workers
-        self._chain_lock = threading.RLock()  # the workers and pipes of the chain change only under it
-        self._lost: deque[Lost] = deque()  # results to report after a rebuild, before any new one
-        self.replacements: list[WorkerReplacement] = []  # every rebuild of the chain (replace_dead_workers)
-        self._spawner: ThreadPoolExecutor | None = None  # starts replacement workers (see _replace_chain)
-        self.published: PublishedLedger | None = None  # HA: every page a put acknowledged (failover loss checks)
-        self._stopping = False
-        self._stopped = False  # stop() ran its ``meanwhile`` (the cluster's stop) once
-        self._failed = False  # start-up failed: the logs are kept (kvtui.runtime.logs)
-        self._logs: LogFolder | None = None  # the workers' temporary log folder when the endpoints name none
-        self._chain_state = ChainState()  # re-sent to a rebuilt chain and to a joining worker
-        self._slots = RemoteSlots()  # the relay slots of the current chain (remote workers)
-        self.prefill_peers: list[int] = []  # each entry of ``prefills`` → its chain index (kvtui.engine.remote_slots)
-        self._replaced: Subscribers[[WorkerReplacement]] = Subscribers()
-        self._joined: Subscribers[[RemoteJoin]] = Subscribers()
+        self.t0 = time.monotonic()  # the caller's (start)
+        self._results: list = []  # chain lock, replaced whole; read ends of the results pipes, one per prefill worker
+        self._pipes: ResultPipes | None = None  # the collector's: how it waits on them (rebuilt with them)
+        self._seq = itertools.count()  # chain lock
+        self._run = 0  # chain lock; counts begin_run calls: results of an earlier run's requests are discarded
+        self._pending: dict[int, Pending] = {}  # chain lock; seq → the request under way
+        self._misses = MissTracker()  # chain lock; the run's key history: each result's miss reasons (core.misses)
+        self._router = Router(options.route, options.decode_workers, options.prefill_workers)  # chain lock
+        self._decode_load = [0] * options.decode_workers  # chain lock; requests under way per worker (routing)
+        self._prefill_load = [0] * options.prefill_workers  # chain lock
+        self._lost: deque[Lost] = deque()  # chain lock; results to report after a rebuild, before any new one
+        self.replacements: list[WorkerReplacement] = []  # chain lock, appended only; every rebuild of the chain
+        self._spawner: ThreadPoolExecutor | None = None  # chain lock (start, before any other thread; stop); starts
+        # replacement workers (see _replace_chain)
+        self.published: PublishedLedger | None = None  # the caller's (start); HA: every page a put acknowledged
+        self._stopping = False  # stop()'s, set once before it takes the chain lock: whoever holds it lets go
+        self._abandon = threading.Event()  # set with _stopping: a rebuild's start-up is abandoned
+        self._stopped = False  # chain lock; stop() ran its ``meanwhile`` (the cluster's stop) once
+        self._failed = False  # the caller's (start); start-up failed: the logs are kept (kvtui.runtime.logs)
+        self._logs: LogFolder | None = None  # the caller's (start, stop); the workers' temporary log folder, if any
+        self._chain_state = ChainState()  # chain lock; re-sent to a rebuilt chain and to a joining worker
+        self._slots = RemoteSlots()  # chain lock; the relay slots of the current chain (remote workers)
+        self.prefill_peers: list[int] = []  # chain lock, replaced whole; each prefill worker's chain index
+        # (kvtui.engine.remote_slots)
+        self._replaced: Subscribers[[WorkerReplacement]] = Subscribers()  # (thread-safe)
+        self._joined: Subscribers[[RemoteJoin]] = Subscribers()  # (thread-safe)
 
     def subscribe_replacement(self, fn: Callable[[WorkerReplacement], None]) -> Unsubscribe:
         """Call ``fn`` with each :class:`WorkerReplacement` (from the thread calling :meth:`next_result`,
@@ -155,12 +163,14 @@ class Engine:
 
     @options.setter
     def options(self, options: EngineOptions) -> None:
-        self._options = options
-        self.keyer = PageKeyer(options.model, options.layout.page_tokens, options.scheme, options.namespace)
+        with self._chain_lock:
+            self._options = options
+            self.keyer = PageKeyer(options.model, options.layout.page_tokens, options.scheme, options.namespace)
 
     @property
     def prefill(self) -> WorkerHandle | None:  # the first prefill worker (it answers store-wide commands)
-        return self.prefills[0] if self.prefills else None
+        prefills = self.prefills  # (one read: stop or a rebuild may replace it meanwhile)
+        return prefills[0] if prefills else None
 
     @prefill.setter
     def prefill(self, handle) -> None:
@@ -168,7 +178,8 @@ class Engine:
 
     @property
     def decode(self) -> WorkerHandle | None:  # the first decode worker, None while there is none
-        return self.decodes[0] if self.decodes else None
+        decodes = self.decodes
+        return decodes[0] if decodes else None
 
     @decode.setter
     def decode(self, handle) -> None:
@@ -211,8 +222,9 @@ class Engine:
         o = self.options
         return worker_names("prefill", o.prefill_workers) + worker_names("decode", o.decode_workers)
 
-    def _start_chain(self) -> None:
-        """Start every worker with the specs of the current options (layout included), joined by new pipes."""
+    def _start_chain(self, cancel: threading.Event | None = None) -> None:
+        """Start every worker with the specs of the current options (layout included), joined by new pipes
+        (``WorkerError`` once ``cancel`` is set: the start-up is abandoned)."""
         o = self.options
         n, m = o.prefill_workers, o.decode_workers
         endpoints = self.endpoints
@@ -223,7 +235,7 @@ class Engine:
              for i in range(n)],
             [WorkerSpec("decode", o, ep, name=worker_name("decode", i, m), segment_bytes=segment["decode"])
              for i in range(m)],
-            log_dir=endpoints.log_dir or None, relays=o.remote_slots)
+            log_dir=endpoints.log_dir or None, relays=o.remote_slots, cancel=cancel)
         self._decode_load, self._prefill_load = [0] * m, [0] * n
         self._slots.close()
         self._slots = RemoteSlots(relays)
@@ -259,24 +271,27 @@ class Engine:
         same CPU (``kvtui.engine.worker._Chain.pin``). Requests an earlier run abandoned (``Driver.stop``)
         may still finish: :meth:`next_result` discards their results. The miss reasons' key history starts
         afresh (:mod:`kvtui.core.misses`: "first use" means first in this run)."""
-        self._run += 1
-        self._misses.reset()
-        self._chain_state = ChainState(concurrency=max(1, int(concurrency)))
-        for role in ("decode", "prefill"):
-            self._chain_send(role, Begin(max(1, int(concurrency))))
+        with self._chain_lock:
+            self._run += 1
+            self._misses.reset()
+            self._chain_state = ChainState(concurrency=max(1, int(concurrency)))
+            for role in ("decode", "prefill"):
+                self._chain_send(role, Begin(max(1, int(concurrency))))
 
     def hold(self, held: bool) -> None:
         """Hold (True) or release (False) the submitted requests whose reload has not started. A decode
         worker also holds by itself when a reload fails with RPC_FAIL / RPC_TIMEOUT (the master is down)."""
-        self._chain_state.held = bool(held)
-        self._chain_send("decode", Hold(bool(held)))
+        with self._chain_lock:
+            self._chain_state.held = bool(held)
+            self._chain_send("decode", Hold(bool(held)))
 
     def drain(self) -> None:
         """Nothing more will be submitted: run the requests already submitted, or, while the decode workers
         hold them for a dead master, drop them unrun (:meth:`next_result` gives a :class:`Dropped` for each),
         so a run that ends during an outage finishes at once."""
-        self._chain_state.drained = True
-        self._chain_send("decode", Drain())
+        with self._chain_lock:
+            self._chain_state.drained = True
+            self._chain_send("decode", Drain())
 
     def submit(self, req: SubmittedRequest) -> None:
         """Hash the page keys of ``req`` (a ``workload.Request``: its cacheable full pages), route it
@@ -321,21 +336,31 @@ class Engine:
         from one thread (the driver's collector)."""
         deadline = None if timeout_s is None else time.monotonic() + timeout_s
         while True:
-            if self._lost:
-                return self._lost.popleft()
+            with self._chain_lock:
+                lost = self._lost.popleft() if self._lost else None
+            if lost is not None:
+                return lost
             try:
                 msg = self._recv_result(deadline)
                 if msg is None:
                     return None
                 seq = getattr(msg, "seq", None)
-                if seq is not None and seq in self._pending and self._pending[seq].run != self._run:
-                    self._take(seq)  # abandoned by an earlier run
+                if seq is not None and self._take_stale(seq):
                     continue
                 return self._result_of(msg)
             except WorkerError as exc:
                 if not self.options.replace_dead_workers or self._stopping:
                     raise
                 self._replace_chain(str(exc).splitlines()[0])
+
+    def _take_stale(self, seq: int) -> bool:
+        """Whether request ``seq`` was abandoned by an earlier run (then it is no longer under way)."""
+        with self._chain_lock:
+            entry = self._pending.get(seq)
+            if entry is None or entry.run == self._run:
+                return False
+            self._take(seq)
+            return True
 
     def _recv_result(self, deadline: float | None):
         """The next message on any results pipe (they take turns), None once ``deadline`` passed."""
@@ -346,7 +371,8 @@ class Engine:
         try:
             return self._pipes.recv(deadline)
         except PipeGone as gone:
-            h = self.prefills[gone.index] if gone.index < len(self.prefills) else None
+            prefills = self.prefills
+            h = prefills[gone.index] if gone.index < len(prefills) else None
             code = h.exit_code() if h is not None else None
             raise WorkerError(f"{h.name if h else 'prefill'} worker died (exit code {code})") from None
 
@@ -394,7 +420,9 @@ class Engine:
         every worker again with the same specs on new pipes (from the engine's spawner thread), sending them
         the run's concurrency, hold and drain. Survivors are restarted rather than re-wired: a running
         worker cannot take a new chain pipe, and a decode worker whose prefill died fails on its next send
-        anyway. ``WorkerError`` when the new workers do not start (or the engine is stopping)."""
+        anyway. ``WorkerError`` when the new workers do not start, or once the engine stops: then it gives up at
+        the next step (the start-up of new workers is abandoned), and :meth:`stop`, which waits for the chain
+        lock, stops whatever is there."""
         with self._chain_lock:
             if self._stopping:
                 raise WorkerError(reason)
@@ -413,11 +441,10 @@ class Engine:
             self._lost.extend(lost)
             self.decodes, self.prefills = [], []
             spawner = self._spawner
-            if spawner is None:  # stopped meanwhile
+            if spawner is None or self._stopping:  # (stop() waits for the lock: nothing to start)
                 raise WorkerError(reason)
-            spawner.submit(self._start_chain).result()
-            if self._stopping:  # stop() gave up waiting for us: take the new workers down ourselves
-                stop_all(self.workers, 0.0)
+            spawner.submit(self._start_chain, self._abandon).result()  # (abandoned, it raises WorkerError)
+            if self._stopping:  # (stop(), which waits for the lock, stops the new workers)
                 raise WorkerError(reason)
             state = self._chain_state
             for h in self.workers:
@@ -477,15 +504,15 @@ class Engine:
                 return
             if role == "decode":
                 index = len(self.decodes)
-                self.decodes.append(handle)
+                self.decodes = [*self.decodes, handle]
                 self._decode_load.append(0)
                 self._router.resize(len(self.decodes))
             else:
                 index = len(self.prefills)
-                self.prefills.append(handle)
+                self.prefills = [*self.prefills, handle]
                 self._prefill_load.append(0)
-                self._results.append(results)
-                self.prefill_peers.append(self.options.prefill_workers + handle.slot)
+                self._results = [*self._results, results]
+                self.prefill_peers = [*self.prefill_peers, self.options.prefill_workers + handle.slot]
         self._joined(RemoteJoin(role, index, handle.name, handle.host, handle.pid))
 
     def worker_pids(self) -> dict[str, int]:
@@ -514,7 +541,8 @@ class Engine:
             if stuck:
                 raise WorkerError(f"{exc}; {'; '.join(stuck)}") from None
             raise
-        self.options = replace(self.options, layout=layout)
+        with self._chain_lock:  # (set_verify may replace the options meanwhile)
+            self.options = replace(self.options, layout=layout)
 
     def set_verify(self, mode: str) -> None:
         """Check the pages of later reloads ``full`` or ``sampled`` (:mod:`kvtui.core.verify`) in every local
@@ -522,7 +550,8 @@ class Engine:
         ``kvtui bench`` alternates in its request-rate step). ``WorkerError`` if a worker refuses or died."""
         for h in self.decodes:
             h.call(SetVerify(mode), timeout_s=10)
-        self.options = replace(self.options, verify=mode)
+        with self._chain_lock:  # (set_layout may replace the options meanwhile)
+            self.options = replace(self.options, verify=mode)
 
     def restart_workers(self) -> None:
         """Kill every local worker: with ``replace_dead_workers`` the collector rebuilds them as new clients of
@@ -551,11 +580,12 @@ class Engine:
         ``workers.STOP_GRACE_S`` attached (a put cut short would keep its space in the shared store for
         minutes). ``trouble``: start-up failed or a worker of this machine died (one that ended before it was
         asked to, or was replaced): the logs are kept (:mod:`kvtui.runtime.logs`), else a folder kvtui made for
-        them is removed. A worker replacement under way is waited for up to ``REPLACE_WAIT_S``; past that the
-        stop goes on without the chain lock and the replacement stops its new workers itself. Safe to call
-        twice (``meanwhile`` runs once)."""
+        them is removed. A worker replacement under way gives up first (its new workers' start-up abandoned) and
+        the stop then stops whatever it left (:meth:`_take_chain_lock`). Safe to call twice, from any thread
+        (``meanwhile`` runs once)."""
         self._stopping = True
-        locked = self._chain_lock.acquire(timeout=REPLACE_WAIT_S)
+        self._abandon.set()
+        self._take_chain_lock()
         try:
             handles = [*self.decodes, *self.prefills]
             local = [h for h in handles if not getattr(h, "remote", False)]  # (a remote worker leaves when it likes)
@@ -582,8 +612,19 @@ class Engine:
                 self._spawner.shutdown(wait=False)
                 self._spawner = None
         finally:
-            if locked:
-                self._chain_lock.release()
+            self._chain_lock.release()
+
+    def _take_chain_lock(self) -> None:
+        """Take the chain lock for :meth:`stop` (``_stopping`` is set). Its holder lets go within a stop grace: a
+        rebuild gives up at its next step, a submit or a hold ends its send. One send may not end: to a worker
+        in a long store call whose pipe is full; after the grace the workers are killed, which ends it (a worker
+        still in a store call is killed after the grace by the stop anyway)."""
+        grace = EMBEDDED_STOP_GRACE_S if self.endpoints.embedded else WORKER_STOP_GRACE_S
+        if self._chain_lock.acquire(timeout=grace):
+            return
+        for h in [*self.decodes, *self.prefills]:  # (the processes only: their handles change under the lock)
+            h.kill()
+        self._chain_lock.acquire()
 
 
 def _died(handles) -> str:

@@ -22,6 +22,7 @@ if TYPE_CHECKING:
     from multiprocessing.connection import Connection
 
 START_TIMEOUT_S = 30.0
+CANCEL_POLL_S = 0.05  # a start-up that may be abandoned (``cancel``) checks it this often
 STOP_GRACE_S = 0.8  # a worker asked to stop exits after its current store call (a 256 MiB batch, the
 # largest, takes a fraction of a second); one still in a call after this long (a stalled transfer, a dead master:
 # ~4.3 s a call) is SIGKILLed. The wait matters in a shared (attached) store: a put cut short keeps the space it
@@ -68,10 +69,16 @@ class WorkerHandle:
         self._lock = threading.Lock()  # one command/answer at a time when several threads share the worker
         self._send_lock = threading.Lock()  # one writer at a time on the pipe (``call`` and ``send``)
 
-    def wait_ready(self, timeout_s: float = START_TIMEOUT_S) -> Ready:
-        """Wait for the worker's set-up; ``WorkerError`` with its reason if it fails."""
-        if not self.conn.poll(timeout_s):
-            raise WorkerError(f"{self.name} worker did not start within {timeout_s:.0f} s")
+    def wait_ready(self, timeout_s: float = START_TIMEOUT_S, cancel: threading.Event | None = None) -> Ready:
+        """Wait for the worker's set-up; ``WorkerError`` with its reason if it fails, or once ``cancel`` is set
+        (the start-up is abandoned: the engine stops)."""
+        deadline = time.monotonic() + timeout_s
+        while not self.conn.poll(timeout_s if cancel is None else
+                                 max(0.0, min(CANCEL_POLL_S, deadline - time.monotonic()))):
+            if cancel is not None and cancel.is_set():
+                raise WorkerError(f"{self.name} worker: start-up abandoned (the engine stops)")
+            if cancel is None or time.monotonic() >= deadline:
+                raise WorkerError(f"{self.name} worker did not start within {timeout_s:.0f} s")
         try:
             msg = decode(self.conn.recv_bytes())
         except EOFError:
@@ -166,7 +173,8 @@ def _writer_copy(conn):
     return Connection(os.dup(conn.fileno()), readable=False, writable=True)
 
 
-def start_mesh(prefills: list[WorkerSpec], decodes: list[WorkerSpec], log_dir: str | None = None, relays: int = 0):
+def start_mesh(prefills: list[WorkerSpec], decodes: list[WorkerSpec], log_dir: str | None = None, relays: int = 0,
+               cancel: threading.Event | None = None):
     """Start N prefill and M decode workers joined by a full mesh of request chains
     (:mod:`kvtui.engine.protocol`): a chain pipe between every decode and every prefill worker, and a
     results pipe from each prefill worker to the parent. Returns ``(prefill handles, decode handles,
@@ -174,7 +182,8 @@ def start_mesh(prefills: list[WorkerSpec], decodes: list[WorkerSpec], log_dir: s
     workers on other machines (:mod:`kvtui.engine.remote`): each prefill worker gets one more chain pipe per
     decode slot, each decode worker one more per prefill slot (after its N), and the parent keeps their other
     ends: ``relay ends["decode"][slot][prefill]`` and ``relay ends["prefill"][slot][decode]``. The workers
-    hold their own ends (closed here). ``WorkerError`` when any does not start (all are stopped then)."""
+    hold their own ends (closed here). ``WorkerError`` when any does not start, or once ``cancel`` is set (all are
+    stopped then)."""
     ctx = mp.get_context("spawn")
     n, m = len(prefills), len(decodes)
     # chain[d][p] = (decode's end, prefill's end); rows m.. are remote decode slots, columns n.. remote prefill
@@ -197,7 +206,7 @@ def start_mesh(prefills: list[WorkerSpec], decodes: list[WorkerSpec], log_dir: s
     kept = [end(d, p, 0) for d in range(m, m + relays) for p in range(n)]
     kept += [end(d, p, 1) for d in range(m) for p in range(n, n + relays)]
     try:
-        handles = start_workers([*prefills, *decodes], log_dir=log_dir, ends=ends)
+        handles = start_workers([*prefills, *decodes], log_dir=log_dir, ends=ends, cancel=cancel)
     except BaseException:
         for c in [read for read, _write in pairs] + kept:
             c.close()
@@ -219,8 +228,9 @@ def start_mesh(prefills: list[WorkerSpec], decodes: list[WorkerSpec], log_dir: s
 
 
 def start_workers(specs: list[WorkerSpec], log_dir: str | None = None,
-                  ends: list[tuple] | None = None) -> list[WorkerHandle]:
-    """Start the workers in parallel and wait until every one is ready (stopping all on any failure).
+                  ends: list[tuple] | None = None, cancel: threading.Event | None = None) -> list[WorkerHandle]:
+    """Start the workers in parallel and wait until every one is ready (stopping all on any failure; killing
+    them at once when ``cancel`` was set: the start-up is abandoned).
 
     ``ends``: per worker, ``(peers, results, reports)`` pipe ends to hand over (see :class:`WorkerHandle`).
     """
@@ -232,8 +242,8 @@ def start_workers(specs: list[WorkerSpec], log_dir: str | None = None,
             peers, results, reports = ends[i] if ends else ((), None, ())
             handles.append(WorkerHandle(spec, peers, results, reports))
         for h in handles:
-            h.wait_ready()
+            h.wait_ready(cancel=cancel)
     except BaseException:
-        stop_all(handles)
+        stop_all(handles, 0.0 if cancel is not None and cancel.is_set() else STOP_GRACE_S)
         raise
     return handles

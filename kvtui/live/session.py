@@ -18,6 +18,7 @@ order.
 from __future__ import annotations
 
 import signal
+import threading
 from collections.abc import Iterator
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any, Callable
@@ -46,6 +47,8 @@ if TYPE_CHECKING:
 
 LAYOUT_WAIT_S = 10.0  # a layout switch waits this long for the requests under way to finish
 HALT_WAIT_S = 1.0  # an abandoned driver ends within ~0.1 s (its feeder may be in a control handler a bit longer)
+WATCH_STOP_S = 1.0  # stop() waits this long for the failover watches it stopped to report (a watch stops between
+# two polls of the masters, each at most 0.3 s, and the stopped cluster answers none)
 
 
 def with_roles(procs: tuple, store) -> tuple:
@@ -54,6 +57,16 @@ def with_roles(procs: tuple, store) -> tuple:
     if not roles:
         return procs
     return tuple({**p, "role": roles[p.get("name")]} if roles.get(p.get("name")) else p for p in procs)
+
+
+@dataclass(eq=False)
+class _Watch:
+    """One failover watch of the session, from the moment :meth:`LiveSession.watch_failover` numbers it until
+    its report joins :attr:`LiveSession.failovers`: the ``watch`` once the cluster started it, and the
+    ``unsubscribe`` of the results it is fed."""
+
+    watch: FailoverWatcher | None = None
+    unsubscribe: Unsubscribe | None = None
 
 
 @dataclass(frozen=True)
@@ -91,6 +104,11 @@ class LiveSession:
     Frames: one :class:`~kvtui.metrics.producer.FrameProducer` builds them at the rate its consumers ask for
     (:meth:`want`: the monitor, a recording, a Prometheus exporter); :meth:`frame` is the newest one, and
     :meth:`final_frame` the last, which every reader sees from then on.
+
+    Threads: the caller's (start, stop, the controller's immediate actions), the driver's feeder (controls:
+    :meth:`_apply`) and collector (:meth:`_on_result`, the results subscribers, worker rebuilds), the frame
+    producer (:meth:`_build_frame`), the panels' sampler and each failover watch's (:meth:`_failover_done`).
+    Each field says, where it is set in ``__init__``, its one writer or the lock it changes under.
     """
 
     def __init__(self, engine: EngineAPI, workload, description: dict, *, cluster: ClusterOps,
@@ -101,12 +119,15 @@ class LiveSession:
                  store_limit: int | None = None):
         from kvtui.engine.driver import Driver
 
+        # (engine, cluster, workload, agg, driver, panels, producer, recording, store_full, _drawn, _results,
+        # header, owns_engine, prompt_pages, store_limit: set here, never replaced; the objects guard their own state)
         self.engine = engine
         self.cluster = cluster
-        self.workload = workload
-        self._description = dict(description)
-        self.layout_text = layout_text
-        self.layout_name = layout_name
+        self.workload = workload  # its spec changes on the feeder only (replaced whole: read without a lock)
+        self._lock = threading.Lock()  # guards the fields below marked "_lock"
+        self._watch_change = threading.Condition(self._lock)  # a watch ended (stop waits for the ones it stopped)
+        self._description = dict(description)  # _lock; replaced whole, never changed in place (collector)
+        self._layout = (layout_text, layout_name)  # _lock; replaced whole together with the workload's spec (feeder)
         self.agg = aggregator or Aggregator()
         o = engine.options
         self.agg.set_worker_counts(o.prefill_workers, o.decode_workers, local_segments=o.segment_on == "decode")
@@ -116,13 +137,13 @@ class LiveSession:
                              duration_from=duration_from, rerun_lost=rerun_lost, store_answers=cluster.reachable,
                              ha=cluster.endpoints.ha)
         self._results: Subscribers[[RequestResult]] = Subscribers()
-        self._unsubscribe: list[Unsubscribe] = []  # from the engine's publishers, undone by stop()
+        self._unsubscribe: list[Unsubscribe] = []  # _lock; from the engine's publishers, undone by stop()
         ep = cluster.endpoints
         self.panels = PanelThread(cluster.sample_store, ProcessSampler(self._pids(), cluster.host_addresses()),
                                   store={"up": None} if ep.metrics_url or ep.masters else {})
-        self._stopped = False
-        self._started = False
-        self._engine_stopped = False  # (stop() stopped the engine it owns: no store left to scrape)
+        self._closing = False  # _lock; stop() began: no more watches or subscriptions
+        self._started = False  # the caller's (start(), before the driver's threads run)
+        self._engine_stopped = False  # the thread in stop(): it stopped the engine it owns, no store left to scrape
         self.header = dict(header or {})
         self.owns_engine = owns_engine  # False: stop() leaves the engine running (the bench reuses it)
         self.producer = FrameProducer(self._build_frame, name="kvtui-live-frames")
@@ -130,28 +151,55 @@ class LiveSession:
         self._drawn.subscribe(lambda req: self.recording.drawn(req, self.engine.options.layout.page_tokens))
         self.prompt_pages = prompt_pages  # prompts of this many pages of the layout (None: --prompt-tokens fixed)
         self.page_size_pinned_by: str | None = None  # what needs the page size kept ("--save-trace FILE"): a layout
-        # switch to another page size is refused while it is set
-        self._page_bytes_used: dict[int, int] = {}  # tokens per page → page bytes of every layout used so far
+        # switch to another page size is refused while it is set (the caller's, before start(); the feeder reads it)
+        self._page_bytes_used: dict[int, int] = {}  # the feeder's: tokens per page → page bytes of every layout used
         self.store_full = StoreFullAlarm(self._store_full_text)  # one event-log line per burst of refused puts
         self.store_limit = store_limit
-        self.coordinator: Coordinator | None = None  # while remote workers may join (listen)
-        self.failovers: list[FailoverReport] = []  # every failover measured (watch_failover), in order
-        self._watches: list[FailoverWatcher] = []
+        self.coordinator: Coordinator | None = None  # the caller's (listen); while remote workers may join
+        self._failovers: list[FailoverReport] = []  # _lock; appended by each watch's thread as it ends
+        self._watches: list[_Watch] = []  # _lock; every watch numbered and not yet reported (added by the caller of
+        # watch_failover, removed by the watch's own thread)
+        self._failover_n = 0  # _lock; the number of the latest watch
+
+    @property
+    def layout_text(self) -> str:
+        """The page layout in words (the header's)."""
+        with self._lock:
+            return self._layout[0]
+
+    @property
+    def layout_name(self) -> str:
+        """The page layout preset the engine runs (``custom`` when none)."""
+        with self._lock:
+            return self._layout[1]
+
+    @property
+    def failovers(self) -> tuple[FailoverReport, ...]:
+        """Every failover measured (:meth:`watch_failover`), in the order they ended."""
+        with self._lock:
+            return tuple(self._failovers)
 
     @property
     def description(self) -> dict:
         """The ``frame.workload`` dict now (a copy): a trace's progress (``done`` of ``total`` rows), or a
         synthetic workload's knobs, read from the workload's current spec (so the header never disagrees with
         what the next request uses), and its layout preset name (``layout``)."""
-        d = dict(self._description)
-        if d.get("kind") == "synthetic":
-            if isinstance(self.workload, SyntheticWorkload):
-                d.update(synthetic_description(self.workload.spec))
-            d["layout"] = self.layout_name
-        if d.get("kind") == "trace" and isinstance(self.workload, TraceWorkload):  # position, length, speed
-            p = self.workload.progress()
-            d.update(speed=p["speed"], position_s=p["position_s"], length_s=p["length_s"])
-        return d
+        return self._described()[0]
+
+    def _described(self) -> tuple[dict, str]:
+        """:attr:`description` and :attr:`layout_text`, read together (a layout switch changes the workload's
+        spec, the preset's name and the text at once: a frame shows all of them before or all after)."""
+        with self._lock:
+            d = dict(self._description)
+            text, name = self._layout
+            if d.get("kind") == "synthetic":
+                if isinstance(self.workload, SyntheticWorkload):
+                    d.update(synthetic_description(self.workload.spec))
+                d["layout"] = name
+            if d.get("kind") == "trace" and isinstance(self.workload, TraceWorkload):  # position, length, speed
+                p = self.workload.progress()
+                d.update(speed=p["speed"], position_s=p["position_s"], length_s=p["length_s"])
+        return d, text
 
     def _draw(self, workload) -> Iterator[Any]:
         """The workload's requests as the driver draws them, each shown first to :meth:`subscribe_requests`'
@@ -212,10 +260,18 @@ class LiveSession:
             if echo is not None:
                 echo(text)
 
-        self._unsubscribe.append(self.engine.subscribe_remote(self._remote_joined))
+        self._keep(self.engine.subscribe_remote(self._remote_joined))
         self.coordinator = Coordinator(self.engine, listener, event)
         host, port = self.coordinator.address
         self.log("info", f"listening for remote workers on {host}:{port} (kvtui worker --join)")
+
+    def _keep(self, unsubscribe: Unsubscribe) -> None:
+        """Undo this subscription when the session stops (at once if it stops already)."""
+        with self._lock:
+            if not self._closing:
+                self._unsubscribe.append(unsubscribe)
+                return
+        unsubscribe()
 
     def _remote_joined(self, join: RemoteJoin) -> None:  # a remote worker gets its row in Frame.workers
         self.agg.describe_worker(join.role, join.index, name=join.name, host=join.host, pid=join.pid, remote=True)
@@ -229,7 +285,7 @@ class LiveSession:
         self._started = True
         self.panels.start()
         self.driver.start()
-        self._unsubscribe.append(self.engine.subscribe_replacement(self._workers_replaced))
+        self._keep(self.engine.subscribe_replacement(self._workers_replaced))
         self.log("info", f"started: {self._workload_text()}")
         o = self.engine.options
         nodes = self.cluster.settings.store_nodes if o.segment_on == "store" else 1
@@ -247,9 +303,11 @@ class LiveSession:
 
             self.recording.add_request(request_row(result, self.agg.estimator))
         self._log_line(self.store_full.add(result.codes.get(NO_SPACE, 0), self.agg.now()))
-        if self._description.get("kind") == "trace":
-            self._description["done"] = self.driver.completed
-            self._description["complete"] = self.driver.completed >= self._description.get("total", 0)
+        if self._description.get("kind") == "trace":  # (the kind never changes)
+            done = self.driver.completed
+            with self._lock:
+                d = self._description
+                self._description = {**d, "done": done, "complete": done >= d.get("total", 0)}
 
     def _log_line(self, store_full: str | None) -> None:
         if store_full:
@@ -297,23 +355,25 @@ class LiveSession:
     def _build_frame(self) -> Frame:
         """A new frame (only the producer calls this: building one advances the rate history)."""
         store = self.panels.store
+        workload, layout_text = self._described()
         status = {"store_mode": "embedded" if self.cluster.embedded else "attached",
                   "store_up": store.get("up"), "paused": self.driver.paused,  # None until the first scrape
-                  "layout": self.layout_text, "mode": "live", "finished": self.driver.done.is_set()}
+                  "layout": layout_text, "mode": "live", "finished": self.driver.done.is_set()}
         if self.engine.options.verify != "full":  # (the default goes unsaid: the header marks a sampled check)
             status["verify"] = self.engine.options.verify
         if self.driver.error is not None:
             status["error"] = str(self.driver.error)
         if self.driver.outage:
             status["outage"], status["outage_of"] = True, self.outage_of()
-        if self.failovers:
-            status.update(failover_status(self.failovers))
+        failovers = self.failovers
+        if failovers:
+            status.update(failover_status(list(failovers)))
         if self.cluster.embedded and len(self.cluster.master_names()) > 1:
             status["ha_own"] = True  # (kvtui's own HA cluster: the monitor offers K, kill the leader)
         path = self.recording.path
         if path is not None:
             status.update(recording=True, record_path=path)
-        return self.agg.frame(store=store, procs=with_roles(self.panels.procs, store), workload=self.description,
+        return self.agg.frame(store=store, procs=with_roles(self.panels.procs, store), workload=workload,
                               status=status)
 
     def outage_of(self) -> str:
@@ -429,7 +489,8 @@ class LiveSession:
             self.log("error", f"control refused: {exc}")
             return
         if switch is None:  # (already on it)
-            self.layout_name = name
+            with self._lock:
+                self._layout = (self._layout[0], name)
             return
         outgrown = self._outgrows(replace(self.workload.spec, **switch.changes), switch.layout)
         if outgrown:
@@ -444,15 +505,17 @@ class LiveSession:
         except Exception as exc:
             self.log("error", f"control refused: layout {name}: {exc}")
             return
+        text = switch.layout.describe()
         try:
-            self.workload.update(**switch.changes)  # validated above: cannot refuse, but if it did, switch back
+            with self._lock:  # (a frame shows the new spec with the new layout's name and text, never half of it)
+                self.workload.update(**switch.changes)  # validated above: cannot refuse, but if it did, switch back
+                self._layout = (text, name)
         except ValueError as exc:
             self.engine.set_layout(old)
             self.log("error", f"control refused: layout {name}: {exc}")
             return
-        self.layout_text, self.layout_name = switch.layout.describe(), name
         self._page_bytes_used[switch.layout.page_tokens] = switch.layout.page_bytes
-        self.log("control", f"layout → {name} ({self.layout_text})")
+        self.log("control", f"layout → {name} ({text})")
         if self.agg.estimator is not None:  # the TTFT estimate follows the model whose shape the layout is
             self.agg.set_estimator(self.agg.estimator.for_layout(name))
             self.log("info", f"TTFT estimate: {self.agg.estimator.basis}")
@@ -519,19 +582,50 @@ class LiveSession:
     def watch_failover(self, kind: str, *, on_serving: Callable[[str], None] | None = None) -> FailoverWatcher:
         """Start measuring a failover (the cluster's :meth:`~kvtui.core.cluster_api.ClusterOps.watch_failover`)
         caused by a fault of ``kind`` that the caller injects right after this returns; its report joins
-        :attr:`failovers` (and the frames' status) when it is done, and its lines go to the event log."""
+        :attr:`failovers` (and the frames' status) when it is done, and its lines go to the event log.
+        ``RuntimeError`` once :meth:`stop` began (a watch that started meanwhile is stopped first; its report
+        still joins :attr:`failovers`). Any thread."""
+        entry = _Watch()
+        with self._lock:
+            if self._closing:
+                raise RuntimeError("the session is stopping: no failover is measured")
+            self._failover_n += 1
+            n = self._failover_n
+            self._watches.append(entry)  # (from now on stop() waits for its report)
         recent = self.producer.latest().window_totals  # (the header's "last 30 s": the hit rate before)
-        watch = self.cluster.watch_failover(
-            len(self.failovers) + len(self._watches) + 1, kind, clock=self.engine.now, ledger=self.engine.published,
-            log=self.log, hit_rate_before=recent.get("page_hit_rate") if recent.get("pages_total") else None,
-            on_serving=on_serving, on_done=self._failover_done)
-        self._unsubscribe.append(self.subscribe_results(watch.add))
-        self._watches.append(watch)
+        try:
+            watch = self.cluster.watch_failover(
+                n, kind, clock=self.engine.now, ledger=self.engine.published, log=self.log,
+                hit_rate_before=recent.get("page_hit_rate") if recent.get("pages_total") else None,
+                on_serving=on_serving, on_done=lambda report: self._failover_done(entry, report))
+        except BaseException:
+            with self._watch_change:
+                self._watches.remove(entry)
+                if self._failover_n == n:  # (the number goes to the next watch)
+                    self._failover_n -= 1
+                self._watch_change.notify_all()
+            raise
+        unsubscribe = self.subscribe_results(watch.add)
+        with self._lock:
+            entry.watch, entry.unsubscribe = watch, unsubscribe
+            ended, closing = entry not in self._watches, self._closing
+        if ended:  # (it ended before it was fed anything)
+            unsubscribe()
+        if closing:  # stop() began meanwhile, before this watch was there to stop
+            watch.stop()
+            raise RuntimeError("the session is stopping: no failover is measured")
         return watch
 
-    def _failover_done(self, report: FailoverReport) -> None:
-        self._watches = [w for w in self._watches if w.report is not report]
-        self.failovers.append(report)
+    def _failover_done(self, entry: _Watch, report: FailoverReport) -> None:
+        """A watch ended (on its own thread): its report joins :attr:`failovers`, it is fed no more results."""
+        with self._watch_change:
+            if entry in self._watches:
+                self._watches.remove(entry)
+            self._failovers.append(report)
+            unsubscribe = entry.unsubscribe
+            self._watch_change.notify_all()
+        if unsubscribe is not None:
+            unsubscribe()
 
     def kill_leader(self) -> FailoverWatcher:
         """SIGKILL the master of kvtui's HA cluster that serves now (``RuntimeError`` when there is no HA
@@ -573,18 +667,23 @@ class LiveSession:
     def stop(self, final: Frame | None = None) -> None:
         """Abandon the workload (:meth:`halt`), stop recording (``final`` becomes the last recorded frame),
         the samplers, the workers and the (embedded) cluster: every process gone within ~1 s
-        (``Engine.stop``). A second Ctrl-C or SIGTERM meanwhile is held back until the end
-        (``kvtui.runtime.procs.uninterrupted``). Safe to call twice."""
+        (``Engine.stop``). Every failover watch is stopped, also one starting meanwhile (:meth:`watch_failover`
+        then raises), and their reports join :attr:`failovers` (waited for up to ``WATCH_STOP_S``). A second
+        Ctrl-C or SIGTERM meanwhile is held back until the end (``kvtui.runtime.procs.uninterrupted``). Safe to
+        call twice, also from two threads at once (the second returns at once)."""
         from kvtui.runtime.procs import uninterrupted
 
-        if self._stopped:
-            return
-        self._stopped = True
+        with self._lock:
+            if self._closing:
+                return
+            self._closing = True
+            watches = [e.watch for e in self._watches if e.watch is not None]  # (one starting now stops itself)
+            unsubscribes, self._unsubscribe = self._unsubscribe, []
         with uninterrupted():
             self.halt()
-            for watch in list(self._watches):
+            for watch in watches:
                 watch.stop()
-            for unsubscribe in self._unsubscribe:
+            for unsubscribe in unsubscribes:
                 unsubscribe()
             if final is None and self.recording.path is not None and self._started:
                 final = self.final_frame()  # (watch: the recording ends with the store as the run left it)
@@ -596,6 +695,8 @@ class LiveSession:
                 cluster = self.cluster
                 self.engine.stop(meanwhile=lambda trouble: cluster.stop(keep_logs=trouble))
                 self._engine_stopped = True
+            with self._watch_change:  # (their reports: the run's summary lists every failover)
+                self._watch_change.wait_for(lambda: not self._watches, WATCH_STOP_S)
             if self._started:
                 self.panels.stop()  # after the engine: a scrape then fails at once rather than wait on a master
 

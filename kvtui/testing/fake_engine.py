@@ -15,7 +15,9 @@ outage), ``refuse`` (the exception :meth:`~FakeEngine.set_layout` raises), ``beg
 :meth:`~FakeEngine.begin_run` raises: a worker dead before the run began), ``pids``
 (:meth:`~FakeEngine.worker_pids`); on the cluster: ``answers`` (what :meth:`~FakeCluster.reachable` says).
 What they were asked is kept: ``submitted``, ``runs``, ``holds``, ``drains``, ``layouts_set``,
-``workers_restarted``, ``stopped``; ``master_restarts``, ``store_restarts``, ``stopped`` of the cluster.
+``workers_restarted``, ``stopped``; ``master_restarts``, ``store_restarts``, ``stopped`` and ``watches`` (every
+:class:`FakeFailoverWatch` it handed out, which a test ends with :meth:`~FakeFailoverWatch.finish`) of the
+cluster.
 :meth:`~FakeEngine.replace_workers` and :meth:`~FakeEngine.join_remote` publish a worker rebuild and a remote
 join to the subscribers, as the real engine does.
 """
@@ -28,7 +30,7 @@ import time
 from dataclasses import dataclass, replace
 from typing import Callable
 
-from kvtui.core.cluster_api import AckLedger, ClusterProcess, FailoverWatcher, LinkControl
+from kvtui.core.cluster_api import AckLedger, ClusterProcess, LinkControl
 from kvtui.core.defaults import DEFAULT_MODEL
 from kvtui.core.engine_api import Dropped, RemoteJoin, SubmittedRequest, WorkerReplacement
 from kvtui.core.events import RequestResult
@@ -39,7 +41,7 @@ from kvtui.core.panels import StoreScrape
 from kvtui.core.subscribers import Subscribers, Unsubscribe
 from kvtui.core.topology import DEFAULT_ROUTE
 
-__all__ = ["FakeCluster", "FakeClusterOptions", "FakeEndpoints", "FakeEngine", "FakeOptions"]
+__all__ = ["FakeCluster", "FakeClusterOptions", "FakeEndpoints", "FakeEngine", "FakeFailoverWatch", "FakeOptions"]
 
 
 @dataclass(frozen=True)
@@ -87,6 +89,63 @@ class FakeEndpoints:
         return {"master": self.master, "metadata_url": self.metadata_url, "embedded": self.embedded}
 
 
+class FakeFailoverWatch:
+    """A failover watch without masters (:class:`~kvtui.core.cluster_api.FailoverWatcher`), as
+    :meth:`FakeCluster.watch_failover` hands it out: its own thread waits until the test ends it
+    (:meth:`finish`) or :meth:`stop` does, then, as the real watch does from its thread, calls ``on_serving`` (when
+    the report names a ``new_leader``), sets ``done`` and calls ``on_done(report)``. ``results``: the finished
+    requests :meth:`add` was fed before the end; ``stopped`` / ``was_cleared``: whether :meth:`stop` /
+    :meth:`cleared` was called. Threads: ``results`` and the report change under the watch's lock until ``done``."""
+
+    def __init__(self, n: int, kind: str, t_s: float, *, on_serving: Callable[[str], None] | None = None,
+                 on_done: Callable[[FailoverReport], None] | None = None) -> None:
+        self.report = FailoverReport(n, kind, t_s)
+        self.serving = threading.Event()
+        self.done = threading.Event()
+        self.results: list[RequestResult] = []
+        self.stopped = False
+        self.was_cleared = False
+        self._on_serving, self._on_done = on_serving, on_done
+        self._lock = threading.Lock()
+        self._end = threading.Event()
+        self._changes: dict[str, object] = {}
+        self._thread = threading.Thread(target=self._run, name="kvtui-fake-failover", daemon=True)
+        self._thread.start()
+
+    def add(self, r: RequestResult) -> None:
+        with self._lock:
+            if not self._end.is_set():
+                self.results.append(r)
+
+    def cleared(self) -> None:
+        self.was_cleared = True
+
+    def stop(self) -> None:
+        self.stopped = True
+        self._end.set()
+
+    def finish(self, **report: object) -> None:
+        """End the watch now, with these fields of its :class:`~kvtui.core.failover.FailoverReport` set (e.g.
+        ``new_leader="master-1", serving_s=1.2``); returns at once (``done`` is set on the watch's thread)."""
+        with self._lock:
+            self._changes.update(report)
+            self._end.set()
+
+    def _run(self) -> None:
+        self._end.wait()
+        with self._lock:
+            for name, value in self._changes.items():
+                setattr(self.report, name, value)
+        new_leader = self.report.new_leader
+        if new_leader is not None:
+            if self._on_serving is not None:
+                self._on_serving(new_leader)
+            self.serving.set()
+        self.done.set()
+        if self._on_done is not None:
+            self._on_done(self.report)
+
+
 class FakeCluster:
     """A cluster without processes (:class:`~kvtui.core.cluster_api.ClusterOps`): ``embedded`` says whether kvtui
     started it (then its ``store_bytes`` bound a layout switch, and restarts are counted), ``answers`` what
@@ -103,6 +162,8 @@ class FakeCluster:
         self.store_restarts = 0
         self.stopped = False
         self.links: LinkControl | None = None
+        self.watches: list[FakeFailoverWatch] = []  # appended under _lock (any thread may start a watch)
+        self._lock = threading.Lock()
 
     def pids(self) -> dict[str, int]:
         return {}
@@ -152,8 +213,11 @@ class FakeCluster:
     def watch_failover(self, n: int, kind: str, *, clock: Callable[[], float], ledger: AckLedger | None,
                        log: Callable[[str, str], None], hit_rate_before: float | None,
                        on_serving: Callable[[str], None] | None = None,
-                       on_done: Callable[[FailoverReport], None] | None = None) -> FailoverWatcher:
-        raise RuntimeError("the fake cluster has no masters to fail over")
+                       on_done: Callable[[FailoverReport], None] | None = None) -> FakeFailoverWatch:
+        watch = FakeFailoverWatch(n, kind, clock(), on_serving=on_serving, on_done=on_done)
+        with self._lock:
+            self.watches.append(watch)
+        return watch
 
     def stop(self, keep_logs: bool = False) -> None:
         self.stopped = True

@@ -199,6 +199,59 @@ def test_with_rerun_lost_the_interrupted_requests_run_again_and_every_request_fi
     assert sorted(r.req_id for r in done) == list(range(60)) and all(r.mismatches == 0 for r in done)
 
 
+def test_a_stop_during_a_worker_rebuild_abandons_it_and_leaves_no_worker(fresh_cluster):
+    """A worker died and the collector rebuilds the chain: a stop meanwhile waits for the chain lock (it never
+    goes on without it), the rebuild gives up (its new workers' start-up abandoned), and every worker, old and
+    new, is gone when the stop returns, well within a second."""
+    import threading
+
+    import psutil
+
+    from kvtui.core.engine_api import WorkerError
+
+    me = psutil.Process()
+
+    def workers() -> list[psutil.Process]:  # the worker processes this test has started
+        out = []
+        for p in me.children():
+            try:
+                if "spawn_main" in " ".join(p.cmdline()):
+                    out.append(p)
+            except psutil.Error:
+                pass
+        return out
+
+    e = _engine(fresh_cluster.endpoints, decode_workers=2, replace_dead_workers=True)
+    old = {p.pid for p in workers()}
+    ended: list = []
+
+    def collector() -> None:
+        try:
+            while True:
+                e.next_result(timeout_s=1.0)
+        except WorkerError as exc:
+            ended.append(exc)
+
+    try:
+        e.begin_run(1)
+        os.kill(e.worker_pids()["decode-1"], signal.SIGKILL)
+        for _, req in zip(range(10), _workload()):
+            e.submit(req)
+        threading.Thread(target=collector, daemon=True).start()
+        new = wait_for(lambda: [p for p in workers() if p.pid not in old], 30, "the rebuild's new workers",
+                       interval_s=0.01)
+        t0 = time.monotonic()
+        e.stop()
+        took = time.monotonic() - t0
+    finally:
+        e.stop()
+    _gone, alive = psutil.wait_procs(new, timeout=0.1)
+    assert alive == [] and not [p for p in workers() if p.pid in old]
+    assert took < 1.0, f"the stop took {took:.2f} s"
+    wait_for(lambda: ended, 5, "the collector's WorkerError")
+    assert "abandoned" in str(ended[0]) and e.replacements == []
+
+
 def test_prefix_affinity_makes_every_reload_local_where_round_robin_reads_remote_segments():
     local = {}
     for route in ("prefix-affinity", "round-robin"):

@@ -1,9 +1,11 @@
 """Stopping without a store: the driver abandons a run at once (stop, duration), the duration counts from
-the moment given (the command's start), and a teardown holds a second Ctrl-C / SIGTERM back until it ends."""
+the moment given (the command's start), a teardown holds a second Ctrl-C / SIGTERM back until it ends, and the
+engine's stop takes the chain lock even from a send stuck on a worker (never going on without it)."""
 
 from __future__ import annotations
 
 import signal
+import threading
 import time
 
 import numpy as np
@@ -101,3 +103,56 @@ def test_ctrl_c_during_start_up_still_writes_the_json(tmp_path, monkeypatch, cap
         assert summary["workload"]["overlap"] == 0.4 and summary["context"]["max_requests"] == 5
     else:
         assert "workload" not in summary
+
+
+class _StuckHandle:
+    """A worker handle whose pipe is full: the thread that holds the chain lock in a send to it is freed only
+    when the worker dies (``kill``); what the stop does to it is noted in ``steps``."""
+
+    remote = False
+
+    def __init__(self, steps: list[str]) -> None:
+        self.name, self.steps, self.killed = "decode", steps, threading.Event()
+
+    def kill(self) -> None:
+        self.steps.append("kill")
+        self.killed.set()
+
+    def ask_stop(self) -> None:
+        self.steps.append("ask_stop")
+
+    def finish_stop(self, timeout_s: float = 0.0) -> None:
+        self.steps.append("finish_stop")
+
+    def exit_code(self, wait_s: float = 1.0) -> int:
+        return -9
+
+
+def test_engine_stop_frees_a_send_stuck_on_a_worker_and_never_goes_on_without_the_chain_lock():
+    from kvtui.core.layout import PRESETS
+    from kvtui.engine.engine import EMBEDDED_STOP_GRACE_S, Engine, EngineOptions
+    from kvtui.mooncake.client import ClusterEndpoints
+
+    engine = Engine(EngineOptions(layout=PRESETS["tiny"]),
+                    ClusterEndpoints("127.0.0.1:1", "http://127.0.0.1:1/metadata", None, embedded=True))
+    steps: list[str] = []
+    handle = _StuckHandle(steps)
+    engine.decodes = [handle]
+    locked = threading.Event()
+
+    def feeder() -> None:  # a submit whose send blocks until the worker is gone
+        with engine._chain_lock:
+            locked.set()
+            handle.killed.wait()
+            steps.append("send failed")
+
+    t = threading.Thread(target=feeder, daemon=True)
+    t.start()
+    locked.wait()
+    t0 = time.monotonic()
+    engine.stop()
+    took = time.monotonic() - t0
+    t.join(5)
+    assert steps == ["kill", "send failed", "ask_stop", "finish_stop"]  # the chain changed only under the lock
+    assert EMBEDDED_STOP_GRACE_S <= took < EMBEDDED_STOP_GRACE_S + 1.0
+    assert engine.decodes == [] and engine.prefills == []
