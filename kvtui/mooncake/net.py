@@ -13,6 +13,8 @@ import urllib.request
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
+from prometheus_client.parser import text_string_to_metric_families
+
 ETCD_SCHEME = "etcd://"
 _HOST = re.compile(r"[A-Za-z0-9._:-]+")  # a name, an IPv4 or an IPv6 address (its brackets removed)
 
@@ -145,9 +147,9 @@ def parse_metrics(text: str) -> Metrics:
     """``/metrics`` text → :class:`Metrics`, every sample under the name the exposition gave it. (The parser
     renames a counter's sample ``x`` to ``x_total``, as OpenMetrics would; Mooncake declares counters such as
     ``master_evicted_key_count`` without the suffix, so their names are restored.) A line the parser refuses
-    (Mooncake's text is not always strict) is skipped alone, not the whole scrape."""
-    from prometheus_client.parser import text_string_to_metric_families
-
+    (Mooncake's text is not always strict) is skipped alone, not the whole scrape. (The parser is imported with
+    the module: imported here, on a sampling thread that holds a lock, an import lock left held by a Ctrl-C on
+    another thread hung the session's stop.)"""
     samples: dict[str, dict[Labels, float]] = {}
     bare_counters = {parts[2] for line in text.splitlines() if line.startswith("# TYPE ")
                      and len(parts := line.split()) >= 4 and parts[3] == "counter" and not parts[2].endswith("_total")}
