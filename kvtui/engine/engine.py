@@ -260,7 +260,7 @@ class Engine:
         may still finish: :meth:`next_result` discards their results. The miss reasons' key history starts
         afresh (:mod:`kvtui.core.misses`: "first use" means first in this run)."""
         self._run += 1
-        self._misses.reset()
+        self._misses.reset(concurrency)
         self._chain_state = ChainState(concurrency=max(1, int(concurrency)))
         for role in ("decode", "prefill"):
             self._chain_send(role, Begin(max(1, int(concurrency))))
@@ -292,7 +292,7 @@ class Engine:
                 p = least_loaded(self._prefill_load[: self.options.prefill_workers], seq)
             self._pending[seq] = Pending(self._run, req, (keys[0], keys[-1]) if keys else (), d, p,
                                          tuple(keys) if self.published is not None else ())
-            self._misses.begin(seq, keys)
+            self._misses.begin(seq, keys, self.now(), d)
             self._decode_load[d] += 1
             self._prefill_load[p] += 1
             try:
@@ -359,8 +359,11 @@ class Engine:
                 if self.published is not None and res.pages_published:
                     self.published.add([k for k, state in zip(e.keys, res.states) if state == PageState.PUBLISHED],
                                        res.t_end)
+                o = self.options  # (a worker on another machine has another monotonic clock: its times are not ours)
+                here = e.decode < o.decode_workers and e.prefill < o.prefill_workers
                 with self._chain_lock:  # (submit() calls the tracker too, from the feeder thread)
-                    res.reasons = self._misses.finish(seq, res.states)
+                    res.reasons = self._misses.finish(seq, res.states, res.t_start if here else None,
+                                                      res.t_end if here else self.now())
                     res.keys_forgotten = self._misses.take_forgotten()
                 return res
             case RequestDropped(seq):
