@@ -217,11 +217,13 @@ class Engine:
         n, m = o.prefill_workers, o.decode_workers
         endpoints = self.endpoints
         ep = endpoints.as_dict()
-        segment = {r: o.segment_share(r) if endpoints.embedded else 0 for r in ("prefill", "decode")}
+        def segment(role: str, i: int) -> int:
+            return o.segment_share(role, i) if endpoints.embedded else 0
+
         self.prefills, self.decodes, self._results, relays = start_mesh(
-            [WorkerSpec("prefill", o, ep, name=worker_name("prefill", i, n), segment_bytes=segment["prefill"])
+            [WorkerSpec("prefill", o, ep, name=worker_name("prefill", i, n), segment_bytes=segment("prefill", i))
              for i in range(n)],
-            [WorkerSpec("decode", o, ep, name=worker_name("decode", i, m), segment_bytes=segment["decode"])
+            [WorkerSpec("decode", o, ep, name=worker_name("decode", i, m), segment_bytes=segment("decode", i))
              for i in range(m)],
             log_dir=endpoints.log_dir or None, relays=o.remote_slots)
         self._decode_load, self._prefill_load = [0] * m, [0] * n
