@@ -21,7 +21,7 @@ def sweep_figure(result: SweepResult):
     """A matplotlib ``Figure`` of ``result``: one axes, log x (capacity, tokens), y the token hit rate (%),
     lines labelled :data:`REAL`, :data:`LRU`, :data:`MIN` (only when every point has it) and :data:`IDEAL`, in
     that order; with repeats, a band (a ``PolyCollection``, not a line) from each point's lowest to highest
-    real rate."""
+    real rate, and a bar (a ``LineCollection``) at each point over the same range."""
     import matplotlib
 
     matplotlib.use("Agg", force=True)
@@ -39,8 +39,10 @@ def sweep_figure(result: SweepResult):
     ax.plot(caps, real, marker="o", color="tab:green", label=label, zorder=3)  # on top where the two agree
     ranges = [p.real_range() for p in result.points]
     if reps > 1:
-        ax.fill_between(caps, [100 * lo for lo, _ in ranges], [100 * hi for _, hi in ranges], color="tab:green",
-                        alpha=0.2, linewidth=0, label="real store: lowest to highest repeat")
+        lows, highs = [100 * lo for lo, _ in ranges], [100 * hi for _, hi in ranges]
+        ax.fill_between(caps, lows, highs, color="tab:green", alpha=0.2, linewidth=0,
+                        label="real store: lowest to highest repeat")
+        ax.vlines(caps, lows, highs, color="tab:green", linewidth=4, alpha=0.5)  # (visible where the band is thin)
     ax.plot(caps, lru, marker="s", markersize=9, markerfacecolor="none", color="tab:blue", linestyle="--",
             label=LRU)
     best = [100 * p.min_token_hit_rate for p in result.points if p.min_token_hit_rate is not None]
