@@ -7,18 +7,20 @@ Each point runs on a **fresh embedded cluster** whose segment is sized for that 
 when its node mounts it, so clearing one store between points could not change its capacity). The trace is
 replayed as ``kvtui run --trace … --speed max --concurrency 1`` does (:class:`kvtui.live.LiveSession`: the
 same engine, driver and aggregator); a point's hit rate is the summary's token hit rate, hit tokens ÷ the
-rows' input tokens, the denominator of the offline figures. At the end of each point one scrape of the
-master's ``/metrics`` (which grants no lease) gives the objects held, the bytes allocated, so the measured
-per-object overhead, and the evicted keys.
+rows' input tokens, the denominator of the offline figures, and its miss reasons the summary's ``misses``.
+At the end of each point one scrape of the master's ``/metrics`` (which grants no lease) gives the objects
+held, the bytes allocated, so the measured per-object overhead, and the evicted keys. With ``repeats`` > 1
+each point is replayed that many times, each on a fresh cluster, one after the other
+(:class:`~kvtui.core.sweep.SweepPoint`: the median repeat's figures, every repeat kept).
 """
 
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Callable
 
-from kvtui.core.sweep import PointSize, SweepPoint, SweepResult
+from kvtui.core.sweep import PointRun, PointSize, SweepPoint, SweepResult
 
 if TYPE_CHECKING:
     from kvtui.core.layout import PageLayout
@@ -33,8 +35,10 @@ class SweepPlan:
     capacity (ascending), the page keys' ``model``, the embedded master's read lease ``lease_ttl_s``
     (seconds), native logs' ``log_dir`` (None: a new folder per cluster), the network ``isolation`` line
     (:func:`kvtui.commands.common.isolate`), ``sizing`` (the result's ``sizing`` dict),
-    ``bad_rows_skipped`` and ``synthesis`` (the trace synthesis applied to ``rows``, ``Synthesis.as_dict()``,
-    or None)."""
+    ``bad_rows_skipped``, ``synthesis`` (the trace synthesis applied to ``rows``, ``Synthesis.as_dict()``,
+    or None), ``repeats`` (replays of each point, each on a fresh cluster) and the workers' store client,
+    ``worker_client`` (``kvtui.mooncake.cluster.WORKER_CLIENTS``: run's default for one store node is
+    ``dummy``)."""
 
     rows: list
     label: str
@@ -48,6 +52,8 @@ class SweepPlan:
     sizing: dict
     bad_rows_skipped: int = 0
     synthesis: dict | None = None
+    repeats: int = 1
+    worker_client: str = "real"
 
 
 def offline_curve(plan: SweepPlan) -> tuple[list[float], list[float], float, int]:
@@ -70,10 +76,11 @@ def run_sweep(plan: SweepPlan, start: Callable, progress: Callable[[int, int, di
     ``KeyboardInterrupt`` of a Ctrl-C or SIGTERM, or the ``StoreError`` of a point whose store broke (its
     master or store node stopped answering: a run would wait for ever, and the point's hit rate would be
     void). The result then holds the points that finished, ``interrupted`` True; the caller writes it, then
-    re-raises or says it. ``start(options, cluster_options) -> Stack`` starts a cluster and an engine over it
-    (the command's, so that start-up failures are one line); ``progress(point index, rows done in that point,
-    status)`` is called every :data:`POLL_S` s and when a point ends (``status``: ``real`` token hit rate so
-    far, ``keys``).
+    re-raises or says it; a point cut short keeps the repeats that finished (none: it is left out).
+    ``start(options, cluster_options) -> Stack`` starts a cluster and an engine over it (the command's, so that
+    start-up failures are one line); ``progress(point index, rows done in that replay, status)`` is called every
+    :data:`POLL_S` s and when a replay ends (``status``: ``repeat`` index, ``real`` token hit rate so far,
+    ``keys``; ``done`` at the end of a replay).
     ``RuntimeError`` (one line) if a point's driver fails."""
     from kvtui import __version__
     from kvtui.engine.options import EngineOptions
@@ -85,21 +92,26 @@ def run_sweep(plan: SweepPlan, start: Callable, progress: Callable[[int, int, di
     points: list[SweepPoint] = []
     interrupted: BaseException | None = None
     copts = ClusterOptions(lease_ttl_ms=int(round(plan.lease_ttl_s * 1000)), log_dir=plan.log_dir,
-                           isolation=plan.isolation)
+                           isolation=plan.isolation, worker_client=plan.worker_client)
     for i, size in enumerate(plan.sizes):
         opts = EngineOptions(layout=plan.layout, model=plan.model, store_bytes=size.segment_bytes, concurrency=1,
                              read_streams=1)
+        runs: list[PointRun] = []
         try:
-            points.append(replace(_run_point(plan, size, lru[i], start(opts, copts), i, progress),
-                                  min_token_hit_rate=best[i]))
+            for repeat in range(max(1, plan.repeats)):
+                runs.append(_run_point(plan, size, start(opts, copts), i, repeat, progress))
         except (KeyboardInterrupt, StoreError) as exc:
             interrupted = exc
+        if runs:
+            points.append(SweepPoint.of_runs(size, lru[i], runs, best[i]))
+        if interrupted is not None:
             break
     result = SweepResult(
         trace=plan.label, rows=len(plan.rows), block_tokens=plan.block_tokens, input_tokens=input_tokens,
         ideal_token_hit_rate=ideal, layout=plan.layout.as_dict(), points=tuple(points), sizing=dict(plan.sizing),
         store={"lease_ttl_s": plan.lease_ttl_s, "fresh_cluster_per_point": True, "speed": "max", "concurrency": 1,
-               "eviction_high_watermark": copts.eviction_high_watermark, "eviction_ratio": copts.eviction_ratio},
+               "eviction_high_watermark": copts.eviction_high_watermark, "eviction_ratio": copts.eviction_ratio,
+               "repeats": max(1, plan.repeats), "worker_client": plan.worker_client},
         versions={"kvtui": __version__, "mooncake": mooncake_version()},
         bad_rows_skipped=plan.bad_rows_skipped, synthesis=dict(plan.synthesis or {}),
         interrupted=interrupted is not None)
@@ -112,9 +124,10 @@ def _lost_process(cluster) -> str | None:
     return None if proc is None else f"its {proc.title.removeprefix('the ')} (exit code {proc.popen.returncode})"
 
 
-def _run_point(plan: SweepPlan, size: PointSize, lru_rate: float, stack, index: int, progress) -> SweepPoint:
-    """Replay the rows through ``stack`` (an engine started on a segment of ``size``, and its cluster); stops
-    both before returning or raising; ``StoreError`` when the store broke under it
+def _run_point(plan: SweepPlan, size: PointSize, stack, index: int, repeat: int, progress) -> PointRun:
+    """Replay the rows through ``stack`` (an engine started on a segment of ``size``, and its cluster) for
+    repeat ``repeat`` of point ``index``; stops both before returning or raising; ``StoreError`` when the store
+    broke under it
     (:class:`~kvtui.bench.engines.BrokenStoreWatch`) or a process of its cluster died."""
     from kvtui.bench.engines import BrokenStoreWatch
     from kvtui.live import LiveSession
@@ -140,7 +153,8 @@ def _run_point(plan: SweepPlan, size: PointSize, lru_rate: float, stack, index: 
             keys_max = max(keys_max, int(session.panels.store.get("keys") or 0))
             if progress is not None:
                 t = session.agg.totals()
-                progress(index, session.driver.completed, {"real": t["token_hit_rate"], "keys": keys_max})
+                progress(index, session.driver.completed, {"real": t["token_hit_rate"], "keys": keys_max,
+                                                          "repeat": repeat})
         elapsed = time.perf_counter() - t0
         scrape = session.panels.refresh_store()  # after the last put: nothing in flight
     except BaseException:
@@ -157,13 +171,13 @@ def _run_point(plan: SweepPlan, size: PointSize, lru_rate: float, stack, index: 
     used = scrape.get("used_bytes")
     keys_max = max(keys_max, int(keys or 0))
     overhead = (used - keys * size.page_bytes) / keys if keys and used is not None else None
-    point = SweepPoint(
-        capacity_tokens=size.capacity_tokens, blocks=size.blocks, pages=size.pages, segment_bytes=size.segment_bytes,
-        real_token_hit_rate=s["token_hit_rate"], lru_token_hit_rate=lru_rate, pages_hit=s["pages_hit"],
-        pages_total=s["pages_total"], tokens_hit=s["tokens_hit"], pages_published=s["pages_published"],
-        pages_failed=s["pages_failed"], mismatches=s["mismatches"], evicted_keys=scrape.get("evicted_keys"),
-        keys_at_end=keys, keys_max=keys_max, used_bytes_at_end=used, overhead_bytes_per_object=overhead,
-        elapsed_s=elapsed, errors=dict(s["errors"]))
+    run = PointRun(
+        real_token_hit_rate=s["token_hit_rate"], pages_hit=s["pages_hit"], pages_total=s["pages_total"],
+        tokens_hit=s["tokens_hit"], pages_published=s["pages_published"], pages_failed=s["pages_failed"],
+        mismatches=s["mismatches"], evicted_keys=scrape.get("evicted_keys"), keys_at_end=keys, keys_max=keys_max,
+        used_bytes_at_end=used, overhead_bytes_per_object=overhead, elapsed_s=elapsed, errors=dict(s["errors"]),
+        misses=s.get("misses"))
     if progress is not None:
-        progress(index, len(plan.rows), {"real": point.real_token_hit_rate, "keys": keys_max, "done": True})
-    return point
+        progress(index, len(plan.rows), {"real": run.real_token_hit_rate, "keys": keys_max, "repeat": repeat,
+                                         "done": True})
+    return run

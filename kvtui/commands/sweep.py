@@ -4,7 +4,8 @@ offline LRU model and Belady's optimal cache at the same capacities and the unbo
 
 Each capacity gets a fresh embedded cluster whose segment holds that many tokens of pages
 (:mod:`kvtui.core.sweep` gives the rule), and the trace is replayed through it as ``kvtui run --trace …
---speed max --concurrency 1`` would (:mod:`kvtui.bench.sweep`).
+--speed max --concurrency 1`` would, with run's read lease and worker client (:mod:`kvtui.bench.sweep`);
+``--repeat N`` replays each capacity N times, each on a fresh cluster, and gives the range.
 """
 
 from __future__ import annotations
@@ -14,13 +15,16 @@ import sys
 from dataclasses import replace
 
 from kvtui.commands.output import write_json_atomic
-from kvtui.config.cluster import check_log_dir
+from kvtui.config.cluster import DEFAULT_WORKER_CLIENT, LEASE_S, Topology, check_log_dir, resolve_worker_client
 from kvtui.config.layout import add_layout_arguments, field_overrides, flag_message, layout_from_args
 from kvtui.config.paths import check_outputs, path_arg
 from kvtui.config.workload import add_synthesis_arguments, read_trace_rows, synthesis_fields, trace_synthesis
 from kvtui.core.errors import KvtuiError, bad_value
 from kvtui.core.text import plural
 from kvtui.launch import isolate, start_engine
+
+MAX_REPEATS = 100
+"""``--repeat``'s largest value."""
 
 
 def register(subparsers) -> None:
@@ -44,6 +48,11 @@ def register(subparsers) -> None:
     g.add_argument("--capacity", required=True, action="append", metavar="TOKENS[,TOKENS…]",
                    help="store capacities in tokens (4096, 500k, 1M = 1,000,000 tokens, 2.5M, 1G); a comma-separated "
                         "list or the flag repeated; swept in ascending order, each a whole number of trace blocks")
+    g.add_argument("--repeat", type=int, default=1, metavar="N",
+                   help="replay each capacity N times, each on a fresh cluster, and give its real hit rate as the "
+                        "median with the lowest and highest (the table, the plot, --json keeps every repeat): the "
+                        "read lease is wall-clock, so the real store's rate moves with the machine's pace "
+                        f"(1-{MAX_REPEATS}; default 1)")
     g.add_argument("--trace-block-tokens", type=int, default=None, metavar="TOKENS",
                    help="tokens per trace hash id (default 512, the FAST'25 release)")
     g.add_argument("--strict", action="store_true", help="stop at the first bad trace row (default: skip and count)")
@@ -58,10 +67,11 @@ def register(subparsers) -> None:
                              "page bytes change no hit, only the pages a store holds do",
         model_help=f"model name hashed into every page key (default {DEFAULT_MODEL})")
     s = p.add_argument_group("store (a fresh embedded cluster per capacity)")
-    s.add_argument("--lease-ttl", type=float, default=10.0, metavar="SECONDS",
-                   help="the embedded master's read lease (default 10 s, Mooncake's default). Every probe and read "
-                        "grants one and a leased page cannot be evicted; at --speed max 10 s covers thousands of "
-                        "requests, not the ~40 it covers at the FAST'25 traces' own pace")
+    s.add_argument("--lease-ttl", type=float, default=LEASE_S, metavar="SECONDS",
+                   help=f"the embedded master's read lease (default {LEASE_S:g} s, as kvtui run's; Mooncake's own is "
+                        "10 s). Every probe and read grants one and a leased page cannot be evicted; at --speed max "
+                        f"{LEASE_S:g} s covers hundreds of requests (how many depends on the machine), not the few "
+                        "it covers at the FAST'25 traces' own pace")
     s.add_argument("--log-dir", type=path_arg, metavar="DIR",
                    help="where native logs of the clusters and workers go, kept (default: a new /tmp/kvtui-logs-* "
                         "folder per point, removed when the point ends without trouble, kept and named on stderr "
@@ -140,6 +150,8 @@ def run(args: argparse.Namespace, started_at: float | None = None) -> int:
         raise KvtuiError(f"--capacity {caps[0]:,} is less than one trace block ({block:,} tokens)")
     if not (args.lease_ttl > 0):
         raise bad_value("--lease-ttl", "positive seconds", args.lease_ttl)
+    if not 1 <= args.repeat <= MAX_REPEATS:
+        raise bad_value("--repeat", f"within 1-{MAX_REPEATS}", args.repeat)
     if args.trace_speedup is not None:
         raise KvtuiError("--trace-speedup changes no hit rate of a sweep: every point replays at --speed max")
     synthesis = trace_synthesis(args, has_trace=True)  # (checks the flags before any work)
@@ -176,6 +188,8 @@ def run(args: argparse.Namespace, started_at: float | None = None) -> int:
     rule = (f"pages = capacity // {block} tokens per block × {plural(per_block, 'page')} per "
             f"block; segment = ceil(pages × ({format_bytes(layout.page_bytes)} + {OBJECT_OVERHEAD_BYTES} B "
             f"overhead) / {watermark:g} eviction watermark), at least {MIN_SEGMENT_BYTES >> 20} MiB")
+    client = resolve_worker_client(DEFAULT_WORKER_CLIENT, attached=False, segment_on="store", topology=Topology(),
+                                   hosts=False)  # (run's: the same point through run and sweep runs the same way)
     plan = SweepPlan(rows=rows, label=trace_label(args.trace), block_tokens=block, layout=layout, sizes=sizes,
                      model=model, lease_ttl_s=args.lease_ttl, log_dir=args.log_dir,
                      isolation=isolate(args.isolate_network),
@@ -184,9 +198,11 @@ def run(args: argparse.Namespace, started_at: float | None = None) -> int:
                              "object_overhead_bytes": OBJECT_OVERHEAD_BYTES, "min_segment_bytes": MIN_SEGMENT_BYTES,
                              "elem_bytes_auto": auto},
                      bad_rows_skipped=skipped_count(problems),
-                     synthesis=synthesis_fields(synthesis).get("synthesis", {}))
+                     synthesis=synthesis_fields(synthesis).get("synthesis", {}), repeats=args.repeat,
+                     worker_client=client)
     if not quiet:
-        _say(f"{plural(len(sizes), 'point')} of {plural(len(rows), 'row')}; "
+        times = f" × {plural(args.repeat, 'repeat')}" if args.repeat > 1 else ""
+        _say(f"{plural(len(sizes), 'point')}{times} of {plural(len(rows), 'row')}; "
              f"pages {layout.describe()}; {plan.isolation}")
     try:
         result, interrupted = _with_progress(plan, quiet)
@@ -217,20 +233,24 @@ def run(args: argparse.Namespace, started_at: float | None = None) -> int:
 
 def _with_progress(plan, quiet: bool):
     """:func:`kvtui.bench.sweep.run_sweep` with a rich progress bar over the whole sweep on stderr (a terminal),
-    else one line per point (not ``quiet``)."""
+    else one line per replay (not ``quiet``)."""
     from kvtui.bench.sweep import run_sweep
     from kvtui.core.sweep import format_tokens
 
-    rows, n = len(plan.rows), len(plan.sizes)
+    rows, n, reps = len(plan.rows), len(plan.sizes), max(1, plan.repeats)
 
     start = start_engine
+
+    def name(i: int, status: dict) -> str:
+        s = plan.sizes[i]
+        again = f", repeat {status.get('repeat', 0) + 1}/{reps}" if reps > 1 else ""
+        return f"sweep point {i + 1}/{n}{again}: {format_tokens(s.capacity_tokens)} tokens"
 
     if quiet or not sys.stderr.isatty():
         def line(i: int, done: int, status: dict) -> None:
             if status.get("done") and not quiet:
                 s = plan.sizes[i]
-                _say(f"sweep point {i + 1}/{n}: {format_tokens(s.capacity_tokens)} tokens ({plural(s.pages, 'page')}): "
-                     f"real store {status['real'] * 100:.2f} %")
+                _say(f"{name(i, status)} ({plural(s.pages, 'page')}): real store {status['real'] * 100:.2f} %")
         return run_sweep(plan, start, line)
     from rich.console import Console
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
@@ -238,14 +258,14 @@ def _with_progress(plan, quiet: bool):
     cols = [TextColumn("[bold]kvtui sweep"), BarColumn(), MofNCompleteColumn(), TextColumn("{task.fields[status]}"),
             TimeElapsedColumn()]
     with Progress(*cols, console=Console(stderr=True), transient=True) as prog:
-        task = prog.add_task("sweep", total=rows * n, status="starting…")
+        task = prog.add_task("sweep", total=rows * n * reps, status="starting…")
 
         def bar(i: int, done: int, status: dict) -> None:
             s = plan.sizes[i]
             text = f"{i + 1}/{n}: {format_tokens(s.capacity_tokens)} tokens · real {status['real'] * 100:.1f} %"
             if status.get("done"):
-                prog.console.print(f"kvtui: sweep point {i + 1}/{n}: {format_tokens(s.capacity_tokens)} tokens: "
-                                   f"real store {status['real'] * 100:.2f} %", markup=False, highlight=False)
-            prog.update(task, completed=i * rows + done, status=text)
+                prog.console.print(f"kvtui: {name(i, status)}: real store {status['real'] * 100:.2f} %",
+                                   markup=False, highlight=False)
+            prog.update(task, completed=(i * reps + status.get("repeat", 0)) * rows + done, status=text)
 
         return run_sweep(plan, start, bar)

@@ -126,10 +126,10 @@ def add_cluster_arguments(p: argparse.ArgumentParser) -> None:
     g = p.add_argument_group("store (embedded by default; --master/--metadata attach to an existing cluster; --ha N "
                              "embeds an HA cluster)")
     g.add_argument("--store-size", default=None, metavar="BYTES",
-                   help=f"embedded store segment size, bytes with units (1GiB, 512MiB; at least "
-                        f"{MIN_SEGMENT_BYTES >> 20}MiB; default: {DEFAULT_STORE_SIZE_TEXT}, or what the workload's "
-                        "working set needs below the 90%% eviction watermark, up to half the free memory, said in "
-                        "one line)")
+                   help=f"embedded store segment size, bytes with units (1GiB, 512MiB, 20000000: to the byte; at "
+                        f"least {MIN_SEGMENT_BYTES >> 20}MiB; default: {DEFAULT_STORE_SIZE_TEXT}, or what the "
+                        "workload's working set needs below the 90%% eviction watermark, up to half the free "
+                        "memory, said in one line)")
     g.add_argument("--segment-on", choices=("store", "prefill", "decode"), default="store",
                    help="where the embedded segment lives: a separate store node (default; decode reads go "
                         "through shared memory with --worker-client dummy, the default here, or cross TCP with "

@@ -23,6 +23,12 @@ evicts a batch of ``ceil(objects · max(eviction_ratio, used − watermark + evi
 once (``eviction_ratio`` 0.05), so it holds 95–100 % of ``pages`` (upstream ``mooncake-store``,
 ``MasterService::BatchEvict``).
 
+**Repeats.** The real store's rate is not a pure function of the trace and the capacity: the read lease is
+wall-clock seconds (what a lease pins depends on how many requests the machine replays in it), and eviction
+runs on the master's own thread. So a point may be replayed ``repeats`` times, each on a fresh cluster: the
+point's figures are those of its median repeat (:func:`median_run`), its ``runs`` keep every repeat and
+:meth:`SweepPoint.real_range` is the lowest and highest real rate.
+
 Sizes are bytes, capacities tokens. Errors are ``ValueError`` with one line that names the flag.
 """
 
@@ -34,6 +40,7 @@ from typing import Any
 
 from kvtui.core.defaults import MIN_SEGMENT_BYTES
 from kvtui.core.layout import PageLayout
+from kvtui.core.misses import NAMES, REASONS
 from kvtui.core.text import plural
 from kvtui.core.units import format_bytes
 
@@ -154,9 +161,49 @@ def auto_elem_bytes(capacity_tokens: int, block_tokens: int, base: PageLayout, w
 
 # -- the result file ------------------------------------------------------------------------------------
 
+RUN_FIELDS = ("real_token_hit_rate", "pages_hit", "pages_total", "tokens_hit", "pages_published", "pages_failed",
+              "mismatches", "evicted_keys", "keys_at_end", "keys_max", "used_bytes_at_end",
+              "overhead_bytes_per_object", "elapsed_s", "errors", "misses")
+"""What one replay of a point measured: the fields of :class:`PointRun`, the same names in :class:`SweepPoint`."""
+
+
+@dataclass(frozen=True)
+class PointRun:
+    """One replay of a point's capacity on a fresh cluster (a repeat): the measured fields of
+    :class:`SweepPoint`, same names and units, and ``misses``: the run summary's miss reasons (per reason name,
+    ``pages``, ``tokens`` and ``share`` of the prompt tokens; None when the run carried none)."""
+
+    real_token_hit_rate: float
+    pages_hit: int = 0
+    pages_total: int = 0
+    tokens_hit: int = 0
+    pages_published: int = 0
+    pages_failed: int = 0
+    mismatches: int = 0
+    evicted_keys: int | None = None
+    keys_at_end: int | None = None
+    keys_max: int | None = None
+    used_bytes_at_end: int | None = None
+    overhead_bytes_per_object: float | None = None
+    elapsed_s: float = 0.0
+    errors: dict[str, int] = field(default_factory=dict)
+    misses: dict[str, dict[str, float]] | None = None
+
+
+def median_run(runs: tuple[PointRun, ...] | list[PointRun]) -> PointRun:
+    """The repeat whose real rate is the median (the lower of the two middle ones for an even count: a rate
+    that was measured, with the figures measured with it); ``ValueError`` for none."""
+    if not runs:
+        raise ValueError("a sweep point needs at least one run")
+    ranked = sorted(runs, key=lambda r: r.real_token_hit_rate)
+    return ranked[(len(ranked) - 1) // 2]
+
+
 @dataclass(frozen=True)
 class SweepPoint:
     """One capacity of a sweep. Rates are 0..1 token hit rates (hit tokens ÷ input tokens of the rows).
+    The measured fields (:data:`RUN_FIELDS`) are those of the median repeat; ``runs`` holds every repeat
+    (:class:`PointRun`, in the order run; empty in a file written before repeats: the point is its one run).
 
     ``real_token_hit_rate``: measured through the real store; ``lru_token_hit_rate``: the offline LRU model at the
     same capacity (``kvtui trace-stats --capacity``); ``min_token_hit_rate``: Belady's optimal cache of the same
@@ -166,7 +213,8 @@ class SweepPoint:
     ``evicted_keys``: the master's ``master_evicted_key_count`` at the end; ``keys_at_end`` / ``keys_max``: objects
     held (at the end / the most seen by the 1 Hz scrape); ``used_bytes_at_end``: ``master_allocated_bytes`` at the
     end; ``overhead_bytes_per_object``: ``(used_bytes_at_end − keys_at_end · page_bytes) / keys_at_end`` (None with
-    no key); ``elapsed_s``: the replay's seconds; ``errors``: store codes by name and count."""
+    no key); ``elapsed_s``: the replay's seconds; ``errors``: store codes by name and count; ``misses``: why the
+    other pages missed (:class:`PointRun`)."""
 
     capacity_tokens: int
     blocks: int
@@ -188,6 +236,23 @@ class SweepPoint:
     elapsed_s: float = 0.0
     errors: dict[str, int] = field(default_factory=dict)
     min_token_hit_rate: float | None = None
+    misses: dict[str, dict[str, float]] | None = None
+    runs: tuple[PointRun, ...] = ()
+
+    @classmethod
+    def of_runs(cls, size: PointSize, lru_token_hit_rate: float, runs: list[PointRun] | tuple[PointRun, ...],
+                min_token_hit_rate: float | None = None) -> SweepPoint:
+        """The point of ``size`` measured by ``runs`` (at least one): its figures the median run's."""
+        mid = median_run(runs)
+        return cls(capacity_tokens=size.capacity_tokens, blocks=size.blocks, pages=size.pages,
+                   segment_bytes=size.segment_bytes, lru_token_hit_rate=lru_token_hit_rate,
+                   min_token_hit_rate=min_token_hit_rate, runs=tuple(runs),
+                   **{name: getattr(mid, name) for name in RUN_FIELDS})
+
+    def real_range(self) -> tuple[float, float]:
+        """The lowest and highest real token hit rate of the repeats (both the point's rate with one)."""
+        rates = [r.real_token_hit_rate for r in self.runs] or [self.real_token_hit_rate]
+        return min(rates), max(rates)
 
 
 @dataclass(frozen=True)
@@ -245,13 +310,19 @@ def sweep_from_dict(data: dict[str, Any], where: str = "sweep file") -> SweepRes
                          "(upgrade kvtui)")
     names = {f for f in SweepResult.__dataclass_fields__}
     point_names = set(SweepPoint.__dataclass_fields__)
+    run_names = set(PointRun.__dataclass_fields__)
     try:
         raw_points = data["points"]
         points = []
         for i, p in enumerate(raw_points):
             if not isinstance(p, dict):
                 raise ValueError(f"{where}: point {i + 1} is not an object")
-            points.append(SweepPoint(**{k: v for k, v in p.items() if k in point_names}))
+            fields = {k: v for k, v in p.items() if k in point_names}
+            runs = fields.pop("runs", None) or []
+            if not isinstance(runs, list) or not all(isinstance(r, dict) for r in runs):
+                raise ValueError(f"{where}: point {i + 1}: runs must be a list of objects")
+            fields["runs"] = tuple(PointRun(**{k: v for k, v in r.items() if k in run_names}) for r in runs)
+            points.append(SweepPoint(**fields))
         kw = {k: v for k, v in data.items() if k in names and k != "points"}
         result = SweepResult(points=tuple(points), **kw)
         PageLayout(**result.layout)
@@ -267,6 +338,11 @@ def sweep_from_dict(data: dict[str, Any], where: str = "sweep file") -> SweepRes
                 continue
             if not isinstance(v, (int, float)) or not 0 <= v <= 1:
                 raise ValueError(f"{where}: point {i + 1}: {name} must be within 0..1, got {v!r}")
+        for j, run in enumerate(p.runs):
+            v = run.real_token_hit_rate
+            if not isinstance(v, (int, float)) or not 0 <= v <= 1:
+                raise ValueError(f"{where}: point {i + 1}, run {j + 1}: real_token_hit_rate must be within 0..1, "
+                                 f"got {v!r}")
         if not isinstance(p.capacity_tokens, int) or p.capacity_tokens < 1:
             raise ValueError(f"{where}: point {i + 1}: capacity_tokens must be a positive integer")
     return result
@@ -285,21 +361,54 @@ TABLE_HEAD = ("capacity", "pages", "segment", "real store", "offline LRU", "opti
               "held at end", "evicted", "puts refused")
 """The columns of a sweep's table (``kvtui sweep``, ``kvtui report SWEEP.json`` and its screen)."""
 
+MISSES_HEAD = ("capacity", "hit", "first use", "evicted", "never stored", "after a break", "in flight")
+"""The columns of a sweep's miss-reason table: the real store's hit rate and each reason's share of the prompt
+tokens (:mod:`kvtui.core.misses`), the median repeat's."""
 
-def table_rows(result: SweepResult) -> list[tuple[str, ...]]:
+
+def repeats_of(result: SweepResult) -> int:
+    """The most repeats a point of ``result`` has (1 for a file written before repeats)."""
+    return max([len(p.runs) for p in result.points] + [1])
+
+
+def real_text(p: SweepPoint, two_lines: bool = False) -> str:
+    """The real store's rate of ``p`` (%): ``35.10 %``, or with repeats the median and the range,
+    ``35.10 % (33.93–36.95)`` (``two_lines``: the range below, without brackets)."""
+    text = f"{p.real_token_hit_rate * 100:.2f} %"
+    if len(p.runs) < 2:
+        return text
+    lo, hi = p.real_range()
+    return f"{text}\n{lo * 100:.2f}–{hi * 100:.2f}" if two_lines else f"{text} ({lo * 100:.2f}–{hi * 100:.2f})"
+
+
+def table_rows(result: SweepResult, two_lines: bool = False) -> list[tuple[str, ...]]:
     """One row of :data:`TABLE_HEAD` per point, as text with units: capacity in tokens, the pages the store
-    holds below the watermark, the segment's bytes, the three token hit rates (%: the real store, offline LRU,
-    Belady's optimal; "—" where the file has no optimal), the real store's gap to LRU (percentage points), the
-    objects held at the end and the master's evicted keys and refused puts."""
+    holds below the watermark, the segment's bytes, the three token hit rates (%: the real store, with its
+    range over the repeats (:func:`real_text`), offline LRU, Belady's optimal; "—" where the file has no
+    optimal), the real store's gap to LRU (percentage points), the objects held at the end and the master's
+    evicted keys and refused puts (the median repeat's); ``two_lines``: the range below the rate (a screen)."""
     rows: list[tuple[str, ...]] = []
     for p in result.points:
         held = "—" if p.keys_at_end is None else f"{p.keys_at_end:,}"
         evicted = "—" if p.evicted_keys is None else f"{p.evicted_keys:,}"
         rows.append((f"{p.capacity_tokens:,} tok", f"{p.pages:,}", format_bytes(p.segment_bytes),
-                     f"{p.real_token_hit_rate * 100:.2f} %", f"{p.lru_token_hit_rate * 100:.2f} %",
+                     real_text(p, two_lines), f"{p.lru_token_hit_rate * 100:.2f} %",
                      "—" if p.min_token_hit_rate is None else f"{p.min_token_hit_rate * 100:.2f} %",
                      f"{(p.real_token_hit_rate - p.lru_token_hit_rate) * 100:+.2f} pt", held, evicted,
                      f"{p.pages_failed:,}"))
+    return rows
+
+
+def misses_rows(result: SweepResult) -> list[tuple[str, ...]]:
+    """One row of :data:`MISSES_HEAD` per point that has miss reasons (none in a file written before them):
+    the real store's hit rate and each reason's share of the prompt tokens (%), the median repeat's."""
+    rows: list[tuple[str, ...]] = []
+    for p in result.points:
+        if not p.misses:
+            continue
+        shares = [p.misses.get(NAMES[r], {}).get("share", 0.0) for r in REASONS]
+        rows.append((f"{p.capacity_tokens:,} tok", f"{p.real_token_hit_rate * 100:.2f} %",
+                     *(f"{x * 100:.2f} %" for x in shares)))
     return rows
 
 
@@ -322,16 +431,29 @@ def describe_sweep(result: SweepResult) -> list[str]:
         lines.append(f"each point: a fresh embedded cluster (empty store), replay at --speed "
                      f"{st.get('speed', 'max')}, --concurrency {st.get('concurrency', 1)}, read lease "
                      f"{lease:g} s" if isinstance(lease, (int, float)) else "each point: a fresh embedded cluster")
+    n = repeats_of(result)
+    if n > 1:
+        lines.append(f"real store: the median of {plural(n, 'repeat')}, each on a fresh cluster (lowest–highest in "
+                     "brackets)")
     if result.interrupted:
         lines.append(f"interrupted: {plural(len(result.points), 'point')} finished")
     return lines
 
 
+def _text_table(head: tuple[str, ...], body: list[tuple[str, ...]]) -> list[str]:
+    rows = [head, *body]
+    widths = [max(len(r[i]) for r in rows) for i in range(len(head))]
+    return ["  ".join(c.rjust(w) if i else c.ljust(w) for i, (c, w) in enumerate(zip(r, widths))).rstrip()
+            for r in rows]
+
+
 def format_sweep_table(result: SweepResult) -> str:
-    """The text of a sweep: :func:`describe_sweep` lines, then the table of :func:`table_rows`."""
-    rows = [TABLE_HEAD, *table_rows(result)]
-    widths = [max(len(r[i]) for r in rows) for i in range(len(TABLE_HEAD))]
-    out = describe_sweep(result) + [""]
-    for r in rows:
-        out.append("  ".join(c.rjust(w) if i else c.ljust(w) for i, (c, w) in enumerate(zip(r, widths))).rstrip())
+    """The text of a sweep: :func:`describe_sweep` lines, the table of :func:`table_rows`, then, when the points
+    have them, why the rest missed (:func:`misses_rows`)."""
+    out = describe_sweep(result) + [""] + _text_table(TABLE_HEAD, table_rows(result))
+    why = misses_rows(result)
+    if why:
+        out += ["", "why the prompt tokens missed (share of the prompt tokens; partial tail pages are the rest"
+                + ("; the median repeat" if repeats_of(result) > 1 else "") + "):",
+                *_text_table(MISSES_HEAD, why)]
     return "\n".join(out)

@@ -45,6 +45,13 @@ def parse_bytes(text: str) -> int:
     return int(value)
 
 
+def split_bytes(total: int, parts: int) -> list[int]:
+    """``total`` bytes in ``parts`` (at least 1) shares that differ by at most one byte and add up to ``total``
+    exactly (the first ``total % parts`` get the extra byte): a store split over several segments."""
+    each, extra = divmod(int(total), max(1, int(parts)))
+    return [each + (i < extra) for i in range(max(1, int(parts)))]
+
+
 def median(values: Sequence[float]) -> float:
     """The median (p50) of ``values`` (the mean of the two middle values for an even count); ``0.0`` for an
     empty sequence."""

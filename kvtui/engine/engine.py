@@ -229,11 +229,13 @@ class Engine:
         n, m = o.prefill_workers, o.decode_workers
         endpoints = self.endpoints
         ep = endpoints.as_dict()
-        segment = {r: o.segment_share(r) if endpoints.embedded else 0 for r in ("prefill", "decode")}
+        def segment(role: str, i: int) -> int:
+            return o.segment_share(role, i) if endpoints.embedded else 0
+
         self.prefills, self.decodes, self._results, relays = start_mesh(
-            [WorkerSpec("prefill", o, ep, name=worker_name("prefill", i, n), segment_bytes=segment["prefill"])
+            [WorkerSpec("prefill", o, ep, name=worker_name("prefill", i, n), segment_bytes=segment("prefill", i))
              for i in range(n)],
-            [WorkerSpec("decode", o, ep, name=worker_name("decode", i, m), segment_bytes=segment["decode"])
+            [WorkerSpec("decode", o, ep, name=worker_name("decode", i, m), segment_bytes=segment("decode", i))
              for i in range(m)],
             log_dir=endpoints.log_dir or None, relays=o.remote_slots, cancel=cancel)
         self._decode_load, self._prefill_load = [0] * m, [0] * n
@@ -273,7 +275,7 @@ class Engine:
         afresh (:mod:`kvtui.core.misses`: "first use" means first in this run)."""
         with self._chain_lock:
             self._run += 1
-            self._misses.reset()
+            self._misses.reset(concurrency)
             self._chain_state = ChainState(concurrency=max(1, int(concurrency)))
             for role in ("decode", "prefill"):
                 self._chain_send(role, Begin(max(1, int(concurrency))))
@@ -307,7 +309,7 @@ class Engine:
                 p = least_loaded(self._prefill_load[: self.options.prefill_workers], seq)
             self._pending[seq] = Pending(self._run, req, (keys[0], keys[-1]) if keys else (), d, p,
                                          tuple(keys) if self.published is not None else ())
-            self._misses.begin(seq, keys)
+            self._misses.begin(seq, keys, self.now(), d)
             self._decode_load[d] += 1
             self._prefill_load[p] += 1
             try:
@@ -385,8 +387,11 @@ class Engine:
                 if self.published is not None and res.pages_published:
                     self.published.add([k for k, state in zip(e.keys, res.states) if state == PageState.PUBLISHED],
                                        res.t_end)
+                o = self.options  # (a worker on another machine has another monotonic clock: its times are not ours)
+                here = e.decode < o.decode_workers and e.prefill < o.prefill_workers
                 with self._chain_lock:  # (submit() calls the tracker too, from the feeder thread)
-                    res.reasons = self._misses.finish(seq, res.states)
+                    res.reasons = self._misses.finish(seq, res.states, res.t_start if here else None,
+                                                      res.t_end if here else self.now())
                     res.keys_forgotten = self._misses.take_forgotten()
                 return res
             case RequestDropped(seq):

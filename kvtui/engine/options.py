@@ -9,6 +9,7 @@ from kvtui.core.defaults import DEFAULT_MODEL, DEFAULT_STORE_BYTES
 from kvtui.core.engine_api import BadOption
 from kvtui.core.layout import PageLayout
 from kvtui.core.topology import DEFAULT_ROUTE, ROUTES
+from kvtui.core.units import split_bytes
 from kvtui.core.verify import DEFAULT_VERIFY, VERIFY_MODES
 
 SEGMENT_PLACES = ("store", "prefill", "decode")
@@ -46,7 +47,10 @@ class EngineOptions:
             if getattr(self, name) not in allowed:
                 raise BadOption(name, getattr(self, name), allowed)
 
-    def segment_share(self, role: str) -> int:
-        """Bytes of segment each ``role`` worker contributes (0 unless the segment is on that role's workers)."""
+    def segment_share(self, role: str, index: int = 0) -> int:
+        """Bytes of segment ``role`` worker ``index`` contributes (0 unless the segment is on that role's
+        workers): ``store_bytes`` split over them to the byte (:func:`~kvtui.core.units.split_bytes`)."""
+        if self.segment_on != role:
+            return 0
         count = self.prefill_workers if role == "prefill" else self.decode_workers
-        return self.store_bytes // count if self.segment_on == role else 0
+        return split_bytes(self.store_bytes, count)[index]

@@ -358,7 +358,8 @@ SLOWER = Figure("reloads_slower_than_recompute", "reloads slower than recompute 
                 "reloads_slower_than_recompute")
 _MISS_RULE = ("first use (no earlier request of the run had the key), evicted (it was in the store earlier in the "
               "run), never stored (computed earlier, its put failed), after a break (present, but after the "
-              "request's first miss), in flight (another request under way computed it): kvtui.core.misses")
+              "request's first miss), in flight (another request running at the same time computed it): "
+              "kvtui.core.misses")
 _MISS_SHOWN = "run, report: summary, --json; --requests-log; Prometheus; watch, replay: page grid title, row details"
 MISS_PAGES = Figure("misses", "missed pages by reason", "misses", "pages",
                     f"full pages not reloaded, each with one reason: {_MISS_RULE}", _RUN_WINDOW, _MISS_SHOWN,

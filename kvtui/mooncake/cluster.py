@@ -35,6 +35,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from kvtui.core.defaults import DEFAULT_STORE_BYTES
+from kvtui.core.units import split_bytes
 from kvtui.mooncake import ha
 from kvtui.mooncake.client import ClusterEndpoints
 from kvtui.mooncake.errors import BadAddress, ClusterError, Conflict, MissingTool, Unreachable
@@ -117,7 +118,7 @@ class ClusterOptions:
     hosts: bool = False  # each process on an emulated host of its own (kvtui.mooncake.hosts; needs isolation)
     link: LinkSpec | None = None  # shapes every host's link (with hosts); None: unshaped
     worker_names: tuple[str, ...] = ("prefill", "decode")  # one emulated host each (kvtui.core.topology)
-    store_nodes: int = 1  # with segment_on "store": that many store nodes, each store_bytes / store_nodes
+    store_nodes: int = 1  # with segment_on "store": that many store nodes sharing store_bytes to the byte
     worker_client: str = "real"  # WORKER_CLIENTS; "dummy" needs segment_on "store", one store node, no hosts
     ha: int = 0  # N > 0: an HA cluster of N masters and kvtui's own etcd (kvtui.mooncake.ha); no hosts, no ports
     oplog: bool = True  # HA masters replicate their metadata (--enable_oplog); False only in tests: a failover
@@ -241,20 +242,22 @@ class EmbeddedCluster:
                 self._store_env["store"] = dict(env, **dict(self.endpoints.client_env), **self._owner_env("store"))
                 self.processes.append(spawn("store", self._store_argv["store"], log_dir / "store.log",
                                             self._store_env["store"]))
-                whole = max(1, o.store_bytes >> 20) << 20  # (mooncake_client takes whole MiB)
-                self._wait("store", lambda: self.capacity_bytes() >= whole and probe_tcp("127.0.0.1", port))
+                self._wait("store", lambda: self.capacity_bytes() > 0 and probe_tcp("127.0.0.1", port))
+                if (got := self.capacity_bytes()) != o.store_bytes:  # (a wheel that rounds: say so, never hide it)
+                    raise ClusterError(f"mooncake_client mounted a segment of {got:,} bytes, not the "
+                                       f"{o.store_bytes:,} asked for")
                 self.endpoints = replace(self.endpoints, real_client=f"127.0.0.1:{port}")
             elif o.segment_on == "store":
-                each = o.store_bytes // len(self.store_names())
+                names = self.store_names()
                 self._store_argv = {name: on.get(name, []) + [
                     sys.executable, "-m", "kvtui.mooncake.store_node",
                     "--endpoints", json.dumps(self.endpoints.as_dict()),
                     "--segment-bytes", str(each), "--name", name, *(["--disk"] if self.disk else [])]
-                    for name in self.store_names()}
+                    for name, each in zip(names, split_bytes(o.store_bytes, len(names)))}
                 for name, argv in self._store_argv.items():
                     self._store_env[name] = dict(env, **self._owner_env(name))
                     self.processes.append(spawn(name, argv, log_dir / f"{name}.log", self._store_env[name]))
-                self._wait("store", lambda: self.capacity_bytes() >= each * len(self._store_argv))
+                self._wait("store", lambda: self.capacity_bytes() >= o.store_bytes)
             if o.replicate_hot:
                 self.endpoints = replace(self.endpoints, replicate_hot=True)
             if self.disk is not None and self._disk_folder is not None:
@@ -355,8 +358,10 @@ class EmbeddedCluster:
         raise ClusterError(f"{name} not ready after {timeout_s:.0f} s; logs in {self.processes[0].log_path.parent}")
 
     def _real_client_argv(self, segment_bytes: int, port: int) -> list[str]:
-        """``mooncake_client`` owning ``segment_bytes`` (whole MiB) and serving dummy clients on
-        ``127.0.0.1:port`` (and the abstract unix socket ``@mooncake_client_<port>.sock``)."""
+        """``mooncake_client`` owning ``segment_bytes`` and serving dummy clients on ``127.0.0.1:port`` (and the
+        abstract unix socket ``@mooncake_client_<port>.sock``). Its ``--global_segment_size`` takes a plain
+        byte count as exactly that many bytes (the master's capacity is then ``segment_bytes`` to the byte:
+        measured with wheel 0.3.13.post1), so no size is rounded to a unit."""
         binary = Path(master_binary()).with_name("mooncake_client")
         if not binary.exists():
             raise MissingTool("mooncake_client", "it is missing from the Mooncake wheel: reinstall "
@@ -369,7 +374,7 @@ class EmbeddedCluster:
             http = free_port()
             self.real_client_health = f"http://127.0.0.1:{http}/health"
             health = ["--enable_http_server=true", f"--http_port={http}"]
-        return [str(binary), f"--global_segment_size={max(1, segment_bytes >> 20)} MB",
+        return [str(binary), f"--global_segment_size={int(segment_bytes)}",
                 f"--master_server_address={self.endpoints.master}", f"--metadata_server={self.endpoints.metadata_url}",
                 f"--port={port}", "--host=127.0.0.1", f"--protocol={self.endpoints.protocol}", "--minloglevel=1",
                 *health, *(["--enable_offload=true"] if self.options.disk_bytes else [])]

@@ -121,7 +121,7 @@ class DemoSource(BuiltOnRead):
         published = states.count(S.PUBLISHED)
         self.stored_pages += published
         keys = (demo_key("demo-model", ids[0]), demo_key("demo-model", ids[-1])) if ids else ()
-        self.misses.begin(req.req_id, [str(h) for h in ids])  # (a trace's hash ids are prefix chains: keys)
+        self.misses.begin(req.req_id, [str(h) for h in ids], self.t)  # (a trace's hash ids are prefix chains: keys)
         return RequestResult(
             req_id=req.req_id, scenario=req.scenario, n_tokens=n_tokens, cacheable_tokens=req.cacheable_tokens,
             page_tokens=pt, page_bytes=pb, pages_total=len(ids), pages_hit=hits, states=bytes(states),
@@ -129,7 +129,7 @@ class DemoSource(BuiltOnRead):
             bytes_written=published * pb, verified=hits, probe_ms=self.rng.lognormvariate(-1.6, 0.4),
             read_ms=hits * 0.02 * self.rng.uniform(0.8, 1.5), put_ms=published * 0.03 * self.rng.uniform(0.8, 1.6),
             publish_probe_ms=0.15 if published else 0.0, labels=req.labels, keys=keys, t_start=self.t, t_end=self.t,
-            reasons=self.misses.finish(req.req_id, states))
+            reasons=self.misses.finish(req.req_id, states, self.t, self.t))
 
     def _trace_step(self) -> None:
         """The rows due by now (at the trace's speed), or ``per_tick`` rows as fast as possible."""
@@ -192,7 +192,7 @@ class DemoSource(BuiltOnRead):
             return demo_key("demo-model", prefix, p) if p < shared else demo_key("demo-model", -self.req_id, p)
 
         first, last = key(0), key(pages - 1)
-        self.misses.begin(self.req_id, [key(p) for p in range(pages)])
+        self.misses.begin(self.req_id, [key(p) for p in range(pages)], self.t)
         labels = (("pool", str(prefix)), ("shared_tokens", str(shared * pt))) if shared else (("shared_tokens", "0"),)
         return RequestResult(
             req_id=self.req_id, scenario=w["scenario"], n_tokens=n_tokens, cacheable_tokens=pages * pt,
@@ -203,7 +203,7 @@ class DemoSource(BuiltOnRead):
             probe_ms=rng.lognormvariate(-1.2, 0.5), read_ms=read_ms, put_ms=put_ms,
             publish_probe_ms=rng.lognormvariate(-1.4, 0.4) if published else 0.0, codes=codes,
             t_start=self.t, t_end=self.t, labels=labels, keys=(first, last) if pages else (),
-            reasons=self.misses.finish(self.req_id, states))
+            reasons=self.misses.finish(self.req_id, states, self.t, self.t))
 
     def step(self) -> None:
         """Advance the simulated clock one tick and add that tick's requests."""

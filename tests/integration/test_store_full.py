@@ -79,3 +79,22 @@ def test_the_default_monitor_refuses_no_put_in_the_scenarios_its_keys_reach(monk
         session.stop()
     assert done.count("multi-turn") >= 10, Counter(done)
     assert codes[NO_SPACE] == 0, (codes, plans[0].cluster.store_bytes)
+
+
+@pytest.mark.parametrize("client,nodes", [("dummy", "1"), ("real", "1"), ("real", "3")])
+def test_the_store_gets_the_store_size_to_the_byte(tmp_path, capsys, client, nodes):
+    """A --store-size that is no whole MiB (60,000,001 bytes) is the master's capacity to the byte, with the
+    standalone real client (dummy workers) as with store nodes of kvtui's own (split over 3: 20,000,001 +
+    20,000,000 + 20,000,000), so the pages the warning says the store keeps are the pages it keeps."""
+    out = tmp_path / "run.json"
+    asked = 60_000_001
+    rc = main(["run", "--scenario", "shared-system-prompt", "--pool", "64", "--requests", "4", *MIB_PAGES,
+               "--store-size", str(asked), "--worker-client", client, "--store-nodes", nodes, "--json", str(out),
+               "--model", f"exact-{uuid.uuid4().hex[:6]}"])
+    assert rc == 0
+    s = json.loads(out.read_text())
+    assert s["store_at_end"]["capacity_bytes"] == asked
+    err = capsys.readouterr()
+    keeps = int(asked * 0.9) // (1 << 20)  # 1 MiB pages below the 90 % watermark
+    assert f"--store-size {asked} keeps {keeps} pages" in err.err
+    assert "of 57.2 MiB" in err.out  # the summary's store line: 60,000,001 bytes, not 57.0 MiB

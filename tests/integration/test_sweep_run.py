@@ -59,3 +59,36 @@ def test_a_two_point_sweep_through_real_stores(tmp_path, capsys):
     text = screen.read_text().replace("&#160;", " ")
     assert "real Mooncake store" in text and "offline LRU" in text and "head200.jsonl" in text
     assert "offline optimal (Belady MIN)" in text
+
+
+def test_repeats_give_each_point_a_range_and_the_reasons_of_its_misses(tmp_path, capsys):
+    """`--repeat 3`: three replays of the point, each on a fresh cluster, every one kept in the JSON with its miss
+    reasons; the table gives the median with the lowest and highest, and why the other tokens missed. The
+    compulsory misses (first use) do not depend on the store, so every repeat has the trace's own."""
+    from kvtui.config.cluster import LEASE_S
+
+    lines = SHIPPED_TRACES["conversation-head"].path.read_text().splitlines()[:200]
+    trace = tmp_path / "head200.jsonl"
+    trace.write_text("\n".join(lines) + "\n")
+    out = tmp_path / "sweep.json"
+    rc = main(["sweep", "--trace", str(trace), "--capacity", "1M", "--repeat", "3", "--json", str(out)])
+    captured = capsys.readouterr()
+    assert rc == 0, captured.err
+    r = sweep_from_dict(json.loads(out.read_text()))
+    rows, _ = read_trace(trace)
+    stats = trace_stats(rows)
+    (p,) = r.points
+    assert len(p.runs) == 3 and r.store["repeats"] == 3 and r.store["lease_ttl_s"] == LEASE_S
+    rates = sorted(run.real_token_hit_rate for run in p.runs)
+    assert p.real_token_hit_rate == rates[1] and p.real_range() == (rates[0], rates[2])
+    for run in p.runs:
+        m = run.misses
+        assert m is not None and m["in_flight"]["pages"] == 0  # one request at a time
+        assert m["first_use"]["pages"] == run.pages_total - stats.ideal_block_hits
+        assert run.tokens_hit + sum(m[k]["tokens"] for k in ("evicted", "never_stored", "after_break")) == \
+            stats.ideal_hit_tokens
+    assert p.misses == next(run.misses for run in p.runs if run.real_token_hit_rate == p.real_token_hit_rate)
+    lo, hi = p.real_range()
+    assert f"({lo * 100:.2f}–{hi * 100:.2f})" in captured.out
+    assert "why the prompt tokens missed" in captured.out and "after a break" in captured.out
+    assert captured.err.count("repeat ") >= 3  # one progress line per replay

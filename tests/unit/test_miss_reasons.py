@@ -53,8 +53,9 @@ def test_counts_name_every_reason():
 
 
 def _run(t: MissTracker, seq: int, keys: list[str], states: list[int]) -> list[R]:
-    t.begin(seq, keys)
-    return [R(b) for b in t.finish(seq, bytes(states))]
+    """Request ``seq`` submitted, run (from ``seq`` s to ``seq + 0.5`` s) and finished before the next one."""
+    t.begin(seq, keys, float(seq))
+    return [R(b) for b in t.finish(seq, bytes(states), float(seq), seq + 0.5)]
 
 
 def test_history_one_request_at_a_time():
@@ -90,60 +91,111 @@ def test_a_request_never_begun_gets_no_reasons():
     assert t.finish(8, bytes([S.PUBLISHED])) == b""
 
 
-def test_in_flight_needs_a_request_under_way_at_the_same_time():
+def test_in_flight_needs_a_request_running_at_the_same_time():
     t = MissTracker()
-    t.begin(0, ["a", "b"])
-    t.begin(1, ["a", "c"])  # submitted while 0 is under way: 0 is computing a
-    assert [R(x) for x in t.finish(0, bytes([S.PUBLISHED, S.PUBLISHED]))] == [R.FIRST_USE, R.FIRST_USE]
-    assert [R(x) for x in t.finish(1, bytes([S.PRESENT, S.PUBLISHED]))] == [R.IN_FLIGHT, R.FIRST_USE]
-    # the later request finishes first, and stored a before the earlier one published it: the earlier one's
-    # PRESENT a is in flight too (a request under way at the same time stored it)
+    t.reset(concurrency=2)
+    t.begin(0, ["a", "b"], 0.0)
+    t.begin(1, ["a", "c"], 0.0)  # both run from 1 s: 0 is computing a while 1 misses it
+    assert [R(x) for x in t.finish(0, bytes([S.PUBLISHED, S.PUBLISHED]), 1.0, 2.0)] == [R.FIRST_USE, R.FIRST_USE]
+    assert [R(x) for x in t.finish(1, bytes([S.PRESENT, S.PUBLISHED]), 1.0, 3.0)] == [R.IN_FLIGHT, R.FIRST_USE]
+    # the later request finishes first, and stored p before the earlier one published it: the earlier one's
+    # PRESENT p is in flight too (a request running at the same time stored it)
     t.reset()
-    t.begin(2, ["p", "q"])
-    t.begin(3, ["p", "r"])
-    assert [R(x) for x in t.finish(3, bytes([S.PUBLISHED, S.PUBLISHED]))] == [R.IN_FLIGHT, R.FIRST_USE]
-    assert [R(x) for x in t.finish(2, bytes([S.PRESENT, S.PUBLISHED]))] == [R.IN_FLIGHT, R.FIRST_USE]
+    t.begin(2, ["p", "q"], 4.0)
+    t.begin(3, ["p", "r"], 4.0)
+    assert [R(x) for x in t.finish(3, bytes([S.PUBLISHED, S.PUBLISHED]), 5.0, 6.0)] == [R.IN_FLIGHT, R.FIRST_USE]
+    assert [R(x) for x in t.finish(2, bytes([S.PRESENT, S.PUBLISHED]), 5.0, 7.0)] == [R.IN_FLIGHT, R.FIRST_USE]
     # one after the other: the history decides, not the earlier request
     t.reset()
     assert _run(t, 4, ["p"], [S.PUBLISHED]) == [R.FIRST_USE]
     assert _run(t, 5, ["p"], [S.PRESENT]) == [R.AFTER_BREAK]
 
 
+def test_a_request_queued_behind_another_is_not_under_way():
+    """The driver submits requests ahead of their turn: one that has not begun is not computing anything. At
+    concurrency 1 a refused page missed by the next request is never stored, and a page present after a break
+    is after a break, however many requests were submitted meanwhile (these were "in flight" when a request
+    counted as under way from its submission)."""
+    t = MissTracker()
+    t.reset(concurrency=1)
+    for seq in range(4):  # four submitted at once, run one after the other
+        t.begin(seq, ["a", "b"] if seq < 3 else ["a", "z"], 0.0)
+    assert [R(x) for x in t.finish(0, bytes([S.PUBLISHED, S.FAILED]), 1.0, 2.0)] == [R.FIRST_USE, R.FIRST_USE]
+    # 0's put of b was refused; 1 runs after 0 published: b is never stored, not in flight
+    assert [R(x) for x in t.finish(1, bytes([S.HIT, S.PUBLISHED]), 2.5, 3.0)] == [R.NONE, R.NEVER_STORED]
+    # a evicted, b still there: a is evicted, b after a break
+    assert [R(x) for x in t.finish(2, bytes([S.PUBLISHED, S.PRESENT]), 3.5, 4.0)] == [R.EVICTED, R.AFTER_BREAK]
+    assert [R(x) for x in t.finish(3, bytes([S.HIT, S.PUBLISHED]), 4.5, 5.0)] == [R.NONE, R.FIRST_USE]
+
+
+def test_an_unfinished_request_counts_only_when_it_may_have_run():
+    """A request whose result has not come: same decode worker, submitted earlier: ran meanwhile only above
+    concurrency 1; another decode worker's: only among its first ``concurrency`` unfinished ones, and only if
+    submitted before this one ended."""
+    def reasons(concurrency, others, states=(S.PUBLISHED,)):
+        t = MissTracker()
+        t.reset(concurrency=concurrency)
+        for seq, lane, submitted, keys in others:
+            t.begin(seq, keys, submitted, lane)
+        return [R(x) for x in t.finish(5, bytes(states), 1.0, 2.0)]
+
+    me = (5, 0, 0.0, ["k"])
+    assert reasons(1, [(1, 0, 0.0, ["k"]), me]) == [R.FIRST_USE]  # at 1 it ended before 5 began
+    assert reasons(2, [(1, 0, 0.0, ["k"]), me]) == [R.IN_FLIGHT]
+    assert reasons(1, [(1, 1, 0.0, ["k"]), me]) == [R.IN_FLIGHT]  # another worker's first one
+    assert reasons(1, [(1, 1, 0.0, ["x"]), (2, 1, 0.0, ["k"]), me]) == [R.FIRST_USE]  # queued behind 1
+    assert reasons(2, [(1, 1, 0.0, ["x"]), (2, 1, 0.0, ["k"]), me]) == [R.IN_FLIGHT]
+    assert reasons(1, [me, (7, 1, 2.5, ["k"])], [S.PRESENT]) == [R.AFTER_BREAK]  # submitted after 5 ended
+    assert reasons(1, [me, (7, 1, 1.5, ["k"])], [S.PRESENT]) == [R.IN_FLIGHT]  # may have stored k first
+    assert reasons(1, [me, (7, 0, 0.0, ["k"])], [S.PRESENT]) == [R.AFTER_BREAK]  # starts after 5 at 1
+    assert reasons(2, [me, (7, 0, 0.0, ["k"])], [S.PRESENT]) == [R.IN_FLIGHT]
+
+
 def test_a_later_request_absent_page_is_not_in_flight():
     """A request submitted after this one that computed the same key did not cause this one's miss, unless it
     stored the key first (the page is PRESENT here)."""
     t = MissTracker()
-    t.begin(0, ["a"])
-    t.begin(1, ["a"])
-    assert [R(x) for x in t.finish(1, bytes([S.PRESENT]))] == [R.IN_FLIGHT]  # 0 was ahead of it
+    t.reset(concurrency=2)
+    t.begin(0, ["a"], 0.0)
+    t.begin(1, ["a"], 0.0)
+    assert [R(x) for x in t.finish(1, bytes([S.PRESENT]), 1.0, 2.0)] == [R.IN_FLIGHT]  # 0 was ahead of it
     t.reset()
-    t.begin(2, ["b"])
-    t.begin(3, ["b"])
-    t.finish(3, bytes([S.FAILED]))
-    assert [R(x) for x in t.finish(2, bytes([S.PUBLISHED]))] == [R.FIRST_USE]
+    t.begin(2, ["b"], 3.0)
+    t.begin(3, ["b"], 3.0)
+    t.finish(3, bytes([S.FAILED]), 4.0, 5.0)
+    assert [R(x) for x in t.finish(2, bytes([S.PUBLISHED]), 4.0, 6.0)] == [R.FIRST_USE]
 
 
-def test_finished_requests_are_kept_only_while_an_overlapping_one_is_under_way():
+def test_finished_requests_are_kept_only_while_one_not_finished_may_have_run_beside_them():
     t = MissTracker()
-    t.begin(0, ["a"])
-    t.begin(1, ["b"])
-    t.finish(0, bytes([S.PUBLISHED]))
-    assert len(t._recent) == 1  # request 1 began before 0 finished
-    t.finish(1, bytes([S.PUBLISHED]))
+    t.begin(0, ["a"], 0.0)
+    t.begin(1, ["b"], 0.0)
+    t.finish(0, bytes([S.PUBLISHED]), 1.0, 2.0)
+    assert len(t._recent) == 1  # request 1 was submitted before 0 ended
+    t.begin(2, ["c"], 2.5)
+    t.finish(1, bytes([S.PUBLISHED]), 2.0, 3.0)
+    assert [d.seq for d in t._recent] == [1]  # 2 was submitted after 0 ended: 0 is dropped
+    t.finish(2, bytes([S.PUBLISHED]), 3.0, 4.0)
     assert not t._recent and not t._open
 
 
-def _replay(rows: list[list[int]], capacity: int, fail: float, rng: random.Random):
+def _replay(rows: list[list[int]], capacity: int, fail: float, rng: random.Random, ahead: int = 0):
     """A concurrency-1 replay of prefix-chain ``rows`` through an LRU store of ``capacity`` pages whose puts
     fail with probability ``fail``, with the connector's rule (reload the leading run of present keys,
-    put-if-absent the rest), as a :class:`MissTracker` sees it; also the unbounded ideal's hits
+    put-if-absent the rest), as a :class:`MissTracker` sees it; each row is submitted ``ahead`` rows before
+    its turn (the driver's look-ahead) and runs after the previous one ended. Also the unbounded ideal's hits
     (workload.stats' rule). Returns (hits, reasons of every page, ideal hits)."""
     store: OrderedDict[str, None] = OrderedDict()
     tracker, seen = MissTracker(), set()
+    tracker.reset(concurrency=1)
     hits = ideal = 0
     reasons: list[int] = []
-    for seq, ids in enumerate(rows):
-        keys = ["/".join(map(str, ids[: i + 1])) for i in range(len(ids))]  # a hash chain: the whole prefix
+    chains = [["/".join(map(str, ids[: i + 1])) for i in range(len(ids))] for ids in rows]  # hash chains
+    submitted = 0
+    for seq, keys in enumerate(chains):
+        while submitted < len(chains) and submitted <= seq + ahead:
+            tracker.begin(submitted, chains[submitted], float(seq))
+            submitted += 1
         run = 0
         while run < len(keys) and keys[run] in store:
             store.move_to_end(keys[run])
@@ -164,22 +216,24 @@ def _replay(rows: list[list[int]], capacity: int, fail: float, rng: random.Rando
         while lead < len(keys) and keys[lead] in seen:
             lead += 1
         seen.update(keys)
-        tracker.begin(seq, keys)
-        got = tracker.finish(seq, bytes(states))
+        got = tracker.finish(seq, bytes(states), seq + 0.25, seq + 0.75)
         assert sum(1 for b in got if b) == len(keys) - run  # every miss has one reason, no hit has one
         hits, ideal, reasons = hits + run, ideal + lead, reasons + list(got)
     return hits, reasons, ideal
 
 
+@pytest.mark.parametrize("ahead", [0, 8])
 @pytest.mark.parametrize("capacity,fail", [(10_000, 0.0), (40, 0.0), (25, 0.2), (3, 0.5)])
-def test_reasons_add_up_to_the_unbounded_ideal(capacity, fail):
+def test_reasons_add_up_to_the_unbounded_ideal(capacity, fail, ahead):
+    """At concurrency 1, with or without requests submitted ahead of their turn (8: the driver's look-ahead),
+    a refused put's page missing later is never stored and nothing is in flight: the add-up is exact."""
     rng = random.Random(capacity)
     rows = []
     for _ in range(300):  # rows that share prefixes of earlier rows, then go their own way
         base = rng.choice(rows) if rows and rng.random() < 0.8 else []
         keep = rng.randint(0, len(base))
         rows.append(base[:keep] + [rng.randint(0, 10**9) for _ in range(rng.randint(0, 6))])
-    hits, reasons, ideal = _replay(rows, capacity, fail, rng)
+    hits, reasons, ideal = _replay(rows, capacity, fail, rng, ahead)
     c = counts(bytes(reasons))
     assert hits + c["evicted"] + c["never_stored"] + c["after_break"] == ideal
     assert c["in_flight"] == 0  # one request at a time
@@ -193,15 +247,17 @@ def test_reasons_add_up_to_the_unbounded_ideal(capacity, fail):
 def test_many_requests_under_way_still_give_one_reason_per_miss():
     rng = random.Random(7)
     t = MissTracker()
+    t.reset(concurrency=4)
     keys = {seq: [f"k{rng.randint(0, 30)}" for _ in range(rng.randint(0, 5))] for seq in range(400)}
-    under_way: list[int] = []
+    under_way: dict[int, float] = {}  # seq → when it started
     for seq in range(400):
-        t.begin(seq, keys[seq])
-        under_way.append(seq)
+        t.begin(seq, keys[seq], float(seq), lane=seq % 2)
+        under_way[seq] = seq + rng.random()
         while under_way and (len(under_way) > 4 or rng.random() < 0.4):
-            done = under_way.pop(rng.randrange(len(under_way)))
+            done = rng.choice(list(under_way))
+            start = under_way.pop(done)
             states = bytes(rng.choice([S.HIT, S.PUBLISHED, S.PRESENT, S.FAILED]) for _ in keys[done])
-            got = t.finish(done, states + bytes([S.PARTIAL]))
+            got = t.finish(done, states + bytes([S.PARTIAL]), start, seq + 1.0)
             assert len(got) == len(keys[done])
             assert [bool(r) for r in got] == [s != S.HIT for s in states]
     for seq in under_way:
@@ -219,10 +275,10 @@ def test_the_summary_counts_every_miss_once_and_the_shares_fill_the_prompt():
             (["a", "b", "c"], [S.PUBLISHED, S.PRESENT, S.PRESENT], 9), (["x"], [S.FAILED], 1),
             (["x"], [S.PUBLISHED], 0)]
     for seq, (keys, states, tail) in enumerate(rows):
-        t.begin(seq, keys)
+        t.begin(seq, keys, float(seq))
         cells = bytes(states) + (bytes([S.PARTIAL]) if tail else b"")
         agg.add(RequestResult(seq, "s", len(keys) * pt + tail, len(keys) * pt, pt, 64, len(keys),
-                              states.count(S.HIT), cells, reasons=t.finish(seq, cells)))
+                              states.count(S.HIT), cells, reasons=t.finish(seq, cells, float(seq), seq + 0.5)))
     s = agg.summary()
     m = s["misses"]
     assert {k: v["pages"] for k, v in m.items()} == {

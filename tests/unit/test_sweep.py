@@ -252,3 +252,103 @@ def test_an_interrupted_sweep_counts_its_points_in_words(n, said):
     from kvtui.core.sweep import describe_sweep
 
     assert describe_sweep(replace(_result(n), interrupted=True))[-1] == said
+
+
+# --- repeats and miss reasons ----------------------------------------------------------------------------
+
+def _misses(first: float, evicted: float) -> dict:
+    shares = {"first_use": first, "evicted": evicted, "never_stored": 0.01, "after_break": 0.002, "in_flight": 0.0}
+    return {k: {"pages": int(v * 1000), "tokens": int(v * 512_000), "share": v} for k, v in shares.items()}
+
+
+def _repeated() -> SweepResult:
+    """Two points of three repeats each, rates that differ as a wall-clock lease makes them."""
+    from kvtui.core.sweep import PointRun, PointSize
+
+    points = []
+    for cap, rates in ((1_000_000, (0.3393, 0.3695, 0.3512)), (3_000_000, (0.52, 0.52, 0.53))):
+        size = PointSize(cap, cap // 512, cap // 512, 8192, segment_bytes_for(cap // 512, 8192, WM))
+        runs = [PointRun(r, pages_hit=int(r * 1000), evicted_keys=7 + i, misses=_misses(0.3, 0.6 - r))
+                for i, r in enumerate(rates)]
+        points.append(SweepPoint.of_runs(size, 0.30 if cap < 2_000_000 else 0.50, runs, 0.4))
+    return SweepResult("synthetic", 3993, 512, 61_194_628, 0.6504, replace(SWEEP_BASE, elem_bytes=8).as_dict(),
+                       tuple(points), store={"lease_ttl_s": 2.0, "repeats": 3})
+
+
+def test_a_point_of_repeats_is_its_median_repeat_with_every_repeat_kept():
+    from kvtui.core.sweep import PointRun, median_run
+
+    small, big = _repeated().points
+    assert small.real_token_hit_rate == 0.3512 and small.real_range() == (0.3393, 0.3695)
+    assert small.evicted_keys == 9 and small.pages_hit == 351  # the median repeat's figures, all of them
+    assert [r.real_token_hit_rate for r in small.runs] == [0.3393, 0.3695, 0.3512]  # in the order run
+    assert big.real_range() == (0.52, 0.53)
+    assert median_run([PointRun(0.2), PointRun(0.4)]).real_token_hit_rate == 0.2  # a rate that was measured
+    with pytest.raises(ValueError, match="at least one run"):
+        median_run([])
+    one = SweepPoint(1_000_000, 1953, 1953, 20 << 20, 0.25, 0.3)  # a file written before repeats
+    assert one.real_range() == (0.25, 0.25)
+
+
+def test_repeats_round_trip_and_show_as_a_range_with_the_miss_reasons():
+    r = _repeated()
+    doc = json.loads(json.dumps(r.to_dict()))
+    assert [len(p["runs"]) for p in doc["points"]] == [3, 3]  # every repeat kept
+    assert doc["points"][0]["runs"][1]["misses"]["evicted"]["share"] == pytest.approx(0.6 - 0.3695)
+    assert sweep_from_dict(doc) == r
+    bad = json.loads(json.dumps(doc))
+    bad["points"][0]["runs"][0]["real_token_hit_rate"] = 2
+    with pytest.raises(ValueError, match="point 1, run 1: real_token_hit_rate must be within 0..1"):
+        sweep_from_dict(bad)
+    text = format_sweep_table(r)
+    assert "35.12 % (33.93–36.95)" in text and "52.00 % (52.00–53.00)" in text
+    assert "the median of 3 repeats" in text
+    why = text.split("why the prompt tokens missed", 1)[1]
+    assert "first use" in why and "never stored" in why and "in flight" in why
+    assert "30.00 %" in why and "24.88 %" in why  # first use, and the median repeat's evicted share
+    assert "why the prompt tokens missed" not in format_sweep_table(_result())  # a file without reasons
+
+
+def test_the_plot_and_the_screen_curve_show_the_range_of_the_repeats():
+    from matplotlib.collections import PolyCollection
+
+    from kvtui.bench.sweep_plot import sweep_figure
+    from kvtui.tui.widgets.sweep_curve import SweepCurve
+
+    r = _repeated()
+    ax = sweep_figure(r).axes[0]
+    band = [c for c in ax.collections if isinstance(c, PolyCollection)]
+    assert len(band) == 1 and "lowest to highest repeat" in band[0].get_label()
+    ys = band[0].get_paths()[0].vertices[:, 1]
+    assert min(ys) == pytest.approx(33.93) and max(ys) == pytest.approx(53.0)
+    assert ax.get_lines()[0].get_label().startswith(CURVES[0]) and "median of 3" in ax.get_lines()[0].get_label()
+    xs, lows, highs = SweepCurve(r).real_ranges()
+    assert xs == [1_000_000, 3_000_000]
+    assert lows == pytest.approx([33.93, 52.0]) and highs == pytest.approx([36.95, 53.0])
+    assert SweepCurve(_result()).real_ranges() == ([], [], [])
+    assert not [c for c in sweep_figure(_result()).axes[0].collections if isinstance(c, PolyCollection)]
+
+
+def test_report_of_a_repeated_sweep_shows_ranges_and_reasons(tmp_path, capsys):
+    path = _write(tmp_path, _repeated())
+    svg = tmp_path / "screen.svg"
+    assert main(["report", str(path), "--svg", str(svg)]) == 0
+    out = capsys.readouterr().out
+    assert "35.12 % (33.93–36.95)" in out and "why the prompt tokens missed" in out
+    text = svg.read_text().replace("&#160;", " ")
+    assert "33.93–36.95" in text and "after a break" in text
+
+
+@pytest.mark.parametrize("bad", ["0", "101"])
+def test_repeat_out_of_range_is_one_line(bad, capsys):
+    assert main(["sweep", "--trace", "synthetic", "--capacity", "4M", "--repeat", bad]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and f"--repeat must be within 1-100, got {bad}" in err
+
+
+def test_the_sweep_lease_is_run_s_lease(capsys):
+    from kvtui.config.cluster import LEASE_S
+
+    assert main(["sweep", "--help"]) == 0
+    out = " ".join(capsys.readouterr().out.split())
+    assert f"(default {LEASE_S:g} s, as kvtui run's" in out and "--repeat N" in out

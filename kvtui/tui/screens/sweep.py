@@ -1,5 +1,6 @@
 """The screen of a capacity sweep (``kvtui report SWEEP.json``): how the sweep ran, its hit-rate curve
-(:class:`~kvtui.tui.widgets.sweep_curve.SweepCurve`) and the table of its points."""
+(:class:`~kvtui.tui.widgets.sweep_curve.SweepCurve`), the table of its points and why their prompt tokens
+missed."""
 
 from __future__ import annotations
 
@@ -10,18 +11,35 @@ from textual.binding import Binding
 from textual.screen import Screen
 from textual.widgets import Footer, Static
 
-from kvtui.core.sweep import TABLE_HEAD, SweepResult, describe_sweep, table_rows
+from kvtui.core.sweep import MISSES_HEAD, TABLE_HEAD, SweepResult, describe_sweep, misses_rows, table_rows
 from kvtui.tui.widgets.sweep_curve import SweepCurve
+
+
+def _table(head: tuple[str, ...], rows: list[tuple[str, ...]], title: str | None = None,
+           wrap: tuple[str, ...] = ()) -> Table:
+    """A Rich table of ``rows`` under ``head``; the ``wrap`` columns may take two lines where the screen is
+    narrow, the others never wrap."""
+    table = Table(box=None, padding=(0, 1), pad_edge=False, header_style="bold", expand=False, title=title,
+                  title_justify="left", title_style="bold")
+    for i, name in enumerate(head):
+        words = [w for text in (name, *(row[i] for row in rows)) for w in text.split()] if name in wrap else []
+        table.add_column(name, justify="left" if i == 0 else "right", no_wrap=name not in wrap,
+                         min_width=max(map(len, words), default=None))  # (wrapped between words, never cut)
+    for row in rows:
+        table.add_row(*row)
+    return table
 
 
 def points_table(result: SweepResult) -> Table:
     """The points of ``result`` as a Rich table (the columns of :data:`kvtui.core.sweep.TABLE_HEAD`)."""
-    table = Table(box=None, padding=(0, 1), header_style="bold", expand=False)
-    for i, head in enumerate(TABLE_HEAD):
-        table.add_column(head, justify="left" if i == 0 else "right", no_wrap=True)
-    for row in table_rows(result):
-        table.add_row(*row)
-    return table
+    return _table(TABLE_HEAD, table_rows(result, two_lines=True), wrap=("optimal (MIN)", "held at end", "puts refused"))
+
+
+def misses_table(result: SweepResult) -> Table | None:
+    """Why the prompt tokens of each point missed (:data:`kvtui.core.sweep.MISSES_HEAD`); None when the file
+    has no miss reasons."""
+    rows = misses_rows(result)
+    return _table(MISSES_HEAD, rows, "why the prompt tokens missed (share of the prompt tokens)") if rows else None
 
 
 class SweepScreen(Screen[None]):
@@ -32,6 +50,7 @@ class SweepScreen(Screen[None]):
     SweepScreen #sweep-head { padding: 0 1; color: $text-muted; }
     SweepScreen #sweep-curve { border: round $primary-darken-1; }
     SweepScreen #sweep-table { padding: 0 1; height: auto; max-height: 40%; }
+    SweepScreen #sweep-misses { padding: 1 1 0 1; height: auto; max-height: 30%; }
     """
 
     def __init__(self, result: SweepResult) -> None:
@@ -42,4 +61,7 @@ class SweepScreen(Screen[None]):
         yield Static(Text("\n".join(describe_sweep(self.result))), id="sweep-head")
         yield SweepCurve(self.result, id="sweep-curve")
         yield Static(points_table(self.result), id="sweep-table")
+        why = misses_table(self.result)
+        if why is not None:
+            yield Static(why, id="sweep-misses")
         yield Footer()

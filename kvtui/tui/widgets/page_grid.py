@@ -86,7 +86,7 @@ REASON_CELLS: tuple[tuple[int, str, str, str, str, str], ...] = (
     (REASON_BASE + R.AFTER_BREAK, "b", "page-grid--miss-break", "after a break", "break",
      "miss, after a break: in the store, but an earlier page of the request missed"),
     (REASON_BASE + R.IN_FLIGHT, "f", "page-grid--miss-flight", "in flight", "flight",
-     "miss, in flight: another request under way was computing it"),
+     "miss, in flight: another request running at the same time was computing it"),
 )
 _COMPUTED_STATES = frozenset((S.PUBLISHED, S.PRESENT, S.COMPUTED))  # the cells a reason is drawn over
 _REASON_CODES = {code - REASON_BASE: code for code, *_ in REASON_CELLS}
