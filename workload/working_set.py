@@ -143,7 +143,7 @@ def trace_working_set(rows: Sequence[TraceRow], block_tokens: int, page_tokens: 
     distinct = len({h for ids in full for h in ids})
     longest = max((len(ids) for ids in full), default=0)
     return WorkingSet("trace", distinct * per_block, longest * per_block,
-                      f"{distinct:,} distinct full blocks × {per_block} pages",
+                      f"{distinct:,} distinct full blocks × {plural(per_block, 'page')}",
                       max(1, concurrency) * longest * per_block)
 
 
