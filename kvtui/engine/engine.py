@@ -552,9 +552,9 @@ class Engine:
         minutes). ``trouble``: start-up failed or a worker of this machine died (one that ended with an exit code
         other than 0 before it was asked to, or was replaced): the logs are kept (:mod:`kvtui.runtime.logs`),
         else a folder kvtui made for them is removed. A worker that a SIGTERM (a user's, to the whole process
-        group) or its parent's closed pipe ended leaves with 0: nothing failed. A worker replacement under way is waited for up to ``REPLACE_WAIT_S``; past that the
-        stop goes on without the chain lock and the replacement stops its new workers itself. Safe to call
-        twice (``meanwhile`` runs once)."""
+        group) or its parent's closed pipe ended leaves with 0: nothing failed. A worker replacement under way
+        is waited for up to ``REPLACE_WAIT_S``; past that the stop goes on without the chain lock and the
+        replacement stops its new workers itself. Safe to call twice (``meanwhile`` runs once)."""
         self._stopping = True
         locked = self._chain_lock.acquire(timeout=REPLACE_WAIT_S)
         try:

@@ -425,8 +425,9 @@ class EmbeddedCluster:
         only when its put completed. A log folder kvtui created itself
         (:class:`~kvtui.runtime.logs.LogFolder`) is removed when every process was still running and ended by
         these signals or exit 0 and ``keep_logs`` is false (a failed start keeps them, one interrupted by a Ctrl-C
-        or SIGTERM does not; the engine keeps them when one of its workers died), or whenever every file in it is empty (stopped during start-up, before
-        anything was logged); otherwise it stays and its path is printed on stderr.
+        or SIGTERM does not; the engine keeps them when one of its workers died), or whenever every file in it is
+        empty (stopped during start-up, before anything was logged); otherwise it stays and its path is printed
+        on stderr.
         """
         clean = not self._restarted
         procs = list(reversed(self.processes))  # store node first, metadata server last

@@ -122,7 +122,8 @@ def test_spawn_holds_sigterm_back_in_kvtui_and_not_in_the_child(tmp_path, monkey
         return real_popen(*args, **kwargs)
 
     monkeypatch.setattr(subprocess, "Popen", popen)
-    script = "import json, signal; print(json.dumps(sorted(int(s) for s in signal.pthread_sigmask(signal.SIG_BLOCK, []))))"
+    script = ("import json, signal; "
+              "print(json.dumps(sorted(int(s) for s in signal.pthread_sigmask(signal.SIG_BLOCK, []))))")
     proc = spawn("probe", [sys.executable, "-c", script], tmp_path / "probe.log")
     assert proc.popen.wait(30) == 0
     assert {signal.SIGTERM, *TERMINAL_SIGNALS} <= blocked_in_popen[0]
