@@ -1,5 +1,5 @@
 # The two commands of the README. Each sets up everything it needs first (scripts/setup.sh).
-.PHONY: setup setup-test watch test bench docs screenshots demo-gif
+.PHONY: setup setup-test watch test bench docs examples screenshots demo-gif
 
 setup:
 	@./scripts/setup.sh
@@ -17,6 +17,11 @@ test: setup-test
 docs: setup-test
 	.venv/bin/python scripts/gen_reference.py
 	.venv/bin/mkdocs build --strict
+
+# Every example of kvtui's output the docs show, run again for real (a few minutes): docs/examples/*.txt and their
+# transcripts (scripts/gen_examples.py; tests/unit/test_doc_examples.py checks them against the code).
+examples: setup-test
+	.venv/bin/python scripts/gen_examples.py
 
 bench: setup
 	.venv/bin/kvtui bench --json bench.json
