@@ -13,9 +13,11 @@ watch: setup
 test: setup-test
 	.venv/bin/python -m pytest -q
 
-# The documentation site: the reference pages regenerated from the code, then the site built into site/.
+# The documentation site: the reference pages regenerated from the code, the examples' snippets from their kept
+# runs (`make examples` runs them again), then the site built into site/.
 docs: setup-test
 	.venv/bin/python scripts/gen_reference.py
+	.venv/bin/python scripts/gen_examples.py --render
 	.venv/bin/mkdocs build --strict
 
 # Every example of kvtui's output the docs show, run again for real (a few minutes): docs/examples/*.txt and their

@@ -305,6 +305,20 @@ def _send(step: Step, folder: Path, pid_file: Path, t0: float) -> None:
     os.kill(pid, sig)
 
 
+def _end(proc: subprocess.Popen[bytes]) -> None:
+    """SIGTERM to the step's process group (bash and its kvtui: kvtui tears its cluster down), SIGKILL after 15 s."""
+    if proc.poll() is not None:
+        return
+    try:
+        os.killpg(proc.pid, signal.SIGTERM)
+        proc.wait(15)
+    except subprocess.TimeoutExpired:
+        os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait()
+    except ProcessLookupError:
+        pass
+
+
 def _wait(proc: subprocess.Popen[bytes], timeout_s: float) -> int:
     try:
         return proc.wait(timeout_s)
@@ -350,10 +364,12 @@ def _run_once(ex: Example, root: Path) -> dict[str, Any]:
     seen: set[str] = set()
     steps: list[dict[str, Any]] = []
     background: list[tuple[subprocess.Popen[bytes], Path]] = []
+    started: list[subprocess.Popen[bytes]] = []
     try:
         for n, step in enumerate(ex.steps):
             t0 = time.monotonic()
             proc, out, pid = _start(step, folder, n)
+            started.append(proc)
             if step.background:
                 while not re.search(step.until, out.read_text(errors="replace")):
                     if proc.poll() is not None or time.monotonic() - t0 > 120:
@@ -383,6 +399,8 @@ def _run_once(ex: Example, root: Path) -> dict[str, Any]:
                 except (ExampleFailed, ProcessLookupError):
                     pass
                 _wait(proc, 60)
+        for proc in started:  # (a step cut short: this script failed or was interrupted)
+            _end(proc)
     from kvtui import __version__
 
     return {"example": ex.name, "kvtui_version": __version__, "steps": steps}
@@ -575,19 +593,27 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     started = time.monotonic()
     root = Path(tempfile.mkdtemp(prefix="kvtui-examples-"))
+    failed: list[str] = []
     try:
         for ex in chosen:
             t0 = time.monotonic()
-            transcript = run_example(ex, root)
+            try:
+                transcript = run_example(ex, root)
+            except ExampleFailed as exc:  # (its files stay as they were; the others go on)
+                print(f"gen_examples: {exc}", file=sys.stderr, flush=True)
+                failed.append(ex.name)
+                continue
             write(ex, transcript)
             print(f"{ex.name:26} {time.monotonic() - t0:5.1f} s  docs/examples/{ex.name}.txt", flush=True)
-    except ExampleFailed as exc:
-        print(f"gen_examples: {exc}", file=sys.stderr)
-        return 1
+    except KeyboardInterrupt:
+        print("gen_examples: interrupted; the examples written so far are new, the others as they were",
+              file=sys.stderr)
+        return 130
     finally:
         shutil.rmtree(root, ignore_errors=True)
-    print(f"{len(chosen)} examples in {time.monotonic() - started:.0f} s")
-    return 0
+    print(f"{len(chosen) - len(failed)} examples in {time.monotonic() - started:.0f} s"
+          + (f"; failed, left as they were: {' '.join(failed)}" if failed else ""))
+    return 1 if failed else 0
 
 
 if __name__ == "__main__":
