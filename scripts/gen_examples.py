@@ -35,7 +35,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -107,15 +107,16 @@ class Step:
 
 @dataclass(frozen=True)
 class Example:
-    """A documented example: ``name`` (its files ``docs/examples/NAME.*``), the page that includes it, its steps."""
+    """A documented example: ``name`` (its files ``docs/examples/NAME.*``), the page under ``docs/`` that
+    includes it, its steps (run in order, in one folder)."""
 
     name: str
     page: str
     steps: tuple[Step, ...]
-    why: str = field(default="", compare=False)
 
 
 def cmd(*lines: str, **kw: Any) -> Step:
+    """A :class:`Step` of the shown lines ``lines``."""
     return Step(tuple(lines), **kw)
 
 
@@ -274,7 +275,6 @@ def _start(step: Step, folder: Path, n: int) -> tuple[subprocess.Popen[bytes], P
     out, pid = folder / f"step-{n}.out", folder / f"step-{n}.pid"
     script = _SHELL.format(py=sys.executable, capture=CAPTURE, folder=folder) + step.command
     env = dict(os.environ, TMPDIR=str(folder / "tmp"), KVTUI_EXAMPLE_PID=str(pid), COLUMNS="100", LC_ALL="C.UTF-8")
-    env.pop("KVTUI_EXAMPLE_RECORDS", None)
     with open(out, "wb") as f:
         proc = subprocess.Popen(["bash", "--noprofile", "--norc", "-c", script], cwd=folder, env=env, stdout=f,
                                 stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, start_new_session=True)
