@@ -69,8 +69,9 @@ class Step:
     after the command. ``hidden``: run, not shown (an input an earlier block of the page made). ``background``:
     shown with `` &``, the next step starts ``settle`` seconds after ``until`` is in its output, and it is sent
     SIGTERM when the example ends; the page shows its output up to then. ``send``: ``(signal, when)``: the
-    signal is sent to kvtui (not the shell), ``when`` seconds after the step started, or ``"start-up"``: as soon
-    as the embedded cluster's log folder exists. ``rc``: the exit codes that count as the example working;
+    signal is sent to kvtui (not the shell), ``when`` seconds after the step started, or ``settle`` seconds after
+    its output matches the regular expression ``when``, or (``"start-up"``) as soon as the embedded cluster's
+    log folder exists. ``rc``: the exit codes that count as the example working;
     ``expect``: a regular expression its output must hold (else the example runs again, at most
     :data:`ATTEMPTS` times)."""
 
@@ -155,8 +156,8 @@ EXAMPLES: tuple[Example, ...] = (
         cmd(LLAMA, "--store-size 256MiB --gpu a100", keep=(r"^TTFT saved",)),
     )),
     Example("run-interrupted", "guide/run.md", (
-        cmd("kvtui run --layout tiny --duration 60 --json int.json --quiet", note="SIGTERM 6 s after it started",
-            send=(signal.SIGTERM, 6.0), rc=(143,), keep=(r"^kvtui: ", r"^requests "),
+        cmd("kvtui run --layout tiny --duration 60 --json int.json", note="SIGTERM 3 s into the run",
+            send=(signal.SIGTERM, r"kvtui: network"), settle=3.0, rc=(143,), keep=(r"^kvtui: ", r"^requests "),
             expect=r"interrupted: the summary covers"),
     )),
     Example("run-interrupted-start-up", "guide/run.md", (
@@ -289,19 +290,25 @@ def _kvtui_pid(pid_file: Path, deadline: float) -> int:
     raise ExampleFailed(f"no kvtui process started (no {pid_file.name})")
 
 
-def _send(step: Step, folder: Path, pid_file: Path, t0: float) -> None:
-    """Send ``step.send``'s signal when its moment comes."""
+def _send(step: Step, folder: Path, out: Path, pid_file: Path, t0: float) -> None:
+    """Send ``step.send``'s signal when its moment comes (``settle`` seconds after it)."""
     assert step.send is not None
     sig, when = step.send
     deadline = t0 + 120
     pid = _kvtui_pid(pid_file, deadline)
-    if when == "start-up":
-        while not any((folder / "tmp").glob("kvtui-logs-*")):
+    if isinstance(when, str):
+        def come() -> bool:
+            if when == "start-up":
+                return any((folder / "tmp").glob("kvtui-logs-*"))
+            return bool(re.search(when, out.read_text(errors="replace")))
+
+        while not come():
             if time.monotonic() > deadline:
-                raise ExampleFailed("the embedded cluster never made its log folder")
+                raise ExampleFailed(f"{step.command!r}: {when!r} never came: " + out.read_text(errors="replace"))
             time.sleep(0.005)
     else:
-        time.sleep(max(0.0, t0 + float(when) - time.monotonic()))
+        time.sleep(max(0.0, t0 + when - time.monotonic()))
+    time.sleep(step.settle)
     os.kill(pid, sig)
 
 
@@ -382,7 +389,7 @@ def _run_once(ex: Example, root: Path) -> dict[str, Any]:
                               "output": _redact(out.read_text(errors="replace"), pairs), "records": []})
                 continue
             if step.send is not None:
-                _send(step, folder, pid, t0)
+                _send(step, folder, out, pid, t0)
             rc = _wait(proc, STEP_TIMEOUT_S)
             text = _redact(out.read_bytes().decode("utf-8", errors="replace"), pairs)
             if rc not in step.rc:
