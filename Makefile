@@ -1,5 +1,5 @@
 # The two commands of the README. Each sets up everything it needs first (scripts/setup.sh).
-.PHONY: setup setup-test watch test bench docs screenshots demo-gif
+.PHONY: setup setup-test watch test bench docs examples screenshots demo-gif
 
 setup:
 	@./scripts/setup.sh
@@ -13,10 +13,17 @@ watch: setup
 test: setup-test
 	.venv/bin/python -m pytest -q
 
-# The documentation site: the reference pages regenerated from the code, then the site built into site/.
+# The documentation site: the reference pages regenerated from the code, the examples' snippets from their kept
+# runs (`make examples` runs them again), then the site built into site/.
 docs: setup-test
 	.venv/bin/python scripts/gen_reference.py
+	.venv/bin/python scripts/gen_examples.py --render
 	.venv/bin/mkdocs build --strict
+
+# Every example of kvtui's output the docs show, run again for real (a few minutes): docs/examples/*.txt and their
+# transcripts (scripts/gen_examples.py; tests/unit/test_doc_examples.py checks them against the code).
+examples: setup-test
+	.venv/bin/python scripts/gen_examples.py
 
 bench: setup
 	.venv/bin/kvtui bench --json bench.json

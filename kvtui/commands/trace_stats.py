@@ -18,6 +18,7 @@ from kvtui.core.errors import KvtuiError
 from kvtui.core.text import plural
 
 _MAX_PROBLEMS_SHOWN = 5
+_MAX_PROBLEMS_IN_JSON = 100
 
 
 def parse_tokens(text: str, what: str = "capacity") -> int:
@@ -105,6 +106,92 @@ def _fmt_int(n: int) -> str:
     return f"{n:,}"
 
 
+def format_trace_stats(doc: dict) -> str:
+    """The table of ``kvtui trace-stats`` from its ``--json`` document (``problems``: every one, in file order;
+    the file written keeps the first :data:`_MAX_PROBLEMS_IN_JSON`)."""
+    from kvtui.metrics import figures as fig
+    from workload.stats import prefill_ceiling
+    from workload.synthesis import Synthesis
+
+    problems = doc["problems"]
+    skipped = [p for p in problems if p["skipped"]]
+    late = [p for p in problems if not p["skipped"]]
+    rate = doc["arrival_rate_rps"]
+    table: list[tuple[str, str]] = [
+        ("trace", doc["file"]),
+        *([("synthesis", Synthesis(**doc["synthesis"]).describe())] if "synthesis" in doc else []),
+        ("rows", f"{_fmt_int(doc['rows'])}" + (f"  ({plural(doc['bad_rows'], 'bad row')} skipped)"
+                                                if doc["bad_rows"] else "")),
+        ("duration", f"{doc['duration_s']:,.1f} s"),
+        ("arrival rate", f"{rate:,.2f} req/s" if rate is not None else "n/a (one instant)"),
+        (
+            "input length",
+            f"p50 {_fmt_int(doc['input_p50'])}  p90 {_fmt_int(doc['input_p90'])}  "
+            f"p99 {_fmt_int(doc['input_p99'])}  max {_fmt_int(doc['input_max'])} tokens",
+        ),
+        ("input tokens", _fmt_int(doc["input_tokens"])),
+        ("output tokens", _fmt_int(doc["output_tokens"])),
+        ("block size", f"{_fmt_int(doc['block_tokens'])} tokens"),
+        (
+            "blocks",
+            f"{_fmt_int(doc['blocks_listed'])} listed, {_fmt_int(doc['distinct_blocks'])} distinct, "
+            f"{_fmt_int(doc['full_blocks'])} full",
+        ),
+        ("shared prefixes", f"{_fmt_int(doc['shared_prefix_tokens'])} tokens "
+                            f"({doc['shared_prefix_tokens'] / doc['input_tokens']:.2%} of input): "
+                            "rows' leading blocks that other rows list too"),
+        (
+            fig.TRACE_IDEAL.label,
+            f"{doc['ideal_token_hit_rate'] * 100:6.2f} %  unbounded cache, token-weighted "
+            f"({_fmt_int(doc['ideal_block_hits'])} block hits, {_fmt_int(doc['ideal_hit_tokens'])} tokens)",
+        ),
+        (
+            fig.AIPERF_HIT_RATE.label,
+            f"{doc['aiperf_hit_rate'] * 100:6.2f} %  unbounded cache, mean over requests of each one's block hit "
+            "share (aiperf analyze-trace)",
+        ),
+        (
+            fig.PREFILL_CEILING.label,
+            f"{fig.ceiling_text(prefill_ceiling(doc['ideal_token_hit_rate'])):>7}   1/(1 - ideal hit rate): prompt "
+            "tokens ÷ tokens left to compute if every hit token were free (an ideal)",
+        ),
+    ]
+    for lru, opt in zip(doc["lru"], doc["min"]):
+        cap, hit, best = lru["capacity_tokens"], lru["token_hit_rate"], opt["token_hit_rate"]
+        table.append(
+            (
+                f"hit rate @ {_fmt_int(cap)} tokens",
+                f"{hit * 100:6.2f} %  {fig.TRACE_LRU.label} (prefill ceiling {_ceiling(hit)})   "
+                f"{best * 100:6.2f} %  {fig.TRACE_MIN.label} (prefill ceiling {_ceiling(best)})   "
+                f"{plural(cap // doc['block_tokens'], 'block')}",
+            )
+        )
+    for t in doc.get("two_tier", ()):  # (a document from before the disk tier has none)
+        table.append(
+            (
+                f"hit rate @ {_fmt_int(t['memory_tokens'])} + {_fmt_int(t['disk_tokens'])} disk",
+                f"{t['token_hit_rate'] * 100:6.2f} %  {fig.TRACE_TWO_TIER.label} (memory "
+                f"{t['memory_token_hit_rate'] * 100:.2f} % + disk {t['disk_token_hit_rate'] * 100:.2f} %)   "
+                f"{t['min_token_hit_rate'] * 100:6.2f} %  {fig.TRACE_MIN.label} at "
+                f"{_fmt_int(t['memory_tokens'] + t['disk_tokens'])} tokens",
+            )
+        )
+    width = max(len(k) for k, _ in table)
+    lines = [f"{k:<{width}}  {v}" for k, v in table]
+    for listed, total, head in (
+            (skipped, doc["bad_rows"], f"skipped {plural(doc['bad_rows'], 'bad row')}:"),
+            (late, len(late), f"{plural(len(late), 'row')} out of order (kept; a replay issues each at the earlier "
+                              "row's time):")):
+        if not listed:
+            continue
+        lines.append(head)
+        for pr in listed[:_MAX_PROBLEMS_SHOWN]:
+            lines.append(f"  line {pr['line']}: {pr['reason']}")
+        if total > _MAX_PROBLEMS_SHOWN:
+            lines.append(f"  ... and {_fmt_int(total - _MAX_PROBLEMS_SHOWN)} more")
+    return "\n".join(lines)
+
+
 def run(args: argparse.Namespace, started_at: float | None = None) -> int:
     """Compute and print the stats; return 0. Bad input raises :class:`KvtuiError`."""
     import os
@@ -143,99 +230,24 @@ def run(args: argparse.Namespace, started_at: float | None = None) -> int:
         tiers = [two_tier_hits(rows, cap, disk, block_tokens) for cap in capacities for disk in disks]
     except (TraceError, ValueError) as exc:
         raise KvtuiError(str(exc)) from None
-    skipped = [p for p in problems if p.skipped]
-    late = [p for p in problems if not p.skipped]
-
-    table: list[tuple[str, str]] = [
-        ("trace", os.fspath(args.file)),
-        *([("synthesis", synthesis.describe())] if synthesis else []),
-        ("rows", f"{_fmt_int(stats.rows)}" + (f"  ({plural(len(skipped), 'bad row')} skipped)" if skipped else "")),
-        ("duration", f"{stats.duration_s:,.1f} s"),
-        (
-            "arrival rate",
-            f"{stats.arrival_rate_rps:,.2f} req/s" if stats.arrival_rate_rps is not None else "n/a (one instant)",
-        ),
-        (
-            "input length",
-            f"p50 {_fmt_int(stats.input_p50)}  p90 {_fmt_int(stats.input_p90)}  "
-            f"p99 {_fmt_int(stats.input_p99)}  max {_fmt_int(stats.input_max)} tokens",
-        ),
-        ("input tokens", _fmt_int(stats.input_tokens)),
-        ("output tokens", _fmt_int(stats.output_tokens)),
-        ("block size", f"{_fmt_int(block_tokens)} tokens"),
-        (
-            "blocks",
-            f"{_fmt_int(stats.blocks_listed)} listed, {_fmt_int(stats.distinct_blocks)} distinct, "
-            f"{_fmt_int(stats.full_blocks)} full",
-        ),
-        ("shared prefixes", f"{_fmt_int(shared_tokens)} tokens ({shared_tokens / stats.input_tokens:.2%} of input): "
-                            "rows' leading blocks that other rows list too"),
-        (
-            fig.TRACE_IDEAL.label,
-            f"{stats.ideal_token_hit_rate * 100:6.2f} %  unbounded cache, token-weighted "
-            f"({_fmt_int(stats.ideal_block_hits)} block hits, {_fmt_int(stats.ideal_hit_tokens)} tokens)",
-        ),
-        (
-            fig.AIPERF_HIT_RATE.label,
-            f"{stats.aiperf_hit_rate * 100:6.2f} %  unbounded cache, mean over requests of each one's block hit "
-            "share (aiperf analyze-trace)",
-        ),
-        (
-            fig.PREFILL_CEILING.label,
-            f"{fig.ceiling_text(prefill_ceiling(stats.ideal_token_hit_rate)):>7}   1/(1 - ideal hit rate): prompt "
-            "tokens ÷ tokens left to compute if every hit token were free (an ideal)",
-        ),
-    ]
-    for (cap, rate), (_cap, opt) in zip(curve, best):
-        assert cap is not None
-        table.append(
-            (
-                f"hit rate @ {_fmt_int(cap)} tokens",
-                f"{rate * 100:6.2f} %  {fig.TRACE_LRU.label} (prefill ceiling {_ceiling(rate)})   "
-                f"{opt * 100:6.2f} %  {fig.TRACE_MIN.label} (prefill ceiling {_ceiling(opt)})   "
-                f"{plural(cap // block_tokens, 'block')}",
-            )
-        )
-    for t in tiers:
-        table.append(
-            (
-                f"hit rate @ {_fmt_int(t.memory_tokens)} + {_fmt_int(t.disk_tokens)} disk",
-                f"{t.hit_rate * 100:6.2f} %  {fig.TRACE_TWO_TIER.label} (memory {t.memory_rate * 100:.2f} % + disk "
-                f"{t.disk_rate * 100:.2f} %)   {t.optimal_rate * 100:6.2f} %  {fig.TRACE_MIN.label} at "
-                f"{_fmt_int(t.memory_tokens + t.disk_tokens)} tokens",
-            )
-        )
-    width = max(len(k) for k, _ in table)
-    lines = [f"{k:<{width}}  {v}" for k, v in table]
-    for listed, head in ((skipped, f"skipped {plural(len(skipped), 'bad row')}:"),
-                         (late, f"{plural(len(late), 'row')} out of order (kept; a replay issues each at the earlier "
-                                "row's time):")):
-        if not listed:
-            continue
-        lines.append(head)
-        for pr in listed[:_MAX_PROBLEMS_SHOWN]:
-            lines.append(f"  line {pr.line_no}: {pr.reason}")
-        if len(listed) > _MAX_PROBLEMS_SHOWN:
-            lines.append(f"  ... and {_fmt_int(len(listed) - _MAX_PROBLEMS_SHOWN)} more")
+    doc = {
+        "file": os.fspath(args.file),
+        **synthesis_fields(synthesis),
+        **stats.to_dict(),
+        "shared_prefix_tokens": shared_tokens,
+        fig.PREFILL_CEILING.key: _json_ceiling(prefill_ceiling(stats.ideal_token_hit_rate)),
+        "lru": [{"capacity_tokens": cap, "token_hit_rate": rate,
+                 fig.PREFILL_CEILING.key: _json_ceiling(prefill_ceiling(rate))} for cap, rate in curve],
+        "min": [{"capacity_tokens": cap, "token_hit_rate": rate,
+                 fig.PREFILL_CEILING.key: _json_ceiling(prefill_ceiling(rate))} for cap, rate in best],
+        "two_tier": [{"memory_tokens": t.memory_tokens, "disk_tokens": t.disk_tokens,
+                      "token_hit_rate": t.hit_rate, "memory_token_hit_rate": t.memory_rate,
+                      "disk_token_hit_rate": t.disk_rate, "min_token_hit_rate": t.optimal_rate} for t in tiers],
+        "bad_rows": sum(1 for p in problems if p.skipped),
+        "problems": [{"line": p.line_no, "reason": p.reason, "skipped": p.skipped} for p in problems],
+    }
     if args.json != "-":
-        print("\n".join(lines))
-
-    if args.json:
-        doc = {
-            "file": os.fspath(args.file),
-            **synthesis_fields(synthesis),
-            **stats.to_dict(),
-            "shared_prefix_tokens": shared_tokens,
-            fig.PREFILL_CEILING.key: _json_ceiling(prefill_ceiling(stats.ideal_token_hit_rate)),
-            "lru": [{"capacity_tokens": cap, "token_hit_rate": rate,
-                     fig.PREFILL_CEILING.key: _json_ceiling(prefill_ceiling(rate))} for cap, rate in curve],
-            "min": [{"capacity_tokens": cap, "token_hit_rate": rate,
-                     fig.PREFILL_CEILING.key: _json_ceiling(prefill_ceiling(rate))} for cap, rate in best],
-            "two_tier": [{"memory_tokens": t.memory_tokens, "disk_tokens": t.disk_tokens,
-                          "token_hit_rate": t.hit_rate, "memory_token_hit_rate": t.memory_rate,
-                          "disk_token_hit_rate": t.disk_rate, "min_token_hit_rate": t.optimal_rate} for t in tiers],
-            "bad_rows": len(skipped),
-            "problems": [{"line": p.line_no, "reason": p.reason, "skipped": p.skipped} for p in problems[:100]],
-        }
-        write_json_atomic(args.json, doc)  # (- : standard output)
+        print(format_trace_stats(doc))
+    if args.json:  # (- : standard output; the first 100 problems)
+        write_json_atomic(args.json, {**doc, "problems": doc["problems"][:_MAX_PROBLEMS_IN_JSON]})
     return 0

@@ -583,18 +583,19 @@ class Engine:
         worker's last store call fail sooner), then a worker still in a store call is killed: after
         ``EMBEDDED_STOP_GRACE_S`` embedded (no store outlives an unfinished put), after
         ``workers.STOP_GRACE_S`` attached (a put cut short would keep its space in the shared store for
-        minutes). ``trouble``: start-up failed or a worker of this machine died (one that ended before it was
-        asked to, or was replaced): the logs are kept (:mod:`kvtui.runtime.logs`), else a folder kvtui made for
-        them is removed. A worker replacement under way gives up first (its new workers' start-up abandoned) and
-        the stop then stops whatever it left (:meth:`_take_chain_lock`). Safe to call twice, from any thread
-        (``meanwhile`` runs once)."""
+        minutes). ``trouble``: start-up failed or a worker of this machine died (one that ended with an exit code
+        other than 0 before it was asked to, or was replaced): the logs are kept (:mod:`kvtui.runtime.logs`),
+        else a folder kvtui made for them is removed. A worker that a SIGTERM (a user's, to the whole process
+        group) or its parent's closed pipe ended leaves with 0: nothing failed. A worker replacement under way
+        gives up first (its new workers' start-up abandoned) and the stop then stops whatever it left
+        (:meth:`_take_chain_lock`). Safe to call twice, from any thread (``meanwhile`` runs once)."""
         self._stopping = True
         self._abandon.set()
         self._take_chain_lock()
         try:
             handles = [*self.decodes, *self.prefills]
             local = [h for h in handles if not getattr(h, "remote", False)]  # (a remote worker leaves when it likes)
-            trouble = self._failed or bool(self.replacements) or any(h.exit_code(0) is not None for h in local)
+            trouble = self._failed or bool(self.replacements) or any(h.exit_code(0) not in (None, 0) for h in local)
             for h in handles:
                 h.ask_stop()
             grace = EMBEDDED_STOP_GRACE_S if self.endpoints.embedded else WORKER_STOP_GRACE_S

@@ -269,8 +269,8 @@ class EmbeddedCluster:
             # thread would inherit its nice +10, and so would the master it forks
             self._spawner = ThreadPoolExecutor(1, thread_name_prefix="kvtui-spawner")
             self._spawner.submit(lambda: None).result()
-        except BaseException:
-            self.stop(keep_logs=True)
+        except BaseException as exc:  # (a Ctrl-C or SIGTERM is the user's, not a failure the logs would explain)
+            self.stop(keep_logs=isinstance(exc, Exception))
             raise
         return self.endpoints
 
@@ -468,9 +468,10 @@ class EmbeddedCluster:
         gone), only to remove keys from that master. No page is left half-written: a page becomes readable
         only when its put completed. A log folder kvtui created itself
         (:class:`~kvtui.runtime.logs.LogFolder`) is removed when every process was still running and ended by
-        these signals or exit 0 and ``keep_logs`` is false (a failed start keeps them; so does the engine when
-        one of its workers died), or whenever every file in it is empty (stopped during start-up, before
-        anything was logged); otherwise it stays and its path is printed on stderr.
+        these signals or exit 0 and ``keep_logs`` is false (a failed start keeps them, one interrupted by a Ctrl-C
+        or SIGTERM does not; the engine keeps them when one of its workers died), or whenever every file in it is
+        empty (stopped during start-up, before anything was logged); otherwise it stays and its path is printed
+        on stderr.
         """
         clean = not self._restarted
         procs = list(reversed(self.processes))  # store node first, metadata server last

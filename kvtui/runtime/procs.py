@@ -38,6 +38,7 @@ def _child_preexec() -> None:
     # needs a graceful end once kvtui is gone (it stops its children with SIGKILL too, see ``stop``)
     _set_pdeathsig(signal.SIGKILL)
     os.setpgrp()  # own process group: a Ctrl-C in the terminal reaches kvtui, which then tears down in order
+    signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGTERM})  # (spawn blocked it; kvtui stops some by it)
 
 
 TERMINAL_SIGNALS = frozenset({signal.SIGINT, signal.SIGHUP})
@@ -177,8 +178,10 @@ def spawn(name: str, argv: list[str], log_path: Path, env: dict[str, str] | None
     log_path.parent.mkdir(parents=True, exist_ok=True)
     # the child runs Python (_child_preexec) between fork and exec, still in kvtui's process group: a Ctrl-C
     # then raised KeyboardInterrupt in it ("Exception ignored in _after_fork", a traceback on the terminal);
-    # blocked here, the signal stays pending in the child, which after setpgrp no terminal signal reaches
-    old = signal.pthread_sigmask(signal.SIG_BLOCK, TERMINAL_SIGNALS)
+    # blocked here, the signal stays pending in the child, which after setpgrp no terminal signal reaches.
+    # SIGTERM is held back too: in the parent, a preexec_fn makes the fork run the at-fork hooks (logging's
+    # _releaseLock), and kvtui's SIGTERM handler raising there is "ignored", a traceback and a lost SIGTERM
+    old = signal.pthread_sigmask(signal.SIG_BLOCK, TERMINAL_SIGNALS | {signal.SIGTERM})
     try:
         with open(log_path, "ab") as log:
             popen = subprocess.Popen(

@@ -156,3 +156,32 @@ def test_engine_stop_frees_a_send_stuck_on_a_worker_and_never_goes_on_without_th
     assert steps == ["kill", "send failed", "ask_stop", "finish_stop"]  # the chain changed only under the lock
     assert EMBEDDED_STOP_GRACE_S <= took < EMBEDDED_STOP_GRACE_S + 1.0
     assert engine.decodes == [] and engine.prefills == []
+
+
+def test_spawn_holds_sigterm_back_in_kvtui_and_not_in_the_child(tmp_path, monkeypatch):
+    """A SIGTERM that came while ``spawn`` forked ran kvtui's handler inside the fork's at-fork hooks, where its
+    exception is only printed ("Exception ignored"): the SIGTERM was lost and the run went on. ``spawn`` holds it
+    back (with the terminal's signals) until the child has started; the child gets SIGTERM unblocked (the
+    metadata server and the store node are stopped by it) and the terminal's signals still blocked."""
+    import json
+    import subprocess
+    import sys
+
+    from kvtui.runtime.procs import TERMINAL_SIGNALS, spawn
+
+    blocked_in_popen = []
+    real_popen = subprocess.Popen
+
+    def popen(*args, **kwargs):
+        blocked_in_popen.append(signal.pthread_sigmask(signal.SIG_BLOCK, []))
+        return real_popen(*args, **kwargs)
+
+    monkeypatch.setattr(subprocess, "Popen", popen)
+    script = ("import json, signal; "
+              "print(json.dumps(sorted(int(s) for s in signal.pthread_sigmask(signal.SIG_BLOCK, []))))")
+    proc = spawn("probe", [sys.executable, "-c", script], tmp_path / "probe.log")
+    assert proc.popen.wait(30) == 0
+    assert {signal.SIGTERM, *TERMINAL_SIGNALS} <= blocked_in_popen[0]
+    assert signal.SIGTERM not in signal.pthread_sigmask(signal.SIG_BLOCK, [])  # (given back after)
+    in_child = set(json.loads((tmp_path / "probe.log").read_text()))
+    assert signal.SIGTERM not in in_child and {int(s) for s in TERMINAL_SIGNALS} <= in_child
