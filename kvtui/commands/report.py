@@ -7,6 +7,7 @@ and its hit-rate curve in a terminal screen (:mod:`kvtui.tui.sweep_app`; ``--svg
 from __future__ import annotations
 
 import argparse
+from typing import TYPE_CHECKING, cast
 
 from kvtui.commands.output import format_summary, full_setup, open_session, store_counts, write_json_atomic
 from kvtui.config.exports import check_requests_log
@@ -14,6 +15,9 @@ from kvtui.config.paths import check_outputs, path_arg
 from kvtui.config.plan import CONTEXT_KEYS
 from kvtui.core.errors import KvtuiError
 from kvtui.core.layout import PageLayout
+
+if TYPE_CHECKING:
+    from kvtui.metrics.summary import RunInputs, RunSummary
 
 
 def register(subparsers) -> None:
@@ -70,12 +74,13 @@ def run(args: argparse.Namespace, started_at: float | None = None) -> int:
     if summary["span"]["latency_covers"] == "session":
         print(f"kvtui: {args.file} does not mark where its recording began (an older kvtui): counters cover the "
               "recorded frames, latencies the whole session", file=sys.stderr)
+    # the header's context (RunContext's keys) and inputs as the recording's kvtui wrote them
     ctx = {k: reader.header[k] for k in ("layout", "page_bytes", "workload", "bad_rows_skipped", "concurrency",
                                           "store_mode") if k in reader.header}
-    summary.update(ctx)
+    summary.update(cast("RunSummary", ctx))
     summary["setup"] = full_setup(reader.header.get("setup"), final.store, reader.meta)
     summary["store_at_end"] = store_counts(final.store)  # the store as the recording's last frame saw it
-    summary["context"] = {k: reader.header.get(k) for k in CONTEXT_KEYS if k in reader.header}  # as run --json
+    summary["context"] = cast("RunInputs", {k: reader.header.get(k) for k in CONTEXT_KEYS if k in reader.header})
     if final.workload:
         summary["workload"] = final.workload  # the knobs as they were at the end, not at start-up
     inputs = reader.header.get("ttft_estimate")  # the TTFT estimate's inputs in full, as the run began

@@ -31,6 +31,7 @@ from kvtui.core.text import plural
 from kvtui.core.units import duration_arg
 from kvtui.launch import Outputs, open_session, start_recording
 from kvtui.metrics.figures import failover_lines, failover_ranges
+from kvtui.metrics.summary import RunSummary, add_context
 from kvtui.runtime.procs import uninterrupted
 
 
@@ -102,10 +103,11 @@ def _interrupted_at_start(args: argparse.Namespace, plan: RunPlan | None, starte
         summary = Aggregator(estimator=plan.estimator if plan is not None else None).summary()
         summary["elapsed_s"] = time.monotonic() - started_at if started_at is not None else 0.0
         if plan is not None:
-            summary.update(plan.context())
+            add_context(summary, plan.context())
             summary["setup"] = full_setup(summary["setup"], None)
             summary["context"] = plan.inputs()
-        summary.update(interrupted=True, interrupted_during="start-up", requests_lost=0, requests_rerun=0)
+        summary.update({"interrupted": True, "interrupted_during": "start-up", "requests_lost": 0,
+                        "requests_rerun": 0})
         write_json_atomic(args.json, summary)
         if args.json != "-":
             print(f"kvtui: interrupted during start-up, before any request: {args.json} says so", file=sys.stderr)
@@ -183,15 +185,15 @@ def _say_note(line: str, quiet: bool) -> None:
         print(f"kvtui: {line}", file=sys.stderr, flush=True)
 
 
-def _report(plan: RunPlan, args: argparse.Namespace, summary: dict, desc: Mapping[str, Any], bad_rows: int, session,
-            interrupted: KeyboardInterrupt | None, store: Mapping[str, Any] | None = None,
+def _report(plan: RunPlan, args: argparse.Namespace, summary: RunSummary, desc: Mapping[str, Any], bad_rows: int,
+            session, interrupted: KeyboardInterrupt | None, store: Mapping[str, Any] | None = None,
             stopped_by: str | None = None) -> int:
     """Print the summary and its notes, write ``--json``; the exit code (1 if a page failed verification).
     ``store``: the last frame's store block (the capacity of an attached cluster, :func:`full_setup`);
     ``stopped_by``: why the run was stopped, a process that died and that nothing restarts (a worker, or one of
     its embedded cluster's): ``stopped_by`` in the JSON, which says ``interrupted``."""
     counts = session.counts()
-    summary.update(plan.context(desc, bad_rows))
+    add_context(summary, plan.context(desc, bad_rows))
     summary["setup"] = full_setup(summary["setup"], store)
     summary["store_at_end"] = store_counts(store)
     summary["context"] = plan.inputs()
