@@ -15,15 +15,38 @@ per-object overhead, and the evicted keys.
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, replace
-from typing import TYPE_CHECKING, Callable
+from typing import TYPE_CHECKING, Any, TypedDict
 
 from kvtui.core.sweep import PointSize, SweepPoint, SweepResult
 
 if TYPE_CHECKING:
+    from kvtui.bench.engines import StartStack
     from kvtui.core.layout import PageLayout
+    from kvtui.launch import Stack
+    from kvtui.mooncake.ops import MooncakeCluster
+    from workload import TraceRow
 
 POLL_S = 0.25  # how often the progress callback is called while a point runs
+
+
+class _PointStatus(TypedDict):
+    """What every progress call says (see :class:`PointStatus`)."""
+
+    real: float
+    keys: int
+
+
+class PointStatus(_PointStatus, total=False):
+    """A point's progress (:func:`run_sweep`'s ``progress``): the ``real`` token hit rate so far (0..1), the most
+    ``keys`` the store held; ``done``: the point has ended."""
+
+    done: bool
+
+
+Progress = Callable[[int, int, PointStatus], None]
+"""``progress(point index, rows done in that point, status)``."""
 
 
 @dataclass(frozen=True)
@@ -36,7 +59,7 @@ class SweepPlan:
     ``bad_rows_skipped`` and ``synthesis`` (the trace synthesis applied to ``rows``, ``Synthesis.as_dict()``,
     or None)."""
 
-    rows: list
+    rows: list[TraceRow]
     label: str
     block_tokens: int
     layout: PageLayout
@@ -45,9 +68,9 @@ class SweepPlan:
     lease_ttl_s: float
     log_dir: str | None
     isolation: str | None
-    sizing: dict
+    sizing: dict[str, Any]
     bad_rows_skipped: int = 0
-    synthesis: dict | None = None
+    synthesis: dict[str, Any] | None = None
 
 
 def offline_curve(plan: SweepPlan) -> tuple[list[float], list[float], float, int]:
@@ -64,7 +87,7 @@ def offline_curve(plan: SweepPlan) -> tuple[list[float], list[float], float, int
     return [rate for _cap, rate in curve[:-1]], [rate for _cap, rate in best], curve[-1][1], input_tokens
 
 
-def run_sweep(plan: SweepPlan, start: Callable, progress: Callable[[int, int, dict], None] | None = None
+def run_sweep(plan: SweepPlan, start: StartStack, progress: Progress | None = None
               ) -> tuple[SweepResult, BaseException | None]:
     """Run every point of ``plan``; returns the result and what stopped it early, if anything: the
     ``KeyboardInterrupt`` of a Ctrl-C or SIGTERM, or the ``StoreError`` of a point whose store broke (its
@@ -106,13 +129,14 @@ def run_sweep(plan: SweepPlan, start: Callable, progress: Callable[[int, int, di
     return result, interrupted
 
 
-def _lost_process(cluster) -> str | None:
+def _lost_process(cluster: MooncakeCluster) -> str | None:
     """``its store node (exit code -9)`` when a process of the point's embedded cluster exited, else None."""
     proc = cluster.dead_process()
     return None if proc is None else f"its {proc.title.removeprefix('the ')} (exit code {proc.popen.returncode})"
 
 
-def _run_point(plan: SweepPlan, size: PointSize, lru_rate: float, stack, index: int, progress) -> SweepPoint:
+def _run_point(plan: SweepPlan, size: PointSize, lru_rate: float, stack: Stack, index: int,
+               progress: Progress | None) -> SweepPoint:
     """Replay the rows through ``stack`` (an engine started on a segment of ``size``, and its cluster); stops
     both before returning or raising; ``StoreError`` when the store broke under it
     (:class:`~kvtui.bench.engines.BrokenStoreWatch`) or a process of its cluster died."""

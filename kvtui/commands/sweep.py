@@ -12,6 +12,7 @@ from __future__ import annotations
 import argparse
 import sys
 from dataclasses import replace
+from typing import TYPE_CHECKING
 
 from kvtui.commands.output import write_json_atomic
 from kvtui.config.cluster import check_log_dir
@@ -21,6 +22,9 @@ from kvtui.config.workload import add_synthesis_arguments, read_trace_rows, synt
 from kvtui.core.errors import KvtuiError, bad_value
 from kvtui.core.text import plural
 from kvtui.launch import isolate, start_engine
+
+if TYPE_CHECKING:
+    from kvtui.bench.sweep import PointStatus
 
 
 def register(subparsers) -> None:
@@ -226,7 +230,7 @@ def _with_progress(plan, quiet: bool):
     start = start_engine
 
     if quiet or not sys.stderr.isatty():
-        def line(i: int, done: int, status: dict) -> None:
+        def line(i: int, done: int, status: PointStatus) -> None:
             if status.get("done") and not quiet:
                 s = plan.sizes[i]
                 _say(f"sweep point {i + 1}/{n}: {format_tokens(s.capacity_tokens)} tokens ({plural(s.pages, 'page')}): "
@@ -240,7 +244,7 @@ def _with_progress(plan, quiet: bool):
     with Progress(*cols, console=Console(stderr=True), transient=True) as prog:
         task = prog.add_task("sweep", total=rows * n, status="starting…")
 
-        def bar(i: int, done: int, status: dict) -> None:
+        def bar(i: int, done: int, status: PointStatus) -> None:
             s = plan.sizes[i]
             text = f"{i + 1}/{n}: {format_tokens(s.capacity_tokens)} tokens · real {status['real'] * 100:.1f} %"
             if status.get("done"):
