@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 import sys
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any, cast
+from typing import IO, TYPE_CHECKING, Any, cast
 
 from kvtui.core.errors import KvtuiError, OutputError
 from kvtui.core.files import write_atomic
@@ -15,6 +15,7 @@ from kvtui.core.text import plural
 
 if TYPE_CHECKING:
     from kvtui.metrics.summary import LatencySummary, MissFigures, RunSetup, RunSummary
+    from kvtui.session.reader import SessionReader
 
 
 def write_json_atomic(path: str, data: Mapping[str, Any]) -> None:
@@ -26,7 +27,7 @@ def write_json_atomic(path: str, data: Mapping[str, Any]) -> None:
         sys.stdout.write("\n")
         return
 
-    def dump(f) -> None:
+    def dump(f: IO[str]) -> None:
         json.dump(data, f, indent=2, sort_keys=True)
         f.write("\n")
 
@@ -36,7 +37,7 @@ def write_json_atomic(path: str, data: Mapping[str, Any]) -> None:
         raise OutputError(f"could not write {path}: {exc.strerror or exc}") from None
 
 
-def open_session(path: str):
+def open_session(path: str) -> SessionReader:
     """A :class:`~kvtui.session.reader.SessionReader`, or ``KvtuiError`` with the reader's one-line reason."""
     from kvtui.session import SessionError
     from kvtui.session.reader import SessionReader

@@ -15,8 +15,8 @@ from __future__ import annotations
 
 import argparse
 import sys
-from collections.abc import Mapping
-from typing import Any
+from collections.abc import Callable, Mapping
+from typing import TYPE_CHECKING, Any
 
 from kvtui.commands.output import format_summary, full_setup, store_counts, write_json_atomic
 from kvtui.config.cluster import add_cluster_arguments, add_listen_arguments
@@ -34,8 +34,11 @@ from kvtui.metrics.figures import failover_lines, failover_ranges
 from kvtui.metrics.summary import RunSummary, add_context
 from kvtui.runtime.procs import uninterrupted
 
+if TYPE_CHECKING:
+    from kvtui.live import LiveSession
 
-def register(subparsers) -> None:
+
+def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     """Add the ``run`` subcommand."""
     p = subparsers.add_parser(
         "run", help="drive a workload through the store headless and print a summary",
@@ -186,7 +189,7 @@ def _say_note(line: str, quiet: bool) -> None:
 
 
 def _report(plan: RunPlan, args: argparse.Namespace, summary: RunSummary, desc: Mapping[str, Any], bad_rows: int,
-            session, interrupted: KeyboardInterrupt | None, store: Mapping[str, Any] | None = None,
+            session: LiveSession, interrupted: KeyboardInterrupt | None, store: Mapping[str, Any] | None = None,
             stopped_by: str | None = None) -> int:
     """Print the summary and its notes, write ``--json``; the exit code (1 if a page failed verification).
     ``store``: the last frame's store block (the capacity of an attached cluster, :func:`full_setup`);
@@ -238,7 +241,7 @@ class ClusterLost(Exception):
     nothing will start it again, so a run that waited for it would wait for ever."""
 
 
-def _lost(session) -> str | None:
+def _lost(session: LiveSession) -> str | None:
     """The message of :class:`ClusterLost` when a process of the session's embedded cluster has exited, else None."""
     proc = session.dead_cluster_process()
     if proc is None:
@@ -248,14 +251,15 @@ def _lost(session) -> str | None:
             f"nothing restarts it in a kvtui run{hint}")
 
 
-def _outage_text(session) -> str:
+def _outage_text(session: LiveSession) -> str:
     """What an outage that holds dispatch is, in a few words."""
     if session.outage_of() == "leader":
         return "no master serves (the leader is gone or hung; the others elect a new one): dispatch held"
     return "store unreachable (RPC_FAIL: the master, or the store node of dummy workers): dispatch held"
 
 
-def _progress(session, total, quiet: bool, lost=None) -> int:
+def _progress(session: LiveSession, total: int | None, quiet: bool, lost: Callable[[], str | None] | None = None
+              ) -> int:
     """Block until the session's workload is done, showing a rich progress bar or status line on stderr, and
     each line of its store-full alarm (:class:`~kvtui.metrics.store_full.StoreFullAlarm`: a burst of refused
     puts) as it comes, also when ``quiet`` (then also a line when an outage holds dispatch and one when it
