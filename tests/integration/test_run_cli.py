@@ -42,6 +42,7 @@ def test_trace_replay_reproduces_ground_truth(cluster, tmp_path, name, hits, hit
                "--model", f"gt-{uuid.uuid4().hex[:8]}", *SMALL, *_attach(cluster)])
     assert rc == 0
     s = json.loads(out.read_text())
+    assert shape_errors(s, RunSummary) == []  # a trace's summary: its ideal and aiperf figures too
     assert s["pages_hit"] == hits
     assert s["tokens_hit"] == hit_tokens
     assert s["tokens_input"] == input_tokens
