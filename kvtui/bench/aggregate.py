@@ -20,18 +20,83 @@ from __future__ import annotations
 import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import replace
+from typing import TYPE_CHECKING, TypedDict
 
 import numpy as np
 
-from kvtui.bench.engines import BenchEngines, environment, say
+from kvtui.bench.engines import BenchEngines, BenchInputs, Environment, environment, say
 from kvtui.bench.targets import TARGETS
 from kvtui.core.text import plural
 from kvtui.core.units import median
 
+if TYPE_CHECKING:
+    from kvtui.core.layout import PageLayout
+    from kvtui.engine.connector import ReloadResult
+    from kvtui.engine.engine import Engine
+    from kvtui.mooncake.hosts import LinkSpec
+
 TARGET = TARGETS["aggregate_vs_links"]
 
 
-def _round(engine, seconds: list, pool: ThreadPoolExecutor) -> tuple[list, float]:
+class AggregateRound(TypedDict):
+    """One round of M reloads at once: the ``bytes`` they reloaded, its ``wall_ms`` and ``MBps`` (their ratio)."""
+
+    bytes: int
+    wall_ms: float
+    MBps: float
+
+
+class AggregateRun(TypedDict):
+    """The figures of one M (:func:`measure_one`)."""
+
+    decode_workers: int
+    rounds: list[AggregateRound]
+    aggregate_MBps_p50: float
+    per_worker_MBps_p50: list[float]
+    links_MBps: float
+    pages_per_reload: int
+    verified: bool
+    environment: Environment
+
+
+class AggregateLink(TypedDict):
+    """The emulated link: its ``text``, ``rate_bps`` (bit/s) and ``rate_MBps`` (10^6 B/s)."""
+
+    text: str
+    rate_bps: int
+    rate_MBps: float
+
+
+class AggregateRatios(TypedDict):
+    """By M (``"1"``, ``"2"``, …): ``aggregate_vs_links`` (aggregate ÷ M × the link's rate) and ``scaling``
+    (aggregate ÷ the first M's)."""
+
+    aggregate_vs_links: dict[str, float]
+    scaling: dict[str, float]
+
+
+class AggregateTargets(TypedDict):
+    """The target of every ``aggregate_vs_links`` and whether each one ``met`` it."""
+
+    aggregate_vs_links: float
+    met: bool
+
+
+class AggregateFigures(BenchInputs):
+    """Every figure of ``kvtui bench --link RATE --decode-workers M,… --json`` (:func:`measure_aggregate`)."""
+
+    layout: dict[str, int]
+    page_bytes: int
+    iterations: int
+    link: AggregateLink
+    runs: list[AggregateRun]
+    ratios: AggregateRatios
+    targets: AggregateTargets
+    verified: bool
+    environment: Environment
+
+
+def _round(engine: Engine, seconds: list[np.ndarray], pool: ThreadPoolExecutor) -> tuple[list[ReloadResult], float]:
     """One round: every decode worker reloads its request at once; their ``ReloadResult`` s, in order, and
     the round's wall time in ms (from the first command sent to the last answer, in the parent)."""
     from kvtui.engine.protocol import BenchReload
@@ -42,8 +107,8 @@ def _round(engine, seconds: list, pool: ThreadPoolExecutor) -> tuple[list, float
     return results, (time.perf_counter() - t0) * 1e3
 
 
-def measure_one(engines: BenchEngines, layout, link, m: int, prompt_tokens: int, shared_tokens: int,
-                iterations: int) -> dict:
+def measure_one(engines: BenchEngines, layout: PageLayout, link: LinkSpec, m: int, prompt_tokens: int,
+                shared_tokens: int, iterations: int) -> AggregateRun:
     """The figures of one M (see the module): ``decode_workers``, ``rounds`` (per round: ``MBps`` and the
     ``bytes``), ``aggregate_MBps_p50``, ``per_worker_MBps_p50`` (each worker's median reload rate),
     ``links_MBps`` (M × rate), ``verified``."""
@@ -72,7 +137,7 @@ def measure_one(engines: BenchEngines, layout, link, m: int, prompt_tokens: int,
     finally:
         stack.stop()
     rate = link.rate_bytes_per_s / 1e6
-    per_round = []
+    per_round: list[AggregateRound] = []
     for results, wall_ms in timed:
         nbytes = sum(r.bytes_loaded for r in results)
         per_round.append({"bytes": nbytes, "wall_ms": wall_ms, "MBps": nbytes / (wall_ms / 1e3) / 1e6})
@@ -85,8 +150,8 @@ def measure_one(engines: BenchEngines, layout, link, m: int, prompt_tokens: int,
             "environment": env}
 
 
-def measure_aggregate(engines: BenchEngines, layout, link, counts: list[int], prompt_tokens: int,
-                      shared_tokens: int, iterations: int) -> dict:
+def measure_aggregate(engines: BenchEngines, layout: PageLayout, link: LinkSpec, counts: list[int], prompt_tokens: int,
+                      shared_tokens: int, iterations: int) -> AggregateFigures:
     """Every M of ``counts`` (:func:`measure_one`), then ``ratios.aggregate_vs_links`` (``{M: ratio}``) and
     ``ratios.scaling`` (``{M: aggregate(M) ÷ aggregate(first M)}``), ``targets`` and ``verified``."""
     runs = [measure_one(engines, layout, link, m, prompt_tokens, shared_tokens, iterations) for m in counts]
@@ -102,7 +167,7 @@ def measure_aggregate(engines: BenchEngines, layout, link, counts: list[int], pr
             "verified": all(r["verified"] for r in runs), "environment": runs[-1]["environment"]}
 
 
-def format_aggregate(out: dict) -> str:
+def format_aggregate(out: AggregateFigures) -> str:
     """The human table of :func:`measure_aggregate`'s figures, at most :data:`~kvtui.core.text.WIDTH` columns."""
     from kvtui.bench.targets import LEGEND, ratio_row
     from kvtui.core.text import legend, wrap

@@ -23,7 +23,9 @@ from __future__ import annotations
 import multiprocessing as mp
 import signal
 import time
-from typing import NoReturn
+from collections.abc import Mapping, Sequence
+from multiprocessing.connection import Connection
+from typing import Any, NoReturn, cast
 
 from kvtui.runtime.procs import exit_now, start_shielded
 
@@ -39,7 +41,12 @@ def _one_line(exc: BaseException) -> str:
     return (str(exc).splitlines() or [type(exc).__name__])[0]
 
 
-def _check(codes, call: str) -> None:
+Replayed = tuple[int, float, int, float, float]
+"""What a loop replayed: ``(requests, seconds, page hits, CPU seconds of the loop's (the reader's) process during
+the loop, CPU seconds of the writer from its start-up's end to the loop's end (0 for the bare loop))``."""
+
+
+def _check(codes: Sequence[int], call: str) -> None:
     """``LoopError`` when a store call's per-key answers hold one of ``BROKEN_STORE_CODES``: the master (or, for these
     dummy clients, the store node) stopped answering, and counting those pages as misses would make the loop
     replay other work than the engine, at another rate."""
@@ -51,7 +58,7 @@ def _check(codes, call: str) -> None:
                         "or the store node stopped answering")
 
 
-def _quiet(endpoints: dict, log_name: str) -> None:
+def _quiet(endpoints: dict[str, Any], log_name: str) -> None:
     from kvtui.runtime.procs import parent_death_signal
 
     parent_death_signal()
@@ -63,8 +70,8 @@ def _quiet(endpoints: dict, log_name: str) -> None:
         redirect_native_stderr(f"{endpoints['log_dir']}/{log_name}.log")
 
 
-def _bare_main(conn, endpoints: dict, layout: dict, model: str, trace: str, block_tokens: int,
-               writer=None) -> None:
+def _bare_main(conn: Connection, endpoints: dict[str, Any], layout: Mapping[str, int], model: str, trace: str,
+               block_tokens: int, writer: Connection | None = None) -> None:
     """The loop's process (the two-process loop's reader): sends the parent ``("ok", figures)`` at the end, or
     ``("error", line)`` when a store call raised or the writer failed; a parent or writer gone ends it quietly
     (exit code 1, no traceback)."""
@@ -83,7 +90,7 @@ def _bare_main(conn, endpoints: dict, layout: dict, model: str, trace: str, bloc
     _leave(endpoints, code)
 
 
-def _leave(endpoints: dict, code: int) -> NoReturn:
+def _leave(endpoints: dict[str, Any], code: int) -> NoReturn:
     """End a loop's process with ``code``. With an HA cluster's client it leaves with ``os._exit``: that
     client is never closed (``kvtui.mooncake.client``), and the interpreter's exit would run its destructor,
     which waits ~30 s or more for a change of the master view."""
@@ -94,7 +101,8 @@ def _leave(endpoints: dict, code: int) -> NoReturn:
     raise SystemExit(code)
 
 
-def _replay(endpoints: dict, layout: dict, model: str, trace: str, block_tokens: int, writer) -> tuple:
+def _replay(endpoints: dict[str, Any], layout: Mapping[str, int], model: str, trace: str, block_tokens: int,
+            writer: Connection | None) -> Replayed:
     from kvtui.core.layout import PageLayout
     from kvtui.core.sched import pin_calling_thread
     from kvtui.engine.keys import PageKeyer
@@ -145,7 +153,7 @@ def _replay(endpoints: dict, layout: dict, model: str, trace: str, block_tokens:
         client.close()
 
 
-def _writer_main(reader, endpoints: dict, layout: dict) -> None:
+def _writer_main(reader: Connection, endpoints: dict[str, Any], layout: Mapping[str, int]) -> None:
     """The two-process loop's writer: puts the keys each message names (zero-filled pages), answers one byte;
     an empty message ends it, answered with the CPU seconds this process spent since it was ready."""
     from kvtui.core.layout import PageLayout
@@ -183,18 +191,17 @@ def _writer_main(reader, endpoints: dict, layout: dict) -> None:
     _leave(endpoints, code)
 
 
-def _answer(reader, msg: bytes) -> None:
+def _answer(reader: Connection, msg: bytes) -> None:
     try:
         reader.send_bytes(msg)
     except OSError:
         pass
 
 
-def bare_replay(endpoints: dict, layout: dict, model: str, trace: str, block_tokens: int = 512,
-                two_process: bool = False) -> tuple[int, float, int, float, float]:
-    """Replay ``trace`` with the bare loop (or, ``two_process``, the two-process loop) in fresh processes:
-    ``(requests, seconds, page hits, CPU seconds of the loop's (the reader's) process during the loop, CPU
-    seconds of the writer from its start-up's end to the loop's end (0 for the bare loop))``."""
+def bare_replay(endpoints: dict[str, Any], layout: Mapping[str, int], model: str, trace: str,
+                block_tokens: int = 512, two_process: bool = False) -> Replayed:
+    """Replay ``trace`` with the bare loop (or, ``two_process``, the two-process loop) in fresh processes: what it
+    :data:`Replayed` (``endpoints``: ``ClusterEndpoints.as_dict()``, ``layout``: ``PageLayout.as_dict()``)."""
     ctx = mp.get_context("spawn")
     parent, child = ctx.Pipe()
     procs = []
@@ -228,7 +235,7 @@ def bare_replay(endpoints: dict, layout: dict, model: str, trace: str, block_tok
         answered = True
         if status != "ok":
             raise LoopError(f"the {'two-process' if two_process else 'bare'} loop stopped: {out}")
-        return out
+        return cast("Replayed", out)  # (what _replay returned in the loop's process)
     finally:  # the loop answered: its processes are ending; a Ctrl-C (or a failure) here: stop them now
         for proc in procs:
             proc.join(10 if answered else 0)

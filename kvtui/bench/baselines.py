@@ -7,17 +7,38 @@ import multiprocessing as mp
 import socket
 import threading
 import time
+from typing import TypedDict
 
 import numpy as np
 
 from kvtui.core.units import median
 
 
+class MemoryBus(TypedDict):
+    """:func:`memory_bus`'s figures: ``one_MBps`` (p50 of one copy), ``two_MBps`` (p50 of two at once),
+    ``two_vs_one`` (their ratio)."""
+
+    one_MBps: float
+    two_MBps: float
+    two_vs_one: float
+
+
+class ContentFigures(TypedDict):
+    """:func:`content_vs_memcpy`'s figures: p50 MB/s of memcpy, page fill and page verify of the same bytes and
+    the ratios ``fill_vs_memcpy`` and ``verify_vs_memcpy``."""
+
+    memcpy_MBps: float
+    fill_MBps: float
+    verify_MBps: float
+    fill_vs_memcpy: float
+    verify_vs_memcpy: float
+
+
 class Memcpy:
     """``np.copyto`` of ``nbytes`` between two buffers of this process, both touched once when made:
     :meth:`once` times one copy (seconds), so a bench can interleave copies with what it compares to them."""
 
-    def __init__(self, nbytes: int):
+    def __init__(self, nbytes: int) -> None:
         self.nbytes = int(nbytes)
         self.src = np.ones(self.nbytes, dtype=np.uint8)
         self.dst = np.empty_like(self.src)
@@ -29,7 +50,7 @@ class Memcpy:
         return time.perf_counter() - t0
 
 
-def memory_bus(nbytes: int, iterations: int = 10) -> dict:
+def memory_bus(nbytes: int, iterations: int = 10) -> MemoryBus:
     """One memcpy of ``nbytes`` against two at once (two threads, each its own pair of buffers; ``np.copyto``
     releases the GIL for the copy), interleaved rounds so a slow spell hits both. Returns ``one_MBps``: p50
     MB/s of one copy; ``two_MBps``: p50 of 2·``nbytes`` ÷ the time both took together; ``two_vs_one``: their
@@ -88,7 +109,7 @@ def loopback_tcp_mbps(nbytes: int, iterations: int = 20) -> float:
     return nbytes / median(times) / 1e6
 
 
-def content_vs_memcpy(page_bytes: int, pages: int, iterations: int = 20) -> dict:
+def content_vs_memcpy(page_bytes: int, pages: int, iterations: int = 20) -> ContentFigures:
     """Page-content fill and verify (:class:`~kvtui.engine.contents.PageContent`) against memcpy of the same
     ``pages × page_bytes`` bytes, in this process, interleaved (memcpy, fill, verify per round) so a slow
     spell of the machine hits all three. Returns p50 MB/s of each and the ratios ``fill_vs_memcpy`` and

@@ -7,12 +7,45 @@ from __future__ import annotations
 import collections
 import os
 import sys
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Callable
+from typing import TYPE_CHECKING, Any, TypedDict
 
 from kvtui.core.codes import BROKEN_STORE_CODES, code_name
 from kvtui.core.events import RequestResult
 from kvtui.core.text import line_width, wrap
+
+if TYPE_CHECKING:
+    from kvtui.core.layout import PageLayout
+    from kvtui.engine.engine import Engine
+    from kvtui.engine.options import EngineOptions
+    from kvtui.engine.workers import WorkerHandle
+    from kvtui.launch import Stack
+    from kvtui.mooncake.client import ClusterEndpoints
+    from kvtui.mooncake.cluster import ClusterOptions
+    from workload import WorkloadSpec
+
+    StartStack = Callable[[EngineOptions, ClusterOptions | ClusterEndpoints], Stack]
+
+
+class Environment(TypedDict):
+    """What a bench's figures depend on (:func:`environment`): CPU ``cores`` (None when unknown), the Mooncake
+    wheel's version (``mooncake``) and the ``MC_*`` settings in force for the store clients (``mc_settings``)."""
+
+    cores: int | None
+    mooncake: str
+    mc_settings: dict[str, str]
+
+
+class BenchInputs(TypedDict, total=False):
+    """What ``kvtui bench`` adds to every bench's figures (:mod:`kvtui.commands.bench`), the inputs ``kvtui compare``
+    says when two runs differ in them: ``verify`` (how the decode workers checked loaded pages), ``round_count``
+    (``--rounds`` of the benches that alternate their sides) and ``synthesis`` (the trace synthesis flags given,
+    ``workload.synthesis.Synthesis.as_dict()``)."""
+
+    verify: str
+    round_count: int
+    synthesis: dict[str, Any]
 
 
 def say(msg: str) -> None:
@@ -35,10 +68,10 @@ class BenchEngines:
     scheme: str
     namespace: str | None
     store_bytes: int
-    start: Callable
+    start: StartStack
     verify: str = "full"
 
-    def options(self, layout, segment_on: str = "store", **changes):
+    def options(self, layout: PageLayout, segment_on: str = "store", **changes: Any) -> EngineOptions:
         """The :class:`~kvtui.engine.options.EngineOptions` of a bench engine of ``layout``: one read stream,
         the segment on ``segment_on``, then ``changes``."""
         from kvtui.engine.options import EngineOptions
@@ -47,7 +80,8 @@ class BenchEngines:
                              segment_on=segment_on, store_bytes=self.store_bytes, read_streams=1, verify=self.verify,
                              **changes)
 
-    def engine(self, layout, segment_on: str = "store", endpoints=None, cluster=None, worker_client: str = "dummy"):
+    def engine(self, layout: PageLayout, segment_on: str = "store", endpoints: ClusterEndpoints | None = None,
+               cluster: ClusterOptions | None = None, worker_client: str = "dummy") -> Stack:
         """A started :class:`~kvtui.launch.Stack` (an engine of :meth:`options` over its cluster); with
         ``endpoints`` it attaches to that cluster (no segment of its own) instead of starting one. ``cluster``:
         the embedded cluster's :class:`~kvtui.mooncake.cluster.ClusterOptions` (default ones, with
@@ -60,18 +94,28 @@ class BenchEngines:
         return self.start(self.options(layout, segment_on), endpoints if endpoints is not None else cluster)
 
 
-def default_workload(layout):
+def first_workers(engine: Engine) -> tuple[WorkerHandle, WorkerHandle]:
+    """``(prefill, decode)``: the first prefill and the first decode worker of a started ``engine``, which a bench
+    sends its commands; ``WorkerError`` when one is missing (its workers are being rebuilt)."""
+    from kvtui.core.engine_api import WorkerError
+
+    if engine.prefill is None or engine.decode is None:
+        raise WorkerError("the bench's engine has no prefill or no decode worker")
+    return engine.prefill, engine.decode
+
+
+def default_workload(layout: PageLayout) -> WorkloadSpec:
     """``kvtui watch``'s default workload for ``layout``: the first scenario, the knobs' defaults, prompts of
     the default length, seed 0 (a ``workload.WorkloadSpec``)."""
     from kvtui.core.defaults import DEFAULT_PROMPT_PAGES
     from kvtui.core.knobs import DEFAULT_SCENARIO, OVERLAP, POOL
     from workload import WorkloadSpec
 
-    return WorkloadSpec(scenario=DEFAULT_SCENARIO, overlap=OVERLAP.default, pool=POOL.default,
+    return WorkloadSpec(scenario=DEFAULT_SCENARIO, overlap=OVERLAP.default, pool=int(POOL.default),
                         prompt_tokens=DEFAULT_PROMPT_PAGES * layout.page_tokens, page_tokens=layout.page_tokens, seed=0)
 
 
-def environment(endpoints) -> dict:
+def environment(endpoints: ClusterEndpoints | None) -> Environment:
     """What the figures depend on: CPU cores, the Mooncake wheel's version, and the ``MC_*`` settings in force
     for the store clients (kvtui's defaults for the processes it starts, then the user's environment)."""
     from importlib import metadata
@@ -97,7 +141,7 @@ class BrokenStoreWatch:
     :meth:`check` raises ``StoreError`` naming ``what`` met it."""
 
     def __init__(self) -> None:
-        self.down: collections.Counter = collections.Counter()  # {code name: answers}
+        self.down: collections.Counter[str] = collections.Counter()  # {code name: answers}
 
     def count(self, result: RequestResult) -> None:
         self.down.update({code_name(c): n for c, n in result.codes.items() if c in BROKEN_STORE_CODES})

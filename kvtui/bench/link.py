@@ -14,18 +14,73 @@ several GB/s).
 from __future__ import annotations
 
 from statistics import median
+from typing import TYPE_CHECKING, TypedDict
 
 import numpy as np
 
-from kvtui.bench.engines import BenchEngines, environment, say
-from kvtui.bench.reuse import _interleaved, _publish_mbps, reload_figures
+from kvtui.bench.engines import BenchEngines, BenchInputs, Environment, environment, first_workers, say
+from kvtui.bench.reuse import ReloadFigures, _interleaved, _publish_mbps, reload_figures
 from kvtui.bench.targets import TARGETS
+
+if TYPE_CHECKING:
+    from kvtui.core.layout import PageLayout
+    from kvtui.mooncake.hosts import LinkSpec
 
 TARGET = TARGETS["reload_vs_link"]
 
 
-def measure_link(engines: BenchEngines, layout, link, prompt_tokens: int, shared_tokens: int,
-                 iterations: int) -> dict:
+class LinkShape(TypedDict):
+    """The emulated link: its ``text`` (``1gbit``), ``rate_bps`` (bit/s), one-way ``delay_s`` and the rate in
+    MB/s (``rate_MBps``, 10^6 B/s)."""
+
+    text: str
+    rate_bps: int
+    delay_s: float
+    rate_MBps: float
+
+
+class LinkPublish(TypedDict):
+    """The prompt's one publish across the prefill host's link: ``pages`` stored, ``put_ms``, ``MBps``."""
+
+    pages: int
+    put_ms: float
+    MBps: float
+
+
+class LinkRatios(TypedDict):
+    """``reload_vs_link`` (the reload's p50 MB/s ÷ the link's rate) and ``raw_vs_link`` (the raw reads')."""
+
+    reload_vs_link: float
+    raw_vs_link: float
+
+
+class LinkTargets(TypedDict):
+    """The target of ``reload_vs_link`` and whether it was ``met``."""
+
+    reload_vs_link: float
+    met: bool
+
+
+class LinkFigures(BenchInputs):
+    """Every figure of ``kvtui bench --link --json`` (:func:`measure_link`)."""
+
+    layout: dict[str, int]
+    page_bytes: int
+    iterations: int
+    link: LinkShape
+    pages_reloaded: int
+    bytes_reloaded: int
+    publish: LinkPublish
+    reload: ReloadFigures
+    raw_MBps_p50: float
+    ratios: LinkRatios
+    targets: LinkTargets
+    verified: bool
+    environment: Environment
+
+
+def measure_link(engines: BenchEngines, layout: PageLayout, link: LinkSpec, prompt_tokens: int, shared_tokens: int,
+                 iterations: int) -> LinkFigures:
     """Run the link bench; returns every figure of ``kvtui bench --link --json``: ``link`` (its text and
     ``rate_MBps``), ``reload`` (:func:`~kvtui.bench.reuse.reload_figures`), ``raw_MBps_p50``, ``ratios``,
     ``targets``, ``verified`` and ``environment``. ``link``: a :class:`~kvtui.mooncake.hosts.LinkSpec`."""
@@ -37,14 +92,14 @@ def measure_link(engines: BenchEngines, layout, link, prompt_tokens: int, shared
     second[shared_tokens:] += 1_000_000
     say(f"starting the cluster on emulated hosts, every link shaped to {link.text()}…")
     stack = engines.engine(layout, cluster=ClusterOptions(hosts=True, link=link))
-    engine = stack.engine
     try:
+        prefill, decode = first_workers(stack.engine)
         say(f"publishing a {prompt_tokens}-token prompt across the prefill host's link…")
-        pub = engine.prefill.call(Publish(prompt))
+        pub = prefill.call(Publish(prompt))
         say(f"reloading the shared prefix {iterations}× across the store host's link, each followed by a raw "
             "batch_get_into of the same keys…")
-        runs, raw = _interleaved(engine, second, iterations)
-        env = environment(engine.endpoints)
+        runs, raw = _interleaved(decode, second, iterations)
+        env = environment(stack.engine.endpoints)
     finally:
         stack.stop()
     fig = reload_figures(runs)
@@ -52,7 +107,7 @@ def measure_link(engines: BenchEngines, layout, link, prompt_tokens: int, shared
     raw_ms = median([r.wall_ms for r in raw])
     raw_mbps = hit * layout.page_bytes / (raw_ms / 1e3) / 1e6 if raw_ms > 0 else 0.0
     rate = link.rate_bytes_per_s / 1e6
-    ratios = {"reload_vs_link": fig["MBps_p50"] / rate, "raw_vs_link": raw_mbps / rate}
+    ratios: LinkRatios = {"reload_vs_link": fig["MBps_p50"] / rate, "raw_vs_link": raw_mbps / rate}
     return {"layout": layout.as_dict(), "page_bytes": layout.page_bytes, "iterations": iterations,
             "link": {"text": link.text(), "rate_bps": link.rate_bps, "delay_s": link.delay_s, "rate_MBps": rate},
             "pages_reloaded": hit, "bytes_reloaded": hit * layout.page_bytes,
@@ -62,7 +117,7 @@ def measure_link(engines: BenchEngines, layout, link, prompt_tokens: int, shared
             "verified": fig["verified"], "environment": env}
 
 
-def format_link(out: dict) -> str:
+def format_link(out: LinkFigures) -> str:
     """The human table of :func:`measure_link`'s figures, at most :data:`~kvtui.core.text.WIDTH` columns."""
     from kvtui.bench.targets import LEGEND, ratio_section
     from kvtui.core.text import legend, rows, wrap

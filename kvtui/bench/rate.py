@@ -29,8 +29,13 @@ hide beside a store call's copy on another core.
 from __future__ import annotations
 
 import time
+from typing import TYPE_CHECKING, TypedDict
 
 from kvtui.bench.engines import BenchEngines, BrokenStoreWatch, default_workload, say
+
+if TYPE_CHECKING:
+    from kvtui.core.events import RequestResult
+    from kvtui.core.layout import PageLayout
 
 RATE_WARM_S = 2.0  # requests that finish before this (start-up, the first publishes) are not counted
 RATE_SETTLE_S = 0.25  # after a switch of --verify mode: the request under way finishes in the old one
@@ -38,12 +43,63 @@ RATE_ORDER = ("full", "sampled", "sampled", "full")
 """The modes of the step's windows, in order (ABBA)."""
 
 
-def store_ms(r) -> float:
+class RateFigures(TypedDict):
+    """:func:`rate_figures`: the figures of the module's note (rates per second, times in ms, MB/s = 10^6 B/s;
+    ``verify_MBps`` / ``fill_MBps`` None when nothing was verified / computed)."""
+
+    requests: int
+    seconds: float
+    requests_per_s: float
+    store_ms_mean: float
+    verify_and_fill_ms_mean: float
+    wall_ms_per_request: float
+    verify_ms_mean: float
+    fill_ms_mean: float
+    store_bound_rps: float
+    request_rate_vs_store_bound: float
+    passes_ceiling: float
+    passes_bound_rps: float
+    request_rate_vs_passes_bound: float
+    verify_MBps: float | None
+    fill_MBps: float | None
+
+
+class RateMode(RateFigures):
+    """One ``--verify`` mode's figures in :func:`measure_rate`: :class:`RateFigures`, the mode (``verify``) and
+    the pages that failed verification in its windows (``mismatches``)."""
+
+    verify: str
+    mismatches: int
+
+
+class RateWindow(TypedDict):
+    """One window of :func:`measure_rate`: its mode (``verify``), the ``requests`` counted, their rate."""
+
+    verify: str
+    requests: int
+    requests_per_s: float
+
+
+class RequestRate(RateMode):
+    """:func:`measure_rate`'s figures (``kvtui bench --json``'s ``request_rate``): ``--verify full``'s
+    :class:`RateMode` at the top, ``sampled``'s under ``sampled``; the workload's ``scenario`` and
+    ``prompt_tokens``; ``window_s`` and ``settle_s`` (s); each window in order (``windows``); ``mismatches``: over
+    every window."""
+
+    sampled: RateMode
+    scenario: str
+    prompt_tokens: int
+    window_s: float
+    settle_s: float
+    windows: list[RateWindow]
+
+
+def store_ms(r: RequestResult) -> float:
     """The store calls' time of one ``RequestResult`` (ms): reload probe + read, publish probe + put."""
     return r.probe_ms + r.read_ms + r.publish_probe_ms + r.put_ms
 
 
-def rate_figures(results: list, seconds: float) -> dict:
+def rate_figures(results: list[RequestResult], seconds: float) -> RateFigures:
     """The figures of the module's note from the ``RequestResult`` s that finished in a ``seconds``-long
     window. ``ValueError`` when none did."""
     if not results:
@@ -65,7 +121,7 @@ def rate_figures(results: list, seconds: float) -> dict:
             "fill_MBps": sum(r.bytes_written for r in results) / fill_s / 1e6 if fill_s > 0 else None}
 
 
-def measure_rate(engines: BenchEngines, layout, seconds: float = 8.0) -> dict:
+def measure_rate(engines: BenchEngines, layout: PageLayout, seconds: float = 8.0) -> RequestRate:
     """Run the step on a fresh embedded cluster of ``layout`` (segment on the store node), ``seconds`` counted
     per mode (in two windows each, :data:`RATE_ORDER`). Returns :func:`rate_figures` of ``--verify full``'s
     requests with ``verify`` = ``full`` and the window's ``mismatches``, and under ``sampled`` the same of
@@ -85,7 +141,8 @@ def measure_rate(engines: BenchEngines, layout, seconds: float = 8.0) -> dict:
     engine = stack.engine
     session = LiveSession(engine, SyntheticWorkload(spec), synthetic_description(spec), cluster=stack.cluster,
                           layout_text=layout.describe())
-    finished: list = []  # (engine seconds, result) of every request, appended by the session's thread
+    finished: list[tuple[float, RequestResult]] = []  # (engine seconds, result) of every request, appended by the
+    # session's thread
     broken = BrokenStoreWatch()  # (a run waits an outage out: the window would count it as store-call time)
     session.subscribe_results(lambda r: finished.append((engine.now(), r)))
     session.subscribe_results(broken.count)
@@ -103,13 +160,12 @@ def measure_rate(engines: BenchEngines, layout, seconds: float = 8.0) -> dict:
         session.stop()
     broken.check("the request-rate step")
     counted = [(m, [r for t, r in finished if a < t <= b]) for m, a, b in spans]
-    modes = {}
+    modes: dict[str, RateMode] = {}
     for mode in dict.fromkeys(RATE_ORDER):
         results = [r for m, rs in counted if m == mode for r in rs]
-        modes[mode] = rate_figures(results, window * RATE_ORDER.count(mode))
-        modes[mode].update(verify=mode, mismatches=sum(r.mismatches for r in results))
-    out = {**modes["full"], "sampled": modes["sampled"]}
-    out.update(scenario=spec.scenario, prompt_tokens=spec.prompt_tokens, window_s=window, settle_s=RATE_SETTLE_S,
-               windows=[{"verify": m, "requests": len(rs), "requests_per_s": len(rs) / window} for m, rs in counted],
-               mismatches=sum(f["mismatches"] for f in modes.values()))
-    return out
+        modes[mode] = {**rate_figures(results, window * RATE_ORDER.count(mode)), "verify": mode,
+                       "mismatches": sum(r.mismatches for r in results)}
+    return {**modes["full"], "sampled": modes["sampled"], "scenario": spec.scenario,
+            "prompt_tokens": spec.prompt_tokens, "window_s": window, "settle_s": RATE_SETTLE_S,
+            "windows": [{"verify": m, "requests": len(rs), "requests_per_s": len(rs) / window} for m, rs in counted],
+            "mismatches": sum(f["mismatches"] for f in modes.values())}

@@ -17,15 +17,39 @@ each point is replayed that many times, each on a fresh cluster, one after the o
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Callable
+from typing import TYPE_CHECKING, Any, TypedDict
 
 from kvtui.core.sweep import PointRun, PointSize, SweepPoint, SweepResult
 
 if TYPE_CHECKING:
+    from kvtui.bench.engines import StartStack
     from kvtui.core.layout import PageLayout
+    from kvtui.launch import Stack
+    from kvtui.mooncake.ops import MooncakeCluster
+    from workload import TraceRow
 
 POLL_S = 0.25  # how often the progress callback is called while a point runs
+
+
+class _PointStatus(TypedDict):
+    """What every progress call says (see :class:`PointStatus`)."""
+
+    real: float
+    keys: int
+
+
+class PointStatus(_PointStatus, total=False):
+    """A point's progress (:func:`run_sweep`'s ``progress``): the ``real`` token hit rate so far (0..1), the most
+    ``keys`` the store held; ``repeat``: which replay of the point (0 first); ``done``: that replay has ended."""
+
+    repeat: int
+    done: bool
+
+
+Progress = Callable[[int, int, PointStatus], None]
+"""``progress(point index, rows done in that point, status)``."""
 
 
 @dataclass(frozen=True)
@@ -40,7 +64,7 @@ class SweepPlan:
     ``worker_client`` (``kvtui.mooncake.cluster.WORKER_CLIENTS``: run's default for one store node is
     ``dummy``)."""
 
-    rows: list
+    rows: list[TraceRow]
     label: str
     block_tokens: int
     layout: PageLayout
@@ -49,9 +73,9 @@ class SweepPlan:
     lease_ttl_s: float
     log_dir: str | None
     isolation: str | None
-    sizing: dict
+    sizing: dict[str, Any]
     bad_rows_skipped: int = 0
-    synthesis: dict | None = None
+    synthesis: dict[str, Any] | None = None
     repeats: int = 1
     worker_client: str = "real"
 
@@ -70,7 +94,7 @@ def offline_curve(plan: SweepPlan) -> tuple[list[float], list[float], float, int
     return [rate for _cap, rate in curve[:-1]], [rate for _cap, rate in best], curve[-1][1], input_tokens
 
 
-def run_sweep(plan: SweepPlan, start: Callable, progress: Callable[[int, int, dict], None] | None = None
+def run_sweep(plan: SweepPlan, start: StartStack, progress: Progress | None = None
               ) -> tuple[SweepResult, BaseException | None]:
     """Run every point of ``plan``; returns the result and what stopped it early, if anything: the
     ``KeyboardInterrupt`` of a Ctrl-C or SIGTERM, or the ``StoreError`` of a point whose store broke (its
@@ -118,13 +142,14 @@ def run_sweep(plan: SweepPlan, start: Callable, progress: Callable[[int, int, di
     return result, interrupted
 
 
-def _lost_process(cluster) -> str | None:
+def _lost_process(cluster: MooncakeCluster) -> str | None:
     """``its store node (exit code -9)`` when a process of the point's embedded cluster exited, else None."""
     proc = cluster.dead_process()
     return None if proc is None else f"its {proc.title.removeprefix('the ')} (exit code {proc.popen.returncode})"
 
 
-def _run_point(plan: SweepPlan, size: PointSize, stack, index: int, repeat: int, progress) -> PointRun:
+def _run_point(plan: SweepPlan, size: PointSize, stack: Stack, index: int, repeat: int,
+               progress: Progress | None) -> PointRun:
     """Replay the rows through ``stack`` (an engine started on a segment of ``size``, and its cluster) for
     repeat ``repeat`` of point ``index``; stops both before returning or raising; ``StoreError`` when the store
     broke under it
@@ -176,7 +201,8 @@ def _run_point(plan: SweepPlan, size: PointSize, stack, index: int, repeat: int,
         tokens_hit=s["tokens_hit"], pages_published=s["pages_published"], pages_failed=s["pages_failed"],
         mismatches=s["mismatches"], evicted_keys=scrape.get("evicted_keys"), keys_at_end=keys, keys_max=keys_max,
         used_bytes_at_end=used, overhead_bytes_per_object=overhead, elapsed_s=elapsed, errors=dict(s["errors"]),
-        misses=s.get("misses"))
+        misses={reason: {"pages": f["pages"], "tokens": f["tokens"], "share": f["share"]}
+                for reason, f in misses.items()} if (misses := s.get("misses")) else None)
     if progress is not None:
         progress(index, len(plan.rows), {"real": run.real_token_hit_rate, "keys": keys_max, "repeat": repeat,
                                          "done": True})

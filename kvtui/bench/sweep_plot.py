@@ -10,14 +10,18 @@ from __future__ import annotations
 import os
 import tempfile
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from kvtui.core.sweep import CURVES, X_LABEL, Y_LABEL, SweepResult, format_tokens, repeats_of
 from kvtui.core.units import format_bytes
 
+if TYPE_CHECKING:
+    from matplotlib.figure import Figure
+
 REAL, LRU, MIN, IDEAL = CURVES
 
 
-def sweep_figure(result: SweepResult):
+def sweep_figure(result: SweepResult) -> Figure:
     """A matplotlib ``Figure`` of ``result``: one axes, log x (capacity, tokens), y the token hit rate (%),
     lines labelled :data:`REAL`, :data:`LRU`, :data:`MIN` (only when every point has it) and :data:`IDEAL`, in
     that order; with repeats, a band (a ``PolyCollection``, not a line) from each point's lowest to highest

@@ -48,16 +48,18 @@ def ratio_row(name: str, value: float, key: str) -> str:
     return (row + f"  {verdict(value, key)}" if target else row).rstrip()
 
 
-def ratio_section(ratios: Mapping[str, float], keys: Iterable[str] | None = None) -> list[str]:
-    """The Ratios section of a bench's table: a title and one :func:`ratio_row` per ratio of ``ratios`` (those of
-    ``keys``, in that order; default: every one), each named by its figure (:data:`kvtui.metrics.figures.RATIOS`)."""
+def ratio_section(ratios: Mapping[str, object], keys: Iterable[str] | None = None) -> list[str]:
+    """The Ratios section of a bench's table: a title and one :func:`ratio_row` per ratio of ``ratios`` (a bench's
+    ``ratios``, each a number; those of ``keys``, in that order; default: every one), each named by its figure
+    (:data:`kvtui.metrics.figures.RATIOS`)."""
     from kvtui.metrics.figures import RATIO_BY_KEY
 
     rows = []
     for key in (ratios if keys is None else keys):
-        if key not in ratios:
+        value = ratios.get(key)
+        if not isinstance(value, (int, float)):  # (a ratio the run did not measure)
             continue
         f = RATIO_BY_KEY.get(key)
-        rows.append(ratio_row(f.name if f else key, ratios[key], key))
+        rows.append(ratio_row(f.name if f else key, value, key))
     head = f"{'Ratios':<{NAME_WIDTH + 2}} {'ratio':>8}   target   (see met / NOT met in the Legend)"
     return ["", head, *rows] if rows else []

@@ -17,17 +17,21 @@ on the machine, and this sweep is how to find out.
 from __future__ import annotations
 
 import os
+from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import Any
+from typing import TYPE_CHECKING, TypedDict
 
 import numpy as np
 
 from kvtui.bench.baselines import loopback_tcp_mbps
-from kvtui.bench.engines import BenchEngines, environment, say
-from kvtui.bench.reuse import reload_figures
+from kvtui.bench.engines import BenchEngines, BenchInputs, Environment, environment, first_workers, say
+from kvtui.bench.reuse import ReloadFigures, reload_figures
 from kvtui.core.text import plural
 from kvtui.core.units import median
 from kvtui.engine.protocol import BenchReload, Publish
+
+if TYPE_CHECKING:
+    from kvtui.core.layout import PageLayout
 
 SETTINGS: tuple[dict[str, str], ...] = (
     {"MC_TCP_SLICE_SIZE": "65536"},
@@ -40,13 +44,52 @@ SETTINGS: tuple[dict[str, str], ...] = (
 """The settings swept (``MC_*`` variables and their values); the first is Mooncake's own slice size."""
 
 
+class SettingFigures(TypedDict):
+    """One setting's row: its ``name`` (:func:`setting_name`), ``env`` (its variables), ``MBps_p50`` (the median
+    over rounds of each round's reload MB/s p50), ``rounds_MBps`` (each round's) and ``vs_loopback_tcp``."""
+
+    name: str
+    env: dict[str, str]
+    MBps_p50: float
+    rounds_MBps: list[float]
+    vs_loopback_tcp: float
+
+
+class TcpSweepRatios(TypedDict):
+    """The best setting's ``tcp_reload_vs_loopback_tcp`` and ``best_vs_mooncake_default`` (÷ the first setting)."""
+
+    tcp_reload_vs_loopback_tcp: float
+    best_vs_mooncake_default: float
+
+
+class TcpSweepFigures(BenchInputs):
+    """Every figure of ``kvtui bench --tcp-sweep --json`` (:func:`measure_tcp_sweep`)."""
+
+    layout: dict[str, int]
+    iterations: int
+    rounds: int
+    settings: list[SettingFigures]
+    environment: Environment
+    best: str
+    loopback_tcp_MBps: float
+    loopback_tcp_rounds_MBps: list[float]
+    verified: bool
+    ratios: TcpSweepRatios
+
+
+class _Setting(ReloadFigures):
+    """One setting on one cluster: :class:`~kvtui.bench.reuse.ReloadFigures` and the ``bytes`` of a reload."""
+
+    bytes: int
+
+
 def setting_name(setting: dict[str, str]) -> str:
     """``MC_TCP_SLICE_SIZE=4194304 MC_TCP_LANES_PER_PEER=2``: a setting as an environment prefix."""
     return " ".join(f"{k}={v}" for k, v in setting.items())
 
 
 @contextmanager
-def _environment(setting: dict[str, str]):
+def _environment(setting: dict[str, str]) -> Iterator[None]:
     """``setting`` in ``os.environ`` for the processes started meanwhile; the previous values after."""
     old = {k: os.environ.get(k) for k in setting}
     os.environ.update(setting)
@@ -60,21 +103,22 @@ def _environment(setting: dict[str, str]):
                 os.environ[k] = v
 
 
-def _one(engines: BenchEngines, layout, prompt: np.ndarray, second: np.ndarray, iterations: int) -> dict:
+def _one(engines: BenchEngines, layout: PageLayout, prompt: np.ndarray, second: np.ndarray, iterations: int
+         ) -> _Setting:
     """One setting on a fresh cluster: publish, ``iterations`` timed reloads of the shared prefix."""
     stack = engines.engine(layout, worker_client="real")  # (the TCP path: a store node, real clients)
-    engine = stack.engine
     try:
-        engine.prefill.call(Publish(prompt))
-        engine.decode.call(BenchReload(second, 1))  # first touch of the reload buffer, untimed
-        runs = [t.result for t in engine.decode.call(BenchReload(second, iterations))]
+        prefill, decode = first_workers(stack.engine)
+        prefill.call(Publish(prompt))
+        decode.call(BenchReload(second, 1))  # first touch of the reload buffer, untimed
+        runs = [t.result for t in decode.call(BenchReload(second, iterations))]
     finally:
         stack.stop()
     return {**reload_figures(runs), "bytes": runs[0].bytes_loaded}
 
 
-def measure_tcp_sweep(engines: BenchEngines, layout, prompt_tokens: int, shared_tokens: int, iterations: int,
-                      rounds: int) -> dict:
+def measure_tcp_sweep(engines: BenchEngines, layout: PageLayout, prompt_tokens: int, shared_tokens: int,
+                      iterations: int, rounds: int) -> TcpSweepFigures:
     """Every :data:`SETTINGS` entry ``rounds`` times (alternating order), with a loopback TCP baseline per
     round. Returns ``{"settings": [{name, env, MBps_p50, rounds_MBps, vs_loopback_tcp}], "best", "loopback_tcp_MBps",
     "rounds", "verified", "ratios": {"tcp_reload_vs_loopback_tcp"}}``."""
@@ -96,7 +140,7 @@ def measure_tcp_sweep(engines: BenchEngines, layout, prompt_tokens: int, shared_
             verified = verified and one["verified"]
         tcp.append(loopback_tcp_mbps(one["bytes"], iterations))
     tcp_mbps = median(tcp)
-    rows: list[dict[str, Any]] = [{"name": setting_name(s), "env": dict(s), "MBps_p50": median(per[i]),
+    rows: list[SettingFigures] = [{"name": setting_name(s), "env": dict(s), "MBps_p50": median(per[i]),
                                    "rounds_MBps": per[i], "vs_loopback_tcp": median(per[i]) / tcp_mbps}
                                   for i, s in enumerate(SETTINGS)]
     best = max(rows, key=lambda row: row["MBps_p50"])
@@ -107,7 +151,7 @@ def measure_tcp_sweep(engines: BenchEngines, layout, prompt_tokens: int, shared_
                                              "best_vs_mooncake_default": best["MBps_p50"] / rows[0]["MBps_p50"]}}
 
 
-def format_tcp_sweep(o: dict) -> str:
+def format_tcp_sweep(o: TcpSweepFigures) -> str:
     """The human table of :func:`measure_tcp_sweep`'s figures, at most :data:`~kvtui.core.text.WIDTH` columns."""
     from kvtui.bench.targets import LEGEND, ratio_section
     from kvtui.core.text import legend, wrap

@@ -9,15 +9,45 @@ from __future__ import annotations
 
 import threading
 import time
+from typing import TYPE_CHECKING, TypedDict
 
-from kvtui.bench.engines import BenchEngines, BrokenStoreWatch, default_workload, say
+from kvtui.bench.engines import BenchEngines, BenchInputs, BrokenStoreWatch, default_workload, say
 from kvtui.core.errors import KvtuiError
 from kvtui.core.units import median
+
+if TYPE_CHECKING:
+    from kvtui.core.layout import PageLayout
 
 UI_WARM_S = 1.5  # requests are counted from this long after a phase starts (the monitor's start-up)
 
 
-def measure_ui(engines: BenchEngines, layout, seconds: float, rounds: int, refresh_hz: float) -> dict:
+class UiRatios(TypedDict):
+    """``monitor_vs_headless`` (the median of the rounds' monitor ÷ headless) and ``monitor_vs_headless_best_of``
+    (of each side's best run)."""
+
+    monitor_vs_headless: float
+    monitor_vs_headless_best_of: float
+
+
+class UiFigures(BenchInputs):
+    """Every figure of ``kvtui bench --ui --json`` (:func:`measure_ui`): the ``layout``, ``seconds`` counted per
+    phase after ``warm_up_seconds``, the requests/s of each round by side (``rounds``: ``headless`` and
+    ``monitor``), ``refresh_hz``, each side's best (``headless_rps``, ``monitor_rps``), the ``ratios`` and
+    ``idle_paused_cpu_percent`` (% of one core)."""
+
+    layout: dict[str, int]
+    seconds: float
+    warm_up_seconds: float
+    rounds: dict[str, list[float]]
+    refresh_hz: float
+    headless_rps: float
+    monitor_rps: float
+    ratios: UiRatios
+    idle_paused_cpu_percent: float
+
+
+def measure_ui(engines: BenchEngines, layout: PageLayout, seconds: float, rounds: int, refresh_hz: float
+               ) -> UiFigures:
     """Run the phases on one embedded cluster of ``layout``; returns the fields of ``kvtui bench --ui --json``:
     per-round rates (requests/s), each side's best, the ratios monitor/headless (median of the rounds' ratios,
     and of the best runs) and ``idle_paused_cpu_percent`` (% of one core). ``KvtuiError`` if a round without
@@ -54,9 +84,9 @@ def measure_ui(engines: BenchEngines, layout, seconds: float, rounds: int, refre
                 session.subscribe_results(broken.count)
                 say(f"round {r + 1}/{rounds}, {phase}: {seconds:g} s of {spec.scenario} after "
                     f"{UI_WARM_S:g} s of start-up…")
-                counts: list[tuple[float, int]] = []
+                counts: list[tuple[float, float]] = []
 
-                def mark(session=session, counts=counts):
+                def mark(session: LiveSession = session, counts: list[tuple[float, float]] = counts) -> None:
                     counts.append((time.monotonic(), session.agg.totals()["requests"]))
 
                 timers = [threading.Timer(t, mark) for t in (UI_WARM_S, UI_WARM_S + seconds)]

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -40,7 +41,21 @@ from kvtui.core.traces import trace_arg
 from workload import DEFAULT_BLOCK_TOKENS
 
 if TYPE_CHECKING:
+    from kvtui.bench.aggregate import AggregateFigures
+    from kvtui.bench.engines import BenchEngines
+    from kvtui.bench.link import LinkFigures
+    from kvtui.bench.rate import RateMode, RequestRate
+    from kvtui.bench.reuse import DemoCard, ReuseFigures, Stats, TcpPathFigures
+    from kvtui.bench.tcp_sweep import TcpSweepFigures
+    from kvtui.bench.trace import TraceFigures
+    from kvtui.bench.ui import UiFigures
+    from kvtui.core.layout import PageLayout
+    from kvtui.metrics.ttft import TtftEstimator
+    from kvtui.mooncake.hosts import LinkSpec
     from workload import TraceProblem, TraceRow
+
+    BenchFigures = ReuseFigures | TraceFigures | UiFigures | TcpSweepFigures | LinkFigures | AggregateFigures
+    """What one bench measured: its ``--json``."""
 
 _CASE = ReuseCase()  # the default flags
 
@@ -95,7 +110,7 @@ def bench_flags(args: argparse.Namespace) -> BenchFlags:
     return BenchFlags(mode=mode, **values)
 
 
-def register(subparsers) -> None:
+def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     """Add the ``bench`` subcommand."""
     p = subparsers.add_parser(
         "bench", help="reproduce the demo's reuse figures with same-run baselines",
@@ -234,7 +249,8 @@ def run(args: argparse.Namespace, started_at: float | None = None) -> int:
         # a process the bench needs died or its store failed: one line, as `kvtui run` says it (its logs are
         # named on stderr by the cluster's teardown)
         raise KvtuiError(f"bench stopped: {(str(exc).splitlines() or [type(exc).__name__])[0]}") from None
-    out.update(synthesis)
+    if "synthesis" in synthesis:
+        out["synthesis"] = synthesis["synthesis"]
     out["verify"] = verify  # an input: `kvtui compare` says when two runs' modes differ
     if b.mode != "reuse":  # (the reuse table says it in its first line)
         from kvtui.core.verify import checked
@@ -248,8 +264,9 @@ def run(args: argparse.Namespace, started_at: float | None = None) -> int:
     return code
 
 
-def _measure(b: BenchFlags, trace: str | None, engines, layout, estimator, link, counts: list[int], rows: list,
-             problems: list) -> tuple:
+def _measure(b: BenchFlags, trace: str | None, engines: BenchEngines, layout: PageLayout,
+             estimator: TtftEstimator | None, link: LinkSpec | None, counts: list[int], rows: list[TraceRow],
+             problems: list[TraceProblem]) -> tuple[BenchFigures, str, int]:
     """Run the bench ``b`` names (``trace``: the ``--trace`` given): ``(its --json figures, its table, the exit
     code)`` (1 when a loaded page failed verification). Raises what the bench's engines, loops and store
     raise."""
@@ -261,34 +278,34 @@ def _measure(b: BenchFlags, trace: str | None, engines, layout, estimator, link,
         assert trace is not None  # the trace bench is the one --trace chooses
         if problems:  # as `kvtui run` says it; both sides replay the same good rows
             say(skipped_rows_text(problems))
-        out = measure_trace(engines, layout, resolve_trace(trace), rows, b.trace_block_tokens, b.rounds,
-                            skipped_count(problems), label=trace_label(trace))
-        return out, format_trace(out), 0 if out["engine"]["mismatches"] == 0 else 1
+        traced = measure_trace(engines, layout, resolve_trace(trace), rows, b.trace_block_tokens, b.rounds,
+                               skipped_count(problems), label=trace_label(trace))
+        return traced, format_trace(traced), 0 if traced["engine"]["mismatches"] == 0 else 1
     if b.mode == "tcp-sweep":
         from kvtui.bench.tcp_sweep import format_tcp_sweep, measure_tcp_sweep
 
-        out = measure_tcp_sweep(engines, layout, b.prompt_tokens, b.shared_tokens, b.iterations, b.rounds)
-        return out, format_tcp_sweep(out), 0 if out["verified"] else 1
+        swept = measure_tcp_sweep(engines, layout, b.prompt_tokens, b.shared_tokens, b.iterations, b.rounds)
+        return swept, format_tcp_sweep(swept), 0 if swept["verified"] else 1
     if link is not None and counts:
         from kvtui.bench.aggregate import format_aggregate, measure_aggregate
 
-        out = measure_aggregate(engines, layout, link, counts, b.prompt_tokens, b.shared_tokens, b.iterations)
-        return out, format_aggregate(out), 0 if out["verified"] else 1
+        aggregate = measure_aggregate(engines, layout, link, counts, b.prompt_tokens, b.shared_tokens, b.iterations)
+        return aggregate, format_aggregate(aggregate), 0 if aggregate["verified"] else 1
     if link is not None:
         from kvtui.bench.link import format_link, measure_link
 
-        out = measure_link(engines, layout, link, b.prompt_tokens, b.shared_tokens, b.iterations)
-        return out, format_link(out), 0 if out["verified"] else 1
+        linked = measure_link(engines, layout, link, b.prompt_tokens, b.shared_tokens, b.iterations)
+        return linked, format_link(linked), 0 if linked["verified"] else 1
     if b.mode == "ui":
         from kvtui.bench.ui import measure_ui
 
-        out = measure_ui(engines, layout, b.seconds, b.rounds, b.refresh_hz)
-        return out, format_ui(out), 0
+        ui = measure_ui(engines, layout, b.seconds, b.rounds, b.refresh_hz)
+        return ui, format_ui(ui), 0
     from kvtui.bench.reuse import measure_reuse
 
-    out = measure_reuse(engines, layout, ReuseCase(b.prompt_tokens, b.shared_tokens, b.iterations, b.max_streams),
-                        estimator)
-    return out, format_bench(out), 0 if out["verified"] else 1
+    reuse = measure_reuse(engines, layout, ReuseCase(b.prompt_tokens, b.shared_tokens, b.iterations, b.max_streams),
+                          estimator)
+    return reuse, format_bench(reuse), 0 if reuse["verified"] else 1
 
 
 def _of(part: int, whole: int, unit: str = "") -> str:
@@ -300,7 +317,7 @@ _LABEL = 28  # the sections' label column
 _CARD_RUN = 36  # the demo card section's: this run's column (the card's beside it)
 
 
-def _card_rows(o: dict, card: dict) -> list[tuple[str, str, str]]:
+def _card_rows(o: ReuseFigures, card: DemoCard | None) -> list[tuple[str, str, str]]:
     """The figures the demo card has too: ``(label, this run's, the card's)``, the card's converted to MB/s
     (its figures when ``card`` is empty: "")."""
     from kvtui.metrics import figures as fig
@@ -308,33 +325,32 @@ def _card_rows(o: dict, card: dict) -> list[tuple[str, str, str]]:
     r = o["reload_ms"]
     mb = 2**20 / 1e6
     tiny = o["tiny"]
-    if not card:
-        card = {"tokens_skipped": 0, "tokens_requested": 0, "pages_hit": 0, "pages_total": 1, "reload_ms_p50": 0,
-                "reuse_read_MiBps_p50": 0, "publish_write_MiBps": 0}
+    shown: Mapping[str, Any] = card or {"tokens_skipped": 0, "tokens_requested": 0, "pages_hit": 0, "pages_total": 1,
+                                        "reload_ms_p50": 0, "reuse_read_MiBps_p50": 0, "publish_write_MiBps": 0}
     rows = [
         (fig.TOKENS_HIT.label, _of(o["tokens_skipped"], o["tokens_requested"], "tokens"),
-         _of(card["tokens_skipped"], card["tokens_requested"])),
+         _of(shown["tokens_skipped"], shown["tokens_requested"])),
         (fig.RELOAD_HIT_RATE.label, f"{fig.show(fig.RELOAD_HIT_RATE, o['hit_rate'])} "
                                     f"({_of(o['pages_hit'], o['pages_total'], 'pages')})",
-         f"{fig.show(fig.RELOAD_HIT_RATE, card['pages_hit'] / card['pages_total'])} "
-         f"({_of(card['pages_hit'], card['pages_total'])})"),
+         f"{fig.show(fig.RELOAD_HIT_RATE, shown['pages_hit'] / shown['pages_total'])} "
+         f"({_of(shown['pages_hit'], shown['pages_total'])})"),
         (f"{fig.RELOAD_LATENCY.name} p50", fig.show(fig.RELOAD_LATENCY, r["p50"]),
-         fig.show(fig.RELOAD_LATENCY, card["reload_ms_p50"])),
+         fig.show(fig.RELOAD_LATENCY, shown["reload_ms_p50"])),
         (fig.RELOAD_P50.label, f"{fig.show(fig.RELOAD_P50, o['reuse_read_MBps_p50'])} (1 stream, p50)",
-         f"{fig.show(fig.RELOAD_P50, card['reuse_read_MiBps_p50'] * mb)} "
-         f"(its {card['reuse_read_MiBps_p50']:,.0f} MiB/s)"),
+         f"{fig.show(fig.RELOAD_P50, shown['reuse_read_MiBps_p50'] * mb)} "
+         f"(its {shown['reuse_read_MiBps_p50']:,.0f} MiB/s)"),
         (fig.PUBLISH_BUSY.name, f"{fig.show(fig.PUBLISH_BUSY, o['publish_write_MBps'])} "
                                 f"(p50 of {plural(o.get('publish_runs', 1), 'publish', 'publishes')})",
-         f"{fig.show(fig.PUBLISH_BUSY, card['publish_write_MiBps'] * mb)} "
-         f"(its {card['publish_write_MiBps']:,.0f} MiB/s)"),
+         f"{fig.show(fig.PUBLISH_BUSY, shown['publish_write_MiBps'] * mb)} "
+         f"(its {shown['publish_write_MiBps']:,.0f} MiB/s)"),
         ("byte-exact round-trip", "verified" if o["verified"] else "MISMATCH", "verified"),
         ("tiny layout (PR example)", f"{_of(tiny['pages_hit'], tiny['pages_total'], 'pages')} hit, "
                                      f"{'verified' if tiny['verified'] else 'MISMATCH'}", "3 of 4, verified"),
     ]
-    return rows if card.get("machine") else [(k, v, "") for k, v, _ in rows]
+    return rows if shown.get("machine") else [(k, v, "") for k, v, _ in rows]
 
 
-def _reload_rows(o: dict) -> list[tuple[str, str]]:
+def _reload_rows(o: ReuseFigures) -> list[tuple[str, str]]:
     """The decode worker's reloads: latency, throughput by streams, the probe's and the read's shares, verify."""
     from kvtui.metrics import figures as fig
 
@@ -352,17 +368,18 @@ def _reload_rows(o: dict) -> list[tuple[str, str]]:
                                                for n, f in o["read_streams"].items()) + " MB/s"),
     ]
     probe, read = fig.RELOAD_PROBE_P50, fig.RELOAD_READ_P50
-    if o.get(probe.key) is not None and o.get(read.key):
+    by_key: Mapping[str, Any] = o  # (the figures looked up by their key in kvtui.metrics.figures)
+    if by_key.get(probe.key) is not None and by_key.get(read.key):
         raw = b.get("raw_get_MBps_p50")
-        rows += [(probe.label, fig.show(probe, o[probe.key])),
-                 (read.label, fig.show(read, o[read.key])
-                  + (f" ({fig.number(o[read.key] / raw, '×')}× {fig.RAW_GET_P50.label.removeprefix('baseline ')})"
-                     if raw else ""))]
+        rows += [(probe.label, fig.show(probe, by_key[probe.key])),
+                 (read.label, fig.show(read, by_key[read.key])
+                  + (f" ({fig.number(by_key[read.key] / raw, '×')}× "
+                     f"{fig.RAW_GET_P50.label.removeprefix('baseline ')})" if raw else ""))]
     rows.append((fig.VERIFY_MS.label, f"p50 {fig.show(fig.VERIFY_MS, o['verify_ms_p50'])}, outside the reload time"))
     return rows
 
 
-def _baseline_rows(o: dict) -> list[tuple[str, str]]:
+def _baseline_rows(o: ReuseFigures) -> list[tuple[str, str]]:
     """The same-run baselines: raw reads, one loopback TCP stream, memcpy, page fill and verify, the memory bus."""
     from kvtui.metrics import figures as fig
 
@@ -389,7 +406,7 @@ def _baseline_rows(o: dict) -> list[tuple[str, str]]:
     return rows
 
 
-def _rate_rows(rr: dict) -> list[tuple[str, str]]:
+def _rate_rows(rr: RequestRate) -> list[tuple[str, str]]:
     """The request-rate step: the closed loop's rate against the rate its store calls alone allow, under
     ``--verify full`` and, where measured, ``--verify sampled``."""
     rows = []
@@ -399,13 +416,14 @@ def _rate_rows(rr: dict) -> list[tuple[str, str]]:
     return rows
 
 
-def _rate_mode_rows(rr: dict, mode: str) -> list[tuple[str, str]]:
+def _rate_mode_rows(rr: RateMode, mode: str) -> list[tuple[str, str]]:
     """One mode's rows of the request-rate step (``mode``: its label, "" for a result of one mode only)."""
     from kvtui.metrics import figures as fig
 
     ms = "ms"
-    passes = [f"{f.label} {fig.show(f, rr[key])}"
-              for f, key in ((fig.RATE_VERIFY, "verify_MBps"), (fig.RATE_FILL, "fill_MBps")) if rr.get(key)]
+    by_key: Mapping[str, Any] = rr
+    passes = [f"{f.label} {fig.show(f, by_key[key])}"
+              for f, key in ((fig.RATE_VERIFY, "verify_MBps"), (fig.RATE_FILL, "fill_MBps")) if by_key.get(key)]
     split = (f" (verify {fig.number(rr['verify_ms_mean'], ms)} + fill {fig.number(rr['fill_ms_mean'], ms)})"
              if "verify_ms_mean" in rr else "")
     rows = [
@@ -426,7 +444,7 @@ def _rate_mode_rows(rr: dict, mode: str) -> list[tuple[str, str]]:
     return [(k if i == 0 or not mode else f"  {k}", v) for i, (k, v) in enumerate(rows)]
 
 
-def _tcp_rows(tp: dict) -> list[tuple[str, str]]:
+def _tcp_rows(tp: TcpPathFigures) -> list[tuple[str, str]]:
     """The TCP path: real clients, reads across loopback TCP."""
     from kvtui.metrics import figures as fig
 
@@ -447,7 +465,7 @@ _WORKER_CLIENTS = {
 """The legend of the workers' store clients (``--worker-client``)."""
 
 
-def _legend(o: dict, card: dict, same_case: bool) -> list[str]:
+def _legend(o: ReuseFigures, card: DemoCard | None, same_case: bool) -> list[str]:
     """The table's legend: the demo card, the workers' clients, met / NOT met, the units."""
     from kvtui.core.text import legend
 
@@ -468,7 +486,7 @@ def _legend(o: dict, card: dict, same_case: bool) -> list[str]:
     return legend(entries)
 
 
-def format_bench(o: dict) -> str:
+def format_bench(o: ReuseFigures) -> str:
     """The human table of a reuse bench run (``o``: :func:`kvtui.bench.reuse.measure_reuse`'s figures), at most
     :data:`~kvtui.core.text.WIDTH` columns: sections of rows named as in :mod:`kvtui.metrics.figures`, the ratios
     against their :data:`TARGETS`, and a legend."""
@@ -476,14 +494,14 @@ def format_bench(o: dict) -> str:
     from kvtui.core.text import rows, section, wrap
     from kvtui.core.verify import checked
 
-    card = o.get("demo_card") or {}
-    same_case = bool(card) and o.get("page_bytes", card.get("page_bytes")) == card.get("page_bytes") \
+    card = o.get("demo_card") or None
+    same_case = card is not None and o.get("page_bytes", card.get("page_bytes")) == card.get("page_bytes") \
         and o["tokens_requested"] == card["tokens_requested"] and o["tokens_skipped"] == card["tokens_skipped"]
     env = o.get("environment")
     what = (f"kvtui bench: a {o['tokens_requested']:,}-token prompt published, a second request sharing "
             f"{o['tokens_skipped']:,} tokens reloaded {plural(o['iterations'], 'time')}"
             + (f" ({o['page_bytes']:,}-byte pages)" if "page_bytes" in o else "")
-            + (f"; this machine: {plural(env['cores'], 'core')}, {env['mooncake']}" if env else "")
+            + (f"; this machine: {plural(env['cores'] or 0, 'core')}, {env['mooncake']}" if env else "")
             + (f"; loaded pages checked {checked(o['verify'])} but in the request-rate step" if "verify" in o else ""))
     lines = wrap(what)
     reuse = _card_rows(o, card)
@@ -514,15 +532,15 @@ def format_bench(o: dict) -> str:
     return "\n".join(lines)
 
 
-def _recompute_line(o: dict, reload: dict) -> str:
+def _recompute_line(o: ReuseFigures, reload: Stats) -> str:
     """The bench's break-even line: the estimated recompute time of the reloaded prefix against the measured
     reload (:func:`kvtui.metrics.ttft.reload_estimate`), marked when the reload is the slower."""
     from kvtui.metrics import figures as fig
 
     est = o["ttft_estimate"]
-    if o.get("recompute_ms") is None:
+    rc, ratio, saved = o.get("recompute_ms"), o.get("reload_vs_recompute"), o.get("ttft_saved_ms")
+    if rc is None or ratio is None or saved is None:  # (the estimate is off)
         return est.get("off", "no estimate")
-    rc, ratio, saved = o["recompute_ms"], o["reload_vs_recompute"], o["ttft_saved_ms"]
     ms = fig.RELOAD_LATENCY
     # ratio: Σ reload ÷ Σ recompute over the reloads (the "reload vs recompute" figure), i.e. mean reload ÷
     # recompute, so the line names the mean beside it and the p50 separately
@@ -536,7 +554,7 @@ def _recompute_line(o: dict, reload: dict) -> str:
             f"estimate: {est['basis']}")
 
 
-def format_ui(o: dict) -> str:
+def format_ui(o: UiFigures) -> str:
     """The human lines of a ``--ui`` run (``o``: :func:`kvtui.bench.ui.measure_ui`'s figures), at most
     :data:`~kvtui.core.text.WIDTH` columns."""
     from kvtui.bench.targets import LEGEND, ratio_section

@@ -13,7 +13,7 @@ import math
 import re
 import sys
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from kvtui.commands.output import full_setup, open_session, store_counts, write_json_atomic
 from kvtui.config.paths import check_outputs, path_arg
@@ -90,7 +90,7 @@ def _session(path: str, reader) -> dict:
     if warning:
         print(f"kvtui: {warning}", file=sys.stderr)
     first, final = reader.frame_at(0), reader.final_frame()
-    doc = span_summary(final, first)
+    doc: dict[str, Any] = dict(span_summary(final, first))  # (and the comparison's own keys)
     doc.update({k: v for k, v in reader.header.items() if k in INPUT_KEYS})
     if final.workload:
         doc["workload"] = dict(final.workload)

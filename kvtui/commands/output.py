@@ -6,15 +6,19 @@ from __future__ import annotations
 import json
 import sys
 from collections.abc import Mapping
-from typing import Any
+from typing import IO, TYPE_CHECKING, Any, cast
 
 from kvtui.core.errors import KvtuiError, OutputError
 from kvtui.core.files import write_atomic
 from kvtui.core.misses import MAX_KEYS
 from kvtui.core.text import plural
 
+if TYPE_CHECKING:
+    from kvtui.metrics.summary import LatencySummary, MissFigures, RunSetup, RunSummary
+    from kvtui.session.reader import SessionReader
 
-def write_json_atomic(path: str, data: dict) -> None:
+
+def write_json_atomic(path: str, data: Mapping[str, Any]) -> None:
     """Write ``data`` as JSON whole or not at all (:func:`kvtui.core.files.write_atomic`: a temporary file and a
     rename, the umask's permissions, through a link to the file it names); ``-`` writes to standard output.
     ``OutputError`` (one line, exit 3) when it cannot be written."""
@@ -23,7 +27,7 @@ def write_json_atomic(path: str, data: dict) -> None:
         sys.stdout.write("\n")
         return
 
-    def dump(f) -> None:
+    def dump(f: IO[str]) -> None:
         json.dump(data, f, indent=2, sort_keys=True)
         f.write("\n")
 
@@ -33,7 +37,7 @@ def write_json_atomic(path: str, data: dict) -> None:
         raise OutputError(f"could not write {path}: {exc.strerror or exc}") from None
 
 
-def open_session(path: str):
+def open_session(path: str) -> SessionReader:
     """A :class:`~kvtui.session.reader.SessionReader`, or ``KvtuiError`` with the reader's one-line reason."""
     from kvtui.session import SessionError
     from kvtui.session.reader import SessionReader
@@ -44,16 +48,18 @@ def open_session(path: str):
         raise KvtuiError(str(exc)) from None
 
 
-def full_setup(setup: dict | None, store: Mapping[str, Any] | None, meta: dict | None = None) -> dict:
-    """A run's ``setup`` (:func:`run_context`) as its ``--json``, its report and its recording all state it:
-    the kvtui and Mooncake versions from a recording's ``meta`` where its header predates them, ``verify``
-    ``full`` where it predates ``--verify`` (every page was checked whole then), and, attached
-    to a cluster (no ``store_bytes`` of its own), ``store_capacity_bytes``: the store's capacity the last frame
-    scraped from the master (``store``: the frame's store block; bytes)."""
-    out = dict(setup or {})
-    for key in ("kvtui_version", "mooncake_version"):
-        if meta and key not in out:
-            out[key] = meta.get(key)
+def full_setup(setup: Mapping[str, Any] | None, store: Mapping[str, Any] | None,
+               meta: Mapping[str, Any] | None = None) -> RunSetup:
+    """A run's ``setup`` (:meth:`kvtui.config.plan.RunPlan.setup`, or a recording's header's) as its ``--json``, its
+    report and its recording all state it: the kvtui and Mooncake versions from a recording's ``meta`` where its
+    header predates them, ``verify`` ``full`` where it predates ``--verify`` (every page was checked whole then),
+    and, attached to a cluster (no ``store_bytes`` of its own), ``store_capacity_bytes``: the store's capacity the
+    last frame scraped from the master (``store``: the frame's store block; bytes)."""
+    out = cast("RunSetup", dict(setup or {}))  # (a recording's header: the setup its kvtui wrote)
+    if meta and "kvtui_version" not in out:
+        out["kvtui_version"] = meta.get("kvtui_version")
+    if meta and "mooncake_version" not in out:
+        out["mooncake_version"] = meta.get("mooncake_version")
     out.setdefault("verify", "full")
     capacity = (store or {}).get("capacity_bytes")
     if out.get("store_bytes") is None and capacity:
@@ -70,7 +76,7 @@ def store_counts(store: Mapping[str, Any] | None) -> dict[str, int]:
     return {f.key: int(store[f.key]) for f in STORE_COUNTS if store and store.get(f.key) is not None}
 
 
-def _percentiles(d: dict) -> str:
+def _percentiles(d: LatencySummary) -> str:
     """One latency line from a summary's ``{count, p50, p90, p99, max}`` (ms, HdrHistogram figures)."""
     from kvtui.metrics.figures import number
 
@@ -80,33 +86,34 @@ def _percentiles(d: dict) -> str:
             f"max {number(d['max'], 'ms')} ({plural(d['count'], 'sample')})")
 
 
-def format_summary(s: dict) -> str:
+def format_summary(s: RunSummary) -> str:
     """The human summary table of a run (``s``: :meth:`kvtui.metrics.aggregate.Aggregator.summary` fields);
     figures are named, and their numbers written, as in :mod:`kvtui.metrics.figures` (thousands separators)."""
     from kvtui.core.text import rows
     from kvtui.core.verify import DEFAULT_VERIFY, checked
     from kvtui.metrics import figures as fig
 
-    thr = s["throughput"]
+    by_key: Mapping[str, Any] = s  # (the figures looked up by their key in kvtui.metrics.figures)
+    thr: Mapping[str, float] = by_key["throughput"]
     verify = (s.get("setup") or {}).get("verify", DEFAULT_VERIFY)
     rel, pub = s["reload_ms"], s["publish_ms"]
     errors = ", ".join(f"{k} ×{v:,}" for k, v in s["errors"].items()) or "none"
 
     def of(part: fig.Figure, whole: fig.Figure, rate: fig.Figure) -> str:
-        return f"{s[part.key]:,} of {s[whole.key]:,} {whole.label} ({fig.show(rate, s[rate.key])})"
+        return f"{by_key[part.key]:,} of {by_key[whole.key]:,} {whole.label} ({fig.show(rate, by_key[rate.key])})"
 
     pairs = [
         (fig.REQUESTS.label, f"{s['requests']:,} in {fig.show(fig.ELAPSED, s['elapsed_s'])} "
                              f"({fig.show(fig.REQUESTS_RUN, thr[fig.REQUESTS_RUN.key])})"),
         (fig.TOKENS_HIT.label, of(fig.TOKENS_HIT, fig.TOKENS_INPUT, fig.TOKENS_SKIPPED)),
-        *([("", f"{fig.IDEAL_SO_FAR.name} {fig.show(fig.IDEAL_SO_FAR, s[fig.IDEAL_SO_FAR.key])} (what an "
+        *([("", f"{fig.IDEAL_SO_FAR.name} {fig.show(fig.IDEAL_SO_FAR, by_key[fig.IDEAL_SO_FAR.key])} (what an "
                 "unbounded cache would skip)")]
-          if s.get(fig.IDEAL_SO_FAR.key) is not None else []),
-        *([("", f"{fig.AIPERF_SO_FAR.name} {fig.show(fig.AIPERF_SO_FAR, s[fig.AIPERF_SO_FAR.key])} (aiperf "
+          if by_key.get(fig.IDEAL_SO_FAR.key) is not None else []),
+        *([("", f"{fig.AIPERF_SO_FAR.name} {fig.show(fig.AIPERF_SO_FAR, by_key[fig.AIPERF_SO_FAR.key])} (aiperf "
                 "analyze-trace's rule)")]
-          if s.get(fig.AIPERF_SO_FAR.key) is not None else []),
+          if by_key.get(fig.AIPERF_SO_FAR.key) is not None else []),
         (fig.PAGES_HIT.label, of(fig.PAGES_HIT, fig.PAGES_TOTAL, fig.HIT_RATE_SESSION)),
-        *([(fig.MISS_PAGES.label, miss_text(s["misses"]))] if s.get("misses") else []),
+        *([(fig.MISS_PAGES.label, miss_text(s["misses"] or {}))] if s.get("misses") else []),
         *([("", f"approximate: the history forgot {plural(s['misses_keys_forgotten'], 'key')} (it keeps "
                 f"{MAX_KEYS:,})")] if s.get("misses_keys_forgotten") else []),
         (fig.PAGES_PUBLISHED.label, f"{plural(s['pages_published'], 'page')}; {fig.PAGES_PRESENT.label} "
@@ -114,8 +121,8 @@ def format_summary(s: dict) -> str:
         (fig.VERIFIED.label, f"{plural(s['verified_pages'], 'page')}, {checked(verify)}; {fig.MISMATCHES.label} "
                              f"{s['mismatches']:,}"),
         (fig.RELOAD_LATENCY.name, _percentiles(rel)),
-        ("", f"{fig.PROBE_ONLY.name} {s.get(fig.PROBE_ONLY.key, 0):,}; "
-             f"{fig.UNUSABLE.name} {s.get(fig.UNUSABLE.key, 0):,} (no reload latency)"),
+        ("", f"{fig.PROBE_ONLY.name} {by_key.get(fig.PROBE_ONLY.key, 0):,}; "
+             f"{fig.UNUSABLE.name} {by_key.get(fig.UNUSABLE.key, 0):,} (no reload latency)"),
         (fig.PUBLISH_LATENCY.name, _percentiles(pub)),
         ("throughput", f"{fig.REUSE_BUSY.name} {fig.show(fig.REUSE_BUSY, thr[fig.REUSE_BUSY.key])} · "
                        f"{fig.PUBLISH_BUSY.name} {fig.show(fig.PUBLISH_BUSY, thr[fig.PUBLISH_BUSY.key])}"),
@@ -130,7 +137,7 @@ def format_summary(s: dict) -> str:
 _LABEL = 22  # the summary's label column, the space after it included
 
 
-def miss_text(misses: Mapping[str, Mapping[str, float]]) -> str:
+def miss_text(misses: Mapping[str, MissFigures]) -> str:
     """The summary's misses line: the missed full pages, then each reason that has any with its pages and
     share of the prompt tokens (:data:`kvtui.metrics.figures.MISS_SHARE`): ``1,310 full pages: first use
     1,204 (40.12% of tokens) · evicted 106 (3.50%)``."""
@@ -140,7 +147,7 @@ def miss_text(misses: Mapping[str, Mapping[str, float]]) -> str:
     parts: list[str] = []
     total = 0
     for r in REASONS:
-        m = misses.get(NAMES[r]) or {}
+        m: Mapping[str, Any] = misses.get(NAMES[r]) or {}
         pages = int(m.get("pages", 0))
         total += pages
         if pages:
@@ -163,7 +170,7 @@ def _store_line(store: Mapping[str, int]) -> str:
     return " · ".join(parts)
 
 
-def ttft_lines(s: dict) -> list[tuple[str, str]]:
+def ttft_lines(s: RunSummary) -> list[tuple[str, str]]:
     """The summary's TTFT rows, ``(label, text)`` (estimates, with their basis;
     :func:`kvtui.metrics.ttft_saved.summary_fields`), the break-even marked when the reloads were slower than
     recomputing."""
@@ -182,5 +189,5 @@ def ttft_lines(s: dict) -> list[tuple[str, str]]:
     saved = fig.TTFT_SAVED
     return [(saved.name, f"p50 {fig.show(saved, t['p50'])} · p99 {fig.number(t['p99'], 'ms', saved.decimals)} · "
                          f"total {fig.number(t['total'] / 1e3, 's', 2)} s over {plural(t['count'], 'reload')}"),
-            ("", f"{fig.GPU_SAVED_RUN.label} {fig.show(fig.GPU_SAVED_RUN, s['prefill_gpu_s_saved'])}{mark}"),
+            ("", f"{fig.GPU_SAVED_RUN.label} {fig.show(fig.GPU_SAVED_RUN, s['prefill_gpu_s_saved'] or 0.0)}{mark}"),
             *marked, ("", f"estimate: {est.get('basis', '?')}")]

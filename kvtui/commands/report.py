@@ -7,6 +7,7 @@ and its hit-rate curve in a terminal screen (:mod:`kvtui.tui.sweep_app`; ``--svg
 from __future__ import annotations
 
 import argparse
+from typing import TYPE_CHECKING, cast
 
 from kvtui.commands.output import format_summary, full_setup, open_session, store_counts, write_json_atomic
 from kvtui.config.exports import check_requests_log
@@ -15,8 +16,14 @@ from kvtui.config.plan import CONTEXT_KEYS
 from kvtui.core.errors import KvtuiError
 from kvtui.core.layout import PageLayout
 
+if TYPE_CHECKING:
+    from kvtui.core.panels import FrameStatus
+    from kvtui.core.sweep import SweepResult
+    from kvtui.metrics.summary import RunInputs, RunSummary
+    from kvtui.session.reader import SessionReader
 
-def register(subparsers) -> None:
+
+def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     """Add the ``report`` subcommand."""
     p = subparsers.add_parser("report", help="summarise a recorded session, or show a capacity sweep's curve",
                               description="Print the summary of a session recorded with --record or Ctrl+R: the "
@@ -38,7 +45,7 @@ def register(subparsers) -> None:
     p.set_defaults(func=run)
 
 
-def _layout_dict(text: str | None) -> dict | None:
+def _layout_dict(text: str | None) -> dict[str, int] | None:
     """The ``PageLayout.as_dict()`` of the preset described by ``text`` (a frame's ``status["layout"]``), or
     None if no preset reads so (a switch from the command palette always goes to a preset)."""
     from kvtui.core.layout import PRESETS
@@ -70,12 +77,13 @@ def run(args: argparse.Namespace, started_at: float | None = None) -> int:
     if summary["span"]["latency_covers"] == "session":
         print(f"kvtui: {args.file} does not mark where its recording began (an older kvtui): counters cover the "
               "recorded frames, latencies the whole session", file=sys.stderr)
+    # the header's context (RunContext's keys) and inputs as the recording's kvtui wrote them
     ctx = {k: reader.header[k] for k in ("layout", "page_bytes", "workload", "bad_rows_skipped", "concurrency",
                                           "store_mode") if k in reader.header}
-    summary.update(ctx)
+    summary.update(cast("RunSummary", ctx))
     summary["setup"] = full_setup(reader.header.get("setup"), final.store, reader.meta)
     summary["store_at_end"] = store_counts(final.store)  # the store as the recording's last frame saw it
-    summary["context"] = {k: reader.header.get(k) for k in CONTEXT_KEYS if k in reader.header}  # as run --json
+    summary["context"] = cast("RunInputs", {k: reader.header.get(k) for k in CONTEXT_KEYS if k in reader.header})
     if final.workload:
         summary["workload"] = final.workload  # the knobs as they were at the end, not at start-up
     inputs = reader.header.get("ttft_estimate")  # the TTFT estimate's inputs in full, as the run began
@@ -108,13 +116,15 @@ def run(args: argparse.Namespace, started_at: float | None = None) -> int:
         from kvtui.tui.app import run_app
 
         # the dashboard as it was at the end, without the REC badge: a report is not a recording
-        status = {k: v for k, v in (final.status or {}).items() if k not in ("recording", "record_path")}
+        status: FrameStatus = {**(final.status or {})}
+        status.pop("recording", None)
+        status.pop("record_path", None)
         run_app(StaticSource(dataclasses.replace(final, status=status)), None, headless=True, duration_s=0.5,
                 screenshot=args.svg, size=(120, 40))
     return 0
 
 
-def _sweep_of(path: str):
+def _sweep_of(path: str) -> SweepResult | None:
     """The :class:`~kvtui.core.sweep.SweepResult` in ``path`` when it is a JSON file (its first character is
     ``{``), else None (a session, or anything else, for :func:`open_session` to judge). ``KvtuiError`` (one
     line) for JSON that is not valid or not a sweep result."""
@@ -143,7 +153,7 @@ def _sweep_of(path: str):
             from None
 
 
-def _report_sweep(args: argparse.Namespace, sweep) -> int:
+def _report_sweep(args: argparse.Namespace, sweep: SweepResult) -> int:
     """A sweep result: its table (stdout), ``--json`` (the sweep again), ``--svg`` (its screen, headless), or,
     in a terminal without either, the screen itself until q."""
     import sys
@@ -162,14 +172,14 @@ def _report_sweep(args: argparse.Namespace, sweep) -> int:
     return 0
 
 
-def require_request_rows(reader, source: str) -> None:
+def require_request_rows(reader: SessionReader, source: str) -> None:
     """``KvtuiError`` (one line) when session ``reader`` (from ``source``) holds no request rows."""
     if not reader.request_columns:
         raise KvtuiError(f"--requests-log: {source} holds no request rows (recorded in observe mode, or by a kvtui "
                          "from before sessions kept them); nothing written")
 
 
-def write_session_requests_log(reader, path: str, source: str) -> int:
+def write_session_requests_log(reader: SessionReader, path: str, source: str) -> int:
     """``--requests-log PATH``: the request rows recorded in session ``reader`` (from ``source``), written whole
     or not at all; returns the row count. ``KvtuiError`` when the session holds no request rows (recorded by an
     older kvtui that kept none, or in observe mode, which runs none)."""
@@ -186,4 +196,4 @@ def write_session_requests_log(reader, path: str, source: str) -> int:
     log.close()
     if log.error:
         raise KvtuiError(f"--requests-log: {log.error}")
-    return log.rows
+    return int(log.rows)

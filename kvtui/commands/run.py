@@ -15,8 +15,8 @@ from __future__ import annotations
 
 import argparse
 import sys
-from collections.abc import Mapping
-from typing import Any
+from collections.abc import Callable, Mapping
+from typing import TYPE_CHECKING, Any
 
 from kvtui.commands.output import format_summary, full_setup, store_counts, write_json_atomic
 from kvtui.config.cluster import add_cluster_arguments, add_listen_arguments
@@ -31,10 +31,14 @@ from kvtui.core.text import plural
 from kvtui.core.units import duration_arg
 from kvtui.launch import Outputs, open_session, start_recording
 from kvtui.metrics.figures import failover_lines, failover_ranges
+from kvtui.metrics.summary import RunSummary, add_context
 from kvtui.runtime.procs import uninterrupted
 
+if TYPE_CHECKING:
+    from kvtui.live import LiveSession
 
-def register(subparsers) -> None:
+
+def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     """Add the ``run`` subcommand."""
     p = subparsers.add_parser(
         "run", help="drive a workload through the store headless and print a summary",
@@ -102,10 +106,11 @@ def _interrupted_at_start(args: argparse.Namespace, plan: RunPlan | None, starte
         summary = Aggregator(estimator=plan.estimator if plan is not None else None).summary()
         summary["elapsed_s"] = time.monotonic() - started_at if started_at is not None else 0.0
         if plan is not None:
-            summary.update(plan.context())
+            add_context(summary, plan.context())
             summary["setup"] = full_setup(summary["setup"], None)
             summary["context"] = plan.inputs()
-        summary.update(interrupted=True, interrupted_during="start-up", requests_lost=0, requests_rerun=0)
+        summary.update({"interrupted": True, "interrupted_during": "start-up", "requests_lost": 0,
+                        "requests_rerun": 0})
         write_json_atomic(args.json, summary)
         if args.json != "-":
             print(f"kvtui: interrupted during start-up, before any request: {args.json} says so", file=sys.stderr)
@@ -183,15 +188,15 @@ def _say_note(line: str, quiet: bool) -> None:
         print(f"kvtui: {line}", file=sys.stderr, flush=True)
 
 
-def _report(plan: RunPlan, args: argparse.Namespace, summary: dict, desc: Mapping[str, Any], bad_rows: int, session,
-            interrupted: KeyboardInterrupt | None, store: Mapping[str, Any] | None = None,
+def _report(plan: RunPlan, args: argparse.Namespace, summary: RunSummary, desc: Mapping[str, Any], bad_rows: int,
+            session: LiveSession, interrupted: KeyboardInterrupt | None, store: Mapping[str, Any] | None = None,
             stopped_by: str | None = None) -> int:
     """Print the summary and its notes, write ``--json``; the exit code (1 if a page failed verification).
     ``store``: the last frame's store block (the capacity of an attached cluster, :func:`full_setup`);
     ``stopped_by``: why the run was stopped, a process that died and that nothing restarts (a worker, or one of
     its embedded cluster's): ``stopped_by`` in the JSON, which says ``interrupted``."""
     counts = session.counts()
-    summary.update(plan.context(desc, bad_rows))
+    add_context(summary, plan.context(desc, bad_rows))
     summary["setup"] = full_setup(summary["setup"], store)
     summary["store_at_end"] = store_counts(store)
     summary["context"] = plan.inputs()
@@ -236,7 +241,7 @@ class ClusterLost(Exception):
     nothing will start it again, so a run that waited for it would wait for ever."""
 
 
-def _lost(session) -> str | None:
+def _lost(session: LiveSession) -> str | None:
     """The message of :class:`ClusterLost` when a process of the session's embedded cluster has exited, else None."""
     proc = session.dead_cluster_process()
     if proc is None:
@@ -246,14 +251,15 @@ def _lost(session) -> str | None:
             f"nothing restarts it in a kvtui run{hint}")
 
 
-def _outage_text(session) -> str:
+def _outage_text(session: LiveSession) -> str:
     """What an outage that holds dispatch is, in a few words."""
     if session.outage_of() == "leader":
         return "no master serves (the leader is gone or hung; the others elect a new one): dispatch held"
     return "store unreachable (RPC_FAIL: the master, or the store node of dummy workers): dispatch held"
 
 
-def _progress(session, total, quiet: bool, lost=None) -> int:
+def _progress(session: LiveSession, total: int | None, quiet: bool, lost: Callable[[], str | None] | None = None
+              ) -> int:
     """Block until the session's workload is done, showing a rich progress bar or status line on stderr, and
     each line of its store-full alarm (:class:`~kvtui.metrics.store_full.StoreFullAlarm`: a burst of refused
     puts) as it comes, also when ``quiet`` (then also a line when an outage holds dispatch and one when it

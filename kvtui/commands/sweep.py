@@ -13,6 +13,7 @@ from __future__ import annotations
 import argparse
 import sys
 from dataclasses import replace
+from typing import TYPE_CHECKING
 
 from kvtui.commands.output import write_json_atomic
 from kvtui.config.cluster import DEFAULT_WORKER_CLIENT, LEASE_S, Topology, check_log_dir, resolve_worker_client
@@ -25,6 +26,9 @@ from kvtui.launch import isolate, start_engine
 
 MAX_REPEATS = 100
 """``--repeat``'s largest value."""
+
+if TYPE_CHECKING:
+    from kvtui.bench.sweep import PointStatus
 
 
 def register(subparsers) -> None:
@@ -241,13 +245,13 @@ def _with_progress(plan, quiet: bool):
 
     start = start_engine
 
-    def name(i: int, status: dict) -> str:
+    def name(i: int, status: PointStatus) -> str:
         s = plan.sizes[i]
         again = f", repeat {status.get('repeat', 0) + 1}/{reps}" if reps > 1 else ""
         return f"sweep point {i + 1}/{n}{again}: {format_tokens(s.capacity_tokens)} tokens"
 
     if quiet or not sys.stderr.isatty():
-        def line(i: int, done: int, status: dict) -> None:
+        def line(i: int, done: int, status: PointStatus) -> None:
             if status.get("done") and not quiet:
                 s = plan.sizes[i]
                 _say(f"{name(i, status)} ({plural(s.pages, 'page')}): real store {status['real'] * 100:.2f} %")
@@ -260,7 +264,7 @@ def _with_progress(plan, quiet: bool):
     with Progress(*cols, console=Console(stderr=True), transient=True) as prog:
         task = prog.add_task("sweep", total=rows * n * reps, status="starting…")
 
-        def bar(i: int, done: int, status: dict) -> None:
+        def bar(i: int, done: int, status: PointStatus) -> None:
             s = plan.sizes[i]
             text = f"{i + 1}/{n}: {format_tokens(s.capacity_tokens)} tokens · real {status['real'] * 100:.1f} %"
             if status.get("done"):

@@ -7,7 +7,7 @@ from __future__ import annotations
 import argparse
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 from kvtui.config.cluster import ClusterPlan, cluster_from_args
 from kvtui.config.estimate import estimator_from_args
@@ -18,7 +18,9 @@ from kvtui.core.errors import bad_value
 from kvtui.metrics.ttft import TtftEstimator
 
 if TYPE_CHECKING:
+    from kvtui.core.panels import WorkloadPanel
     from kvtui.engine.options import EngineOptions
+    from kvtui.metrics.summary import RunContext, RunInputs, RunSetup
     from kvtui.mooncake.cluster import ClusterOptions
     from workload import WorkloadSpec
     from workload.working_set import WorkingSet
@@ -91,7 +93,7 @@ class RunPlan:
         ``--log-dir``)."""
         return self.cluster.cluster_options(isolation, log_dir)
 
-    def setup(self) -> dict[str, Any]:
+    def setup(self) -> RunSetup:
         """How the run was set up, as summaries and recordings state it: the embedded segment's
         ``store_bytes`` (None when attached), ``segment_on``, ``protocol``, ``read_streams``, ``hosts``
         (``off``/``auto``), ``link`` (normalised; None: unshaped), ``prefill_workers``, ``decode_workers``,
@@ -118,17 +120,18 @@ class RunPlan:
             return len(c.endpoints.masters) or None
         return c.ha
 
-    def context(self, description: Mapping[str, Any] | None = None, bad_rows: int = 0) -> dict[str, Any]:
+    def context(self, description: Mapping[str, Any] | None = None, bad_rows: int = 0) -> RunContext:
         """What a summary says about the run besides its figures (also kept in a recorded session's header):
-        ``layout``, ``page_bytes`` (bytes), ``workload`` (``description``, default the plan's), ``bad_rows_skipped``,
-        ``concurrency``, ``store_mode`` and :meth:`setup`."""
+        ``layout``, ``page_bytes`` (bytes), ``workload`` (``description``, default the plan's: a ``Frame.workload``
+        panel), ``bad_rows_skipped``, ``concurrency``, ``store_mode`` and :meth:`setup`."""
         layout = self.layout.layout
+        workload = dict(description if description is not None else self.workload.description)
         return {"layout": layout.as_dict(), "page_bytes": layout.page_bytes,
-                "workload": dict(description if description is not None else self.workload.description),
-                "bad_rows_skipped": bad_rows, "concurrency": self.concurrency,
-                "store_mode": "attached" if self.cluster.attached else "embedded", "setup": self.setup()}
+                "workload": cast("WorkloadPanel", workload), "bad_rows_skipped": bad_rows,
+                "concurrency": self.concurrency, "store_mode": "attached" if self.cluster.attached else "embedded",
+                "setup": self.setup()}
 
-    def inputs(self) -> dict[str, Any]:
+    def inputs(self) -> RunInputs:
         """The :data:`CONTEXT_KEYS` of the run."""
         return {"seed": self.workload.seed, "model": self.layout.model, "scheme": self.layout.scheme,
                 "command": self.command, "duration_s": self.duration_s, "max_requests": self.max_requests}

@@ -11,8 +11,8 @@ import threading
 import time
 from array import array
 from collections import Counter, deque
-from collections.abc import Callable, Iterable
-from typing import TYPE_CHECKING, Any
+from collections.abc import Callable, Iterable, Mapping
+from typing import TYPE_CHECKING, Any, cast
 
 from kvtui.core.codes import code_name
 from kvtui.core.events import EngineEvent, RequestResult
@@ -21,6 +21,7 @@ from kvtui.core.panels import TtftPanel
 from kvtui.metrics import figures as fig
 from kvtui.metrics.frame import Frame, PageRow, SpanStart
 from kvtui.metrics.latency import EMPTY, LatencyRecorder, LatencySnapshot
+from kvtui.metrics.summary import MissFigures, RunSummary, TtftFields
 from kvtui.metrics.ttft_saved import TtftTracker, summary_fields
 from kvtui.metrics.workers import WorkerRow, WorkerTally
 
@@ -113,7 +114,7 @@ def derive(t: dict[str, float]) -> dict[str, float]:
     return t
 
 
-def miss_summary(t: dict[str, float]) -> dict[str, dict[str, float]] | None:
+def miss_summary(t: Mapping[str, float]) -> dict[str, MissFigures] | None:
     """The summary's ``misses``: per reason name (:data:`kvtui.core.misses.NAMES`, in order) its ``pages``,
     ``tokens`` and ``share`` (:data:`kvtui.metrics.figures.MISS_SHARE`, 0..1) from totals ``t`` (after
     :func:`derive`); None when no request carried reasons."""
@@ -395,30 +396,31 @@ class Aggregator:
             self._workers.set_counts(prefill, decode)
             self._workers.local_segments = bool(local_segments)
 
-    def summary(self) -> dict[str, Any]:
+    def summary(self) -> RunSummary:
         """The run summary now (see :func:`summary_from_frame`)."""
         return summary_from_frame(self.frame())
 
 
-def summary_from_frame(frame: Frame) -> dict[str, Any]:
-    """The run summary (``kvtui run --json``) of a frame: totals, ``errors`` by code name, whole-session
-    latency percentiles (ms) for reload/publish/probe, and the ``throughput`` figures of
-    :data:`kvtui.metrics.figures.RUN` over ``frame.t`` (``elapsed_s``), and the TTFT estimates
-    (:func:`kvtui.metrics.ttft_saved.summary_fields`: ``ttft_saved_ms``, ``prefill_gpu_s_saved``,
+def summary_from_frame(frame: Frame) -> RunSummary:
+    """The run summary (``kvtui run --json``, :class:`~kvtui.metrics.summary.RunSummary`) of a frame: totals,
+    ``errors`` by code name, whole-session latency percentiles (ms) for reload/publish/probe, and the
+    ``throughput`` figures of :data:`kvtui.metrics.figures.RUN` over ``frame.t`` (``elapsed_s``), and the TTFT
+    estimates (:func:`kvtui.metrics.ttft_saved.summary_fields`: ``ttft_saved_ms``, ``prefill_gpu_s_saved``,
     ``reload_vs_recompute``, …), and ``workers``: the per-worker figures (:mod:`kvtui.metrics.workers`), each
     with its process's ``pid`` and emulated ``host`` address (None without hosts) from ``frame.procs``."""
     procs = {p.get("name"): p for p in frame.procs}
     workers: list[WorkerRow] = [{**w, "pid": procs.get(w["name"], {}).get("pid", w.get("pid")),
                 "host": procs.get(w["name"], {}).get("host", w.get("host"))} for w in frame.workers]
-    return {**_summary(frame.totals, frame.errors, frame.latency, frame.t), **summary_fields(frame.ttft),
-            "workers": workers}
+    s = _summary(frame.totals, frame.errors, frame.latency, frame.t, summary_fields(frame.ttft))
+    s["workers"] = workers
+    return s
 
 
-def span_summary(final: Frame, first: Frame) -> dict[str, Any]:
+def span_summary(final: Frame, first: Frame) -> RunSummary:
     """The summary of a recorded span (``kvtui report``): what happened between the start of the span and
-    ``final``, with the same fields as :func:`summary_from_frame`. Counters and ``errors`` are ``final``'s
-    minus those at the start of the span (``final.span``, written by :meth:`Aggregator.begin_span`),
-    latencies are the span's own and ``elapsed_s`` runs from the span's start.
+    ``final``, with the same fields as :func:`summary_from_frame` (no ``workers``) and ``span``. Counters and
+    ``errors`` are ``final``'s minus those at the start of the span (``final.span``, written by
+    :meth:`Aggregator.begin_span`), latencies are the span's own and ``elapsed_s`` runs from the span's start.
 
     A recording made before frames carried a span falls back to the first recorded frame ``first`` as the
     start, and to whole-session latencies (``latency_covers`` says ``"session"``; else ``"span"``)."""
@@ -428,33 +430,41 @@ def span_summary(final: Frame, first: Frame) -> dict[str, Any]:
     totals = {k: v - b.get(k, 0) for k, v in final.totals.items()
               if k in COUNTERS or k in BUSY_MS or k in IDEAL or k in MISS_COUNTERS}
     errors = {k: v - e.get(k, 0) for k, v in final.errors.items() if v - e.get(k, 0)}
-    s = _summary(derive(totals), errors, latency, final.t - float(base.get("t", 0.0)))
-    s.update(summary_fields(final.ttft, "span" if (final.ttft or {}).get("span") else "session"))
+    s = _summary(derive(totals), errors, latency, final.t - float(base.get("t", 0.0)),
+                 summary_fields(final.ttft, "span" if (final.ttft or {}).get("span") else "session"))
     s["span"] = {"from_s": float(base.get("t", 0.0)), "to_s": final.t,
                  "latency_covers": "span" if final.latency_span else "session"}
     return s
 
 
-def _summary(totals: dict[str, float], errors: dict[str, int], latency: Snapshots, elapsed: float) -> dict[str, Any]:
+def _summary(totals: dict[str, float], errors: Mapping[str, int], latency: Snapshots, elapsed: float,
+             ttft: TtftFields) -> RunSummary:
     """The summary fields: ``totals`` (the miss counters gathered in ``misses``: :func:`miss_summary`) and
     ``elapsed_s``; ``errors`` sorted by name; ``reload_ms`` … ``probe_ms``
     (:meth:`~kvtui.metrics.latency.LatencySnapshot.as_dict`); ``throughput``: the figures of
     :data:`kvtui.metrics.figures.RUN` (MB/s = 10^6 B/s over the busy time, per-second rates over
-    ``elapsed`` seconds)."""
-    t: dict[str, Any] = {k: v for k, v in totals.items() if k not in MISS_COUNTERS and k not in MISS_SHARES}
+    ``elapsed`` seconds); then the TTFT fields ``ttft``."""
+    # the totals' keys are COUNTERS, BUSY_MS, IDEAL, AIPERF and derive()'s, named once more by RunTotals
+    # (tests/unit/test_metrics.py checks that the two agree)
+    t = cast("RunSummary", {k: v for k, v in totals.items() if k not in MISS_COUNTERS and k not in MISS_SHARES})
     t["misses"] = miss_summary(totals)
     if totals.get(MISS_FORGOTTEN):  # (the reasons are approximate: see kvtui.core.misses)
         t["misses_keys_forgotten"] = int(totals[MISS_FORGOTTEN])
     per_s = (lambda v: v / elapsed) if elapsed > 0 else (lambda v: 0.0)
-    t.update({
-        "elapsed_s": elapsed,
-        "errors": dict(sorted(errors.items())),
-        **{f.field: latency.get(f.key, EMPTY).as_dict() for f in fig.LATENCY},
-        "throughput": {
-            fig.REUSE_BUSY.key: _mbps(t.get("bytes_loaded", 0), t.get("read_ms_total", 0.0) / 1e3),
-            fig.PUBLISH_BUSY.key: _mbps(t.get("bytes_written", 0), t.get("put_ms_total", 0.0) / 1e3),
-            fig.REQUESTS_RUN.key: per_s(t.get("requests", 0)),
-            fig.SKIPPED_RUN.key: per_s(t.get("tokens_hit", 0)),
-        },
-    })
+    t["elapsed_s"] = elapsed
+    t["errors"] = dict(sorted(errors.items()))
+    t["reload_ms"] = latency.get(fig.RELOAD_LATENCY.key, EMPTY).as_dict()  # (the fields of fig.LATENCY)
+    t["publish_ms"] = latency.get(fig.PUBLISH_LATENCY.key, EMPTY).as_dict()
+    t["probe_ms"] = latency.get(fig.PROBE_LATENCY.key, EMPTY).as_dict()
+    t["throughput"] = {  # (the keys of fig.RUN)
+        "reuse_read_MBps": _mbps(t.get("bytes_loaded", 0), t.get("read_ms_total", 0.0) / 1e3),
+        "publish_write_MBps": _mbps(t.get("bytes_written", 0), t.get("put_ms_total", 0.0) / 1e3),
+        "requests_per_s": per_s(t.get("requests", 0)),
+        "tokens_skipped_per_s": per_s(t.get("tokens_hit", 0)),
+    }
+    t["ttft_saved_ms"] = ttft["ttft_saved_ms"]
+    t["prefill_gpu_s_saved"] = ttft["prefill_gpu_s_saved"]
+    t["reload_vs_recompute"] = ttft["reload_vs_recompute"]
+    t["reloads_slower_than_recompute"] = ttft["reloads_slower_than_recompute"]
+    t["ttft_estimate"] = ttft["ttft_estimate"]
     return t

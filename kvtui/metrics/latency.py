@@ -9,6 +9,8 @@ from dataclasses import dataclass
 import numpy as np
 from hdrh.histogram import HdrHistogram
 
+from kvtui.metrics.summary import LatencySummary
+
 _MAX_US = 3_600_000_000  # one hour
 
 
@@ -29,7 +31,7 @@ class LatencySnapshot:
     min: float
     buckets: tuple[tuple[float, int], ...]
 
-    def as_dict(self) -> dict[str, float]:
+    def as_dict(self) -> LatencySummary:
         """The JSON summary form: count, min, p50, p90, p99, mean, max (ms)."""
         return {"count": self.count, "min": self.min, "p50": self.p50, "p90": self.p90, "p99": self.p99,
                 "mean": self.mean, "max": self.max}

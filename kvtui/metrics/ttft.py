@@ -32,7 +32,9 @@ attention term is approximate (MLA: d_attn uses the query-key head dim), and MFU
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, TypedDict
+
+from kvtui.metrics.summary import TtftInputs, TtftSaved
 
 if TYPE_CHECKING:
     from kvtui.core.models import ModelSpec
@@ -166,10 +168,10 @@ class TtftEstimator:
         return (f"{self.model.name}{shape} on {self.gpu.name} ({self.gpu.peak_tflops:g} TFLOPS dense bf16) "
                 f"@ {round(self.mfu * 100):g} % MFU")
 
-    def inputs(self) -> dict[str, Any]:
+    def inputs(self) -> TtftInputs:
         """The inputs an output names (``ttft_estimate`` of the JSON outputs): model figures, GPU, MFU or
         the measured rate, the formula, and ``off`` when there is no estimate."""
-        d: dict[str, Any] = {"basis": self.basis, "saved": SAVED}
+        d: TtftInputs = {"basis": self.basis, "saved": SAVED}
         if not self.active:
             return {**d, "off": self.off or NO_MODEL}
         if self.tokens_per_s is not None:
@@ -209,22 +211,35 @@ def make_estimator(layout_name: str, spec: ModelSpec | None = None, gpu: str = D
     return TtftEstimator(GPUS[gpu], mfu, tokens_per_s=tokens_per_s).for_layout(layout_name, spec)
 
 
-def reload_estimate(est: TtftEstimator, k: int, reload_ms: list[float]) -> dict[str, Any]:
+class ReloadEstimate(TypedDict):
+    """:func:`reload_estimate`'s figures (``kvtui bench``): the TTFT estimate's ``ttft_estimate`` inputs,
+    ``recompute_ms``, ``ttft_saved_ms``, ``prefill_gpu_s_saved`` (s) and ``reload_vs_recompute``; the figures are
+    None when the estimate is off."""
+
+    ttft_estimate: TtftInputs
+    recompute_ms: float | None
+    ttft_saved_ms: TtftSaved | None
+    prefill_gpu_s_saved: float | None
+    reload_vs_recompute: float | None
+
+
+def reload_estimate(est: TtftEstimator, k: int, reload_ms: list[float]) -> ReloadEstimate:
     """The TTFT figures of ``len(reload_ms)`` reloads of the same ``k``-token prefix (``kvtui bench``), in the
     fields of the run summary: ``ttft_saved_ms`` {total, p50, p99, count} (recompute − each reload, ms),
     ``prefill_gpu_s_saved`` (s), ``reload_vs_recompute`` (mean reload ÷ recompute), ``recompute_ms`` and
     ``ttft_estimate`` (:meth:`TtftEstimator.inputs`). The figures are None when the estimate is off."""
-    out: dict[str, Any] = {"ttft_estimate": est.inputs(), "recompute_ms": None, "ttft_saved_ms": None,
-                 "prefill_gpu_s_saved": None, "reload_vs_recompute": None}
+    out: ReloadEstimate = {"ttft_estimate": est.inputs(), "recompute_ms": None, "ttft_saved_ms": None,
+                           "prefill_gpu_s_saved": None, "reload_vs_recompute": None}
     if not est.active or not reload_ms:
         return out
     import numpy as np
 
     recompute = est.recompute_ms(k)
     saved = np.array([recompute - r for r in reload_ms], dtype=float)
-    out.update(recompute_ms=recompute, prefill_gpu_s_saved=recompute * len(reload_ms) / 1e3,
-               reload_vs_recompute=float(np.mean(reload_ms)) / recompute if recompute > 0 else None,
-               ttft_saved_ms={"total": float(saved.sum()),
-                              "p50": float(np.percentile(saved, 50, method="inverted_cdf")),
-                              "p99": float(np.percentile(saved, 99, method="inverted_cdf")), "count": len(reload_ms)})
+    out.update({"recompute_ms": recompute, "prefill_gpu_s_saved": recompute * len(reload_ms) / 1e3,
+                "reload_vs_recompute": float(np.mean(reload_ms)) / recompute if recompute > 0 else None,
+                "ttft_saved_ms": {"total": float(saved.sum()),
+                                  "p50": float(np.percentile(saved, 50, method="inverted_cdf")),
+                                  "p99": float(np.percentile(saved, 99, method="inverted_cdf")),
+                                  "count": len(reload_ms)}})
     return out

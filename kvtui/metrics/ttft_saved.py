@@ -15,13 +15,14 @@ from __future__ import annotations
 
 import math
 from collections import deque
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Literal
 
 import numpy as np
 
 from kvtui.core.panels import TtftPanel, TtftStats
 from kvtui.metrics import figures as fig
 from kvtui.metrics.latency import LatencyRecorder
+from kvtui.metrics.summary import TtftFields, TtftInputs
 from kvtui.metrics.ttft import NO_MODEL, TtftEstimator
 
 if TYPE_CHECKING:
@@ -177,7 +178,7 @@ class TtftTracker:
         return out
 
 
-def summary_fields(panel: TtftPanel, which: Literal["session", "span"] = "session") -> dict[str, Any]:
+def summary_fields(panel: TtftPanel, which: Literal["session", "span"] = "session") -> TtftFields:
     """The run summary's TTFT fields from a frame's ``ttft`` panel (its ``which`` stats, ``session`` or
     ``span``): ``ttft_saved_ms`` {total, p50, p99, count} (ms), ``prefill_gpu_s_saved`` (s),
     ``reload_vs_recompute`` (Σ reload ÷ Σ recompute), ``reloads_slower_than_recompute`` (requests) and
@@ -187,7 +188,7 @@ def summary_fields(panel: TtftPanel, which: Literal["session", "span"] = "sessio
         return {"ttft_saved_ms": None, "prefill_gpu_s_saved": None, "reload_vs_recompute": None,
                 "reloads_slower_than_recompute": None, "ttft_estimate": {"off": "no TTFT estimate in this run"}}
     s = panel.get(which) or panel.get("session") or {}
-    est: dict[str, str] = {"basis": panel.get("basis", "")}
+    est: TtftInputs = {"basis": panel.get("basis", "")}
     if panel.get("off"):
         est["off"] = panel["off"]
     if panel.get("off") and not s.get("count"):

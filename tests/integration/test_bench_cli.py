@@ -7,7 +7,12 @@ from pathlib import Path
 
 import pytest
 
+from kvtui.bench.reuse import ReuseFigures
+from kvtui.bench.tcp_sweep import TcpSweepFigures
+from kvtui.bench.trace import TraceFigures
+from kvtui.bench.ui import UiFigures
 from kvtui.cli import main
+from kvtui.testing.shapes import shape_errors
 from workload import read_trace
 from workload.stats import ideal_hits
 
@@ -27,6 +32,7 @@ def test_bench_trace_rounds_replay_exactly_and_report_their_ratio(tmp_path):
     out = tmp_path / "bench.json"
     assert main(["bench", "--trace", str(trace), *SMALL, "--rounds", "2", "--json", str(out)]) == 0
     b = json.loads(out.read_text())
+    assert shape_errors(b, TraceFigures) == []  # every key and type as the bench's type declares them
     assert len(b["rounds"]) == 2 and ideal > 0
     for r in b["rounds"]:
         assert r["engine_pages_hit"] == r["bare_loop_pages_hit"] == r["two_process_loop_pages_hit"] == ideal
@@ -80,6 +86,7 @@ def test_bench_ui_reports_both_rates_and_the_paused_cpu(tmp_path):
     # idle measurement: the rates' precision is the command's business (default 3 rounds of 8 s)
     assert main(["bench", "--ui", "--layout", "tiny", "--seconds", "0.5", "--rounds", "2", "--json", str(out)]) == 0
     b = json.loads(out.read_text())
+    assert shape_errors(b, UiFigures) == []
     heads, mons = b["rounds"]["headless"], b["rounds"]["monitor"]
     assert len(heads) == len(mons) == 2 and min(heads) > 0 and min(mons) > 0
     assert b["headless_rps"] == max(heads) and b["monitor_rps"] == max(mons)
@@ -106,6 +113,7 @@ def test_bench_reuse_figures_and_ratios_come_from_the_same_run(tmp_path, monkeyp
                  "--json", str(out)]) == 0
     table = capsys.readouterr().out
     b = json.loads(out.read_text())
+    assert shape_errors(b, ReuseFigures) == []
     q, base = b["ratios"], b["baselines"]
     assert b["page_bytes"] == 1 << 20 and b["pages_hit"] == 1792 // 128 and b["verified"] is True
     assert q["connector_vs_raw"] == pytest.approx(b["reuse_read_MBps_p50"] / base["raw_get_MBps_p50"])
@@ -159,6 +167,7 @@ def test_tcp_sweep_measures_every_setting_and_leaves_the_environment_as_it_was(t
                  "--json", str(out)]) == 0
     assert os.environ["MC_TCP_SLICE_SIZE"] == "131072"
     b = json.loads(out.read_text())
+    assert shape_errors(b, TcpSweepFigures) == []
     rows = b["settings"]
     assert [r["name"] for r in rows] == [setting_name(s) for s in SETTINGS] and b["verified"] is True
     assert all(r["rounds_MBps"] == [r["MBps_p50"]] and r["MBps_p50"] > 0 for r in rows)

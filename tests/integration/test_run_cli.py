@@ -16,6 +16,8 @@ import pytest
 from waits import wait_for
 
 from kvtui.cli import main
+from kvtui.metrics.summary import RunSummary
+from kvtui.testing.shapes import shape_errors
 
 pytestmark = pytest.mark.integration
 TRACES = Path(__file__).resolve().parents[2].parent / "shared" / "data" / "traces"
@@ -40,6 +42,7 @@ def test_trace_replay_reproduces_ground_truth(cluster, tmp_path, name, hits, hit
                "--model", f"gt-{uuid.uuid4().hex[:8]}", *SMALL, *_attach(cluster)])
     assert rc == 0
     s = json.loads(out.read_text())
+    assert shape_errors(s, RunSummary) == []  # a trace's summary: its ideal and aiperf figures too
     assert s["pages_hit"] == hits
     assert s["tokens_hit"] == hit_tokens
     assert s["tokens_input"] == input_tokens
@@ -59,6 +62,7 @@ def test_scenario_run_json_fields(cluster, tmp_path):
                "--model", f"sc-{uuid.uuid4().hex[:8]}", *_attach(cluster)])
     assert rc == 0
     s = json.loads(out.read_text())
+    assert shape_errors(s, RunSummary) == []  # every key and type as the summary's type declares them
     assert s["requests"] == 20
     # 2 pool prompts, 75 % of 128 tokens shared = 12 of 16 pages: after the first use of each prompt,
     # every request hits exactly its 12 shared pages.

@@ -265,3 +265,39 @@ def test_bench_progress_lines_fit_the_terminal_or_100_columns(monkeypatch, tty, 
     lines = stream.getvalue().splitlines()
     assert len(lines) > 1 and max(map(len, lines)) <= width and lines[0].startswith("kvtui bench: word000")
     assert " ".join(line.strip() for line in lines).split()[2:] == words
+
+
+def test_the_figures_the_bench_computes_have_the_shape_their_type_declares():
+    """What the pure steps return is what their TypedDicts declare, key for key and type for type."""
+    from kvtui.bench.baselines import ContentFigures, MemoryBus, content_vs_memcpy, memory_bus
+    from kvtui.bench.rate import RateFigures, rate_figures
+    from kvtui.bench.reuse import ReloadFigures, Stats
+    from kvtui.core.events import RequestResult
+    from kvtui.testing.shapes import shape_errors
+
+    rs = [RequestResult(req_id=i, scenario="s", n_tokens=8, cacheable_tokens=8, page_tokens=8, page_bytes=1,
+                        pages_total=1, pages_hit=1, states=b"\x01", probe_ms=1.0, read_ms=3.0, verify_ms=2.0)
+          for i in range(3)]  # (nothing computed: fill_MBps is None)
+    assert shape_errors(rate_figures(rs, 1.0), RateFigures) == []
+    assert shape_errors(reload_figures([_run(4.0), _run(2.0)]), ReloadFigures) == []
+    assert shape_errors(_stats([1.0, 2.0]), Stats) == []
+    assert shape_errors(memory_bus(1 << 16, iterations=2), MemoryBus) == []
+    assert shape_errors(content_vs_memcpy(4096, 2, iterations=2), ContentFigures) == []
+
+
+def test_every_ratio_a_bench_writes_is_a_figure_and_every_target_judges_one():
+    """The ratios the benches' types declare are :data:`kvtui.metrics.figures.RATIOS` (each named and explained
+    there), and each target of :data:`TARGETS` is the target of one of them."""
+    from kvtui.bench.aggregate import AggregateRatios
+    from kvtui.bench.link import LinkRatios
+    from kvtui.bench.reuse import ReuseRatios
+    from kvtui.bench.tcp_sweep import TcpSweepRatios
+    from kvtui.bench.trace import TraceRatios
+    from kvtui.bench.ui import UiRatios
+    from kvtui.metrics.figures import RATIO_BY_KEY
+
+    keys = {k for t in (ReuseRatios, TraceRatios, UiRatios, TcpSweepRatios, LinkRatios)
+            for k in t.__required_keys__ | t.__optional_keys__}
+    assert keys | {"aggregate_vs_links"} == set(RATIO_BY_KEY)
+    assert "aggregate_vs_links" in AggregateRatios.__required_keys__  # (by M: {"1": ratio, …})
+    assert set(TARGETS) <= set(RATIO_BY_KEY)

@@ -251,3 +251,50 @@ def test_a_final_refresh_takes_the_stores_gauges_and_keeps_the_intervals_rates()
     panels.store = panels.sample_store()  # (what the periodic thread does)
     assert panels.refresh_store() == {"up": True, "keys": 12, "put_rps": 5.0, "get_rps": 7.0}
     assert panels.store["keys"] == 12
+
+
+def test_the_summary_type_names_the_counters_and_figures_the_aggregator_keeps():
+    """:class:`~kvtui.metrics.summary.RunTotals` names the totals (COUNTERS, BUSY_MS, the derived rates, a trace's
+    ideal and aiperf figures), ``Throughput`` the figures of ``fig.RUN``, the summary the fields of ``fig.LATENCY``."""
+    from kvtui.metrics import aggregate as a, figures as fig
+    from kvtui.metrics.summary import RunSummary, RunTotals, Throughput
+
+    assert RunTotals.__required_keys__ == {*a.COUNTERS, *a.BUSY_MS, "page_hit_rate", "token_hit_rate"}
+    assert RunTotals.__optional_keys__ == {*a.IDEAL, *a.AIPERF, fig.IDEAL_SO_FAR.key, fig.AIPERF_SO_FAR.key}
+    assert Throughput.__required_keys__ == {f.key for f in fig.RUN}
+    assert {f.field for f in fig.LATENCY} <= RunSummary.__required_keys__
+
+
+def test_a_summary_and_a_span_summary_have_the_shape_their_type_declares(tmp_path):
+    """Every key of a summary of trace rows with miss reasons and a TTFT estimate (the most a summary holds) is
+    declared by :class:`~kvtui.metrics.summary.RunSummary`, with its type; a recorded span's too."""
+    from dataclasses import replace
+
+    from kvtui.core.misses import MissReason
+    from kvtui.metrics.aggregate import span_summary
+    from kvtui.metrics.summary import RunSummary
+    from kvtui.metrics.ttft import make_estimator
+    from kvtui.session.reader import SessionReader
+    from kvtui.session.writer import SessionWriter
+    from kvtui.testing.shapes import shape_errors
+
+    clock = Clock()
+    agg = Aggregator(clock=clock, estimator=make_estimator("tiny", tokens_per_s=1000.0))
+    labels = (("ideal_hit_tokens", "64"), ("aiperf_share", "0.5"), ("prefix", "3"))
+    agg.add(replace(_result(0, 0, 8, 8), labels=labels, reasons=bytes([MissReason.FIRST_USE] * 8), keys_forgotten=2))
+    agg.begin_span()
+    w = SessionWriter(tmp_path / "span.kvtui", {})
+    for i in range(1, 4):
+        agg.add(replace(_result(i, 4, 8, 4, codes={-704: 1}), labels=labels,
+                        reasons=bytes([MissReason.EVICTED] * 4)))
+        clock.t += 1
+        w.write(agg.frame())
+    w.close()
+    s = agg.summary()
+    assert s["misses_keys_forgotten"] == 2 and s["ideal_token_hit_rate"] > 0 and s["ttft_saved_ms"] is not None
+    assert shape_errors(s, RunSummary) == []
+    r = SessionReader(tmp_path / "span.kvtui")
+    assert shape_errors(span_summary(r.final_frame(), r.frame_at(0)), RunSummary) == []
+    assert shape_errors(Aggregator().summary(), RunSummary) == []  # no request, no estimate
+    assert shape_errors({**s, "requests": "3"}, RunSummary) == ["$.requests: str, not int"]
+    assert shape_errors({**s, "extra": 1}, RunSummary) == ["$: RunSummary has no key 'extra'"]

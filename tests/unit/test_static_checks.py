@@ -1,7 +1,7 @@
 """The code is checked: ruff (pyproject ``[tool.ruff]``) over the code, tests and scripts, and mypy
-(``[tool.mypy]``: strict on kvtui.core, kvtui.metrics, kvtui.session and kvtui.config) over kvtui and workload.
-Both run from the environment's own executables; mypy keeps its cache in ``.mypy_cache`` so that a rerun
-checks only what changed."""
+(``[tool.mypy]``: strict on kvtui.core, kvtui.metrics, kvtui.session, kvtui.config, kvtui.bench and the commands
+that print the benches' figures and the run summary) over kvtui and workload. Both run from the environment's own
+executables; mypy keeps its cache in ``.mypy_cache`` so that a rerun checks only what changed."""
 
 from __future__ import annotations
 
