@@ -316,7 +316,7 @@ class _Chain:
         if not self.shared:
             res.bytes_local = res.bytes_loaded
             return
-        where = self.connector.store.replica_segments(keys)
+        where = self.connector.store.replica_segments(keys, prefer=self.segment)
         res.bytes_local = self.connector.page_bytes * sum(w == self.segment for w in where)
 
     def on_peer(self, msg, peer) -> None:

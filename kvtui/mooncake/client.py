@@ -359,9 +359,12 @@ class StoreClient:
             out.append((tier, memory))
         return out
 
-    def replica_segments(self, keys: Sequence[str]) -> list[str]:
-        """Per key, the segment (transport endpoint, as :meth:`segment_name`) holding its first memory
-        replica, "" when it has none or the call failed (``batch_get_replica_desc``; one master RPC)."""
+    def replica_segments(self, keys: Sequence[str], prefer: str = "") -> list[str]:
+        """Per key, the segment (transport endpoint, as :meth:`segment_name`) a read of it comes from: ``prefer``
+        (the reader's own segment) when one of its memory replicas is there, else its first memory replica's; ""
+        when it has none or the call failed (``batch_get_replica_desc``; one master RPC). A client reads its own
+        segment's replica when there is one: a 4 MiB page copied there by hot-key replication read in 0.25 ms
+        against 6.9 ms for one held only on the other segment (wheel 0.3.13.post1)."""
         store = self._enter()
         if store is None:
             return [""] * len(keys)
@@ -373,12 +376,9 @@ class StoreClient:
             self._leave()
         out = []
         for k in keys:
-            where = ""
-            for d in descs.get(k, ()) or ():
-                if d.is_memory_replica():
-                    where = str(d.get_memory_descriptor().buffer_descriptor.transport_endpoint)
-                    break
-            out.append(where)
+            places = [str(d.get_memory_descriptor().buffer_descriptor.transport_endpoint)
+                      for d in descs.get(k, ()) or () if d.is_memory_replica()]
+            out.append(prefer if prefer and prefer in places else places[0] if places else "")
         return out
 
     def _claim(self, keys: list[str]) -> list[int]:

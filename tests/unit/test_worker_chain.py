@@ -235,7 +235,7 @@ class PlacingStore(FakeStore):
             self.placed.setdefault(k, segment)
         return super().batch_put_if_absent(keys, ptrs, sizes)
 
-    def replica_segments(self, keys):
+    def replica_segments(self, keys, prefer=""):
         return [self.placed.get(k, "") for k in keys]
 
 
