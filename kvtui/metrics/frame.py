@@ -34,7 +34,8 @@ class PageRow:
     pages an unbounded cache would have reloaded (-1: not a trace); ``misses``: its missed full pages by reason
     ``((name, pages), …)`` (:data:`kvtui.core.misses.NAMES`, only the reasons it has; () when unknown);
     ``reasons``: why each full page missed, one :class:`~kvtui.core.misses.MissReason` byte per full page (the
-    first ``len(reasons)`` cells; ``b""`` when unknown, e.g. an older recording) — the grid draws them."""
+    first ``len(reasons)`` cells; ``b""`` when unknown, e.g. an older recording) — the grid draws them;
+    ``disk_read_ms``: of ``reload_ms``, reading the pages that came from the store's disk tier (HIT_DISK cells)."""
 
     req_id: int
     scenario: str
@@ -54,6 +55,7 @@ class PageRow:
     ideal_pages: int = -1
     misses: tuple[tuple[str, int], ...] = ()
     reasons: bytes = b""
+    disk_read_ms: float = 0.0
 
 
 @dataclass(frozen=True)
