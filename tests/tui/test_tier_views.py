@@ -138,6 +138,13 @@ def test_the_latency_panel_shows_the_reloads_memory_and_disk_parts():
     kinds, lines = titles(ONE)
     assert kinds == KINDS and len(lines) == 3
 
+    def short(p):  # (a panel of 5 lines, 80×24: the three kinds keep a line each, the parts give way)
+        p.update_frame(DISK, window=False, window_label="last 30 s")
+        return p.kinds, p.render().plain.split("\n")
+
+    kinds, lines = with_widget(LatencyPanel(), short, size=(60, 5))
+    assert kinds == KINDS and [ln.split()[0] for ln in lines[:3]] == ["reload", "publish", "probe"]
+
 
 def test_the_store_panel_shows_the_disk_tier():
     def text(frame):
@@ -154,6 +161,14 @@ def test_the_store_panel_shows_the_disk_tier():
     assert "evicted " + str(s["evicted_keys"]) not in shown  # a DRAM eviction is an offload here
     plain = text(ONE)
     assert "disk" not in plain and "offloaded" not in plain and "\nused " in plain
+
+    def narrow(p):  # (22 cells, 80×24: short words, no byte lines, both bars within the first 5 lines)
+        p.update_frame(DISK)
+        return [t.plain for t in p.lines(22)]
+
+    lines = with_widget(StorePanel(), narrow, size=(22, 12))
+    assert lines[0].startswith("keys ") and "offload " in lines[0] and "GiB" not in "".join(lines)
+    assert [ln.split()[0] for ln in lines[3:5]] == ["mem", "disk"]
 
 
 def test_row_details_say_the_reloads_time_on_disk():

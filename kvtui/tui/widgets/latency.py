@@ -11,7 +11,8 @@ reloads that read pages; the requests whose probe found no leading page (``probe
 whose read loaded no usable page are counted beside it, over the same window.
 
 On a store with a disk tier the reload's parts come right under it (``└ mem``, ``└ disk``: each reload's time
-in each tier it loaded a page from, :data:`kvtui.metrics.figures.TIER_RELOAD`), on the same axis.
+in each tier it loaded a page from, :data:`kvtui.metrics.figures.TIER_RELOAD`), on the same axis, when the panel
+has a line for each of them (the header says the split at any size).
 
 The widget adapts to its height: with ``L`` lines per kind it draws one line per kind (``L == 1``: name,
 bars, count and p50), a title and a bar row (``L == 2``), or a title, ``L - 2`` bar rows and the marker axis.
@@ -166,8 +167,9 @@ class LatencyPanel(CachedStyles, Widget):
     @property
     def kinds(self) -> tuple[tuple[str, str], ...]:
         """The rows drawn, ``(Frame.latency key, label)``: :data:`KINDS`, with the reload's tier parts under it
-        when the snapshots have them (a store with a disk tier)."""
-        if TIER_KINDS[0][0] in self.snapshots:
+        when the snapshots have them (a store with a disk tier) and the panel has a line for every row, the tick
+        row and the probe-only count (below that the three kinds keep theirs)."""
+        if TIER_KINDS[0][0] in self.snapshots and self.size.height >= len(KINDS) + len(TIER_KINDS) + 2:
             return KINDS[:1] + TIER_KINDS + KINDS[1:]
         return KINDS
 
