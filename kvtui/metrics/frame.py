@@ -63,18 +63,19 @@ class Frame:
     """Everything a view shows at one moment (immutable).
 
     ``t``: seconds since the run started; ``totals``: cumulative counters (see :meth:`Aggregator.totals`);
-    ``rates``: per-second values over the last ~2 s (MB/s are 10^6 bytes/s); ``series``: the recent history
-    of each rate (oldest first, one value per second); ``latency`` / ``latency_window``: whole-session and
-    last-``window_s`` snapshots per kind (reload, publish, probe); ``rows``: newest request rows (newest
-    last); ``errors``: counts by Mooncake code name; ``events``: the bounded event log (newest last);
-    ``store`` (:class:`StoreScrape`), ``procs`` (:class:`ProcRow` s), ``workload`` (:class:`WorkloadPanel`),
-    ``status`` (:class:`FrameStatus`): panels filled by the live session's samplers, as plain dicts (they
-    record to JSON and replay unchanged) whose keys :mod:`kvtui.core.panels` defines;
-    ``row_seq`` / ``event_seq`` / ``series_seq``: how many rows, events and series points were ever added;
-    ``span``: ``{"t", "totals", "errors"}`` as they were when the current span (a recording) began, ``{}``
-    when none; ``latency_span``: the latency snapshots per kind recorded since then (``{}`` when none);
-    ``ttft``: the TTFT and prefill GPU time saved, estimated (:class:`TtftPanel`; ``{}`` without an estimator);
-    ``workers``: per-worker figures (:class:`~kvtui.metrics.workers.WorkerTally` rows; ``()`` before any).
+    ``rates``: per-second values over the last ~2 s (MB/s are 10^6 bytes/s); ``series``: the recent history of each
+    rate (oldest first, one value per second); ``latency`` / ``latency_window``: whole-session and last-``window_s``
+    snapshots per kind (reload, publish, probe; on a store with a disk tier also ``reload_memory`` and
+    ``reload_disk``, :data:`kvtui.metrics.figures.TIER_LATENCY_KEYS`); ``rows``: newest request rows (newest last);
+    ``errors``: counts by Mooncake code name; ``events``: the bounded event log (newest last); ``store``
+    (:class:`StoreScrape`), ``procs`` (:class:`ProcRow` s), ``workload`` (:class:`WorkloadPanel`), ``status``
+    (:class:`FrameStatus`): panels filled by the live session's samplers, as plain dicts (they record to JSON and
+    replay unchanged) whose keys :mod:`kvtui.core.panels` defines; ``row_seq`` / ``event_seq`` / ``series_seq``: how
+    many rows, events and series points were ever added; ``span``: ``{"t", "totals", "errors"}`` as they were when
+    the current span (a recording) began, ``{}`` when none; ``latency_span``: the latency snapshots per kind
+    recorded since then (``{}`` when none); ``ttft``: the TTFT and prefill GPU time saved, estimated
+    (:class:`TtftPanel`; ``{}`` without an estimator); ``workers``: per-worker figures
+    (:class:`~kvtui.metrics.workers.WorkerTally` rows; ``()`` before any).
     """
 
     t: float
