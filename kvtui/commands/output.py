@@ -70,10 +70,11 @@ def full_setup(setup: Mapping[str, Any] | None, store: Mapping[str, Any] | None,
 def store_counts(store: Mapping[str, Any] | None) -> dict[str, int]:
     """The summary's ``store_at_end``: the master's counts at the last scrape
     (:data:`kvtui.metrics.figures.STORE_COUNTS`: keys, keys evicted, allocation failures, bytes used and
-    capacity); empty when nothing was scraped (no ``--metrics-url`` when attached)."""
-    from kvtui.metrics.figures import STORE_COUNTS
+    capacity; a disk tier's, :data:`~kvtui.metrics.figures.STORE_DISK`, where the scrape has them); empty when
+    nothing was scraped (no ``--metrics-url`` when attached)."""
+    from kvtui.metrics.figures import STORE_COUNTS, STORE_DISK
 
-    return {f.key: int(store[f.key]) for f in STORE_COUNTS if store and store.get(f.key) is not None}
+    return {f.key: int(store[f.key]) for f in STORE_COUNTS + STORE_DISK if store and store.get(f.key) is not None}
 
 
 def _percentiles(d: LatencySummary) -> str:
@@ -102,10 +103,12 @@ def format_summary(s: RunSummary) -> str:
     def of(part: fig.Figure, whole: fig.Figure, rate: fig.Figure) -> str:
         return f"{by_key[part.key]:,} of {by_key[whole.key]:,} {whole.label} ({fig.show(rate, by_key[rate.key])})"
 
+    tiers = s.get("tiers") or {}
     pairs = [
         (fig.REQUESTS.label, f"{s['requests']:,} in {fig.show(fig.ELAPSED, s['elapsed_s'])} "
                              f"({fig.show(fig.REQUESTS_RUN, thr[fig.REQUESTS_RUN.key])})"),
         (fig.TOKENS_HIT.label, of(fig.TOKENS_HIT, fig.TOKENS_INPUT, fig.TOKENS_SKIPPED)),
+        *([("", tier_text(tiers, fig.TIER_TOKENS_HIT))] if tiers else []),
         *([("", f"{fig.IDEAL_SO_FAR.name} {fig.show(fig.IDEAL_SO_FAR, by_key[fig.IDEAL_SO_FAR.key])} (what an "
                 "unbounded cache would skip)")]
           if by_key.get(fig.IDEAL_SO_FAR.key) is not None else []),
@@ -113,6 +116,7 @@ def format_summary(s: RunSummary) -> str:
                 "analyze-trace's rule)")]
           if by_key.get(fig.AIPERF_SO_FAR.key) is not None else []),
         (fig.PAGES_HIT.label, of(fig.PAGES_HIT, fig.PAGES_TOTAL, fig.HIT_RATE_SESSION)),
+        *([("", tier_text(tiers, fig.TIER_PAGES_HIT, fig.TIER_HIT_RATE))] if tiers else []),
         *([(fig.MISS_PAGES.label, miss_text(s["misses"] or {}))] if s.get("misses") else []),
         *([("", f"approximate: the history forgot {plural(s['misses_keys_forgotten'], 'key')} (it keeps "
                 f"{MAX_KEYS:,})")] if s.get("misses_keys_forgotten") else []),
@@ -121,6 +125,7 @@ def format_summary(s: RunSummary) -> str:
         (fig.VERIFIED.label, f"{plural(s['verified_pages'], 'page')}, {checked(verify)}; {fig.MISMATCHES.label} "
                              f"{s['mismatches']:,}"),
         (fig.RELOAD_LATENCY.name, _percentiles(rel)),
+        *((f"└ {tier}", _percentiles(tiers[tier][fig.tier_field(fig.TIER_RELOAD)])) for tier in tiers),
         ("", f"{fig.PROBE_ONLY.name} {by_key.get(fig.PROBE_ONLY.key, 0):,}; "
              f"{fig.UNUSABLE.name} {by_key.get(fig.UNUSABLE.key, 0):,} (no reload latency)"),
         (fig.PUBLISH_LATENCY.name, _percentiles(pub)),
@@ -129,6 +134,8 @@ def format_summary(s: RunSummary) -> str:
         ("", f"{fig.number(thr[fig.SKIPPED_RUN.key], fig.SKIPPED_RUN.unit)} {fig.SKIPPED_RUN.label}"),
         ("store errors", errors),
         *([("store (master)", _store_line(s["store_at_end"]))] if s.get("store_at_end") else []),
+        *([("disk tier (master)", _disk_line(s["store_at_end"]))]
+          if fig.STORE_DISK_USED.key in (s.get("store_at_end") or {}) else []),
         *ttft_lines(s),
     ]
     return "\n".join(rows(pairs, _LABEL - 1, indent="", gap=1))
@@ -154,6 +161,33 @@ def miss_text(misses: Mapping[str, MissFigures]) -> str:
             share = fig.show(fig.MISS_SHARE, m.get("share", 0.0)) + ("" if parts else " of tokens")
             parts.append(f"{LABELS[r]} {pages:,} ({share})")
     return f"{total:,} full pages" + (": " + " · ".join(parts) if parts else "")
+
+
+def tier_text(tiers: Mapping[str, Mapping[str, Any]], count: Any, rate: Any = None) -> str:
+    """``KV page hits by tier: memory 24,441 (63.65%) · disk 4,381 (11.41%)``: a :data:`kvtui.metrics.figures.TIER`
+    count of each tier of the summary's ``tiers``, with its ``rate`` figure in brackets (None: none)."""
+    from kvtui.metrics import figures as fig
+
+    parts = []
+    for tier, d in tiers.items():
+        part = f"{tier} {d.get(fig.tier_field(count), 0):,}"
+        if rate is not None:
+            part += f" ({fig.show(rate, d.get(fig.tier_field(rate), 0.0))})"
+        parts.append(part)
+    return f"{count.name}: " + " · ".join(parts)
+
+
+def _disk_line(store: Mapping[str, int]) -> str:
+    """``disk 31.2 MiB of 64.0 MiB · offloaded 5,673 · disk evicted 0 · promoted 0`` (the Store panel's labels)."""
+    from kvtui.core.units import format_bytes
+    from kvtui.metrics import figures as fig
+
+    cap = store.get(fig.STORE_DISK_CAPACITY.key)
+    parts = [f"{fig.STORE_DISK_USED.label} {format_bytes(store[fig.STORE_DISK_USED.key])}"
+             + (f" of {format_bytes(cap)}" if cap else "")]
+    parts += [f"{f.label} {store[f.key]:,}" for f in (fig.STORE_OFFLOADED, fig.STORE_DISK_EVICTED, fig.STORE_PROMOTED)
+              if f.key in store]
+    return " · ".join(parts)
 
 
 def _store_line(store: Mapping[str, int]) -> str:
@@ -190,4 +224,24 @@ def ttft_lines(s: RunSummary) -> list[tuple[str, str]]:
     return [(saved.name, f"p50 {fig.show(saved, t['p50'])} · p99 {fig.number(t['p99'], 'ms', saved.decimals)} · "
                          f"total {fig.number(t['total'] / 1e3, 's', 2)} s over {plural(t['count'], 'reload')}"),
             ("", f"{fig.GPU_SAVED_RUN.label} {fig.show(fig.GPU_SAVED_RUN, s['prefill_gpu_s_saved'] or 0.0)}{mark}"),
-            *marked, ("", f"estimate: {est.get('basis', '?')}")]
+            *marked, *_tier_ttft_lines(s.get("tiers") or {}), ("", f"estimate: {est.get('basis', '?')}")]
+
+
+def _tier_ttft_lines(tiers: Mapping[str, Mapping[str, Any]]) -> list[tuple[str, str]]:
+    """The summary's TTFT rows of each tier (:data:`kvtui.metrics.figures.TIER_TTFT_SAVED` and the tier's reload
+    against recomputing its tokens), the disk tier marked when reading from it was slower than recomputing."""
+    from kvtui.metrics import figures as fig
+
+    out, marked = [], []
+    for tier, d in tiers.items():
+        t, ratio = d.get(fig.tier_field(fig.TIER_TTFT_SAVED)), d.get(fig.tier_field(fig.TIER_VS_RECOMPUTE))
+        if not t or not t.get("count"):
+            continue
+        slower = d.get(fig.tier_field(fig.TIER_SLOWER)) or 0
+        out.append(f"{tier} {fig.number(t['total'] / 1e3, 's', 2)} s over {plural(t['count'], 'reload')} "
+                   f"({fig.TIER_VS_RECOMPUTE.label} {fig.show(fig.TIER_VS_RECOMPUTE, ratio or 0.0)}"
+                   + (f", {slower:,} slower)" if slower else ")"))
+        if ratio is not None and ratio > 1:
+            marked.append(("", f"{tier.upper()} READS SLOWER THAN RECOMPUTE ({slower:,} of "
+                               f"{plural(t['count'], 'reload')})"))
+    return ([("", f"by tier: {' · '.join(out)}")] if out else []) + marked

@@ -17,7 +17,8 @@ never keyed, stay PARTIAL and are not misses. The rule, for a missed page with k
    missed, and the connector reloads only the leading run of hits.
 3. **evicted** — ``k`` was in the store earlier in this run (a request of the run reloaded or published it,
    or a probe found it) and the store did not give it now (absent, or its read failed or did not verify):
-   a capacity miss, a larger store would have hit.
+   a capacity miss, a larger store would have hit. On a store with a disk tier a page DRAM evicted is offloaded
+   and reloads from disk (HIT_DISK, a hit), so *evicted* means it left both tiers.
 4. **never stored** — an earlier request of this run computed ``k`` but it never reached the store (its put
    failed or was refused, e.g. store full, or it was not published).
 5. **first use** — no earlier request of this run had ``k``: a compulsory miss, no cache of any size hits it.

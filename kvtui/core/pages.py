@@ -25,3 +25,9 @@ class PageState(IntEnum):
 
 HITS = frozenset({PageState.HIT, PageState.HIT_DISK})
 """The states of a reloaded page, from memory or from the disk tier."""
+
+TIERS = ("memory", "disk")
+"""The store's tiers a page is reloaded from, in the order every output lists them: its DRAM segments, then its
+disk (SSD) tier (a store without one has memory only)."""
+TIER_OF = {PageState.HIT: "memory", PageState.HIT_DISK: "disk"}
+"""The tier of a reloaded page's state."""

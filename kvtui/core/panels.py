@@ -51,7 +51,12 @@ class StoreScrape(TypedDict, total=False):
     ``/health`` (``status``, ``role``, ``ha_state``, ``service_ready``).
 
     An HA cluster's masters (live and observe modes) add ``masters`` (:class:`MasterRow` each) and ``leader``
-    (the serving leader's RPC address, or the last one a master named); the gauges are the serving leader's."""
+    (the serving leader's RPC address, or the last one a master named); the gauges are the serving leader's.
+
+    A store with a disk tier adds (:data:`kvtui.metrics.figures.STORE_DISK`): ``disk_used_bytes``,
+    ``disk_capacity_bytes`` (absent when unknown), ``offloaded_keys`` (keys evicted from DRAM to disk),
+    ``disk_evicted_keys``, ``promoted_keys`` (disk to DRAM), ``mem_cache_hits`` / ``disk_cache_hits`` (the
+    master's lookups answered from each tier)."""
 
     up: bool | None
     keys: int
@@ -76,6 +81,13 @@ class StoreScrape(TypedDict, total=False):
     health: dict[str, Any]  # the master's /health JSON as it answered
     masters: list[MasterRow]
     leader: str
+    disk_used_bytes: int
+    disk_capacity_bytes: int
+    offloaded_keys: int
+    disk_evicted_keys: int
+    promoted_keys: int
+    mem_cache_hits: int
+    disk_cache_hits: int
 
 
 class ProcRow(TypedDict, total=False):
@@ -161,7 +173,9 @@ class TtftStats(TypedDict, total=False):
     ``p50_ms`` / ``p99_ms``: TTFT saved (recompute estimate − measured reload, ms; negative when the reload
     is slower); ``reload_ms``: Σ measured reload time (ms); ``gpu_s``: Σ estimated recompute time, the prefill
     GPU time saved (s); ``slower``: requests whose reload took longer than the recompute estimate;
-    ``ratio``: ``reload_ms`` ÷ the Σ recompute time (> 1: the reloads were slower than recomputing)."""
+    ``ratio``: ``reload_ms`` ÷ the Σ recompute time (> 1: the reloads were slower than recomputing); ``tiers``
+    (a store with a disk tier): the same figures of each tier's part (``memory``, ``disk``: the tokens reloaded
+    from it and the reload's time in it, :mod:`kvtui.metrics.tiers`) of the requests that reloaded a page from it."""
 
     count: int
     tokens: int
@@ -172,6 +186,7 @@ class TtftStats(TypedDict, total=False):
     gpu_s: float
     slower: int
     ratio: float
+    tiers: dict[str, TtftStats]
 
 
 class TtftPanel(TypedDict, total=False):

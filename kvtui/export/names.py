@@ -14,13 +14,17 @@ Labels: ``role`` (``decode`` or ``prefill``: the workers that do what the metric
 (``"0"``: the counters are the run's totals over every worker of the role, as the summary's; per-worker
 figures are in ``--json`` ``workers`` and the Workers panel, not series of their own); ``code`` on the error counter
 (a Mooncake return code by name); ``reason`` on the miss counters (``first_use``, ``evicted``, ``never_stored``,
-``after_break``, ``in_flight``: :mod:`kvtui.core.misses`). The store gauges are derived by kvtui from the
-master's ``/metrics`` (rates between two scrapes, a fill ratio); kvtui never re-exports the master's own
+``after_break``, ``in_flight``: :mod:`kvtui.core.misses`); ``tier`` on the tier counters and histogram
+(``memory``, ``disk``: the store's tiers a page was reloaded from, exported only when the store has a disk tier;
+the tiers' series add up to the whole's: :data:`kvtui.metrics.figures.TIER`). The store gauges are derived by
+kvtui from the master's ``/metrics`` (rates between two scrapes, a fill ratio); kvtui never re-exports the master's own
 metrics: Prometheus scrapes the master's ``/metrics`` directly.
 
 ``source`` says where a value comes from in a :class:`~kvtui.metrics.frame.Frame`: ``totals.KEY`` (scaled
 by ``scale``), ``errors`` (counts by code name), ``misses`` / ``miss_tokens`` (the totals' missed pages or
-their tokens, one series per reason), ``latency.KEY`` (a whole-session latency snapshot, ms),
+their tokens, one series per reason), ``tiers.KEY`` (a tier's figure KEY in the totals or latencies, one series
+per tier: :data:`kvtui.metrics.figures.TIER_TOTALS`, ``TIER_LATENCY_KEYS``), ``latency.KEY`` (a whole-session
+latency snapshot, ms),
 ``store.KEY`` / ``workload.KEY`` / ``status.KEY`` (a panel's key; booleans are 1 or 0) or ``A / B`` (a
 ratio of two such keys). ``when``: ``workload`` (only while kvtui runs a workload: not in observe mode),
 ``observe`` (only in observe mode), ``always``.
@@ -33,7 +37,7 @@ from dataclasses import dataclass
 from kvtui.metrics import figures as fig
 
 PREFIX = "kvtui_"
-ROLE, WORKER, CODE, REASON = "role", "worker", "code", "reason"
+ROLE, WORKER, CODE, REASON, TIER = "role", "worker", "code", "reason", "tier"
 MISS_SOURCES = {"misses": "misses_", "miss_tokens": "miss_tokens_"}  # source → the totals' key prefix per reason
 WORKER_LABELS = (ROLE, WORKER)
 #: upper bounds of the latency histograms, seconds: kvtui's HdrHistogram buckets (×2 from 62.5 µs) up to 65.5 s
@@ -65,6 +69,8 @@ class Metric:
             return (CODE,)
         if self.source in MISS_SOURCES:
             return (REASON,)
+        if self.source.startswith("tiers."):
+            return (TIER,)
         return WORKER_LABELS if self.role else ()
 
     @property
@@ -82,6 +88,13 @@ def _latency(f: fig.Figure, role: str) -> Metric:
     return Metric(f"{PREFIX}{f.key}_latency_seconds", "histogram", "seconds",
                   f"{f.name}: {f.formula} (from kvtui's HdrHistogram, 3 significant digits)", f"latency.{f.key}", role,
                   summary=f.field)
+
+
+def _tier(f: fig.Figure, name: str, kind: str = "counter", unit: str = "", scale: float = 1.0) -> Metric:
+    """A figure of :data:`kvtui.metrics.figures.TIER`, one series per tier."""
+    unit = unit or f.unit
+    return Metric(PREFIX + name, kind, unit, f"{f.name}: {f.formula}", f"tiers.{f.key}", scale=scale,
+                  summary=f"tiers.TIER.{fig.tier_field(f)}")
 
 
 def _gauge(name: str, unit: str, help: str, source: str, when: str, default: float | None = None) -> Metric:
@@ -130,11 +143,19 @@ METRICS: tuple[Metric, ...] = (
     _latency(fig.RELOAD_LATENCY, "decode"),
     _latency(fig.PUBLISH_LATENCY, "prefill"),
     _latency(fig.PROBE_LATENCY, "decode"),
+    _tier(fig.TIER_PAGES_HIT, "tier_pages_hit_total"),
+    _tier(fig.TIER_TOKENS_HIT, "tier_tokens_hit_total"),
+    _tier(fig.TIER_BYTES, "tier_reload_bytes_total"),
+    _tier(fig.TIER_READ_BUSY, "tier_read_seconds_total", unit="seconds", scale=1e-3),
+    _tier(fig.TIER_RELOAD, "tier_reload_latency_seconds", "histogram", "seconds"),
     _gauge("store_up", "0 or 1", "1 when the master's /metrics answered at kvtui's last scrape (every ~1 s)",
            "store.up", "always"),
     _gauge("store_fill_ratio", "ratio", "bytes allocated ÷ capacity of the store's segments, from the master's "
            "/metrics (the master evicts above its high watermark, 0.9 by default)",
            "store.used_bytes / store.capacity_bytes", "always"),
+    _gauge("store_disk_fill_ratio", "ratio", "bytes of the disk tier's files ÷ its capacity (a store with a disk "
+           "tier whose capacity kvtui knows: --disk-size, or the master's cap), from the master's /metrics",
+           "store.disk_used_bytes / store.disk_capacity_bytes", "always"),
     _gauge("store_puts_per_second", "puts/s", "put requests (PutStart plus BatchPutStart items) per second "
            "between kvtui's last two scrapes of the master", "store.put_rps", "always"),
     _gauge("store_gets_per_second", "gets/s", "get requests (GetReplicaList plus BatchGetReplicaList items) per "

@@ -19,7 +19,9 @@ import threading
 from typing import TYPE_CHECKING, Callable
 
 from kvtui.core.misses import NAMES, REASONS
+from kvtui.core.pages import TIERS
 from kvtui.export.names import LATENCY_BUCKETS_S, METRICS, MISS_SOURCES, Metric
+from kvtui.metrics import figures as fig
 
 if TYPE_CHECKING:
     from wsgiref.simple_server import WSGIServer
@@ -113,11 +115,15 @@ def families(frame) -> list[PromMetric]:
 
     observe = (frame.workload or {}).get("kind") == "observe"
     out: list[PromMetric] = []
+    tiers = fig.tiered(frame.totals or {})
     for m in METRICS:
         if m.when == "workload" and observe:
             continue  # no workload: kvtui's own counters would only say 0
         worker = [m.role, WORKER_INDEX] if m.role else []
-        if m.kind == "counter":
+        if m.source.startswith("tiers."):  # one series per tier, on a store with a disk tier
+            if tiers:
+                out.append(_tier_family(frame, m))
+        elif m.kind == "counter":
             fam = CounterMetricFamily(m.family, m.help, labels=list(m.labels))
             if m.source == "errors":
                 for code, n in sorted((frame.errors or {}).items()):
@@ -146,6 +152,24 @@ def families(frame) -> list[PromMetric]:
                 out.append(gauge)
     return out
 
+
+
+def _tier_family(frame, m: Metric) -> PromMetric:
+    """The family of tier metric ``m`` (a counter of the totals or the reload histogram), one series per tier."""
+    from prometheus_client.core import CounterMetricFamily, HistogramMetricFamily
+
+    key = m.source.partition(".")[2]
+    if m.kind == "histogram":
+        hist = HistogramMetricFamily(m.family, m.help, labels=list(m.labels))
+        for tier in TIERS:
+            buckets, total = histogram_buckets((frame.latency or {}).get(fig.TIER_LATENCY_KEYS[tier]))
+            hist.add_metric([tier], buckets, total)
+        return hist
+    fam = CounterMetricFamily(m.family, m.help, labels=list(m.labels))
+    totals = frame.totals or {}
+    for tier in TIERS:
+        fam.add_metric([tier], float(totals.get(fig.TIER_TOTALS[key].format(tier=tier), 0.0)) * m.scale)
+    return fam
 
 
 class PrometheusExporter:

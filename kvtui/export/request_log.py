@@ -12,7 +12,9 @@ prefill ended its publish; ``arrival_s``: when the workload scheduled it, in its
 closed loop). ``ttft_saved_ms`` is an **estimate** (:mod:`kvtui.metrics.ttft`: recompute estimate of the
 reloaded tokens − the measured reload), empty when the request reloaded nothing or the run has no
 estimator; the run's ``ttft_estimate`` summary field gives its basis. ``misses_*`` count the request's
-missed full pages by reason (:mod:`kvtui.core.misses`); they add up to ``pages`` − ``pages_hit``.
+missed full pages by reason (:mod:`kvtui.core.misses`); they add up to ``pages`` − ``pages_hit``. On a store
+with a disk tier ``pages_hit_disk``, ``tokens_hit_disk`` and ``disk_read_ms`` say the part of ``pages_hit``,
+``tokens_hit`` and ``read_ms`` that came from disk (memory's is the rest; 0 on a store without one).
 """
 
 from __future__ import annotations
@@ -46,13 +48,16 @@ COLUMNS: tuple[tuple[str, str], ...] = (
     ("cacheable_tokens", "tokens in full pages that may be cached"),
     ("pages", "full KV pages"),
     ("pages_hit", "pages reloaded"),
+    ("pages_hit_disk", "of pages_hit, reloaded from the store's disk tier (0: none, or no disk tier)"),
     ("pages_published", "pages this writer stored"),
     ("pages_already_present", "pages a peer had stored"),
     ("pages_failed", "pages whose put failed"),
     *((f"misses_{MISS_NAMES[r]}", f"missed full pages: {MISS_LABELS[r]} (empty: not classified)") for r in REASONS),
     ("tokens_hit", "prompt tokens reloaded (prefill skipped)"),
+    ("tokens_hit_disk", "of tokens_hit, those of the pages reloaded from the disk tier"),
     ("probe_ms", "ms, decode's probe"),
     ("read_ms", "ms, decode's reads"),
+    ("disk_read_ms", "ms, of read_ms, reading the pages reloaded from the disk tier"),
     ("reload_ms", "ms, probe + read (the reload latency, when pages_hit > 0)"),
     ("verify_ms", "ms, verification of the loaded pages"),
     ("publish_probe_ms", "ms, prefill's probe"),
@@ -97,10 +102,11 @@ def request_row(r, estimator=None) -> dict:
         "decode_worker": getattr(r, "decode_worker", 0), "prefill_worker": getattr(r, "prefill_worker", 0),
         "tokens": r.n_tokens, "output_tokens": _output_tokens(r.labels),
         "cacheable_tokens": r.cacheable_tokens, "pages": r.pages_total,
-        "pages_hit": r.pages_hit, "pages_published": r.pages_published,
+        "pages_hit": r.pages_hit, "pages_hit_disk": r.pages_hit_disk, "pages_published": r.pages_published,
         "pages_already_present": r.pages_already_present, "pages_failed": r.pages_failed,
         **{f"misses_{MISS_NAMES[reason]}": misses.get(MISS_NAMES[reason]) for reason in REASONS},
-        "tokens_hit": r.tokens_hit, "probe_ms": round(r.probe_ms, 3), "read_ms": round(r.read_ms, 3),
+        "tokens_hit": r.tokens_hit, "tokens_hit_disk": r.pages_hit_disk * r.page_tokens,
+        "probe_ms": round(r.probe_ms, 3), "read_ms": round(r.read_ms, 3), "disk_read_ms": round(r.disk_read_ms, 3),
         "reload_ms": round(r.reload_ms, 3), "verify_ms": round(r.verify_ms, 3),
         "publish_probe_ms": round(r.publish_probe_ms, 3), "put_ms": round(r.put_ms, 3),
         "publish_ms": round(r.publish_ms, 3), "compute_ms": round(r.compute_ms, 3),

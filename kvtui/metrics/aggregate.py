@@ -12,17 +12,19 @@ import time
 from array import array
 from collections import Counter, deque
 from collections.abc import Callable, Iterable, Mapping
-from typing import TYPE_CHECKING, Any, cast
+from typing import TYPE_CHECKING, Any, Literal, cast
 
 from kvtui.core.codes import code_name
 from kvtui.core.events import EngineEvent, RequestResult
 from kvtui.core.misses import NAMES as MISS_NAMES, REASONS
+from kvtui.core.pages import TIERS
 from kvtui.core.panels import TtftPanel
 from kvtui.metrics import figures as fig
 from kvtui.metrics.frame import Frame, PageRow, SpanStart
 from kvtui.metrics.latency import EMPTY, LatencyRecorder, LatencySnapshot
 from kvtui.metrics.summary import MissFigures, RunSummary, TtftFields
-from kvtui.metrics.ttft_saved import TtftTracker, summary_fields
+from kvtui.metrics.tiers import reload_by_tier
+from kvtui.metrics.ttft_saved import TtftTracker, summary_fields, tier_fields
 from kvtui.metrics.workers import WorkerRow, WorkerTally
 
 if TYPE_CHECKING:
@@ -46,8 +48,21 @@ MISS_TOKENS = tuple(f"miss_tokens_{MISS_NAMES[r]}" for r in REASONS)  # their pr
 MISS_FORGOTTEN = "miss_keys_forgotten"  # keys the miss reasons' history dropped (kvtui.core.misses.MAX_KEYS)
 MISS_COUNTERS = MISS_PAGES + MISS_TOKENS + (MISS_FORGOTTEN,)  # totals carry them once a request had reasons
 MISS_SHARES = tuple(f"miss_share_{MISS_NAMES[r]}" for r in REASONS)  # derived: tokens ÷ tokens_input
+
+
+def tier_key(key: str, tier: str) -> str:
+    """Where ``tier``'s figure ``key`` (a :data:`kvtui.metrics.figures.TIER_TOTALS` key) is in the totals."""
+    return fig.TIER_TOTALS[key].format(tier=tier)
+
+
+# a store with a disk tier: its share of the hits (totals carry them once the aggregator knows the store has one)
+TIER_COUNTERS = tuple(tier_key(k, "disk") for k in ("pages_hit", "tokens_hit", "bytes_loaded"))  # integer totals
+TIER_BUSY = (tier_key("read_ms_total", "disk"),)  # float totals (ms)
+TIER_DERIVED = tuple(tier_key(k, t) for k in fig.TIER_TOTALS for t in TIERS if tier_key(k, t) not in TIER_COUNTERS
+                     + TIER_BUSY)  # derived: memory's = the whole's − disk's; each tier's page hit rate
+TIER_KINDS = tuple(fig.TIER_LATENCY_KEYS[t] for t in TIERS)  # each tier's part of the reload latency
 WINDOW_COUNTERS = ("requests", "pages_total", "pages_hit", "tokens_input", "tokens_hit", fig.PROBE_ONLY.key,
-                   fig.UNUSABLE.key) + IDEAL  # Frame.window_totals: these over the last window_s
+                   fig.UNUSABLE.key) + IDEAL + TIER_COUNTERS[:1]  # Frame.window_totals: these over the last window_s
 
 
 def prefix_group(scenario: str, labels: Labels | None) -> str:
@@ -111,6 +126,13 @@ def derive(t: dict[str, float]) -> dict[str, float]:
     if MISS_TOKENS[0] in t:  # fig.MISS_SHARE
         for tokens, share in zip(MISS_TOKENS, MISS_SHARES):
             t[share] = t[tokens] / t["tokens_input"] if t.get("tokens_input") else 0.0
+    if TIER_COUNTERS[0] in t:  # a disk tier: memory's = the whole's − disk's (fig.TIER), each tier's hit rate
+        for key in ("pages_hit", "tokens_hit", "bytes_loaded", "read_ms_total"):
+            if key in t and tier_key(key, "disk") in t:
+                t[tier_key(key, "memory")] = t[key] - t[tier_key(key, "disk")]
+        for tier in TIERS:
+            hit = t.get(tier_key("pages_hit", tier), 0)
+            t[tier_key(fig.TIER_HIT_RATE.key, tier)] = hit / t["pages_total"] if t.get("pages_total") else 0.0
     return t
 
 
@@ -165,12 +187,17 @@ class Aggregator:
 
     ``estimator``: a :class:`~kvtui.metrics.ttft.TtftEstimator`; with one, frames carry ``ttft``, the TTFT and
     prefill GPU time saved (:mod:`kvtui.metrics.ttft_saved`; its window is ``window_s`` too).
+
+    ``tiered``: the store has a disk tier (or a result says a page came from one): totals carry each tier's share
+    (:data:`TIER_COUNTERS`, :data:`TIER_BUSY` and :data:`TIER_DERIVED`), latencies each tier's part of the reload
+    (:data:`TIER_KINDS`, :mod:`kvtui.metrics.tiers`), the summary a ``tiers`` object.
     """
 
     def __init__(self, rows: int = 64, history: int = 300, window_s: float = fig.LATENCY_WINDOW_S,
                  events_kept: int = 200, clock: Callable[[], float] = time.monotonic,
-                 estimator: TtftEstimator | None = None) -> None:
+                 estimator: TtftEstimator | None = None, tiered: bool = False) -> None:
         self._lock = threading.Lock()
+        self._kinds: tuple[str, ...] = LATENCIES  # the latency histograms kept (+ TIER_KINDS on a tiered store)
         self._clock = clock
         self.t0 = clock()
         self._rows: deque[PageRow] = deque(maxlen=rows)
@@ -199,6 +226,22 @@ class Aggregator:
         self._series_t = 0.0
         self._series_snap: tuple[float, dict[str, float]] = (self.t0, {})
         self._ttft = TtftTracker(estimator, window_s=window_s) if estimator is not None else None
+        self._tiered = False
+        if tiered:
+            self._enable_tiers()
+
+    def _enable_tiers(self) -> None:
+        """Count each tier from now on (the disk tier's counters and latency histograms; under the lock)."""
+        self._tiered = True
+        self._kinds = LATENCIES + TIER_KINDS
+        self._busy_ms.update({k: self._busy_ms.get(k, 0.0) for k in TIER_BUSY})
+        for recs in (self._lat, self._window, self._span_lat, *(r for _, r in self._win)):
+            if recs is self._span_lat and not recs:
+                continue
+            for k in TIER_KINDS:
+                recs.setdefault(k, LatencyRecorder())
+        if self._ttft is not None:
+            self._ttft.tiered = True
 
     # -- input ------------------------------------------------------------------------------------------
     def add(self, r: RequestResult) -> None:
@@ -222,6 +265,14 @@ class Aggregator:
             c["bytes_written"] += r.bytes_written
             self._busy_ms["read_ms_total"] += r.read_ms
             self._busy_ms["put_ms_total"] += r.put_ms
+            if r.pages_hit_disk and not self._tiered:
+                self._enable_tiers()
+            if self._tiered:
+                pages, tokens, nbytes = TIER_COUNTERS
+                c[pages] += r.pages_hit_disk
+                c[tokens] += r.pages_hit_disk * r.page_tokens
+                c[nbytes] += r.pages_hit_disk * r.page_bytes
+                self._busy_ms[TIER_BUSY[0]] += r.disk_read_ms
             if not r.pages_hit:  # no page loaded: no reload latency (it would be a probe's or a failed read's)
                 c[fig.PROBE_ONLY.key if r.read_ms <= 0 else fig.UNUSABLE.key] += 1
             if r.reasons:
@@ -247,7 +298,8 @@ class Aggregator:
                 bytes_written=r.bytes_written, reload_ms=r.reload_ms, publish_ms=r.publish_ms, t=now - self.t0,
                 keys=tuple(r.keys), codes=tuple((code_name(k), n) for k, n in r.codes.items()),
                 ideal_pages=ideal // r.page_tokens if ideal is not None and r.page_tokens else -1,
-                misses=tuple((k, n) for k, n in r.miss_counts().items() if n), reasons=bytes(r.reasons)))
+                misses=tuple((k, n) for k, n in r.miss_counts().items() if n), reasons=bytes(r.reasons),
+                disk_read_ms=r.disk_read_ms))
             self._row_seq += 1
             if self._ttft is not None:
                 self._ttft.add(r, now)
@@ -258,7 +310,7 @@ class Aggregator:
                 recs = self._win.popleft()[1] if len(self._win) == self._win.maxlen else None
                 for rec in (recs or {}).values():
                     rec.reset()
-                self._win.append((now, recs or {k: LatencyRecorder() for k in LATENCIES}))
+                self._win.append((now, recs or {k: LatencyRecorder() for k in self._kinds}))
                 self._win_counts.append(Counter())
             win = self._win[-1][1]
             counts = self._win_counts[-1]
@@ -268,6 +320,9 @@ class Aggregator:
             values = {fig.RELOAD_LATENCY.key: r.reload_ms if r.pages_hit else None,
                       fig.PUBLISH_LATENCY.key: r.publish_ms if r.pages_published else None,
                       fig.PROBE_LATENCY.key: r.probe_ms}
+            if self._tiered:
+                for tier, ms in reload_by_tier(r).items():
+                    values[fig.TIER_LATENCY_KEYS[tier]] = ms
             for k, v in values.items():
                 if v is not None:
                     self._lat[k].record(v)
@@ -303,7 +358,7 @@ class Aggregator:
         :func:`span_summary`). A second call starts a new span."""
         with self._lock:
             self._span = {"t": self._clock() - self.t0, "totals": self._totals_locked(), "errors": dict(self._codes)}
-            self._span_lat = {k: LatencyRecorder() for k in LATENCIES}
+            self._span_lat = {k: LatencyRecorder() for k in self._kinds}
             self._lat_key = None
             if self._ttft is not None:
                 self._ttft.begin_span()
@@ -330,6 +385,9 @@ class Aggregator:
             t.update(aiperf_share_sum=self._aiperf_sum, aiperf_requests=int(c["aiperf_requests"]))
         if MISS_PAGES[0] in c:
             t.update({k: int(c[k]) for k in MISS_COUNTERS})
+        if self._tiered:
+            t.update({k: int(c[k]) for k in TIER_COUNTERS})
+            t.update({k: float(self._busy_ms[k]) for k in TIER_BUSY})
         return derive(t)
 
     def frame(self, **panels: Any) -> Frame:
@@ -363,13 +421,14 @@ class Aggregator:
                     rec.reset()
                 for t_sub, recs in self._win:
                     if now - t_sub <= self.window_s:
-                        for k in LATENCIES:
+                        for k in self._kinds:
                             window[k].merge(recs[k])
                 wt: Counter[str] = Counter()
                 for (t_sub, _), counts in zip(self._win, self._win_counts):
                     if now - t_sub <= self.window_s:
                         wt.update(counts)
-                self._window_totals = derive({k: int(wt[k]) for k in WINDOW_COUNTERS if k in wt or k not in IDEAL})
+                self._window_totals = derive({k: int(wt[k]) for k in WINDOW_COUNTERS
+                                              if k in wt or k not in IDEAL + TIER_COUNTERS})
                 self._lat_key = key
                 self._lat_snaps = ({k: r.snapshot() for k, r in self._lat.items()},
                                    {k: r.snapshot() for k, r in window.items()},
@@ -413,7 +472,16 @@ def summary_from_frame(frame: Frame) -> RunSummary:
                 "host": procs.get(w["name"], {}).get("host", w.get("host"))} for w in frame.workers]
     s = _summary(frame.totals, frame.errors, frame.latency, frame.t, summary_fields(frame.ttft))
     s["workers"] = workers
+    _add_tier_ttft(s, frame.ttft, "session")
     return s
+
+
+def _add_tier_ttft(s: RunSummary, panel: TtftPanel, which: Literal["session", "span"]) -> None:
+    """Each tier's TTFT fields (:func:`kvtui.metrics.ttft_saved.tier_fields`) into the summary's ``tiers``."""
+    tiers = s.get("tiers")
+    if tiers:
+        for tier, fields in tier_fields(panel, which).items():
+            tiers[tier].update(fields)
 
 
 def span_summary(final: Frame, first: Frame) -> RunSummary:
@@ -428,13 +496,30 @@ def span_summary(final: Frame, first: Frame) -> RunSummary:
     latency = final.latency_span or final.latency
     b, e = base.get("totals", {}), base.get("errors", {})
     totals = {k: v - b.get(k, 0) for k, v in final.totals.items()
-              if k in COUNTERS or k in BUSY_MS or k in IDEAL or k in MISS_COUNTERS}
+              if k in COUNTERS or k in BUSY_MS or k in IDEAL or k in MISS_COUNTERS or k in TIER_COUNTERS + TIER_BUSY}
     errors = {k: v - e.get(k, 0) for k, v in final.errors.items() if v - e.get(k, 0)}
+    which: Literal["session", "span"] = "span" if (final.ttft or {}).get("span") else "session"
     s = _summary(derive(totals), errors, latency, final.t - float(base.get("t", 0.0)),
-                 summary_fields(final.ttft, "span" if (final.ttft or {}).get("span") else "session"))
+                 summary_fields(final.ttft, which))
+    _add_tier_ttft(s, final.ttft, which)
     s["span"] = {"from_s": float(base.get("t", 0.0)), "to_s": final.t,
                  "latency_covers": "span" if final.latency_span else "session"}
     return s
+
+
+def tier_summary(totals: dict[str, float], latency: Snapshots) -> dict[str, dict[str, Any]]:
+    """The summary's ``tiers``: per tier (``memory``, ``disk``) its figures of :data:`kvtui.metrics.figures.TIER`
+    that totals and latencies hold (``totals`` after :func:`derive`; the TTFT ones come from the TTFT panel)."""
+    out: dict[str, dict[str, Any]] = {}
+    for tier in TIERS:
+        d: dict[str, Any] = {}
+        for f in fig.TIER:
+            if f.key in fig.TIER_TOTALS:
+                d[fig.tier_field(f)] = totals.get(tier_key(f.key, tier), 0)
+            elif f is fig.TIER_RELOAD:
+                d[fig.tier_field(f)] = latency.get(fig.TIER_LATENCY_KEYS[tier], EMPTY).as_dict()
+        out[tier] = d
+    return out
 
 
 def _summary(totals: dict[str, float], errors: Mapping[str, int], latency: Snapshots, elapsed: float,
@@ -443,11 +528,14 @@ def _summary(totals: dict[str, float], errors: Mapping[str, int], latency: Snaps
     ``elapsed_s``; ``errors`` sorted by name; ``reload_ms`` … ``probe_ms``
     (:meth:`~kvtui.metrics.latency.LatencySnapshot.as_dict`); ``throughput``: the figures of
     :data:`kvtui.metrics.figures.RUN` (MB/s = 10^6 B/s over the busy time, per-second rates over
-    ``elapsed`` seconds); then the TTFT fields ``ttft``."""
+    ``elapsed`` seconds); then the TTFT fields ``ttft``; ``tiers`` (:func:`tier_summary`) on a tiered store."""
     # the totals' keys are COUNTERS, BUSY_MS, IDEAL, AIPERF and derive()'s, named once more by RunTotals
-    # (tests/unit/test_metrics.py checks that the two agree)
-    t = cast("RunSummary", {k: v for k, v in totals.items() if k not in MISS_COUNTERS and k not in MISS_SHARES})
+    # (tests/unit/test_metrics.py checks that the two agree); the tier counters go to ``tiers``
+    t = cast("RunSummary", {k: v for k, v in totals.items() if k not in MISS_COUNTERS and k not in MISS_SHARES
+                            and k not in TIER_COUNTERS + TIER_BUSY + TIER_DERIVED})
     t["misses"] = miss_summary(totals)
+    if TIER_COUNTERS[0] in totals:
+        t["tiers"] = tier_summary(totals, latency)
     if totals.get(MISS_FORGOTTEN):  # (the reasons are approximate: see kvtui.core.misses)
         t["misses_keys_forgotten"] = int(totals[MISS_FORGOTTEN])
     per_s = (lambda v: v / elapsed) if elapsed > 0 else (lambda v: 0.0)

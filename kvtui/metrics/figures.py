@@ -299,6 +299,74 @@ RELOAD_VS_RECOMPUTE = Figure("reload_vs_recompute", "reload vs recompute (estima
 #: the TTFT estimates (Frame.ttft, the summary's TTFT fields, the bench's recompute line)
 TTFT = (TTFT_SAVED, GPU_SAVED_WALL, GPU_SAVED_RUN, RELOAD_VS_RECOMPUTE)
 
+# the store's tiers (a disk tier behind its DRAM segments: ``--disk-size``): each tier's figures, in the summary's
+# ``tiers`` object (``tiers.memory``, ``tiers.disk``) when the store has a disk tier. The tiers' figures add up to the
+# whole's; kvtui.metrics.tiers splits a reload's time and its recompute estimate between them.
+_TIER_SHOWN = "run, report: summary, --json `tiers` (a disk tier)"
+_TIER_TIME = ("the disk tier's part of a reload is its reads of disk pages, the memory tier's the rest of its probe + "
+              "read; a reload from one tier only is all that tier's (kvtui.metrics.tiers)")
+TIER_PAGES_HIT = Figure("pages_hit", "KV page hits by tier", "hits", "pages",
+                        "pages reloaded from the tier: memory (the DRAM segments) or disk (the disk tier; grid cells "
+                        "▆); memory + disk = KV page hits", _RUN_WINDOW,
+                        _TIER_SHOWN + "; --requests-log; Prometheus", "tiers.TIER.pages_hit")
+TIER_TOKENS_HIT = Figure("tokens_hit", "prefill tokens skipped by tier", "skipped", "tokens",
+                         "prompt tokens of the pages reloaded from the tier; memory + disk = prefill tokens skipped",
+                         _RUN_WINDOW, _TIER_SHOWN + "; --requests-log; Prometheus",
+                         "tiers.TIER.tokens_hit")
+TIER_BYTES = Figure("bytes_loaded", "bytes reloaded by tier", "reloaded", "bytes",
+                    "bytes of the pages reloaded from the tier; memory + disk = bytes reloaded", _RUN_WINDOW,
+                    _TIER_SHOWN + "; Prometheus", "tiers.TIER.bytes_loaded")
+TIER_HIT_RATE = Figure("page_hit_rate", "page hit rate by tier", "hits from", "%",
+                       "pages reloaded from the tier ÷ full pages of every request finished; memory + disk = the "
+                       "page hit rate", "the session so far", "watch, replay: header (a disk tier); " + _TIER_SHOWN,
+                       "totals.page_hit_rate_TIER, tiers.TIER.page_hit_rate")
+TIER_READ_BUSY = Figure("read_ms_total", "time in store reads by tier", "read time", "ms",
+                        "disk: Σ time of the reads of disk pages; memory: the rest of the reads (the query of where "
+                        "each page is included); memory + disk = time in store reads", _RUN_WINDOW,
+                        _TIER_SHOWN + "; Prometheus", "tiers.TIER.read_ms_total", decimals=1)
+TIER_RELOAD = Figure("reload", "reload latency by tier", "reload", "ms",
+                     f"each reload's time in the tier, for each reload that loaded a page from it: {_TIER_TIME}",
+                     _LAT_WINDOW, "watch, replay: Latency panel (a disk tier); " + _TIER_SHOWN + "; --requests-log "
+                     "`disk_read_ms`; Prometheus", "tiers.TIER.reload_ms")
+TIER_TTFT_SAVED = Figure("ttft_saved_ms", "TTFT saved by tier (estimate)", "TTFT saved", "ms",
+                         "estimated recompute time of the tokens reloaded from the tier (each page by its position in "
+                         "the prompt) − the reload's time in the tier, per reload that loaded a page from it; the "
+                         "tiers' totals add up to TTFT saved's", _EST_WINDOW,
+                         "watch, replay: header (a disk tier); " + _TIER_SHOWN,
+                         "ttft.window.tiers.TIER, tiers.TIER.ttft_saved_ms", decimals=1)
+TIER_GPU_SAVED = Figure("prefill_gpu_s_saved", "prefill GPU time saved by tier (estimate)", "GPU time saved", "s",
+                        "Σ estimated recompute time of the tokens reloaded from the tier", _RUN_WINDOW, _TIER_SHOWN,
+                        "tiers.TIER.prefill_gpu_s_saved", decimals=2)
+TIER_SLOWER = Figure("reloads_slower_than_recompute", "reloads slower than recompute by tier (estimate)", "slower",
+                     "requests", "reloads whose time in the tier exceeded the estimated recompute time of the tokens "
+                     "they reloaded from it", _EST_WINDOW, _TIER_SHOWN,
+                     "tiers.TIER.reloads_slower_than_recompute")
+TIER_VS_RECOMPUTE = Figure("reload_vs_recompute", "reload vs recompute by tier (estimate)", "vs recompute", "×",
+                           "Σ reload time in the tier ÷ Σ estimated recompute time of the tokens reloaded from it; "
+                           "above 1 reading the tier is slower than recomputing (marked)", _EST_WINDOW,
+                           "watch, replay: header (a disk tier); " + _TIER_SHOWN,
+                           "ttft.window.tiers.TIER.ratio, tiers.TIER.reload_vs_recompute")
+#: each tier's figures, in the summary's ``tiers.TIER`` order
+TIER = (TIER_PAGES_HIT, TIER_TOKENS_HIT, TIER_BYTES, TIER_HIT_RATE, TIER_READ_BUSY, TIER_RELOAD, TIER_TTFT_SAVED,
+        TIER_GPU_SAVED, TIER_SLOWER, TIER_VS_RECOMPUTE)
+TIER_LATENCY_KEYS = {"memory": "reload_memory", "disk": "reload_disk"}  # tier → its key in Frame.latency
+TIER_TOTALS = {"pages_hit": "pages_hit_{tier}", "tokens_hit": "tokens_hit_{tier}",
+               "bytes_loaded": "bytes_loaded_{tier}", "read_ms_total": "read_ms_{tier}_total",
+               "page_hit_rate": "page_hit_rate_{tier}"}
+"""Where a tier's counts are in ``Frame.totals`` (a template per :data:`TIER` key, ``{tier}`` a tier name)."""
+
+
+def tiered(totals: Mapping[str, Any]) -> bool:
+    """Whether a frame's ``totals`` carry the tiers' counts (the store has a disk tier)."""
+    return TIER_TOTALS["pages_hit"].format(tier="disk") in totals
+
+
+def tier_field(f: Figure) -> str:
+    """A :data:`TIER` figure's key in the summary's ``tiers.TIER`` object (its field's ``tiers.TIER.`` part)."""
+    return next(x.strip() for x in f.field.split(",") if x.strip().startswith("tiers.TIER.")).removeprefix(
+        "tiers.TIER.")
+
+
 # the summary's counters (kvtui run, report: summary, --json; the bench's counts of one reload): whole numbers and
 # busy times rather than rates, so not in the docs' Figures table; named here so that every text output
 # (the summary, the bench table, compare) says each one the same way
@@ -357,8 +425,9 @@ SLOWER = Figure("reloads_slower_than_recompute", "reloads slower than recompute 
                 "reloads whose measured time exceeded their estimated recompute time", _EST_WINDOW, _EST_SHOWN,
                 "reloads_slower_than_recompute")
 _MISS_RULE = ("first use (no earlier request of the run had the key), evicted (it was in the store earlier in the "
-              "run), never stored (computed earlier, its put failed), after a break (present, but after the "
-              "request's first miss), in flight (another request running at the same time computed it): "
+              "run and has left it, a disk tier too), never stored (computed earlier, its put failed), after a break "
+              "(present, but after the request's first miss), in flight (another request running at the same time "
+              "computed it): "
               "kvtui.core.misses")
 _MISS_SHOWN = "run, report: summary, --json; --requests-log; Prometheus; watch, replay: page grid title, row details"
 MISS_PAGES = Figure("misses", "missed pages by reason", "misses", "pages",
@@ -489,9 +558,39 @@ STORE_PUT_RATE = _store("put_rps", "store puts/s", "put", "/s",
 STORE_GET_RATE = _store("get_rps", "store gets/s", "get", "/s",
                         f"replica-list requests the master answered (a get asks for one) ÷ time between two scrapes "
                         f"({_MASTER}, single and batch items)", "between the last two scrapes (0.5 s apart)")
+_TIER_STORE_WINDOW = _STORE_WINDOW + "; only with a disk tier"
+STORE_DISK_USED = _store("disk_used_bytes", "disk tier bytes used", "disk", "bytes",
+                         f"bytes of the disk tier's files ({_MASTER} master_allocated_file_size_bytes)",
+                         _TIER_STORE_WINDOW)
+STORE_DISK_CAPACITY = _store("disk_capacity_bytes", "disk tier capacity", "disk capacity", "bytes",
+                             "the disk tier's bytes: kvtui's --disk-size for its embedded store; attached, the "
+                             "master's master_total_file_capacity_bytes, none when it says 2 TiB (its figure when no "
+                             "cap is known)", _TIER_STORE_WINDOW)
+STORE_OFFLOADED = _store("offloaded_keys", "keys offloaded to disk", "offloaded", "keys",
+                         f"keys the master evicted from the DRAM segments, each offloaded to the disk tier ({_MASTER} "
+                         "master_evicted_key_count_mem; the Store panel shows it in place of keys evicted)",
+                         _TIER_STORE_WINDOW)
+STORE_DISK_EVICTED = _store("disk_evicted_keys", "keys evicted from disk", "disk evicted", "keys",
+                            "disk replicas removed to make room on the disk tier: each key is gone from the store "
+                            f"unless DRAM holds it too ({_MASTER} master_evict_disk_replica_requests_total)",
+                            _TIER_STORE_WINDOW)
+STORE_PROMOTED = _store("promoted_keys", "keys promoted to memory", "promoted", "keys",
+                        f"disk-only keys the master copied back to DRAM ({_MASTER} master_promotion_completed_total; 0 "
+                        "unless the master promotes on hit)", _TIER_STORE_WINDOW)
+STORE_MEM_LOOKUPS = _store("mem_cache_hits", "master's memory hits", "mem hits", "lookups",
+                           f"lookups the master answered with a memory replica ({_MASTER} mem_cache_hit_nums_): kvtui "
+                           "asks where each page is, then reads it, so a reloaded page counts about twice",
+                           _TIER_STORE_WINDOW)
+STORE_DISK_LOOKUPS = _store("disk_cache_hits", "master's disk hits", "disk hits", "lookups",
+                            f"lookups the master answered with a disk replica ({_MASTER} file_cache_hit_nums_), "
+                            "counted like the memory hits", _TIER_STORE_WINDOW)
+#: the Store panel's disk tier (a store with one): the master's figures, scraped
+STORE_DISK = (STORE_DISK_USED, STORE_DISK_CAPACITY, STORE_OFFLOADED, STORE_DISK_EVICTED, STORE_PROMOTED,
+              STORE_MEM_LOOKUPS, STORE_DISK_LOOKUPS)
 #: the Store panel: the master's own figures, scraped
 STORE = (STORE_KEYS, STORE_EVICTED, STORE_ALLOC_FAILS, STORE_USED, STORE_CAPACITY, STORE_PUT_RATE, STORE_GET_RATE)
-STORE_COUNTS = STORE[:5]  # what a run's summary keeps of the last scrape (the rates are of one moment)
+STORE_COUNTS = STORE[:5]  # what a run's summary keeps of the last scrape (the rates are of one moment), with the
+# disk tier's (STORE_DISK) where the scrape has them
 
 _FAILOVER_SHOWN = ("watch: events; run, soak: summary, --json `failovers`; Prometheus `kvtui_failover_*` (the "
                    "last one)")
@@ -552,12 +651,13 @@ def failover_lines(n: int, ranges: Mapping[str, Mapping[str, Any]]) -> str:
 
 #: every figure once, in the docs table's order
 FIGURES = WALL + HEADER + (MISS_SHARE,) + RUN + LATENCY + RELOAD_COUNTS + (
-    RELOAD_P50, RAW_GET_P50, TCP_P50, MEMCPY_P50, FILL_P50, VERIFY_P50) + WORKERS + TTFT + TRACE + STORE + FAILOVER
+    RELOAD_P50, RAW_GET_P50, TCP_P50, MEMCPY_P50, FILL_P50, VERIFY_P50) + WORKERS + TTFT + TIER + TRACE + STORE + (
+    STORE_DISK + FAILOVER)
 
 
 UNIT_DECIMALS = {"MB/s": 0, "ms": 2, "%": 2, "s": 1, "req/s": 1, "/s": 1, "tok/s": 0, "×": 2, "s/s": 2,
                  "requests": 0, "pages": 0, "tokens": 0, "bytes": 0, "samples": 0, "codes": 0, "calls": 0,
-                 "keys": 0}
+                 "keys": 0, "lookups": 0}
 """The decimals of a figure by its unit, where the figure does not set its own (``Figure.decimals``)."""
 
 

@@ -34,7 +34,8 @@ class PageRow:
     pages an unbounded cache would have reloaded (-1: not a trace); ``misses``: its missed full pages by reason
     ``((name, pages), …)`` (:data:`kvtui.core.misses.NAMES`, only the reasons it has; () when unknown);
     ``reasons``: why each full page missed, one :class:`~kvtui.core.misses.MissReason` byte per full page (the
-    first ``len(reasons)`` cells; ``b""`` when unknown, e.g. an older recording) — the grid draws them."""
+    first ``len(reasons)`` cells; ``b""`` when unknown, e.g. an older recording) — the grid draws them;
+    ``disk_read_ms``: of ``reload_ms``, reading the pages that came from the store's disk tier (HIT_DISK cells)."""
 
     req_id: int
     scenario: str
@@ -54,6 +55,7 @@ class PageRow:
     ideal_pages: int = -1
     misses: tuple[tuple[str, int], ...] = ()
     reasons: bytes = b""
+    disk_read_ms: float = 0.0
 
 
 @dataclass(frozen=True)
@@ -61,18 +63,19 @@ class Frame:
     """Everything a view shows at one moment (immutable).
 
     ``t``: seconds since the run started; ``totals``: cumulative counters (see :meth:`Aggregator.totals`);
-    ``rates``: per-second values over the last ~2 s (MB/s are 10^6 bytes/s); ``series``: the recent history
-    of each rate (oldest first, one value per second); ``latency`` / ``latency_window``: whole-session and
-    last-``window_s`` snapshots per kind (reload, publish, probe); ``rows``: newest request rows (newest
-    last); ``errors``: counts by Mooncake code name; ``events``: the bounded event log (newest last);
-    ``store`` (:class:`StoreScrape`), ``procs`` (:class:`ProcRow` s), ``workload`` (:class:`WorkloadPanel`),
-    ``status`` (:class:`FrameStatus`): panels filled by the live session's samplers, as plain dicts (they
-    record to JSON and replay unchanged) whose keys :mod:`kvtui.core.panels` defines;
-    ``row_seq`` / ``event_seq`` / ``series_seq``: how many rows, events and series points were ever added;
-    ``span``: ``{"t", "totals", "errors"}`` as they were when the current span (a recording) began, ``{}``
-    when none; ``latency_span``: the latency snapshots per kind recorded since then (``{}`` when none);
-    ``ttft``: the TTFT and prefill GPU time saved, estimated (:class:`TtftPanel`; ``{}`` without an estimator);
-    ``workers``: per-worker figures (:class:`~kvtui.metrics.workers.WorkerTally` rows; ``()`` before any).
+    ``rates``: per-second values over the last ~2 s (MB/s are 10^6 bytes/s); ``series``: the recent history of each
+    rate (oldest first, one value per second); ``latency`` / ``latency_window``: whole-session and last-``window_s``
+    snapshots per kind (reload, publish, probe; on a store with a disk tier also ``reload_memory`` and
+    ``reload_disk``, :data:`kvtui.metrics.figures.TIER_LATENCY_KEYS`); ``rows``: newest request rows (newest last);
+    ``errors``: counts by Mooncake code name; ``events``: the bounded event log (newest last); ``store``
+    (:class:`StoreScrape`), ``procs`` (:class:`ProcRow` s), ``workload`` (:class:`WorkloadPanel`), ``status``
+    (:class:`FrameStatus`): panels filled by the live session's samplers, as plain dicts (they record to JSON and
+    replay unchanged) whose keys :mod:`kvtui.core.panels` defines; ``row_seq`` / ``event_seq`` / ``series_seq``: how
+    many rows, events and series points were ever added; ``span``: ``{"t", "totals", "errors"}`` as they were when
+    the current span (a recording) began, ``{}`` when none; ``latency_span``: the latency snapshots per kind
+    recorded since then (``{}`` when none); ``ttft``: the TTFT and prefill GPU time saved, estimated
+    (:class:`TtftPanel`; ``{}`` without an estimator); ``workers``: per-worker figures
+    (:class:`~kvtui.metrics.workers.WorkerTally` rows; ``()`` before any).
     """
 
     t: float

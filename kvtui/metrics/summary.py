@@ -81,15 +81,21 @@ class TtftInputs(TypedDict, total=False):
     at_start: dict[str, Any]  # (an older recording's header: whatever its kvtui wrote)
 
 
-class TtftFields(TypedDict):
-    """The summary's TTFT fields (:func:`kvtui.metrics.ttft_saved.summary_fields`); the figures are None when
-    there is no estimate (``ttft_estimate`` says why): ``ttft_saved_ms``, ``prefill_gpu_s_saved`` (s),
-    ``reload_vs_recompute`` (Σ reload ÷ Σ recompute), ``reloads_slower_than_recompute`` (requests)."""
+class TtftNumbers(TypedDict):
+    """The four TTFT figures, of a run or of one tier (:func:`kvtui.metrics.ttft_saved.tier_fields`); None when
+    there is no estimate: ``ttft_saved_ms``, ``prefill_gpu_s_saved`` (s), ``reload_vs_recompute`` (Σ reload ÷
+    Σ recompute), ``reloads_slower_than_recompute`` (requests)."""
 
     ttft_saved_ms: TtftSaved | None
     prefill_gpu_s_saved: float | None
     reload_vs_recompute: float | None
     reloads_slower_than_recompute: int | None
+
+
+class TtftFields(TtftNumbers):
+    """The summary's TTFT fields (:func:`kvtui.metrics.ttft_saved.summary_fields`): :class:`TtftNumbers` and
+    ``ttft_estimate`` (why there is no estimate, when there is none)."""
+
     ttft_estimate: TtftInputs
 
 
@@ -223,9 +229,11 @@ class SummaryFigures(_Figures, total=False):
     """The summary's figures but the TTFT fields: :class:`RunTotals`, ``misses`` by reason name (None when no
     request carried reasons; ``misses_keys_forgotten``: the reasons are approximate), ``elapsed_s``,
     ``errors`` (answers by Mooncake code name), ``reload_ms`` / ``publish_ms`` / ``probe_ms`` and
-    ``throughput``."""
+    ``throughput``; ``tiers`` on a store with a disk tier (per tier, ``memory`` and ``disk``, its figures of
+    :data:`kvtui.metrics.figures.TIER`: :func:`kvtui.metrics.aggregate.tier_summary`)."""
 
     misses_keys_forgotten: int
+    tiers: dict[str, dict[str, Any]]
 
 
 class RecordedSession(TypedDict):

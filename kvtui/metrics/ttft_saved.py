@@ -9,6 +9,11 @@ found nothing is not charged (a real engine probes too). Sums are exact; the ses
 p50/p99 come from two HdrHistograms (values ≥ 0 and the magnitudes of values < 0, 3 significant digits), the
 window's from the last ``window_kept`` requests of the last ``window_s`` seconds, exactly. Percentiles are
 rank percentiles: the smallest value with at least p % of the values at or below it.
+
+On a store with a disk tier each figure is also kept per tier (``tiers``): a tier's ``k`` is the tokens of the
+pages reloaded from it, its ``c`` their share of the recompute estimate (by their positions in the prompt) and
+its ``r`` the reload's time in it (:mod:`kvtui.metrics.tiers`); a request counts in each tier it reloaded a page
+from, and the tiers' sums add up to the whole's.
 """
 
 from __future__ import annotations
@@ -19,10 +24,12 @@ from typing import TYPE_CHECKING, Literal
 
 import numpy as np
 
+from kvtui.core.pages import TIERS
 from kvtui.core.panels import TtftPanel, TtftStats
 from kvtui.metrics import figures as fig
 from kvtui.metrics.latency import LatencyRecorder
-from kvtui.metrics.summary import TtftFields, TtftInputs
+from kvtui.metrics.summary import TtftFields, TtftInputs, TtftNumbers
+from kvtui.metrics.tiers import pages_by_tier, recompute_by_tier, reload_by_tier
 from kvtui.metrics.ttft import NO_MODEL, TtftEstimator
 
 if TYPE_CHECKING:
@@ -66,12 +73,20 @@ def _at_rank(rec: LatencyRecorder, rank: int) -> float:
 
 
 class _Totals:
-    """One span of requests: counts, exact sums and a :class:`SignedRecorder` of TTFT saved."""
+    """One span of requests: counts, exact sums and a :class:`SignedRecorder` of TTFT saved; ``tiers``: the same
+    per tier (made by the first :meth:`add_tier`)."""
 
     def __init__(self) -> None:
         self.count = self.tokens = self.slower = 0
         self.saved_ms = self.reload_ms = self.recompute_ms = 0.0
         self.rec = SignedRecorder()
+        self.tiers: dict[str, _Totals] | None = None
+
+    def add_tier(self, tier: str, k: int, reload: float, recompute: float) -> None:
+        """Count one request's part in ``tier``."""
+        if self.tiers is None:
+            self.tiers = {t: _Totals() for t in TIERS}
+        self.tiers[tier].add(k, recompute - reload, reload, recompute)
 
     def add(self, k: int, saved: float, reload: float, recompute: float) -> None:
         self.count += 1
@@ -83,8 +98,11 @@ class _Totals:
         self.rec.record(saved)
 
     def stats(self) -> TtftStats:
-        return _stats(self.count, self.tokens, self.saved_ms, self.rec.percentile(50), self.rec.percentile(99),
-                      self.reload_ms, self.recompute_ms, self.slower)
+        out = _stats(self.count, self.tokens, self.saved_ms, self.rec.percentile(50), self.rec.percentile(99),
+                     self.reload_ms, self.recompute_ms, self.slower)
+        if self.tiers is not None:
+            out["tiers"] = {t: acc.stats() for t, acc in self.tiers.items()}
+        return out
 
 
 def _stats(count: float, tokens: float, saved: float, p50: float, p99: float, reload: float, recompute: float,
@@ -95,12 +113,27 @@ def _stats(count: float, tokens: float, saved: float, p50: float, p99: float, re
             "slower": int(slower), "ratio": float(reload) / recompute if recompute > 0 else 0.0}
 
 
+def _window_of(k: np.ndarray, saved: np.ndarray, reload: np.ndarray, recompute: np.ndarray) -> TtftStats:
+    """The :class:`~kvtui.core.panels.TtftStats` of the requests of one window (arrays of their figures)."""
+    n = len(saved)
+    if not n:
+        return _stats(0, 0, 0.0, 0.0, 0.0, 0.0, 0.0, 0)
+    s = np.sort(saved)
+
+    def pct(p: float) -> float:
+        return float(s[max(1, math.ceil(p / 100.0 * n)) - 1])
+
+    return _stats(n, k.sum(), saved.sum(), pct(50), pct(99), reload.sum(), recompute.sum(),
+                  int((reload > recompute).sum()))
+
+
 class TtftTracker:
     """Accumulates the TTFT figures of :class:`~kvtui.core.events.RequestResult` s under ``estimator``.
     Not thread-safe by itself: the :class:`~kvtui.metrics.aggregate.Aggregator` calls it under its lock.
 
     ``window_s``: the window of the live figures (the Latency panel's, 30 s); ``window_kept``: at most this
-    many requests in it; ``rate_window_s``: the window of the GPU-seconds-saved-per-second rate (2 s)."""
+    many requests in it; ``rate_window_s``: the window of the GPU-seconds-saved-per-second rate (2 s);
+    ``tiered``: the store has a disk tier, the figures are kept per tier too (the aggregator sets it)."""
 
     def __init__(self, estimator: TtftEstimator, window_s: float = fig.LATENCY_WINDOW_S, window_kept: int = 8192,
                  rate_window_s: float = fig.RATE_WINDOW_S) -> None:
@@ -108,7 +141,9 @@ class TtftTracker:
         self.window_s, self.rate_window_s = window_s, rate_window_s
         self._session = _Totals()
         self._span: _Totals | None = None
-        self._recent: deque[tuple[float, int, float, float, float]] = deque(maxlen=window_kept)
+        # (t, k, saved, reload, recompute, then per tier of TIERS: k, reload, recompute; a tier without pages: 0, -1, 0)
+        self._recent: deque[tuple[float, ...]] = deque(maxlen=window_kept)
+        self.tiered = False
         self._gpu_ms = 0.0  # Σ recompute ms: the rate's counter
         self._ticks: deque[tuple[float, float]] = deque()
         self._seq = 0
@@ -124,10 +159,18 @@ class TtftTracker:
         k = r.tokens_hit
         recompute, reload = est.recompute_ms(k), r.reload_ms
         saved = recompute - reload
+        parts: list[float] = []
+        if self.tiered:
+            pages, rel, rec = pages_by_tier(r), reload_by_tier(r), recompute_by_tier(r, est)
+            for tier in TIERS:
+                parts += (pages[tier] * r.page_tokens, rel[tier], rec[tier]) if tier in rel else (0, -1.0, 0.0)
         for acc in (self._session, self._span):
             if acc is not None:
                 acc.add(k, saved, reload, recompute)
-        self._recent.append((now, k, saved, reload, recompute))
+                for i, tier in enumerate(TIERS):
+                    if parts and parts[3 * i + 1] >= 0:
+                        acc.add_tier(tier, int(parts[3 * i]), parts[3 * i + 1], parts[3 * i + 2])
+        self._recent.append((now, k, saved, reload, recompute, *parts))
         self._gpu_ms += recompute
         self._seq += 1
 
@@ -148,15 +191,16 @@ class TtftTracker:
     def _window_stats(self) -> TtftStats:
         if not self._recent:
             return _stats(0, 0, 0.0, 0.0, 0.0, 0.0, 0.0, 0)
-        a = np.array([x[1:] for x in self._recent], dtype=float)  # k, saved, reload, recompute
-        s = np.sort(a[:, 1])
-        n = len(s)
-
-        def pct(p: float) -> float:
-            return float(s[max(1, math.ceil(p / 100.0 * n)) - 1])
-
-        return _stats(n, a[:, 0].sum(), a[:, 1].sum(), pct(50), pct(99), a[:, 2].sum(), a[:, 3].sum(),
-                      int((a[:, 2] > a[:, 3]).sum()))
+        none = (0.0, -1.0, 0.0) * len(TIERS)  # (a request counted before the tracker knew of tiers)
+        a = np.array([x[1:] if len(x) > 5 else x[1:] + none for x in self._recent], dtype=float)
+        out = _window_of(a[:, 0], a[:, 1], a[:, 2], a[:, 3])  # k, saved, reload, recompute
+        if self.tiered:
+            out["tiers"] = {}
+            for i, tier in enumerate(TIERS):
+                k, reload, recompute = a[:, 4 + 3 * i], a[:, 5 + 3 * i], a[:, 6 + 3 * i]
+                has = reload >= 0  # (the requests that reloaded a page from the tier, of those counted before it was)
+                out["tiers"][tier] = _window_of(k[has], recompute[has] - reload[has], reload[has], recompute[has])
+        return out
 
     def panel(self, now: float) -> TtftPanel:
         """The :class:`~kvtui.core.panels.TtftPanel` now (one call per frame: it also advances the rate)."""
@@ -178,6 +222,25 @@ class TtftTracker:
         return out
 
 
+_NONE: TtftNumbers = {"ttft_saved_ms": None, "prefill_gpu_s_saved": None, "reload_vs_recompute": None,
+         "reloads_slower_than_recompute": None}
+
+
+def _fields(s: TtftStats) -> TtftNumbers:
+    """The summary's four TTFT figures of stats ``s`` (see :func:`summary_fields`)."""
+    return {"ttft_saved_ms": {"total": s.get("total_ms", 0.0), "p50": s.get("p50_ms", 0.0), "p99": s.get("p99_ms", 0.0),
+                              "count": s.get("count", 0)},
+            "prefill_gpu_s_saved": s.get("gpu_s", 0.0),
+            "reload_vs_recompute": s.get("ratio") if s.get("count") else None,
+            "reloads_slower_than_recompute": s.get("slower", 0)}
+
+
+def _which(panel: TtftPanel, which: Literal["session", "span"]) -> TtftStats | None:
+    """The panel's ``which`` stats (the session's when it has none); None when there is no estimate."""
+    s = panel.get(which) or panel.get("session") or {}
+    return None if not panel or (panel.get("off") and not s.get("count")) else s
+
+
 def summary_fields(panel: TtftPanel, which: Literal["session", "span"] = "session") -> TtftFields:
     """The run summary's TTFT fields from a frame's ``ttft`` panel (its ``which`` stats, ``session`` or
     ``span``): ``ttft_saved_ms`` {total, p50, p99, count} (ms), ``prefill_gpu_s_saved`` (s),
@@ -185,17 +248,17 @@ def summary_fields(panel: TtftPanel, which: Literal["session", "span"] = "sessio
     ``ttft_estimate`` (``basis``, and ``off`` when there is no estimate). The figures are None when there
     is no estimate (a tiny or custom layout, or a frame without the panel: ``off`` says why)."""
     if not panel:
-        return {"ttft_saved_ms": None, "prefill_gpu_s_saved": None, "reload_vs_recompute": None,
-                "reloads_slower_than_recompute": None, "ttft_estimate": {"off": "no TTFT estimate in this run"}}
-    s = panel.get(which) or panel.get("session") or {}
+        return {**_NONE, "ttft_estimate": {"off": "no TTFT estimate in this run"}}
     est: TtftInputs = {"basis": panel.get("basis", "")}
     if panel.get("off"):
         est["off"] = panel["off"]
-    if panel.get("off") and not s.get("count"):
-        return {"ttft_saved_ms": None, "prefill_gpu_s_saved": None, "reload_vs_recompute": None,
-                "reloads_slower_than_recompute": None, "ttft_estimate": est}
-    return {"ttft_saved_ms": {"total": s.get("total_ms", 0.0), "p50": s.get("p50_ms", 0.0), "p99": s.get("p99_ms", 0.0),
-                              "count": s.get("count", 0)},
-            "prefill_gpu_s_saved": s.get("gpu_s", 0.0),
-            "reload_vs_recompute": s.get("ratio") if s.get("count") else None,
-            "reloads_slower_than_recompute": s.get("slower", 0), "ttft_estimate": est}
+    s = _which(panel, which)
+    return {**(_NONE if s is None else _fields(s)), "ttft_estimate": est}
+
+
+def tier_fields(panel: TtftPanel, which: Literal["session", "span"] = "session") -> dict[str, TtftNumbers]:
+    """Each tier's TTFT fields (:data:`kvtui.metrics.figures.TIER`: those of :func:`summary_fields` but
+    ``ttft_estimate``, of the tier's part of each reload), by tier; None figures without an estimate."""
+    s = _which(panel, which)
+    tiers = (s or {}).get("tiers") or {}
+    return {t: _fields(tiers[t]) if s is not None and t in tiers else _NONE.copy() for t in TIERS}

@@ -1,7 +1,8 @@
 """The Store panel's data: :class:`StoreSampler` reads the master's Prometheus ``/metrics`` (never
 ``is_exist``-style probes, which grant leases and would pin pages against eviction). Counter rates are computed
 from deltas. With the masters of an HA cluster it asks each what it is (``/health``, a standby's OpLog lag) and
-reads the serving leader's ``/metrics``: the panel's ``masters`` and ``leader``.
+reads the serving leader's ``/metrics``: the panel's ``masters`` and ``leader``. A store with a disk tier adds the
+tier's figures (:data:`TIER_GAUGES`, the disk's capacity).
 """
 
 from __future__ import annotations
@@ -17,6 +18,8 @@ from kvtui.mooncake.net import http_get, parse_metrics
 # mooncake-store/src/master_metric_manager.cpp) → panel fields.
 StoreGaugeKey = Literal["keys", "used_bytes", "capacity_bytes", "evicted_keys", "alloc_failures", "clients"]
 StoreRateKey = Literal["put_rps", "get_rps"]
+StoreTierKey = Literal["disk_used_bytes", "offloaded_keys", "disk_evicted_keys", "promoted_keys", "mem_cache_hits",
+                       "disk_cache_hits"]
 STORE_GAUGES: dict[str, StoreGaugeKey] = {"master_key_count": "keys", "master_allocated_bytes": "used_bytes",
                                            "master_total_capacity_bytes": "capacity_bytes",
                                            "master_evicted_key_count": "evicted_keys",
@@ -26,6 +29,16 @@ STORE_COUNTERS: dict[str, StoreRateKey] = {"master_put_start_requests_total": "p
                                            "master_batch_put_start_items_total": "put_rps",
                                            "master_get_replica_list_requests_total": "get_rps",
                                            "master_batch_get_replica_list_items_total": "get_rps"}
+# a store with a disk tier (kvtui.metrics.figures.STORE_DISK): on this wheel the master's DRAM evictions are its
+# offloads (offload_on_evict), and its hit counters count a replica-descriptor query as a hit too
+TIER_GAUGES: dict[str, StoreTierKey] = {"master_allocated_file_size_bytes": "disk_used_bytes",
+                                        "master_evicted_key_count_mem": "offloaded_keys",
+                                        "master_evict_disk_replica_requests_total": "disk_evicted_keys",
+                                        "master_promotion_completed_total": "promoted_keys",
+                                        "mem_cache_hit_nums_": "mem_cache_hits",
+                                        "file_cache_hit_nums_": "disk_cache_hits"}
+DISK_CAPACITY = "master_total_file_capacity_bytes"
+NO_DISK_CAP = 2 << 40  # what DISK_CAPACITY says when the master knows no cap (2 TiB): no capacity
 
 
 class StoreSampler:
@@ -33,11 +46,15 @@ class StoreSampler:
 
     ``masters``: ``(name, admin URL)`` of every master of an HA cluster: each sample asks them all what they
     are (:func:`kvtui.mooncake.ha.master_states`, the panel's ``masters``) and scrapes the one serving (none
-    serving: ``up`` False, a failover is under way); ``metrics_url`` is then unused."""
+    serving: ``up`` False, a failover is under way); ``metrics_url`` is then unused. ``tiered``: the store has a
+    disk tier (the panel gets its figures); ``disk_bytes``: its capacity when kvtui set it (its embedded store;
+    0: the master's figure, unless it says it knows none)."""
 
-    def __init__(self, metrics_url: str | None, masters: tuple[tuple[str, str], ...] = ()):
+    def __init__(self, metrics_url: str | None, masters: tuple[tuple[str, str], ...] = (), *, tiered: bool = False,
+                 disk_bytes: int = 0):
         self.url = metrics_url
         self.masters = tuple(masters)
+        self.tiered, self.disk_bytes = tiered, int(disk_bytes)
         self._prev: tuple[float, dict[str, float]] | None = None
         self._scraped: str | None = None  # the URL the counters of _prev came from (a new leader: new counters)
         self.panel: StoreScrape = {"up": None} if metrics_url or masters else {}
@@ -62,6 +79,14 @@ class StoreSampler:
             value = m.value(name)
             if value is not None:
                 panel[field] = int(value)
+        if self.tiered:
+            for name, tier_field in TIER_GAUGES.items():
+                value = m.value(name)
+                if value is not None:
+                    panel[tier_field] = int(value)
+            capacity = self.disk_bytes or int(m.value(DISK_CAPACITY) or 0)
+            if capacity and capacity != NO_DISK_CAP:
+                panel["disk_capacity_bytes"] = capacity
         counters = {name: v for name in STORE_COUNTERS if (v := m.value(name)) is not None}
         rates: dict[StoreRateKey, float] = {"put_rps": 0.0, "get_rps": 0.0}
         if self._prev is not None and self._scraped == url:

@@ -10,9 +10,14 @@ call advances it by ``tick_s``), so every figure on screen comes from the same c
 :class:`~workload.trace.TraceWorkload`: its rows, prefix groups, ideal hits and speed), against a simulated
 LRU store that holds a part of the trace's blocks, so the achieved hit rate falls short of the ideal one.
 
+``DemoSource(disk_bytes=…)`` gives the simulated store a disk tier: the pages it evicts from DRAM are offloaded,
+and the hits on a colder prefix come partly or wholly from disk (HIT_DISK, slower reads), so every view of the
+tiers has something to show; without it the frames are exactly those of a store with one tier.
+
 ``python -m kvtui.testing.demo [--static | --trace NAME | --replay FILE] [--headless --duration S --screenshot
 PATH --size WxH]`` runs the monitor on it (``--static``: one fixed fixture frame, as the snapshot tests use;
-``--replay``: play a recorded session file, e.g. one that ctrl+r wrote from the demo), e.g. to look at a layout
+``--replay``: play a recorded session file, e.g. one that ctrl+r wrote from the demo; ``--disk``: a store with a
+disk tier), e.g. to look at a layout
 change at once:
 
     python -m kvtui.testing.demo --static --headless --duration 0.5 --size 120x40 --screenshot /tmp/demo.svg
@@ -47,6 +52,7 @@ if TYPE_CHECKING:
 
 TRACE_LAYOUT = PageLayout(layers=1, kv_heads=1, head_dim=1, page_tokens=512, elem_bytes=1)  # one page a block
 TRACE_CAPACITY = 0.25  # the simulated store holds this share of a trace's distinct blocks (LRU)
+DEMO_DISK_BYTES = 64 << 30  # --disk: the simulated store's disk tier
 
 
 def demo_key(model: str, *parts: int) -> str:
@@ -56,22 +62,26 @@ def demo_key(model: str, *parts: int) -> str:
 
 class DemoSource(BuiltOnRead):
     """Synthetic shared-prefix traffic, ``per_tick`` requests per ``tick_s`` of simulated time (seeded); with
-    ``trace`` (a shipped trace's name) that trace's rows at ``speed`` (None: ``per_tick`` rows a tick)."""
+    ``trace`` (a shipped trace's name) that trace's rows at ``speed`` (None: ``per_tick`` rows a tick);
+    ``capacity_bytes``: the simulated DRAM (None: 8 GiB, or 4 GiB in front of a disk tier, so that it offloads);
+    ``disk_bytes``: a disk tier of that size behind it (synthetic traffic; 0: none)."""
 
     def __init__(self, seed: int = 7, *, tick_s: float = 0.1, per_tick: int = 2, layout: PageLayout | None = None,
-                 capacity_bytes: int = 8 << 30, rows: int = 64, trace: str | None = None, speed: float | None = 8.0):
+                 capacity_bytes: int | None = None, rows: int = 64, trace: str | None = None, speed: float | None = 8.0,
+                 disk_bytes: int = 0):
         self.rng = random.Random(seed)
         self.layout = layout or (TRACE_LAYOUT if trace else PRESETS["seed"])
         self.t = 0.0
         self.tick_s, self.per_tick = tick_s, per_tick
-        self.agg = Aggregator(rows=rows, history=600, window_s=30.0, clock=lambda: self.t)
+        self.disk = disk_bytes
+        self.agg = Aggregator(rows=rows, history=600, window_s=30.0, clock=lambda: self.t, tiered=bool(disk_bytes))
         self.workload: WorkloadPanel = {"kind": "synthetic", "scenario": "shared-system-prompt", "overlap": 0.75,
                                         "pool": 8, "rate": 20.0, "prompt_tokens": 2048}
         self.trace: TraceWorkload | None = None
         if trace is not None:
             self._start_trace(trace, speed)
         self.paused = False
-        self.capacity = capacity_bytes
+        self.capacity = capacity_bytes if capacity_bytes is not None else (4 << 30 if disk_bytes else 8 << 30)
         self.published: set[tuple[int, int]] = set()  # (pool prefix, page) in the store
         self.stored_pages = 0
         self.evicted = 0
@@ -188,6 +198,14 @@ class DemoSource(BuiltOnRead):
         self.stored_pages += published
         read_ms = hits * pb / 6e9 * 1e3 * rng.uniform(0.8, 1.6)
         put_ms = published * pb / 4e9 * 1e3 * rng.uniform(0.8, 1.8)
+        disk_pages, disk_ms = 0, 0.0
+        if self.disk and hits:  # a colder prefix has left DRAM for the disk tier, its later pages first
+            in_dram = shared * max(0, w["pool"] - 2 * prefix) // w["pool"]
+            for p in range(in_dram, hits):
+                states[p] = S.HIT_DISK
+            disk_pages = max(0, hits - in_dram)
+            disk_ms = disk_pages * pb / 1.5e9 * 1e3 * rng.uniform(0.8, 1.6)
+            read_ms = (hits - disk_pages) * pb / 6e9 * 1e3 * rng.uniform(0.8, 1.6) + disk_ms
         def key(p: int) -> str:  # a shared page is named by its pool entry, the others by the request
             return demo_key("demo-model", prefix, p) if p < shared else demo_key("demo-model", -self.req_id, p)
 
@@ -203,7 +221,8 @@ class DemoSource(BuiltOnRead):
             probe_ms=rng.lognormvariate(-1.2, 0.5), read_ms=read_ms, put_ms=put_ms,
             publish_probe_ms=rng.lognormvariate(-1.4, 0.4) if published else 0.0, codes=codes,
             t_start=self.t, t_end=self.t, labels=labels, keys=(first, last) if pages else (),
-            reasons=self.misses.finish(self.req_id, states, self.t, self.t))
+            reasons=self.misses.finish(self.req_id, states, self.t, self.t), pages_hit_disk=disk_pages,
+            disk_read_ms=disk_ms)
 
     def step(self) -> None:
         """Advance the simulated clock one tick and add that tick's requests."""
@@ -230,6 +249,11 @@ class DemoSource(BuiltOnRead):
                  "evicted_keys": self.evicted, "alloc_failures": self.alloc_failures,
                  "put_rps": rates.get("publish_MBps", 0.0) * 1e6 / pb,
                  "get_rps": rates.get("reuse_MBps", 0.0) * 1e6 / pb}
+        if self.disk:  # the pages DRAM evicted went to disk, which evicts its oldest when full
+            disk_pages = self.disk // pb
+            store.update(offloaded_keys=self.evicted, disk_used_bytes=min(self.evicted, disk_pages) * pb,
+                         disk_capacity_bytes=self.disk, disk_evicted_keys=max(0, self.evicted - disk_pages),
+                         promoted_keys=0)
         busy = 0.0 if self.paused else 1.0
         procs = (
             {"name": "kvtui ui", "pid": 41001, "cpu_percent": 6.0 + self.rng.random(), "rss_bytes": 96 << 20},
@@ -360,7 +384,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--duration", type=float, default=None, help="seconds before exiting")
     ap.add_argument("--screenshot", default=None, help="SVG written before exiting (with --duration)")
     ap.add_argument("--size", default="120x40", help="WxH of the headless terminal")
+    ap.add_argument("--disk", action="store_true", help="a simulated store with a disk tier behind its DRAM")
     args = ap.parse_args(argv)
+    disk_bytes = DEMO_DISK_BYTES if args.disk else 0
     w, h = (int(v) for v in args.size.lower().split("x"))
     if args.replay:
         from kvtui.session.reader import ReplayPlayer, SessionReader
@@ -368,11 +394,11 @@ def main(argv: list[str] | None = None) -> int:
         return run_app(None, None, player=ReplayPlayer(SessionReader(args.replay)), headless=args.headless,
                        duration_s=args.duration, screenshot=args.screenshot, size=(w, h))
     if args.static:
-        frame = trace_fixture_frame(args.trace) if args.trace else fixture_frame()
+        frame = trace_fixture_frame(args.trace) if args.trace else fixture_frame(disk_bytes=disk_bytes)
         return run_app(StaticSource(frame), DemoController(DemoSource(trace=args.trace)),
                        headless=args.headless,
                        duration_s=args.duration, screenshot=args.screenshot, size=(w, h), clock=lambda: 0.0)
-    src = DemoSource(trace=args.trace)
+    src = DemoSource(trace=args.trace, disk_bytes=disk_bytes)
     return run_app(src, DemoController(src), headless=args.headless, duration_s=args.duration,
                    screenshot=args.screenshot, size=(w, h))
 

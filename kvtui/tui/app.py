@@ -53,6 +53,7 @@ from kvtui.core.defaults import DEFAULT_HZ, MAX_HZ, UI_NICE
 from kvtui.core.errors import KvtuiError, OutputError
 from kvtui.core.knobs import KNOBS, SCENARIOS
 from kvtui.core.sched import lower_thread_priority
+from kvtui.metrics.figures import tiered
 from kvtui.metrics.frame import Frame
 from kvtui.tui.bindings import APP_BINDINGS, MODES, PALETTE_TEXT, key_help
 from kvtui.tui.knob_actions import CONTROL_ECHO_S, KnobKeys
@@ -317,6 +318,7 @@ class KvtuiApp(App[int]):
         self._show_kpis(frame)
         w[PageGrid].set_rows(frame.rows)
         w[PageGrid].set_misses(frame.totals)
+        w[PageGrid].set_tiered(tiered(frame.totals))
         w[Throughput].update_frame(frame)
         self.main_screen.set_class(several(frame.workers), "-workers")
         w[WorkersPanel].update_frame(frame)

@@ -13,7 +13,7 @@ from __future__ import annotations
 import pytest
 
 from kvtui.session.reader import ReplayPlayer, SessionReader
-from kvtui.testing.demo import DemoController, DemoSource, StaticSource, fixture_frame
+from kvtui.testing.demo import DEMO_DISK_BYTES, DemoController, DemoSource, StaticSource, fixture_frame
 from kvtui.tui.app import KvtuiApp
 
 SIZES = [(80, 24), (120, 40), (200, 60)]
@@ -49,6 +49,13 @@ def test_trace(snap_compare, size, trace_frame):
 def test_replay(snap_compare, size, session_file):
     """Replay: REPLAY badge, replay keys in the footer, the recorded frame at 0:20.5 (paused, ×2)."""
     assert snap_compare(replay_app(session_file), terminal_size=size)
+
+
+def test_live_disk_tier_120x40(snap_compare):
+    """A store with a disk tier: ▆ disk hits in the grid and its legend, the hits from memory and from disk in
+    the header, the reload's memory and disk parts in the Latency panel, the disk's use, offloads and disk
+    evictions in the Store panel."""
+    assert snap_compare(monitor(frame=fixture_frame(disk_bytes=DEMO_DISK_BYTES)), terminal_size=(120, 40))
 
 
 def test_live_60x20(snap_compare):

@@ -184,8 +184,8 @@ def test_a_legend_glyph_has_one_name_at_every_width():
     seen: dict[int, set[str]] = {}
     for groups in (False, True):
         grid = PageGrid()
-        grid.set_rows(tuple(PageRow(i, "x", 2048, 0, bytes(ALL), group="sys 1" if groups else "")
-                            for i in range(3)))
+        grid.set_rows(tuple(PageRow(i, "x", 2048, 0, bytes(ALL + [S.HIT_DISK]), group="sys 1" if groups else "")
+                            for i in range(3)))  # (a disk hit on screen: the legend names it)
         for width in range(20, 201):
             for line in grid.legend_lines(width, 40):
                 for text, state in line:

@@ -22,6 +22,9 @@ PINNED = {
     "kvtui_store_errors_total": "counter", "kvtui_misses_total": "counter", "kvtui_missed_tokens_total": "counter",
     "kvtui_reload_latency_seconds": "histogram", "kvtui_publish_latency_seconds": "histogram",
     "kvtui_probe_latency_seconds": "histogram",
+    "kvtui_tier_pages_hit_total": "counter", "kvtui_tier_tokens_hit_total": "counter",
+    "kvtui_tier_reload_bytes_total": "counter", "kvtui_tier_read_seconds_total": "counter",
+    "kvtui_tier_reload_latency_seconds": "histogram", "kvtui_store_disk_fill_ratio": "gauge",
     "kvtui_store_up": "gauge", "kvtui_store_fill_ratio": "gauge", "kvtui_store_puts_per_second": "gauge",
     "kvtui_store_gets_per_second": "gauge", "kvtui_store_evictions_per_second": "gauge",
     "kvtui_store_eviction_failures_per_second": "gauge", "kvtui_store_alloc_failures_per_second": "gauge",
@@ -56,15 +59,19 @@ def test_worker_labels_say_which_role_does_the_work():
     assert roles["kvtui_pages_published_total"] == roles["kvtui_publish_latency_seconds"] == "prefill"
     for m in METRICS:
         by_source = {"errors": ("code",), "misses": ("reason",), "miss_tokens": ("reason",)}
-        assert m.labels == (("role", "worker") if m.role else by_source.get(m.source, ()))
+        tier = ("tier",) if m.source.startswith("tiers.") else ()  # (one series per tier of a disk-tiered store)
+        assert m.labels == (("role", "worker") if m.role else by_source.get(m.source, tier))
 
 
 def test_every_counter_is_a_summary_field():
     from kvtui.metrics.aggregate import Aggregator, summary_from_frame
 
-    summary = summary_from_frame(Aggregator().frame())
+    summary = summary_from_frame(Aggregator(tiered=True).frame())  # (a disk tier: the summary has `tiers`)
     for m in METRICS:
-        if m.summary:
+        if m.summary and m.summary.startswith("tiers.TIER."):
+            for tier in ("memory", "disk"):
+                assert m.summary.removeprefix("tiers.TIER.") in summary["tiers"][tier], m.name
+        elif m.summary:
             assert m.summary.split(".")[0] in summary, m.name
     assert "kvtui_reload_latency_seconds_bucket" in sample_names() and "kvtui_requests_total" in sample_names()
 

@@ -47,7 +47,7 @@ def test_scrape_equals_the_frame_and_its_summary(exporter):
     for m in METRICS:
         if m.kind == "counter" and m.role and m.source not in ("errors", "misses", "miss_tokens"):
             assert got[m.name][worker(m.role)] == pytest.approx(summary[m.summary] * m.scale), m.name
-        if m.kind == "histogram":
+        if m.kind == "histogram" and m.role:
             count = got[m.name + "_count"][worker(m.role)]
             assert count == summary[m.summary]["count"] > 0, m.name
             buckets = [v for k, v in sorted(got[m.name + "_bucket"].items(), key=lambda kv: float(dict(kv[0])["le"]))]
@@ -63,6 +63,37 @@ def test_scrape_equals_the_frame_and_its_summary(exporter):
     assert got["kvtui_store_fill_ratio"][()] == pytest.approx(fill)
     assert "kvtui_trace_rows" not in got  # a synthetic workload has no trace gauges
     assert got["kvtui_failovers_total"][()] == 0 and "kvtui_failover_last_serving_seconds" not in got
+    assert not [name for name in got if "tier" in name or "disk" in name]  # one tier: no tier series
+
+
+def test_a_disk_tier_is_exported_per_tier_and_the_tiers_add_up(exporter):
+    """A store with a disk tier: each tier counter and the reload histogram have a memory and a disk series that
+    equal the summary's ``tiers``; the counters add up to the whole's; the disk's fill ratio is a gauge."""
+    from kvtui.testing.demo import DEMO_DISK_BYTES
+
+    src = DemoSource(3, disk_bytes=DEMO_DISK_BYTES)
+    for _ in range(150):  # (long enough for DRAM to offload pages)
+        frame = src.frame()
+    exporter.attach(lambda: frame)
+    got = scrape(exporter.url)
+    summary = summary_from_frame(frame)
+    tiers = summary["tiers"]
+    for m in METRICS:
+        if not m.source.startswith("tiers."):
+            continue
+        field = m.summary.removeprefix("tiers.TIER.")
+        sample = m.name + ("_count" if m.kind == "histogram" else "")
+        by_tier = {dict(k)["tier"]: v for k, v in got[sample].items()}
+        want = {t: (d[field]["count"] if m.kind == "histogram" else d[field] * m.scale) for t, d in tiers.items()}
+        assert by_tier == pytest.approx(want) and by_tier["disk"] > 0, m.name
+    whole = {"kvtui_tier_pages_hit_total": "kvtui_pages_hit_total",
+             "kvtui_tier_tokens_hit_total": "kvtui_tokens_hit_total",
+             "kvtui_tier_reload_bytes_total": "kvtui_reload_bytes_total",
+             "kvtui_tier_read_seconds_total": "kvtui_read_seconds_total"}
+    for part, total in whole.items():
+        assert sum(got[part].values()) == pytest.approx(got[total][(("role", "decode"), ("worker", "0"))]), part
+    fill = frame.store["disk_used_bytes"] / frame.store["disk_capacity_bytes"]
+    assert got["kvtui_store_disk_fill_ratio"][()] == pytest.approx(fill) and fill > 0
 
 
 def test_failovers_are_exported_from_the_frames_status(exporter):

@@ -1,10 +1,10 @@
 """The detail panel of one page-grid row (Enter or a click on the row): what happened to that request.
 
 Its prefix group, prompt length and layout, the count and the state of every page (one glyph each, as in
-the grid), its missed pages by reason (:mod:`kvtui.core.misses`), the reload and publish times, the bytes
-moved, its first and last store key (look a page up with ``kvtui keys``), its failing store codes and, for a
-trace row, how many pages an unbounded cache would have reloaded (the ``trace-stats`` rule): the difference
-is what the store's capacity and concurrency cost.
+the grid), its missed pages by reason (:mod:`kvtui.core.misses`), the reload and publish times (and the
+reload's time reading pages from a disk tier), the bytes moved, its first and last store key (look a page up
+with ``kvtui keys``), its failing store codes and, for a trace row, how many pages an unbounded cache would have
+reloaded (the ``trace-stats`` rule): the difference is what the store's capacity and concurrency cost.
 
 Like the settings screen it is built once and shown again for each row, over an opaque background (see
 :mod:`kvtui.tui.screens.settings`: a translucent one costs a repaint of the whole dashboard).
@@ -23,6 +23,7 @@ from textual.screen import ModalScreen
 from textual.widgets import Static
 
 from kvtui.core.misses import LABELS as MISS_LABELS, NAMES as MISS_NAMES
+from kvtui.core.pages import PageState
 from kvtui.core.text import plural
 from kvtui.metrics.frame import PageRow
 from kvtui.tui.fmt import fmt_elapsed, fmt_int, fmt_ms, format_bytes
@@ -58,7 +59,11 @@ def detail_lines(row: PageRow) -> list[DetailLine]:
         out.append("missed: " + " · ".join(f"{fmt_int(n)} {MISS_LABELS[BY_NAME[name]]}" for name, n in row.misses
                                            if name in BY_NAME))
     if row.page_tokens or row.reload_ms or row.publish_ms:
-        out.append(f"reload {fmt_ms(row.reload_ms)} (probe + read) · publish {fmt_ms(row.publish_ms)} (probe + put)")
+        disk = counts[PageState.HIT_DISK]
+        of_it = (f"; {fmt_ms(getattr(row, 'disk_read_ms', 0.0))} of it reading {plural(disk, 'page')} from disk"
+                 if disk else "")
+        out.append(f"reload {fmt_ms(row.reload_ms)} (probe + read{of_it}) · publish {fmt_ms(row.publish_ms)} "
+                   "(probe + put)")
         out.append(f"loaded {format_bytes(row.bytes_loaded)} · written {format_bytes(row.bytes_written)}")
     if row.keys:
         out.append(f"first key {row.keys[0]}")

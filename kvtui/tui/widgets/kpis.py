@@ -11,6 +11,10 @@ Hit rates say their window: ``page hits 74.7 % session · 75.0 % last 30 s`` (th
 ``—`` rather than 0.0 %. A trace adds its position, speed and ETA (:func:`kvtui.metrics.figures.trace_eta`)
 and the ideal hit rate of the trace so far beside the achieved one (:data:`~kvtui.metrics.figures.IDEAL_SO_FAR`),
 then aiperf's (:data:`~kvtui.metrics.figures.AIPERF_SO_FAR`: the mean over requests, where ideal weighs tokens).
+A store with a disk tier adds where the hits came from, ``hits from memory 63.4 % · disk 11.4 %`` (each tier's
+share of the full pages, :data:`~kvtui.metrics.figures.TIER_HIT_RATE`: they add up to the page hit rate), and the
+disk tier's reload against recomputing, marked when reading from disk was the slower
+(:data:`~kvtui.metrics.figures.TIER_VS_RECOMPUTE`).
 """
 
 from __future__ import annotations
@@ -23,8 +27,18 @@ from textual.geometry import Size
 from textual.widget import Widget
 
 from kvtui.core.knobs import KNOBS, trace_speed_text
+from kvtui.core.pages import TIERS
 from kvtui.core.panels import WorkloadPanel
-from kvtui.metrics.figures import AIPERF_SO_FAR, HIT_RATE_RECENT, IDEAL_SO_FAR, trace_eta
+from kvtui.metrics.figures import (
+    AIPERF_SO_FAR,
+    HIT_RATE_RECENT,
+    IDEAL_SO_FAR,
+    TIER_HIT_RATE,
+    TIER_TOTALS,
+    TIER_VS_RECOMPUTE,
+    tiered,
+    trace_eta,
+)
 from kvtui.tui.fmt import (
     fmt_count,
     fmt_elapsed,
@@ -246,6 +260,8 @@ class Kpis(CachedStyles, Widget):
             hits.append(recent_hit_text(frame) + " ", self._s("kpis--value"))
             hits.append(HIT_RATE_RECENT.label, self._s("kpis--label"))
         chips.append(hits)
+        if tiered(tot):
+            chips.append(self._tier_chip(tot, short))
         chips.append(self._chip("reused", format_bytes(tot.get("bytes_loaded", 0))))
         if not (short and (frame.ttft or {}).get("off")):  # (below 100 columns "est. off" is not worth a line)
             chips += self._ttft_chips(frame.ttft or {}, short)
@@ -262,6 +278,21 @@ class Kpis(CachedStyles, Widget):
         before = self.get_content_height(Size(0, 0), Size(0, 0), max(1, self.size.width))
         self._chips, self._breaks = chips, breaks
         self.refresh(layout=self.get_content_height(Size(0, 0), Size(0, 0), max(1, self.size.width)) != before)
+
+    def _tier_chip(self, tot: Mapping[str, Any], short: int) -> Text:
+        """``hits from memory 63.4 % · disk 11.4 %`` (short: ``mem 63.4 % · disk 11.4 %``): each tier's page hit
+        rate."""
+        t = Text()
+        for i, tier in enumerate(TIERS):
+            if i:  # (the space in its own span: SVG renderers drop a span's leading spaces)
+                t.append(" ")
+                t.append("· ", self._s("kpis--label"))
+            word = ("mem" if tier == "memory" else tier) if short else (
+                f"{TIER_HIT_RATE.label} {tier}" if not i else tier)
+            t.append(word + " ", self._s("kpis--label"))
+            t.append(fmt_pct(float(tot.get(TIER_TOTALS[TIER_HIT_RATE.key].format(tier=tier), 0.0))),
+                     self._s("kpis--value"))
+        return t
 
     def _ttft_chips(self, tt: dict, short: int) -> list[Text]:
         """The TTFT estimate's chips (``frame.ttft``, last 30 s): saved p50/p99 with the basis, and reload vs
@@ -286,6 +317,13 @@ class Kpis(CachedStyles, Widget):
             chips.append(self._chip("", f"⚠ reload {ratio:.2f}× slower than recompute (est.)", "kpis--bad"))
         elif not short:
             chips.append(self._chip("reload/recompute", f"{ratio:.2f}× (est.)"))
+        disk = (w.get("tiers") or {}).get("disk") or {}
+        if disk.get("count"):  # a disk tier: its reads against recomputing the same tokens
+            ratio = float(disk.get("ratio", 0.0))
+            if ratio > 1:
+                chips.append(self._chip("", f"⚠ disk reads {ratio:.2f}× slower than recompute (est.)", "kpis--bad"))
+            elif not short:
+                chips.append(self._chip(f"disk {TIER_VS_RECOMPUTE.label}", f"{ratio:.2f}× (est.)"))
         return chips
 
     @property

@@ -10,6 +10,10 @@ which always shows the sample count (``n 1,234``, or ``no samples yet``). The re
 reloads that read pages; the requests whose probe found no leading page (``probe-only``, no read) and those
 whose read loaded no usable page are counted beside it, over the same window.
 
+On a store with a disk tier the reload's parts come right under it (``└ mem``, ``└ disk``: each reload's time
+in each tier it loaded a page from, :data:`kvtui.metrics.figures.TIER_RELOAD`), on the same axis, when the panel
+has a line for each of them (the header says the split at any size).
+
 The widget adapts to its height: with ``L`` lines per kind it draws one line per kind (``L == 1``: name,
 bars, count and p50), a title and a bar row (``L == 2``), or a title, ``L - 2`` bar rows and the marker axis.
 """
@@ -22,12 +26,13 @@ from typing import ClassVar
 from rich.text import Text
 from textual.widget import Widget
 
-from kvtui.metrics.figures import LATENCY, PROBE_ONLY, UNUSABLE
+from kvtui.metrics.figures import LATENCY, PROBE_ONLY, TIER_LATENCY_KEYS, UNUSABLE
 from kvtui.metrics.latency import EMPTY, LatencySnapshot
 from kvtui.tui.fmt import fmt_count, fmt_int, fmt_ms
 from kvtui.tui.widgets.styled import CachedStyles
 
 KINDS = tuple((f.key, f.label) for f in LATENCY)  # (Frame.latency key, label): kvtui.metrics.figures
+TIER_KINDS = ((TIER_LATENCY_KEYS["memory"], "└ mem"), (TIER_LATENCY_KEYS["disk"], "└ disk"))  # a disk tier's rows
 BLOCKS = " ▁▂▃▄▅▆▇█"
 REGIONS = ("latency--p50", "latency--p90", "latency--p99", "latency--tail")
 BASE_MS = 0.0625  # bucket j holds (BASE_MS · 2^(j-1), BASE_MS · 2^j] ms (kvtui.metrics.latency)
@@ -159,6 +164,15 @@ class LatencyPanel(CachedStyles, Widget):
         self.window_label = "recent"
         self.reload_counts: tuple[int, int] = (0, 0)  # (probe-only, no usable page) over the same window
 
+    @property
+    def kinds(self) -> tuple[tuple[str, str], ...]:
+        """The rows drawn, ``(Frame.latency key, label)``: :data:`KINDS`, with the reload's tier parts under it
+        when the snapshots have them (a store with a disk tier) and the panel has a line for every row, the tick
+        row and the probe-only count (below that the three kinds keep theirs)."""
+        if TIER_KINDS[0][0] in self.snapshots and self.size.height >= len(KINDS) + len(TIER_KINDS) + 2:
+            return KINDS[:1] + TIER_KINDS + KINDS[1:]
+        return KINDS
+
     def update_frame(self, frame, *, window: bool, window_label: str) -> None:
         """Show the windowed (``window``) or whole-session latencies of ``frame``."""
         snaps = dict(frame.latency_window if window else frame.latency)
@@ -255,20 +269,21 @@ class LatencyPanel(CachedStyles, Widget):
 
     def render(self) -> Text:
         width, height = self.size
-        snaps = [self.snapshots.get(key, EMPTY) for key, _ in KINDS]
+        kinds = self.kinds
+        snaps = [self.snapshots.get(key, EMPTY) for key, _ in kinds]
         tick = 1 if height >= 4 else 0
         separate = height >= 5  # a line of its own for the probe-only count (else in the reload title)
-        per = max(1, (height - tick - separate) // len(KINDS))
+        per = max(1, (height - tick - separate) // len(kinds))
         out: list[Text] = []
         if per == 1:
-            out += self._compact(snaps, width, tick, separate)
+            out += self._compact(kinds, snaps, width, tick, separate)
         else:
             axis = Axis(snaps, width)
-            extras = [f"  {self._probe_only_text()}" if i == 0 and not separate else "" for i in range(len(KINDS))]
+            extras = [f"  {self._probe_only_text()}" if i == 0 and not separate else "" for i in range(len(kinds))]
             # one level for every row: "934µs" beside "525 µs" read as two styles
             least = max((self._title_parts(name, snap, width, extra)[0]
-                         for (_key, name), snap, extra in zip(KINDS, snaps, extras) if snap.count), default=0)
-            for i, ((key, name), snap) in enumerate(zip(KINDS, snaps)):
+                         for (_key, name), snap, extra in zip(kinds, snaps, extras) if snap.count), default=0)
+            for i, ((key, name), snap) in enumerate(zip(kinds, snaps)):
                 title = self._title(key, name, snap, width, extras[i], least)
                 out.append(title)
                 rows = 1 if per == 2 else per - 2
@@ -284,13 +299,14 @@ class LatencyPanel(CachedStyles, Widget):
         text.overflow = "ellipsis"
         return text
 
-    def _compact(self, snaps: list[LatencySnapshot], width: int, tick: int, separate: bool) -> list[Text]:
+    def _compact(self, kinds: tuple[tuple[str, str], ...], snaps: list[LatencySnapshot], width: int, tick: int,
+                 separate: bool) -> list[Text]:
         """One line per kind (``reload ▂▅█▃ n 1.2k p50 2.8ms``), the bars on the shared axis, then the ticks."""
         stats = [f" n {fmt_count(s.count)} p50 {fmt_ms(s.p50).replace(' ', '')}" if s.count else "" for s in snaps]
         stats_w = max(len(s) for s in stats)
         axis = Axis(snaps, max(4, width - NAME_W - stats_w))
         out = []
-        for (_key, name), snap, st in zip(KINDS, snaps, stats):
+        for (_key, name), snap, st in zip(kinds, snaps, stats):
             head = Text(f"{name:<{NAME_W}}", self._s("latency--name"))
             if not snap.count:
                 out.append(head + Text("no samples yet", self._s("latency--stats")))

@@ -4,7 +4,9 @@ Rows are drawn newest first (the newest request is always on the top line, whate
 page-index ruler (``page 0 8 16 …``) and above a legend. Each cell is one
 :class:`~kvtui.core.pages.PageState` with its own glyph **and** colour (TCSS component class
 ``page-grid--hit`` …), so the grid reads without colour too: █ hit, ▓ published, ▒ already present, ░
-computed, · partial tail, X failed, E evicted, ! mismatch.
+computed, · partial tail, X failed, E evicted, ! mismatch; on a store with a disk tier ▆ a hit read from disk
+(█ then says from memory). The legend names the disk hit only on such a store (:meth:`PageGrid.set_tiered`) or
+when a row shown has one.
 
 **Miss reasons.** A missed full page that was computed (published, present or computed) and whose request
 carries a miss reason (:attr:`PageRow.reasons <kvtui.metrics.frame.PageRow>`, :mod:`kvtui.core.misses`) other
@@ -19,10 +21,10 @@ columns // pages`` columns (from 3 on, the last one a blank separator, so pages 
 has more, every row is drawn at ``k = ceil(longest / columns)`` pages per cell and the subtitle says ``1
 cell = k pages``. A compressed cell shows its *most severe* page, in this order::
 
-    mismatch > failed > evicted > e > n > b > f > computed > published > present > partial > hit
+    mismatch > failed > evicted > e > n > b > f > computed > published > present > partial > disk hit > hit
 
-so errors are never hidden, a cell is drawn as a hit only when every page in it was a hit, and the partial
-tail only shows when its cell holds nothing worse than hits.
+so errors are never hidden, a cell is drawn as a hit only when every page in it was a hit (a disk hit when one
+of them came from disk), and the partial tail only shows when its cell holds nothing worse than hits.
 
 **Labels.** Each row starts with its request id, then (as the width allows) its prefix group (``sys 3``,
 ``conv 12``, ``pfx 978``: :func:`kvtui.metrics.aggregate.prefix_group`) and its prompt length. Rows of a group
@@ -64,6 +66,8 @@ if TYPE_CHECKING:
 # (state, glyph, component class, legend word, full description) in legend order.
 STATES: tuple[tuple[int, str, str, str, str], ...] = (
     (S.HIT, "█", "page-grid--hit", "hit", "hit: reloaded from the store and verified (prefill skipped)"),
+    (S.HIT_DISK, "▆", "page-grid--hit-disk", "disk hit", "hit from disk: reloaded from the store's disk tier "
+     "(it had left DRAM) and verified (prefill skipped)"),
     (S.PUBLISHED, "▓", "page-grid--published", "published", "miss → computed and published"),
     (S.PRESENT, "▒", "page-grid--present", "present", "miss → computed, already present in the store"),
     (S.COMPUTED, "░", "page-grid--computed", "computed", "miss → computed, not published (decode role)"),
@@ -72,7 +76,7 @@ STATES: tuple[tuple[int, str, str, str, str], ...] = (
     (S.EVICTED, "E", "page-grid--evicted", "evicted", "evicted between probe and read"),
     (S.MISMATCH, "!", "page-grid--mismatch", "mismatch", "loaded bytes or size did not verify"),
 )
-SHORT: dict[int, str] = {S.HIT: "hit", S.PUBLISHED: "pub", S.PRESENT: "pres", S.COMPUTED: "comp",
+SHORT: dict[int, str] = {S.HIT: "hit", S.HIT_DISK: "disk", S.PUBLISHED: "pub", S.PRESENT: "pres", S.COMPUTED: "comp",
                          S.PARTIAL: "part", S.FAILED: "fail", S.EVICTED: "evict",
                          S.MISMATCH: "mism"}  # legend words when the full ones need > 2 lines (abbreviations)
 REASON_BASE = 16  # a reason's cell code: REASON_BASE + MissReason (above every PageState, below 256)
@@ -80,7 +84,7 @@ REASON_BASE = 16  # a reason's cell code: REASON_BASE + MissReason (above every 
 # shows instead of its computed state (module docstring); first use keeps the state's glyph.
 REASON_CELLS: tuple[tuple[int, str, str, str, str, str], ...] = (
     (REASON_BASE + R.EVICTED, "e", "page-grid--miss-evicted", "evicted earlier", "gone",
-     "miss, evicted: stored earlier in the run and gone now (a larger store would have hit)"),
+     "miss, evicted: stored earlier in the run and gone now, from a disk tier too (a larger store would have hit)"),
     (REASON_BASE + R.NEVER_STORED, "n", "page-grid--miss-never", "never stored", "never",
      "miss, never stored: an earlier request computed it, its put failed or was refused"),
     (REASON_BASE + R.AFTER_BREAK, "b", "page-grid--miss-break", "after a break", "break",
@@ -95,7 +99,7 @@ CLASS = {s[0]: s[2] for s in STATES} | {r[0]: r[2] for r in REASON_CELLS}
 UNKNOWN_GLYPH = "?"
 # Most severe first: the state a compressed cell shows (see module docstring).
 SEVERITY: tuple[int, ...] = (S.MISMATCH, S.FAILED, S.EVICTED, *(r[0] for r in REASON_CELLS), S.COMPUTED,
-                             S.PUBLISHED, S.PRESENT, S.PARTIAL, S.HIT)
+                             S.PUBLISHED, S.PRESENT, S.PARTIAL, S.HIT_DISK, S.HIT)
 _RANK = {s: i for i, s in enumerate(SEVERITY)}
 _UNKNOWN_RANK = 0.5  # an unknown state value ranks just below mismatch
 GROUP_MARK = "▌"
@@ -186,6 +190,7 @@ class PageGrid(CachedStyles, Widget, can_focus=True):
         self._strips: list[Strip] | None = None
         self._built_for: Size | None = None  # the size the strips were built for
         self.misses: tuple[tuple[str, float], ...] = ()  # (reason name, share) of the title (set_misses)
+        self.tiered = False  # the store has a disk tier: the legend names the disk hit (set_tiered)
         self.border_title = TITLE
 
     # -- data ----------------------------------------------------------------------------------------------
@@ -204,6 +209,13 @@ class PageGrid(CachedStyles, Widget, can_focus=True):
         if misses != self.misses:
             self.misses = misses
             self._retitle()
+
+    def set_tiered(self, tiered: bool) -> None:
+        """Whether the store has a disk tier (a frame's totals carry the tiers' counts): the legend then names
+        the disk hit, whether or not a row shown has one."""
+        if tiered != self.tiered:
+            self.tiered = tiered
+            self._invalidate()
 
     def title_for(self, width: int) -> str:
         """The title at ``width`` columns: the longest form of the miss reasons that fits (module docstring)."""
@@ -273,7 +285,9 @@ class PageGrid(CachedStyles, Widget, can_focus=True):
         height = self.size.height if height is None else height
         if not self.show_legend or width <= 0:
             return []
-        items = [(state, glyph, text, SHORT[state]) for state, glyph, _, text, _ in STATES]
+        disk = self.tiered or self._disk_shown()
+        items = [(state, glyph, text, SHORT[state]) for state, glyph, _, text, _ in STATES
+                 if state != S.HIT_DISK or disk]
         shown = self._reasons_shown()
         items += [(code, glyph, text, brief) for code, glyph, _, text, brief, _ in REASON_CELLS if code in shown]
         if self._groups():
@@ -310,6 +324,10 @@ class PageGrid(CachedStyles, Widget, can_focus=True):
             if getattr(r, "reasons", b""):
                 shown.update(c for c in cells_of(r.states, r.reasons) if c >= REASON_BASE)
         return shown
+
+    def _disk_shown(self) -> bool:
+        """Whether a row that fits the height has a page reloaded from disk."""
+        return any(S.HIT_DISK in r.states for r in self.rows[-max(0, self.size.height):])
 
     def _groups(self) -> dict[str, int]:
         """Prefix groups seen on more than one of the rows shown → their colour index."""

@@ -3,6 +3,12 @@
 Figures are ``label value`` pairs packed into lines without cutting a word (:func:`~kvtui.tui.widgets.lines.
 pack_pairs`): a narrow panel takes the short forms (``allocs``, ``12.3k``) or a line more, never
 ``alloc fai…``. Evictions and allocation failures come first and turn red when not zero.
+
+A store with a disk tier (:data:`kvtui.metrics.figures.STORE_DISK`) shows the keys offloaded to disk in place of
+the keys evicted (on such a store a DRAM eviction is an offload: the key stays readable), the keys evicted from
+disk (gone: red when not zero) and promoted back to memory, and a second bar, the disk's use of its capacity; a
+narrow panel (below :data:`ROOMY` cells) takes the short words and leaves out the bars' byte lines, so the two
+bars fit where one store's figures did.
 """
 
 from __future__ import annotations
@@ -15,6 +21,8 @@ from kvtui.metrics import figures as fig
 from kvtui.tui.fmt import fmt_count, fmt_int, fmt_pct, fmt_rate, format_bytes
 from kvtui.tui.widgets.lines import LinesPanel, pack_pairs
 from kvtui.tui.widgets.styled import CachedStyles
+
+ROOMY = 30  # the cells from which a disk tier's panel has its long words and the bars' byte lines
 
 
 class StorePanel(CachedStyles, LinesPanel):
@@ -48,25 +56,44 @@ class StorePanel(CachedStyles, LinesPanel):
             return [Text("no store metrics yet", self._s("store-panel--dim"))]
         bad = self._s("store-panel--bad")
 
-        def count(key: str):
+        def count(key: str, alarm: bool = True):
             n = int(s.get(key, 0))
-            return (fmt_int(n), fmt_count(n)), bad if n and key != "keys" else None
+            return (fmt_int(n), fmt_count(n)), bad if n and alarm and key != "keys" else None
 
         keys, evicted, fails = count("keys"), count("evicted_keys"), count("alloc_failures")
-        out = pack_pairs([((fig.STORE_KEYS.label,), *keys), ((fig.STORE_EVICTED.label, "evict"), *evicted),
-                          ((fig.STORE_ALLOC_FAILS.label, "alloc fails", "allocs"), *fails)], width, lab)
-        used, cap = int(s.get("used_bytes", 0)), int(s.get("capacity_bytes", 0))
-        if cap > 0:
-            frac = min(1.0, used / cap)
-            pct = " " + fmt_pct(frac, 0)
-            bar_w = max(1, width - 5 - len(pct))
-            fill = round(frac * bar_w)
-            out.append(Text(fig.STORE_USED.label + " ", lab) + Text("█" * fill, self._s("store-panel--bar"))
-                       + Text("░" * (bar_w - fill), self._s("store-panel--bar-empty")) + Text(pct))
-            out.append(Text(f"{format_bytes(used)} / {format_bytes(cap)}"))
+        disk = fig.STORE_DISK_USED.key in s  # a disk tier
+        roomy = not disk or width >= ROOMY
+        rates = [((fig.STORE_PUT_RATE.label,), (fmt_rate(float(s.get("put_rps", 0.0))),), None),
+                 ((fig.STORE_GET_RATE.label,), (fmt_rate(float(s.get("get_rps", 0.0))),), None)]
+        if disk:
+            def words(*forms: str) -> tuple[str, ...]:
+                return forms if roomy else forms[-1:]
+
+            pairs = [((fig.STORE_KEYS.label,), *keys),
+                     (words(fig.STORE_OFFLOADED.label, "offload"), *count(fig.STORE_OFFLOADED.key, alarm=False)),
+                     (words(fig.STORE_DISK_EVICTED.label, "disk evict"), *count(fig.STORE_DISK_EVICTED.key)),
+                     (words(fig.STORE_ALLOC_FAILS.label, "alloc fails", "allocs"), *fails),
+                     (words(fig.STORE_PROMOTED.label, "promo"), *count(fig.STORE_PROMOTED.key, alarm=False))]
         else:
-            out += pack_pairs([((fig.STORE_USED.label,), (format_bytes(used),), None)], width, lab)
-        out += pack_pairs([((fig.STORE_PUT_RATE.label,), (fmt_rate(float(s.get("put_rps", 0.0))),), None),
-                           ((fig.STORE_GET_RATE.label,), (fmt_rate(float(s.get("get_rps", 0.0))),), None)], width,
-                          lab)
-        return out
+            pairs = [((fig.STORE_KEYS.label,), *keys), ((fig.STORE_EVICTED.label, "evict"), *evicted),
+                     ((fig.STORE_ALLOC_FAILS.label, "alloc fails", "allocs"), *fails)]
+        out = pack_pairs(pairs, width, lab)
+        out += self._bar("mem" if disk else fig.STORE_USED.label, int(s.get("used_bytes", 0)),
+                         int(s.get("capacity_bytes", 0)), width, roomy)
+        if disk:
+            out += self._bar(fig.STORE_DISK_USED.label, int(s.get(fig.STORE_DISK_USED.key, 0)),
+                             int(s.get(fig.STORE_DISK_CAPACITY.key, 0)), width, roomy)
+        return out + pack_pairs(rates, width, lab)
+
+    def _bar(self, label: str, used: int, cap: int, width: int, sizes: bool = True) -> list[Text]:
+        """``used ████░░░ 75 %`` and (``sizes``) ``12.0 MiB / 16.0 MiB``; a capacity unknown: ``used 12.0 MiB``."""
+        lab = self._s("store-panel--label")
+        if cap <= 0:
+            return pack_pairs([((label,), (format_bytes(used),), None)], width, lab)
+        frac = min(1.0, used / cap)
+        pct = " " + fmt_pct(frac, 0)
+        bar_w = max(1, width - max(5, len(label) + 1) - len(pct))
+        fill = round(frac * bar_w)
+        bar = (Text(label.ljust(4) + " ", lab) + Text("█" * fill, self._s("store-panel--bar"))
+               + Text("░" * (bar_w - fill), self._s("store-panel--bar-empty")) + Text(pct))
+        return [bar, Text(f"{format_bytes(used)} / {format_bytes(cap)}")] if sizes else [bar]
