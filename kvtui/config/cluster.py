@@ -591,12 +591,18 @@ def cluster_from_args(args: argparse.Namespace, layout: PageLayout, working_set:
         mode = "off"  # explicit ports are meant to be reached (and checked) on this host's loopback
     if hosts:
         mode = "on"  # (the hosts' namespaces and bridge must not touch the machine's own network)
+    tiers = tiers_from_args(args, store_bytes, attached=endpoints is not None,
+                            segments=_segments(args.segment_on, topology))
+    if tiers.disk and working_set is not None:
+        from kvtui.core.capacity import tiered_line
+
+        note = tiered_line(working_set, layout.page_bytes, ClusterOptions.eviction_high_watermark, store_bytes,
+                           tiers.disk_bytes)
     return ClusterPlan(endpoints=endpoints, store_bytes=store_bytes, store_note=note, segment_on=args.segment_on,
                        topology=topology, worker_client=client, read_streams=args.read_streams,
                        lease_ttl_s=lease_s, log_dir=args.log_dir, ports=ports, isolate=mode, hosts=hosts,
                        link=link, listen=listen, protocol=args.protocol, ha=ha,
                        store_sized=endpoints is None and given is None and working_set is not None,
                        verify=verify_from_args(args),
-                       tiers=tiers_from_args(args, store_bytes, attached=endpoints is not None,
-                                             segments=_segments(args.segment_on, topology)))
+                       tiers=tiers)
 

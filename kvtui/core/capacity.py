@@ -153,6 +153,23 @@ def _prompt_remedy(ws: WorkingSet) -> str:
     return "use a smaller layout" if ws.source == "trace" else "lower --prompt-tokens, or use a smaller layout"
 
 
+def tiered_line(ws: WorkingSet, page_bytes: int, watermark: float, segment_bytes: int, disk_bytes: int) -> str:
+    """The start-up line for working set ``ws`` on a DRAM segment of ``segment_bytes`` with a disk tier of
+    ``disk_bytes`` (``--disk-size``): ``""`` when DRAM keeps it (:func:`fits`); what goes to disk when the disk
+    tier holds the rest (DRAM evicts to disk: reloads, not misses); a warning when even the disk cannot."""
+    if fits(ws, page_bytes, segment_bytes, watermark):
+        return ""
+    held = held_pages(segment_bytes, page_bytes, watermark)
+    seg, disk = format_bytes(segment_bytes), format_bytes(disk_bytes)
+    wst = working_set_text(ws, page_bytes)
+    if ws.pages * page_bytes <= disk_bytes:
+        return (f"tiers: {_named(ws)} is {wst}; the {seg} DRAM keeps {plural(held, 'page')} below its "
+                f"{_pct(watermark)} eviction watermark and offloads the rest to the {disk} disk tier as it evicts: "
+                "expect hits from disk, and puts refused while DRAM waits for an offload")
+    return (f"warning: {_named(ws)} is {wst}, more than the {seg} DRAM and the {disk} disk tier hold: expect "
+            f"evictions from disk as well; --disk-size {size_flag(ws.pages * page_bytes)} would hold it")
+
+
 @dataclass(frozen=True)
 class StorePlan:
     """The embedded segment to start and what to say about it: ``segment_bytes``; ``line``: one line for

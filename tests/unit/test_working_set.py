@@ -377,3 +377,16 @@ def test_output_tokens_reach_the_spec_and_the_description():
     assert plan.spec.output_tokens == 300 and plan.description["output_tokens"] == 300
     plan = workload_from_args(_parser().parse_args([]), tiny)
     assert plan.spec.output_tokens == WorkloadSpec().output_tokens == plan.description["output_tokens"]
+
+
+def test_tiered_line_says_what_goes_to_disk_and_when_even_disk_is_short() -> None:
+    from kvtui.core.capacity import tiered_line
+
+    ws = WorkingSet("multi-turn", 50, 8, "8 prompts × 6 shared pages", burst_pages=8)
+    page = 14 << 20
+    assert tiered_line(ws, page, 0.9, 2 << 30, 4 << 30) == ""  # DRAM keeps it all: nothing to say
+    line = tiered_line(ws, page, 0.9, 256 << 20, 2 << 30)
+    assert line.startswith("tiers: ") and "keeps 16 pages below its 90 % eviction watermark" in line
+    assert "2.0 GiB disk tier" in line and "warning" not in line
+    short = tiered_line(ws, page, 0.9, 256 << 20, 300 << 20)
+    assert short.startswith("warning: ") and "--disk-size 700MiB would hold it" in short
