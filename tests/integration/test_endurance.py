@@ -7,7 +7,6 @@ import signal
 import sqlite3
 import subprocess
 import sys
-import time
 import tracemalloc
 import uuid
 from contextlib import closing
@@ -101,10 +100,8 @@ def test_sigterm_stops_run_cleanly_and_keeps_the_session(tmp_path):
         return kids if len(kids) >= 5 and _frames(rec) > 5 else None
 
     kids = wait_for(running, 30, "kvtui run's processes and 6 recorded frames")
-    t0 = time.monotonic()
     proc.send_signal(signal.SIGTERM)
-    out, err = proc.communicate(timeout=30)
-    assert time.monotonic() - t0 < 15
+    out, err = proc.communicate(timeout=15)  # (TimeoutExpired: the SIGTERM did not end the run)
     assert "Traceback" not in err
     gone, alive = psutil.wait_procs(kids, timeout=10)
     assert alive == []

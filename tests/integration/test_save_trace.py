@@ -50,8 +50,3 @@ def test_a_saved_trace_replays_with_the_same_page_hits(fresh_cluster, tmp_path, 
     assert _hits(again_log) == ran
 
 
-def test_save_trace_to_a_bad_path_is_one_line_exit_2(tmp_path, capsys):
-    rc = main(["run", "--scenario", "random", "--requests", "1", "--layout", "tiny",
-               "--save-trace", str(tmp_path / "no-such-folder" / "t.jsonl")])
-    err = capsys.readouterr().err
-    assert rc == 2 and err.count("\n") == 1 and "--save-trace" in err and "Traceback" not in err

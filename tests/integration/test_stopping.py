@@ -469,7 +469,8 @@ def test_a_sweep_whose_store_breaks_stops_in_one_line_and_keeps_the_points_befor
     stores = []
     for p in list(cli.seen.values()):
         try:
-            if "kvtui.mooncake.store_node" in " ".join(p.cmdline()):  # (a sweep's workers are real clients)
+            cmd = " ".join(p.cmdline())  # (the segment's owner: mooncake_client for dummy workers, else a store node)
+            if "kvtui.mooncake.store_node" in cmd or p.name().startswith("mooncake_client"):
                 stores.append((p.create_time(), p.pid, p))
         except psutil.Error:
             pass

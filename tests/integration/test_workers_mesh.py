@@ -240,14 +240,14 @@ def test_a_stop_during_a_worker_rebuild_abandons_it_and_leaves_no_worker(fresh_c
         threading.Thread(target=collector, daemon=True).start()
         new = wait_for(lambda: [p for p in workers() if p.pid not in old], 30, "the rebuild's new workers",
                        interval_s=0.01)
-        t0 = time.monotonic()
-        e.stop()
-        took = time.monotonic() - t0
+        stopper = threading.Thread(target=e.stop, daemon=True)
+        stopper.start()
+        stopper.join(timeout=2.5)  # the new workers' start-up takes up to 5 s: the stop must not wait for it
+        assert not stopper.is_alive(), "the stop waited for the rebuild's start-up"
     finally:
         e.stop()
     _gone, alive = psutil.wait_procs(new, timeout=0.1)
     assert alive == [] and not [p for p in workers() if p.pid in old]
-    assert took < 1.0, f"the stop took {took:.2f} s"
     wait_for(lambda: ended, 5, "the collector's WorkerError")
     assert "abandoned" in str(ended[0]) and e.replacements == []
 
