@@ -23,12 +23,12 @@ from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any, Callable
 
 from kvtui.config.workload import synthetic_description
-from kvtui.core.cluster_api import ClusterOps, FailoverWatcher
+from kvtui.core.cluster_api import ClusterOps, FailoverSeen, FailoverWatcher
 from kvtui.core.codes import NO_SPACE
 from kvtui.core.controls import Control, SetLayout, SetTraceSpeed
 from kvtui.core.engine_api import EngineAPI, RemoteJoin, WorkerReplacement
 from kvtui.core.events import EngineEvent, RequestResult
-from kvtui.core.failover import FailoverReport, failover_status
+from kvtui.core.failover import EXTERNAL, LEADER_KILL, FailoverReport, failover_status
 from kvtui.core.layout import PageLayout
 from kvtui.core.subscribers import Subscribers, Unsubscribe
 from kvtui.live.controls import LayoutRefused, change_text, knob_change, plan_layout_switch
@@ -46,14 +46,20 @@ if TYPE_CHECKING:
 
 LAYOUT_WAIT_S = 10.0  # a layout switch waits this long for the requests under way to finish
 HALT_WAIT_S = 1.0  # an abandoned driver ends within ~0.1 s (its feeder may be in a control handler a bit longer)
+WATCH_END_S = 2.0  # at stop, a failover watch stopped mid-way gets this long to file what it measured
 
 
 def with_roles(procs: tuple, store) -> tuple:
-    """The Processes panel's rows with each HA master's ``role`` (from the store panel's ``masters``)."""
+    """The Processes panel's rows with each HA master's ``role`` (from the store panel's ``masters``); a master
+    that is not a process kvtui samples (an attached cluster's) gets a row of its own with ``remote`` set: its
+    role, no pid, CPU or memory."""
     roles = {m.get("name"): m.get("role") for m in (store or {}).get("masters") or ()}
     if not roles:
         return procs
-    return tuple({**p, "role": roles[p.get("name")]} if roles.get(p.get("name")) else p for p in procs)
+    names = {p.get("name") for p in procs}
+    rows = tuple({**p, "role": roles[p.get("name")]} if roles.get(p.get("name")) else p for p in procs)
+    return rows + tuple({"name": name, "role": role, "remote": True} for name, role in roles.items()
+                        if name not in names and name and role)
 
 
 @dataclass(frozen=True)
@@ -231,6 +237,9 @@ class LiveSession:
         self.driver.start()
         self._unsubscribe.append(self.engine.subscribe_replacement(self._workers_replaced))
         self.log("info", f"started: {self._workload_text()}")
+        if self.cluster.endpoints.ha:  # (a failover kvtui did not cause is measured too)
+            self._unsubscribe.append(self.cluster.subscribe_failovers(
+                self._failover_seen, snapshots=self.engine.published is not None))
         o = self.engine.options
         nodes = self.cluster.settings.store_nodes if o.segment_on == "store" else 1
         if o.prefill_workers > 1 or o.decode_workers > 1 or nodes > 1:
@@ -307,6 +316,8 @@ class LiveSession:
             status["outage"], status["outage_of"] = True, self.outage_of()
         if self.failovers:
             status.update(failover_status(self.failovers))
+        if self.cluster.endpoints.ha:
+            status["ha"] = True  # (an HA cluster: the monitor's K says what it can do)
         if self.cluster.embedded and len(self.cluster.master_names()) > 1:
             status["ha_own"] = True  # (kvtui's own HA cluster: the monitor offers K, kill the leader)
         path = self.recording.path
@@ -515,15 +526,17 @@ class LiveSession:
             self.engine.restart_workers()
         self.follow_processes()
 
-    def watch_failover(self, kind: str, *, on_serving: Callable[[str], None] | None = None) -> FailoverWatcher:
+    def watch_failover(self, kind: str, *, on_serving: Callable[[str], None] | None = None,
+                       seen: FailoverSeen | None = None) -> FailoverWatcher:
         """Start measuring a failover (the cluster's :meth:`~kvtui.core.cluster_api.ClusterOps.watch_failover`)
-        caused by a fault of ``kind`` that the caller injects right after this returns; its report joins
-        :attr:`failovers` (and the frames' status) when it is done, and its lines go to the event log."""
+        caused by a fault of ``kind`` that the caller injects right after this returns (``seen``: one that began
+        without kvtui); its report joins :attr:`failovers` (and the frames' status) when it is done, and its
+        lines go to the event log."""
         recent = self.producer.latest().window_totals  # (the header's "last 30 s": the hit rate before)
         watch = self.cluster.watch_failover(
             len(self.failovers) + len(self._watches) + 1, kind, clock=self.engine.now, ledger=self.engine.published,
             log=self.log, hit_rate_before=recent.get("page_hit_rate") if recent.get("pages_total") else None,
-            on_serving=on_serving, on_done=self._failover_done)
+            on_serving=on_serving, on_done=self._failover_done, seen=seen)
         self._unsubscribe.append(self.subscribe_results(watch.add))
         self._watches.append(watch)
         return watch
@@ -531,6 +544,25 @@ class LiveSession:
     def _failover_done(self, report: FailoverReport) -> None:
         self._watches = [w for w in self._watches if w.report is not report]
         self.failovers.append(report)
+
+    def _failover_seen(self, seen: FailoverSeen) -> None:
+        """The cluster saw a failover kvtui did not cause begin (its leader watcher's thread): measure it like one
+        of kvtui's own (the same report, the same loss check), and start a dead master of kvtui's cluster again
+        as a standby once another serves."""
+        if self._stopped:
+            return
+        if not self.cluster.endpoints.masters:
+            self.log("outage", f"{seen.text}; kvtui measures a failover only with the masters' admin URLs "
+                               "(--metrics-url URL,URL…)")
+            return
+        n = len(self.failovers) + len(self._watches) + 1
+        self.log("outage", f"{seen.text}: measured as failover {n}")
+        self.watch_failover(EXTERNAL, seen=seen, on_serving=(lambda _new: self._restart_dead_masters())
+                            if self.cluster.embedded else None)
+
+    def failover_reports(self) -> list[list[str]]:
+        """Every failover measured so far, each as the lines of its whole report (:meth:`FailoverReport.lines`)."""
+        return [r.lines() for r in list(self.failovers)]
 
     def kill_leader(self) -> FailoverWatcher:
         """SIGKILL the master of kvtui's HA cluster that serves now (``RuntimeError`` when there is no HA
@@ -540,7 +572,7 @@ class LiveSession:
         name = self.cluster.leader()
         if name is None:
             raise RuntimeError("no master of kvtui's HA cluster serves now (no --ha, or a failover is under way)")
-        watch = self.watch_failover("leader-kill", on_serving=lambda _new: self._restart_dead_masters())
+        watch = self.watch_failover(LEADER_KILL, on_serving=lambda _new: self._restart_dead_masters())
         try:
             pid = self.cluster.signal(name, signal.SIGKILL)
         except BaseException:
@@ -581,8 +613,11 @@ class LiveSession:
         self._stopped = True
         with uninterrupted():
             self.halt()
-            for watch in list(self._watches):
+            watches = list(self._watches)
+            for watch in watches:
                 watch.stop()
+            for watch in watches:  # (each files what it measured: what the monitor prints at the end)
+                watch.done.wait(WATCH_END_S)
             for unsubscribe in self._unsubscribe:
                 unsubscribe()
             if final is None and self.recording.path is not None and self._started:
@@ -593,7 +628,8 @@ class LiveSession:
                 self.coordinator.stop()  # (no worker joins a stopping engine)
             if self.owns_engine:
                 cluster = self.cluster
-                self.engine.stop(meanwhile=lambda trouble: cluster.stop(keep_logs=trouble))
+                lost = any(r.pages_lost for r in self.failovers)  # (the masters' logs say why: kept)
+                self.engine.stop(meanwhile=lambda trouble: cluster.stop(keep_logs=trouble or lost))
                 self._engine_stopped = True
             if self._started:
                 self.panels.stop()  # after the engine: a scrape then fails at once rather than wait on a master
