@@ -2,7 +2,8 @@
 
 Figures are ``label value`` pairs packed into lines without cutting a word (:func:`~kvtui.tui.widgets.lines.
 pack_pairs`): a narrow panel takes the short forms (``allocs``, ``12.3k``) or a line more, never
-``alloc fai…``. Evictions and allocation failures come first and turn red when not zero.
+``alloc fai…``. Evictions and allocation failures come first and turn red when not zero. While no master answers
+(an outage, a failover), the figures are the last sample's: dimmed, under a line that says so, ``stale`` below.
 """
 
 from __future__ import annotations
@@ -15,6 +16,9 @@ from kvtui.metrics import figures as fig
 from kvtui.tui.fmt import fmt_count, fmt_int, fmt_pct, fmt_rate, format_bytes
 from kvtui.tui.widgets.lines import LinesPanel, pack_pairs
 from kvtui.tui.widgets.styled import CachedStyles
+
+STALE_TEXT = "no master answers: last sample"
+"""The panel's first line while no master answers (its figures are then the last sample's, dimmed)."""
 
 
 class StorePanel(CachedStyles, LinesPanel):
@@ -69,4 +73,13 @@ class StorePanel(CachedStyles, LinesPanel):
         out += pack_pairs([((fig.STORE_PUT_RATE.label,), (fmt_rate(float(s.get("put_rps", 0.0))),), None),
                            ((fig.STORE_GET_RATE.label,), (fmt_rate(float(s.get("get_rps", 0.0))),), None)], width,
                           lab)
+        subtitle = ""
+        if s.get("up") is False:  # (no master answers: these are the last sample's figures, not the store's now)
+            dim = self._s("store-panel--dim")
+            for line in out:
+                line.stylize(dim)
+            out.insert(0, Text(STALE_TEXT if len(STALE_TEXT) <= width else "stale", bad))
+            subtitle = "stale"
+        if self.border_subtitle != subtitle:
+            self.border_subtitle = subtitle
         return out
