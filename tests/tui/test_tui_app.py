@@ -8,10 +8,10 @@ import pytest
 from textual.widgets import Input, Static
 from tui_helpers import (
     PROCS,
+    STATUS,
     STORE,
     SYNTH,
     AggSource,
-    STATUS,
     RecordingController,
     log_texts,
     pilot_test,
