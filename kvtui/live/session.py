@@ -557,8 +557,14 @@ class LiveSession:
             return
         n = len(self.failovers) + len(self._watches) + 1
         self.log("outage", f"{seen.text}: measured as failover {n}")
-        self.watch_failover(EXTERNAL, seen=seen, on_serving=(lambda _new: self._restart_dead_masters())
-                            if self.cluster.embedded else None)
+        self.watch_failover(EXTERNAL, seen=seen, on_serving=self._restart_if_dead if self.cluster.embedded else None)
+
+    def _restart_if_dead(self, _serving: str) -> None:
+        """A failover kvtui did not cause ended: start a dead master of kvtui's cluster again (a hung one, or one
+        that stepped down, is left as it is)."""
+        cluster = self.cluster
+        if any((p := cluster.process(n)) is not None and not p.alive() for n in cluster.master_names()):
+            self._restart_dead_masters()
 
     def failover_reports(self) -> list[list[str]]:
         """Every failover measured so far, each as the lines of its whole report (:meth:`FailoverReport.lines`)."""

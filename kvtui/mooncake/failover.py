@@ -100,6 +100,7 @@ class FailoverWatch(threading.Thread):
         self._before: set[str] | frozenset[str] | None = None
         self._evicted_before: dict[str, int] = {}
         self._t_pre = 0.0
+        self._t_from: float | None = None  # requests that end from here count (None: from the fault, t_s)
         self._capacity = 0  # bytes of segments mounted on the leader before the fault
         self._log_dir = str(getattr(endpoints, "log_dir", "") or "") if getattr(endpoints, "embedded", False) else ""
         self.history = history if history is not None else FailoverHistory()
@@ -133,6 +134,8 @@ class FailoverWatch(threading.Thread):
         now_mono, now = time.monotonic(), self.clock()
         rep.t_s = round(now - (now_mono - change.t), 3)
         rep.detected_s = round(max(0.0, change.t - change.last_ok), 3)
+        self._t_from = rep.t_s - rep.detected_s  # (a request that failed before kvtui saw it counts: the first
+        # call to a dead leader fails at once)
         if rep.window_s is not None:
             rep.window_s = [round(KILL_WINDOW_S[0] - rep.detected_s, 3), KILL_WINDOW_S[1]]
         snap = change.snapshot
@@ -155,7 +158,7 @@ class FailoverWatch(threading.Thread):
         """One finished request (from the session's collector thread)."""
         rep = self.report
         with self._lock:
-            if self.done.is_set() or r.t_end < rep.t_s:
+            if self.done.is_set() or r.t_end < (rep.t_s if self._t_from is None else self._t_from):
                 return
             since, pub = r.t_end - rep.t_s, rep.publish_s
             span = "during" if pub is None or since <= pub else "after" if since <= pub + AFTER_S else None
@@ -253,8 +256,15 @@ class FailoverWatch(threading.Thread):
         def s(v: float | None) -> str:
             return "—" if v is None else f"{v:.1f} s"
 
-        return (f"failover {rep.n} ({rep.kind}) measured: serving {s(rep.serving_s)}, reload {s(rep.reload_s)}, "
-                f"publish {s(rep.publish_s)}; acknowledged pages lost {self._lost_text()} (F: the whole report)")
+        if rep.pages_lost is None:
+            lost = "acknowledged pages unchecked"
+        elif rep.pages_lost:
+            lost = (f"{rep.pages_lost:,} of {rep.pages_checked:,} acknowledged pages lost"
+                    + (f", {rep.lost_in_window:,} in the leader-kill window" if rep.lost_in_window else ""))
+        else:
+            lost = f"none of {rep.pages_checked:,} acknowledged pages lost"
+        return (f"failover {rep.n} ({rep.kind}): serving {s(rep.serving_s)}, reload {s(rep.reload_s)}; {lost} · "
+                "F: report")
 
     def _hit_rates(self) -> None:
         """The report's ``hit_rate_during`` and ``hit_rate_after`` from the pages counted so far (hold the lock)."""
