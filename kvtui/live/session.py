@@ -18,6 +18,8 @@ order.
 from __future__ import annotations
 
 import signal
+import threading
+from collections import deque
 from collections.abc import Iterator
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any, Callable
@@ -47,6 +49,7 @@ if TYPE_CHECKING:
 LAYOUT_WAIT_S = 10.0  # a layout switch waits this long for the requests under way to finish
 HALT_WAIT_S = 1.0  # an abandoned driver ends within ~0.1 s (its feeder may be in a control handler a bit longer)
 WATCH_END_S = 2.0  # at stop, a failover watch stopped mid-way gets this long to file what it measured
+RECENT_S = 3.0  # HA: the results of this many seconds are kept for a failover kvtui sees only after it began
 
 
 def with_roles(procs: tuple, store) -> tuple:
@@ -143,6 +146,11 @@ class LiveSession:
         self.coordinator: Coordinator | None = None  # while remote workers may join (listen)
         self.failovers: list[FailoverReport] = []  # every failover measured (watch_failover), in order
         self._watches: list[FailoverWatcher] = []
+        # HA: the last RECENT_S of results (the first call to a dead leader fails at once, before the cluster
+        # sees the leader gone), handed to the watch of a failover kvtui did not cause; written by the collector
+        # thread, read by the cluster's, both under _results_lock, which also covers handing a result on
+        self._recent: deque[RequestResult] | None = deque() if cluster.endpoints.ha else None
+        self._results_lock = threading.Lock()
 
     @property
     def description(self) -> dict:
@@ -250,7 +258,15 @@ class LiveSession:
 
     def _on_result(self, result: RequestResult) -> None:
         self.agg.add(result)
-        self._results(result)
+        if self._recent is None:
+            self._results(result)
+        else:
+            with self._results_lock:  # (a watch subscribing now sees this result once: kept, or handed on)
+                recent = self._recent
+                recent.append(result)
+                while recent and recent[0].t_end < result.t_end - RECENT_S:
+                    recent.popleft()
+                self._results(result)
         if self.recording.path is not None:  # the session file's request rows (kvtui report --requests-log)
             from kvtui.export.request_log import request_row
 
@@ -537,7 +553,13 @@ class LiveSession:
             len(self.failovers) + len(self._watches) + 1, kind, clock=self.engine.now, ledger=self.engine.published,
             log=self.log, hit_rate_before=recent.get("page_hit_rate") if recent.get("pages_total") else None,
             on_serving=on_serving, on_done=self._failover_done, seen=seen)
-        self._unsubscribe.append(self.subscribe_results(watch.add))
+        if seen is not None and self._recent is not None:
+            with self._results_lock:  # (the results that came before kvtui saw it; the watch keeps those it wants)
+                for result in self._recent:
+                    watch.add(result)
+                self._unsubscribe.append(self.subscribe_results(watch.add))
+        else:
+            self._unsubscribe.append(self.subscribe_results(watch.add))
         self._watches.append(watch)
         return watch
 

@@ -9,7 +9,8 @@ which master serves and which of the keys kvtui published (the engine's ledger,
 * ``serving_s``: until a master serves again after none did (the end of the failover; None when one served
   all along: a short hang or etcd outage costs no failover);
 * ``reload_s`` / ``publish_s``: until the first request after the first store error that reloaded pages
-  (respectively published some) without an error: kvtui's workers work again (None: no request failed, or
+  (respectively published some) without an error: kvtui's workers work again; when no request failed (their
+  calls waited for the new leader instead), the first such request to end once a master serves again (None:
   none did within ``WAIT_S``).
 
 Between the fault and ``publish_s`` it counts the requests that finished with a store error, their codes
@@ -173,7 +174,10 @@ class FailoverWatch(threading.Thread):
                 if self._first_error is None:
                     self._first_error = r.t_end
                 return
-            if self._first_error is None or r.t_start < self._first_error:
+            if self._first_error is None:  # (no request failed: calls that waited for the new leader count once
+                if rep.serving_s is None or r.t_end - rep.t_s < rep.serving_s:  # it serves)
+                    return
+            elif r.t_start < self._first_error:
                 return
             if r.pages_hit and rep.reload_s is None:
                 rep.reload_s = round(r.t_end - rep.t_s, 3)
