@@ -148,7 +148,7 @@ def test_run_ha_2_starts_etcd_and_masters_and_leaves_nothing(tmp_path, end):
 def test_a_leader_killed_during_a_run_fails_over_and_requests_resume_byte_exact():
     """SIGKILL of the serving master while requests flow (OpLog on, dummy workers): the failover is an outage
     (dispatch held, said in the event log), a standby serves within seconds, requests resume, no wrong byte;
-    the Processes panel shows each master's role, and the killed one as down."""
+    the Processes panel shows each master's role, the killed one no longer the leader."""
     from kvtui.config.workload import synthetic_description
     from kvtui.core.layout import PageLayout
     from kvtui.engine.engine import EngineOptions
@@ -187,7 +187,9 @@ def test_a_leader_killed_during_a_run_fails_over_and_requests_resume_byte_exact(
         down_s = time.monotonic() - t_kill
         resumed = session.agg.totals()["requests"]
         wait(lambda: session.agg.totals()["requests"] > resumed + 50, 15, "requests after the failover")
-        wait(lambda: roles().get(leader) == "down" and "leader" in roles().values(), 5, "the new roles")
+        # (a kill kvtui did not cause through K: measured as a failover all the same, and the dead master started
+        # again as a standby once another serves)
+        wait(lambda: roles().get(leader) not in (None, "leader") and "leader" in roles().values(), 5, "the new roles")
         assert session.agg.totals()["mismatches"] == 0
         texts = [e.text for e in session.frame().events if e.kind == "outage"]
         assert texts[0].startswith("no master serves (") and "a failover is under way" in texts[0], texts

@@ -365,3 +365,56 @@ def test_a_failovers_hit_rate_before_during_and_after():
     rep = watch.report
     assert (rep.hit_rate_before, rep.hit_rate_during, rep.hit_rate_after) == (0.75, 2 / 8, 3 / 4)
     assert "page hits 75% before, 25% during, 75% after" in rep.line()
+
+
+def test_the_leader_watcher_reports_a_leader_that_stops_serving_unless_kvtuis_own_watch_runs(monkeypatch):
+    """Two polls in a row that find the serving leader not serving: a change dated from the first of them, with
+    kvtui's last sight of it serving; nothing while kvtui's own failover watch runs (pause), and after it the
+    new leader is learnt afresh. With only etcd to go by, master_view naming another leader is a change; etcd
+    not answering is not, but counts as silence."""
+    from kvtui.mooncake.leaderwatch import LeaderWatcher
+
+    masters = (("master-0", "http://m0"), ("master-1", "http://m1"))
+    states = {"master-0": ha.MasterState("master-0", "http://m0", True, "leader", "serving"),
+              "master-1": ha.MasterState("master-1", "http://m1", True, "standby", "standby")}
+    monkeypatch.setattr(ha, "master_states", lambda ms, timeout_s=0.6, lag=False: [states[n] for n, _u in ms])
+    seen = []
+    w = LeaderWatcher("etcd://127.0.0.1:1", masters, seen.append, clock=lambda: 0.0)
+    w._poll_masters(1.0)  # (learns master-0 leads)
+    w._poll_masters(1.25)
+    states["master-0"] = ha.MasterState("master-0", "http://m0", False)
+    w._poll_masters(1.5)
+    assert seen == []  # (one missed poll is not a failover)
+    w._poll_masters(1.75)
+    assert len(seen) == 1 and (seen[0].t, seen[0].last_ok, seen[0].old_leader) == (1.5, 1.25, "master-0")
+    assert "master-0 stopped serving (it does not answer /health)" in seen[0].text
+    states["master-1"] = ha.MasterState("master-1", "http://m1", True, "leader", "serving")
+    w.pause()
+    for t in (2.0, 2.25, 2.5):
+        w._poll_masters(t)
+    states["master-1"] = ha.MasterState("master-1", "http://m1", True, "standby", "standby")
+    for t in (2.75, 3.0):
+        w._poll_masters(t)
+    assert len(seen) == 1  # (kvtui's own watch measures that one)
+    w.resume()
+    states["master-0"] = ha.MasterState("master-0", "http://m0", True, "leader", "serving")
+    w._poll_masters(3.25)  # (learns master-0 leads again)
+    states["master-0"] = ha.MasterState("master-0", "http://m0", True, "standby", "standby")
+    w._poll_masters(3.5)
+    w._poll_masters(3.75)
+    assert len(seen) == 2 and seen[1].old_leader == "master-0" and "standby" in seen[1].how
+
+    view = {"answered": True, "value": "127.0.0.1:5"}
+    monkeypatch.setattr(ha, "etcd_read", lambda eps, key, timeout_s=1.0: (view["answered"], view["value"]))
+    now = [10.0]
+    only_etcd = LeaderWatcher("etcd://127.0.0.1:1", (), seen.append, clock=lambda: now[0])
+    only_etcd._poll_view(10.0)
+    view["answered"] = False
+    now[0] = 10.5
+    only_etcd._poll_view(10.5)
+    view["answered"], now[0] = True, 12.5
+    only_etcd._poll_view(12.5)
+    assert len(seen) == 2 and only_etcd.etcd_silent_s(0.0) == pytest.approx(2.0)
+    view["value"] = "127.0.0.1:6"
+    only_etcd._poll_view(13.0)
+    assert len(seen) == 3 and "names 127.0.0.1:6 instead of 127.0.0.1:5" in seen[2].how
