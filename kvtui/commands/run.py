@@ -27,6 +27,7 @@ from kvtui.config.paths import check_new_file, check_outputs, path_arg
 from kvtui.config.plan import RunPlan, plan_from_args
 from kvtui.config.workload import add_workload_arguments, skipped_text
 from kvtui.core.errors import KvtuiError, OutputError, bad_value
+from kvtui.core.failover import loss_summary, loss_text, report_lines
 from kvtui.core.text import plural
 from kvtui.core.units import duration_arg
 from kvtui.launch import Outputs, open_session, start_recording
@@ -191,7 +192,8 @@ def _say_note(line: str, quiet: bool) -> None:
 def _report(plan: RunPlan, args: argparse.Namespace, summary: RunSummary, desc: Mapping[str, Any], bad_rows: int,
             session: LiveSession, interrupted: KeyboardInterrupt | None, store: Mapping[str, Any] | None = None,
             stopped_by: str | None = None) -> int:
-    """Print the summary and its notes, write ``--json``; the exit code (1 if a page failed verification).
+    """Print the summary and its notes, write ``--json``; the exit code (1 if a page failed verification or a
+    failover lost acknowledged pages: every report is printed, and the loss said by cause).
     ``store``: the last frame's store block (the capacity of an attached cluster, :func:`full_setup`);
     ``stopped_by``: why the run was stopped, a process that died and that nothing restarts (a worker, or one of
     its embedded cluster's): ``stopped_by`` in the JSON, which says ``interrupted``."""
@@ -220,11 +222,18 @@ def _report(plan: RunPlan, args: argparse.Namespace, summary: RunSummary, desc: 
               "that finished)", file=sys.stderr)
     if session.failovers:  # (kvtui's HA cluster: K in the monitor, or a fault of another's)
         reports = [r.as_dict() for r in session.failovers]
-        summary["failovers"] = {"n": len(reports), "ranges": failover_ranges(reports), "reports": reports}
+        summary["failovers"] = {"n": len(reports), "ranges": failover_ranges(reports), "reports": reports,
+                                "pages_lost": loss_summary(reports)}
     if args.json != "-":
         print(format_summary(summary))
         if session.failovers:
             print(failover_lines(len(session.failovers), summary["failovers"]["ranges"]))
+            for line in report_lines(session.failovers):
+                print(line)
+    failovers = summary.get("failovers")
+    lost = failovers["pages_lost"] if failovers else {}
+    if lost.get("pages_lost"):  # (a put that returned 0, gone afterwards: a failure, as a wrong byte is)
+        print(f"kvtui: error: {loss_text(lost)}", file=sys.stderr)
     if summary["workload"].get("kind") == "trace" and not summary["workload"]["complete"] and not plan.quiet:
         w = summary["workload"]
         print(f"kvtui: the run stopped after {w['done']:,} of {w['total']:,} trace rows", file=sys.stderr)
@@ -233,7 +242,7 @@ def _report(plan: RunPlan, args: argparse.Namespace, summary: RunSummary, desc: 
               "segment with free space?", file=sys.stderr)
     if args.json:
         write_json_atomic(args.json, summary)
-    return 1 if summary["mismatches"] else 0
+    return 1 if summary["mismatches"] or lost.get("pages_lost") else 0
 
 
 class ClusterLost(Exception):

@@ -3,7 +3,8 @@ memory, file descriptors and TCP sockets, and with ``--chaos`` inject faults at 
 timing each one's recovery; print a summary with the growth per hour of each resource (:mod:`kvtui.soak`).
 
 This module parses and checks the flags; :class:`kvtui.soak.runner.Soak` does the rest. Exit codes: 0, 1
-when a loaded page failed verification or the soak stopped early (a worker that could not be replaced),
+when a loaded page failed verification, a failover lost acknowledged pages (a put that returned 0, gone
+afterwards) or the soak stopped early (a worker that could not be replaced),
 2 on bad input, 130 / 143 on Ctrl-C / SIGTERM (after the summary of what ran, ``"interrupted": true``).
 """
 
@@ -22,6 +23,7 @@ from kvtui.config.paths import check_new_file, check_outputs, path_arg
 from kvtui.config.plan import RunPlan, plan_from_args
 from kvtui.config.workload import add_workload_arguments, skipped_text
 from kvtui.core.errors import KvtuiError, OutputError, bad_value
+from kvtui.core.failover import loss_text
 from kvtui.core.text import plural
 from kvtui.core.topology import DEFAULT_ROUTE
 from kvtui.core.units import parse_duration
@@ -44,7 +46,8 @@ def register(subparsers) -> None:
                     + ") and time each one's recovery. Prints a progress line, writes the series "
                     "(--series CSV) and a summary: growth per hour of each resource (least-squares slopes "
                     "after --warmup), faults injected and recovered, recovery times, requests lost or failed, "
-                    "wrong bytes (must be 0). --seed also seeds the fault schedule.")
+                    "wrong bytes (must be 0), and with --ha the acknowledged pages each failover lost, by the "
+                    "masters' own error codes (must be 0: exit 1 otherwise). --seed also seeds the fault schedule.")
     add_workload_arguments(p)
     g = p.add_argument_group("soak")
     g.add_argument("--duration", default="2h", metavar="DURATION",
@@ -178,7 +181,8 @@ class _Out:
 
 
 def run(args: argparse.Namespace, started_at: float | None = None) -> int:
-    """Soak; exit 0, or 1 if a loaded page failed verification or the soak stopped early."""
+    """Soak; exit 0, or 1 if a loaded page failed verification, acknowledged pages were lost or the soak stopped
+    early."""
     from kvtui.soak.schedule import MASTER_PAUSE
 
     soak_plan = _check_kinds(args, _plan(args))
@@ -254,5 +258,8 @@ def _soak(plan: RunPlan, soak_plan, args: argparse.Namespace) -> int:
         print(f"kvtui: error: the soak stopped early: {session.error}", file=sys.stderr)
         return 1
     if summary["mismatches"]:
+        return 1
+    if summary.get("pages_lost", {}).get("pages_lost"):
+        print(f"kvtui: error: {loss_text(summary['pages_lost'])}", file=sys.stderr)
         return 1
     return OutputError.exit_code if session.recording.error else 0  # (the recording stopped early: disk full)

@@ -15,6 +15,7 @@ from kvtui.config.plan import plan_from_args
 from kvtui.config.screen import add_refresh_argument, add_screen_arguments, screen_from_args
 from kvtui.config.workload import add_workload_arguments, skipped_text
 from kvtui.core.defaults import WATCH_LAYOUT
+from kvtui.core.failover import report_lines
 from kvtui.launch import Outputs, open_session, start_recording
 
 
@@ -91,3 +92,5 @@ def _run(plan, screen, record: str | None, outputs: Outputs) -> int:
                        refresh_hz=screen.refresh_hz, layouts=preset_summaries())
     finally:
         session.stop()
+        for line in report_lines(session.failovers):  # (the monitor's event log had room for one line of each)
+            print(line)

@@ -16,9 +16,10 @@ from typing import Any, Protocol
 from kvtui.core.events import RequestResult
 from kvtui.core.failover import FailoverReport
 from kvtui.core.panels import StoreScrape
+from kvtui.core.subscribers import Unsubscribe
 
-__all__ = ["AckLedger", "ClusterOps", "ClusterProcess", "ClusterSettings", "Endpoints", "FailoverWatcher",
-           "LinkControl"]
+__all__ = ["AckLedger", "ClusterOps", "ClusterProcess", "ClusterSettings", "Endpoints", "FailoverSeen",
+           "FailoverWatcher", "LinkControl"]
 
 
 class ClusterSettings(Protocol):
@@ -104,6 +105,16 @@ class FailoverWatcher(Protocol):
     def stop(self) -> None: ...
 
 
+class FailoverSeen(Protocol):
+    """A failover kvtui did not cause, as the cluster saw it begin (``kvtui.mooncake.leaderwatch.LeaderChange``):
+    ``text``, one line on what was seen; ``old_leader``, the master that stopped leading (None: unknown)."""
+
+    @property
+    def text(self) -> str: ...
+    @property
+    def old_leader(self) -> str | None: ...
+
+
 class LinkControl(Protocol):
     """The emulated hosts' links (``kvtui.mooncake.hosts.EmulatedHosts``): take ``name``'s link down and up."""
 
@@ -186,13 +197,23 @@ class ClusterOps(Protocol):
         what it put; returns its report. ``on_start(pid)`` once it runs; ``RuntimeError`` when it fails or
         outlasts ``timeout_s``."""
 
+    def subscribe_failovers(self, fn: Callable[[FailoverSeen], None], *, snapshots: bool = True) -> Unsubscribe:
+        """Call ``fn(seen)`` (from a thread of the cluster's) whenever a failover kvtui did not cause begins: the
+        leader of an HA cluster, embedded or attached, stopped serving while no watch of kvtui's ran
+        (:meth:`watch_failover` it with ``seen`` to measure it). ``snapshots``: note the leader's keys every few
+        seconds, so that such a failover's loss check knows what it held. Never called without an HA cluster;
+        returns the function that unsubscribes."""
+
     def watch_failover(self, n: int, kind: str, *, clock: Callable[[], float], ledger: AckLedger | None,
                        log: Callable[[str, str], None], hit_rate_before: float | None,
                        on_serving: Callable[[str], None] | None = None,
-                       on_done: Callable[[FailoverReport], None] | None = None) -> FailoverWatcher:
+                       on_done: Callable[[FailoverReport], None] | None = None,
+                       seen: FailoverSeen | None = None) -> FailoverWatcher:
         """Start measuring failover ``n`` caused by a fault of ``kind`` that the caller injects right after this
-        returns (``clock``: engine seconds; ``ledger``: the pages acknowledged; ``log(kind, text)``: event-log
-        lines); the watch runs on a thread of its own."""
+        returns, or, with ``seen``, one that began without kvtui (``kind``
+        :data:`kvtui.core.failover.EXTERNAL`); ``clock``: engine seconds; ``ledger``: the pages acknowledged;
+        ``log(kind, text)``: event-log lines. The watch runs on a thread of its own; while it runs, no other
+        failover is reported to :meth:`subscribe_failovers`' functions."""
 
     def stop(self, keep_logs: bool = False) -> None:
         """Stop every process of the embedded cluster (nothing when attached); safe to call twice."""

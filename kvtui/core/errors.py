@@ -17,7 +17,8 @@ class OutputError(KvtuiError):
 
 EXIT_CODES: tuple[tuple[str, str], ...] = (
     ("0", "the command did its work: a run reached its bounds or its trace's end, the monitor was quit with `q`"),
-    ("1", "a loaded page failed verification (`run`, `bench`, `sweep`, `soak`; `--verify`); a soak that stopped "
+    ("1", "a loaded page failed verification (`run`, `bench`, `sweep`, `soak`; `--verify`); an HA failover lost "
+          "acknowledged pages (`run`, `soak`: stderr says how many, where and by which code); a soak that stopped "
           "early (a worker that could not be replaced)"),
     ("2", "bad input, in one line naming the flag: a value out of range, an output naming an input, another "
           "output's file, a recorded session or a device (`--json -` is standard output, the only output that "

@@ -94,7 +94,8 @@ class ProcRow(TypedDict, total=False):
     """One process kvtui runs: ``name`` (kvtui, prefill, decode, master, metadata, store), ``pid``,
     ``cpu_percent`` (of one CPU, since the last sample), ``rss_bytes``, ``alive``; ``host``: its address
     on an emulated host (``--hosts auto``, :mod:`kvtui.mooncake.hosts`), absent otherwise; ``role``: a master of
-    an HA cluster, what it is (:class:`MasterRow` ``role``), absent otherwise."""
+    an HA cluster, what it is (:class:`MasterRow` ``role``), absent otherwise; ``remote``: not a process kvtui
+    samples (an attached cluster's master: a name and a role, no pid, CPU or RSS)."""
 
     name: str
     pid: int
@@ -103,6 +104,7 @@ class ProcRow(TypedDict, total=False):
     alive: bool
     host: str
     role: str
+    remote: bool
 
 
 class WorkloadPanel(TypedDict, total=False):

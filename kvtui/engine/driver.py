@@ -105,6 +105,8 @@ class Driver:
         self._outage_total = 0.0  # seconds of ended outages (the duration bound counts them, arrivals do not)
         self._unsubscribe: Unsubscribe | None = None  # from the engine's replacements, while the run goes
         self._probed_at = 0.0  # when a broken-store answer last made the collector probe the master
+        self._last_ok_end = 0.0  # engine time the last request without a broken-store answer finished (collector)
+        self._outage_began: float | None = None  # engine time the outage's first failed call began (collector)
 
     # -- controls ---------------------------------------------------------------------------------------
     def _set_running(self) -> None:
@@ -176,7 +178,19 @@ class Driver:
                                   {"lost": rep.lost, "dead": list(rep.dead)}))
 
     # -- outages ----------------------------------------------------------------------------------------
-    def _check_outage(self, codes: dict[int, int]) -> None:
+    def _note_call_times(self, result: RequestResult) -> None:
+        """Keep when the store last answered well and, in an outage, when its first failed call began: the
+        earliest start of a request that failed with a broken-store answer, not before the last request that
+        finished without one (a call to a dead master can block ~4.3 s before it fails)."""
+        broken = any(c in result.codes for c in BROKEN_STORE_CODES)
+        if not broken:
+            self._last_ok_end = max(self._last_ok_end, result.t_end)
+            return
+        began = max(result.t_start, self._last_ok_end)
+        if self._outage_since is not None and (self._outage_began is None or began < self._outage_began):
+            self._outage_began = began
+
+    def _check_outage(self, codes: dict[int, int], t_start: float | None = None) -> None:
         """On RPC_FAIL / RPC_TIMEOUT, hold issuing and watch the master until it answers again. So also on
         another broken-store answer (:data:`~kvtui.core.codes.BROKEN_STORE_CODES`: INTERNAL_ERROR, TRANSFER_FAIL,
         SEGMENT_NOT_FOUND) when the master does not answer a probe (at most one probe a second): a dummy client
@@ -185,7 +199,8 @@ class Driver:
         node's fault (its pages are gone), counted, not an outage.
 
         Calls to a dead (e.g. SIGKILLed) master fail at once at first, then block ~4.3 s each, so issuing more
-        requests would only pile up errors.
+        requests would only pile up errors. The outage is dated from its first failed call (``t_start``, engine
+        time, of the failing request; :meth:`_note_call_times`), which may have begun seconds before its answer.
         """
         if self._stop.is_set() or self._outage_since is not None:
             return
@@ -203,13 +218,17 @@ class Driver:
             if self._outage_since is not None:
                 return
             self._outage_since = time.monotonic()
+            now = self.engine.now()
+            began = now if t_start is None else min(now, max(t_start, self._last_ok_end))
+            self._outage_began = began
             self._want_hold = True
             self._hold_epoch += 1
         self._set_running()
         name = code_name(down[0])
-        text = (f"no master serves ({name}): the leader is gone or hung, a failover is under way; dispatch held"
-                if self._ha() else f"store unreachable ({name}): dispatch held")
-        self._on_event(EngineEvent("outage", self.engine.now(), text, {"code": name}))
+        late = f" (its first failed call began {now - began:.1f} s before)" if now - began >= 0.1 else ""
+        text = (f"no master serves ({name}): the leader is gone or hung, a failover is under way; dispatch held{late}"
+                if self._ha() else f"store unreachable ({name}): dispatch held{late}")
+        self._on_event(EngineEvent("outage", now, text, {"code": name, "began_s": round(began, 3)}))
         threading.Thread(target=self._watch_master, name="kvtui-outage", daemon=True).start()
 
     def _ha(self) -> bool:
@@ -220,18 +239,21 @@ class Driver:
         while not self._stop.is_set():
             if self._store_answers():
                 self._stop.wait(REMOUNT_S)  # clients remount their segments by themselves within ~1.5 s
-                down = time.monotonic() - (self._outage_since or time.monotonic())
+                held = time.monotonic() - (self._outage_since or time.monotonic())
+                now = self.engine.now()
+                down = max(held, now - (self._outage_began if self._outage_began is not None else now))
                 with self._state_lock:
                     self._outage_since = None
-                    self._outage_total += down
+                    self._outage_began = None
+                    self._outage_total += held
                     self._want_hold = False
                     self._hold_epoch += 1
                 self._set_running()
-                self._on_event(EngineEvent("outage", self.engine.now(), (
-                    f"the store answers again {down:.1f} s after dispatch was held (a master serves, the segments "
-                    "mounted on it); dispatch resumed with the keys the new leader has" if self._ha() else
+                self._on_event(EngineEvent("outage", now, (
+                    f"the store answers again {down:.1f} s after its first failed call (a master serves, the "
+                    "segments mounted on it); dispatch resumed with the keys the new leader has" if self._ha() else
                     f"master back after {down:.1f} s; dispatch resumed (a restarted master has lost every key: hit "
-                    "rate restarts from zero)"), {"down_s": round(down, 3)}))
+                    "rate restarts from zero)"), {"down_s": round(down, 3), "held_s": round(held, 3)}))
                 return
             self._stop.wait(0.5)
 
@@ -395,7 +417,8 @@ class Driver:
                     continue
                 self.completed += 1
                 self._on_result(result)
-                self._check_outage(result.codes)
+                self._note_call_times(result)
+                self._check_outage(result.codes, result.t_start)
                 self.backoffs += NO_SPACE in result.codes
                 self._slots.release()
         except BaseException as exc:

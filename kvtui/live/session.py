@@ -19,17 +19,18 @@ from __future__ import annotations
 
 import signal
 import threading
+from collections import deque
 from collections.abc import Iterator
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any, Callable
 
 from kvtui.config.workload import synthetic_description
-from kvtui.core.cluster_api import ClusterOps, FailoverWatcher
+from kvtui.core.cluster_api import ClusterOps, FailoverSeen, FailoverWatcher
 from kvtui.core.codes import NO_SPACE
 from kvtui.core.controls import Control, SetLayout, SetTraceSpeed
 from kvtui.core.engine_api import EngineAPI, RemoteJoin, WorkerReplacement
 from kvtui.core.events import EngineEvent, RequestResult
-from kvtui.core.failover import FailoverReport, failover_status
+from kvtui.core.failover import EXTERNAL, LEADER_KILL, FailoverReport, failover_status
 from kvtui.core.layout import PageLayout
 from kvtui.core.subscribers import Subscribers, Unsubscribe
 from kvtui.live.controls import LayoutRefused, change_text, knob_change, plan_layout_switch
@@ -47,16 +48,22 @@ if TYPE_CHECKING:
 
 LAYOUT_WAIT_S = 10.0  # a layout switch waits this long for the requests under way to finish
 HALT_WAIT_S = 1.0  # an abandoned driver ends within ~0.1 s (its feeder may be in a control handler a bit longer)
-WATCH_STOP_S = 1.0  # stop() waits this long for the failover watches it stopped to report (a watch stops between
-# two polls of the masters, each at most 0.3 s, and the stopped cluster answers none)
+WATCH_STOP_S = 2.0  # stop() waits this long for the failover watches it stopped to file what they measured (a
+# watch stops between two polls of the masters, each at most 0.3 s, then reads the masters' logs)
+RECENT_S = 3.0  # HA: the results of this many seconds are kept for a failover kvtui sees only after it began
 
 
 def with_roles(procs: tuple, store) -> tuple:
-    """The Processes panel's rows with each HA master's ``role`` (from the store panel's ``masters``)."""
+    """The Processes panel's rows with each HA master's ``role`` (from the store panel's ``masters``); a master
+    that is not a process kvtui samples (an attached cluster's) gets a row of its own with ``remote`` set: its
+    role, no pid, CPU or memory."""
     roles = {m.get("name"): m.get("role") for m in (store or {}).get("masters") or ()}
     if not roles:
         return procs
-    return tuple({**p, "role": roles[p.get("name")]} if roles.get(p.get("name")) else p for p in procs)
+    names = {p.get("name") for p in procs}
+    rows = tuple({**p, "role": roles[p.get("name")]} if roles.get(p.get("name")) else p for p in procs)
+    return rows + tuple({"name": name, "role": role, "remote": True} for name, role in roles.items()
+                        if name not in names and name and role)
 
 
 @dataclass(eq=False)
@@ -139,7 +146,7 @@ class LiveSession:
         self._results: Subscribers[[RequestResult]] = Subscribers()
         self._unsubscribe: list[Unsubscribe] = []  # _lock; from the engine's publishers, undone by stop()
         ep = cluster.endpoints
-        self.panels = PanelThread(cluster.sample_store, ProcessSampler(self._pids(), cluster.host_addresses()),
+        self.panels = PanelThread(cluster.sample_store, ProcessSampler(self.process_pids(), cluster.host_addresses()),
                                   store={"up": None} if ep.metrics_url or ep.masters else {})
         self._closing = False  # _lock; stop() began: no more watches or subscriptions
         self._started = False  # the caller's (start(), before the driver's threads run)
@@ -160,6 +167,11 @@ class LiveSession:
         self._watches: list[_Watch] = []  # _lock; every watch numbered and not yet reported (added by the caller of
         # watch_failover, removed by the watch's own thread)
         self._failover_n = 0  # _lock; the number of the latest watch
+        # HA: the last RECENT_S of results (the first call to a dead leader fails at once, before the cluster
+        # sees the leader gone), handed to the watch of a failover kvtui did not cause; written by the collector
+        # thread, read by the cluster's, both under _results_lock, which also covers handing a result on
+        self._recent: deque[RequestResult] | None = deque() if cluster.endpoints.ha else None
+        self._results_lock = threading.Lock()
 
     @property
     def layout_text(self) -> str:
@@ -239,14 +251,14 @@ class LiveSession:
         """Wait up to ``timeout_s`` (None: for ever) for the run to end; True once it has."""
         return self.driver.done.wait(timeout_s)
 
-    def _pids(self) -> dict[str, int]:
+    def process_pids(self) -> dict[str, int]:
         """``{name: pid}`` of every local process kvtui runs: the workers, then the embedded cluster's."""
         return {**self.engine.worker_pids(), **self.cluster.pids()}
 
     def follow_processes(self) -> None:
         """The Processes panel samples the processes as they are now (after a restart or a rebuild gave some a
         new pid)."""
-        self.panels.proc_sampler.set_pids(self._pids())
+        self.panels.proc_sampler.set_pids(self.process_pids())
 
     def listen(self, listener, echo=None) -> None:
         """Let remote decode and prefill workers join through ``listener`` (``kvtui.engine.remote.open_listener``; the
@@ -287,6 +299,9 @@ class LiveSession:
         self.driver.start()
         self._keep(self.engine.subscribe_replacement(self._workers_replaced))
         self.log("info", f"started: {self._workload_text()}")
+        if self.cluster.endpoints.ha:  # (a failover kvtui did not cause is measured too)
+            self._keep(self.cluster.subscribe_failovers(self._failover_seen,
+                                                        snapshots=self.engine.published is not None))
         o = self.engine.options
         nodes = self.cluster.settings.store_nodes if o.segment_on == "store" else 1
         if o.prefill_workers > 1 or o.decode_workers > 1 or nodes > 1:
@@ -297,7 +312,15 @@ class LiveSession:
 
     def _on_result(self, result: RequestResult) -> None:
         self.agg.add(result)
-        self._results(result)
+        if self._recent is None:
+            self._results(result)
+        else:
+            with self._results_lock:  # (a watch subscribing now sees this result once: kept, or handed on)
+                recent = self._recent
+                recent.append(result)
+                while recent and recent[0].t_end < result.t_end - RECENT_S:
+                    recent.popleft()
+                self._results(result)
         if self.recording.path is not None:  # the session file's request rows (kvtui report --requests-log)
             from kvtui.export.request_log import request_row
 
@@ -368,6 +391,8 @@ class LiveSession:
         failovers = self.failovers
         if failovers:
             status.update(failover_status(list(failovers)))
+        if self.cluster.endpoints.ha:
+            status["ha"] = True  # (an HA cluster: the monitor's K says what it can do)
         if self.cluster.embedded and len(self.cluster.master_names()) > 1:
             status["ha_own"] = True  # (kvtui's own HA cluster: the monitor offers K, kill the leader)
         path = self.recording.path
@@ -579,12 +604,13 @@ class LiveSession:
             self.engine.restart_workers()
         self.follow_processes()
 
-    def watch_failover(self, kind: str, *, on_serving: Callable[[str], None] | None = None) -> FailoverWatcher:
+    def watch_failover(self, kind: str, *, on_serving: Callable[[str], None] | None = None,
+                       seen: FailoverSeen | None = None) -> FailoverWatcher:
         """Start measuring a failover (the cluster's :meth:`~kvtui.core.cluster_api.ClusterOps.watch_failover`)
-        caused by a fault of ``kind`` that the caller injects right after this returns; its report joins
-        :attr:`failovers` (and the frames' status) when it is done, and its lines go to the event log.
-        ``RuntimeError`` once :meth:`stop` began (a watch that started meanwhile is stopped first; its report
-        still joins :attr:`failovers`). Any thread."""
+        caused by a fault of ``kind`` that the caller injects right after this returns (``seen``: one that began
+        without kvtui, logged with its number); its report joins :attr:`failovers` (and the frames' status) when
+        it is done, and its lines go to the event log. ``RuntimeError`` once :meth:`stop` began (a watch that
+        started meanwhile is stopped first; its report still joins :attr:`failovers`). Any thread."""
         entry = _Watch()
         with self._lock:
             if self._closing:
@@ -592,12 +618,14 @@ class LiveSession:
             self._failover_n += 1
             n = self._failover_n
             self._watches.append(entry)  # (from now on stop() waits for its report)
+        if seen is not None:
+            self.log("outage", f"{seen.text}: measured as failover {n}")
         recent = self.producer.latest().window_totals  # (the header's "last 30 s": the hit rate before)
         try:
             watch = self.cluster.watch_failover(
                 n, kind, clock=self.engine.now, ledger=self.engine.published, log=self.log,
                 hit_rate_before=recent.get("page_hit_rate") if recent.get("pages_total") else None,
-                on_serving=on_serving, on_done=lambda report: self._failover_done(entry, report))
+                on_serving=on_serving, on_done=lambda report: self._failover_done(entry, report), seen=seen)
         except BaseException:
             with self._watch_change:
                 self._watches.remove(entry)
@@ -605,7 +633,13 @@ class LiveSession:
                     self._failover_n -= 1
                 self._watch_change.notify_all()
             raise
-        unsubscribe = self.subscribe_results(watch.add)
+        if seen is not None and self._recent is not None:
+            with self._results_lock:  # (the results that came before kvtui saw it; the watch keeps those it wants)
+                for result in self._recent:
+                    watch.add(result)
+                unsubscribe = self.subscribe_results(watch.add)
+        else:
+            unsubscribe = self.subscribe_results(watch.add)
         with self._lock:
             entry.watch, entry.unsubscribe = watch, unsubscribe
             ended, closing = entry not in self._watches, self._closing
@@ -627,6 +661,34 @@ class LiveSession:
         if unsubscribe is not None:
             unsubscribe()
 
+    def _failover_seen(self, seen: FailoverSeen) -> None:
+        """The cluster saw a failover kvtui did not cause begin (its leader watcher's thread): measure it like one
+        of kvtui's own (the same report, the same loss check), and start a dead master of kvtui's cluster again
+        as a standby once another serves."""
+        if not self.cluster.endpoints.masters:
+            self.log("outage", f"{seen.text}; kvtui measures a failover only with the masters' admin URLs "
+                               "(--metrics-url URL,URL…)")
+            return
+        try:
+            self.watch_failover(EXTERNAL, seen=seen,
+                                on_serving=self._restart_if_dead if self.cluster.embedded else None)
+        except RuntimeError:
+            with self._lock:
+                if not self._closing:
+                    raise
+            # (the session is stopping: nothing more is measured)
+
+    def _restart_if_dead(self, _serving: str) -> None:
+        """A failover kvtui did not cause ended: start a dead master of kvtui's cluster again (a hung one, or one
+        that stepped down, is left as it is)."""
+        cluster = self.cluster
+        if any((p := cluster.process(n)) is not None and not p.alive() for n in cluster.master_names()):
+            self._restart_dead_masters()
+
+    def failover_reports(self) -> list[list[str]]:
+        """Every failover measured so far, each as the lines of its whole report (:meth:`FailoverReport.lines`)."""
+        return [r.lines() for r in self.failovers]
+
     def kill_leader(self) -> FailoverWatcher:
         """SIGKILL the master of kvtui's HA cluster that serves now (``RuntimeError`` when there is no HA
         cluster of kvtui's or no master serves: a failover under way); the standbys elect a new leader, the
@@ -635,7 +697,7 @@ class LiveSession:
         name = self.cluster.leader()
         if name is None:
             raise RuntimeError("no master of kvtui's HA cluster serves now (no --ha, or a failover is under way)")
-        watch = self.watch_failover("leader-kill", on_serving=lambda _new: self._restart_dead_masters())
+        watch = self.watch_failover(LEADER_KILL, on_serving=lambda _new: self._restart_dead_masters())
         try:
             pid = self.cluster.signal(name, signal.SIGKILL)
         except BaseException:
@@ -683,6 +745,8 @@ class LiveSession:
             self.halt()
             for watch in watches:
                 watch.stop()
+            with self._watch_change:  # (each files what it measured: the summary and the monitor list every one)
+                self._watch_change.wait_for(lambda: not self._watches, WATCH_STOP_S)
             for unsubscribe in unsubscribes:
                 unsubscribe()
             if final is None and self.recording.path is not None and self._started:
@@ -693,7 +757,8 @@ class LiveSession:
                 self.coordinator.stop()  # (no worker joins a stopping engine)
             if self.owns_engine:
                 cluster = self.cluster
-                self.engine.stop(meanwhile=lambda trouble: cluster.stop(keep_logs=trouble))
+                lost = any(r.pages_lost for r in self.failovers)  # (the masters' logs say why: kept)
+                self.engine.stop(meanwhile=lambda trouble: cluster.stop(keep_logs=trouble or lost))
                 self._engine_stopped = True
             with self._watch_change:  # (their reports: the run's summary lists every failover)
                 self._watch_change.wait_for(lambda: not self._watches, WATCH_STOP_S)

@@ -165,12 +165,13 @@ class SpanBounds(TypedDict):
 
 
 class Failovers(TypedDict):
-    """The failovers a run saw: ``n``, each figure's ``ranges`` (:func:`kvtui.metrics.figures.failover_ranges`)
-    and the ``reports`` (``FailoverReport.as_dict()``)."""
+    """The failovers a run saw: ``n``, each figure's ``ranges`` (:func:`kvtui.metrics.figures.failover_ranges`),
+    the ``reports`` (``FailoverReport.as_dict()``) and ``pages_lost`` (:func:`kvtui.core.failover.loss_summary`)."""
 
     n: int
     ranges: dict[str, dict[str, Any]]
     reports: list[dict[str, Any]]
+    pages_lost: dict[str, Any]
 
 
 class _Counters(TypedDict):

@@ -275,12 +275,14 @@ class EmbeddedCluster:
         return self.endpoints
 
     def _master_flags(self) -> list[str]:
-        """The flags every embedded master gets besides its addresses (a disk tier's too)."""
+        """The flags every embedded master gets besides its addresses (a disk tier's too). An HA master logs at
+        INFO (``--minloglevel=0``): its role changes (``leader_warmup``, ``serving``) are INFO lines, and a
+        failover report is checked against them; a single master logs warnings and errors only."""
         o = self.options
         return ["--enable_http_metadata_server=false", "--enable_metric_reporting=false",
                 f"--default_kv_lease_ttl={o.lease_ttl_ms}", f"--client_ttl={o.client_ttl_s}",
                 f"--eviction_high_watermark_ratio={o.eviction_high_watermark}",
-                f"--eviction_ratio={o.eviction_ratio}", "--minloglevel=1", "--logtostderr=1",
+                f"--eviction_ratio={o.eviction_ratio}", f"--minloglevel={0 if o.ha else 1}", "--logtostderr=1",
                 *(master_flags() if o.disk_bytes else []),
                 *(HOT_REPLICATION_FLAGS if o.replicate_hot else ())]
 

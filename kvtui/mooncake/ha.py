@@ -33,7 +33,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Sequence
 
-from kvtui.core.failover import RESTORE_FAILED
 from kvtui.core.panels import MasterRow
 from kvtui.mooncake.errors import MissingTool
 from kvtui.mooncake.net import etcd_url, free_port, http_get, parse_etcd, parse_metrics, probe_tcp, split_hostport
@@ -64,9 +63,9 @@ def etcd_healthy(endpoints: Sequence[tuple[str, int]], timeout_s: float = 1.0) -
     return False
 
 
-def etcd_get(endpoints: Sequence[tuple[str, int]], key: str, timeout_s: float = 1.0) -> str | None:
-    """The value of ``key`` (UTF-8) from the first endpoint that answers (etcd's JSON gateway, ``POST
-    /v3/kv/range``); None when the key is absent or no endpoint answers."""
+def etcd_read(endpoints: Sequence[tuple[str, int]], key: str, timeout_s: float = 1.0) -> tuple[bool, str | None]:
+    """``(an endpoint answered, the value of key (UTF-8) or None when absent)`` from the first endpoint that
+    answers (etcd's JSON gateway, ``POST /v3/kv/range``)."""
     import urllib.error
     import urllib.request
 
@@ -78,14 +77,25 @@ def etcd_get(endpoints: Sequence[tuple[str, int]], key: str, timeout_s: float = 
                 kvs = json.loads(resp.read()).get("kvs") or []
         except (OSError, ValueError):
             continue
-        return base64.b64decode(kvs[0].get("value", "")).decode("utf-8", "replace") if kvs else None
-    return None
+        return True, base64.b64decode(kvs[0].get("value", "")).decode("utf-8", "replace") if kvs else None
+    return False, None
+
+
+def etcd_get(endpoints: Sequence[tuple[str, int]], key: str, timeout_s: float = 1.0) -> str | None:
+    """The value of ``key`` (UTF-8) from the first endpoint that answers; None when the key is absent or no
+    endpoint answers (:func:`etcd_read` tells the two apart)."""
+    return etcd_read(endpoints, key, timeout_s)[1]
+
+
+def master_view_key() -> str:
+    """The etcd key where the masters write the leader's RPC address."""
+    return f"mooncake-store/{cluster_id()}/master_view"
 
 
 def master_view(endpoints: Sequence[tuple[str, int]], timeout_s: float = 1.0) -> str | None:
     """The leader's RPC ``HOST:PORT`` as the masters wrote it into etcd; None while no master leads (the key
     lives on the leader's etcd lease, ~5 s after it died) or etcd does not answer."""
-    value = etcd_get(endpoints, f"mooncake-store/{cluster_id()}/master_view", timeout_s)
+    value = etcd_get(endpoints, master_view_key(), timeout_s)
     return value.strip() or None if value is not None else None
 
 
@@ -341,45 +351,3 @@ def leader_ready(master: str, masters: Sequence[tuple[str, str]], timeout_s: flo
         return leader is not None and probe_tcp(*split_hostport(leader), timeout_s=timeout_s)
     except ValueError:
         return False
-
-
-def log_sizes(log_dir: str, names: Sequence[str]) -> dict[str, int]:
-    """The size in bytes of each master's log (``LOG_DIR/NAME.log``, as kvtui's cluster writes them; appended
-    to across restarts) now; a log that does not exist counts 0."""
-    out = {}
-    for name in names:
-        try:
-            out[name] = (Path(log_dir) / f"{name}.log").stat().st_size
-        except OSError:
-            out[name] = 0
-    return out
-
-
-OPLOG_FAILED = "OpLog queue failed"
-"""What the leader logs for a put it acknowledged but could not append to its OpLog (etcd slow or stopped:
-``PutEnd: OpLog queue failed … err=-1401``): a standby never learns of that object, so a failover loses it."""
-
-
-def _log_since(log_dir: str, name: str, since: int) -> bytes | None:
-    """Master ``name``'s log (``LOG_DIR/NAME.log``) after byte ``since``; None when there is none to read."""
-    try:
-        with open(Path(log_dir) / f"{name}.log", "rb") as f:
-            f.seek(since)
-            return f.read()
-    except OSError:
-        return None
-
-
-def log_count(log_dir: str, name: str, since: int, text: str) -> tuple[int, int]:
-    """``(lines of master name's log after byte since that contain text, the log's size now)``; ``(0, since)``
-    when there is no log to read."""
-    data = _log_since(log_dir, name, since)
-    return (0, since) if data is None else (data.count(text.encode()), since + len(data))
-
-
-def restore_failure(log_dir: str, name: str, since: int) -> str | None:
-    """The line of master ``name``'s log, after byte ``since``, that says its restore of the standby's state
-    failed (:data:`RESTORE_FAILED`); None when there is none (or no log to read)."""
-    data = _log_since(log_dir, name, since)
-    lines = data.decode("utf-8", "replace").splitlines() if data else []
-    return next((line.strip() for line in lines if RESTORE_FAILED in line), None)

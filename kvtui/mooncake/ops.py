@@ -15,11 +15,13 @@ from typing import Any
 from kvtui.core.cluster_api import AckLedger
 from kvtui.core.failover import FailoverReport
 from kvtui.core.panels import StoreScrape
+from kvtui.core.subscribers import Subscribers, Unsubscribe
 from kvtui.mooncake import ha
 from kvtui.mooncake.client import ClusterEndpoints
 from kvtui.mooncake.cluster import ClusterOptions, EmbeddedCluster
-from kvtui.mooncake.failover import FailoverWatch
+from kvtui.mooncake.failover import FailoverHistory, FailoverWatch
 from kvtui.mooncake.hosts import BRIDGE_ADDRESS, EmulatedHosts
+from kvtui.mooncake.leaderwatch import LeaderChange, LeaderWatcher
 from kvtui.mooncake.net import probe_tcp, split_hostport
 from kvtui.mooncake.samplers import StoreSampler
 from kvtui.runtime.procs import ManagedProcess, spawn
@@ -40,8 +42,9 @@ class MooncakeCluster:
         self._cluster = embedded
         self._sampler = StoreSampler(endpoints.metrics_url, endpoints.masters, tiered="disk" in endpoints.tiers,
                                      disk_bytes=options.disk_bytes if embedded is not None else 0)
-        self._log_marks: dict[str, int] = {}  # each master's log, read up to here by the last failover report
-        # (written by the failover watches, which run one at a time)
+        self._history = FailoverHistory()  # what the failover watches share (they run one at a time)
+        self._changes: Subscribers[[LeaderChange]] = Subscribers()  # told of failovers kvtui did not cause
+        self._leaders: LeaderWatcher | None = None  # (HA: started by the first subscriber, stopped by stop())
         self._stopped = False
         self._fills = 0  # filler runs so far (each writes a report file of its own)
 
@@ -190,13 +193,41 @@ class MooncakeCluster:
             raise RuntimeError(f"the filler failed (exit code {code}): {out.get('error', 'see filler.log')}")
         return out
 
+    def subscribe_failovers(self, fn: Callable[[LeaderChange], None], *, snapshots: bool = True) -> Unsubscribe:
+        """Call ``fn(change)`` from the leader watcher's thread for every failover kvtui did not cause
+        (:class:`~kvtui.mooncake.leaderwatch.LeaderChange`); ``snapshots``: list the leader's keys every few
+        seconds, for the loss check of such a failover. Starts the watcher (an HA cluster only; otherwise
+        ``fn`` is never called)."""
+        unsubscribe = self._changes.subscribe(fn)
+        if self._endpoints.ha and not self._stopped:
+            if self._leaders is None:
+                self._leaders = LeaderWatcher(self._endpoints.master, self._endpoints.masters, self._changes)
+                self._history.etcd_silent_s = self._leaders.etcd_silent_s
+                self._leaders.start()
+            self._leaders.snapshots = self._leaders.snapshots or snapshots
+        return unsubscribe
+
     def watch_failover(self, n: int, kind: str, *, clock: Callable[[], float], ledger: AckLedger | None,
                        log: Callable[[str, str], None], hit_rate_before: float | None,
                        on_serving: Callable[[str], None] | None = None,
-                       on_done: Callable[[FailoverReport], None] | None = None) -> FailoverWatch:
-        watch = FailoverWatch(n, kind, self._endpoints, clock, ledger, log, on_serving=on_serving, on_done=on_done,
-                              log_marks=self._log_marks)
-        watch.begin(hit_rate_before)
+                       on_done: Callable[[FailoverReport], None] | None = None,
+                       seen: object | None = None) -> FailoverWatch:
+        leaders = self._leaders
+        if leaders is not None:
+            leaders.pause()
+
+        def done(report: FailoverReport) -> None:
+            if leaders is not None:
+                leaders.resume()
+            if on_done is not None:
+                on_done(report)
+
+        watch = FailoverWatch(n, kind, self._endpoints, clock, ledger, log, on_serving=on_serving, on_done=done,
+                              history=self._history)
+        if isinstance(seen, LeaderChange):
+            watch.begin_seen(seen, hit_rate_before)
+        else:
+            watch.begin(hit_rate_before)
         watch.start()
         return watch
 
@@ -204,6 +235,8 @@ class MooncakeCluster:
         if self._stopped:
             return
         self._stopped = True
+        if self._leaders is not None:
+            self._leaders.stop()
         if self._cluster is not None:
             self._cluster.stop(keep_logs=keep_logs)
 

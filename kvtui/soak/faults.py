@@ -64,7 +64,8 @@ class FaultRecord:
     ``lost``: requests lost with a dead worker; ``failed``: requests that finished with a store error
     between injection and recovery, ``errors`` their codes by name; ``mismatches``: pages whose bytes did
     not verify meanwhile; ``detail``: what was done (pids, the filler's report); ``cut_short``: the soak
-    ended (or was interrupted) while it was open; ``failover``: for the HA kinds, what the failover cost
+    ended (or was interrupted) while it was open (with ``recovered_s`` set: its healthy run had begun, but was
+    shorter than a full one when the soak ended); ``failover``: for the HA kinds, what the failover cost
     (:class:`kvtui.core.failover.FailoverReport` as a dict)."""
 
     n: int
@@ -121,11 +122,15 @@ class RecoveryTracker:
         with self._lock:
             rec.cleared_s = t
 
-    def end(self) -> None:
-        """Stop counting for the open fault (recovered, timed out or the soak ended)."""
+    def end(self, soak_ended: bool = False) -> None:
+        """Stop counting for the open fault (recovered, timed out or, ``soak_ended``, the soak ended: a healthy
+        run already under way then recovers it, marked ``cut_short``, although it is shorter than a full one)."""
         with self._lock:
-            if self.open is not None:
-                self.open.errors = dict(sorted(self._errors.items()))
+            rec = self.open
+            if rec is not None:
+                rec.errors = dict(sorted(self._errors.items()))
+                if soak_ended and self._run is not None and rec.recovered_s is None:
+                    rec.recovered_s, rec.cut_short = self._run[1], True
             self.open = None
 
     def add(self, r) -> None:
@@ -254,7 +259,7 @@ class Injector(threading.Thread):
         deadline = rec.t_s + self.timeout_s
         while not self._halt.is_set() and not self.tracker.recovered.is_set() and self.engine.now() < deadline:
             self.tracker.recovered.wait(0.1)
-        self.tracker.end()
+        self.tracker.end(soak_ended=self._halt.is_set())
         watch, self._watch = self._watch, None
         if watch is not None:  # (its report ends with kvtui's first reload and publish: about the recovery)
             while not self._halt.is_set() and not watch.done.is_set() and self.engine.now() < deadline:
@@ -263,14 +268,18 @@ class Injector(threading.Thread):
                 watch.stop()
                 watch.done.wait(5)
             rec.failover = watch.report.as_dict()
-            self.say(f"chaos: {watch.report.line()}")
-        rec.cut_short = rec.recovered_s is None and self._halt.is_set()
+            for i, line in enumerate(watch.report.lines()):
+                self.say(f"chaos: {line}" if i == 0 else f"       {line}")
+        rec.cut_short = rec.cut_short or (rec.recovered_s is None and self._halt.is_set())
         rec.lost = sum(r.lost for r in self.engine.replacements[replacements:])
         if rec.recovery_s is not None:
-            assert rec.cleared_s is not None and rec.t_s is not None  # recovered: it was injected and cleared
+            assert rec.cleared_s is not None and rec.t_s is not None and rec.recovered_s is not None  # (recovered)
+            short = (f"; the soak ended {self.engine.now() - rec.recovered_s:.1f} s later, before {STABLE_N} healthy "
+                     f"requests over {STABLE_S:g} s" if rec.cut_short else "")
             self._log("info", f"chaos: fault {rec.n} {rec.kind} recovered in {rec.recovery_s:.1f} s (cleared "
                               f"after {rec.cleared_s - rec.t_s:.1f} s; {plural(rec.lost, 'request')} lost, "
-                              f"{rec.failed} with store errors, {plural(rec.mismatches, 'mismatch', 'mismatches')})")
+                              f"{rec.failed} with store errors, {plural(rec.mismatches, 'mismatch', 'mismatches')}"
+                              f"{short})")
         else:
             why = rec.error or ("the soak ended first" if self._halt.is_set() else
                                 f"no healthy request within {self.timeout_s:g} s")

@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Callable
 
 import psutil
 
+from kvtui.core.failover import loss_summary
 from kvtui.soak.faults import Injector, RecoveryTracker, unavailable
 from kvtui.soak.sampler import PROCS, ResourceSampler, SeriesWriter, ephemeral_ports
 from kvtui.soak.schedule import KINDS, default_window, schedule
@@ -102,7 +103,7 @@ class Soak:
         """Sample every ``sample_s`` until the driver is done, injecting faults meanwhile; then clear the
         fault under way, take a last sample and close the series. ``KeyboardInterrupt`` passes through,
         after the same cleanup."""
-        for name, pid in self.engine.worker_pids().items():
+        for name, pid in self.session.process_pids().items():
             self._note(name, pid)
         if self.injector is not None:
             self.injector.start()
@@ -125,7 +126,7 @@ class Soak:
     def sample(self) -> dict:
         """One sample: a series row (:data:`kvtui.soak.sampler.COLUMNS`), written and kept."""
         engine, agg = self.engine, self.session.agg
-        pids = engine.worker_pids()
+        pids = self.session.process_pids()  # (the workers and the embedded cluster: growth of each)
         if pids != self._pids:  # a restart or a replacement: the monitor's processes panel follows it
             self.session.follow_processes()
             for name, pid in pids.items():
@@ -215,13 +216,19 @@ class Soak:
         what became of its requests (:class:`kvtui.live.RunCounts`). Fields: the faults'
         (:func:`~kvtui.soak.summary.fault_summary`), the growth per hour
         (:func:`~kvtui.soak.summary.resource_growth`), the targets and the run's summary
-        (:func:`~kvtui.metrics.aggregate.summary_from_frame`); :func:`~kvtui.soak.summary.format_soak` prints them."""
+        (:func:`~kvtui.metrics.aggregate.summary_from_frame`); with failovers (the HA faults', and any kvtui did
+        not cause), ``pages_lost`` (:func:`kvtui.core.failover.loss_summary`) and ``failover_reports``, and the
+        targets ``zero_pages_lost`` (beyond the leader-kill window; None when a failover went unchecked and
+        none lost pages) and ``zero_pages_lost_in_window``; :func:`~kvtui.soak.summary.format_soak` prints them."""
         from kvtui.metrics.aggregate import summary_from_frame
 
         plan = self.plan
         run = summary_from_frame(final)
         records = self._records()
         faults = fault_summary(records, tuple(k for k in plan.kinds if k not in self.skipped_kinds))
+        by_n = {r.failover["n"]: f"fault {r.n}" for r in records if r.failover}
+        reports = [r.as_dict() for r in self.session.failovers]
+        pages = loss_summary(reports, [by_n.get(r["n"], f"failover {r['n']}") for r in reports])
         lost = sum(r.lost for r in self.engine.replacements)
         elapsed = self.last.get("t_s", 0.0)
         cols = {k: [None if math.isnan(v) else v for v in col] for k, col in self.cols.items()}
@@ -247,12 +254,17 @@ class Soak:
             "verified_pages": run["verified_pages"], "mismatches": run["mismatches"], "errors": run["errors"],
             "verify": self.engine.options.verify,
             "faults": faults, "fault_events": [r.as_dict() for r in records],
+            **({"pages_lost": pages, "failover_reports": reports} if reports else {}),
             "worker_replacements": [asdict(r) for r in self.engine.replacements],
             "growth_per_hour": growth, "time_wait": tw,
             "tcp": {"established_last": est[-1] if est else None, "established_max": max(est) if est else None},
             "targets": {"every_fault_recovered": faults["not_recovered"] == faults["cut_short"]
                         and faults["inject_errors"] == 0,
-                        "zero_mismatches": run["mismatches"] == 0, "zero_orphans": not orphans,
+                        "zero_mismatches": run["mismatches"] == 0,
+                        **({"zero_pages_lost": None if pages["unchecked"] and not pages["beyond_window"] else
+                            pages["beyond_window"] == 0, "zero_pages_lost_in_window": pages["in_window"] == 0}
+                           if reports else {}),
+                        "zero_orphans": not orphans,
                         "kvtui_rss_MiB_per_h": kv_rss["per_h"] if kv_rss else None,
                         "kvtui_rss_ok": None if kv_rss is None else kv_rss["per_h"] <= KVTUI_RSS_TARGET_MIB_PER_H,
                         "fds_flat": not fds_growing, "fds_growing": fds_growing},

@@ -14,15 +14,15 @@ from __future__ import annotations
 import random
 from dataclasses import asdict, dataclass
 
+from kvtui.core.failover import ETCD_OUTAGE, LEADER_HANG, LEADER_KILL
+
 MASTER_KILL = "master-kill"  # SIGKILL of the embedded master, then a restart on the same ports
 MASTER_PAUSE = "master-pause"  # SIGSTOP of the master for a few seconds, then SIGCONT: a hung peer
 STORE_KILL = "store-kill"  # SIGKILL of the store node, then a new one with a segment of the same size
 STORE_FULL = "store-full"  # a separate client puts filler objects until NO_AVAILABLE_HANDLE, then removes them
 WORKER_KILL = "worker-kill"  # SIGKILL of the prefill or decode worker; the engine starts the chain again
 LINK_CUT = "link-cut"  # an emulated host's link taken down and up again: needs --hosts auto (kvtui.mooncake.hosts)
-LEADER_KILL = "leader-kill"  # --ha: SIGKILL of the serving master; a standby takes over, the killed one rejoins
-LEADER_HANG = "leader-hang"  # --ha: SIGSTOP of the serving master for --pause-s, then SIGCONT (a hung leader)
-ETCD_OUTAGE = "etcd-outage"  # --ha: SIGSTOP of kvtui's etcd for --pause-s, then SIGCONT (the masters' lease holder)
+# --ha: LEADER_KILL, LEADER_HANG and ETCD_OUTAGE (kvtui.core.failover: each is a failover report's kind too)
 KINDS = (MASTER_KILL, MASTER_PAUSE, STORE_KILL, STORE_FULL, WORKER_KILL, LINK_CUT, LEADER_KILL, LEADER_HANG,
          ETCD_OUTAGE)  # (those that apply: see
 # kvtui.soak.faults.why_unavailable; the order of those left is the schedule's)

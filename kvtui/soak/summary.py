@@ -19,6 +19,7 @@ from typing import Any, Sequence
 
 import numpy as np
 
+from kvtui.core.failover import loss_text
 from kvtui.core.text import plural
 from kvtui.core.verify import checked
 from kvtui.metrics.figures import failover_lines, failover_ranges
@@ -150,17 +151,20 @@ def fault_summary(records: list, kinds: Sequence[str]) -> dict:
     """Counts and recovery times of :class:`kvtui.soak.faults.FaultRecord` s: ``scheduled``, ``injected``,
     ``recovered`` (survived), ``not_recovered`` (of which ``cut_short``: still open when the soak ended),
     ``skipped`` (never injected: the soak ended first),
-    ``inject_errors``, ``lost``, ``failed_requests``, ``mismatches``, ``recovery_s`` and ``clear_s``
+    ``inject_errors``, ``lost`` (requests), ``failed_requests``, ``mismatches``, ``pages_lost`` (acknowledged
+    pages the HA faults' failovers lost), ``recovery_s`` and ``clear_s``
     (:func:`percentiles`), and ``by_kind`` with the same per kind; with HA faults, ``failovers``: their count
     ``n`` and ``ranges``, each failover figure's min and max (:func:`kvtui.metrics.figures.failover_ranges`)."""
     def block(recs: list) -> dict:
         injected = [r for r in recs if r.t_s is not None]
         rec_s = [r.recovery_s for r in injected if r.recovery_s is not None]
         return {"scheduled": len(recs), "injected": len(injected), "recovered": len(rec_s),
-                "not_recovered": len(injected) - len(rec_s), "cut_short": sum(1 for r in injected if r.cut_short),
+                "not_recovered": len(injected) - len(rec_s),
+                "cut_short": sum(1 for r in injected if r.cut_short and r.recovery_s is None),
                 "skipped": len(recs) - len(injected),
                 "inject_errors": sum(1 for r in injected if r.error), "lost": sum(r.lost for r in injected),
                 "failed_requests": sum(r.failed for r in injected), "mismatches": sum(r.mismatches for r in injected),
+                "pages_lost": sum((r.failover or {}).get("pages_lost") or 0 for r in injected),
                 "recovery_s": percentiles(rec_s),
                 "clear_s": percentiles([r.cleared_s - r.t_s for r in injected if r.cleared_s is not None])}
 
@@ -203,10 +207,14 @@ def format_soak(s: dict) -> str:
     ]
     for kind, b in f["by_kind"].items():
         if b["scheduled"]:
+            pages = f"; acknowledged pages lost {b['pages_lost']:,}" if b.get("pages_lost") else ""
             lines.append(f"  {kind:<20}{b['injected']} injected, {b['recovered']} recovered; recovery p50 "
-                         f"{_secs(b['recovery_s']['p50'])}, max {_secs(b['recovery_s']['max'])}; lost {b['lost']}")
+                         f"{_secs(b['recovery_s']['p50'])}, max {_secs(b['recovery_s']['max'])}; requests lost "
+                         f"{b['lost']}{pages}")
     if "failovers" in f:
         lines.append(failover_lines(f["failovers"]["n"], f["failovers"]["ranges"]))
+    if "pages_lost" in s:
+        lines.append(f"pages lost            {loss_text(s['pages_lost'])}")
     rss = g["rss_MiB"]
     lines.append("RSS growth (MiB/h)    " + ", ".join(f"{p} {_num(v['per_h'])}" for p, v in rss.items()))
     lines.append("fd growth (/h)        " + ", ".join(f"{p} {_num(v['per_h'], '{:.1f}')}" for p, v in g["fds"].items()))
@@ -219,9 +227,11 @@ def format_soak(s: dict) -> str:
                  f"(max {tw['max']}, growth {_num(tw['per_h'], '{:.0f}')}/h)"
                  + (f"  FLAGGED: {tw['why']}" if tw["flagged"] else ""))
     t = s["targets"]
+    lost = (f"; 0 pages lost {t['zero_pages_lost']}; 0 lost in the leader-kill window "
+            f"{t['zero_pages_lost_in_window']}" if "zero_pages_lost" in t else "")
     lines.append(f"targets               every fault recovered {t['every_fault_recovered']}; 0 mismatches "
-                 f"{t['zero_mismatches']}; 0 orphans {t['zero_orphans']}; kvtui RSS ≤ {KVTUI_RSS_TARGET_MIB_PER_H:g} "
-                 f"MiB/h {t['kvtui_rss_ok']}; fds flat {t['fds_flat']}")
+                 f"{t['zero_mismatches']}{lost}; 0 orphans {t['zero_orphans']}; kvtui RSS ≤ "
+                 f"{KVTUI_RSS_TARGET_MIB_PER_H:g} MiB/h {t['kvtui_rss_ok']}; fds flat {t['fds_flat']}")
     errors = ", ".join(f"{k} ×{v}" for k, v in s["errors"].items()) or "none"
     lines.append(f"store errors          {errors}")
     return "\n".join(lines)

@@ -11,7 +11,8 @@ a drain drops them (each a :class:`~kvtui.core.engine_api.Dropped`), as decode w
 run an earlier :meth:`FakeEngine.begin_run` began are discarded.
 
 Knobs a test sets on the engine: ``codes`` (store codes every result carries from now on, e.g. RPC_FAIL for an
-outage), ``refuse`` (the exception :meth:`~FakeEngine.set_layout` raises), ``begin_error`` (the exception
+outage), ``hung_s`` (a result carrying codes began this long before it ended: a call that hung first),
+``refuse`` (the exception :meth:`~FakeEngine.set_layout` raises), ``begin_error`` (the exception
 :meth:`~FakeEngine.begin_run` raises: a worker dead before the run began), ``pids``
 (:meth:`~FakeEngine.worker_pids`); on the cluster: ``answers`` (what :meth:`~FakeCluster.reachable` says).
 What they were asked is kept: ``submitted``, ``runs``, ``holds``, ``drains``, ``layouts_set``,
@@ -30,7 +31,7 @@ import time
 from dataclasses import dataclass, replace
 from typing import Callable
 
-from kvtui.core.cluster_api import AckLedger, ClusterProcess, LinkControl
+from kvtui.core.cluster_api import AckLedger, ClusterProcess, FailoverSeen, LinkControl
 from kvtui.core.defaults import DEFAULT_MODEL
 from kvtui.core.engine_api import Dropped, RemoteJoin, SubmittedRequest, WorkerReplacement
 from kvtui.core.events import RequestResult
@@ -210,10 +211,14 @@ class FakeCluster:
                    timeout_s: float, on_start: Callable[[int], None] | None = None) -> dict[str, object]:
         raise RuntimeError("the fake cluster has no store to fill")
 
+    def subscribe_failovers(self, fn: Callable[[FailoverSeen], None], *, snapshots: bool = True) -> Unsubscribe:
+        return lambda: None
+
     def watch_failover(self, n: int, kind: str, *, clock: Callable[[], float], ledger: AckLedger | None,
                        log: Callable[[str, str], None], hit_rate_before: float | None,
                        on_serving: Callable[[str], None] | None = None,
-                       on_done: Callable[[FailoverReport], None] | None = None) -> FakeFailoverWatch:
+                       on_done: Callable[[FailoverReport], None] | None = None,
+                       seen: FailoverSeen | None = None) -> FakeFailoverWatch:
         watch = FakeFailoverWatch(n, kind, clock(), on_serving=on_serving, on_done=on_done)
         with self._lock:
             self.watches.append(watch)
@@ -243,6 +248,7 @@ class FakeEngine:
         self.endpoints = FakeEndpoints()
         self.answer = answer
         self.codes: dict[int, int] = {}
+        self.hung_s = 0.0
         self.refuse: Exception | None = None
         self.begin_error: BaseException | None = None
         self.pids: dict[str, int] = {}
@@ -378,4 +384,5 @@ class FakeEngine:
             req_id=req.req_id, scenario=req.scenario, n_tokens=n_tokens, cacheable_tokens=req.cacheable_tokens,
             page_tokens=layout.page_tokens, page_bytes=layout.page_bytes, pages_total=pages, pages_hit=0,
             states=states, pages_published=pages, bytes_written=pages * layout.page_bytes, codes=dict(self.codes),
-            arrival_s=req.arrival_s, t_start=t, t_end=t, labels=tuple(req.labels))
+            arrival_s=req.arrival_s, t_start=t - (self.hung_s if self.codes else 0.0), t_end=t,
+            labels=tuple(req.labels))

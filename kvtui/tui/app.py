@@ -61,7 +61,7 @@ from kvtui.tui.knob_state import KnobState, seen_in
 from kvtui.tui.palette import system_commands
 from kvtui.tui.protocols import Controller, FrameSource, Player
 from kvtui.tui.replay import ReplayKeys
-from kvtui.tui.screens import SCREENS, HelpScreen, RowDetailScreen, SettingsScreen
+from kvtui.tui.screens import SCREENS, FailoverScreen, HelpScreen, RowDetailScreen, SettingsScreen
 from kvtui.tui.signals import INTERRUPT_EXIT, ExitSignals
 from kvtui.tui.store_actions import StoreKeys
 from kvtui.tui.svg import write_screen_svg
@@ -86,13 +86,20 @@ MIN_SIZE = (60, 16)
 GIL_SWITCH_S = 0.001  # while the monitor runs (see run_app)
 
 
+NOT_OUR_MASTERS = ("K kills only a leader kvtui started (--ha N): these masters are another's, so kvtui does not "
+                   "signal them. Stop the leader yourself; kvtui measures the failover and reports it (F)")
+"""What K says with an HA cluster kvtui attached to."""
+
+
 @dataclasses.dataclass(frozen=True)
 class Gate:
     """Which controls the monitor offers, from the newest frame: whether it has a ``controller``, the frame
     source's ``mode`` (``live`` / ``replay``), the workload ``kind`` (``synthetic``, ``trace``, ``observe``),
     whether the master of the cluster kvtui started is down (``own_master_down``: M restarts it), and
-    whether that cluster's master or store node is down (``own_down``), and whether it is kvtui's own HA
-    cluster with a master serving (``own_leader``: K kills it)."""
+    whether that cluster's master or store node is down (``own_down``), whether it is kvtui's own HA
+    cluster with a master serving (``own_leader``: K kills it), whether it is an HA cluster of another's
+    (``other_ha``: K says why it does not act on it) and whether a failover was measured (``failovers``: F
+    shows the reports)."""
 
     controller: bool
     mode: str
@@ -100,6 +107,8 @@ class Gate:
     own_master_down: bool
     own_down: bool
     own_leader: bool = False
+    other_ha: bool = False
+    failovers: bool = False
 
 
 _KNOB_ACTIONS = frozenset({"knob", "scenario", "settings"})  # a synthetic workload's
@@ -288,8 +297,9 @@ class KvtuiApp(App[int]):
         own_down = bool(st.get("outage")) and st.get("store_mode") == "embedded" and st.get("mode", "live") == "live"
         own_master_down = own_down and st.get("outage_of", "master") == "master"
         own_leader = bool(st.get("ha_own")) and not st.get("outage") and st.get("mode", "live") == "live"
+        other_ha = bool(st.get("ha")) and not st.get("ha_own") and st.get("mode", "live") == "live"
         gate = Gate(self.controller is not None, st.get("mode", "live"), w.get("kind", "synthetic"), own_master_down,
-                    own_down, own_leader)
+                    own_down, own_leader, other_ha, bool(st.get("failovers")))
         if gate != self._gate:
             if own_down and st.get("outage_of") == "leader":
                 if self.controller is not None and self.player is None:
@@ -357,11 +367,14 @@ class KvtuiApp(App[int]):
         moments they are for), ``None`` shown disabled (no controller, a recorded frame, no synthetic workload
         for the knobs, an observed master for clear), ``True`` enabled."""
         gate = self._gate
-        if action in ("kill_leader", "restart_master"):
+        if action in ("kill_leader", "restart_master", "failovers"):
             if self.controller is None or self.player is not None or gate is None:
                 return False
-            # K: only with kvtui's own HA cluster, while a master serves; M: while the master kvtui started is down
-            return gate.own_leader if action == "kill_leader" else gate.own_master_down
+            if action == "failovers":  # F: once a failover was measured
+                return gate.failovers
+            # K: with kvtui's own HA cluster while a master serves (with another's HA cluster it says why it does
+            # not act); M: while the master kvtui started is down
+            return (gate.own_leader or gate.other_ha) if action == "kill_leader" else gate.own_master_down
         if action in _WORKLOAD_ACTIONS:
             if self.controller is None or (gate is not None and gate.mode == "replay"):
                 return None  # shown disabled
@@ -452,7 +465,16 @@ class KvtuiApp(App[int]):
         self.store_keys.restart_master()
 
     def action_kill_leader(self) -> None:
+        if self._gate is not None and self._gate.other_ha:
+            self.log_line(NOT_OUR_MASTERS, "error")
+            self.flash("K: kvtui did not start these masters (--ha N starts its own)")
+            return
         self.store_keys.kill_leader()
+
+    def action_failovers(self) -> None:
+        """F: every failover's whole report, on a screen of its own."""
+        reports = getattr(self.controller, "failover_reports", None)
+        self.push_screen(FailoverScreen(reports() if reports is not None else []))
 
     def on_worker_state_changed(self, event: Worker.StateChanged) -> None:
         self.store_keys.worker_changed(event)

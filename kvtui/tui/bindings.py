@@ -94,14 +94,17 @@ RESTART = Binding("M", "app.restart_master", "restart master", key_display="M",
 # priority: the dialog opens before the app routes the next key, so a value typed right after e reaches it
 SETTINGS = Binding("e", "app.settings", "set…", priority=True, tooltip=f"type {_knobs_text()} (layout presets: ^p)")
 KILL = Binding("K", "app.kill_leader", "kill leader", key_display="K",
-               tooltip="--ha: SIGKILL the serving master; a standby takes over and the failover is measured")
+               tooltip="--ha: SIGKILL the serving master; a standby takes over and the failover is measured (with "
+                       "an HA cluster kvtui attached to, it says why it does not)")
+FAILOVERS = Binding("F", "app.failovers", "failovers", key_display="F",
+                    tooltip="--ha: every failover's whole report (shown once one was measured)")
 
 LIVE: list[Binding] = [
     HELP, QUIT, PAUSE,
     *(b for knob in KNOBS.values() for b in _knob_bindings(knob)),
     Binding(SCENARIO.key, "app.scenario", "scenario", tooltip="next scenario"),
     FREEZE, WINDOW,
-    SETTINGS, CLEAR, REC, RESTART, KILL, SHOT,
+    SETTINGS, CLEAR, REC, RESTART, KILL, FAILOVERS, SHOT,
 ]
 
 _SPEED = Binding.Group("speed", compact=True)
@@ -111,7 +114,7 @@ TRACE: list[Binding] = [
             tooltip="trace: half as fast (from as fast as possible: ×64)"),
     Binding("plus,equals_sign", "app.trace_speed(1)", "faster", key_display="+", group=_SPEED,
             tooltip="trace: twice as fast (×0.5 … ×64, then as fast as possible)"),
-    FREEZE, WINDOW, CLEAR, REC, RESTART, KILL, SHOT,
+    FREEZE, WINDOW, CLEAR, REC, RESTART, KILL, FAILOVERS, SHOT,
 ]
 TRACE += _not_for_a_trace({b.key for b in Binding.make_bindings(TRACE)}, (SETTINGS,))
 

@@ -37,6 +37,7 @@ class PaletteHost(Protocol):
     def action_freeze(self) -> None: ...
     def action_screenshot(self) -> str | None: ...
     def action_kill_leader(self) -> None: ...
+    def action_failovers(self) -> None: ...
 
 
 def system_commands(app: PaletteHost) -> Iterable[SystemCommand]:
@@ -57,6 +58,8 @@ def system_commands(app: PaletteHost) -> Iterable[SystemCommand]:
     if live and app.check_action("kill_leader", ()):
         yield SystemCommand("Kill the leader (HA)", "SIGKILL the serving master; watch the failover (K)",
                             app.action_kill_leader)
+    if live and app.check_action("failovers", ()):
+        yield SystemCommand("Failover reports (HA)", "Every failover's whole report (F)", app.action_failovers)
     if live and app.check_action("toggle_recording", ()):
         yield SystemCommand("Start / stop recording", "Record the session to a file (ctrl+r)",
                             app.action_toggle_recording)

@@ -34,7 +34,8 @@ class Controller(Protocol):
     """The workload's controls. Every method returns quickly except ``clear_store`` (the app runs it in a
     thread worker); ``restart_master()`` (optional: only a controller that started the master has it)
     and ``kill_leader()`` (optional: only a controller with its own HA cluster has it) likewise.
-    ``toggle_recording`` is optional too: without it the app says recording is unavailable."""
+    ``toggle_recording`` is optional too: without it the app says recording is unavailable; so is
+    ``failover_reports() -> list[list[str]]`` (every failover's report, its lines: the F screen)."""
 
     def send(self, control: Control) -> None:
         """Ask for a knob change (:mod:`kvtui.core.controls`: SetKnob, SetLayout, SetTraceSpeed); the engine

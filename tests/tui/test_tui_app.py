@@ -8,6 +8,7 @@ import pytest
 from textual.widgets import Input, Static
 from tui_helpers import (
     PROCS,
+    STATUS,
     STORE,
     SYNTH,
     AggSource,
@@ -492,6 +493,50 @@ def test_restart_master_is_offered_only_while_the_embedded_master_is_down():
         assert ctl.named("restart_master") == [("restart_master",)]
         src.status["store_mode"] = "attached"  # not ours to restart
         await pilot_wait_for(pilot, lambda: app.check_action("restart_master", ()) is False, 10, "M withdrawn")
+
+    pilot_test(app, scenario)
+
+
+def test_k_says_why_it_does_not_act_on_another_clusters_masters_and_f_shows_the_reports():
+    """Attached to an HA cluster: K is offered, and pressing it says kvtui did not start these masters (nothing
+    sent to the controller); once a failover was measured F opens every report whole; the store panel marks its
+    figures stale while no master answers; the attached masters have rows with their roles."""
+    from kvtui.core.failover import FailoverReport
+    from kvtui.tui.app import NOT_OUR_MASTERS
+    from kvtui.tui.screens import FailoverScreen
+
+    report = FailoverReport(1, "external", 12.0, "master-0", "master-1", 4.1, 9.2, pages_checked=900, pages_lost=3,
+                            lost_by_cause={"untraced": 3}, how="master-0 stopped serving")
+
+    class Ctl(RecordingController):
+        def failover_reports(self):
+            return [report.lines()]
+
+    src = AggSource(status={**STATUS, "store_mode": "attached", "ha": True})
+    ctl = Ctl()
+    app = KvtuiApp(src, ctl, refresh_hz=TICK_HZ)
+
+    async def scenario(pilot):
+        await pilot_wait_for(pilot, lambda: app.check_action("kill_leader", ()) is True, 10, "K offered")
+        assert app.check_action("failovers", ()) is False  # (no failover yet)
+        await pilot.press("K")
+        await pilot_wait_for(pilot, lambda: NOT_OUR_MASTERS in log_texts(app), 10, "K's reason")
+        assert ctl.calls == [] or all(c[0] != "kill_leader" for c in ctl.calls)
+        src.status["failovers"] = 1
+        await pilot_wait_for(pilot, lambda: app.check_action("failovers", ()) is True, 10, "F offered")
+        await pilot.press("F")
+        await pilot_wait_for(pilot, lambda: isinstance(app.screen, FailoverScreen), 10, "the report screen")
+        text = "\n".join(screen_lines(app))
+        assert "failover 1 (external) at 12.0 s: master-0 → master-1" in text
+        assert "lost without a trace in the masters' logs" in text
+        await pilot.press("escape")
+        store = app.query_one(StorePanel)
+        store.store = {**STORE, "up": False}
+        assert "no master answers" in store.lines(40)[0].plain and store.border_subtitle == "stale"
+        procs = app.query_one(ProcsPanel)  # (an attached master's row: its role, no pid, CPU or RSS)
+        procs.procs = (*PROCS, {"name": "master-0", "role": "leader", "remote": True})
+        lines = [t.plain for t in procs.lines(60)]
+        assert any(line.startswith("master-0 leader") and line.rstrip().endswith("—") for line in lines), lines
 
     pilot_test(app, scenario)
 

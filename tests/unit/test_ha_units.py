@@ -155,6 +155,32 @@ def test_an_ha_failover_is_said_as_one():
     assert texts[1].startswith("the store answers again ") and "dispatch resumed" in texts[1]
 
 
+def test_an_outage_is_dated_from_its_first_failed_call_not_its_answer():
+    """A call to a dead leader can block seconds before it fails: the outage is said with how long before its
+    first failed call began, and "answers again" measures from that call, not from the answer."""
+    engine, cluster = FakeEngine(), FakeCluster()
+    events = []
+    d = Driver(engine, _requests(), lambda r: None, events.append, store_answers=cluster.reachable, ha=True).start()
+    try:
+        assert _wait(lambda: d.completed > 0)
+        d.pause()
+        assert _wait(lambda: d.completed + d.dropped == d.issued)
+        time.sleep(0.3)  # (the last healthy request ended at least this long before the failing call's answer)
+        engine.hung_s, cluster.answers, engine.codes = 4.3, False, {-900: 1}
+        d.resume()
+        assert _wait(lambda: d.outage)
+        engine.codes, engine.hung_s, cluster.answers = {}, 0.0, True
+        assert _wait(lambda: not d.outage, 5.0)
+    finally:
+        d.stop()
+        assert d.done.wait(5)
+    held, back = [e for e in events if e.kind == "outage"][:2]
+    began = held.data["began_s"]
+    assert held.t - began >= 0.25 and "its first failed call began" in held.text
+    assert back.data["down_s"] >= back.data["held_s"] + 0.25
+    assert back.text.startswith(f"the store answers again {back.data['down_s']:.1f} s after its first failed call")
+
+
 def test_a_quiet_run_says_a_failover_is_under_way(capsys):
     from kvtui.commands.run import _progress
     from kvtui.metrics.store_full import StoreFullAlarm
@@ -191,6 +217,16 @@ def test_the_processes_panel_names_each_master_with_its_role():
     assert with_roles(procs, names, 6) == names  # no room: the names alone
 
 
+def test_an_attached_clusters_masters_get_process_rows_with_their_roles():
+    from kvtui.live.session import with_roles
+
+    procs = ({"name": "decode", "pid": 7, "cpu_percent": 1.0, "rss_bytes": 1 << 20},)
+    store = {"masters": [{"name": "master-0", "role": "leader"}, {"name": "master-1", "role": "standby"}]}
+    rows = with_roles(procs, store)
+    assert [(r["name"], r.get("role"), r.get("remote")) for r in rows] == [
+        ("decode", None, None), ("master-0", "leader", True), ("master-1", "standby", True)]
+
+
 def test_a_master_is_what_its_health_says():
     s = ha.MasterState("master-1", "http://h:1", True, "leader", "leader_warmup", "127.0.0.1:5")
     assert s.word == "warm-up" and not s.serving
@@ -202,26 +238,103 @@ def test_a_master_is_what_its_health_says():
     assert ha.admin_names(["http://a:1", "http://b:2"]) == (("master-0", "http://a:1"), ("master-1", "http://b:2"))
 
 
-def test_a_failed_standby_restore_is_found_in_the_new_leaders_log_since_the_fault(tmp_path):
-    """A promoted master that could not restore its standby state says so in its log (ha.RESTORE_FAILED); the
-    failover report names it, reading only what was logged after the fault."""
-    from kvtui.core.failover import FailoverReport
+def test_master_log_lines_are_read_by_mooncakes_codes(tmp_path):
+    """A master's lines with a code (``err=-1401``, ``failed: INVALID_PARAMS``) and its role changes are read,
+    named from Mooncake's table, with the key a line names; other lines are not kept; a line cut at the end of
+    the file waits for the next read."""
+    from kvtui.mooncake import masterlog
 
-    log = tmp_path / "master-1.log"
-    log.write_text("E1206 06:30:00 master_service_supervisor.cpp:401] Standby restore failed: INVALID_PARAMS\n")
-    sizes = ha.log_sizes(str(tmp_path), ["master-0", "master-1"])
-    assert sizes == {"master-0": 0, "master-1": log.stat().st_size}
-    assert ha.restore_failure(str(tmp_path), "master-1", sizes["master-1"]) is None  # (an earlier failover's)
+    e = masterlog.parse_line("W1207 20:18:36.180194 20182 master_service.cpp:4655] PutEnd: OpLog queue failed for "
+                             "key=mc/m/abc, err=-1401")
+    assert e is not None and (e.code, e.name, e.key) == (-1401, "TASK_PENDING_LIMIT_EXCEEDED", "mc/m/abc")
+    assert e.what == "PutEnd: OpLog queue failed for key=…, err=-1401" and e.level == "W"
+    r = masterlog.parse_line("E1207 20:19:11.210511 19735 master_service_supervisor.cpp:401] Standby restore "
+                             "failed: INVALID_PARAMS")
+    assert r is not None and (r.code, r.name, r.key) == (-600, "INVALID_PARAMS", None)
+    t = masterlog.parse_line("W1207 20:19:00.000001  9651 x.cpp:1] commit err=-1002")
+    assert t is not None and t.name == "ETCD_TRANSACTION_FAIL"
+    role = masterlog.parse_line("I1207 20:18:20.539088 19735 master_service_supervisor.cpp:154] Master runtime "
+                                "state -> serving, role=leader")
+    assert role is not None and role.code is None and role.state == "serving"
+    assert masterlog.parse_line("I1207 20:18:15.501464 19735 x.cpp:310] Master admin server started") is None
+    assert masterlog.parse_line("WARNING: Logging before InitGoogleLogging()") is None
+    log = tmp_path / "master-0.log"
+    line = "W1207 20:18:36.180194 20182 m.cpp:1] PutEnd: OpLog queue failed for key=k{}, err=-1401\n"
+    log.write_text("".join(line.format(i) for i in range(3)) + line.format(3)[:30])
+    got, end = masterlog.read_entries(str(tmp_path), "master-0", 0)
+    assert [g.key for g in got] == ["k0", "k1", "k2"] and end < log.stat().st_size
     with log.open("a") as f:
-        f.write("E1206 06:31:02 master_service.cpp:3198] RestoreFromStandbySnapshot: overlapping memory "
-                "descriptors\nE1206 06:31:02 master_service_supervisor.cpp:401] Standby restore failed: "
-                "INVALID_PARAMS\n")
-    line = ha.restore_failure(str(tmp_path), "master-1", sizes["master-1"])
-    assert line is not None and line.endswith("Standby restore failed: INVALID_PARAMS")
-    assert ha.restore_failure(str(tmp_path), "master-2", 0) is None  # (no log)
-    rep = FailoverReport(3, "leader-kill", 1.0, new_leader="master-1", restore_failed=True)
-    assert "master-1 could not restore its standby state" in rep.line()
-    assert "could not restore" not in FailoverReport(3, "leader-kill", 1.0, restore_failed=False).line()
+        f.write(line.format(3)[30:])
+    more, _ = masterlog.read_entries(str(tmp_path), "master-0", end)
+    assert [g.key for g in more] == ["k3"]
+    assert masterlog.read_entries(str(tmp_path), "master-9", 5) == ([], 5)
+
+
+class _Ledger:
+    def __init__(self, acked):
+        self.acked = acked
+
+    def snapshot(self):
+        return dict(self.acked)
+
+
+def _glog(t: float, text: str, level: str = "W") -> str:
+    """A glog line stamped at epoch seconds ``t`` (local time)."""
+    from datetime import datetime
+
+    d = datetime.fromtimestamp(t)
+    return f"{level}{d:%m%d %H:%M:%S}.{d.microsecond:06d} 4242 m.cpp:1] {text}\n"
+
+
+@pytest.mark.parametrize("restore", [False, True])
+def test_lost_pages_are_put_down_to_the_codes_that_named_them(tmp_path, monkeypatch, restore):
+    """The loss check (no master processes: their answers and logs are given): a lost key named by a master's
+    ``err=-1401`` line is put down to TASK_PENDING_LIMIT_EXCEEDED; the others to the new leader's failed
+    restore when it logged one, else 'lost without a trace'; keys acknowledged in the leader-kill window are
+    counted apart; etcd, which answered every poll, is never named as a cause."""
+    from kvtui.core.failover import KILL_WINDOW_S, RESTORE, UNTRACED
+    from kvtui.mooncake.failover import FailoverHistory, FailoverWatch
+
+    masters = (("master-0", "http://m0"), ("master-1", "http://m1"))
+    now = [100.0]
+    fault = now[0] - 1.0
+    acked = {"k-oplog": fault - 0.5, "k-old": fault - 5.0, "k-window": fault + KILL_WINDOW_S[0] / 2,
+             "k-kept": fault - 3.0}
+    wall = time.time() - now[0]  # (epoch seconds of engine time 0)
+    (tmp_path / "master-0.log").write_text(
+        _glog(wall + fault - 0.4, "PutEnd: OpLog queue failed for key=k-oplog, err=-1401")
+        + _glog(wall + fault - 11.0, "commit failed, err=-1002"))
+    (tmp_path / "master-1.log").write_text(
+        _glog(wall + fault + 4.0, "Master runtime state -> leader_warmup, role=leader", "I")
+        + (_glog(wall + fault + 8.0, "Standby restore failed: INVALID_PARAMS", "E") if restore else ""))
+    monkeypatch.setattr(ha, "capacity_bytes", lambda url, timeout_s=1.0: 1 << 20)
+    monkeypatch.setattr(ha, "stored_keys", lambda url, timeout_s=5.0: {"k-kept"})
+    monkeypatch.setattr(ha, "keys_found", lambda url, keys, timeout_s=5.0: {k: False for k in keys})
+    monkeypatch.setattr(ha, "evicted_keys", lambda url, timeout_s=1.0: 0)
+    endpoints = SimpleNamespace(masters=masters, embedded=True, log_dir=str(tmp_path))
+    watch = FailoverWatch(1, "leader-kill", endpoints, lambda: now[0], _Ledger(acked), lambda k, t: None,
+                          history=FailoverHistory(etcd_silent_s=lambda since: 0.0))
+    watch.report.t_s, watch.report.old_leader, watch.report.new_leader = fault, "master-0", "master-1"
+    watch._before, watch._t_pre = set(acked), fault - 0.1
+    watch._check("http://m1")
+    r = watch.report
+    assert (r.pages_checked, r.pages_lost, r.evicted, r.lost_in_window) == (4, 3, 0, 1)
+    rest = RESTORE + "INVALID_PARAMS" if restore else UNTRACED
+    assert r.lost_by_cause == {"TASK_PENDING_LIMIT_EXCEEDED": 1, rest: 2}
+    assert (r.restore_failed, r.restore_error) == ((True, "INVALID_PARAMS") if restore else (False, None))
+    assert [(e["master"], e["name"], e["lines"]) for e in r.log_errors][:2] == [
+        ("master-0", "ETCD_TRANSACTION_FAIL", 1), ("master-0", "TASK_PENDING_LIMIT_EXCEEDED", 1)]
+    assert r.log_errors[0]["first_s"] == pytest.approx(-11.0, abs=0.01) and r.oplog_failed == 1
+    assert r.roles_logged[0][1:] == ["master-1", "leader_warmup"] and r.etcd_silent_s == 0.0
+    text = "\n".join(r.lines())
+    assert "TASK_PENDING_LIMIT_EXCEEDED (-1401): named in master-0's 'PutEnd: OpLog queue failed for key=…, " \
+           "err=-1401' lines" in text
+    assert ("master-1 could not restore its standby state" in text) is restore
+    assert ("lost without a trace in the masters' logs" in text) is not restore
+    assert "1 acknowledged in the leader-kill window" in text and "2 beyond it" in text
+    assert "ETCD_TRANSACTION_FAIL (-1002) ×1 from -11.0 s" in text and "etcd answered every poll" in text
+    assert "etcd slow" not in text and "etcd slow" not in r.line()
+    assert r.lost_beyond_window == 2
 
 
 def test_a_failovers_hit_rate_before_during_and_after():
@@ -254,21 +367,54 @@ def test_a_failovers_hit_rate_before_during_and_after():
     assert "page hits 75% before, 25% during, 75% after" in rep.line()
 
 
-def test_puts_the_old_leader_could_not_write_to_its_oplog_are_counted_once_per_failover(tmp_path):
-    """``oplog_failed``: the old leader's ``OpLog queue failed`` lines since the last failover report read its
-    log (a shared mark per master), said in the report's line with thousands separators."""
-    from kvtui.core.failover import FailoverReport
+def test_the_leader_watcher_reports_a_leader_that_stops_serving_unless_kvtuis_own_watch_runs(monkeypatch):
+    """Two polls in a row that find the serving leader not serving: a change dated from the first of them, with
+    kvtui's last sight of it serving; nothing while kvtui's own failover watch runs (pause), and after it the
+    new leader is learnt afresh. With only etcd to go by, master_view naming another leader is a change; etcd
+    not answering is not, but counts as silence."""
+    from kvtui.mooncake.leaderwatch import LeaderWatcher
 
-    log = tmp_path / "master-0.log"
-    line = "W1206 06:30:00 master_service.cpp:900] PutEnd: OpLog queue failed key=k err=-1401\n"
-    log.write_text(line * 3 + "I1206 other\n")
-    n, end = ha.log_count(str(tmp_path), "master-0", 0, ha.OPLOG_FAILED)
-    assert (n, end) == (3, log.stat().st_size)
-    with log.open("a") as f:
-        f.write(line * 1200)
-    assert ha.log_count(str(tmp_path), "master-0", end, ha.OPLOG_FAILED)[0] == 1200  # (only what came since)
-    assert ha.log_count(str(tmp_path), "master-9", 5, ha.OPLOG_FAILED) == (0, 5)  # (no log)
-    rep = FailoverReport(2, "leader-kill", 1.0, old_leader="master-0", pages_lost=1234, pages_checked=56789,
-                         oplog_failed=1200)
-    assert "acknowledged pages lost 1,234 of 56,789; master-0 had acknowledged 1,200 puts it could not write" \
-        in rep.line()
+    masters = (("master-0", "http://m0"), ("master-1", "http://m1"))
+    states = {"master-0": ha.MasterState("master-0", "http://m0", True, "leader", "serving"),
+              "master-1": ha.MasterState("master-1", "http://m1", True, "standby", "standby")}
+    monkeypatch.setattr(ha, "master_states", lambda ms, timeout_s=0.6, lag=False: [states[n] for n, _u in ms])
+    seen = []
+    w = LeaderWatcher("etcd://127.0.0.1:1", masters, seen.append, clock=lambda: 0.0)
+    w._poll_masters(1.0)  # (learns master-0 leads)
+    w._poll_masters(1.25)
+    states["master-0"] = ha.MasterState("master-0", "http://m0", False)
+    w._poll_masters(1.5)
+    assert seen == []  # (one missed poll is not a failover)
+    w._poll_masters(1.75)
+    assert len(seen) == 1 and (seen[0].t, seen[0].last_ok, seen[0].old_leader) == (1.5, 1.25, "master-0")
+    assert "master-0 stopped serving (it does not answer /health)" in seen[0].text
+    states["master-1"] = ha.MasterState("master-1", "http://m1", True, "leader", "serving")
+    w.pause()
+    for t in (2.0, 2.25, 2.5):
+        w._poll_masters(t)
+    states["master-1"] = ha.MasterState("master-1", "http://m1", True, "standby", "standby")
+    for t in (2.75, 3.0):
+        w._poll_masters(t)
+    assert len(seen) == 1  # (kvtui's own watch measures that one)
+    w.resume()
+    states["master-0"] = ha.MasterState("master-0", "http://m0", True, "leader", "serving")
+    w._poll_masters(3.25)  # (learns master-0 leads again)
+    states["master-0"] = ha.MasterState("master-0", "http://m0", True, "standby", "standby")
+    w._poll_masters(3.5)
+    w._poll_masters(3.75)
+    assert len(seen) == 2 and seen[1].old_leader == "master-0" and "standby" in seen[1].how
+
+    view = {"answered": True, "value": "127.0.0.1:5"}
+    monkeypatch.setattr(ha, "etcd_read", lambda eps, key, timeout_s=1.0: (view["answered"], view["value"]))
+    now = [10.0]
+    only_etcd = LeaderWatcher("etcd://127.0.0.1:1", (), seen.append, clock=lambda: now[0])
+    only_etcd._poll_view(10.0)
+    view["answered"] = False
+    now[0] = 10.5
+    only_etcd._poll_view(10.5)
+    view["answered"], now[0] = True, 12.5
+    only_etcd._poll_view(12.5)
+    assert len(seen) == 2 and only_etcd.etcd_silent_s(0.0) == pytest.approx(2.0)
+    view["value"] = "127.0.0.1:6"
+    only_etcd._poll_view(13.0)
+    assert len(seen) == 3 and "names 127.0.0.1:6 instead of 127.0.0.1:5" in seen[2].how

@@ -263,3 +263,66 @@ def test_the_summary_says_when_its_slopes_are_projections_and_prints_no_unit_aft
     assert "slopes fitted over 17 s of samples: projections to an hour" in short
     assert "recovery p50 n/a, max n/a" in short and "n/a s" not in short
     assert "projections" not in format_soak(summary(120.0 + SHORT_FIT_S))
+
+
+def test_a_run_the_soak_ends_after_it_began_recovers_the_fault_marked_cut_short():
+    """A fault whose healthy run had begun when the soak ended recovered (at that run's first request), though
+    the run was shorter than STABLE_N over STABLE_S; one with no healthy request after it was cleared did not."""
+    tr = RecoveryTracker()
+    rec = FaultRecord(1, "leader-hang", "leader", 10.0, t_s=10.0)
+    tr.begin(rec)
+    tr.cleared(rec, 17.0)
+    tr.add(_R(17.5, 23.5))
+    tr.end(soak_ended=True)
+    assert rec.recovered_s == 23.5 and rec.cut_short and rec.recovery_s == pytest.approx(13.5)
+    open_rec = FaultRecord(2, "leader-hang", "leader", 30.0, t_s=30.0)
+    tr.begin(open_rec)
+    tr.cleared(open_rec, 37.0)
+    tr.end(soak_ended=True)
+    assert open_rec.recovered_s is None
+    open_rec.cut_short = True  # (as the injector marks one the soak ended)
+    s = fault_summary([rec, open_rec], ("leader-hang",))
+    assert (s["recovered"], s["not_recovered"], s["cut_short"]) == (1, 1, 1)
+
+
+def _lost_report(n: int, kind: str, lost: int, in_window: int | None, causes: dict) -> dict:
+    from kvtui.core.failover import KILL_WINDOW_S, FailoverReport
+
+    window = list(KILL_WINDOW_S) if in_window is not None else None
+    return FailoverReport(n, kind, 10.0 * n, pages_checked=lost + 100, pages_lost=lost, evicted=0,
+                          lost_by_cause=causes, window_s=window, lost_in_window=in_window).as_dict()
+
+
+def test_acknowledged_pages_lost_fail_the_soak_and_say_where_and_by_which_code():
+    """Lost pages are summed beyond and within the leader-kill window, per fault, by cause; the summary's line
+    names each fault and its codes, the targets say False, the kinds' lines give their pages."""
+    from kvtui.core.failover import UNTRACED, loss_summary, loss_text
+    from kvtui.soak.summary import format_soak
+
+    reports = [_lost_report(1, "etcd-outage", 4926, None, {"TASK_PENDING_LIMIT_EXCEEDED": 3901, UNTRACED: 1025}),
+               _lost_report(2, "leader-kill", 6, 6, {UNTRACED: 6}),
+               _lost_report(3, "leader-kill", 0, 0, {})]
+    loss = loss_summary(reports, ["fault 1", "fault 2", "fault 4"])
+    assert (loss["pages_lost"], loss["beyond_window"], loss["in_window"]) == (4932, 4926, 6)
+    assert loss["by_cause"] == {"TASK_PENDING_LIMIT_EXCEEDED": 3901, UNTRACED: 1031}
+    text = loss_text(loss)
+    assert text == ("4,932 acknowledged pages lost: 4,926 beyond the leader-kill window, 6 within it; fault 1 "
+                    "etcd-outage 4,926 (TASK_PENDING_LIMIT_EXCEEDED 3,901, untraced 1,025); fault 2 leader-kill 6, 6 "
+                    "in the window (untraced 6)")
+    assert loss_text(loss_summary(reports[2:])) == "none"
+    recs = [FaultRecord(1, "etcd-outage", "etcd", 10.0, t_s=10.0, cleared_s=17.0, recovered_s=25.0,
+                        failover=reports[0])]
+    summary = {"elapsed_s": 150.0, "duration_s": 150.0, "chaos_per_min": 3, "seed": 0, "sample_s": 5,
+               "warmup_s": 30.0, "verified_pages": 10, "mismatches": 0,
+               "faults": fault_summary(recs, ("etcd-outage",)), "pages_lost": loss,
+               "requests": {"completed": 5, "per_s": 1.0, "lost": 0, "with_errors": 0, "dropped": 0, "abandoned": 0},
+               "growth_per_hour": {"rss_MiB": {}, "fds": {}},
+               "time_wait": {"last": 3, "max": 4, "per_h": None, "flagged": False, "why": ""},
+               "tcp": {"established_last": 2}, "errors": {},
+               "targets": {"every_fault_recovered": True, "zero_mismatches": True, "zero_pages_lost": False,
+                           "zero_pages_lost_in_window": False, "zero_orphans": True, "kvtui_rss_ok": None,
+                           "fds_flat": True}}
+    out = format_soak(summary)
+    assert f"pages lost            {text}" in out
+    assert "requests lost 0; acknowledged pages lost 4,926" in out
+    assert "0 pages lost False; 0 lost in the leader-kill window False" in out

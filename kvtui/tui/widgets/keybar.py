@@ -19,8 +19,8 @@ from textual.widget import Widget
 
 from kvtui.tui.widgets.styled import CachedStyles
 
-RANK = {"help": 0, "quit": 1, "restart_master": 2, "kill_leader": 2, "toggle_pause": 3, "replay_pause": 3,
-        "trace_speed": 4,
+RANK = {"help": 0, "quit": 1, "restart_master": 2, "kill_leader": 2, "failovers": 2, "toggle_pause": 3,
+        "replay_pause": 3, "trace_speed": 4,
         "settings": 4, "replay_seek": 4, "overlap": 5, "replay_speed": 5, "rate": 6, "pool": 7, "replay_step": 7,
         "scenario": 8, "freeze": 9, "window": 10, "replay_start": 11, "replay_end": 11, "clear_store": 12,
         "toggle_recording": 13, "screenshot": 14}

@@ -4,9 +4,10 @@ its emulated host's address (or its last part) after the name when it has one an
 
 The workers come first (prefill, decode; several of a role as ``decode-0``, ``decode-1``, …), then the store node, the
 master (an HA cluster's masters, ``master-0`` …, each with its role: ``leader``, ``standby``, ``warm-up``, ``down``),
-etcd, the monitor and the metadata server, so a short panel keeps the processes that do the work; names are shortened
-to fit (``metadata`` → ``meta``), never cut mid-word. When the panel has no line to spare, the column header moves into
-its title and the subtitle says how many processes are not shown.
+etcd, the monitor and the metadata server, so a short panel keeps the processes that do the work (an attached HA
+cluster's masters, not processes kvtui samples, have a row each with their role and ``—`` for CPU and RSS); names are
+shortened to fit (``metadata`` → ``meta``), never cut mid-word. When the panel has no line to spare, the column header
+moves into its title and the subtitle says how many processes are not shown.
 """
 
 from __future__ import annotations
@@ -140,7 +141,8 @@ class ProcsPanel(LinesPanel):
 
         rss = format_bytes if wide else short_bytes
         names = with_roles(self.procs, host_names(self.procs, name_w), name_w)
-        rows = [Text(row(name, str(p.get("pid", "")), f"{float(p.get('cpu_percent', 0.0)):.1f}%",
+        rows = [Text(row(name, "", "—", "—") if p.get("remote") else
+                     row(name, str(p.get("pid", "")), f"{float(p.get('cpu_percent', 0.0)):.1f}%",
                          rss(p.get("rss_bytes", 0)))) for name, p in zip(names, self.procs)]
         header = Text(row("process", "pid", "cpu", "rss"), self.get_component_rich_style("procs--header", partial=True))
         room = len(rows) + 1 if height is None else height

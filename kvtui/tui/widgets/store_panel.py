@@ -2,7 +2,8 @@
 
 Figures are ``label value`` pairs packed into lines without cutting a word (:func:`~kvtui.tui.widgets.lines.
 pack_pairs`): a narrow panel takes the short forms (``allocs``, ``12.3k``) or a line more, never
-``alloc fai…``. Evictions and allocation failures come first and turn red when not zero.
+``alloc fai…``. Evictions and allocation failures come first and turn red when not zero. While no master answers
+(an outage, a failover), the figures are the last sample's: dimmed, under a line that says so, ``stale`` below.
 
 A store with a disk tier (:data:`kvtui.metrics.figures.STORE_DISK`) shows the keys offloaded to disk in place of
 the keys evicted (on such a store a DRAM eviction is an offload: the key stays readable), the keys evicted from
@@ -23,6 +24,8 @@ from kvtui.tui.widgets.lines import LinesPanel, pack_pairs
 from kvtui.tui.widgets.styled import CachedStyles
 
 ROOMY = 30  # the cells from which a disk tier's panel has its long words and the bars' byte lines
+STALE_TEXT = "no master answers: last sample"
+"""The panel's first line while no master answers (its figures are then the last sample's, dimmed)."""
 
 
 class StorePanel(CachedStyles, LinesPanel):
@@ -83,7 +86,17 @@ class StorePanel(CachedStyles, LinesPanel):
         if disk:
             out += self._bar(fig.STORE_DISK_USED.label, int(s.get(fig.STORE_DISK_USED.key, 0)),
                              int(s.get(fig.STORE_DISK_CAPACITY.key, 0)), width, roomy)
-        return out + pack_pairs(rates, width, lab)
+        out += pack_pairs(rates, width, lab)
+        subtitle = ""
+        if s.get("up") is False:  # (no master answers: these are the last sample's figures, not the store's now)
+            dim = self._s("store-panel--dim")
+            for line in out:
+                line.stylize(dim)
+            out.insert(0, Text(STALE_TEXT if len(STALE_TEXT) <= width else "stale", bad))
+            subtitle = "stale"
+        if self.border_subtitle != subtitle:
+            self.border_subtitle = subtitle
+        return out
 
     def _bar(self, label: str, used: int, cap: int, width: int, sizes: bool = True) -> list[Text]:
         """``used ████░░░ 75 %`` and (``sizes``) ``12.0 MiB / 16.0 MiB``; a capacity unknown: ``used 12.0 MiB``."""
