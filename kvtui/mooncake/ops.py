@@ -39,7 +39,8 @@ class MooncakeCluster:
         self._endpoints = endpoints
         self._cluster = embedded
         self._sampler = StoreSampler(endpoints.metrics_url, endpoints.masters, tiered="disk" in endpoints.tiers,
-                                     disk_bytes=options.disk_bytes if embedded is not None else 0)
+                                     disk_bytes=options.disk_bytes if embedded is not None else 0,
+                                     replicated=endpoints.replicate_hot)
         self._log_marks: dict[str, int] = {}  # each master's log, read up to here by the last failover report
         # (written by the failover watches, which run one at a time)
         self._stopped = False
