@@ -9,6 +9,10 @@ the keys evicted (on such a store a DRAM eviction is an offload: the key stays r
 disk (gone: red when not zero) and promoted back to memory, and a second bar, the disk's use of its capacity; a
 narrow panel (below :data:`ROOMY` cells) takes the short words and leaves out the bars' byte lines, so the two
 bars fit where one store's figures did.
+
+A store that replicates hot keys (``--replicate-hot``) adds a line: the KV page hits that had a second memory replica
+(:data:`kvtui.metrics.figures.HOT_PAGES_HIT`, from the run's totals) and the master's copies of hot keys started and
+done (:data:`kvtui.metrics.figures.STORE_HOT`).
 """
 
 from __future__ import annotations
@@ -38,12 +42,15 @@ class StorePanel(CachedStyles, LinesPanel):
     def __init__(self, *, id: str | None = None, classes: str | None = None) -> None:
         super().__init__(id=id, classes=classes)
         self.store: dict = {}
+        self.hot: int | None = None  # HOT_PAGES_HIT of the frame's totals (None: the store replicates no hot key)
         self.border_title = "Store"
 
     def update_frame(self, frame) -> None:
         store = dict(frame.store or {})
-        if store != self.store:
-            self.store = store
+        hot = (frame.totals or {}).get(fig.HOT_PAGES_HIT.key)
+        hot = int(hot) if hot is not None else None
+        if store != self.store or hot != self.hot:
+            self.store, self.hot = store, hot
             self.refresh(layout=True)
 
     def _s(self, name: str):
@@ -83,7 +90,18 @@ class StorePanel(CachedStyles, LinesPanel):
         if disk:
             out += self._bar(fig.STORE_DISK_USED.label, int(s.get(fig.STORE_DISK_USED.key, 0)),
                              int(s.get(fig.STORE_DISK_CAPACITY.key, 0)), width, roomy)
-        return out + pack_pairs(rates, width, lab)
+        return out + self._hot(width) + pack_pairs(rates, width, lab)
+
+    def _hot(self, width: int) -> list[Text]:
+        """``hot hits 1,234  copies 48 started · 48 done`` (nothing on a store that replicates no hot key)."""
+        s = self.store
+        pairs: list[tuple[tuple[str, ...], tuple[str, ...], None]] = []
+        if self.hot is not None:
+            pairs.append(((fig.HOT_PAGES_HIT.label, "hot"), (fmt_int(self.hot), fmt_count(self.hot)), None))
+        if fig.STORE_COPIES_STARTED.key in s:
+            started, done = (int(s.get(f.key, 0)) for f in fig.STORE_HOT)
+            pairs.append((("copies",), (fig.copies_text(s), f"{fmt_count(done)}/{fmt_count(started)}"), None))
+        return pack_pairs(pairs, width, self._s("store-panel--label")) if pairs else []
 
     def _bar(self, label: str, used: int, cap: int, width: int, sizes: bool = True) -> list[Text]:
         """``used ████░░░ 75 %`` and (``sizes``) ``12.0 MiB / 16.0 MiB``; a capacity unknown: ``used 12.0 MiB``."""
