@@ -119,7 +119,7 @@ def format_summary(s: RunSummary) -> str:
           if by_key.get(fig.AIPERF_SO_FAR.key) is not None else []),
         (fig.PAGES_HIT.label, of(fig.PAGES_HIT, fig.PAGES_TOTAL, fig.HIT_RATE_SESSION)),
         *([("", tier_text(tiers, fig.TIER_PAGES_HIT, fig.TIER_HIT_RATE))] if tiers else []),
-        *([("", hot_text(by_key[fig.HOT_PAGES_HIT.key], s["pages_hit"]))] if fig.HOT_PAGES_HIT.key in by_key else []),
+        *([("", hot_text(by_key[fig.HOT_PAGES_HIT.key]))] if fig.HOT_PAGES_HIT.key in by_key else []),
         *([(fig.MISS_PAGES.label, miss_text(s["misses"] or {}))] if s.get("misses") else []),
         *([("", f"approximate: the history forgot {plural(s['misses_keys_forgotten'], 'key')} (it keeps "
                 f"{MAX_KEYS:,})")] if s.get("misses_keys_forgotten") else []),
@@ -182,12 +182,12 @@ def tier_text(tiers: Mapping[str, Mapping[str, Any]], count: Any, rate: Any = No
     return f"{count.name}: " + " · ".join(parts)
 
 
-def hot_text(replicated: int, hit: int) -> str:
-    """``KV page hits with a hot replica: 4,120 of 5,210 (two memory replicas or more)``
-    (:data:`kvtui.metrics.figures.HOT_PAGES_HIT` of the ``hit`` pages)."""
+def hot_text(replicated: int) -> str:
+    """``KV page hits with a hot replica: 4,120 (two memory replicas or more)``
+    (:data:`kvtui.metrics.figures.HOT_PAGES_HIT`; the row under the KV page hits)."""
     from kvtui.metrics import figures as fig
 
-    return f"{fig.HOT_PAGES_HIT.name}: {replicated:,} of {hit:,} (two memory replicas or more)"
+    return f"{fig.HOT_PAGES_HIT.name}: {replicated:,} (two memory replicas or more)"
 
 
 def _disk_line(store: Mapping[str, int]) -> str:

@@ -79,7 +79,7 @@ def test_the_summary_says_the_hot_hits_and_the_masters_copies_only_with_replicat
                                       "copies_started": 48, "copies_done": 47, "put_rps": 3.0})
     assert s["store_at_end"]["copies_started"] == 48 and "put_rps" not in s["store_at_end"]
     text = format_summary(s)
-    assert f"{fig.HOT_PAGES_HIT.name}: 12 of {s['pages_hit']:,} (two memory replicas or more)" in text
+    assert f"\n{' ' * 22}{fig.HOT_PAGES_HIT.name}: 12 (two memory replicas or more)\n" in text
     assert "\nhot copies (master)   48 started · 47 done" in text
     plain = fed(replicated=False, results=RESULTS[:2]).summary()
     plain["store_at_end"] = store_counts({"keys": 10})
