@@ -15,6 +15,7 @@ import kvtui.tui
 from kvtui.core.pages import PageState as S
 from kvtui.metrics.frame import PageRow
 from kvtui.testing.demo import DEMO_DISK_BYTES, fixture_frame
+from kvtui.tui.fmt import fmt_count
 from kvtui.tui.widgets.kpis import Kpis
 from kvtui.tui.widgets.latency import KINDS, TIER_KINDS, LatencyPanel
 from kvtui.tui.widgets.page_grid import CLASS, GLYPH, SEVERITY, PageGrid, compress
@@ -186,9 +187,9 @@ def test_the_store_panel_shows_the_hot_hits_and_the_masters_copies():
     s, n = hot.store, int(hot.totals["pages_hit_replicated"])
     wide = lines(hot, 50)
     assert f"hot hits {n:,}  copies {s['copies_started']:,} started · {s['copies_done']:,} done" in wide
-    narrow = lines(hot, 22)
-    assert f"hot hits {n:,}" in narrow and f"copies {s['copies_done']}/{s['copies_started']}" in narrow
-    assert all(len(ln) <= 22 for ln in narrow)
+    narrow = lines(hot, 22)  # (80×24: as many lines as a store without replication, the byte line left out)
+    assert f"hot {fmt_count(n)}  copies {s['copies_done']}/{s['copies_started']}" in narrow
+    assert all(len(ln) <= 22 for ln in narrow) and len(narrow) == len(lines(ONE, 22)) and "GiB" not in "".join(narrow)
     assert not [ln for ln in lines(ONE, 50) if "hot" in ln or "copies" in ln]
 
 

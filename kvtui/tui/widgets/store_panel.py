@@ -12,7 +12,8 @@ bars fit where one store's figures did.
 
 A store that replicates hot keys (``--replicate-hot``) adds a line: the KV page hits that had a second memory replica
 (:data:`kvtui.metrics.figures.HOT_PAGES_HIT`, from the run's totals) and the master's copies of hot keys started and
-done (:data:`kvtui.metrics.figures.STORE_HOT`).
+done (:data:`kvtui.metrics.figures.STORE_HOT`); a narrow panel takes their short forms and, as with a disk tier,
+leaves out the bar's byte line, so it keeps the height of a store without them.
 """
 
 from __future__ import annotations
@@ -69,7 +70,8 @@ class StorePanel(CachedStyles, LinesPanel):
 
         keys, evicted, fails = count("keys"), count("evicted_keys"), count("alloc_failures")
         disk = fig.STORE_DISK_USED.key in s  # a disk tier
-        roomy = not disk or width >= ROOMY
+        hot = self.hot is not None or fig.STORE_COPIES_STARTED.key in s  # hot-key replication: a line more
+        roomy = not (disk or hot) or width >= ROOMY
         rates = [((fig.STORE_PUT_RATE.label,), (fmt_rate(float(s.get("put_rps", 0.0))),), None),
                  ((fig.STORE_GET_RATE.label,), (fmt_rate(float(s.get("get_rps", 0.0))),), None)]
         if disk:
@@ -90,10 +92,11 @@ class StorePanel(CachedStyles, LinesPanel):
         if disk:
             out += self._bar(fig.STORE_DISK_USED.label, int(s.get(fig.STORE_DISK_USED.key, 0)),
                              int(s.get(fig.STORE_DISK_CAPACITY.key, 0)), width, roomy)
-        return out + self._hot(width) + pack_pairs(rates, width, lab)
+        return out + (self._hot(width, roomy) if hot else []) + pack_pairs(rates, width, lab)
 
-    def _hot(self, width: int) -> list[Text]:
-        """``hot hits 1,234  copies 48 started · 48 done`` (nothing on a store that replicates no hot key)."""
+    def _hot(self, width: int, roomy: bool) -> list[Text]:
+        """``hot hits 1,234  copies 48 started · 48 done``; narrow (not ``roomy``), the short forms on one line
+        where they fit: ``hot 1.2k  copies 48/48``."""
         s = self.store
         pairs: list[tuple[tuple[str, ...], tuple[str, ...], None]] = []
         if self.hot is not None:
@@ -101,7 +104,9 @@ class StorePanel(CachedStyles, LinesPanel):
         if fig.STORE_COPIES_STARTED.key in s:
             started, done = (int(s.get(f.key, 0)) for f in fig.STORE_HOT)
             pairs.append((("copies",), (fig.copies_text(s), f"{fmt_count(done)}/{fmt_count(started)}"), None))
-        return pack_pairs(pairs, width, self._s("store-panel--label")) if pairs else []
+        if not roomy:
+            pairs = [(labels[-1:], values[-1:], style) for labels, values, style in pairs]
+        return pack_pairs(pairs, width, self._s("store-panel--label"))
 
     def _bar(self, label: str, used: int, cap: int, width: int, sizes: bool = True) -> list[Text]:
         """``used ████░░░ 75 %`` and (``sizes``) ``12.0 MiB / 16.0 MiB``; a capacity unknown: ``used 12.0 MiB``."""
