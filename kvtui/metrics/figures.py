@@ -606,7 +606,7 @@ _HOT_STORE_WINDOW = _STORE_WINDOW + "; with --replicate-hot, or once the master 
 STORE_COPIES_STARTED = _store("copies_started", "hot-key copies started", "started", "copies",
                               "copies of a hot key to a second segment the master began (dynamic replication: a key "
                               f"read more than 0.5 times a second over 5 s; {_MASTER} "
-                              "master_copy_start_requests_total): one a key", _HOT_STORE_WINDOW)
+                              "master_copy_start_requests_total): one for each key copied", _HOT_STORE_WINDOW)
 STORE_COPIES_DONE = _store("copies_done", "hot-key copies done", "done", "copies",
                            f"copies of a hot key the master completed ({_MASTER} master_copy_end_requests_total): each "
                            "a key with a second memory replica; copies started − done are under way or failed",
@@ -619,6 +619,7 @@ def copies_text(store: Mapping[str, Any]) -> str:
     """``48 started · 47 done``: the master's copies of hot keys (:data:`STORE_HOT`) in ``store`` (a store scrape,
     or a summary's ``store_at_end``)."""
     return " · ".join(f"{int(store[f.key]):,} {f.label}" for f in STORE_HOT if f.key in store)
+
 
 #: the Store panel: the master's own figures, scraped
 STORE = (STORE_KEYS, STORE_EVICTED, STORE_ALLOC_FAILS, STORE_USED, STORE_CAPACITY, STORE_PUT_RATE, STORE_GET_RATE)
