@@ -38,6 +38,8 @@ screenshots: setup-test
 	  --segment-on decode --route prefix-affinity --screenshot screenshots/watch-workers-120x40.svg
 	.venv/bin/kvtui watch --headless --duration 20 --size 120x40 --layout tiny --disk-size 256MiB --store-size 32MiB \
 	  --pool 256 --prompt-tokens 512 --screenshot screenshots/watch-disk-120x40.svg
+	.venv/bin/kvtui watch --headless --duration 15 --size 120x40 --layout tiny --replicate-hot --segment-on decode \
+	  --decode-workers 2 --screenshot screenshots/watch-hot-120x40.svg
 	rm -f /tmp/kvtui-trace-shot.kvtui /tmp/kvtui-trace-shot.kvtui-wal
 	.venv/bin/kvtui watch --headless --duration 25 --size 120x40 --trace synthetic --speed 16 --layers 1 --kv-heads 1 \
 	  --head-dim 1 --elem-bytes 1 --page-tokens 512 --store-size 16MiB --record /tmp/kvtui-trace-shot.kvtui \

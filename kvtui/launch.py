@@ -201,7 +201,8 @@ def open_session(plan: RunPlan, *, outputs: Outputs | None = None,
             max_requests=plan.max_requests, duration_s=plan.run_for_s, duration_from=plan.started_at,
             layout_text=plan.layout.layout.describe(), layout_name=plan.layout.name,
             prompt_pages=plan.workload.prompt_pages, header=plan.header(),
-            aggregator=Aggregator(estimator=plan.estimator, tiered="disk" in stack.cluster.endpoints.tiers),
+            aggregator=Aggregator(estimator=plan.estimator, tiered="disk" in stack.cluster.endpoints.tiers,
+                                  replicated=stack.cluster.endpoints.replicate_hot),
             rerun_lost=plan.rerun_lost,
             store_limit=plan.store_limit)
         if outputs is not None:

@@ -127,6 +127,7 @@ SAVE_TRACE_RUN = "kvtui run --scenario multi-turn --pool 3 --requests 12 --layou
 HITS = (r"^prefill skipped", r"^KV page hits", r"^misses")
 LLAMA = "kvtui run --model-config llama-3.1-8b --page-tokens 16 --requests 20"
 KEYS = "kvtui keys --model demo-model --page-tokens 4 --tokens"
+HOT_RUN = "kvtui run --layout tiny --requests 4000 --segment-on decode --decode-workers 2"
 
 EXAMPLES: tuple[Example, ...] = (
     Example("doctor", "getting-started.md", (cmd("kvtui doctor"),)),
@@ -233,6 +234,33 @@ EXAMPLES: tuple[Example, ...] = (
     Example("request-log", "guide/prometheus.md", (
         cmd("kvtui run --layout tiny --requests 200 --requests-log requests.csv --quiet", keep=()),
         cmd("head -3 requests.csv"),
+    )),
+    Example("tiers-disk", "guide/tiers.md", (
+        cmd("kvtui run --layout tiny --requests 600 --store-size 16MiB --disk-size 64MiB",
+            "--pool 128 --prompt-tokens 512 --overlap 90 --prefill-tokens-per-s 20000",
+            keep=(r"^kvtui: tiers", r"^requests ", r"^prefill skipped", r"^KV page hits", r"^reload latency",
+                  r"^└ ", r"^disk tier", r"^TTFT saved"), expect=r"KV page hits by tier: .* disk [1-9]"),
+    )),
+    Example("tiers-refused", "guide/tiers.md", (
+        cmd("kvtui run --layout tiny --store-size 64MiB --disk-size 32MiB", rc=(2,)),
+        cmd("kvtui run --layout tiny --store-size 64MiB --disk-size 1GiB --disk-path /mnt/ssd0", rc=(2,)),
+        cmd("kvtui run --layout tiny --replicate-hot", rc=(2,)),
+        cmd("kvtui run --layout tiny --replicate-hot --master 10.0.0.7:50051",
+            "--metadata http://10.0.0.7:8080/metadata", rc=(2,)),
+    )),
+    Example("tiers-store-full", "guide/tiers.md", (
+        cmd("kvtui run --layout tiny --requests 400 --store-size 16MiB --disk-size 256MiB",
+            "--pool 512 --prompt-tokens 512 --overlap 25 --concurrency 8",
+            keep=(r"^kvtui: store full", r"^store errors", r"^disk tier"),
+            expect=r"store full: .* while the disk tier takes its evictions"),
+    )),
+    Example("tiers-hot", "guide/tiers.md", (
+        cmd(f"{HOT_RUN} --replicate-hot --json hot.json",
+            keep=(r"^requests ", r"^KV page hits", r"^store \(master\)", r"^hot copies"),
+            expect=r"hot copies \(master\) +[1-9]"),
+        cmd(f"{HOT_RUN} --json cold.json --quiet", keep=()),
+        cmd("jq -r '.workers[] | select(.role == \"decode\")",
+            "| \"\\(input_filename) \\(.name) local \\(.local_share * 100 | round) %\"' hot.json cold.json"),
     )),
     Example("bench-verify", "benchmarks.md", (
         cmd("kvtui bench", keep=(Section(r"^Request rate", r"^$"), r"^  (request rate|full: rate|sampled: rate) ÷")),

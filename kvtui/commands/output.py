@@ -70,11 +70,13 @@ def full_setup(setup: Mapping[str, Any] | None, store: Mapping[str, Any] | None,
 def store_counts(store: Mapping[str, Any] | None) -> dict[str, int]:
     """The summary's ``store_at_end``: the master's counts at the last scrape
     (:data:`kvtui.metrics.figures.STORE_COUNTS`: keys, keys evicted, allocation failures, bytes used and
-    capacity; a disk tier's, :data:`~kvtui.metrics.figures.STORE_DISK`, where the scrape has them); empty when
-    nothing was scraped (no ``--metrics-url`` when attached)."""
-    from kvtui.metrics.figures import STORE_COUNTS, STORE_DISK
+    capacity; a disk tier's, :data:`~kvtui.metrics.figures.STORE_DISK`, and the hot-key copies,
+    :data:`~kvtui.metrics.figures.STORE_HOT`, where the scrape has them); empty when nothing was scraped (no
+    ``--metrics-url`` when attached)."""
+    from kvtui.metrics.figures import STORE_COUNTS, STORE_DISK, STORE_HOT
 
-    return {f.key: int(store[f.key]) for f in STORE_COUNTS + STORE_DISK if store and store.get(f.key) is not None}
+    return {f.key: int(store[f.key]) for f in STORE_COUNTS + STORE_DISK + STORE_HOT
+            if store and store.get(f.key) is not None}
 
 
 def _percentiles(d: LatencySummary) -> str:
@@ -117,6 +119,7 @@ def format_summary(s: RunSummary) -> str:
           if by_key.get(fig.AIPERF_SO_FAR.key) is not None else []),
         (fig.PAGES_HIT.label, of(fig.PAGES_HIT, fig.PAGES_TOTAL, fig.HIT_RATE_SESSION)),
         *([("", tier_text(tiers, fig.TIER_PAGES_HIT, fig.TIER_HIT_RATE))] if tiers else []),
+        *([("", hot_text(by_key[fig.HOT_PAGES_HIT.key]))] if fig.HOT_PAGES_HIT.key in by_key else []),
         *([(fig.MISS_PAGES.label, miss_text(s["misses"] or {}))] if s.get("misses") else []),
         *([("", f"approximate: the history forgot {plural(s['misses_keys_forgotten'], 'key')} (it keeps "
                 f"{MAX_KEYS:,})")] if s.get("misses_keys_forgotten") else []),
@@ -136,6 +139,8 @@ def format_summary(s: RunSummary) -> str:
         *([("store (master)", _store_line(s["store_at_end"]))] if s.get("store_at_end") else []),
         *([("disk tier (master)", _disk_line(s["store_at_end"]))]
           if fig.STORE_DISK_USED.key in (s.get("store_at_end") or {}) else []),
+        *([("hot copies (master)", fig.copies_text(s["store_at_end"]))]
+          if fig.STORE_COPIES_STARTED.key in (s.get("store_at_end") or {}) else []),
         *ttft_lines(s),
     ]
     return "\n".join(rows(pairs, _LABEL - 1, indent="", gap=1))
@@ -175,6 +180,14 @@ def tier_text(tiers: Mapping[str, Mapping[str, Any]], count: Any, rate: Any = No
             part += f" ({fig.show(rate, d.get(fig.tier_field(rate), 0.0))})"
         parts.append(part)
     return f"{count.name}: " + " · ".join(parts)
+
+
+def hot_text(replicated: int) -> str:
+    """``KV page hits with a hot replica: 4,120 (two memory replicas or more)``
+    (:data:`kvtui.metrics.figures.HOT_PAGES_HIT`; the row under the KV page hits)."""
+    from kvtui.metrics import figures as fig
+
+    return f"{fig.HOT_PAGES_HIT.name}: {replicated:,} (two memory replicas or more)"
 
 
 def _disk_line(store: Mapping[str, int]) -> str:

@@ -63,7 +63,8 @@ LEASE_BATCHES = 4
 
 FLAGS = {"master": "--master", "metadata": "--metadata", "metrics_url": "--metrics-url", "protocol": "--protocol",
          "ha": "--ha N", "hosts": "--hosts auto", "ports": "the port flags", "worker_client": "--worker-client dummy",
-         "store_nodes": "--store-nodes"}
+         "store_nodes": "--store-nodes", "disk_bytes": "--disk-size", "store_bytes": "--store-size",
+         "segment_on": "--segment-on prefill|decode"}
 """The flag of each setting the backend's errors name (:mod:`kvtui.mooncake.errors`)."""
 
 
@@ -571,6 +572,7 @@ def cluster_from_args(args: argparse.Namespace, layout: PageLayout, working_set:
 
         if not (args.master and (args.metadata or is_etcd(args.master))):
             raise KvtuiError("attach mode needs both --master HOST:PORT and --metadata URL (or an etcd:// --master)")
+        tiers_from_args(args, 0, attached=True)  # (the embedded store's tier flags: refused before reaching out)
         try:
             endpoints = attach(args.master, args.metadata, args.protocol, args.device, args.metrics_url)
         except ClusterError as exc:

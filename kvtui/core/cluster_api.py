@@ -43,7 +43,8 @@ class Endpoints(Protocol):
     (``embedded``), its ``log_dir`` ("" when none), the standalone ``real_client`` of dummy workers (""
     when none), whether it is an HA cluster (``ha``: ``master`` is ``etcd://…``) and its ``masters``
     (``(name, admin URL)`` each; empty when unknown), its ``tiers`` (``("memory",)``, or ``("memory", "disk")``
-    with a disk tier); ``as_dict()`` its plain-data form."""
+    with a disk tier), whether its master gives hot keys a second memory replica (``replicate_hot``); ``as_dict()``
+    its plain-data form."""
 
     @property
     def master(self) -> str: ...
@@ -63,6 +64,8 @@ class Endpoints(Protocol):
     def masters(self) -> tuple[tuple[str, str], ...]: ...
     @property
     def tiers(self) -> tuple[str, ...]: ...
+    @property
+    def replicate_hot(self) -> bool: ...
     def as_dict(self) -> dict[str, Any]: ...
 
 

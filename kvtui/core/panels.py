@@ -56,7 +56,11 @@ class StoreScrape(TypedDict, total=False):
     A store with a disk tier adds (:data:`kvtui.metrics.figures.STORE_DISK`): ``disk_used_bytes``,
     ``disk_capacity_bytes`` (absent when unknown), ``offloaded_keys`` (keys evicted from DRAM to disk),
     ``disk_evicted_keys``, ``promoted_keys`` (disk to DRAM), ``mem_cache_hits`` / ``disk_cache_hits`` (the
-    master's lookups answered from each tier)."""
+    master's lookups answered from each tier).
+
+    A store that replicates hot keys (``--replicate-hot``, or a master that has copied one) adds
+    (:data:`kvtui.metrics.figures.STORE_HOT`): ``copies_started`` / ``copies_done``, the copies of a hot key to a
+    second segment the master began and completed."""
 
     up: bool | None
     keys: int
@@ -88,6 +92,8 @@ class StoreScrape(TypedDict, total=False):
     promoted_keys: int
     mem_cache_hits: int
     disk_cache_hits: int
+    copies_started: int
+    copies_done: int
 
 
 class ProcRow(TypedDict, total=False):

@@ -27,7 +27,8 @@ per tier: :data:`kvtui.metrics.figures.TIER_TOTALS`, ``TIER_LATENCY_KEYS``), ``l
 latency snapshot, ms),
 ``store.KEY`` / ``workload.KEY`` / ``status.KEY`` (a panel's key; booleans are 1 or 0) or ``A / B`` (a
 ratio of two such keys). ``when``: ``workload`` (only while kvtui runs a workload: not in observe mode),
-``observe`` (only in observe mode), ``always``.
+``observe`` (only in observe mode), ``hot`` (while kvtui runs a workload on a store that replicates hot keys: the
+totals carry the figure), ``always``.
 """
 
 from __future__ import annotations
@@ -148,6 +149,9 @@ METRICS: tuple[Metric, ...] = (
     _tier(fig.TIER_BYTES, "tier_reload_bytes_total"),
     _tier(fig.TIER_READ_BUSY, "tier_read_seconds_total", unit="seconds", scale=1e-3),
     _tier(fig.TIER_RELOAD, "tier_reload_latency_seconds", "histogram", "seconds"),
+    Metric(PREFIX + "pages_hit_replicated_total", "counter", "pages", f"{fig.HOT_PAGES_HIT.name}: "
+           f"{fig.HOT_PAGES_HIT.formula}", f"totals.{fig.HOT_PAGES_HIT.key}", "decode",
+           summary=fig.HOT_PAGES_HIT.key, when="hot"),
     _gauge("store_up", "0 or 1", "1 when the master's /metrics answered at kvtui's last scrape (every ~1 s)",
            "store.up", "always"),
     _gauge("store_fill_ratio", "ratio", "bytes allocated ÷ capacity of the store's segments, from the master's "
@@ -208,7 +212,8 @@ def markdown_table() -> str:
         labels = ", ".join(f"`{x}`" for x in m.labels) or "—"
         if m.role:
             labels += f" (`role=\"{m.role}\"`)"
-        when = {"observe": " Observe mode only.", "workload": ""}.get(m.when, "")
+        when = {"observe": " Observe mode only.", "hot": " Only with --replicate-hot (or once a hit had a second "
+                "memory replica)."}.get(m.when, "")
         field = f"`{m.summary}`" + (" (`count`)" if m.kind == "histogram" else "") if m.summary else "—"
         rows.append(f"| `{m.name}` | {m.kind} | {m.unit} | {labels} | {m.help}.{when} | {field} |")
     return "\n".join(rows)

@@ -117,8 +117,10 @@ def families(frame) -> list[PromMetric]:
     out: list[PromMetric] = []
     tiers = fig.tiered(frame.totals or {})
     for m in METRICS:
-        if m.when == "workload" and observe:
+        if m.when in ("workload", "hot") and observe:
             continue  # no workload: kvtui's own counters would only say 0
+        if m.when == "hot" and not fig.replicated(frame.totals or {}):
+            continue  # a store that does not replicate hot keys: no hit has a second replica to count
         worker = [m.role, WORKER_INDEX] if m.role else []
         if m.source.startswith("tiers."):  # one series per tier, on a store with a disk tier
             if tiers:

@@ -61,6 +61,9 @@ TIER_BUSY = (tier_key("read_ms_total", "disk"),)  # float totals (ms)
 TIER_DERIVED = tuple(tier_key(k, t) for k in fig.TIER_TOTALS for t in TIERS if tier_key(k, t) not in TIER_COUNTERS
                      + TIER_BUSY)  # derived: memory's = the whole's − disk's; each tier's page hit rate
 TIER_KINDS = tuple(fig.TIER_LATENCY_KEYS[t] for t in TIERS)  # each tier's part of the reload latency
+# a store that replicates hot keys: the hits that had a second memory replica (totals carry it once the aggregator
+# knows the store replicates, or a result had one)
+HOT_COUNTERS = (fig.HOT_PAGES_HIT.key,)
 WINDOW_COUNTERS = ("requests", "pages_total", "pages_hit", "tokens_input", "tokens_hit", fig.PROBE_ONLY.key,
                    fig.UNUSABLE.key) + IDEAL + TIER_COUNTERS[:1]  # Frame.window_totals: these over the last window_s
 
@@ -191,11 +194,14 @@ class Aggregator:
     ``tiered``: the store has a disk tier (or a result says a page came from one): totals carry each tier's share
     (:data:`TIER_COUNTERS`, :data:`TIER_BUSY` and :data:`TIER_DERIVED`), latencies each tier's part of the reload
     (:data:`TIER_KINDS`, :mod:`kvtui.metrics.tiers`), the summary a ``tiers`` object.
+
+    ``replicated``: the store replicates hot keys (or a result says a hit had two memory replicas): totals and the
+    summary carry :data:`HOT_COUNTERS` (:data:`kvtui.metrics.figures.HOT_PAGES_HIT`).
     """
 
     def __init__(self, rows: int = 64, history: int = 300, window_s: float = fig.LATENCY_WINDOW_S,
                  events_kept: int = 200, clock: Callable[[], float] = time.monotonic,
-                 estimator: TtftEstimator | None = None, tiered: bool = False) -> None:
+                 estimator: TtftEstimator | None = None, tiered: bool = False, replicated: bool = False) -> None:
         self._lock = threading.Lock()
         self._kinds: tuple[str, ...] = LATENCIES  # the latency histograms kept (+ TIER_KINDS on a tiered store)
         self._clock = clock
@@ -227,6 +233,7 @@ class Aggregator:
         self._series_snap: tuple[float, dict[str, float]] = (self.t0, {})
         self._ttft = TtftTracker(estimator, window_s=window_s) if estimator is not None else None
         self._tiered = False
+        self._replicated = replicated  # totals carry HOT_COUNTERS (set under the lock once a result has one)
         if tiered:
             self._enable_tiers()
 
@@ -273,6 +280,10 @@ class Aggregator:
                 c[tokens] += r.pages_hit_disk * r.page_tokens
                 c[nbytes] += r.pages_hit_disk * r.page_bytes
                 self._busy_ms[TIER_BUSY[0]] += r.disk_read_ms
+            if r.pages_replicated:
+                self._replicated = True
+            if self._replicated:
+                c[HOT_COUNTERS[0]] += r.pages_replicated
             if not r.pages_hit:  # no page loaded: no reload latency (it would be a probe's or a failed read's)
                 c[fig.PROBE_ONLY.key if r.read_ms <= 0 else fig.UNUSABLE.key] += 1
             if r.reasons:
@@ -299,7 +310,7 @@ class Aggregator:
                 keys=tuple(r.keys), codes=tuple((code_name(k), n) for k, n in r.codes.items()),
                 ideal_pages=ideal // r.page_tokens if ideal is not None and r.page_tokens else -1,
                 misses=tuple((k, n) for k, n in r.miss_counts().items() if n), reasons=bytes(r.reasons),
-                disk_read_ms=r.disk_read_ms))
+                disk_read_ms=r.disk_read_ms, pages_replicated=r.pages_replicated))
             self._row_seq += 1
             if self._ttft is not None:
                 self._ttft.add(r, now)
@@ -385,6 +396,8 @@ class Aggregator:
             t.update(aiperf_share_sum=self._aiperf_sum, aiperf_requests=int(c["aiperf_requests"]))
         if MISS_PAGES[0] in c:
             t.update({k: int(c[k]) for k in MISS_COUNTERS})
+        if self._replicated:
+            t.update({k: int(c[k]) for k in HOT_COUNTERS})
         if self._tiered:
             t.update({k: int(c[k]) for k in TIER_COUNTERS})
             t.update({k: float(self._busy_ms[k]) for k in TIER_BUSY})
@@ -496,7 +509,8 @@ def span_summary(final: Frame, first: Frame) -> RunSummary:
     latency = final.latency_span or final.latency
     b, e = base.get("totals", {}), base.get("errors", {})
     totals = {k: v - b.get(k, 0) for k, v in final.totals.items()
-              if k in COUNTERS or k in BUSY_MS or k in IDEAL or k in MISS_COUNTERS or k in TIER_COUNTERS + TIER_BUSY}
+              if k in COUNTERS or k in BUSY_MS or k in IDEAL or k in MISS_COUNTERS or k in TIER_COUNTERS + TIER_BUSY
+              or k in HOT_COUNTERS}
     errors = {k: v - e.get(k, 0) for k, v in final.errors.items() if v - e.get(k, 0)}
     which: Literal["session", "span"] = "span" if (final.ttft or {}).get("span") else "session"
     s = _summary(derive(totals), errors, latency, final.t - float(base.get("t", 0.0)),
@@ -529,7 +543,7 @@ def _summary(totals: dict[str, float], errors: Mapping[str, int], latency: Snaps
     (:meth:`~kvtui.metrics.latency.LatencySnapshot.as_dict`); ``throughput``: the figures of
     :data:`kvtui.metrics.figures.RUN` (MB/s = 10^6 B/s over the busy time, per-second rates over
     ``elapsed`` seconds); then the TTFT fields ``ttft``; ``tiers`` (:func:`tier_summary`) on a tiered store."""
-    # the totals' keys are COUNTERS, BUSY_MS, IDEAL, AIPERF and derive()'s, named once more by RunTotals
+    # the totals' keys are COUNTERS, BUSY_MS, IDEAL, AIPERF, HOT_COUNTERS and derive()'s, named once more by RunTotals
     # (tests/unit/test_metrics.py checks that the two agree); the tier counters go to ``tiers``
     t = cast("RunSummary", {k: v for k, v in totals.items() if k not in MISS_COUNTERS and k not in MISS_SHARES
                             and k not in TIER_COUNTERS + TIER_BUSY + TIER_DERIVED})

@@ -356,6 +356,21 @@ TIER_TOTALS = {"pages_hit": "pages_hit_{tier}", "tokens_hit": "tokens_hit_{tier}
 """Where a tier's counts are in ``Frame.totals`` (a template per :data:`TIER` key, ``{tier}`` a tier name)."""
 
 
+# hot-key replication (``--replicate-hot``: the master copies a key read more than 0.5 times a second over 5 s to a
+# second segment): how many hits had such a copy. The totals carry it once the store replicates hot keys.
+HOT_PAGES_HIT = Figure("pages_hit_replicated", "KV page hits with a hot replica", "hot hits", "pages",
+                       "pages reloaded that the store held in two memory replicas or more when the reload asked where "
+                       "each page is, just before reading it (the master had copied the key to a second segment); "
+                       "a part of the KV page hits (on a store with a disk tier, of memory's)", _RUN_WINDOW,
+                       "run, report: summary, --json (with --replicate-hot, or once a hit had one); watch, replay: "
+                       "Store panel, row details; Prometheus", "pages_hit_replicated")
+
+
+def replicated(totals: Mapping[str, Any]) -> bool:
+    """Whether a frame's ``totals`` carry :data:`HOT_PAGES_HIT` (the store replicates hot keys)."""
+    return HOT_PAGES_HIT.key in totals
+
+
 def tiered(totals: Mapping[str, Any]) -> bool:
     """Whether a frame's ``totals`` carry the tiers' counts (the store has a disk tier)."""
     return TIER_TOTALS["pages_hit"].format(tier="disk") in totals
@@ -587,10 +602,29 @@ STORE_DISK_LOOKUPS = _store("disk_cache_hits", "master's disk hits", "disk hits"
 #: the Store panel's disk tier (a store with one): the master's figures, scraped
 STORE_DISK = (STORE_DISK_USED, STORE_DISK_CAPACITY, STORE_OFFLOADED, STORE_DISK_EVICTED, STORE_PROMOTED,
               STORE_MEM_LOOKUPS, STORE_DISK_LOOKUPS)
+_HOT_STORE_WINDOW = _STORE_WINDOW + "; with --replicate-hot, or once the master copied a key"
+STORE_COPIES_STARTED = _store("copies_started", "hot-key copies started", "started", "copies",
+                              "copies of a hot key to a second segment the master began (dynamic replication: a key "
+                              f"read more than 0.5 times a second over 5 s; {_MASTER} "
+                              "master_copy_start_requests_total): one for each key copied", _HOT_STORE_WINDOW)
+STORE_COPIES_DONE = _store("copies_done", "hot-key copies done", "done", "copies",
+                           f"copies of a hot key the master completed ({_MASTER} master_copy_end_requests_total): each "
+                           "a key with a second memory replica; copies started − done are under way or failed",
+                           _HOT_STORE_WINDOW)
+#: the Store panel's hot-key replication (--replicate-hot): the master's figures, scraped
+STORE_HOT = (STORE_COPIES_STARTED, STORE_COPIES_DONE)
+
+
+def copies_text(store: Mapping[str, Any]) -> str:
+    """``48 started · 47 done``: the master's copies of hot keys (:data:`STORE_HOT`) in ``store`` (a store scrape,
+    or a summary's ``store_at_end``)."""
+    return " · ".join(f"{int(store[f.key]):,} {f.label}" for f in STORE_HOT if f.key in store)
+
+
 #: the Store panel: the master's own figures, scraped
 STORE = (STORE_KEYS, STORE_EVICTED, STORE_ALLOC_FAILS, STORE_USED, STORE_CAPACITY, STORE_PUT_RATE, STORE_GET_RATE)
 STORE_COUNTS = STORE[:5]  # what a run's summary keeps of the last scrape (the rates are of one moment), with the
-# disk tier's (STORE_DISK) where the scrape has them
+# disk tier's (STORE_DISK) and the hot-key copies (STORE_HOT) where the scrape has them
 
 _FAILOVER_SHOWN = ("watch: events; run, soak: summary, --json `failovers`; Prometheus `kvtui_failover_*` (the "
                    "last one)")
@@ -651,13 +685,13 @@ def failover_lines(n: int, ranges: Mapping[str, Mapping[str, Any]]) -> str:
 
 #: every figure once, in the docs table's order
 FIGURES = WALL + HEADER + (MISS_SHARE,) + RUN + LATENCY + RELOAD_COUNTS + (
-    RELOAD_P50, RAW_GET_P50, TCP_P50, MEMCPY_P50, FILL_P50, VERIFY_P50) + WORKERS + TTFT + TIER + TRACE + STORE + (
-    STORE_DISK + FAILOVER)
+    RELOAD_P50, RAW_GET_P50, TCP_P50, MEMCPY_P50, FILL_P50, VERIFY_P50) + WORKERS + TTFT + TIER + (
+    HOT_PAGES_HIT,) + TRACE + STORE + STORE_DISK + STORE_HOT + FAILOVER
 
 
 UNIT_DECIMALS = {"MB/s": 0, "ms": 2, "%": 2, "s": 1, "req/s": 1, "/s": 1, "tok/s": 0, "×": 2, "s/s": 2,
                  "requests": 0, "pages": 0, "tokens": 0, "bytes": 0, "samples": 0, "codes": 0, "calls": 0,
-                 "keys": 0, "lookups": 0}
+                 "keys": 0, "lookups": 0, "copies": 0}
 """The decimals of a figure by its unit, where the figure does not set its own (``Figure.decimals``)."""
 
 

@@ -35,7 +35,8 @@ class PageRow:
     ``((name, pages), …)`` (:data:`kvtui.core.misses.NAMES`, only the reasons it has; () when unknown);
     ``reasons``: why each full page missed, one :class:`~kvtui.core.misses.MissReason` byte per full page (the
     first ``len(reasons)`` cells; ``b""`` when unknown, e.g. an older recording) — the grid draws them;
-    ``disk_read_ms``: of ``reload_ms``, reading the pages that came from the store's disk tier (HIT_DISK cells)."""
+    ``disk_read_ms``: of ``reload_ms``, reading the pages that came from the store's disk tier (HIT_DISK cells);
+    ``pages_replicated``: of ``pages_hit``, those the store held in two memory replicas or more (hot keys)."""
 
     req_id: int
     scenario: str
@@ -56,6 +57,7 @@ class PageRow:
     misses: tuple[tuple[str, int], ...] = ()
     reasons: bytes = b""
     disk_read_ms: float = 0.0
+    pages_replicated: int = 0
 
 
 @dataclass(frozen=True)

@@ -204,7 +204,9 @@ class RunTotals(_Counters, total=False):
     ``reloads_unusable``: requests with no reload latency), the busy times ``read_ms_total`` / ``put_ms_total``
     (ms), ``page_hit_rate`` and ``token_hit_rate`` (0..1). A trace's rows add ``ideal_tokens_hit`` /
     ``ideal_pages_hit`` and ``ideal_token_hit_rate`` (what an unbounded cache would have reloaded),
-    ``aiperf_share_sum`` / ``aiperf_requests`` and ``aiperf_hit_rate_so_far``."""
+    ``aiperf_share_sum`` / ``aiperf_requests`` and ``aiperf_hit_rate_so_far``. A store that replicates hot keys
+    adds ``pages_hit_replicated`` (:data:`kvtui.metrics.figures.HOT_PAGES_HIT`: hits that had a second memory
+    replica)."""
 
     ideal_tokens_hit: int
     ideal_pages_hit: int
@@ -212,6 +214,7 @@ class RunTotals(_Counters, total=False):
     aiperf_share_sum: float
     aiperf_requests: int
     aiperf_hit_rate_so_far: float
+    pages_hit_replicated: int
 
 
 class _Figures(RunTotals):

@@ -41,7 +41,8 @@ class MooncakeCluster:
         self._endpoints = endpoints
         self._cluster = embedded
         self._sampler = StoreSampler(endpoints.metrics_url, endpoints.masters, tiered="disk" in endpoints.tiers,
-                                     disk_bytes=options.disk_bytes if embedded is not None else 0)
+                                     disk_bytes=options.disk_bytes if embedded is not None else 0,
+                                     replicated=endpoints.replicate_hot)
         self._history = FailoverHistory()  # what the failover watches share (they run one at a time)
         self._changes: Subscribers[[LeaderChange]] = Subscribers()  # told of failovers kvtui did not cause
         self._leaders: LeaderWatcher | None = None  # (HA: started by the first subscriber, stopped by stop())

@@ -2,7 +2,8 @@
 ``is_exist``-style probes, which grant leases and would pin pages against eviction). Counter rates are computed
 from deltas. With the masters of an HA cluster it asks each what it is (``/health``, a standby's OpLog lag) and
 reads the serving leader's ``/metrics``: the panel's ``masters`` and ``leader``. A store with a disk tier adds the
-tier's figures (:data:`TIER_GAUGES`, the disk's capacity).
+tier's figures (:data:`TIER_GAUGES`, the disk's capacity), one that replicates hot keys the master's copies
+(:data:`HOT_GAUGES`).
 """
 
 from __future__ import annotations
@@ -37,6 +38,10 @@ TIER_GAUGES: dict[str, StoreTierKey] = {"master_allocated_file_size_bytes": "dis
                                         "master_promotion_completed_total": "promoted_keys",
                                         "mem_cache_hit_nums_": "mem_cache_hits",
                                         "file_cache_hit_nums_": "disk_cache_hits"}
+# hot-key replication (kvtui.metrics.figures.STORE_HOT): the master's only figures of it on this wheel
+StoreHotKey = Literal["copies_started", "copies_done"]
+HOT_GAUGES: dict[str, StoreHotKey] = {"master_copy_start_requests_total": "copies_started",
+                                      "master_copy_end_requests_total": "copies_done"}
 DISK_CAPACITY = "master_total_file_capacity_bytes"
 NO_DISK_CAP = 2 << 40  # what DISK_CAPACITY says when the master knows no cap (2 TiB): no capacity
 
@@ -48,13 +53,15 @@ class StoreSampler:
     are (:func:`kvtui.mooncake.ha.master_states`, the panel's ``masters``) and scrapes the one serving (none
     serving: ``up`` False, a failover is under way); ``metrics_url`` is then unused. ``tiered``: the store has a
     disk tier (the panel gets its figures); ``disk_bytes``: its capacity when kvtui set it (its embedded store;
-    0: the master's figure, unless it says it knows none)."""
+    0: the master's figure, unless it says it knows none). ``replicated``: the master replicates hot keys (the
+    panel gets its copies, :data:`HOT_GAUGES`; without it, once the master says it copied one: an attached
+    master's own setting)."""
 
     def __init__(self, metrics_url: str | None, masters: tuple[tuple[str, str], ...] = (), *, tiered: bool = False,
-                 disk_bytes: int = 0):
+                 disk_bytes: int = 0, replicated: bool = False):
         self.url = metrics_url
         self.masters = tuple(masters)
-        self.tiered, self.disk_bytes = tiered, int(disk_bytes)
+        self.tiered, self.disk_bytes, self.replicated = tiered, int(disk_bytes), replicated
         self._prev: tuple[float, dict[str, float]] | None = None
         self._scraped: str | None = None  # the URL the counters of _prev came from (a new leader: new counters)
         self.panel: StoreScrape = {"up": None} if metrics_url or masters else {}
@@ -87,6 +94,10 @@ class StoreSampler:
             capacity = self.disk_bytes or int(m.value(DISK_CAPACITY) or 0)
             if capacity and capacity != NO_DISK_CAP:
                 panel["disk_capacity_bytes"] = capacity
+        hot = {field: int(v) for name, field in HOT_GAUGES.items() if (v := m.value(name)) is not None}
+        if self.replicated or any(hot.values()):
+            for hot_field, n in hot.items():
+                panel[hot_field] = n
         counters = {name: v for name in STORE_COUNTERS if (v := m.value(name)) is not None}
         rates: dict[StoreRateKey, float] = {"put_rps": 0.0, "get_rps": 0.0}
         if self._prev is not None and self._scraped == url:

@@ -14,10 +14,14 @@ LRU store that holds a part of the trace's blocks, so the achieved hit rate fall
 and the hits on a colder prefix come partly or wholly from disk (HIT_DISK, slower reads), so every view of the
 tiers has something to show; without it the frames are exactly those of a store with one tier.
 
+``DemoSource(replicate_hot=True)`` gives it hot-key replication: once a prefix's shared pages have been reloaded
+:data:`HOT_READS` times, the master "copies" each to a second segment, and the hits on them count as hits with a
+hot replica; the Store panel gets the copies started and done.
+
 ``python -m kvtui.testing.demo [--static | --trace NAME | --replay FILE] [--headless --duration S --screenshot
 PATH --size WxH]`` runs the monitor on it (``--static``: one fixed fixture frame, as the snapshot tests use;
 ``--replay``: play a recorded session file, e.g. one that ctrl+r wrote from the demo; ``--disk``: a store with a
-disk tier), e.g. to look at a layout
+disk tier; ``--hot``: one that replicates hot keys), e.g. to look at a layout
 change at once:
 
     python -m kvtui.testing.demo --static --headless --duration 0.5 --size 120x40 --screenshot /tmp/demo.svg
@@ -53,6 +57,7 @@ if TYPE_CHECKING:
 TRACE_LAYOUT = PageLayout(layers=1, kv_heads=1, head_dim=1, page_tokens=512, elem_bytes=1)  # one page a block
 TRACE_CAPACITY = 0.25  # the simulated store holds this share of a trace's distinct blocks (LRU)
 DEMO_DISK_BYTES = 64 << 30  # --disk: the simulated store's disk tier
+HOT_READS = 3  # --hot: a prefix's shared pages are copied to a second segment once reloaded this many times
 
 
 def demo_key(model: str, *parts: int) -> str:
@@ -64,17 +69,22 @@ class DemoSource(BuiltOnRead):
     """Synthetic shared-prefix traffic, ``per_tick`` requests per ``tick_s`` of simulated time (seeded); with
     ``trace`` (a shipped trace's name) that trace's rows at ``speed`` (None: ``per_tick`` rows a tick);
     ``capacity_bytes``: the simulated DRAM (None: 8 GiB, or 4 GiB in front of a disk tier, so that it offloads);
-    ``disk_bytes``: a disk tier of that size behind it (synthetic traffic; 0: none)."""
+    ``disk_bytes``: a disk tier of that size behind it (synthetic traffic; 0: none); ``replicate_hot``: the simulated
+    master copies hot prefixes' pages to a second segment (synthetic traffic)."""
 
     def __init__(self, seed: int = 7, *, tick_s: float = 0.1, per_tick: int = 2, layout: PageLayout | None = None,
                  capacity_bytes: int | None = None, rows: int = 64, trace: str | None = None, speed: float | None = 8.0,
-                 disk_bytes: int = 0):
+                 disk_bytes: int = 0, replicate_hot: bool = False):
         self.rng = random.Random(seed)
         self.layout = layout or (TRACE_LAYOUT if trace else PRESETS["seed"])
         self.t = 0.0
         self.tick_s, self.per_tick = tick_s, per_tick
         self.disk = disk_bytes
-        self.agg = Aggregator(rows=rows, history=600, window_s=30.0, clock=lambda: self.t, tiered=bool(disk_bytes))
+        self.agg = Aggregator(rows=rows, history=600, window_s=30.0, clock=lambda: self.t, tiered=bool(disk_bytes),
+                              replicated=replicate_hot)
+        self.hot = replicate_hot
+        self.reads: dict[int, int] = {}  # --hot: reloads of each prefix so far
+        self.copies = 0  # --hot: pages copied to a second segment
         self.workload: WorkloadPanel = {"kind": "synthetic", "scenario": "shared-system-prompt", "overlap": 0.75,
                                         "pool": 8, "rate": 20.0, "prompt_tokens": 2048}
         self.trace: TraceWorkload | None = None
@@ -206,6 +216,13 @@ class DemoSource(BuiltOnRead):
             disk_pages = max(0, hits - in_dram)
             disk_ms = disk_pages * pb / 1.5e9 * 1e3 * rng.uniform(0.8, 1.6)
             read_ms = (hits - disk_pages) * pb / 6e9 * 1e3 * rng.uniform(0.8, 1.6) + disk_ms
+        replicated = 0
+        if self.hot and hits:  # a prefix reloaded HOT_READS times has its shared pages copied (from the next read on)
+            replicated = hits - disk_pages if self.reads.get(prefix, 0) >= HOT_READS else 0
+            self.reads[prefix] = self.reads.get(prefix, 0) + 1
+            if self.reads[prefix] == HOT_READS:
+                self.copies += shared
+
         def key(p: int) -> str:  # a shared page is named by its pool entry, the others by the request
             return demo_key("demo-model", prefix, p) if p < shared else demo_key("demo-model", -self.req_id, p)
 
@@ -222,7 +239,7 @@ class DemoSource(BuiltOnRead):
             publish_probe_ms=rng.lognormvariate(-1.4, 0.4) if published else 0.0, codes=codes,
             t_start=self.t, t_end=self.t, labels=labels, keys=(first, last) if pages else (),
             reasons=self.misses.finish(self.req_id, states, self.t, self.t), pages_hit_disk=disk_pages,
-            disk_read_ms=disk_ms)
+            disk_read_ms=disk_ms, pages_replicated=replicated)
 
     def step(self) -> None:
         """Advance the simulated clock one tick and add that tick's requests."""
@@ -254,6 +271,8 @@ class DemoSource(BuiltOnRead):
             store.update(offloaded_keys=self.evicted, disk_used_bytes=min(self.evicted, disk_pages) * pb,
                          disk_capacity_bytes=self.disk, disk_evicted_keys=max(0, self.evicted - disk_pages),
                          promoted_keys=0)
+        if self.hot:
+            store.update(copies_started=self.copies, copies_done=self.copies)
         busy = 0.0 if self.paused else 1.0
         procs = (
             {"name": "kvtui ui", "pid": 41001, "cpu_percent": 6.0 + self.rng.random(), "rss_bytes": 96 << 20},
@@ -385,6 +404,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--screenshot", default=None, help="SVG written before exiting (with --duration)")
     ap.add_argument("--size", default="120x40", help="WxH of the headless terminal")
     ap.add_argument("--disk", action="store_true", help="a simulated store with a disk tier behind its DRAM")
+    ap.add_argument("--hot", action="store_true", help="a simulated store that copies hot prefixes to a second segment")
     args = ap.parse_args(argv)
     disk_bytes = DEMO_DISK_BYTES if args.disk else 0
     w, h = (int(v) for v in args.size.lower().split("x"))
@@ -394,11 +414,12 @@ def main(argv: list[str] | None = None) -> int:
         return run_app(None, None, player=ReplayPlayer(SessionReader(args.replay)), headless=args.headless,
                        duration_s=args.duration, screenshot=args.screenshot, size=(w, h))
     if args.static:
-        frame = trace_fixture_frame(args.trace) if args.trace else fixture_frame(disk_bytes=disk_bytes)
+        frame = trace_fixture_frame(args.trace) if args.trace else fixture_frame(disk_bytes=disk_bytes,
+                                                                                 replicate_hot=args.hot)
         return run_app(StaticSource(frame), DemoController(DemoSource(trace=args.trace)),
                        headless=args.headless,
                        duration_s=args.duration, screenshot=args.screenshot, size=(w, h), clock=lambda: 0.0)
-    src = DemoSource(trace=args.trace, disk_bytes=disk_bytes)
+    src = DemoSource(trace=args.trace, disk_bytes=disk_bytes, replicate_hot=args.hot)
     return run_app(src, DemoController(src), headless=args.headless, duration_s=args.duration,
                    screenshot=args.screenshot, size=(w, h))
 

@@ -85,6 +85,7 @@ class FakeEndpoints:
     ha: bool = False
     masters: tuple[tuple[str, str], ...] = ()
     tiers: tuple[str, ...] = ("memory",)
+    replicate_hot: bool = False
 
     def as_dict(self) -> dict[str, object]:
         return {"master": self.master, "metadata_url": self.metadata_url, "embedded": self.embedded}

@@ -15,6 +15,7 @@ import kvtui.tui
 from kvtui.core.pages import PageState as S
 from kvtui.metrics.frame import PageRow
 from kvtui.testing.demo import DEMO_DISK_BYTES, fixture_frame
+from kvtui.tui.fmt import fmt_count
 from kvtui.tui.widgets.kpis import Kpis
 from kvtui.tui.widgets.latency import KINDS, TIER_KINDS, LatencyPanel
 from kvtui.tui.widgets.page_grid import CLASS, GLYPH, SEVERITY, PageGrid, compress
@@ -169,6 +170,27 @@ def test_the_store_panel_shows_the_disk_tier():
     lines = with_widget(StorePanel(), narrow, size=(22, 12))
     assert lines[0].startswith("keys ") and "offload " in lines[0] and "GiB" not in "".join(lines)
     assert [ln.split()[0] for ln in lines[3:5]] == ["mem", "disk"]
+
+
+def test_the_store_panel_shows_the_hot_hits_and_the_masters_copies():
+    """A store that replicates hot keys: one line more, the hits with a hot replica and the copies started and done;
+    short words when narrow; nothing of it on a store that does not replicate."""
+    hot = fixture_frame(replicate_hot=True)
+
+    def lines(frame, width):
+        def check(p):
+            p.update_frame(frame)
+            return [t.plain for t in p.lines(width)]
+
+        return with_widget(StorePanel(), check, size=(width, 12))
+
+    s, n = hot.store, int(hot.totals["pages_hit_replicated"])
+    wide = lines(hot, 50)
+    assert f"hot hits {n:,}  copies {s['copies_started']:,} started · {s['copies_done']:,} done" in wide
+    narrow = lines(hot, 22)  # (80×24: as many lines as a store without replication, the byte line left out)
+    assert f"hot {fmt_count(n)}  copies {s['copies_done']}/{s['copies_started']}" in narrow
+    assert all(len(ln) <= 22 for ln in narrow) and len(narrow) == len(lines(ONE, 22)) and "GiB" not in "".join(narrow)
+    assert not [ln for ln in lines(ONE, 50) if "hot" in ln or "copies" in ln]
 
 
 def test_row_details_say_the_reloads_time_on_disk():

@@ -58,6 +58,13 @@ def test_live_disk_tier_120x40(snap_compare):
     assert snap_compare(monitor(frame=fixture_frame(disk_bytes=DEMO_DISK_BYTES)), terminal_size=(120, 40))
 
 
+@pytest.mark.parametrize("size", [(120, 40), (80, 24)], ids=["120x40", "80x24"])
+def test_live_hot_replicas(snap_compare, size):
+    """A store that replicates hot keys: the hits with a hot replica and the master's copies in the Store panel (at
+    80×24 on one line, in place of the bar's byte line)."""
+    assert snap_compare(monitor(frame=fixture_frame(replicate_hot=True)), terminal_size=size)
+
+
 def test_live_60x20(snap_compare):
     assert snap_compare(monitor(), terminal_size=(60, 20))
 

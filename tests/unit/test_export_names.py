@@ -25,6 +25,7 @@ PINNED = {
     "kvtui_tier_pages_hit_total": "counter", "kvtui_tier_tokens_hit_total": "counter",
     "kvtui_tier_reload_bytes_total": "counter", "kvtui_tier_read_seconds_total": "counter",
     "kvtui_tier_reload_latency_seconds": "histogram", "kvtui_store_disk_fill_ratio": "gauge",
+    "kvtui_pages_hit_replicated_total": "counter",
     "kvtui_store_up": "gauge", "kvtui_store_fill_ratio": "gauge", "kvtui_store_puts_per_second": "gauge",
     "kvtui_store_gets_per_second": "gauge", "kvtui_store_evictions_per_second": "gauge",
     "kvtui_store_eviction_failures_per_second": "gauge", "kvtui_store_alloc_failures_per_second": "gauge",
@@ -66,7 +67,8 @@ def test_worker_labels_say_which_role_does_the_work():
 def test_every_counter_is_a_summary_field():
     from kvtui.metrics.aggregate import Aggregator, summary_from_frame
 
-    summary = summary_from_frame(Aggregator(tiered=True).frame())  # (a disk tier: the summary has `tiers`)
+    summary = summary_from_frame(Aggregator(tiered=True, replicated=True).frame())  # (a disk tier: the summary has
+    # `tiers`; hot-key replication: its hits)
     for m in METRICS:
         if m.summary and m.summary.startswith("tiers.TIER."):
             for tier in ("memory", "disk"):

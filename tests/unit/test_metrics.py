@@ -260,7 +260,8 @@ def test_the_summary_type_names_the_counters_and_figures_the_aggregator_keeps():
     from kvtui.metrics.summary import RunSummary, RunTotals, Throughput
 
     assert RunTotals.__required_keys__ == {*a.COUNTERS, *a.BUSY_MS, "page_hit_rate", "token_hit_rate"}
-    assert RunTotals.__optional_keys__ == {*a.IDEAL, *a.AIPERF, fig.IDEAL_SO_FAR.key, fig.AIPERF_SO_FAR.key}
+    assert RunTotals.__optional_keys__ == {*a.IDEAL, *a.AIPERF, fig.IDEAL_SO_FAR.key, fig.AIPERF_SO_FAR.key,
+                                           *a.HOT_COUNTERS}
     assert Throughput.__required_keys__ == {f.key for f in fig.RUN}
     assert {f.field for f in fig.LATENCY} <= RunSummary.__required_keys__
 

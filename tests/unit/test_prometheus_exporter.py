@@ -36,7 +36,7 @@ def exporter():
 
 
 def test_scrape_equals_the_frame_and_its_summary(exporter):
-    src = DemoSource(3)
+    src = DemoSource(3, replicate_hot=True)  # (a store that replicates hot keys: its hot hits are a counter too)
     for _ in range(40):
         src.frame()
     frame = src.frame()
@@ -64,6 +64,7 @@ def test_scrape_equals_the_frame_and_its_summary(exporter):
     assert "kvtui_trace_rows" not in got  # a synthetic workload has no trace gauges
     assert got["kvtui_failovers_total"][()] == 0 and "kvtui_failover_last_serving_seconds" not in got
     assert not [name for name in got if "tier" in name or "disk" in name]  # one tier: no tier series
+    assert got["kvtui_pages_hit_replicated_total"][worker("decode")] == summary["pages_hit_replicated"] > 0
 
 
 def test_a_disk_tier_is_exported_per_tier_and_the_tiers_add_up(exporter):
@@ -94,6 +95,7 @@ def test_a_disk_tier_is_exported_per_tier_and_the_tiers_add_up(exporter):
         assert sum(got[part].values()) == pytest.approx(got[total][(("role", "decode"), ("worker", "0"))]), part
     fill = frame.store["disk_used_bytes"] / frame.store["disk_capacity_bytes"]
     assert got["kvtui_store_disk_fill_ratio"][()] == pytest.approx(fill) and fill > 0
+    assert "kvtui_pages_hit_replicated_total" not in got  # no hot-key replication: no series
 
 
 def test_failovers_are_exported_from_the_frames_status(exporter):

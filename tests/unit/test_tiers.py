@@ -78,3 +78,24 @@ def test_the_disk_folder_is_made_fresh_and_removed_whole(tmp_path):
     assert d.used_bytes() == 100
     d.remove()
     assert not d.path.exists() and tmp_path.exists()  # (the folder the user gave stays)
+
+
+@pytest.mark.parametrize("flags, words", [(["--replicate-hot"], "--replicate-hot is the embedded master's setting"),
+                                          (["--disk-size", "1GiB"], "--disk-size sizes the embedded store's")])
+def test_tier_flags_with_an_attached_cluster_are_refused_before_kvtui_reaches_for_it(flags, words, capsys):
+    """No master answers at port 1: the refusal is the flag's, not "no Mooncake master answers"."""
+    from kvtui.cli import main
+
+    rc = main(["run", "--layout", "tiny", "--master", "127.0.0.1:1", "--metadata", "http://127.0.0.1:1/metadata",
+               *flags])
+    err = capsys.readouterr().err
+    assert rc == 2 and words in err and "answers" not in err
+
+
+def test_the_backends_tier_conflicts_name_the_flags():
+    from kvtui.config.cluster import cluster_error_text
+
+    text = cluster_error_text(Conflict("disk_bytes", "segment_on", "the disk tier belongs to the store nodes"))
+    assert text.startswith("--disk-size cannot go with --segment-on prefill|decode: ")
+    assert cluster_error_text(Conflict("disk_bytes", "store_bytes", "x")).startswith("--disk-size cannot go with "
+                                                                                     "--store-size")

@@ -2,7 +2,8 @@
 
 Its prefix group, prompt length and layout, the count and the state of every page (one glyph each, as in
 the grid), its missed pages by reason (:mod:`kvtui.core.misses`), the reload and publish times (and the
-reload's time reading pages from a disk tier), the bytes moved, its first and last store key (look a page up
+reload's time reading pages from a disk tier), how many of its hit pages had a second memory replica (a store that
+replicates hot keys), the bytes moved, its first and last store key (look a page up
 with ``kvtui keys``), its failing store codes and, for a trace row, how many pages an unbounded cache would have
 reloaded (the ``trace-stats`` rule): the difference is what the store's capacity and concurrency cost.
 
@@ -65,6 +66,10 @@ def detail_lines(row: PageRow) -> list[DetailLine]:
         out.append(f"reload {fmt_ms(row.reload_ms)} (probe + read{of_it}) · publish {fmt_ms(row.publish_ms)} "
                    "(probe + put)")
         out.append(f"loaded {format_bytes(row.bytes_loaded)} · written {format_bytes(row.bytes_written)}")
+    hot = getattr(row, "pages_replicated", 0)
+    if hot:
+        out.append(f"hot replicas: {fmt_int(hot)} of its {plural(row.pages_hit, 'hit page')} had two memory replicas "
+                   "or more (the master copied them to a second segment)")
     if row.keys:
         out.append(f"first key {row.keys[0]}")
         if len(row.keys) > 1 and row.keys[-1] != row.keys[0]:

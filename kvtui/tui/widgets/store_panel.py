@@ -10,6 +10,11 @@ the keys evicted (on such a store a DRAM eviction is an offload: the key stays r
 disk (gone: red when not zero) and promoted back to memory, and a second bar, the disk's use of its capacity; a
 narrow panel (below :data:`ROOMY` cells) takes the short words and leaves out the bars' byte lines, so the two
 bars fit where one store's figures did.
+
+A store that replicates hot keys (``--replicate-hot``) adds a line: the KV page hits that had a second memory replica
+(:data:`kvtui.metrics.figures.HOT_PAGES_HIT`, from the run's totals) and the master's copies of hot keys started and
+done (:data:`kvtui.metrics.figures.STORE_HOT`); a narrow panel takes their short forms and, as with a disk tier,
+leaves out the bar's byte line, so it keeps the height of a store without them.
 """
 
 from __future__ import annotations
@@ -41,12 +46,15 @@ class StorePanel(CachedStyles, LinesPanel):
     def __init__(self, *, id: str | None = None, classes: str | None = None) -> None:
         super().__init__(id=id, classes=classes)
         self.store: dict = {}
+        self.hot: int | None = None  # HOT_PAGES_HIT of the frame's totals (None: the store replicates no hot key)
         self.border_title = "Store"
 
     def update_frame(self, frame) -> None:
         store = dict(frame.store or {})
-        if store != self.store:
-            self.store = store
+        hot = (frame.totals or {}).get(fig.HOT_PAGES_HIT.key)
+        hot = int(hot) if hot is not None else None
+        if store != self.store or hot != self.hot:
+            self.store, self.hot = store, hot
             self.refresh(layout=True)
 
     def _s(self, name: str):
@@ -65,7 +73,8 @@ class StorePanel(CachedStyles, LinesPanel):
 
         keys, evicted, fails = count("keys"), count("evicted_keys"), count("alloc_failures")
         disk = fig.STORE_DISK_USED.key in s  # a disk tier
-        roomy = not disk or width >= ROOMY
+        hot = self.hot is not None or fig.STORE_COPIES_STARTED.key in s  # hot-key replication: a line more
+        roomy = not (disk or hot) or width >= ROOMY
         rates = [((fig.STORE_PUT_RATE.label,), (fmt_rate(float(s.get("put_rps", 0.0))),), None),
                  ((fig.STORE_GET_RATE.label,), (fmt_rate(float(s.get("get_rps", 0.0))),), None)]
         if disk:
@@ -86,7 +95,7 @@ class StorePanel(CachedStyles, LinesPanel):
         if disk:
             out += self._bar(fig.STORE_DISK_USED.label, int(s.get(fig.STORE_DISK_USED.key, 0)),
                              int(s.get(fig.STORE_DISK_CAPACITY.key, 0)), width, roomy)
-        out += pack_pairs(rates, width, lab)
+        out += (self._hot(width, roomy) if hot else []) + pack_pairs(rates, width, lab)
         subtitle = ""
         if s.get("up") is False:  # (no master answers: these are the last sample's figures, not the store's now)
             dim = self._s("store-panel--dim")
@@ -97,6 +106,20 @@ class StorePanel(CachedStyles, LinesPanel):
         if self.border_subtitle != subtitle:
             self.border_subtitle = subtitle
         return out
+
+    def _hot(self, width: int, roomy: bool) -> list[Text]:
+        """``hot hits 1,234  copies 48 started · 48 done``; narrow (not ``roomy``), the short forms on one line
+        where they fit: ``hot 1.2k  copies 48/48``."""
+        s = self.store
+        pairs: list[tuple[tuple[str, ...], tuple[str, ...], None]] = []
+        if self.hot is not None:
+            pairs.append(((fig.HOT_PAGES_HIT.label, "hot"), (fmt_int(self.hot), fmt_count(self.hot)), None))
+        if fig.STORE_COPIES_STARTED.key in s:
+            started, done = (int(s.get(f.key, 0)) for f in fig.STORE_HOT)
+            pairs.append((("copies",), (fig.copies_text(s), f"{fmt_count(done)}/{fmt_count(started)}"), None))
+        if not roomy:
+            pairs = [(labels[-1:], values[-1:], style) for labels, values, style in pairs]
+        return pack_pairs(pairs, width, self._s("store-panel--label"))
 
     def _bar(self, label: str, used: int, cap: int, width: int, sizes: bool = True) -> list[Text]:
         """``used ████░░░ 75 %`` and (``sizes``) ``12.0 MiB / 16.0 MiB``; a capacity unknown: ``used 12.0 MiB``."""
