@@ -295,13 +295,16 @@ class RawRead(TypedDict):
 
 class DiskPhase(TypedDict):
     """One phase (warm or cold): ``disk_reload`` (:func:`~kvtui.bench.reuse.reload_figures` of the prefix's
-    reloads, every page from disk), ``disk_read_MBps_p50`` (the reload's disk part alone: its bytes ÷
-    ``read_ms_disk``, median), ``raw_read`` and ``memory_reload`` (the twin's reloads, every page from DRAM)."""
+    reloads), ``disk_read_MBps_p50`` (the reload's disk part alone: its bytes ÷ ``read_ms_disk``, median),
+    ``raw_read``, ``memory_reload`` (the twin's reloads), and the pages the reloads read from disk, all samples:
+    ``pages_from_disk`` (the prefix's: every page of every sample) and ``memory_pages_from_disk`` (the twin's: 0)."""
 
     disk_reload: ReloadFigures
     disk_read_MBps_p50: float
     raw_read: RawRead
     memory_reload: ReloadFigures
+    pages_from_disk: int
+    memory_pages_from_disk: int
 
 
 class _DiskRatios(TypedDict):
@@ -380,7 +383,8 @@ def phase_figures(disk: Sequence[ReloadResult], raw_ms: Sequence[float], raw_ok:
             "disk_read_MBps_p50": _mbps(nbytes, [r.read_ms_disk for r in disk]),
             "raw_read": {"read_ms": _stats(list(raw_ms)), "MBps_p50": _mbps(nbytes, raw_ms), "files": files,
                          "verified": all(raw_ok)},
-            "memory_reload": reload_figures(list(memory))}
+            "memory_reload": reload_figures(list(memory)), "pages_from_disk": sum(len(r.disk_pages) for r in disk),
+            "memory_pages_from_disk": sum(len(r.disk_pages) for r in memory)}
 
 
 @dataclass

@@ -168,8 +168,9 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
                    help="instead: reloads of a prefix that only the store's disk tier holds (a small DRAM segment, "
                         f"a disk tier of {DISK_DRAMS}× it) against a raw read of the same bytes from the tier's files "
                         "and a reload of as many pages from DRAM, interleaved, with the page cache warm and then "
-                        "dropped before each disk sample (needs root: /proc/sys/vm/drop_caches; else warm only), "
-                        "and against recomputing them (the TTFT estimate): ratios.disk_reload_vs_raw_read, "
+                        "cold (the tier's files evicted from it before each disk sample: POSIX_FADV_DONTNEED, or "
+                        "/proc/sys/vm/drop_caches as root where that leaves pages; else warm only), and against "
+                        "recomputing them (the TTFT estimate): ratios.disk_reload_vs_raw_read, "
                         "disk_vs_memory_reload, cold_… and …_vs_recompute")
     p.add_argument("--disk-path", default=None, metavar="DIR",
                    help="--disk: the folder the disk tier goes under, i.e. the disk measured (an existing folder; "
