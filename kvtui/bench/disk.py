@@ -4,13 +4,15 @@ from the same disk, a reload of as many pages from DRAM, and recomputing them (t
 Steps, on one embedded store with a small DRAM segment and a disk tier behind it (:mod:`kvtui.mooncake.tiers`):
 the prefill worker publishes a prompt, then other prompts of :data:`FLOOD_DRAMS` × the DRAM in all (each published
 again while the store refuses puts: DRAM full, its offload under way), so that eviction moves the first prompt's
-pages to disk; then a twin prompt (other tokens, as many pages), which DRAM holds. A reload of the request sharing
+pages to disk; then a twin prompt (other tokens, as many pages; another while DRAM does not hold one whole).
+A reload of the request sharing
 the first prompt's prefix must read every page from disk (``ReloadResult.disk_pages``) and one of the twin's none:
 the bench stops with one line otherwise. The prefix's pages are found in the tier's files by their contents (the
 bucket backend packs objects into bucket files behind a header) and checked byte for byte.
 
-Then ``iterations`` rounds with the page cache warm (it holds the tier's files), then as many cold, where this
-process may drop the page cache (``/proc/sys/vm/drop_caches``, before each disk sample). A round takes three
+Then ``iterations`` rounds with the page cache warm (it holds the tier's files), then as many cold: before each
+disk sample the tier's files leave the page cache (``POSIX_FADV_DONTNEED``, or, where that leaves pages and this
+process may, ``/proc/sys/vm/drop_caches``; ``mincore`` checks that none is left). A round takes three
 samples, in turn (ABC, then CBA): a reload of the prefix through the decode worker (probe + read; verified outside
 its time), a raw read of the same bytes from the tier's files (``preadv`` into a buffer, each file opened once;
 checked outside its time) and a reload of the twin from DRAM. MB/s are 10^6 bytes per second; each MB/s figure is
@@ -63,6 +65,8 @@ SETTLE_S, SETTLE_MAX_S = 2.0, 30.0
 DISK_WAIT_S = 20.0
 """How long the bench waits for every page of the prefix to be on disk only (evicted pages leave DRAM once
 written)."""
+TWIN_ATTEMPTS = 5
+"""Twins published at most before the bench stops: DRAM must hold one whole (see :func:`_twin_in_dram`)."""
 DROP_CACHES = "/proc/sys/vm/drop_caches"
 HEAD_BYTES = 64
 """A page is looked for in the tier's files by its first bytes (they hold its key's hash), then compared whole."""
@@ -361,9 +365,10 @@ class _Disk(TypedDict):
 
 class DiskFigures(_Disk, BenchInputs, total=False):
     """Every figure of ``kvtui bench --disk --json`` (:func:`measure_disk`): the case, the store (``tiers``), the
-    flood's seconds, the files the prefix lies in, the ``warm`` and ``cold`` phases (cold None where the page
-    cache could not be dropped: ``cold_method`` says why), the ``ratios``, ``verified`` and the ``environment``;
-    with an active estimate also ``ttft_estimate`` and ``recompute_ms`` (the prefix's tokens)."""
+    seconds from the flood's first put until a twin was in DRAM (``flood_s``), the files the prefix lies in, the
+    ``warm`` and ``cold`` phases (cold None where the tier's files could not be evicted from the page cache:
+    ``cold_method`` says why, else how), the ``ratios``, ``verified`` and the ``environment``; with an active
+    estimate also ``ttft_estimate`` and ``recompute_ms`` (the prefix's tokens)."""
 
     ttft_estimate: TtftInputs
     recompute_ms: float | None
@@ -489,6 +494,23 @@ def _prefix_on_disk(decode: WorkerHandle, second: np.ndarray, pages: int) -> Non
         time.sleep(0.5)
 
 
+def _twin_in_dram(prefill: WorkerHandle, decode: WorkerHandle, prompt: np.ndarray, second: np.ndarray, pages: int,
+                  folder: str) -> np.ndarray:
+    """Publish a twin of ``prompt`` (other tokens, as many pages) until DRAM holds every one of the ``pages`` its
+    request (the twin of ``second``) reloads, a new twin each time, at most :data:`TWIN_ATTEMPTS`; that request.
+    (A twin whose puts were refused for a while is put in parts, and a later part's eviction may take an earlier
+    one's page to disk.) ``KvtuiError`` when none stays."""
+    for attempt in range(1, TWIN_ATTEMPTS + 1):
+        shift = 2_000_000 * attempt
+        _publish_all(prefill, prompt + shift, "the twin prompt")
+        _settle(folder)
+        r = decode.call(BenchReload(second + shift, 1))[0].result
+        if r.pages_hit == pages and not r.disk_pages:
+            return second + shift
+    _check_memory(r, pages)
+    raise AssertionError("unreachable: _check_memory raises for a twin not all in DRAM")
+
+
 def _rounds(n: int, samples: dict[str, Callable[[], None]], before: Callable[[str], None] | None = None) -> None:
     """``n`` rounds of the ``samples`` (by side), in :data:`SIDES` order in even rounds, reversed in odd ones;
     ``before(side)`` runs untimed before each sample."""
@@ -511,7 +533,6 @@ def measure_disk(engines: BenchEngines, layout: PageLayout, case: DiskCase,
     prompt = np.arange(case.prompt_tokens, dtype=np.uint32) + 5000
     second = prompt.copy()
     second[case.shared_tokens:] += 1_000_000  # diverges after the shared prefix
-    twin, twin_second = prompt + 2_000_000, second + 2_000_000
     prompt_bytes = prompt_pages * layout.page_bytes
     floods = math.ceil(FLOOD_DRAMS * case.dram_bytes / prompt_bytes)
     where = case.where
@@ -531,11 +552,10 @@ def measure_disk(engines: BenchEngines, layout: PageLayout, case: DiskCase,
         t0 = time.monotonic()
         for k in range(floods):
             _publish_all(prefill, prompt + 10_000_000 * (k + 1), "a flood prompt")
-        _publish_all(prefill, twin, "the twin prompt")
-        flood_s = time.monotonic() - t0
         _settle(folder)
+        twin_second = _twin_in_dram(prefill, decode, prompt, second, pages, folder)
+        flood_s = time.monotonic() - t0
         _prefix_on_disk(decode, second, pages)
-        _check_memory(decode.call(BenchReload(twin_second, 1))[0].result, pages)
         keys = decode.call(Keys(second))[:pages]
         try:
             spans = find_pages(folder, keys, layout.page_bytes)
@@ -638,8 +658,8 @@ def format_disk(o: DiskFigures) -> str:
     lines = wrap(f"kvtui bench --disk: {plural(pages, 'page')} of {o['page_bytes']:,} bytes "
                  f"({fig.number(o['bytes_reloaded'] / 1e6, 'MB', 1)} MB, {o['tokens_reloaded']:,} tokens) held "
                  f"only by the disk tier, reloaded {plural(o['iterations'], 'time')} a phase; a DRAM segment of "
-                 f"{format_bytes(t['dram_bytes'])}, a disk tier of {format_bytes(t['disk_bytes'])} under "
-                 f"{t['disk_path']} ({format_bytes(t['flood_bytes'])} of other prompts pushed the prefix out in "
+                 f"{format_bytes(t['dram_bytes'])}, a disk tier of {format_bytes(t['disk_bytes'])} "
+                 f"({format_bytes(t['flood_bytes'])} of other prompts pushed the prefix out in "
                  f"{fig.number(o['flood_s'], 's')} s)")
     lines += section("Warm (the page cache holds the tier's files)", rows(_phase_rows(o["warm"], pages, files), 14))
     cold = o["cold"]
