@@ -29,6 +29,7 @@ RENDERERS = (
     "kvtui.commands.compare:format_comparison",
     "kvtui.soak.summary:format_soak",
     "kvtui.commands.bench:format_bench",
+    "kvtui.bench.disk:format_disk",
 )
 """The functions whose text a documented example shows (``module:function``): each is pure, figures in, text
 out, so a test can call it again on the kept arguments and see whether the text it gives still is the text

@@ -265,6 +265,9 @@ EXAMPLES: tuple[Example, ...] = (
     Example("bench-verify", "benchmarks.md", (
         cmd("kvtui bench", keep=(Section(r"^Request rate", r"^$"), r"^  (request rate|full: rate|sampled: rate) ÷")),
     )),
+    Example("bench-disk", "benchmarks.md", (
+        cmd("kvtui bench --disk", keep=(Section(r"^kvtui bench --disk", r"^Legend"),)),
+    )),
 )
 """Every documented example, in the order ``make examples`` runs them."""
 

@@ -9,6 +9,8 @@ The benches, each measured in :mod:`kvtui.bench` (this module parses, validates 
 - ``--trace NAME|FILE`` (:mod:`kvtui.bench.trace`): a trace's replay rate through the engine vs a bare loop;
 - ``--ui`` (:mod:`kvtui.bench.ui`): the workload rate with the live monitor vs without it;
 - ``--tcp-sweep`` (:mod:`kvtui.bench.tcp_sweep`): remote reloads under a few Mooncake TCP settings;
+- ``--disk`` (:mod:`kvtui.bench.disk`): reloads from the disk tier against a raw read of the same bytes from its
+  files, a reload from DRAM and recomputing, with the page cache warm and dropped;
 - ``--link RATE`` (:mod:`kvtui.bench.link`): reloads across an emulated link against its rate, and with
   ``--decode-workers M,…`` (:mod:`kvtui.bench.aggregate`) M readers at once against M × the rate.
 
@@ -23,6 +25,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from kvtui.bench.disk import DISK_DRAMS, DRAM_PROMPTS, default_dram_bytes
 from kvtui.bench.engines import say
 from kvtui.bench.reuse import ReuseCase
 from kvtui.bench.targets import TARGETS
@@ -42,6 +45,7 @@ from workload import DEFAULT_BLOCK_TOKENS
 
 if TYPE_CHECKING:
     from kvtui.bench.aggregate import AggregateFigures
+    from kvtui.bench.disk import DiskCase, DiskFigures
     from kvtui.bench.engines import BenchEngines
     from kvtui.bench.link import LinkFigures
     from kvtui.bench.rate import RateMode, RequestRate
@@ -54,36 +58,38 @@ if TYPE_CHECKING:
     from kvtui.mooncake.hosts import LinkSpec
     from workload import TraceProblem, TraceRow
 
-    BenchFigures = ReuseFigures | TraceFigures | UiFigures | TcpSweepFigures | LinkFigures | AggregateFigures
+    BenchFigures = (ReuseFigures | TraceFigures | UiFigures | TcpSweepFigures | LinkFigures | AggregateFigures
+                    | DiskFigures)
     """What one bench measured: its ``--json``."""
 
 _CASE = ReuseCase()  # the default flags
 
 
 MODE_FLAGS = (  # flag, attribute, default, the modes it applies to (reuse: the default bench)
-    ("--prompt-tokens", "prompt_tokens", _CASE.prompt_tokens, ("reuse", "tcp-sweep", "link")),
-    ("--shared-tokens", "shared_tokens", _CASE.shared_tokens, ("reuse", "tcp-sweep", "link")),
-    ("--iterations", "iterations", _CASE.iterations, ("reuse", "tcp-sweep", "link")),
+    ("--prompt-tokens", "prompt_tokens", _CASE.prompt_tokens, ("reuse", "tcp-sweep", "link", "disk")),
+    ("--shared-tokens", "shared_tokens", _CASE.shared_tokens, ("reuse", "tcp-sweep", "link", "disk")),
+    ("--iterations", "iterations", _CASE.iterations, ("reuse", "tcp-sweep", "link", "disk")),
     ("--max-streams", "max_streams", _CASE.max_streams, ("reuse",)),
     ("--rounds", "rounds", 3, ("trace", "ui", "tcp-sweep")),
     ("--seconds", "seconds", 8.0, ("ui",)),
     ("--refresh-hz", "refresh_hz", DEFAULT_HZ, ("ui",)),
     ("--trace-block-tokens", "trace_block_tokens", DEFAULT_BLOCK_TOKENS, ("trace",)),
+    ("--disk-path", "disk_path", None, ("disk",)),
 )
 """The flags that only some benches use, with their defaults: one given to another bench is refused."""
 MAX_ROUNDS = 100  # --rounds: a bound, so that a mistyped count cannot start a bench of hours or days
 
 
 def _mode_of(args: argparse.Namespace) -> str:
-    """``reuse`` (the default bench), ``trace``, ``ui``, ``tcp-sweep`` or ``link``."""
+    """``reuse`` (the default bench), ``trace``, ``ui``, ``tcp-sweep``, ``link`` or ``disk``."""
     return ("trace" if args.trace else "ui" if args.ui else "tcp-sweep" if args.tcp_sweep else
-            "link" if args.link else "reuse")
+            "link" if args.link else "disk" if args.disk else "reuse")
 
 
 @dataclass(frozen=True)
 class BenchFlags:
-    """The bench chosen (``mode``: ``reuse``, ``trace``, ``ui``, ``tcp-sweep`` or ``link``) and the values of
-    :data:`MODE_FLAGS`, each the flag's or its default."""
+    """The bench chosen (``mode``: ``reuse``, ``trace``, ``ui``, ``tcp-sweep``, ``link`` or ``disk``) and the
+    values of :data:`MODE_FLAGS`, each the flag's or its default."""
 
     mode: str
     prompt_tokens: int
@@ -94,6 +100,7 @@ class BenchFlags:
     seconds: float
     refresh_hz: float
     trace_block_tokens: int
+    disk_path: str | None
 
 
 def bench_flags(args: argparse.Namespace) -> BenchFlags:
@@ -127,9 +134,9 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
                    help=f"tokens the second request shares with the first (default {_CASE.shared_tokens})")
     p.add_argument("--iterations", type=int, default=None, metavar="N",
                    help=f"reloads to time (default {_CASE.iterations})")
-    p.add_argument("--store-size", default=DEFAULT_STORE_SIZE_TEXT, metavar="BYTES",
+    p.add_argument("--store-size", default=None, metavar="BYTES",
                    help=f"embedded store segment, bytes with units (at least {MIN_SEGMENT_BYTES >> 20}MiB; default "
-                        f"{DEFAULT_STORE_SIZE_TEXT})")
+                        f"{DEFAULT_STORE_SIZE_TEXT}; --disk: its DRAM segment, default {DRAM_PROMPTS} prompts' pages)")
     p.add_argument("--max-streams", type=int, default=None, metavar="N",
                    help=f"try reloads split across 1..N concurrent batch_get_into calls (default {_CASE.max_streams})")
     p.add_argument("--json", type=path_arg, metavar="PATH",
@@ -157,6 +164,18 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
                    help="instead: reload throughput across emulated hosts (--hosts auto) whose links are shaped to "
                         "RATE bit/s with tc (1gbit, 500mbit; a one-way DELAY such as 200us needs the kernel's "
                         "netem), against that rate: ratios.reload_vs_link (needs root)")
+    mode.add_argument("--disk", action="store_true",
+                   help="instead: reloads of a prefix that only the store's disk tier holds (a small DRAM segment, "
+                        f"a disk tier of {DISK_DRAMS}× it) against a raw read of the same bytes from the tier's files "
+                        "and a reload of as many pages from DRAM, interleaved, with the page cache warm and then "
+                        "cold (the tier's files evicted from it before each disk sample: POSIX_FADV_DONTNEED, or "
+                        "/proc/sys/vm/drop_caches as root where that leaves pages; else warm only), and against "
+                        "recomputing them (the TTFT estimate): ratios.disk_reload_vs_raw_read, "
+                        "disk_vs_memory_reload, cold_… and …_vs_recompute")
+    p.add_argument("--disk-path", default=None, metavar="DIR",
+                   help="--disk: the folder the disk tier goes under, i.e. the disk measured (an existing folder; "
+                        "kvtui makes a kvtui-disk-* folder in it and removes it at the end; default: the temporary "
+                        "folder)")
     p.add_argument("--decode-workers", metavar="M[,M…]", default=None,
                    help=f"--link: instead of one reader, M decode workers reloading at once, each on its own host, "
                         f"with M prefill workers holding the segments (1-{MAX_WORKERS} each, e.g. 1,2,4): aggregate "
@@ -193,9 +212,10 @@ def run(args: argparse.Namespace, started_at: float | None = None) -> int:
     estimator = estimator_from_args(args, pages_of)
     given = estimate_flags_given(args)
     b = bench_flags(args)
-    if given and b.mode != "reuse":
-        raise KvtuiError(f"{given[0]} sets the reuse bench's recompute estimate; --{b.mode} has none")
-    store_bytes = store_size(args.store_size)
+    if given and b.mode not in ("reuse", "disk"):
+        raise KvtuiError(f"{given[0]} sets the recompute estimate of the default bench and --disk; --{b.mode} has "
+                         "none")
+    store_bytes = store_size(args.store_size or DEFAULT_STORE_SIZE_TEXT)
     for flag, value in (("--iterations", b.iterations), ("--max-streams", b.max_streams)):
         if value < 1:
             raise bad_value(flag, "at least 1", value)
@@ -203,12 +223,18 @@ def run(args: argparse.Namespace, started_at: float | None = None) -> int:
     counts = worker_counts(args.decode_workers) if args.decode_workers is not None else []
     if counts and link is None:
         raise KvtuiError("--decode-workers measures aggregate reloads across emulated links: add --link RATE")
-    if b.mode in ("reuse", "tcp-sweep", "link"):
+    disk = None
+    if b.mode in ("reuse", "tcp-sweep", "link", "disk"):
         if b.prompt_tokens < layout.page_tokens:
             raise bad_value("--prompt-tokens", f"at least one page ({layout.page_tokens} tokens)", b.prompt_tokens)
-        if not (0 < b.shared_tokens <= b.prompt_tokens):
-            raise bad_value("--shared-tokens", f"within 1-{b.prompt_tokens} (--prompt-tokens)", b.shared_tokens)
+        least = layout.page_tokens if b.mode == "disk" else 1  # (--disk: a prefix of one page at least)
+        if not (least <= b.shared_tokens <= b.prompt_tokens):
+            raise bad_value("--shared-tokens", f"within {least}-{b.prompt_tokens} (--prompt-tokens)", b.shared_tokens)
         pages = b.prompt_tokens // layout.page_tokens
+        if b.mode == "disk":
+            if args.store_size is None:
+                store_bytes = default_dram_bytes(pages * layout.page_bytes, MIN_SEGMENT_BYTES)
+            disk = disk_case(b, store_bytes)
         if pages * layout.page_bytes * 2 > store_bytes:
             raise KvtuiError(f"the store ({store_bytes} bytes) cannot hold {pages} pages of {layout.page_bytes} "
                              "bytes twice; raise --store-size")
@@ -237,7 +263,7 @@ def run(args: argparse.Namespace, started_at: float | None = None) -> int:
 
     say(f"network: {isolate('on', hosts=True) if link else isolate('auto')}")
     try:
-        out, text, code = _measure(b, args.trace, engines, layout, estimator, link, counts, rows, problems)
+        out, text, code = _measure(b, args.trace, engines, layout, estimator, link, counts, rows, problems, disk)
     except Exception as exc:
         from kvtui.bench.bare import LoopError
         from kvtui.engine.workers import WorkerError
@@ -264,9 +290,29 @@ def run(args: argparse.Namespace, started_at: float | None = None) -> int:
     return code
 
 
+def disk_case(b: BenchFlags, dram_bytes: int) -> DiskCase:
+    """The :class:`~kvtui.bench.disk.DiskCase` of ``bench --disk`` with a DRAM segment of ``dram_bytes``;
+    ``KvtuiError`` for a ``--disk-path`` that is no folder or has less free space than the disk tier."""
+    import os
+    import shutil
+
+    from kvtui.bench.disk import DiskCase
+    from kvtui.core.units import format_bytes
+
+    case = DiskCase(b.prompt_tokens, b.shared_tokens, b.iterations, dram_bytes, DISK_DRAMS * dram_bytes, b.disk_path)
+    if b.disk_path is not None and not os.path.isdir(b.disk_path):
+        raise KvtuiError(f"--disk-path {b.disk_path}: not an existing folder")
+    free = shutil.disk_usage(case.where).free
+    if case.disk_bytes > free:
+        raise KvtuiError(f"bench --disk makes a disk tier of {format_bytes(case.disk_bytes)} ({DISK_DRAMS}× its DRAM "
+                         f"segment) and {case.where} has {format_bytes(free)} free: choose a smaller --store-size or "
+                         "another --disk-path")
+    return case
+
+
 def _measure(b: BenchFlags, trace: str | None, engines: BenchEngines, layout: PageLayout,
              estimator: TtftEstimator | None, link: LinkSpec | None, counts: list[int], rows: list[TraceRow],
-             problems: list[TraceProblem]) -> tuple[BenchFigures, str, int]:
+             problems: list[TraceProblem], disk: DiskCase | None = None) -> tuple[BenchFigures, str, int]:
     """Run the bench ``b`` names (``trace``: the ``--trace`` given): ``(its --json figures, its table, the exit
     code)`` (1 when a loaded page failed verification). Raises what the bench's engines, loops and store
     raise."""
@@ -296,6 +342,11 @@ def _measure(b: BenchFlags, trace: str | None, engines: BenchEngines, layout: Pa
 
         linked = measure_link(engines, layout, link, b.prompt_tokens, b.shared_tokens, b.iterations)
         return linked, format_link(linked), 0 if linked["verified"] else 1
+    if disk is not None:
+        from kvtui.bench.disk import format_disk, measure_disk
+
+        measured = measure_disk(engines, layout, disk, estimator)
+        return measured, format_disk(measured), 0 if measured["verified"] else 1
     if b.mode == "ui":
         from kvtui.bench.ui import measure_ui
 

@@ -29,6 +29,7 @@ INPUT_KEYS = ("layout", "page_bytes", "workload", "bad_rows_skipped", "concurren
               "reload_read_streams", "best_read_streams", "layout_at_end",
               "block_tokens", "format", "sizing", "store", "versions",  # these five: kvtui sweep --json
               "round_count", "trace_sha256",  # kvtui bench --trace / --ui / --tcp-sweep
+              "tiers",  # kvtui bench --disk: the store it made (DRAM, disk tier, where)
               "verify",  # kvtui bench --verify (a run's is in its setup)
               "interrupted", "stopped_by")  # a run or sweep cut short: its figures cover what finished
 SKIP_KEYS = ("session", "span", "rounds", "file", "problems", "tiny")
@@ -70,6 +71,8 @@ def _kind(doc: dict) -> str:
         return "bench --trace"
     if "headless_rps" in doc:
         return "bench --ui"
+    if "disk_reload_vs_raw_read" in (doc.get("ratios") or {}):
+        return "bench --disk"
     if "reuse_read_MBps_p50" in doc or "baselines" in doc:
         return "bench"
     if "points" in doc and "sizing" in doc:
@@ -225,8 +228,8 @@ def describe_field(path: str, names: dict[str, tuple[str, str]]) -> tuple[str, s
         unit = "%"
     elif path.startswith("errors."):
         unit = "calls"
-    elif any(part.endswith("_ms") or "_ms_" in part for part in (last, path.split(".")[0])):
-        unit = "ms"  # (a group's name says it too: reload_ms.p50, cpu_ms_per_request.engine.parent)
+    elif any(part.endswith("_ms") or "_ms_" in part for part in path.split(".")):
+        unit = "ms"  # (a group's name says it too: reload_ms.p50, cpu_ms_per_request.engine.parent, x.read_ms.p50)
     elif "MBps" in last:
         unit = "MB/s"
     elif last.endswith("_per_s"):  # requests_per_s: a rate, not seconds

@@ -539,12 +539,37 @@ AGGREGATE_VS_LINKS = _ratio("aggregate_vs_links", "aggregate ÷ M × link rate",
 BEST_VS_DEFAULT = _ratio("best_vs_mooncake_default", "best setting ÷ Mooncake's own",
                          "--tcp-sweep: the best setting's reload throughput ÷ that with Mooncake's 64 KiB slices",
                          _ROUNDS, "bench --tcp-sweep: table, --json; compare")
+_DISK = "bench --disk: table, --json; compare"
+_DISK_WARM = "the disk bench's rounds with the page cache warm"
+_DISK_COLD = "the disk bench's rounds with the page cache dropped before each disk sample (where permitted)"
+DISK_VS_RAW_READ = _ratio("disk_reload_vs_raw_read", "disk reload ÷ raw file read",
+                          "reload throughput (p50 per reload) of pages only the disk tier holds ÷ a raw read (p50) of "
+                          "the same bytes from the tier's files", _DISK_WARM, _DISK)
+COLD_DISK_VS_RAW_READ = _ratio("cold_disk_reload_vs_raw_read", "cold: disk reload ÷ raw file read",
+                               "as disk reload ÷ raw file read, each sample after the page cache was dropped",
+                               _DISK_COLD, _DISK)
+DISK_VS_MEMORY = _ratio("disk_vs_memory_reload", "disk reload ÷ memory reload",
+                        "reload throughput (p50 per reload) from the disk tier ÷ that of as many pages held in DRAM",
+                        _DISK_WARM, _DISK)
+COLD_DISK_VS_MEMORY = _ratio("cold_disk_vs_memory_reload", "cold: disk reload ÷ memory reload",
+                             "as disk reload ÷ memory reload, each disk sample after the page cache was dropped",
+                             _DISK_COLD, _DISK)
+DISK_VS_RECOMPUTE = _ratio("disk_reload_vs_recompute", "disk reload ÷ recompute (time)",
+                           "mean reload time (probe + read) from the disk tier ÷ the estimated recompute of its "
+                           "tokens (TTFT estimate); below 1 the reload is faster", _DISK_WARM, _DISK)
+COLD_DISK_VS_RECOMPUTE = _ratio("cold_disk_reload_vs_recompute", "cold: disk reload ÷ recompute",
+                                "as disk reload ÷ recompute, each reload after the page cache was dropped",
+                                _DISK_COLD, _DISK)
+MEMORY_VS_RECOMPUTE = _ratio("memory_reload_vs_recompute", "memory reload ÷ recompute (time)",
+                             "mean reload time (probe + read) of as many pages from DRAM ÷ the estimated recompute "
+                             "of their tokens", _DISK_WARM, _DISK)
 #: every ratio of the benches; those in kvtui.bench.targets.TARGETS are judged against a target
 RATIOS = (CONNECTOR_VS_RAW, BEST_STREAMS_VS_RAW, RELOAD_VS_TCP, RELOAD_VS_MEMCPY, TCP_RELOAD_VS_TCP,
           TCP_CONNECTOR_VS_RAW, VERIFY_VS_MEMCPY, FILL_VS_MEMCPY, RATE_VS_STORE_BOUND, RATE_VS_PASSES_BOUND,
           SAMPLED_RATE_VS_STORE_BOUND, ENGINE_VS_BARE,
           ENGINE_VS_BARE_BEST, ENGINE_VS_TWO, TWO_VS_BARE, MONITOR_VS_HEADLESS, MONITOR_VS_HEADLESS_BEST,
-          RELOAD_VS_LINK, RAW_VS_LINK, AGGREGATE_VS_LINKS, BEST_VS_DEFAULT)
+          RELOAD_VS_LINK, RAW_VS_LINK, AGGREGATE_VS_LINKS, BEST_VS_DEFAULT, DISK_VS_RAW_READ, COLD_DISK_VS_RAW_READ,
+          DISK_VS_MEMORY, COLD_DISK_VS_MEMORY, DISK_VS_RECOMPUTE, COLD_DISK_VS_RECOMPUTE, MEMORY_VS_RECOMPUTE)
 RATIO_BY_KEY = {f.key: f for f in RATIOS}
 
 _STORE_SHOWN = "watch, replay: Store panel; run: summary, --json"

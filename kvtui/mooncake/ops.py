@@ -83,6 +83,12 @@ class MooncakeCluster:
     def links(self) -> EmulatedHosts | None:
         return self._cluster.emulated if self._cluster is not None else None
 
+    @property
+    def disk_folder(self) -> str | None:
+        """The folder an embedded store's disk tier writes its files under (None: no disk tier)."""
+        disk = self._cluster.disk if self._cluster is not None else None
+        return disk.folder if disk is not None else None
+
     def pids(self) -> dict[str, int]:
         return {p.name: p.pid for p in self._cluster.processes} if self._cluster is not None else {}
 

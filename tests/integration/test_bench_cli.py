@@ -176,3 +176,38 @@ def test_tcp_sweep_measures_every_setting_and_leaves_the_environment_as_it_was(t
     assert b["ratios"]["tcp_reload_vs_loopback_tcp"] == pytest.approx(best["MBps_p50"] / b["loopback_tcp_MBps"])
     assert b["ratios"]["best_vs_mooncake_default"] == pytest.approx(best["MBps_p50"] / rows[0]["MBps_p50"])
     assert b["environment"]["mc_settings"]["MC_TCP_SLICE_SIZE"] == "131072"
+
+
+def test_bench_disk_reloads_a_prefix_only_the_disk_tier_holds_against_the_same_bytes_read_raw(tmp_path, capsys):
+    """`bench --disk` on 1 MiB pages, a prefix of 3 pages and 2 rounds a phase: every page of every timed reload
+    of the prefix came from disk and none of the twin's, the raw reads returned the very bytes, each ratio is the
+    quotient of the figures beside it, the tier's folder is gone, and `kvtui compare` reads the result."""
+    import math
+
+    from kvtui.bench.disk import DiskFigures
+
+    out = tmp_path / "disk.json"
+    layout = ["--layers", "4", "--kv-heads", "4", "--head-dim", "128", "--elem-bytes", "2", "--page-tokens", "128"]
+    assert main(["bench", "--disk", *layout, "--prompt-tokens", "512", "--shared-tokens", "384", "--iterations", "2",
+                 "--disk-path", str(tmp_path), "--json", str(out)]) == 0
+    table = capsys.readouterr().out
+    b = json.loads(out.read_text())
+    assert shape_errors(b, DiskFigures) == []
+    assert b["pages_reloaded"] == 3 and b["bytes_reloaded"] == 3 << 20 and b["verified"] is True
+    assert b["tiers"]["disk_path"] == str(tmp_path) and b["disk_files"] >= 1
+    assert [p.name for p in tmp_path.iterdir()] == ["disk.json"]  # the tier's kvtui-disk-* folder went with it
+    phases = [b["warm"]] + ([b["cold"]] if b["cold"] is not None else [])
+    assert b["cold"] is not None or b["cold_method"].startswith("not measured: ")
+    for p in phases:
+        assert p["pages_from_disk"] == 2 * 3 and p["memory_pages_from_disk"] == 0
+        assert p["disk_reload"]["verified"] and p["memory_reload"]["verified"] and p["raw_read"]["verified"]
+        assert min(p["disk_reload"]["MBps_p50"], p["raw_read"]["MBps_p50"], p["memory_reload"]["MBps_p50"]) > 0
+    q, warm = b["ratios"], b["warm"]
+    assert all(isinstance(v, float) and math.isfinite(v) and v > 0 for v in q.values())
+    assert q["disk_reload_vs_raw_read"] == pytest.approx(warm["disk_reload"]["MBps_p50"]
+                                                         / warm["raw_read"]["MBps_p50"])
+    assert q["disk_vs_memory_reload"] == pytest.approx(warm["disk_reload"]["MBps_p50"]
+                                                       / warm["memory_reload"]["MBps_p50"])
+    assert ("cold_disk_reload_vs_raw_read" in q) == (b["cold"] is not None)
+    assert "\n  disk reload ÷ raw file read " in table and "\n  raw file read   p50 " in table
+    assert main(["compare", str(out), str(out)]) == 0 and "(bench --disk)" in capsys.readouterr().out

@@ -149,7 +149,7 @@ def test_ui_lines_show_both_rates_the_ratio_and_the_paused_cpu():
     (["bench", "--layout", "tiny", "--seconds", "5"], "--seconds applies to bench --ui only"),
     (["bench", "--tcp-sweep", "--layout", "tiny", "--seconds", "3"], "--seconds applies to bench --ui only"),
     (["bench", "--trace", "synthetic", "--layout", "tiny", "--prompt-tokens", "512"],
-     "--prompt-tokens applies to the default bench / bench --tcp-sweep / bench --link only"),
+     "--prompt-tokens applies to the default bench / bench --tcp-sweep / bench --link / bench --disk only"),
     (["bench", "--layout", "tiny", "--shared-tokens", "0"], "--shared-tokens must be within"),
     (["bench", "--link", "fast", "--layout", "tiny"], "--link rate must be bits per second"),
     (["bench", "--link", "1gbit", "--layout", "tiny", "--seconds", "3"], "--seconds applies to bench --ui only"),
@@ -289,6 +289,7 @@ def test_every_ratio_a_bench_writes_is_a_figure_and_every_target_judges_one():
     """The ratios the benches' types declare are :data:`kvtui.metrics.figures.RATIOS` (each named and explained
     there), and each target of :data:`TARGETS` is the target of one of them."""
     from kvtui.bench.aggregate import AggregateRatios
+    from kvtui.bench.disk import DiskRatios
     from kvtui.bench.link import LinkRatios
     from kvtui.bench.reuse import ReuseRatios
     from kvtui.bench.tcp_sweep import TcpSweepRatios
@@ -296,7 +297,7 @@ def test_every_ratio_a_bench_writes_is_a_figure_and_every_target_judges_one():
     from kvtui.bench.ui import UiRatios
     from kvtui.metrics.figures import RATIO_BY_KEY
 
-    keys = {k for t in (ReuseRatios, TraceRatios, UiRatios, TcpSweepRatios, LinkRatios)
+    keys = {k for t in (ReuseRatios, TraceRatios, UiRatios, TcpSweepRatios, LinkRatios, DiskRatios)
             for k in t.__required_keys__ | t.__optional_keys__}
     assert keys | {"aggregate_vs_links"} == set(RATIO_BY_KEY)
     assert "aggregate_vs_links" in AggregateRatios.__required_keys__  # (by M: {"1": ratio, …})

@@ -213,7 +213,8 @@ def test_bad_estimate_flags_are_one_line_before_anything_starts(command, flags, 
 
 def test_bench_modes_without_an_estimate_refuse_its_flags(capsys):
     assert main(["bench", "--ui", "--layout", "tiny", "--gpu", "a100"]) == 2
-    assert "--gpu sets the reuse bench's recompute estimate; --ui has none" in capsys.readouterr().err
+    assert ("--gpu sets the recompute estimate of the default bench and --disk; --ui has none"
+            in capsys.readouterr().err)
 
 
 def test_the_panel_records_and_replays():
