@@ -729,7 +729,7 @@ def format_sweep_table(result: SweepResult) -> str:
         out += _text_table(TABLE_HEAD, table_rows(result))
     why = misses_rows(result)
     if why:
-        out += ["", "why the prompt tokens missed (share of the prompt tokens; partial tail pages are the rest"
-                + ("; the median repeat" if repeats_of(result) > 1 else "") + "):",
+        out += ["", "why the prompt tokens missed (% of prompt tokens"
+                + ("; the median repeat" if repeats_of(result) > 1 else "") + "; partial pages are the rest):",
                 *_text_table(misses_head(result), why)]
     return "\n".join(out)
