@@ -514,11 +514,14 @@ TIER_LEGEND = ("DRAM, disk: capacities in tokens (disk 0: no disk tier); hit rat
                "gap: real − model (percentage points); refused: puts the real store refused (NO_AVAILABLE_HANDLE).")
 """What the columns of :data:`TIER_HEAD` are, in lines of at most 100 characters."""
 
-TIER_STORE_HEAD = ("DRAM", "disk", "pages", "segment", "disk pages", "disk tier", "held", "on disk", "evicted")
+TIER_STORE_HEAD = ("DRAM", "disk", "pages", "segment", "disk pages", "disk tier", "held", "on disk", "evicted",
+                   "dropped")
 """The columns of a DRAM × disk sweep's store table (:func:`tier_store_rows`)."""
 
-TIER_STORE_TITLE = ("the stores (pages the DRAM holds below the watermark, its segment; the disk tier's pages and "
-                    "bytes;", "objects held at the end, of them on disk; DRAM evictions):")
+TIER_STORE_TITLE = ("the stores: pages the DRAM holds below the watermark, its segment; the disk tier's pages and "
+                    "bytes;", "objects held at the end (of them on disk); DRAM evictions; dropped: gone from both "
+                    "tiers:")
+"""The lines above :data:`TIER_STORE_HEAD`."""
 
 
 def is_tiered(result: SweepResult) -> bool:
@@ -594,10 +597,13 @@ def tier_rows(result: SweepResult, two_lines: bool = False) -> list[tuple[str, .
 def tier_store_rows(result: SweepResult) -> list[tuple[str, ...]]:
     """One row of :data:`TIER_STORE_HEAD` per point: the DRAM and disk capacities, the pages the DRAM segment
     holds below the watermark and its bytes, the disk tier's pages and bytes ("—": none), the objects held at
-    the end and of them those with a disk replica, and the DRAM evictions (the median repeat's)."""
+    the end and of them those with a disk replica, the DRAM evictions, and the objects dropped from both tiers
+    (pages published − held at the end: a page published again after it was dropped counts twice) (the median
+    repeat's)."""
     return [(*_pair(p), f"{p.pages:,}", format_bytes(p.segment_bytes),
              f"{p.disk_pages:,}" if p.disk_tokens else "—", format_bytes(p.disk_bytes) if p.disk_tokens else "—",
-             _count(p.keys_at_end), _count(p.disk_keys_at_end) if p.disk_tokens else "—", _count(p.evicted_keys))
+             _count(p.keys_at_end), _count(p.disk_keys_at_end) if p.disk_tokens else "—", _count(p.evicted_keys),
+             "—" if p.keys_at_end is None else f"{p.pages_published - p.keys_at_end:,}")
             for p in result.points]
 
 

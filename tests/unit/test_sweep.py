@@ -429,6 +429,7 @@ def _tiered(repeats: int = 3, model: bool = True) -> SweepResult:
             real = base + 0.01 * i
             disk = 0.0 if not size.disk_tokens else real / 3
             runs.append(PointRun(real, pages_hit=100 + i, tokens_hit=512 * (100 + i), pages_failed=1000 * k + i,
+                                 pages_published=3 * size.pages + size.disk_pages,
                                  keys_at_end=size.pages + size.disk_pages // 2, evicted_keys=50 * k,
                                  real_disk_token_hit_rate=disk, pages_hit_disk=(30 + i) if size.disk_tokens else 0,
                                  tokens_hit_disk=512 * (30 + i) if size.disk_tokens else 0,
@@ -478,6 +479,7 @@ def test_the_tier_table_splits_the_hits_by_tier_and_fits_100_columns():
     dram_only, tiered = store[0], store[1]
     assert dram_only[4:6] == ("—", "—") and tiered[4] == f"{r.points[1].disk_pages:,}"
     assert tiered[7] == f"{r.points[1].disk_keys_at_end:,}"
+    assert tiered[9] == f"{r.points[1].pages_published - r.points[1].keys_at_end:,}"  # gone from both tiers
     assert misses_head(r)[:3] == ("DRAM", "disk", "hit")
     text = format_sweep_table(r)
     lines = text.splitlines()
