@@ -27,7 +27,8 @@ once (``eviction_ratio`` 0.05), so it holds 95–100 % of ``pages`` (upstream ``
 sizes the DRAM segment for ``C`` as above and gives the store a disk tier of ``D``'s pages
 (:func:`disk_size`): ``disk_pages = (D // block_tokens) · (block_tokens // page_tokens)`` and ``disk_bytes =
 disk_pages · page_bytes``, with no watermark: Mooncake's disk tier evicts whole buckets in write order once its
-files pass its size (``kvtui.mooncake.tiers``), so it holds at most that many pages, the offline model's disk.
+files pass its size (``kvtui.mooncake.tiers``), so it holds at most that many pages, the offline model's disk
+(measured: 77–86 % of them at the end of the pairs of two ``synthetic`` sweeps, ``docs/guide/sweeps.md``).
 A disk tier below the DRAM segment wedges the store, so a pair whose disk is smaller is left out
 (:func:`pair_sizes`) and the smallest disk that would do is named. A disk of 0 is no tier: the DRAM-only
 point. The offline figures of a pair are the two-tier model's (``workload.tiers.two_tier_hits``: LRU DRAM
