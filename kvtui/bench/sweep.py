@@ -12,19 +12,26 @@ At the end of each point one scrape of the master's ``/metrics`` (which grants n
 held, the bytes allocated, so the measured per-object overhead, and the evicted keys. With ``repeats`` > 1
 each point is replayed that many times, each on a fresh cluster, one after the other
 (:class:`~kvtui.core.sweep.SweepPoint`: the median repeat's figures, every repeat kept).
+
+A point of a DRAM × disk sweep (its size has ``disk_bytes``) runs on a cluster whose store has a disk tier of
+that size (``ClusterOptions.disk_bytes``: Mooncake's ``offload_on_evict``). Its hits are split by where they
+were read: each result's ``pages_hit_disk`` counted here as the replay goes. At its end the master's
+``/metrics`` gives the objects with a disk replica and the disk tier's bytes. Its offline figures are the
+two-tier model's (:func:`workload.tiers.two_tier_hits`) and Belady's MIN at DRAM + disk.
 """
 
 from __future__ import annotations
 
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any, TypedDict
 
 from kvtui.core.sweep import PointRun, PointSize, SweepPoint, SweepResult
 
 if TYPE_CHECKING:
     from kvtui.bench.engines import StartStack
+    from kvtui.core.events import RequestResult
     from kvtui.core.layout import PageLayout
     from kvtui.launch import Stack
     from kvtui.mooncake.ops import MooncakeCluster
@@ -42,10 +49,12 @@ class _PointStatus(TypedDict):
 
 class PointStatus(_PointStatus, total=False):
     """A point's progress (:func:`run_sweep`'s ``progress``): the ``real`` token hit rate so far (0..1), the most
-    ``keys`` the store held; ``repeat``: which replay of the point (0 first); ``done``: that replay has ended."""
+    ``keys`` the store held; ``repeat``: which replay of the point (0 first); ``done``: that replay has ended;
+    ``disk``: of ``real``, the part read from the disk tier (0..1, when the replay ended)."""
 
     repeat: int
     done: bool
+    disk: float
 
 
 Progress = Callable[[int, int, PointStatus], None]
@@ -62,7 +71,7 @@ class SweepPlan:
     ``bad_rows_skipped``, ``synthesis`` (the trace synthesis applied to ``rows``, ``Synthesis.as_dict()``,
     or None), ``repeats`` (replays of each point, each on a fresh cluster) and the workers' store client,
     ``worker_client`` (``kvtui.mooncake.cluster.WORKER_CLIENTS``: run's default for one store node is
-    ``dummy``)."""
+    ``dummy``); ``disk_path``: where the disk tiers of the pairs write (None: the temporary folder)."""
 
     rows: list[TraceRow]
     label: str
@@ -78,20 +87,45 @@ class SweepPlan:
     synthesis: dict[str, Any] | None = None
     repeats: int = 1
     worker_client: str = "real"
+    disk_path: str | None = None
 
 
-def offline_curve(plan: SweepPlan) -> tuple[list[float], list[float], float, int]:
-    """``(LRU token hit rate per point, Belady MIN token hit rate per point, unbounded ideal, input tokens)`` of
-    the plan's rows (0..1 rates; :func:`workload.stats.hit_rate_curve` and
-    :func:`workload.stats.optimal_hit_rate_curve` at each point's capacity, the ``kvtui trace-stats --capacity``
-    computation)."""
+@dataclass(frozen=True)
+class Offline:
+    """The offline figures of a plan's points (0..1 token hit rates, one per point of ``plan.sizes``): ``lru``
+    at the DRAM capacity, ``best`` Belady's MIN at DRAM + disk, ``model`` the two-tier model's ``(DRAM, disk,
+    total)``; ``ideal``: the unbounded cache's; ``input_tokens``: the rows' prompt tokens."""
+
+    lru: list[float]
+    best: list[float]
+    model: list[tuple[float, float, float]]
+    ideal: float
+    input_tokens: int
+
+
+def offline_figures(plan: SweepPlan) -> Offline:
+    """The plan's :class:`Offline` figures: :func:`workload.stats.hit_rate_curve` and
+    :func:`workload.stats.optimal_hit_rate_curve` at each DRAM capacity (the ``kvtui trace-stats --capacity``
+    computation), and for a pair with a disk :func:`workload.tiers.two_tier_hits` (``trace-stats --capacity C
+    --disk D``), whose MIN is at DRAM + disk. A DRAM-only point's model is LRU (DRAM, 0, LRU)."""
     from workload.stats import hit_rate_curve, optimal_hit_rate_curve
+    from workload.tiers import two_tier_hits
 
-    caps = [s.capacity_tokens for s in plan.sizes]
+    caps = sorted({s.capacity_tokens for s in plan.sizes})
     curve = hit_rate_curve(plan.rows, [*caps, None], plan.block_tokens)
-    best = optimal_hit_rate_curve(plan.rows, caps, plan.block_tokens)
-    input_tokens = sum(r.input_length for r in plan.rows)
-    return [rate for _cap, rate in curve[:-1]], [rate for _cap, rate in best], curve[-1][1], input_tokens
+    lru = {cap: rate for cap, rate in curve[:-1]}
+    best = dict(optimal_hit_rate_curve(plan.rows, caps, plan.block_tokens))
+    out = Offline([], [], [], curve[-1][1], sum(r.input_length for r in plan.rows))
+    for s in plan.sizes:
+        out.lru.append(lru[s.capacity_tokens])
+        if s.disk_tokens:
+            t = two_tier_hits(plan.rows, s.capacity_tokens, s.disk_tokens, plan.block_tokens)
+            out.best.append(t.optimal_rate)
+            out.model.append((t.memory_rate, t.disk_rate, t.hit_rate))
+        else:
+            out.best.append(best[s.capacity_tokens])
+            out.model.append((lru[s.capacity_tokens], 0.0, lru[s.capacity_tokens]))
+    return out
 
 
 def run_sweep(plan: SweepPlan, start: StartStack, progress: Progress | None = None
@@ -112,7 +146,7 @@ def run_sweep(plan: SweepPlan, start: StartStack, progress: Progress | None = No
     from kvtui.mooncake.cluster import ClusterOptions
     from kvtui.session.writer import mooncake_version
 
-    lru, best, ideal, input_tokens = offline_curve(plan)
+    off = offline_figures(plan)
     points: list[SweepPoint] = []
     interrupted: BaseException | None = None
     copts = ClusterOptions(lease_ttl_ms=int(round(plan.lease_ttl_s * 1000)), log_dir=plan.log_dir,
@@ -120,19 +154,20 @@ def run_sweep(plan: SweepPlan, start: StartStack, progress: Progress | None = No
     for i, size in enumerate(plan.sizes):
         opts = EngineOptions(layout=plan.layout, model=plan.model, store_bytes=size.segment_bytes, concurrency=1,
                              read_streams=1)
+        tier = replace(copts, disk_bytes=size.disk_bytes, disk_path=plan.disk_path if size.disk_bytes else None)
         runs: list[PointRun] = []
         try:
             for repeat in range(max(1, plan.repeats)):
-                runs.append(_run_point(plan, size, start(opts, copts), i, repeat, progress))
+                runs.append(_run_point(plan, size, start(opts, tier), i, repeat, progress))
         except (KeyboardInterrupt, StoreError) as exc:
             interrupted = exc
         if runs:
-            points.append(SweepPoint.of_runs(size, lru[i], runs, best[i]))
+            points.append(SweepPoint.of_runs(size, off.lru[i], runs, off.best[i], off.model[i]))
         if interrupted is not None:
             break
     result = SweepResult(
-        trace=plan.label, rows=len(plan.rows), block_tokens=plan.block_tokens, input_tokens=input_tokens,
-        ideal_token_hit_rate=ideal, layout=plan.layout.as_dict(), points=tuple(points), sizing=dict(plan.sizing),
+        trace=plan.label, rows=len(plan.rows), block_tokens=plan.block_tokens, input_tokens=off.input_tokens,
+        ideal_token_hit_rate=off.ideal, layout=plan.layout.as_dict(), points=tuple(points), sizing=dict(plan.sizing),
         store={"lease_ttl_s": plan.lease_ttl_s, "fresh_cluster_per_point": True, "speed": "max", "concurrency": 1,
                "eviction_high_watermark": copts.eviction_high_watermark, "eviction_ratio": copts.eviction_ratio,
                "repeats": max(1, plan.repeats), "worker_client": plan.worker_client},
@@ -140,6 +175,39 @@ def run_sweep(plan: SweepPlan, start: StartStack, progress: Progress | None = No
         bad_rows_skipped=plan.bad_rows_skipped, synthesis=dict(plan.synthesis or {}),
         interrupted=interrupted is not None)
     return result, interrupted
+
+
+class DiskHits:
+    """The hits a replay read from the disk tier, counted from its results (a results subscriber): ``pages``,
+    ``tokens`` and ``read_ms`` (summed). Written only by the session's collector thread; read once the
+    session has stopped."""
+
+    def __init__(self) -> None:
+        self.pages = 0
+        self.tokens = 0
+        self.read_ms = 0.0
+
+    def count(self, result: RequestResult) -> None:
+        """Add one ``RequestResult``'s disk hits."""
+        self.pages += result.pages_hit_disk
+        self.tokens += result.pages_hit_disk * result.page_tokens
+        self.read_ms += result.disk_read_ms
+
+
+def disk_at_end(metrics_url: str | None) -> tuple[int | None, int | None]:
+    """``(objects with a disk replica, the disk tier's bytes)`` in the master's ``/metrics`` now
+    (``file_cache_nums_``, ``master_allocated_file_size_bytes``); None for one it does not give or when it
+    does not answer (one scrape, which grants no lease)."""
+    from kvtui.mooncake.net import http_get, parse_metrics
+
+    if not metrics_url:
+        return None, None
+    code, text = http_get(metrics_url.rstrip("/") + "/metrics")
+    if code != 200:
+        return None, None
+    m = parse_metrics(text)
+    keys, used = m.value("file_cache_nums_"), m.value("master_allocated_file_size_bytes")
+    return (None if keys is None else int(keys)), (None if used is None else int(used))
 
 
 def _lost_process(cluster: MooncakeCluster) -> str | None:
@@ -167,6 +235,8 @@ def _run_point(plan: SweepPlan, size: PointSize, stack: Stack, index: int, repea
                           layout_text=plan.layout.describe())
     broken = BrokenStoreWatch()
     session.subscribe_results(broken.count)
+    disk = DiskHits()
+    session.subscribe_results(disk.count)
     keys_max = 0
     t0 = time.perf_counter()
     try:
@@ -182,6 +252,7 @@ def _run_point(plan: SweepPlan, size: PointSize, stack: Stack, index: int, repea
                                                           "repeat": repeat})
         elapsed = time.perf_counter() - t0
         scrape = session.panels.refresh_store()  # after the last put: nothing in flight
+        on_disk = disk_at_end(stack.cluster.endpoints.metrics_url) if size.disk_bytes else (None, None)
     except BaseException:
         with uninterrupted():
             session.stop()
@@ -202,8 +273,11 @@ def _run_point(plan: SweepPlan, size: PointSize, stack: Stack, index: int, repea
         mismatches=s["mismatches"], evicted_keys=scrape.get("evicted_keys"), keys_at_end=keys, keys_max=keys_max,
         used_bytes_at_end=used, overhead_bytes_per_object=overhead, elapsed_s=elapsed, errors=dict(s["errors"]),
         misses={reason: {"pages": f["pages"], "tokens": f["tokens"], "share": f["share"]}
-                for reason, f in misses.items()} if (misses := s.get("misses")) else None)
+                for reason, f in misses.items()} if (misses := s.get("misses")) else None,
+        pages_hit_disk=disk.pages, tokens_hit_disk=disk.tokens,
+        real_disk_token_hit_rate=disk.tokens / s["tokens_input"] if s.get("tokens_input") else 0.0,
+        disk_read_ms=disk.read_ms, disk_keys_at_end=on_disk[0], disk_used_bytes_at_end=on_disk[1])
     if progress is not None:
         progress(index, len(plan.rows), {"real": run.real_token_hit_rate, "keys": keys_max, "repeat": repeat,
-                                         "done": True})
+                                         "disk": run.real_disk_token_hit_rate, "done": True})
     return run

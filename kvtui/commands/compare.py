@@ -156,7 +156,8 @@ def _number(v) -> bool:
 
 def _flatten(d: dict, prefix: str = "") -> dict[str, float]:
     """Numeric leaves of nested dicts by dotted path (strings, None and booleans left out). Lists are left
-    out too, but for a sweep's points (dicts with a ``capacity_tokens``), keyed by it: ``points[1000000].…``."""
+    out too, but for a sweep's points (dicts with a ``capacity_tokens``), keyed by it: ``points[1000000].…``, and
+    a DRAM × disk sweep's by both: ``points[1000000+4000000].…``."""
     out: dict[str, float] = {}
     for k, v in d.items():
         path = f"{prefix}{k}"
@@ -166,8 +167,9 @@ def _flatten(d: dict, prefix: str = "") -> dict[str, float]:
             out[path] = v
         elif isinstance(v, list) and v and all(isinstance(x, dict) and _number(x.get("capacity_tokens")) for x in v):
             for x in v:
-                out.update(_flatten({kk: vv for kk, vv in x.items() if kk != "capacity_tokens"},
-                                    f"{path}[{x['capacity_tokens']}]."))
+                key = f"{x['capacity_tokens']}" + (f"+{x['disk_tokens']}" if x.get("disk_tokens") else "")
+                out.update(_flatten({kk: vv for kk, vv in x.items() if kk not in ("capacity_tokens", "disk_tokens")},
+                                    f"{path}[{key}]."))
     return out
 
 

@@ -5,14 +5,17 @@ offline LRU model and Belady's optimal cache at the same capacities and the unbo
 Each capacity gets a fresh embedded cluster whose segment holds that many tokens of pages
 (:mod:`kvtui.core.sweep` gives the rule), and the trace is replayed through it as ``kvtui run --trace …
 --speed max --concurrency 1`` would, with run's read lease and worker client (:mod:`kvtui.bench.sweep`);
-``--repeat N`` replays each capacity N times, each on a fresh cluster, and gives the range.
+``--repeat N`` replays each capacity N times, each on a fresh cluster, and gives the range. ``--disk`` makes
+it a DRAM × disk sweep: every (``--capacity``, ``--disk``) pair is a point whose store has a disk tier of that
+many tokens behind its DRAM, beside the offline two-tier model.
 """
 
 from __future__ import annotations
 
 import argparse
+import os
 import sys
-from dataclasses import replace
+from dataclasses import asdict, replace
 from typing import TYPE_CHECKING
 
 from kvtui.commands.output import write_json_atomic
@@ -45,13 +48,22 @@ def register(subparsers) -> None:
                     "report the real store's token hit rate beside the offline LRU model's and Belady's optimal "
                     "cache's (MIN: the most any eviction policy can hit) at the same capacity (`kvtui trace-stats "
                     "--capacity`) and the unbounded cache's ideal. Each point starts from an "
-                    "empty store. `kvtui report SWEEP.json` shows a saved sweep's curve.")
+                    "empty store. With --disk, every (--capacity, --disk) pair is a point whose store has a disk "
+                    "(SSD) tier of that many tokens behind its DRAM, and its hits are split by where they were "
+                    "read, beside the offline two-tier model (LRU DRAM demoting to LRU disk, `kvtui trace-stats "
+                    "--capacity C --disk D`) and MIN at DRAM + disk. `kvtui report SWEEP.json` shows a saved "
+                    "sweep's curve.")
     g = p.add_argument_group("what to sweep")
     g.add_argument("--trace", required=True, type=trace_arg, metavar="NAME|FILE",
                    help=f"a Mooncake FAST'25 JSONL trace: a shipped one by name ({trace_names()}) or a file")
     g.add_argument("--capacity", required=True, action="append", metavar="TOKENS[,TOKENS…]",
                    help="store capacities in tokens (4096, 500k, 1M = 1,000,000 tokens, 2.5M, 1G); a comma-separated "
                         "list or the flag repeated; swept in ascending order, each a whole number of trace blocks")
+    g.add_argument("--disk", action="append", metavar="TOKENS[,TOKENS…]",
+                   help="disk (SSD) tier capacities in tokens, 0 = no disk tier (DRAM only): every --capacity is "
+                        "swept with every --disk, the disk tier holding that many tokens of pages behind the DRAM "
+                        "(Mooncake's offload_on_evict); a pair whose disk would be smaller than its DRAM segment is "
+                        "left out and named (Mooncake's store wedges with one)")
     g.add_argument("--repeat", type=int, default=1, metavar="N",
                    help="replay each capacity N times, each on a fresh cluster, and give its real hit rate as the "
                         "median with the lowest and highest (the table, the plot, --json keeps every repeat): the "
@@ -76,6 +88,9 @@ def register(subparsers) -> None:
                         "10 s). Every probe and read grants one and a leased page cannot be evicted; at --speed max "
                         f"{LEASE_S:g} s covers hundreds of requests (how many depends on the machine), not the few "
                         "it covers at the FAST'25 traces' own pace")
+    s.add_argument("--disk-path", type=path_arg, metavar="DIR",
+                   help="with --disk: the folder the disk tiers write under (an existing folder; each point makes a "
+                        "kvtui-disk-* folder in it and removes it when it ends; default: the temporary folder)")
     s.add_argument("--log-dir", type=path_arg, metavar="DIR",
                    help="where native logs of the clusters and workers go, kept (default: a new /tmp/kvtui-logs-* "
                         "folder per point, removed when the point ends without trouble, kept and named on stderr "
@@ -89,7 +104,9 @@ def register(subparsers) -> None:
                         "instead of the table); `kvtui report PATH` shows it")
     o.add_argument("--svg", type=path_arg, metavar="PATH",
                    help="write the plot as SVG: token hit rate (%%) against capacity (tokens, log scale), real "
-                        "store, offline LRU, offline optimal (Belady MIN) and unbounded ideal")
+                        "store, offline LRU, offline optimal (Belady MIN) and unbounded ideal; with --disk, against "
+                        "the DRAM capacity, one colour per disk size: the real store solid, the two-tier model "
+                        "dashed, MIN at DRAM + disk a bar above each point")
     o.add_argument("--png", type=path_arg, metavar="PATH", help="write the same plot as PNG (800×480 px)")
     o.add_argument("--quiet", action="store_true", help="no progress bar or notes (warnings still show)")
     p.set_defaults(func=run)
@@ -124,6 +141,24 @@ def _layout(args: argparse.Namespace, smallest: int, block: int, watermark: floa
         raise KvtuiError(str(exc)) from None
 
 
+def _check_disk_room(path: str | None, disk_bytes: int) -> None:
+    """``KvtuiError`` (one line naming ``--disk``) when the largest disk tier of the sweep, ``disk_bytes``, is more
+    than the free space where the tiers go (``path``, else the temporary folder); one point's tier is there at a
+    time."""
+    import shutil
+    import tempfile
+
+    from kvtui.core.units import format_bytes
+
+    if not disk_bytes:
+        return
+    where = path or tempfile.gettempdir()
+    free = shutil.disk_usage(where).free
+    if disk_bytes > free:
+        raise KvtuiError(f"--disk: the largest disk tier ({format_bytes(disk_bytes)}) is more than the free space in "
+                         f"{where} ({format_bytes(free)}): sweep smaller disks or give another --disk-path")
+
+
 def _say(text: str) -> None:
     print(f"kvtui: {text}", file=sys.stderr, flush=True)
 
@@ -135,7 +170,7 @@ def run(args: argparse.Namespace, started_at: float | None = None) -> int:
     from kvtui.bench.sweep import SweepPlan
     from kvtui.core.capacity import MEMORY_SHARE
     from kvtui.core.defaults import MIN_SEGMENT_BYTES
-    from kvtui.core.sweep import OBJECT_OVERHEAD_BYTES, format_sweep_table, point_size
+    from kvtui.core.sweep import DISK_RULE, OBJECT_OVERHEAD_BYTES, format_sweep_table, format_tokens, pair_sizes
     from kvtui.core.traces import trace_label
     from kvtui.core.units import format_bytes, parse_token_list
     from kvtui.mooncake.cluster import ClusterOptions
@@ -145,8 +180,13 @@ def run(args: argparse.Namespace, started_at: float | None = None) -> int:
 
     try:
         caps = sorted(set(parse_token_list(args.capacity, "--capacity")))
+        disks = sorted(set(parse_token_list(args.disk, "--disk", allow_zero=True)))
     except ValueError as exc:
         raise KvtuiError(str(exc)) from None
+    if args.disk_path is not None and not any(disks):
+        raise KvtuiError("--disk-path says where the disk tiers go: give their sizes too (--disk)")
+    if args.disk_path is not None and not os.path.isdir(args.disk_path):
+        raise KvtuiError(f"--disk-path {args.disk_path}: not an existing folder")
     block = args.trace_block_tokens if args.trace_block_tokens is not None else DEFAULT_BLOCK_TOKENS
     if block < 1:
         raise KvtuiError(f"--trace-block-tokens must be at least 1, got {block}")
@@ -162,11 +202,18 @@ def run(args: argparse.Namespace, started_at: float | None = None) -> int:
     watermark = ClusterOptions.eviction_high_watermark
     layout, model, auto = _layout(args, caps[0], block, watermark)
     try:
-        sizes = tuple(point_size(c, block, layout, watermark) for c in caps)
+        pairs, skipped = pair_sizes(caps, disks, block, layout, watermark)
     except ValueError as exc:
         raise KvtuiError(str(exc)) from None
+    if any(disks) and not any(p.disk_tokens for p in pairs):
+        least = max(p.least_disk_tokens for p in skipped)
+        raise KvtuiError(f"--disk {','.join(format_tokens(d) for d in disks if d)}: every disk tier would be smaller "
+                         "than the DRAM segment of its --capacity, which wedges Mooncake's store: give --disk of at "
+                         f"least {format_tokens(least)} tokens")
+    sizes = tuple(pairs)
     check_outputs(((args.json, "--json"), (args.svg, "--svg"), (args.png, "--png")))
     check_log_dir(args.log_dir)
+    _check_disk_room(args.disk_path, max(s.disk_bytes for s in sizes))
     rows, problems = read_trace_rows(args.trace, block, strict=args.strict, synthesis=synthesis)
     if problems:
         _say(skipped_rows_text(problems))
@@ -178,6 +225,8 @@ def run(args: argparse.Namespace, started_at: float | None = None) -> int:
                          f"{layout.describe()} pages, more than {MEMORY_SHARE:.0%} of this machine's free memory "
                          f"({format_bytes(available)}): sweep smaller capacities or use smaller pages")
     quiet = args.quiet or args.json == "-"
+    for pair in skipped:  # (a warning: a point asked for is not measured)
+        _say(f"warning: left out {pair.text()}")
     if not quiet:
         for s in sizes:
             if s.pages < ws.prompt_pages:
@@ -200,13 +249,16 @@ def run(args: argparse.Namespace, started_at: float | None = None) -> int:
                      sizing={"rule": rule, "eviction_high_watermark": watermark,
                              "eviction_ratio": ClusterOptions.eviction_ratio,
                              "object_overhead_bytes": OBJECT_OVERHEAD_BYTES, "min_segment_bytes": MIN_SEGMENT_BYTES,
-                             "elem_bytes_auto": auto},
+                             "elem_bytes_auto": auto,
+                             **({"disk_rule": DISK_RULE, "skipped_pairs": [asdict(p) for p in skipped]}
+                                if any(disks) else {})},
                      bad_rows_skipped=skipped_count(problems),
                      synthesis=synthesis_fields(synthesis).get("synthesis", {}), repeats=args.repeat,
-                     worker_client=client)
+                     worker_client=client, disk_path=args.disk_path)
     if not quiet:
         times = f" × {plural(args.repeat, 'repeat')}" if args.repeat > 1 else ""
-        _say(f"{plural(len(sizes), 'point')}{times} of {plural(len(rows), 'row')}; "
+        count = plural(len(sizes), "pair") if any(disks) else plural(len(sizes), "point")
+        _say(f"{count}{times} of {plural(len(rows), 'row')}; "
              f"pages {layout.describe()}; {plan.isolation}")
     try:
         result, interrupted = _with_progress(plan, quiet)
@@ -245,16 +297,25 @@ def _with_progress(plan, quiet: bool):
 
     start = start_engine
 
-    def name(i: int, status: PointStatus) -> str:
+    def where(i: int) -> str:
         s = plan.sizes[i]
+        return f"{format_tokens(s.capacity_tokens)} tokens" + (f" + {format_tokens(s.disk_tokens)} on disk"
+                                                                 if s.disk_tokens else "")
+
+    def name(i: int, status: PointStatus) -> str:
         again = f", repeat {status.get('repeat', 0) + 1}/{reps}" if reps > 1 else ""
-        return f"sweep point {i + 1}/{n}{again}: {format_tokens(s.capacity_tokens)} tokens"
+        return f"sweep point {i + 1}/{n}{again}: {where(i)}"
+
+    def real(i: int, status: PointStatus) -> str:
+        disk = f" ({status.get('disk', 0.0) * 100:.2f} from disk)" if plan.sizes[i].disk_tokens else ""
+        return f"real store {status['real'] * 100:.2f} %{disk}"
 
     if quiet or not sys.stderr.isatty():
         def line(i: int, done: int, status: PointStatus) -> None:
             if status.get("done") and not quiet:
                 s = plan.sizes[i]
-                _say(f"{name(i, status)} ({plural(s.pages, 'page')}): real store {status['real'] * 100:.2f} %")
+                pages = f"{s.pages:,} + {plural(s.disk_pages, 'page')}" if s.disk_tokens else plural(s.pages, "page")
+                _say(f"{name(i, status)} ({pages}): {real(i, status)}")
         return run_sweep(plan, start, line)
     from rich.console import Console
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
@@ -265,11 +326,9 @@ def _with_progress(plan, quiet: bool):
         task = prog.add_task("sweep", total=rows * n * reps, status="starting…")
 
         def bar(i: int, done: int, status: PointStatus) -> None:
-            s = plan.sizes[i]
-            text = f"{i + 1}/{n}: {format_tokens(s.capacity_tokens)} tokens · real {status['real'] * 100:.1f} %"
+            text = f"{i + 1}/{n}: {where(i)} · real {status['real'] * 100:.1f} %"
             if status.get("done"):
-                prog.console.print(f"kvtui: {name(i, status)}: real store {status['real'] * 100:.2f} %",
-                                   markup=False, highlight=False)
+                prog.console.print(f"kvtui: {name(i, status)}: {real(i, status)}", markup=False, highlight=False)
             prog.update(task, completed=(i * reps + status.get("repeat", 0)) * rows + done, status=text)
 
         return run_sweep(plan, start, bar)

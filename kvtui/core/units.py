@@ -77,20 +77,22 @@ def parse_tokens(text: str, what: str = "capacity") -> int:
     return int(round(float(number) * mult)) if "." in number else int(number) * mult
 
 
-def parse_token_list(values: Sequence[str] | None, flag: str = "--capacity") -> list[int]:
+def parse_token_list(values: Sequence[str] | None, flag: str = "--capacity", allow_zero: bool = False) -> list[int]:
     """Token counts of a repeatable flag whose values may be comma-separated lists (``1M,3M`` ``10M``), in
     the order given; ``ValueError`` (one line naming ``flag``) on an empty item, a bad count, a negative one or 0
-    (a cache of no tokens holds nothing)."""
+    (a cache of no tokens holds nothing; ``allow_zero``: 0 is taken, e.g. no disk tier)."""
     out: list[int] = []
+    least = 0 if allow_zero else 1
+    floor = "0 tokens or more" if allow_zero else "at least 1 token"
     for value in values or []:
         for part in str(value).split(","):
             if not part.strip():
                 raise ValueError(f"bad {flag} {value!r}: empty item in the comma-separated list")
             if part.strip().startswith("-"):
-                raise ValueError(f"{flag} must be at least 1 token, got {part.strip()}")
+                raise ValueError(f"{flag} must be {floor}, got {part.strip()}")
             n = parse_tokens(part, flag)
-            if n < 1:
-                raise ValueError(f"{flag} must be at least 1 token, got {part.strip()}")
+            if n < least:
+                raise ValueError(f"{flag} must be {floor}, got {part.strip()}")
             out.append(n)
     return out
 

@@ -160,8 +160,9 @@ TRACE_TWO_TIER = Figure("two_tier_token_hit_rate", "two-tier hit rate (offline: 
                         "moves to a disk of disk ÷ block tokens blocks (dropping its own least recently used); a block "
                         "read from disk stays there (workload.tiers): what Mooncake's offload_on_evict approximates, "
                         "split into memory and disk hits",
-                        _TRACE_WINDOW, _TRACE_SHOWN + " (--capacity with --disk)",
-                        "two_tier[].token_hit_rate (memory_token_hit_rate + disk_token_hit_rate)")
+                        _TRACE_WINDOW, _TRACE_SHOWN + " (--capacity with --disk); sweep --disk: table, plot, --json",
+                        "two_tier[].token_hit_rate (memory_token_hit_rate + disk_token_hit_rate), "
+                        "points[].model_token_hit_rate (model_memory_… + model_disk_token_hit_rate)")
 TRACE = (TRACE_IDEAL, AIPERF_HIT_RATE, PREFILL_CEILING, TRACE_LRU, TRACE_MIN, TRACE_TWO_TIER)
 
 

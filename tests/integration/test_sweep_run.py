@@ -92,3 +92,45 @@ def test_repeats_give_each_point_a_range_and_the_reasons_of_its_misses(tmp_path,
     assert f"({lo * 100:.2f}–{hi * 100:.2f})" in captured.out
     assert "why the prompt tokens missed" in captured.out and "after a break" in captured.out
     assert captured.err.count("repeat ") >= 3  # one progress line per replay
+
+
+def test_a_dram_by_disk_pair_splits_its_hits_by_tier_beside_the_two_tier_model(tmp_path, capsys):
+    """One DRAM × disk pair on the real store (1M tokens of DRAM, 4M on disk, the first 200 rows of
+    conversation-head, whose pages do not fit the DRAM): every hit is read from DRAM or from disk, some from disk;
+    the offline figures are the two-tier model's and MIN at DRAM + disk; a pair whose disk is below its DRAM
+    segment is left out and said; the disk tier's folder goes with the point."""
+    from kvtui.core.layout import PageLayout
+    from workload.tiers import two_tier_hits
+    from workload.working_set import trace_working_set
+
+    lines = SHIPPED_TRACES["conversation-head"].path.read_text().splitlines()[:200]
+    trace = tmp_path / "head200.jsonl"
+    trace.write_text("\n".join(lines) + "\n")
+    out, disks = tmp_path / "sweep.json", tmp_path / "disks"
+    disks.mkdir()
+    rc = main(["sweep", "--trace", str(trace), "--capacity", "1M", "--disk", "500k,4M", "--disk-path", str(disks),
+               "--json", str(out)])
+    captured = capsys.readouterr()
+    assert rc == 0, captured.err
+    assert "warning: left out --capacity 1M with --disk 500k" in captured.err
+    r = sweep_from_dict(json.loads(out.read_text()))
+    (p,) = r.points
+    (run,) = p.runs
+    assert (p.capacity_tokens, p.disk_tokens) == (1_000_000, 4_000_000) and p.disk_bytes == p.disk_pages * r.page_bytes
+    assert r.sizing["skipped_pairs"][0]["disk_tokens"] == 500_000
+    rows, _ = read_trace(trace)
+    ws = trace_working_set(rows, r.block_tokens, PageLayout(**r.layout).page_tokens)
+    assert ws.pages > p.pages  # the DRAM cannot hold the trace's pages: evicted ones are offloaded
+    assert 0 < p.pages_hit_disk < p.pages_hit  # memory + disk hits = hits, and some were read from disk
+    page_tokens = PageLayout(**r.layout).page_tokens
+    assert p.tokens_hit_disk == p.pages_hit_disk * page_tokens
+    assert p.real_disk_token_hit_rate == p.tokens_hit_disk / r.input_tokens
+    assert p.real_memory_token_hit_rate * r.input_tokens == pytest.approx(p.tokens_hit - p.tokens_hit_disk)
+    assert p.mismatches == 0 and p.disk_keys_at_end and p.disk_used_bytes_at_end
+    model = two_tier_hits(rows, 1_000_000, 4_000_000)
+    assert (p.model_memory_token_hit_rate, p.model_disk_token_hit_rate, p.model_token_hit_rate) == \
+        (model.memory_rate, model.disk_rate, model.hit_rate)
+    assert p.min_token_hit_rate == model.optimal_rate
+    assert p.lru_token_hit_rate == hit_rate_curve(rows, [1_000_000])[0][1]
+    assert "of it" in captured.out and "1M" in captured.out and "4M" in captured.out
+    assert not list(disks.iterdir())  # the tier's files went with the point's cluster

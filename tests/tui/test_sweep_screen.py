@@ -46,3 +46,36 @@ def test_a_sweep_without_points_still_draws():
         await pilot.press("escape")
 
     pilot_test(app, scenario)
+
+
+def _tiered() -> SweepResult:
+    """Two DRAM sizes, each without and with a 10M disk tier."""
+    from kvtui.core.sweep import PointRun, pair_sizes
+
+    lay = replace(SWEEP_BASE, elem_bytes=4)
+    sizes, _ = pair_sizes([2_000_000, 4_000_000], [0, 10_000_000], 512, lay, 0.9)
+    pts = tuple(SweepPoint.of_runs(s, 0.2 + 0.1 * k, [PointRun(0.25 + 0.1 * k, real_disk_token_hit_rate=0.1 if
+                                                               s.disk_tokens else 0.0)],
+                                   0.6, (0.2, 0.3, 0.5) if s.disk_tokens else (0.2 + 0.1 * k, 0.0, 0.2 + 0.1 * k))
+                for k, s in enumerate(sizes))
+    return SweepResult("synthetic", 3993, 512, 61_194_628, 0.6504, lay.as_dict(), pts, store={"lease_ttl_s": 2.0})
+
+
+def test_a_dram_by_disk_sweep_shows_one_line_per_disk_size_and_the_tier_table():
+    from kvtui.tui.screens.sweep import TIER_CAPTION
+
+    app = SweepApp(_tiered())
+
+    async def scenario(pilot):
+        await pilot.pause()
+        curve = app.screen.query_one(SweepCurve)
+        names = list(curve.tier_series())
+        assert "real · DRAM only" in names and "model · + 10M disk" in names and "MIN · + 10M disk" in names
+        head = str(app.screen.query_one("#sweep-head", Static).render())
+        assert TIER_CAPTION.split(";")[0] in head
+        table = app.screen.query_one("#sweep-table", Static).content
+        assert [c.header for c in table.columns][:3] == ["DRAM", "disk", "real"]  # a Rich Table of the tier rows
+        assert table.row_count == 4
+        await pilot.press("q")
+
+    pilot_test(app, scenario)

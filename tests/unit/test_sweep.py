@@ -352,3 +352,234 @@ def test_the_sweep_lease_is_run_s_lease(capsys):
     assert main(["sweep", "--help"]) == 0
     out = " ".join(capsys.readouterr().out.split())
     assert f"(default {LEASE_S:g} s, as kvtui run's" in out and "--repeat N" in out
+
+
+# --- DRAM × disk sweeps -------------------------------------------------------------------------------------
+
+LAY4 = replace(SWEEP_BASE, elem_bytes=4)  # 4 KiB pages, one per 512-token block
+
+
+def test_pairs_are_every_capacity_with_every_disk_in_ascending_order():
+    from kvtui.core.sweep import pair_sizes
+
+    sizes, skipped = pair_sizes([4_000_000, 2_000_000], [10_000_000, 0], 512, LAY4, WM)
+    assert [(s.capacity_tokens, s.disk_tokens) for s in sizes] == [
+        (2_000_000, 0), (2_000_000, 10_000_000), (4_000_000, 0), (4_000_000, 10_000_000)]
+    assert not skipped
+    dram = point_size(2_000_000, 512, LAY4, WM)
+    assert sizes[0] == dram  # a disk of 0 is no tier: the DRAM-only point, sized as before
+    tiered = sizes[1]
+    assert (tiered.blocks, tiered.pages, tiered.segment_bytes) == (dram.blocks, dram.pages, dram.segment_bytes)
+    assert tiered.disk_blocks == 10_000_000 // 512 and tiered.disk_pages == tiered.disk_blocks
+    assert tiered.disk_bytes == tiered.disk_pages * LAY4.page_bytes  # the model's disk blocks, no watermark
+    assert tiered.total_tokens == 12_000_000 and tiered.label() == "2M + 10M disk" and dram.label() == "2M"
+    assert pair_sizes([2_000_000], [], 512, LAY4, WM) == ([dram], [])  # no --disk: DRAM only, as before
+    quarter = PageLayout(1, 1, 1, 128, 64)  # 4 pages per block: the disk holds whole blocks of pages
+    (_, four), _ = pair_sizes([8_000_000], [0, 9_000_000], 512, quarter, WM)
+    assert four.disk_pages == 9_000_000 // 512 * 4 and four.disk_bytes == four.disk_pages * quarter.page_bytes
+
+
+def test_a_disk_below_its_dram_segment_is_left_out_naming_the_least_that_would_do():
+    from kvtui.core.sweep import SkippedPair, disk_size, pair_sizes
+    from kvtui.mooncake.errors import Conflict
+    from kvtui.mooncake.tiers import check_disk
+
+    sizes, skipped = pair_sizes([2_000_000, 8_000_000], [0, 4_000_000], 512, LAY4, WM)
+    assert [(s.capacity_tokens, s.disk_tokens) for s in sizes] == [(2_000_000, 0), (2_000_000, 4_000_000),
+                                                                  (8_000_000, 0)]
+    (left,) = skipped
+    assert (left.capacity_tokens, left.disk_tokens) == (8_000_000, 4_000_000)
+    with pytest.raises(Conflict):  # the store's own rule agrees: such a tier would wedge it
+        check_disk(left.disk_bytes, left.segment_bytes)
+    for s in sizes:
+        check_disk(s.disk_bytes or s.segment_bytes, s.segment_bytes)
+    dram = point_size(8_000_000, 512, LAY4, WM)
+    least = disk_size(dram, left.least_disk_tokens, 512, LAY4)
+    assert not isinstance(least, SkippedPair) and least.disk_bytes >= dram.segment_bytes
+    assert isinstance(disk_size(dram, left.least_disk_tokens - 512, 512, LAY4), SkippedPair)  # the least, to a block
+    assert "--capacity 8M with --disk 4M" in left.text() and format_tokens(left.least_disk_tokens) in left.text()
+    # the same capacity on disk is a little short: the segment holds its pages below the 90 % watermark
+    assert isinstance(disk_size(dram, 8_000_000, 512, LAY4), SkippedPair)
+    with pytest.raises(ValueError, match="--disk 100 is less than one trace block"):
+        pair_sizes([2_000_000], [100], 512, LAY4, WM)
+
+
+def test_disk_lists_take_0_as_no_tier():
+    assert parse_token_list(["0,4M", "8M"], "--disk", allow_zero=True) == [0, 4_000_000, 8_000_000]
+    with pytest.raises(ValueError, match="--disk must be 0 tokens or more, got -1M"):
+        parse_token_list(["-1M"], "--disk", allow_zero=True)
+    with pytest.raises(ValueError, match="--capacity must be at least 1 token, got 0"):
+        parse_token_list(["0"])
+
+
+def _disk_misses(evicted: float) -> dict:
+    return _misses(0.3, evicted)
+
+
+def _tiered(repeats: int = 3, model: bool = True) -> SweepResult:
+    """Two DRAM sizes × (no disk, a 10M disk), ``repeats`` repeats each, as a DRAM × disk sweep writes them."""
+    from kvtui.core.sweep import PointRun, pair_sizes
+
+    sizes, _ = pair_sizes([2_000_000, 4_000_000], [0, 10_000_000], 512, LAY4, WM)
+    points = []
+    for k, size in enumerate(sizes):
+        base = 0.2 + 0.05 * k
+        runs = []
+        for i in range(repeats):
+            real = base + 0.01 * i
+            disk = 0.0 if not size.disk_tokens else real / 3
+            runs.append(PointRun(real, pages_hit=100 + i, tokens_hit=512 * (100 + i), pages_failed=1000 * k + i,
+                                 pages_published=3 * size.pages + size.disk_pages,
+                                 keys_at_end=size.pages + size.disk_pages // 2, evicted_keys=50 * k,
+                                 real_disk_token_hit_rate=disk, pages_hit_disk=(30 + i) if size.disk_tokens else 0,
+                                 tokens_hit_disk=512 * (30 + i) if size.disk_tokens else 0,
+                                 disk_keys_at_end=size.disk_pages // 2 if size.disk_tokens else None,
+                                 disk_used_bytes_at_end=size.disk_pages // 2 * 4096 if size.disk_tokens else None,
+                                 misses=_disk_misses(0.5 - real)))
+        lru = 0.21 + 0.05 * (size.capacity_tokens // 2_000_000)
+        tiers = (lru - 0.05, 0.3, lru + 0.25) if size.disk_tokens else (lru, 0.0, lru)
+        points.append(SweepPoint.of_runs(size, lru, runs, 0.6 if size.disk_tokens else 0.45,
+                                         tiers if model else None))
+    return SweepResult("synthetic", 3993, 512, 61_194_628, 0.6504, LAY4.as_dict(), tuple(points),
+                       sizing={"rule": "pages = …", "elem_bytes_auto": True, "disk_rule": "disk pages = …",
+                               "skipped_pairs": [{"capacity_tokens": 8_000_000, "disk_tokens": 4_000_000,
+                                                  "disk_bytes": 1, "segment_bytes": 2,
+                                                  "least_disk_tokens": 8_890_368}]},
+                       store={"lease_ttl_s": 2.0, "repeats": repeats})
+
+
+def test_the_tier_table_splits_the_hits_by_tier_and_fits_100_columns():
+    from kvtui.core.sweep import (
+        TIER_HEAD,
+        TIER_LEGEND,
+        TIER_STORE_HEAD,
+        is_tiered,
+        misses_head,
+        tier_rows,
+        tier_store_rows,
+    )
+
+    r = _tiered()
+    assert is_tiered(r) and not is_tiered(_result())
+    rows = tier_rows(r)
+    assert len(rows) == len(r.points) and {len(row) for row in rows} == {len(TIER_HEAD)}
+    for p, row in zip(r.points, rows):
+        lo, hi = p.real_range()
+        assert row[:2] == (format_tokens(p.capacity_tokens), format_tokens(p.disk_tokens) if p.disk_tokens else "0")
+        assert row[2] == f"{p.real_token_hit_rate * 100:.2f} ({lo * 100:.2f}–{hi * 100:.2f})"
+        assert row[3] == f"{(p.real_token_hit_rate - p.real_disk_token_hit_rate) * 100:.2f}"
+        assert row[4] == f"{p.real_disk_token_hit_rate * 100:.2f}"
+        assert row[5:8] == tuple(f"{x * 100:.2f}" for x in (p.model_token_hit_rate, p.model_memory_token_hit_rate,
+                                                            p.model_disk_token_hit_rate))
+        assert row[8] == f"{p.min_token_hit_rate * 100:.2f}"
+        assert row[9] == f"{(p.real_token_hit_rate - p.model_token_hit_rate) * 100:+.2f}"
+        assert row[10] == f"{p.pages_failed:,}"
+    store = tier_store_rows(r)
+    assert {len(row) for row in store} == {len(TIER_STORE_HEAD)}
+    dram_only, tiered = store[0], store[1]
+    assert dram_only[4:6] == ("—", "—") and tiered[4] == f"{r.points[1].disk_pages:,}"
+    assert tiered[7] == f"{r.points[1].disk_keys_at_end:,}"
+    assert tiered[9] == f"{r.points[1].pages_published - r.points[1].keys_at_end:,}"  # gone from both tiers
+    assert misses_head(r)[:3] == ("DRAM", "disk", "hit")
+    text = format_sweep_table(r)
+    lines = text.splitlines()
+    table = lines[lines.index(TIER_LEGEND[0]):]
+    assert all(len(line) <= 100 for line in table), max(table, key=len)
+    assert "left out (a disk tier below its DRAM segment wedges the store): 8M + 4M disk (needs 8.89M)" in text
+    assert "disk tier: disk pages = …" in text and "why the prompt tokens missed" in text
+    no_model = tier_rows(_tiered(1, model=False))  # a file without the model's figures
+    assert [row[5] for row in no_model] == ["—"] * 4 and [row[9] for row in no_model] == ["—"] * 4
+
+
+def test_a_tiered_sweep_round_trips_every_figure_and_an_old_file_still_reads():
+    r = _tiered()
+    doc = json.loads(json.dumps(r.to_dict()))
+    assert sweep_from_dict(doc) == r
+    p = doc["points"][1]
+    for name in ("disk_tokens", "disk_blocks", "disk_pages", "disk_bytes", "model_token_hit_rate",
+                 "model_memory_token_hit_rate", "model_disk_token_hit_rate", "real_disk_token_hit_rate",
+                 "pages_hit_disk", "tokens_hit_disk", "disk_read_ms", "disk_keys_at_end", "disk_used_bytes_at_end"):
+        assert p[name] == getattr(r.points[1], name), name
+    assert [run["pages_hit_disk"] for run in p["runs"]] == [run.pages_hit_disk for run in r.points[1].runs]
+    for field, value in (("disk_tokens", -1), ("model_disk_token_hit_rate", 2), ("real_disk_token_hit_rate", -0.5)):
+        bad = json.loads(json.dumps(doc))
+        bad["points"][1][field] = value
+        with pytest.raises(ValueError, match=f"point 2: {field} must be"):
+            sweep_from_dict(bad)
+    shipped = Path(__file__).parents[2] / "screenshots" / "sweep-synthetic.json"
+    old = sweep_from_dict(json.loads(shipped.read_text()))  # written before disk tiers
+    assert old.points and all(q.disk_tokens == 0 and q.model_token_hit_rate is None for q in old.points)
+    text = format_sweep_table(old)
+    assert "offline LRU" in text and "of it" not in text  # the DRAM-only table, as before
+
+
+def test_the_tier_plot_draws_one_colour_per_disk_size_with_the_model_dashed_beside_it(tmp_path):
+    from kvtui.bench.sweep_plot import save_plot, sweep_figure
+    from kvtui.core.sweep import tier_lines
+    from kvtui.tui.widgets.sweep_curve import SweepCurve
+
+    r = _tiered()
+    lines = tier_lines(r)
+    assert [(line.disk_tokens, line.name) for line in lines] == [(0, "DRAM only"), (10_000_000, "+ 10M disk")]
+    for line in lines:
+        pts = [p for p in r.points if p.disk_tokens == line.disk_tokens]
+        assert line.capacities == tuple(p.capacity_tokens for p in pts) == (2_000_000, 4_000_000)
+        assert line.real == pytest.approx([100 * p.real_token_hit_rate for p in pts])
+        assert line.low == pytest.approx([100 * p.real_range()[0] for p in pts])
+        assert line.model == pytest.approx([100 * p.model_token_hit_rate for p in pts])
+        assert line.best == pytest.approx([100 * p.min_token_hit_rate for p in pts])
+    ax = sweep_figure(r).axes[0]
+    assert ax.get_xscale() == "log" and "DRAM" in ax.get_xlabel()
+    drawn = ax.get_lines()
+    named = [ln for ln in drawn if not ln.get_label().startswith("_")]
+    assert [ln.get_label() for ln in named] == ["DRAM only", "+ 10M disk"]
+    for line, real in zip(lines, named):
+        same = [ln for ln in drawn if ln.get_color() == real.get_color() and ln is not real]
+        model = next(ln for ln in same if ln.get_linestyle() == "--")
+        best = next(ln for ln in same if ln.get_marker() == "_")
+        assert list(real.get_ydata()) == pytest.approx(line.real) and list(real.get_xdata()) == list(line.capacities)
+        assert list(model.get_ydata()) == pytest.approx(line.model)
+        assert list(best.get_ydata()) == pytest.approx(line.best)
+    assert len({ln.get_color() for ln in named}) == 2
+    save_plot(r, str(tmp_path / "t.png"), "png")
+    assert (tmp_path / "t.png").read_bytes()[:4] == b"\x89PNG"
+    old = _tiered(1, model=False)  # no model figures: a DRAM-only line falls back to LRU, a disk line has none
+    dram, disk = tier_lines(old)
+    assert dram.model == pytest.approx([100 * p.lru_token_hit_rate for p in old.points if not p.disk_tokens])
+    assert disk.model == (None, None)
+    series = SweepCurve(r).tier_series()
+    assert list(series) == [f"{what} · {name}" for name in ("DRAM only", "+ 10M disk") for what in ("real", "model",
+                                                                                                      "MIN")]
+    assert series["model · + 10M disk"] == ([2_000_000, 4_000_000], pytest.approx(lines[1].model))
+
+
+def test_compare_keys_the_points_of_a_tiered_sweep_by_capacity_and_disk():
+    from kvtui.commands.compare import figures_of
+
+    figs = figures_of(_tiered().to_dict())
+    assert "points[2000000].real_token_hit_rate" in figs
+    assert figs["points[2000000+10000000].real_disk_token_hit_rate"] == _tiered().points[1].real_disk_token_hit_rate
+
+
+@pytest.mark.parametrize("argv, says", [
+    (["--capacity", "4M", "--disk", "-1M"], "--disk must be 0 tokens or more, got -1M"),
+    (["--capacity", "4M", "--disk", "100"], "--disk 100 is less than one trace block"),
+    (["--capacity", "8M", "--disk", "0,4M"], "--disk 4M: every disk tier would be smaller than the DRAM segment"),
+    (["--capacity", "4M", "--disk-path", "/tmp"], "give their sizes too (--disk)"),
+    (["--capacity", "4M", "--disk", "8M", "--disk-path", "/no/such/dir"], "--disk-path /no/such/dir: not an existing"),
+])
+def test_bad_disk_input_is_one_line_and_exit_2(argv, says, capsys):
+    assert main(["sweep", "--trace", "synthetic", *argv]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and err.startswith("kvtui: error: ") and says in err, err
+
+
+def test_a_disk_larger_than_the_free_space_is_refused_before_any_store(monkeypatch, capsys):
+    import collections
+    import shutil
+
+    usage = collections.namedtuple("usage", "total used free")
+    monkeypatch.setattr(shutil, "disk_usage", lambda path: usage(1 << 30, 1 << 30, 1 << 20))
+    assert main(["sweep", "--trace", "synthetic", "--capacity", "4M", "--disk", "8M"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "is more than the free space in" in err and "--disk-path" in err

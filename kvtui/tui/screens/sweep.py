@@ -11,8 +11,23 @@ from textual.binding import Binding
 from textual.screen import Screen
 from textual.widgets import Footer, Static
 
-from kvtui.core.sweep import MISSES_HEAD, TABLE_HEAD, SweepResult, describe_sweep, misses_rows, table_rows
+from kvtui.core.sweep import (
+    TABLE_HEAD,
+    TIER_HEAD,
+    SweepResult,
+    describe_sweep,
+    is_tiered,
+    misses_head,
+    misses_rows,
+    table_rows,
+    tier_rows,
+)
 from kvtui.tui.widgets.sweep_curve import SweepCurve
+
+TIER_CAPTION = ("DRAM, disk: tokens; hit rates: % of the prompt tokens; of it: read from DRAM, from disk; model: "
+                "offline two-tier LRU; MIN: Belady's at DRAM + disk; gap: real − model (pp); refused: puts refused")
+"""What a DRAM × disk sweep's columns are (the last line of the screen's head; :data:`kvtui.core.sweep.TIER_LEGEND`
+at length)."""
 
 
 def _table(head: tuple[str, ...], rows: list[tuple[str, ...]], title: str | None = None,
@@ -31,15 +46,19 @@ def _table(head: tuple[str, ...], rows: list[tuple[str, ...]], title: str | None
 
 
 def points_table(result: SweepResult) -> Table:
-    """The points of ``result`` as a Rich table (the columns of :data:`kvtui.core.sweep.TABLE_HEAD`)."""
+    """The points of ``result`` as a Rich table (the columns of :data:`kvtui.core.sweep.TABLE_HEAD`; a DRAM × disk
+    sweep: :data:`~kvtui.core.sweep.TIER_HEAD`)."""
+    if is_tiered(result):
+        return _table(TIER_HEAD, tier_rows(result, two_lines=True))
     return _table(TABLE_HEAD, table_rows(result, two_lines=True), wrap=("optimal (MIN)", "held at end", "puts refused"))
 
 
 def misses_table(result: SweepResult) -> Table | None:
-    """Why the prompt tokens of each point missed (:data:`kvtui.core.sweep.MISSES_HEAD`); None when the file
+    """Why the prompt tokens of each point missed (:func:`kvtui.core.sweep.misses_head`); None when the file
     has no miss reasons."""
     rows = misses_rows(result)
-    return _table(MISSES_HEAD, rows, "why the prompt tokens missed (share of the prompt tokens)") if rows else None
+    return _table(misses_head(result), rows, "why the prompt tokens missed (share of the prompt tokens)") if rows \
+        else None
 
 
 class SweepScreen(Screen[None]):
@@ -58,7 +77,8 @@ class SweepScreen(Screen[None]):
         self.result = result
 
     def compose(self) -> ComposeResult:
-        yield Static(Text("\n".join(describe_sweep(self.result))), id="sweep-head")
+        head = describe_sweep(self.result) + ([TIER_CAPTION] if is_tiered(self.result) else [])
+        yield Static(Text("\n".join(head)), id="sweep-head")
         yield SweepCurve(self.result, id="sweep-curve")
         yield Static(points_table(self.result), id="sweep-table")
         why = misses_table(self.result)
