@@ -46,7 +46,7 @@ Sizes are bytes, capacities tokens. Errors are ``ValueError`` with one line that
 from __future__ import annotations
 
 import math
-from dataclasses import asdict, dataclass, field, replace
+from dataclasses import asdict, dataclass, field, fields, replace
 from typing import Any
 
 from kvtui.core.defaults import MIN_SEGMENT_BYTES
@@ -246,18 +246,11 @@ def auto_elem_bytes(capacity_tokens: int, block_tokens: int, base: PageLayout, w
 
 # -- the result file ------------------------------------------------------------------------------------
 
-RUN_FIELDS = ("real_token_hit_rate", "pages_hit", "pages_total", "tokens_hit", "pages_published", "pages_failed",
-              "mismatches", "evicted_keys", "keys_at_end", "keys_max", "used_bytes_at_end",
-              "overhead_bytes_per_object", "elapsed_s", "errors", "misses", "real_disk_token_hit_rate",
-              "pages_hit_disk", "tokens_hit_disk", "disk_read_ms", "disk_keys_at_end", "disk_used_bytes_at_end")
-"""What one replay of a point measured: the fields of :class:`PointRun`, the same names in :class:`SweepPoint`."""
-
-
-@dataclass(frozen=True)
-class PointRun:
-    """One replay of a point's capacity on a fresh cluster (a repeat): the measured fields of
-    :class:`SweepPoint`, same names and units, and ``misses``: the run summary's miss reasons (per reason name,
-    ``pages``, ``tokens`` and ``share`` of the prompt tokens; None when the run carried none).
+@dataclass(frozen=True, kw_only=True)
+class Measured:
+    """What one replay of a point's capacity on a fresh cluster measured: the fields :class:`PointRun` and
+    :class:`SweepPoint` share (see SweepPoint for each), and ``misses``: the run summary's miss reasons (per
+    reason name, ``pages``, ``tokens`` and ``share`` of the prompt tokens; None when the run carried none).
 
     With a disk tier: ``pages_hit_disk`` / ``tokens_hit_disk``: of the hits, those read from the disk tier;
     ``real_disk_token_hit_rate``: their token hit rate (0..1; the real store's DRAM rate is
@@ -288,6 +281,15 @@ class PointRun:
     disk_used_bytes_at_end: int | None = None
 
 
+@dataclass(frozen=True, kw_only=True)
+class PointRun(Measured):
+    """One replay of a point's capacity on a fresh cluster (a repeat): :class:`Measured`."""
+
+
+RUN_FIELDS = tuple(f.name for f in fields(Measured))
+"""What one replay of a point measured: the fields of :class:`Measured` (a point's: its median repeat's)."""
+
+
 def median_run(runs: tuple[PointRun, ...] | list[PointRun]) -> PointRun:
     """The repeat whose real rate is the median (the lower of the two middle ones for an even count: a rate
     that was measured, with the figures measured with it); ``ValueError`` for none."""
@@ -298,7 +300,7 @@ def median_run(runs: tuple[PointRun, ...] | list[PointRun]) -> PointRun:
 
 
 @dataclass(frozen=True)
-class SweepPoint:
+class SweepPoint(Measured):
     """One capacity of a sweep. Rates are 0..1 token hit rates (hit tokens ÷ input tokens of the rows).
     The measured fields (:data:`RUN_FIELDS`) are those of the median repeat; ``runs`` holds every repeat
     (:class:`PointRun`, in the order run; empty in a file written before repeats: the point is its one run).
@@ -325,23 +327,8 @@ class SweepPoint:
     blocks: int
     pages: int
     segment_bytes: int
-    real_token_hit_rate: float
     lru_token_hit_rate: float
-    pages_hit: int = 0
-    pages_total: int = 0
-    tokens_hit: int = 0
-    pages_published: int = 0
-    pages_failed: int = 0
-    mismatches: int = 0
-    evicted_keys: int | None = None
-    keys_at_end: int | None = None
-    keys_max: int | None = None
-    used_bytes_at_end: int | None = None
-    overhead_bytes_per_object: float | None = None
-    elapsed_s: float = 0.0
-    errors: dict[str, int] = field(default_factory=dict)
     min_token_hit_rate: float | None = None
-    misses: dict[str, dict[str, float]] | None = None
     runs: tuple[PointRun, ...] = ()
     disk_tokens: int = 0
     disk_blocks: int = 0
@@ -350,12 +337,6 @@ class SweepPoint:
     model_token_hit_rate: float | None = None
     model_memory_token_hit_rate: float | None = None
     model_disk_token_hit_rate: float | None = None
-    real_disk_token_hit_rate: float = 0.0
-    pages_hit_disk: int = 0
-    tokens_hit_disk: int = 0
-    disk_read_ms: float = 0.0
-    disk_keys_at_end: int | None = None
-    disk_used_bytes_at_end: int | None = None
 
     @classmethod
     def of_runs(cls, size: PointSize, lru_token_hit_rate: float, runs: list[PointRun] | tuple[PointRun, ...],

@@ -15,7 +15,7 @@ from kvtui.tui.widgets.sweep_curve import SweepCurve
 
 def _sweep(points: int) -> SweepResult:
     caps = (1_000_000, 3_000_000)[:points]
-    pts = tuple(SweepPoint(c, c // 512, c // 512, 20 << 20, 0.1 * (i + 1), 0.12 * (i + 1))
+    pts = tuple(SweepPoint(c, c // 512, c // 512, 20 << 20, 0.12 * (i + 1), real_token_hit_rate=0.1 * (i + 1))
                 for i, c in enumerate(caps))
     return SweepResult("conversation-head", 1000, 512, 13_732_944, 0.2155,
                        replace(SWEEP_BASE, elem_bytes=8).as_dict(), pts, store={"lease_ttl_s": 10.0})
@@ -54,7 +54,8 @@ def _tiered() -> SweepResult:
 
     lay = replace(SWEEP_BASE, elem_bytes=4)
     sizes, _ = pair_sizes([2_000_000, 4_000_000], [0, 10_000_000], 512, lay, 0.9)
-    pts = tuple(SweepPoint.of_runs(s, 0.2 + 0.1 * k, [PointRun(0.25 + 0.1 * k, real_disk_token_hit_rate=0.1 if
+    pts = tuple(SweepPoint.of_runs(s, 0.2 + 0.1 * k, [PointRun(real_token_hit_rate=0.25 + 0.1 * k,
+                                                               real_disk_token_hit_rate=0.1 if
                                                                s.disk_tokens else 0.0)],
                                    0.6, (0.2, 0.3, 0.5) if s.disk_tokens else (0.2 + 0.1 * k, 0.0, 0.2 + 0.1 * k))
                 for k, s in enumerate(sizes))

@@ -100,8 +100,9 @@ def test_token_counts_and_lists():
 
 def _result(n: int = 3) -> SweepResult:
     caps = [1_000_000, 3_000_000, 10_000_000][:n]
-    pts = tuple(SweepPoint(c, c // 512, c // 512, segment_bytes_for(c // 512, 8192, WM), real, lru,
-                           keys_at_end=c // 600, evicted_keys=100 * i, pages_failed=i, elapsed_s=1.0,
+    pts = tuple(SweepPoint(c, c // 512, c // 512, segment_bytes_for(c // 512, 8192, WM), lru,
+                           real_token_hit_rate=real, keys_at_end=c // 600, evicted_keys=100 * i, pages_failed=i,
+                           elapsed_s=1.0,
                            min_token_hit_rate=best)
                 for i, (c, real, lru, best) in enumerate(zip(caps, (0.10, 0.25, 0.55), (0.15, 0.32, 0.59),
                                                              (0.38, 0.56, 0.65))))
@@ -268,7 +269,8 @@ def _repeated() -> SweepResult:
     points = []
     for cap, rates in ((1_000_000, (0.3393, 0.3695, 0.3512)), (3_000_000, (0.52, 0.52, 0.53))):
         size = PointSize(cap, cap // 512, cap // 512, 8192, segment_bytes_for(cap // 512, 8192, WM))
-        runs = [PointRun(r, pages_hit=int(r * 1000), evicted_keys=7 + i, misses=_misses(0.3, 0.6 - r))
+        runs = [PointRun(real_token_hit_rate=r, pages_hit=int(r * 1000), evicted_keys=7 + i, misses=_misses(0.3,
+                                                                                                            0.6 - r))
                 for i, r in enumerate(rates)]
         points.append(SweepPoint.of_runs(size, 0.30 if cap < 2_000_000 else 0.50, runs, 0.4))
     return SweepResult("synthetic", 3993, 512, 61_194_628, 0.6504, replace(SWEEP_BASE, elem_bytes=8).as_dict(),
@@ -283,10 +285,11 @@ def test_a_point_of_repeats_is_its_median_repeat_with_every_repeat_kept():
     assert small.evicted_keys == 9 and small.pages_hit == 351  # the median repeat's figures, all of them
     assert [r.real_token_hit_rate for r in small.runs] == [0.3393, 0.3695, 0.3512]  # in the order run
     assert big.real_range() == (0.52, 0.53)
-    assert median_run([PointRun(0.2), PointRun(0.4)]).real_token_hit_rate == 0.2  # a rate that was measured
+    assert median_run([PointRun(real_token_hit_rate=0.2),
+                       PointRun(real_token_hit_rate=0.4)]).real_token_hit_rate == 0.2  # a rate that was measured
     with pytest.raises(ValueError, match="at least one run"):
         median_run([])
-    one = SweepPoint(1_000_000, 1953, 1953, 20 << 20, 0.25, 0.3)  # a file written before repeats
+    one = SweepPoint(1_000_000, 1953, 1953, 20 << 20, 0.3, real_token_hit_rate=0.25)  # a file written before repeats
     assert one.real_range() == (0.25, 0.25)
 
 
@@ -428,7 +431,8 @@ def _tiered(repeats: int = 3, model: bool = True) -> SweepResult:
         for i in range(repeats):
             real = base + 0.01 * i
             disk = 0.0 if not size.disk_tokens else real / 3
-            runs.append(PointRun(real, pages_hit=100 + i, tokens_hit=512 * (100 + i), pages_failed=1000 * k + i,
+            runs.append(PointRun(real_token_hit_rate=real, pages_hit=100 + i, tokens_hit=512 * (100 + i),
+                                 pages_failed=1000 * k + i,
                                  pages_published=3 * size.pages + size.disk_pages,
                                  keys_at_end=size.pages + size.disk_pages // 2, evicted_keys=50 * k,
                                  real_disk_token_hit_rate=disk, pages_hit_disk=(30 + i) if size.disk_tokens else 0,
