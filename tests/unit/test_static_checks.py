@@ -42,3 +42,12 @@ def test_mypy_finds_nothing():
     r = _run([_tool("mypy")], 600)
     out = r.stdout + r.stderr
     assert r.returncode == 0 and out.strip().startswith("Success:"), f"mypy:\n{out}"
+
+
+def test_no_two_test_modules_share_a_name():
+    """pytest imports test modules by their base name (the tests folders are not packages): two files of one name
+    in different tiers stop the whole suite from collecting one of them, which a run of one tier never shows."""
+    names: dict[str, list[str]] = {}
+    for path in sorted((ROOT / "tests").rglob("test_*.py")):
+        names.setdefault(path.name, []).append(str(path.relative_to(ROOT)))
+    assert not {n: p for n, p in names.items() if len(p) > 1}
