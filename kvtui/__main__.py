@@ -33,6 +33,7 @@ def main() -> int:
             for signum in caught:  # (kvtui.cli installs its own: it leaves a SIGHUP that is not SIG_DFL alone)
                 signal.signal(signum, signal.SIG_DFL)
     except KeyboardInterrupt:
+        exec("pass", {})  # (CPython's "unhandled KeyboardInterrupt" flag: see kvtui.cli.forget_caught_interrupt)
         print("kvtui: interrupted", file=sys.stderr)
         return 130
     except _Early as exc:

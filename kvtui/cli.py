@@ -110,6 +110,15 @@ class _Subcommands:
         return parser
 
 
+def forget_caught_interrupt() -> None:
+    """Clear CPython's "unhandled KeyboardInterrupt" flag after kvtui caught one. A Ctrl-C that leaves a
+    string ``exec`` (``dataclasses`` builds methods with one during a lazy import) sets it even when caught,
+    and under ``python -m`` the interpreter then ends by SIGINT (exit -2) instead of with 130. Every string
+    ``exec`` resets the flag when it starts (CPython ``Python/pythonrun.c``, ``run_eval_code_obj``;
+    ``Modules/main.c``, ``Py_RunMain``)."""
+    exec("pass", {})
+
+
 def main(argv: list[str] | None = None) -> int:
     """Entry point of the console script; returns the process exit code. Each command is called as
     ``func(args, started_at)``, ``started_at`` the moment ``main`` was called (``time.monotonic()`` seconds:
@@ -126,9 +135,11 @@ def main(argv: list[str] | None = None) -> int:
     except SystemExit as exc:  # --help, --version, or a usage error already printed as one line
         return int(exc.code or 0)
     except Terminated as exc:
+        forget_caught_interrupt()
         print(f"kvtui: terminated ({signal.Signals(exc.signum).name})", file=sys.stderr)
         return 128 + exc.signum
     except KeyboardInterrupt:
+        forget_caught_interrupt()
         print("kvtui: interrupted", file=sys.stderr)
         return 128 + signal.SIGINT
     if "func" not in args:
@@ -141,9 +152,11 @@ def main(argv: list[str] | None = None) -> int:
         print(f"kvtui: error: {exc}", file=sys.stderr)
         return exc.exit_code
     except Terminated as exc:
+        forget_caught_interrupt()
         print(f"kvtui: terminated ({signal.Signals(exc.signum).name})", file=sys.stderr)
         return 128 + exc.signum
     except KeyboardInterrupt:
+        forget_caught_interrupt()
         print("kvtui: interrupted", file=sys.stderr)
         return 128 + signal.SIGINT
     except BrokenPipeError:  # e.g. `kvtui keys ... | head`

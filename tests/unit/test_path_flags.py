@@ -203,3 +203,23 @@ def test_a_flag_is_taken_only_whole():
 
     assert main(["serve", "--screenshot", "x.svg"]) == 2
     assert main(["run", "--requ", "5"]) == 2
+
+
+def test_ctrl_c_that_leaves_a_string_exec_still_exits_130_under_python_m(tmp_path):
+    """A Ctrl-C that lands inside a string ``exec`` (``dataclasses`` builds methods with one during a lazy
+    import) and that kvtui catches: ``python -m kvtui`` exits 130 with one line, not killed by SIGINT (-2)
+    as CPython's ``Py_RunMain`` would end it."""
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[2]
+    (tmp_path / "sitecustomize.py").write_text(  # (patched before the CLI runs, in the real entry)
+        "import kvtui.cli\n"
+        "def _interrupted(args):\n"
+        "    exec('raise KeyboardInterrupt', {})\n"
+        "kvtui.cli.check_distinct_paths = _interrupted\n")
+    env = dict(os.environ, PYTHONPATH=f"{tmp_path}{os.pathsep}{root}")
+    done = subprocess.run([sys.executable, "-m", "kvtui", "traces"], env=env, capture_output=True, text=True,
+                          timeout=60)
+    assert (done.returncode, done.stderr) == (130, "kvtui: interrupted\n")
