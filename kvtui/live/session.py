@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import signal
 import threading
-from collections import deque
 from collections.abc import Iterator
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any, Callable
@@ -34,6 +33,7 @@ from kvtui.core.failover import EXTERNAL, LEADER_KILL, FailoverReport, failover_
 from kvtui.core.layout import PageLayout
 from kvtui.core.subscribers import Subscribers, Unsubscribe
 from kvtui.live.controls import LayoutRefused, change_text, knob_change, plan_layout_switch
+from kvtui.live.failovers import Failovers
 from kvtui.live.panels import PanelThread
 from kvtui.metrics.aggregate import Aggregator
 from kvtui.metrics.frame import Frame
@@ -48,9 +48,6 @@ if TYPE_CHECKING:
 
 LAYOUT_WAIT_S = 10.0  # a layout switch waits this long for the requests under way to finish
 HALT_WAIT_S = 1.0  # an abandoned driver ends within ~0.1 s (its feeder may be in a control handler a bit longer)
-WATCH_STOP_S = 2.0  # stop() waits this long for the failover watches it stopped to file what they measured (a
-# watch stops between two polls of the masters, each at most 0.3 s, then reads the masters' logs)
-RECENT_S = 3.0  # HA: the results of this many seconds are kept for a failover kvtui sees only after it began
 
 
 def with_roles(procs: tuple, store) -> tuple:
@@ -64,16 +61,6 @@ def with_roles(procs: tuple, store) -> tuple:
     rows = tuple({**p, "role": roles[p.get("name")]} if roles.get(p.get("name")) else p for p in procs)
     return rows + tuple({"name": name, "role": role, "remote": True} for name, role in roles.items()
                         if name not in names and name and role)
-
-
-@dataclass(eq=False)
-class _Watch:
-    """One failover watch of the session, from the moment :meth:`LiveSession.watch_failover` numbers it until
-    its report joins :attr:`LiveSession.failovers`: the ``watch`` once the cluster started it, and the
-    ``unsubscribe`` of the results it is fed."""
-
-    watch: FailoverWatcher | None = None
-    unsubscribe: Unsubscribe | None = None
 
 
 @dataclass(frozen=True)
@@ -132,7 +119,6 @@ class LiveSession:
         self.cluster = cluster
         self.workload = workload  # its spec changes on the feeder only (replaced whole: read without a lock)
         self._lock = threading.Lock()  # guards the fields below marked "_lock"
-        self._watch_change = threading.Condition(self._lock)  # a watch ended (stop waits for the ones it stopped)
         self._description = dict(description)  # _lock; replaced whole, never changed in place (collector)
         self._layout = (layout_text, layout_name)  # _lock; replaced whole together with the workload's spec (feeder)
         self.agg = aggregator or Aggregator()
@@ -148,7 +134,7 @@ class LiveSession:
         ep = cluster.endpoints
         self.panels = PanelThread(cluster.sample_store, ProcessSampler(self.process_pids(), cluster.host_addresses()),
                                   store={"up": None} if ep.metrics_url or ep.masters else {})
-        self._closing = False  # _lock; stop() began: no more watches or subscriptions
+        self._closing = False  # _lock; stop() began: no more subscriptions
         self._started = False  # the caller's (start(), before the driver's threads run)
         self._engine_stopped = False  # the thread in stop(): it stopped the engine it owns, no store left to scrape
         self.header = dict(header or {})
@@ -163,15 +149,9 @@ class LiveSession:
         self.store_full = StoreFullAlarm(self._store_full_text)  # one event-log line per burst of refused puts
         self.store_limit = store_limit
         self.coordinator: Coordinator | None = None  # the caller's (listen); while remote workers may join
-        self._failovers: list[FailoverReport] = []  # _lock; appended by each watch's thread as it ends
-        self._watches: list[_Watch] = []  # _lock; every watch numbered and not yet reported (added by the caller of
-        # watch_failover, removed by the watch's own thread)
-        self._failover_n = 0  # _lock; the number of the latest watch
-        # HA: the last RECENT_S of results (the first call to a dead leader fails at once, before the cluster
-        # sees the leader gone), handed to the watch of a failover kvtui did not cause; written by the collector
-        # thread, read by the cluster's, both under _results_lock, which also covers handing a result on
-        self._recent: deque[RequestResult] | None = deque() if cluster.endpoints.ha else None
-        self._results_lock = threading.Lock()
+        self._failovers = Failovers(cluster, clock=engine.now, ledger=lambda: self.engine.published, log=self.log,
+                                    subscribe_results=self.subscribe_results, hit_rate_before=self._hit_rate_30s,
+                                    keep_recent=cluster.endpoints.ha)  # (guards its own state)
 
     @property
     def layout_text(self) -> str:
@@ -188,8 +168,12 @@ class LiveSession:
     @property
     def failovers(self) -> tuple[FailoverReport, ...]:
         """Every failover measured (:meth:`watch_failover`), in the order they ended."""
-        with self._lock:
-            return tuple(self._failovers)
+        return self._failovers.reports
+
+    def _hit_rate_30s(self) -> float | None:
+        """The header's page hit rate of the last 30 s (None: no full page then): a failover's hit rate before."""
+        recent = self.producer.latest().window_totals
+        return recent.get("page_hit_rate") if recent.get("pages_total") else None
 
     @property
     def description(self) -> dict:
@@ -312,15 +296,7 @@ class LiveSession:
 
     def _on_result(self, result: RequestResult) -> None:
         self.agg.add(result)
-        if self._recent is None:
-            self._results(result)
-        else:
-            with self._results_lock:  # (a watch subscribing now sees this result once: kept, or handed on)
-                recent = self._recent
-                recent.append(result)
-                while recent and recent[0].t_end < result.t_end - RECENT_S:
-                    recent.popleft()
-                self._results(result)
+        self._failovers.pass_on(result, self._results)
         if self.recording.path is not None:  # the session file's request rows (kvtui report --requests-log)
             from kvtui.export.request_log import request_row
 
@@ -611,55 +587,7 @@ class LiveSession:
         without kvtui, logged with its number); its report joins :attr:`failovers` (and the frames' status) when
         it is done, and its lines go to the event log. ``RuntimeError`` once :meth:`stop` began (a watch that
         started meanwhile is stopped first; its report still joins :attr:`failovers`). Any thread."""
-        entry = _Watch()
-        with self._lock:
-            if self._closing:
-                raise RuntimeError("the session is stopping: no failover is measured")
-            self._failover_n += 1
-            n = self._failover_n
-            self._watches.append(entry)  # (from now on stop() waits for its report)
-        if seen is not None:
-            self.log("outage", f"{seen.text}: measured as failover {n}")
-        recent = self.producer.latest().window_totals  # (the header's "last 30 s": the hit rate before)
-        try:
-            watch = self.cluster.watch_failover(
-                n, kind, clock=self.engine.now, ledger=self.engine.published, log=self.log,
-                hit_rate_before=recent.get("page_hit_rate") if recent.get("pages_total") else None,
-                on_serving=on_serving, on_done=lambda report: self._failover_done(entry, report), seen=seen)
-        except BaseException:
-            with self._watch_change:
-                self._watches.remove(entry)
-                if self._failover_n == n:  # (the number goes to the next watch)
-                    self._failover_n -= 1
-                self._watch_change.notify_all()
-            raise
-        if seen is not None and self._recent is not None:
-            with self._results_lock:  # (the results that came before kvtui saw it; the watch keeps those it wants)
-                for result in self._recent:
-                    watch.add(result)
-                unsubscribe = self.subscribe_results(watch.add)
-        else:
-            unsubscribe = self.subscribe_results(watch.add)
-        with self._lock:
-            entry.watch, entry.unsubscribe = watch, unsubscribe
-            ended, closing = entry not in self._watches, self._closing
-        if ended:  # (it ended before it was fed anything)
-            unsubscribe()
-        if closing:  # stop() began meanwhile, before this watch was there to stop
-            watch.stop()
-            raise RuntimeError("the session is stopping: no failover is measured")
-        return watch
-
-    def _failover_done(self, entry: _Watch, report: FailoverReport) -> None:
-        """A watch ended (on its own thread): its report joins :attr:`failovers`, it is fed no more results."""
-        with self._watch_change:
-            if entry in self._watches:
-                self._watches.remove(entry)
-            self._failovers.append(report)
-            unsubscribe = entry.unsubscribe
-            self._watch_change.notify_all()
-        if unsubscribe is not None:
-            unsubscribe()
+        return self._failovers.watch(kind, on_serving=on_serving, seen=seen)
 
     def _failover_seen(self, seen: FailoverSeen) -> None:
         """The cluster saw a failover kvtui did not cause begin (its leader watcher's thread): measure it like one
@@ -673,9 +601,8 @@ class LiveSession:
             self.watch_failover(EXTERNAL, seen=seen,
                                 on_serving=self._restart_if_dead if self.cluster.embedded else None)
         except RuntimeError:
-            with self._lock:
-                if not self._closing:
-                    raise
+            if not self._failovers.closing:
+                raise
             # (the session is stopping: nothing more is measured)
 
     def _restart_if_dead(self, _serving: str) -> None:
@@ -730,7 +657,7 @@ class LiveSession:
         """Abandon the workload (:meth:`halt`), stop recording (``final`` becomes the last recorded frame),
         the samplers, the workers and the (embedded) cluster: every process gone within ~1 s
         (``Engine.stop``). Every failover watch is stopped, also one starting meanwhile (:meth:`watch_failover`
-        then raises), and their reports join :attr:`failovers` (waited for up to ``WATCH_STOP_S``). A second
+        then raises), and their reports join :attr:`failovers` (:meth:`~kvtui.live.failovers.Failovers.close`). A second
         Ctrl-C or SIGTERM meanwhile is held back until the end (``kvtui.runtime.procs.uninterrupted``). Safe to
         call twice, also from two threads at once (the second returns at once)."""
         from kvtui.runtime.procs import uninterrupted
@@ -739,14 +666,10 @@ class LiveSession:
             if self._closing:
                 return
             self._closing = True
-            watches = [e.watch for e in self._watches if e.watch is not None]  # (one starting now stops itself)
             unsubscribes, self._unsubscribe = self._unsubscribe, []
         with uninterrupted():
             self.halt()
-            for watch in watches:
-                watch.stop()
-            with self._watch_change:  # (each files what it measured: the summary and the monitor list every one)
-                self._watch_change.wait_for(lambda: not self._watches, WATCH_STOP_S)
+            self._failovers.close()  # (each files what it measured: the summary and the monitor list every one)
             for unsubscribe in unsubscribes:
                 unsubscribe()
             if final is None and self.recording.path is not None and self._started:
@@ -760,8 +683,7 @@ class LiveSession:
                 lost = any(r.pages_lost for r in self.failovers)  # (the masters' logs say why: kept)
                 self.engine.stop(meanwhile=lambda trouble: cluster.stop(keep_logs=trouble or lost))
                 self._engine_stopped = True
-            with self._watch_change:  # (their reports: the run's summary lists every failover)
-                self._watch_change.wait_for(lambda: not self._watches, WATCH_STOP_S)
+            self._failovers.wait()  # (one that started meanwhile: the run's summary lists every failover)
             if self._started:
                 self.panels.stop()  # after the engine: a scrape then fails at once rather than wait on a master
 
