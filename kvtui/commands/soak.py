@@ -48,7 +48,7 @@ def register(subparsers) -> None:
                     "after --warmup), faults injected and recovered, recovery times, requests lost or failed, "
                     "wrong bytes (must be 0), and with --ha the acknowledged pages each failover lost, by the "
                     "masters' own error codes, and after each store-kill and disk-full the acknowledged pages gone: "
-                    "with the killed node's DRAM or evicted by the full disk tier (expected), else lost (must be 0: "
+                    "with the killed node's DRAM or evicted by the disk tier (expected), else lost (must be 0: "
                     "exit 1 otherwise). --seed also seeds the fault schedule.")
     add_workload_arguments(p)
     g = p.add_argument_group("soak")

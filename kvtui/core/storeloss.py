@@ -18,8 +18,11 @@ its replicas were before the fault:
   page that was only in memory before the fault is gone while a page that was only on disk before it still is
   (:data:`OUT_OF_ORDER`: the tier's order does not account for it): those are **lost**.
 
-With the tier evicting during a store-kill's check too, a page it evicted would count as dropped: the report then
-says its loss is an upper bound.
+A disk tier at its cap keeps evicting while a store-kill's check waits for the TTL (batches of ~2,000 pages on the
+tiny layout). So a store-kill is looked at a third time, ``PREDROP_S`` before the killed node's client TTL runs
+out, while every page of the dead node is still listed: a page with a disk replica gone by then was evicted
+(expected), and only those gone after it were dropped with the client. Without that look (a restart that
+outlasted it) the report says its loss is an upper bound when the tier evicted meanwhile.
 
 The master's eviction counters cannot bound the evicted pages by count on this wheel: ``master_evicted_key_count``
 counts DRAM evictions, each of them an offload that keeps the key (disk-only), and
@@ -55,6 +58,9 @@ CAUSE_MEANS = {
 }
 """What each cause of a store fault's lost page means."""
 
+PREDROP_S = 1.0
+"""A store-kill's third look comes this long before the killed node's client TTL runs out."""
+
 Replicas = tuple[int, int]
 """``(memory replicas, disk replicas)`` of one key as the master lists it; ``(0, 0)``: not listed."""
 
@@ -78,9 +84,10 @@ class StoreLossReport:
     says why). ``pages_checked``: acknowledged before the fault and listed then, ``memory_only`` / ``with_disk``
     of them with memory replicas only / a disk replica; ``pages_gone``: of them, gone after it (``republished``
     of those kvtui had published again by the check); ``gone_with_dram``: gone pages only the killed node's DRAM
-    held (expected); ``pages_evicted``: gone pages the full tier's evictions account for (expected); ``pages_lost``
+    held (expected); ``pages_evicted``: gone pages the tier's evictions account for (expected); ``pages_lost``
     (None: unchecked) and ``lost_by_cause``: the rest; ``offloads`` / ``disk_evictions``: growth of the master's
-    counters between the two looks (None: unknown); ``lost_sample``: up to 5 lost keys."""
+    counters between the two looks (None: unknown); ``lost_sample``: up to 5 lost keys; ``predrop``: a store-kill
+    was also looked at just before the killed node's client TTL ran out."""
 
     n: int
     kind: str
@@ -99,6 +106,7 @@ class StoreLossReport:
     offloads: int | None = None
     disk_evictions: int | None = None
     lost_sample: list[str] = field(default_factory=list)
+    predrop: bool = False
 
     @property
     def pages_kept(self) -> int:
@@ -119,7 +127,7 @@ class StoreLossReport:
         if self.gone_with_dram:
             parts.append(f"{self.gone_with_dram:,} gone with the store node's DRAM")
         if self.pages_evicted:
-            parts.append(f"{self.pages_evicted:,} evicted by the full disk tier")
+            parts.append(f"{self.pages_evicted:,} evicted by the {'full ' if self.kind == DISK_FULL else ''}disk tier")
         lost = f"{self.pages_lost:,} lost"
         if self.lost_by_cause:
             lost += " (" + ", ".join(f"{c} {n:,}" for c, n in sorted(self.lost_by_cause.items(),
@@ -128,17 +136,19 @@ class StoreLossReport:
         out = f"{plural(self.pages_checked, 'acknowledged page')} checked: " + ", ".join(parts)
         if self.republished:
             out += f"; {self.republished:,} of the gone published again since"
-        if self.kind == STORE_KILL and self.pages_lost and self.disk_evictions:
+        if self.kind == STORE_KILL and self.pages_lost and self.disk_evictions and not self.predrop:
             out += "; the disk tier evicted meanwhile: an upper bound"
         return out
 
 
 def classify(n: int, kind: str, t_s: float, before: KeyCensus, after: KeyCensus,
-             republished: Collection[str] = (), checked_s: float | None = None) -> StoreLossReport:
+             republished: Collection[str] = (), checked_s: float | None = None,
+             predrop: KeyCensus | None = None) -> StoreLossReport:
     """The loss check of fault ``n`` of ``kind`` at engine time ``t_s`` (see the module): ``before`` lists the
     acknowledged keys just before the fault, ``after`` the same keys after it; ``republished``: those kvtui
-    published again in between; ``checked_s``: seconds from the fault to ``after``."""
-    rep = StoreLossReport(n, kind, t_s, checked_s=checked_s)
+    published again in between; ``checked_s``: seconds from the fault to ``after``; ``predrop``: a store-kill's
+    look just before the killed node's client TTL ran out (None: none was taken)."""
+    rep = StoreLossReport(n, kind, t_s, checked_s=checked_s, predrop=predrop is not None)
     checked = {k: r for k, r in before.replicas.items() if r[0] + r[1] > 0}
     again = set(republished)
     gone = [k for k in checked if k in again or after.replicas.get(k, (0, 0)) == (0, 0)]
@@ -162,6 +172,9 @@ def classify(n: int, kind: str, t_s: float, before: KeyCensus, after: KeyCensus,
     else:
         rep.gone_with_dram = sum(1 for k in gone if checked[k][1] == 0)
         dropped = [k for k in gone if checked[k][1] > 0]
+        if predrop is not None:  # (gone while the killed node's keys were all still listed: evicted by the tier)
+            evicted = {k for k in dropped if predrop.replicas.get(k, (0, 0)) == (0, 0)}
+            rep.pages_evicted, dropped = len(evicted), [k for k in dropped if k not in evicted]
         if dropped:
             lost[DISK_DROPPED] = dropped
     rep.lost_by_cause = {cause: len(keys) for cause, keys in lost.items() if keys}
@@ -181,9 +194,9 @@ def _growth(a: int | None, b: int | None) -> int | None:
 
 def expected_text(reports: Sequence[Mapping[str, Any]]) -> str:
     """What the store faults' checks found gone as expected, in words (``""`` when nothing):
-    ``1,075 gone with the store node's DRAM, 2,176 evicted by the full disk tier (expected, not counted)``."""
+    ``1,075 gone with the store node's DRAM, 2,176 evicted by the disk tier (expected, not counted)``."""
     dram = sum(r.get("gone_with_dram") or 0 for r in reports)
     evicted = sum(r.get("pages_evicted") or 0 for r in reports)
     parts = ([f"{dram:,} gone with the store node's DRAM"] if dram else []) + (
-        [f"{evicted:,} evicted by the full disk tier"] if evicted else [])
+        [f"{evicted:,} evicted by the disk tier"] if evicted else [])
     return ", ".join(parts) + " (expected, not counted)" if parts else ""

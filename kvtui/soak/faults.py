@@ -17,7 +17,9 @@ The store faults (``store-kill``, ``disk-full``: :data:`kvtui.core.storeloss.LOS
 acknowledged pages (the engine's ledger): the master lists them just before the injection and again after the
 fault recovered (a store-kill's check waits, besides, until the killed node's client TTL and
 ``LOSS_CHECK_MARGIN_S`` passed since the kill, when the master drops the dead client's keys: that wait is not
-part of its recovery time); :func:`kvtui.core.storeloss.classify` says which are gone and why. Between faults
+part of its recovery time; and it looks once more just before the TTL runs out, to tell the pages the disk tier
+evicted meanwhile from those dropped with the client); :func:`kvtui.core.storeloss.classify` says which are gone
+and why. Between faults
 the ledger forgets, every ``PRUNE_S``, the pages the master no longer lists (evicted long since), so that it
 stays near the store's own key count however long the soak runs.
 """
@@ -33,7 +35,7 @@ from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING, Callable
 
 from kvtui.core.codes import code_name
-from kvtui.core.storeloss import LOSS_CHECKED, KeyCensus, StoreLossReport, classify, unchecked
+from kvtui.core.storeloss import LOSS_CHECKED, PREDROP_S, KeyCensus, StoreLossReport, classify, unchecked
 from kvtui.core.text import plural
 from kvtui.core.topology import role_of
 from kvtui.soak.schedule import (
@@ -232,6 +234,7 @@ class Injector(threading.Thread):
         self._watch: FailoverWatcher | None = None  # the failover watch of the HA fault under way
         self._prunes = any(f.kind in LOSS_CHECKED for f in faults)  # (the ledger is kept for the store faults)
         self._pruned_at = 0.0  # engine time of the last prune
+        self._predrop: KeyCensus | None = None  # the store-kill under way: its look just before the client TTL's end
 
     def stop(self) -> None:
         """Inject nothing more; the fault under way is cleared (a paused master continued, the filler's
@@ -285,8 +288,10 @@ class Injector(threading.Thread):
         self.tracker.cleared(rec, self.engine.now())
         self.session.follow_processes()
         deadline = rec.t_s + self.timeout_s
+        self._predrop = None
         while not self._halt.is_set() and not self.tracker.recovered.is_set() and self.engine.now() < deadline:
             self.tracker.recovered.wait(0.1)
+            self._look_predrop(rec, before)
         self.tracker.end(soak_ended=self._halt.is_set())
         watch, self._watch = self._watch, None
         if watch is not None:  # (its report ends with kvtui's first reload and publish: about the recovery)
@@ -350,7 +355,8 @@ class Injector(threading.Thread):
             ttl = self.session.cluster.settings.client_ttl_s
             due = t_s + ttl + LOSS_CHECK_MARGIN_S
             while not self._halt.is_set() and self.engine.now() < due:
-                self._halt.wait(min(0.2, max(0.0, due - self.engine.now())))
+                self._halt.wait(min(0.1, max(0.0, due - self.engine.now())))
+                self._look_predrop(rec, before)
             if self._halt.is_set():
                 return unchecked(rec.n, rec.kind, t_s, f"the soak ended {self.engine.now() - t_s:.1f} s after the "
                                  f"kill, before the killed node's client TTL ({ttl} s) and {LOSS_CHECK_MARGIN_S:g} s "
@@ -367,7 +373,18 @@ class Injector(threading.Thread):
         again = [k for k in keys if acked.get(k, before.acked[k]) != before.acked[k]]  # (acknowledged anew)
         self._pruned_at = self.engine.now()
         return classify(rec.n, rec.kind, t_s, before.census, after, again,
-                        checked_s=round(self.engine.now() - t_s, 3))
+                        checked_s=round(self.engine.now() - t_s, 3), predrop=self._predrop)
+
+    def _look_predrop(self, rec: FaultRecord, before: _Look | str | None) -> None:
+        """A store-kill: once, between ``PREDROP_S`` before the killed node's client TTL runs out and its end, where
+        the master lists the pages looked at before the fault (every page of the dead node is still listed then:
+        one gone was evicted)."""
+        if rec.kind != STORE_KILL or rec.t_s is None or not isinstance(before, _Look) or self._predrop is not None:
+            return
+        ttl = self.session.cluster.settings.client_ttl_s
+        since = self.engine.now() - rec.t_s
+        if ttl - PREDROP_S <= since < ttl:
+            self._predrop = self.session.cluster.census(list(before.census.replicas))
 
     # -- the faults ----------------------------------------------------------------------------------------
     def _cluster(self) -> ClusterOps:

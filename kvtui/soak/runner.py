@@ -225,7 +225,7 @@ class Soak:
         (:func:`~kvtui.soak.summary.resource_growth`), the targets and the run's summary
         (:func:`~kvtui.metrics.aggregate.summary_from_frame`); with failovers (the HA faults', and any kvtui did
         not cause) or store faults' loss checks, ``pages_lost`` (:func:`kvtui.core.failover.loss_summary`; with
-        store checks, ``expected``: the pages gone with a killed node's DRAM and those a full disk tier evicted),
+        store checks, ``expected``: the pages gone with a killed node's DRAM and those the disk tier evicted),
         ``failover_reports`` and ``store_checks`` (:class:`kvtui.core.storeloss.StoreLossReport` as dicts), and the
         targets ``zero_pages_lost`` (beyond the leader-kill window; None when a check could not be made and none
         lost pages) and, with failovers, ``zero_pages_lost_in_window``;

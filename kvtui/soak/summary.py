@@ -196,7 +196,7 @@ def _checks_text(c: dict) -> str:
     kind's store checks, :func:`check_counts`)."""
     parts = [f"{c['kept']:,} kept"] + ([f"{c['gone_with_dram']:,} gone with the store node's DRAM"]
                                        if c["gone_with_dram"] else []) + (
-        [f"{c['evicted']:,} evicted by the full disk tier"] if c["evicted"] else []) + [f"{c['lost']:,} lost"]
+        [f"{c['evicted']:,} evicted by the disk tier"] if c["evicted"] else []) + [f"{c['lost']:,} lost"]
     unchecked = f"; {c['unchecked']} unchecked" if c["unchecked"] else ""
     return f"; acknowledged pages checked {c['checked']:,}: " + ", ".join(parts) + unchecked
 

@@ -119,8 +119,8 @@ def test_a_short_ha_soak_fails_when_acknowledged_pages_are_lost_and_names_their_
 
 def test_a_soak_with_a_disk_tier_checks_its_acknowledged_pages_after_a_store_kill_and_a_full_tier(tmp_path):
     """``kvtui soak --disk-size`` with store-kill then disk-full (seed 1: at ~8 s and ~29 s of a 50 s soak; a 3 s
-    client TTL): each fault's loss check adds up (checked = kept + gone with the node's DRAM + evicted by the full
-    tier + lost), a store-kill's pages only its DRAM held count as expected and never as lost, a full tier's
+    client TTL): each fault's loss check adds up (checked = kept + gone with the node's DRAM + evicted by the disk
+    tier + lost), a store-kill's pages only its DRAM held count as expected and never as lost, the tier's
     evictions likewise, and the exit code, the target and the summary's line follow the pages lost. (Ranges over
     longer soaks: docs/guide/soak.md.)"""
     from kvtui.core.storeloss import DISK_DROPPED, DISK_FULL, STORE_KILL
@@ -141,7 +141,7 @@ def test_a_soak_with_a_disk_tier_checks_its_acknowledged_pages_after_a_store_kil
         assert c["pages_checked"] == c["memory_only"] + c["with_disk"] and c["pages_lost"] == sum(
             c["lost_by_cause"].values()), c
     kill, full = events[STORE_KILL]["loss_check"], events[DISK_FULL]["loss_check"]
-    assert kill["checked_s"] >= 3 and kill["pages_evicted"] == 0 and set(kill["lost_by_cause"]) <= {DISK_DROPPED}
+    assert kill["checked_s"] >= 3 and set(kill["lost_by_cause"]) <= {DISK_DROPPED}, kill
     assert kill["gone_with_dram"] <= kill["memory_only"] and kill["pages_lost"] <= kill["with_disk"], kill
     assert full["gone_with_dram"] == 0 and events[DISK_FULL]["detail"]["full"], events[DISK_FULL]
     assert s["store_checks"] == [kill, full] or s["store_checks"] == [full, kill]

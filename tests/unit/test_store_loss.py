@@ -46,6 +46,19 @@ def test_a_store_kill_loses_the_pages_with_a_disk_replica_and_expects_those_only
                         "replica dropped 2); 1 of the gone published again since")
 
 
+def test_a_store_kill_looked_at_before_the_client_ttl_ran_out_tells_the_tiers_evictions_from_the_drop():
+    before = KeyCensus({"evicted": (0, 1), "dropped": (0, 1), "mem": (1, 0)}, 0, 3)
+    predrop = KeyCensus({"evicted": (0, 0), "dropped": (0, 1), "mem": (1, 0)}, 0, 4)  # (the dead node's: listed)
+    after = KeyCensus({}, 0, 5)
+    r = classify(1, STORE_KILL, 10.0, before, after, predrop=predrop)
+    assert (r.gone_with_dram, r.pages_evicted, r.pages_lost, r.lost_sample) == (1, 1, 1, ["dropped"])
+    _adds_up(r)
+    assert r.text() == ("3 acknowledged pages checked: 0 kept, 1 gone with the store node's DRAM, 1 evicted by the "
+                        "disk tier, 1 lost (disk replica dropped 1)")
+    blind = classify(1, STORE_KILL, 10.0, before, after)  # (no look before the drop: the tier's evictions count)
+    assert blind.pages_lost == 2 and blind.text().endswith("the disk tier evicted meanwhile: an upper bound")
+
+
 def test_a_store_kill_without_a_disk_tier_loses_nothing_it_was_not_expected_to():
     before = KeyCensus({f"k{i}": (1, 0) for i in range(4)})
     r = classify(2, STORE_KILL, 5.0, before, KeyCensus({}))
@@ -112,14 +125,14 @@ def test_the_summary_gives_each_store_faults_check_and_counts_only_the_lost_page
     loss = loss_summary(checks, ["fault 1", "fault 2"])
     assert (loss["pages_lost"], loss["failover_checks"], loss["by_cause"]) == (2, 0, {DISK_DROPPED: 2})
     assert loss_text(loss) == "2 acknowledged pages lost: fault 1 store-kill 2 (disk replica dropped 2)"
-    assert expected_text(checks) == ("1 gone with the store node's DRAM, 1 evicted by the full disk tier (expected, "
-                                     "not counted)")
+    assert expected_text(checks) == ("1 gone with the store node's DRAM, 1 evicted by the disk tier (expected, not "
+                                     "counted)")
     out = format_soak(_summary(records, checks, False))
     assert ("store-kill          1 injected, 1 recovered; recovery p50 3.00 s, max 3.00 s; requests lost 0; "
             "acknowledged pages checked 3: 0 kept, 1 gone with the store node's DRAM, 2 lost") in out
-    assert "acknowledged pages checked 2: 1 kept, 1 evicted by the full disk tier, 0 lost" in out
+    assert "acknowledged pages checked 2: 1 kept, 1 evicted by the disk tier, 0 lost" in out
     assert ("pages lost            2 acknowledged pages lost: fault 1 store-kill 2 (disk replica dropped 2); 1 gone "
-            "with the store node's DRAM, 1 evicted by the full disk tier (expected, not counted)") in out
+            "with the store node's DRAM, 1 evicted by the disk tier (expected, not counted)") in out
     assert "0 pages lost False; 0 orphans" in out and "leader-kill window" not in out
 
 
