@@ -3,8 +3,8 @@ memory, file descriptors and TCP sockets, and with ``--chaos`` inject faults at 
 timing each one's recovery; print a summary with the growth per hour of each resource (:mod:`kvtui.soak`).
 
 This module parses and checks the flags; :class:`kvtui.soak.runner.Soak` does the rest. Exit codes: 0, 1
-when a loaded page failed verification, a failover lost acknowledged pages (a put that returned 0, gone
-afterwards) or the soak stopped early (a worker that could not be replaced),
+when a loaded page failed verification, a failover or a store fault lost acknowledged pages (a put that returned
+0, gone afterwards) or the soak stopped early (a worker that could not be replaced),
 2 on bad input, 130 / 143 on Ctrl-C / SIGTERM (after the summary of what ran, ``"interrupted": true``).
 """
 
@@ -34,7 +34,7 @@ MAX_PAUSE_S = 60.0  # a master-pause or link-cut longer than this is an outage, 
 
 def register(subparsers) -> None:
     """Add the ``soak`` subcommand."""
-    from kvtui.soak.schedule import KINDS, LINK_CUT, WHAT
+    from kvtui.soak.schedule import DISK_FULL, KINDS, LINK_CUT, WHAT
 
     p = subparsers.add_parser(
         "soak", help="hours of load with resources tracked and, with --chaos, random faults injected",
@@ -47,7 +47,9 @@ def register(subparsers) -> None:
                     "(--series CSV) and a summary: growth per hour of each resource (least-squares slopes "
                     "after --warmup), faults injected and recovered, recovery times, requests lost or failed, "
                     "wrong bytes (must be 0), and with --ha the acknowledged pages each failover lost, by the "
-                    "masters' own error codes (must be 0: exit 1 otherwise). --seed also seeds the fault schedule.")
+                    "masters' own error codes, and after each store-kill and disk-full the acknowledged pages gone: "
+                    "with the killed node's DRAM or evicted by the disk tier (expected), else lost (must be 0: "
+                    "exit 1 otherwise). --seed also seeds the fault schedule.")
     add_workload_arguments(p)
     g = p.add_argument_group("soak")
     g.add_argument("--duration", default="2h", metavar="DURATION",
@@ -58,7 +60,8 @@ def register(subparsers) -> None:
                         "the previous one recovered")
     g.add_argument("--faults", default="all", metavar="KINDS",
                    help=f"comma-separated fault kinds to draw from: {', '.join(KINDS)} (default all that apply: "
-                        f"an attached cluster gets worker-kill only; {LINK_CUT} needs --hosts auto)")
+                        f"an attached cluster gets worker-kill only; {LINK_CUT} needs --hosts auto, {DISK_FULL} "
+                        "--disk-size)")
     g.add_argument("--sample-s", type=float, default=5.0, metavar="SECONDS",
                    help="seconds between two samples (default 5)")
     g.add_argument("--warmup", default=None, metavar="DURATION",
@@ -75,7 +78,8 @@ def register(subparsers) -> None:
                         "next one may come (default 120)")
     g.add_argument("--client-ttl", type=int, default=10, metavar="SECONDS",
                    help="embedded master's client TTL: a killed store node's pages stay listed (reads fail with "
-                        "TRANSFER_FAIL) and a stopped client stays counted this long (default 10, Mooncake's)")
+                        "TRANSFER_FAIL) and a stopped client stays counted this long (default 10, Mooncake's); a "
+                        "store-kill's loss check waits for it, plus 3 s")
     g.add_argument("--concurrency", type=int, default=1, metavar="N", help="requests in flight (default 1)")
     g.add_argument("--json", type=path_arg, metavar="PATH",
                    help="write the summary as JSON to PATH (- for standard output)")
@@ -132,7 +136,8 @@ def _check_kinds(args: argparse.Namespace, plan):
     attached = bool(args.master or args.metadata)
     why = {k: w for k in plan.kinds
            if (w := why_unavailable(k, embedded=not attached, store_node=not attached and args.segment_on == "store",
-                                    hosts=args.hosts == "auto", ha=bool(args.ha)))}
+                                    hosts=args.hosts == "auto", ha=bool(args.ha),
+                                    disk=not attached and bool(getattr(args, "disk_size", None))))}
     if args.faults.strip().lower() != "all":
         for k in plan.kinds:
             if k in why:
@@ -194,7 +199,8 @@ def run(args: argparse.Namespace, started_at: float | None = None) -> int:
     plan = plan_from_args(args, started_at=started_at, run_for_s=soak_plan.duration_s,
                           duration_s=soak_plan.duration_s, quiet=args.quiet, estimate=False,
                           always_replace_workers=True, count_lost=True)
-    plan = replace(plan, cluster=replace(plan.cluster, client_ttl_s=args.client_ttl))
+    plan = replace(plan, cluster=replace(plan.cluster, client_ttl_s=args.client_ttl),
+                   ack_ledger=soak_plan.checks_pages)  # (the store faults' loss checks read the engine's ledger)
     if soak_plan.chaos_per_min and soak_plan.pause_s >= args.client_ttl and MASTER_PAUSE in soak_plan.kinds:
         print(f"kvtui: warning: --pause-s {soak_plan.pause_s:g} is not below --client-ttl {args.client_ttl}: the "
               "master may drop every client when it continues (its keys with them)", file=sys.stderr)

@@ -40,7 +40,8 @@ class RunPlan:
     the ``cluster`` (store and workers), the ``exports`` (Prometheus, request log), ``concurrency`` (requests
     in flight per decode worker), and its bounds: ``max_requests`` (None: no limit), ``run_for_s`` (the
     session ends this many seconds after ``started_at``, ``time.monotonic()`` when the command was called;
-    None: no bound) and ``duration_s`` (the ``--duration`` asked, which a summary states)."""
+    None: no bound) and ``duration_s`` (the ``--duration`` asked, which a summary states); ``ack_ledger``: the
+    engine keeps every page key a put acknowledged, for loss checks (a soak with store faults)."""
 
     command: str
     layout: LayoutPlan
@@ -57,6 +58,7 @@ class RunPlan:
     quiet: bool = False
     always_replace_workers: bool = False
     count_lost: bool = False
+    ack_ledger: bool = False
 
     @property
     def store_limit(self) -> int | None:
@@ -85,7 +87,8 @@ class RunPlan:
                              segment_on=c.segment_on, store_bytes=c.store_bytes, read_streams=c.read_streams,
                              concurrency=self.concurrency, prefill_workers=t.prefill_workers,
                              decode_workers=t.decode_workers, route=t.route, remote_slots=c.remote_slots,
-                             replace_dead_workers=self.replace_dead_workers, verify=c.verify)
+                             replace_dead_workers=self.replace_dead_workers, verify=c.verify,
+                             ack_ledger=self.ack_ledger)
 
     def cluster_options(self, isolation: str | None, log_dir: str | None = None) -> ClusterOptions:
         """The embedded cluster's :class:`~kvtui.mooncake.cluster.ClusterOptions` (``isolation``: the line

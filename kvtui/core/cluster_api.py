@@ -10,22 +10,25 @@ nothing of the backend.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Protocol
 
 from kvtui.core.events import RequestResult
 from kvtui.core.failover import FailoverReport
 from kvtui.core.panels import StoreScrape
+from kvtui.core.storeloss import KeyCensus
 from kvtui.core.subscribers import Unsubscribe
 
-__all__ = ["AckLedger", "ClusterOps", "ClusterProcess", "ClusterSettings", "Endpoints", "FailoverSeen",
+__all__ = ["AckLedger", "KeyCensus", "ClusterOps", "ClusterProcess", "ClusterSettings", "Endpoints", "FailoverSeen",
            "FailoverWatcher", "LinkControl"]
 
 
 class ClusterSettings(Protocol):
     """What callers read of how the cluster runs (``kvtui.mooncake.cluster.ClusterOptions``): ``store_nodes``
-    (with the segment on store nodes), the master's ``eviction_high_watermark`` (0–1), ``lease_ttl_ms``, and
-    ``isolation``: the one line on the cluster's network isolation (None when attached)."""
+    (with the segment on store nodes), the master's ``eviction_high_watermark`` (0–1), ``lease_ttl_ms``,
+    ``client_ttl_s`` (how long the master keeps a client that stopped answering, and its keys), ``disk_bytes`` (the
+    embedded store's disk tier; 0: none) and ``isolation``: the one line on the cluster's network isolation (None
+    when attached)."""
 
     @property
     def store_nodes(self) -> int: ...
@@ -33,6 +36,10 @@ class ClusterSettings(Protocol):
     def eviction_high_watermark(self) -> float: ...
     @property
     def lease_ttl_ms(self) -> int: ...
+    @property
+    def client_ttl_s(self) -> int: ...
+    @property
+    def disk_bytes(self) -> int: ...
     @property
     def isolation(self) -> str | None: ...
 
@@ -90,6 +97,10 @@ class AckLedger(Protocol):
 
     def snapshot(self) -> dict[str, float]:
         """``{key: engine time its put was acknowledged}`` now (a copy)."""
+
+    def forget(self, keys: Sequence[str], acked_before: float) -> int:
+        """Drop those of ``keys`` last acknowledged before engine time ``acked_before`` (the store no longer
+        has them); returns how many."""
 
 
 class FailoverWatcher(Protocol):
@@ -194,11 +205,20 @@ class ClusterOps(Protocol):
         it is gone. ``RuntimeError`` when it does not run (or attached)."""
 
     def fill_store(self, *, object_bytes: int, min_object_bytes: int, max_bytes: int, hold_s: float,
-                   timeout_s: float, on_start: Callable[[int], None] | None = None) -> dict[str, Any]:
+                   timeout_s: float, on_start: Callable[[int], None] | None = None,
+                   retry_refused_s: float | None = None, halt: Any = None) -> dict[str, Any]:
         """Fill the store with a separate client until a put is refused (objects of ``object_bytes``, then
         smaller ones down to ``min_object_bytes``, at most ``max_bytes``), hold it ``hold_s`` seconds, then remove
-        what it put; returns its report. ``on_start(pid)`` once it runs; ``RuntimeError`` when it fails or
-        outlasts ``timeout_s``."""
+        what it put; returns its report. ``retry_refused_s``: a store with a disk tier, filled through DRAM until
+        both tiers are full (DRAM refuses a put and the tier evicts; refused puts retried while DRAM waits for an
+        offload; at most ``max_bytes``, for at most that many seconds; objects no larger than a disk bucket).
+        ``halt`` (a ``threading.Event``) set: the filler stops filling and holding at once, removes what it put and
+        leaves. ``on_start(pid)`` once it runs; ``RuntimeError`` when it fails or outlasts ``timeout_s``."""
+
+    def census(self, keys: Sequence[str]) -> KeyCensus | None:
+        """Where the master (an HA cluster: the one serving) lists each of ``keys`` now, memory and disk
+        replicas, with its eviction counters (:class:`~kvtui.core.storeloss.KeyCensus`; no lease: it pins
+        nothing). None when no master answers, or kvtui does not know its admin URL."""
 
     def subscribe_failovers(self, fn: Callable[[FailoverSeen], None], *, snapshots: bool = True) -> Unsubscribe:
         """Call ``fn(seen)`` (from a thread of the cluster's) whenever a failover kvtui did not cause begins: the

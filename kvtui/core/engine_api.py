@@ -190,8 +190,9 @@ class EngineAPI(RequestEngine, Protocol):
 
     @property
     def published(self) -> AckLedger | None:
-        """The keys whose put was acknowledged (``kvtui.engine.ledger.PublishedLedger``), kept for an HA
-        cluster's failover loss checks; None otherwise."""
+        """The keys whose put was acknowledged (``kvtui.engine.ledger.PublishedLedger``), kept for the loss
+        checks of an HA cluster's failovers and, when the options ask (``ack_ledger``), of a soak's store faults;
+        None otherwise."""
 
     def worker_pids(self) -> dict[str, int]:
         """``{name: pid}`` of the local worker processes (prefill first)."""

@@ -18,8 +18,9 @@ class OutputError(KvtuiError):
 EXIT_CODES: tuple[tuple[str, str], ...] = (
     ("0", "the command did its work: a run reached its bounds or its trace's end, the monitor was quit with `q`"),
     ("1", "a loaded page failed verification (`run`, `bench`, `sweep`, `soak`; `--verify`); an HA failover lost "
-          "acknowledged pages (`run`, `soak`: stderr says how many, where and by which code); a soak that stopped "
-          "early (a worker that could not be replaced)"),
+          "acknowledged pages (`run`, `soak`: stderr says how many, where and by which code), or a soak's "
+          "store-kill or disk-full did (beyond those only a killed node's DRAM held and those the disk tier "
+          "evicted); a soak that stopped early (a worker that could not be replaced)"),
     ("2", "bad input, in one line naming the flag: a value out of range, an output naming an input, another "
           "output's file, a recorded session or a device (`--json -` is standard output, the only output that "
           "takes `-`); also a process that died while nothing would restart it (a worker of `run` or `watch`, a "

@@ -17,6 +17,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field, fields
 from typing import Any
 
+from kvtui.core.storeloss import LOSS_CHECKED
 from kvtui.core.text import plural
 
 AFTER_S = 10.0
@@ -251,16 +252,21 @@ def failover_status(reports: list[FailoverReport]) -> dict[str, Any]:
 
 
 def loss_summary(reports: Sequence[Mapping[str, Any]], labels: Sequence[str] | None = None) -> dict[str, Any]:
-    """The acknowledged pages lost over failover reports (:meth:`FailoverReport.as_dict` each): ``pages_lost``,
-    ``beyond_window``, ``in_window``, ``unchecked`` (reports without a loss check), ``by_cause`` (all reports)
-    and ``failovers``: one entry per report that lost pages (``label``: ``labels[i]``, else ``failover N``;
-    ``kind``, ``lost``, ``beyond_window``, ``in_window``, ``by_cause``)."""
-    out: dict[str, Any] = {"pages_lost": 0, "beyond_window": 0, "in_window": 0, "unchecked": 0, "by_cause": {},
-                           "failovers": []}
+    """The acknowledged pages lost over loss checks: failover reports (:meth:`FailoverReport.as_dict` each) and the
+    soak's store faults' (:class:`kvtui.core.storeloss.StoreLossReport`, whose ``n``, ``kind``, ``pages_lost`` and
+    ``lost_by_cause`` it reads). Gives ``pages_lost``, ``beyond_window``, ``in_window``, ``windowed`` (reports with
+    a leader-kill window), ``unchecked`` (reports without a loss check, ``unchecked_labels`` theirs), ``by_cause``
+    (all reports) and ``failovers``: one entry per report that lost pages (``label``: ``labels[i]``, else
+    ``failover N``; ``kind``, ``lost``, ``beyond_window``, ``in_window``, ``by_cause``)."""
+    out: dict[str, Any] = {"pages_lost": 0, "beyond_window": 0, "in_window": 0, "failover_checks": 0, "unchecked": 0,
+                           "unchecked_labels": [], "by_cause": {}, "failovers": []}
     for i, d in enumerate(reports):
         r = FailoverReport.from_dict(d)
+        label = labels[i] if labels else f"failover {r.n}"
+        out["failover_checks"] += r.kind not in LOSS_CHECKED
         if r.pages_lost is None:
             out["unchecked"] += 1
+            out["unchecked_labels"].append(f"{label} {r.kind}")
             continue
         out["pages_lost"] += r.pages_lost
         out["beyond_window"] += r.lost_beyond_window
@@ -268,7 +274,7 @@ def loss_summary(reports: Sequence[Mapping[str, Any]], labels: Sequence[str] | N
         for cause, n in r.lost_by_cause.items():
             out["by_cause"][cause] = out["by_cause"].get(cause, 0) + n
         if r.pages_lost:
-            out["failovers"].append({"label": labels[i] if labels else f"failover {r.n}", "kind": r.kind,
+            out["failovers"].append({"label": label, "kind": r.kind,
                                      "lost": r.pages_lost, "beyond_window": r.lost_beyond_window,
                                      "in_window": r.lost_in_window or 0, "by_cause": dict(r.lost_by_cause)})
     return out
@@ -277,19 +283,24 @@ def loss_summary(reports: Sequence[Mapping[str, Any]], labels: Sequence[str] | N
 def loss_text(loss: Mapping[str, Any]) -> str:
     """The loss of :func:`loss_summary` in one line: ``10,532 acknowledged pages lost: 10,500 beyond the
     leader-kill window, 32 within it; fault 1 etcd-outage 4,926 (TASK_PENDING_LIMIT_EXCEEDED 3,901, untraced
-    1,025); fault 2 leader-kill 32, 32 in the window (untraced 32)``; ``none`` when no page was lost."""
+    1,025); fault 2 leader-kill 32, 32 in the window (untraced 32)`` (the window's part only with a failover's
+    report); ``none`` when no page was lost; the checks that could not be made named last."""
+    labels = loss.get("unchecked_labels") or []
+    unchecked = f"unchecked: {', '.join(labels)}" if labels else (
+        f"{plural(loss['unchecked'], 'failover')} unchecked" if loss["unchecked"] else "")
     if not loss["pages_lost"]:
-        return "none" + (f" ({plural(loss['unchecked'], 'failover')} unchecked)" if loss["unchecked"] else "")
+        return "none" + (f" ({unchecked})" if unchecked else "")
 
     def one(f: Mapping[str, Any]) -> str:
         causes = ", ".join(f"{k} {v:,}" for k, v in sorted(f["by_cause"].items(), key=lambda kv: -kv[1]))
         window = f", {f['in_window']:,} in the window" if f["in_window"] else ""
         return f"{f['label']} {f['kind']} {f['lost']:,}{window}" + (f" ({causes})" if causes else "")
 
-    text = (f"{loss['pages_lost']:,} acknowledged pages lost: {loss['beyond_window']:,} beyond the leader-kill "
-            f"window, {loss['in_window']:,} within it; " + "; ".join(one(f) for f in loss["failovers"]))
-    if loss["unchecked"]:
-        text += f"; {plural(loss['unchecked'], 'failover')} unchecked"
+    window = (f"{loss['beyond_window']:,} beyond the leader-kill window, {loss['in_window']:,} within it; "
+              if loss.get("failover_checks", 1) else "")
+    text = f"{loss['pages_lost']:,} acknowledged pages lost: {window}" + "; ".join(one(f) for f in loss["failovers"])
+    if unchecked:
+        text += f"; {unchecked}"
     return text
 
 

@@ -71,7 +71,7 @@ class Pending:
     """A submitted request under way: the ``run`` (``begin_run`` count) it was submitted in, the request,
     its first and last page key (``edge_keys``, () without a cacheable page), the indexes of the
     ``decode`` and ``prefill`` workers it was routed to, and, when the engine keeps a ledger of what it
-    published (an HA cluster), every page key (``keys``; () otherwise)."""
+    published (an HA cluster, or ``ack_ledger``), every page key (``keys``; () otherwise)."""
 
     run: int
     req: SubmittedRequest
@@ -131,7 +131,8 @@ class Engine:
         self.replacements: list[WorkerReplacement] = []  # chain lock, appended only; every rebuild of the chain
         self._spawner: ThreadPoolExecutor | None = None  # chain lock (start, before any other thread; stop); starts
         # replacement workers (see _replace_chain)
-        self.published: PublishedLedger | None = None  # the caller's (start); HA: every page a put acknowledged
+        self.published: PublishedLedger | None = None  # the caller's (start); HA or options.ack_ledger: every page a
+        # put acknowledged
         self._stopping = False  # stop()'s, set once before it takes the chain lock: whoever holds it lets go
         self._abandon = threading.Event()  # set with _stopping: a rebuild's start-up is abandoned
         self._stopped = False  # chain lock; stop() ran its ``meanwhile`` (the cluster's stop) once
@@ -203,7 +204,7 @@ class Engine:
             if not self.endpoints.log_dir:  # the workers' native logs never go to the terminal
                 self._logs = LogFolder()
                 self.endpoints = replace(self.endpoints, log_dir=str(self._logs.path))
-            if self.endpoints.ha:
+            if self.endpoints.ha or o.ack_ledger:
                 self.published = PublishedLedger()
             self._start_chain()
             if o.replace_dead_workers:  # made now, by the caller's thread: a worker's parent-death signal is

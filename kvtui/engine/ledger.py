@@ -1,4 +1,5 @@
-"""The pages kvtui's workers were told are stored: a failover's loss check asks which of them are gone."""
+"""The pages kvtui's workers were told are stored: a failover's or a store fault's loss check asks which of them
+are gone."""
 
 from __future__ import annotations
 
@@ -13,7 +14,8 @@ far fewer pages than this at kvtui's page sizes, so those are evicted long since
 
 class PublishedLedger:
     """The keys kvtui's workers were told are stored (their put returned 0), with the engine time of the
-    result that said so. Thread-safe. A failover's loss check asks which of them are gone."""
+    result that said so. Thread-safe. A loss check asks which of them are gone; keys the store no longer has can
+    be forgotten (:meth:`forget`), which keeps the ledger near the store's own key count on a long run."""
 
     def __init__(self, cap: int = LEDGER_CAP):
         self.cap = cap
@@ -36,3 +38,15 @@ class PublishedLedger:
         """``{key: time acknowledged}`` now (a copy)."""
         with self._lock:
             return dict(self._keys)
+
+    def forget(self, keys: Sequence[str], acked_before: float) -> int:
+        """Drop those of ``keys`` last acknowledged before engine time ``acked_before`` (a key published again
+        since stays); returns how many were dropped."""
+        dropped = 0
+        with self._lock:
+            for k in keys:
+                t = self._keys.get(k)
+                if t is not None and t < acked_before:
+                    del self._keys[k]
+                    dropped += 1
+        return dropped

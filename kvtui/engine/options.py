@@ -25,7 +25,9 @@ class EngineOptions:
     (:class:`~kvtui.engine.routing.Router`); ``remote_slots``: decode and prefill workers that may join from
     other machines (:mod:`kvtui.engine.remote`); ``replace_dead_workers``: a dead worker is rebuilt and the run
     goes on instead of failing; ``verify``: how the workers check a loaded page, ``full`` or ``sampled``
-    (:mod:`kvtui.core.verify`). :class:`~kvtui.core.engine_api.BadOption` for a value out of its set."""
+    (:mod:`kvtui.core.verify`); ``ack_ledger``: the engine keeps every page key a put acknowledged
+    (:class:`~kvtui.engine.ledger.PublishedLedger`, ``Engine.published``) for a loss check after a fault (always
+    with an HA cluster). :class:`~kvtui.core.engine_api.BadOption` for a value out of its set."""
 
     layout: PageLayout
     model: str = DEFAULT_MODEL
@@ -41,6 +43,7 @@ class EngineOptions:
     route: str = DEFAULT_ROUTE
     remote_slots: int = 0
     verify: str = DEFAULT_VERIFY
+    ack_ledger: bool = False
 
     def __post_init__(self) -> None:
         for name, allowed in (("segment_on", SEGMENT_PLACES), ("route", ROUTES), ("verify", VERIFY_MODES)):

@@ -8,15 +8,18 @@ import json
 import os
 import signal as signals
 import sys
-from collections.abc import Callable
+import threading
+import time
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
 from kvtui.core.cluster_api import AckLedger
 from kvtui.core.failover import FailoverReport
 from kvtui.core.panels import StoreScrape
+from kvtui.core.storeloss import KeyCensus
 from kvtui.core.subscribers import Subscribers, Unsubscribe
-from kvtui.mooncake import ha
+from kvtui.mooncake import ha, tiers
 from kvtui.mooncake.client import ClusterEndpoints
 from kvtui.mooncake.cluster import ClusterOptions, EmbeddedCluster
 from kvtui.mooncake.failover import FailoverHistory, FailoverWatch
@@ -170,26 +173,40 @@ class MooncakeCluster:
         return proc.pid
 
     def fill_store(self, *, object_bytes: int, min_object_bytes: int, max_bytes: int, hold_s: float,
-                   timeout_s: float, on_start: Callable[[int], None] | None = None) -> dict[str, Any]:
+                   timeout_s: float, on_start: Callable[[int], None] | None = None,
+                   retry_refused_s: float | None = None, halt: threading.Event | None = None) -> dict[str, Any]:
         """Fill the store with a separate client (:mod:`kvtui.mooncake.filler`, a process of its own without a
         segment) until a put is refused, hold it ``hold_s`` seconds, then remove its objects; returns its report
-        (``objects``, ``bytes`` …, with its ``pid``, ``exit_code`` and ``object_bytes``). ``on_start(pid)``:
-        called once it runs. ``RuntimeError`` when it fails or outlasts ``timeout_s``."""
+        (``objects``, ``bytes`` …, with its ``pid``, ``exit_code`` and ``object_bytes``). ``retry_refused_s``: a
+        store with a disk tier: refused puts are retried after a short back-off (DRAM waits for an offload) until
+        both tiers are full (DRAM refuses a put and the tier evicts), ``max_bytes`` are stored or that many seconds
+        passed (objects no larger than a disk bucket). ``halt`` set: the filler stops filling and holding, removes
+        its objects and leaves. ``on_start(pid)``: called once it runs.
+        ``RuntimeError`` when it fails or outlasts ``timeout_s``."""
         ep = self._endpoints
         log_dir = Path(ep.log_dir or "/tmp")
         self._fills += 1
         report = log_dir / f"filler-{os.getpid()}-{self._fills}.json"
+        disk = self._cluster.disk if self._cluster is not None else None
+        if retry_refused_s is not None and disk is not None:  # (a larger object is never offloaded: only refused)
+            object_bytes = min_object_bytes = min(object_bytes, disk.bucket_bytes(len(self.store_names()) or 1))
         argv = [sys.executable, "-m", "kvtui.mooncake.filler", "--endpoints", json.dumps(ep.as_dict()),
                 "--object-bytes", str(object_bytes), "--min-object-bytes", str(min_object_bytes), "--max-bytes",
                 str(max_bytes), "--hold-s", str(hold_s), "--report", str(report)]
+        if retry_refused_s is not None:
+            argv += ["--retry-refused", "--max-fill-s", str(retry_refused_s)]
         proc = spawn("filler", argv, log_dir / "filler.log")
         if on_start is not None:
             on_start(proc.pid)
-        try:
-            code = proc.popen.wait(timeout_s)
-        except Exception:
-            proc.stop(0.5)
-            raise RuntimeError(f"the filler did not finish within {timeout_s:g} s") from None
+        deadline, told = time.monotonic() + timeout_s, False
+        while (code := proc.popen.poll()) is None:
+            if time.monotonic() > deadline:
+                proc.stop(0.5)
+                raise RuntimeError(f"the filler did not finish within {timeout_s:g} s")
+            if halt is not None and halt.is_set() and not told:  # (it removes what it stored, then leaves)
+                os.kill(proc.pid, signals.SIGUSR1)
+                told = True
+            time.sleep(0.05)
         try:
             out = json.loads(report.read_text())
             report.unlink()
@@ -199,6 +216,20 @@ class MooncakeCluster:
         if code != 0 or "error" in out:
             raise RuntimeError(f"the filler failed (exit code {code}): {out.get('error', 'see filler.log')}")
         return out
+
+    def census(self, keys: Sequence[str]) -> KeyCensus | None:
+        """Where the master lists each of ``keys`` (:func:`kvtui.mooncake.tiers.key_replicas`), with its eviction
+        counters read just before (:func:`kvtui.mooncake.tiers.eviction_counts`); an HA cluster's serving master."""
+        ep = self._endpoints
+        url = ha.serving_url(ep.masters) if ep.ha else ep.metrics_url
+        if not url:
+            return None
+        counts = tiers.eviction_counts(url)
+        replicas = tiers.key_replicas(url, keys)
+        if replicas is None:
+            return None
+        return KeyCensus(replicas, offloads=counts["master_evicted_key_count"] if counts else None,
+                         disk_evictions=counts["master_evict_disk_replica_requests_total"] if counts else None)
 
     def subscribe_failovers(self, fn: Callable[[LeaderChange], None], *, snapshots: bool = True) -> Unsubscribe:
         """Call ``fn(change)`` from the leader watcher's thread for every failover kvtui did not cause

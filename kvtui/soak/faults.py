@@ -12,6 +12,16 @@ the previous one recovered (or ``recovery_timeout_s`` passed): a fault that woul
 the soak's span is skipped and counted. While a fault is open, :class:`RecoveryTracker` counts the requests
 lost (the engine's worker replacements), the requests that finished with a store error (by code) and the
 mismatches (wrong bytes: every loaded page is verified, these must stay 0).
+
+The store faults (``store-kill``, ``disk-full``: :data:`kvtui.core.storeloss.LOSS_CHECKED`) also check kvtui's
+acknowledged pages (the engine's ledger): the master lists them just before the injection and again after the
+fault recovered (a store-kill's check waits, besides, until the killed node's client TTL and
+``LOSS_CHECK_MARGIN_S`` passed since the kill, when the master drops the dead client's keys: that wait is not
+part of its recovery time; and it looks once more just before the TTL runs out, to tell the pages the disk tier
+evicted meanwhile from those dropped with the client); :func:`kvtui.core.storeloss.classify` says which are gone
+and why. Between faults
+the ledger forgets, every ``PRUNE_S``, the pages the master no longer lists (evicted long since), so that it
+stays near the store's own key count however long the soak runs.
 """
 
 from __future__ import annotations
@@ -25,9 +35,11 @@ from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING, Callable
 
 from kvtui.core.codes import code_name
+from kvtui.core.storeloss import LOSS_CHECKED, PREDROP_S, KeyCensus, StoreLossReport, classify, unchecked
 from kvtui.core.text import plural
 from kvtui.core.topology import role_of
 from kvtui.soak.schedule import (
+    DISK_FULL,
     ETCD_OUTAGE,
     LEADER_HANG,
     LEADER_KILL,
@@ -51,6 +63,11 @@ FILLER_OBJECT_MAX = 4 << 20  # bytes of the first filler objects (at most; 1/64 
 # 64 KiB); the smallest are 1/16 of that, or a KV page if larger
 WAIT_CLEAR_S = 60.0  # a worker replacement, a restart or a filler that takes longer than this failed
 STABLE_N, STABLE_S = 3, 2.0  # recovered: this many healthy requests in a row, spanning this many seconds
+DISK_FILL_S = 60.0  # disk-full: the filler stops filling after this long, at its cap or not (filling a tier takes
+# about 20 s per DRAM's size of disk: kvtui.mooncake.filler)
+LOSS_CHECK_MARGIN_S = 3.0  # a store-kill's loss check runs this long after the killed node's client TTL passed
+# (measured with a 10 s TTL: the master dropped the dead client's keys 10-11.6 s after the kill)
+PRUNE_S = 60.0  # between faults, the ledger forgets the pages the master no longer lists this often
 
 
 @dataclass
@@ -66,7 +83,8 @@ class FaultRecord:
     not verify meanwhile; ``detail``: what was done (pids, the filler's report); ``cut_short``: the soak
     ended (or was interrupted) while it was open (with ``recovered_s`` set: its healthy run had begun, but was
     shorter than a full one when the soak ended); ``failover``: for the HA kinds, what the failover cost
-    (:class:`kvtui.core.failover.FailoverReport` as a dict)."""
+    (:class:`kvtui.core.failover.FailoverReport` as a dict); ``loss_check``: for the store faults, what became
+    of kvtui's acknowledged pages (:class:`kvtui.core.storeloss.StoreLossReport` as a dict)."""
 
     n: int
     kind: str
@@ -84,6 +102,7 @@ class FaultRecord:
     error: str | None = None
     cut_short: bool = False
     failover: dict | None = None  # an HA fault: its failover report (kvtui.core.failover.FailoverReport.as_dict)
+    loss_check: dict | None = None  # a store fault: its loss check (kvtui.core.storeloss.StoreLossReport.as_dict)
 
     @property
     def recovery_s(self) -> float | None:
@@ -161,11 +180,14 @@ class RecoveryTracker:
 
 
 def why_unavailable(kind: str, *, embedded: bool, store_node: bool, hosts: bool = False,
-                    ha: bool = False) -> str | None:
+                    ha: bool = False, disk: bool = False) -> str | None:
     """Why ``kind`` cannot be injected (None: it can) into an embedded cluster or an attached one, with or
-    without a store node, with or without emulated hosts (``--hosts auto``), an HA cluster (``--ha N``) or not."""
+    without a store node, with or without emulated hosts (``--hosts auto``), an HA cluster (``--ha N``) or not,
+    a disk tier (``--disk-size``) or not."""
     if kind not in INJECT:
         return f"{kind} cannot be injected"
+    if kind == DISK_FULL and not (disk and embedded):
+        return "disk-full needs the embedded store with a disk tier (--disk-size)"
     if kind in (MASTER_KILL, MASTER_PAUSE) and ha:
         return f"{kind} stops the one master of a cluster; with --ha use {LEADER_KILL} or {LEADER_HANG}"
     if kind in HA_KINDS and not (ha and embedded):
@@ -183,7 +205,8 @@ def unavailable(kind: str, cluster: ClusterOps) -> str | None:
     """:func:`why_unavailable` for a started ``cluster``."""
     return why_unavailable(kind, embedded=cluster.embedded, store_node=cluster.process("store") is not None,
                            hosts=cluster.links is not None,
-                           ha=cluster.embedded and len(cluster.master_names()) > 1)
+                           ha=cluster.embedded and len(cluster.master_names()) > 1,
+                           disk=cluster.embedded and "disk" in cluster.endpoints.tiers)
 
 
 class Injector(threading.Thread):
@@ -192,7 +215,9 @@ class Injector(threading.Thread):
     after this engine time; ``recovery_timeout_s``: how long a fault may stay open; ``pause_s``: how long a
     paused master stays stopped; ``note_pid(name, pid)``: every process a fault starts (orphan checks);
     ``say(line)``: one line per injection and recovery (also logged as events of the session).
-    :attr:`records` holds a :class:`FaultRecord` per fault, in order, injected or skipped."""
+    :attr:`records` holds a :class:`FaultRecord` per fault, in order, injected or skipped. With store faults
+    scheduled, the engine's ledger (``engine.published``) is what their loss checks check, and what this thread
+    prunes between faults."""
 
     def __init__(self, session: LiveSession, faults: tuple[Fault, ...], tracker: RecoveryTracker, *, end_s: float,
                  recovery_timeout_s: float, pause_s: float, note_pid: Callable[[str, int], None],
@@ -207,6 +232,9 @@ class Injector(threading.Thread):
         self.error: BaseException | None = None
         self._fill = 0
         self._watch: FailoverWatcher | None = None  # the failover watch of the HA fault under way
+        self._prunes = any(f.kind in LOSS_CHECKED for f in faults)  # (the ledger is kept for the store faults)
+        self._pruned_at = 0.0  # engine time of the last prune
+        self._predrop: KeyCensus | None = None  # the store-kill under way: its look just before the client TTL's end
 
     def stop(self) -> None:
         """Inject nothing more; the fault under way is cleared (a paused master continued, the filler's
@@ -231,6 +259,8 @@ class Injector(threading.Thread):
                 at = max(fault.t_s, ready_at)
                 while not self._halt.is_set() and self.engine.now() < at:
                     self._halt.wait(min(0.2, max(0.0, at - self.engine.now())))
+                    if self._prunes and self.engine.now() - self._pruned_at >= PRUNE_S:
+                        self._look()
                 if self._halt.is_set() or self.engine.now() > self.end_s:
                     rec.error = "skipped: the soak ended before its turn"
                     continue
@@ -245,6 +275,7 @@ class Injector(threading.Thread):
     def _one(self, rec: FaultRecord) -> None:
         n_all = len(self.faults)
         self.tracker.begin(rec)
+        before = self._look() if rec.kind in LOSS_CHECKED else None  # (before the fault: not its recovery)
         rec.t_s = self.engine.now()
         rec.delayed_s = max(0.0, rec.t_s - rec.scheduled_s)
         replacements = len(self.engine.replacements)
@@ -257,8 +288,10 @@ class Injector(threading.Thread):
         self.tracker.cleared(rec, self.engine.now())
         self.session.follow_processes()
         deadline = rec.t_s + self.timeout_s
+        self._predrop = None
         while not self._halt.is_set() and not self.tracker.recovered.is_set() and self.engine.now() < deadline:
             self.tracker.recovered.wait(0.1)
+            self._look_predrop(rec, before)
         self.tracker.end(soak_ended=self._halt.is_set())
         watch, self._watch = self._watch, None
         if watch is not None:  # (its report ends with kvtui's first reload and publish: about the recovery)
@@ -272,6 +305,15 @@ class Injector(threading.Thread):
                 self.say(f"chaos: {line}" if i == 0 else f"       {line}")
         rec.cut_short = rec.cut_short or (rec.recovered_s is None and self._halt.is_set())
         rec.lost = sum(r.lost for r in self.engine.replacements[replacements:])
+        self._recovered_line(rec)
+        if rec.kind in LOSS_CHECKED:
+            assert before is not None  # (looked before every store fault)
+            report = self._loss_check(rec, before)
+            rec.loss_check = report.as_dict()
+            self._log("error" if report.pages_lost else "info", f"chaos: fault {rec.n} {rec.kind}: {report.text()}")
+
+    def _recovered_line(self, rec: FaultRecord) -> None:
+        """The fault's line once it recovered, or not."""
         if rec.recovery_s is not None:
             assert rec.cleared_s is not None and rec.t_s is not None and rec.recovered_s is not None  # (recovered)
             short = (f"; the soak ended {self.engine.now() - rec.recovered_s:.1f} s later, before {STABLE_N} healthy "
@@ -284,6 +326,65 @@ class Injector(threading.Thread):
             why = rec.error or ("the soak ended first" if self._halt.is_set() else
                                 f"no healthy request within {self.timeout_s:g} s")
             self._log("error", f"chaos: fault {rec.n} {rec.kind} NOT recovered ({why})")
+
+    # -- the store faults' loss check ---------------------------------------------------------------------
+    def _look(self) -> _Look | str:
+        """Where the master lists every page in the engine's ledger now; the ledger then forgets those it does not
+        list (unless acknowledged again meanwhile). The look, or why there is none."""
+        self._pruned_at = self.engine.now()
+        ledger = self.engine.published
+        if ledger is None:
+            return "the engine keeps no ledger of acknowledged pages"
+        acked = ledger.snapshot()
+        t = self.engine.now()
+        census = self.session.cluster.census(list(acked))
+        if census is None:
+            return "the master did not list the pages"
+        ledger.forget([k for k, r in census.replicas.items() if r == (0, 0)], t)
+        return _Look(acked, census)
+
+    def _loss_check(self, rec: FaultRecord, before: _Look | str) -> StoreLossReport:
+        """What became of the pages ``before`` listed, once the fault recovered (a store-kill: and once the killed
+        node's client TTL and ``LOSS_CHECK_MARGIN_S`` passed since the kill); unchecked when the soak ends first
+        or the master does not answer."""
+        assert rec.t_s is not None
+        t_s = rec.t_s
+        if isinstance(before, str):
+            return unchecked(rec.n, rec.kind, t_s, before)
+        if rec.kind == STORE_KILL:
+            ttl = self.session.cluster.settings.client_ttl_s
+            due = t_s + ttl + LOSS_CHECK_MARGIN_S
+            while not self._halt.is_set() and self.engine.now() < due:
+                self._halt.wait(min(0.1, max(0.0, due - self.engine.now())))
+                self._look_predrop(rec, before)
+            if self._halt.is_set():
+                return unchecked(rec.n, rec.kind, t_s, f"the soak ended {self.engine.now() - t_s:.1f} s after the "
+                                 f"kill, before the killed node's client TTL ({ttl} s) and {LOSS_CHECK_MARGIN_S:g} s "
+                                 "had passed")
+        elif self._halt.is_set():
+            return unchecked(rec.n, rec.kind, t_s, "the soak ended first")
+        ledger = self.engine.published
+        assert ledger is not None  # (a look found it)
+        keys = list(before.census.replicas)
+        after = self.session.cluster.census(keys)
+        acked = ledger.snapshot()
+        if after is None:
+            return unchecked(rec.n, rec.kind, t_s, "the master did not list the pages after the fault")
+        again = [k for k in keys if acked.get(k, before.acked[k]) != before.acked[k]]  # (acknowledged anew)
+        self._pruned_at = self.engine.now()
+        return classify(rec.n, rec.kind, t_s, before.census, after, again,
+                        checked_s=round(self.engine.now() - t_s, 3), predrop=self._predrop)
+
+    def _look_predrop(self, rec: FaultRecord, before: _Look | str | None) -> None:
+        """A store-kill: once, between ``PREDROP_S`` before the killed node's client TTL runs out and its end, where
+        the master lists the pages looked at before the fault (every page of the dead node is still listed then:
+        one gone was evicted)."""
+        if rec.kind != STORE_KILL or rec.t_s is None or not isinstance(before, _Look) or self._predrop is not None:
+            return
+        ttl = self.session.cluster.settings.client_ttl_s
+        since = self.engine.now() - rec.t_s
+        if ttl - PREDROP_S <= since < ttl:
+            self._predrop = self.session.cluster.census(list(before.census.replicas))
 
     # -- the faults ----------------------------------------------------------------------------------------
     def _cluster(self) -> ClusterOps:
@@ -440,7 +541,34 @@ class Injector(threading.Thread):
                                           on_start=lambda pid: self.note_pid("filler", pid))
 
 
+    def disk_full(self, rec: FaultRecord) -> dict:
+        """A separate client (:mod:`kvtui.mooncake.filler`) fills DRAM and, through it, the disk tier, retrying
+        the puts DRAM refuses while it waits for an offload, until both tiers are full (DRAM refused a put and the
+        tier evicted: at its cap), DRAM + disk were written or ``DISK_FILL_S`` passed; holds it ``FULL_HOLD_S``,
+        then removes its objects (at once when the soak is stopped meanwhile); cleared when it has exited."""
+        cluster = self._cluster()
+        disk = cluster.settings.disk_bytes
+        if not disk:
+            raise RuntimeError("the store has no disk tier")
+        segment = self.engine.options.store_bytes
+        obj = max(64 << 10, min(FILLER_OBJECT_MAX, segment // 64))  # (the backend keeps it within a disk bucket)
+        return cluster.fill_store(object_bytes=obj, min_object_bytes=obj, max_bytes=segment + disk,
+                                  hold_s=FULL_HOLD_S, timeout_s=DISK_FILL_S + WAIT_CLEAR_S,
+                                  on_start=lambda pid: self.note_pid("filler", pid), retry_refused_s=DISK_FILL_S,
+                                  halt=self._halt)
+
+
+@dataclass(frozen=True)
+class _Look:
+    """The ledger's pages with the engine time each was acknowledged (``acked``), and the master's census of
+    them taken just after (``census``)."""
+
+    acked: dict[str, float]
+    census: KeyCensus
+
+
 INJECT = {MASTER_KILL: Injector.master_kill, MASTER_PAUSE: Injector.master_pause, STORE_KILL: Injector.store_kill,
           WORKER_KILL: Injector.worker_kill, STORE_FULL: Injector.store_full, LINK_CUT: Injector.link_cut,
-          LEADER_KILL: Injector.leader_kill, LEADER_HANG: Injector.leader_hang, ETCD_OUTAGE: Injector.etcd_outage}
+          LEADER_KILL: Injector.leader_kill, LEADER_HANG: Injector.leader_hang, ETCD_OUTAGE: Injector.etcd_outage,
+          DISK_FULL: Injector.disk_full}
 """How each kind is injected and cleared (:func:`unavailable` says where a kind cannot be)."""

@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Callable
 import psutil
 
 from kvtui.core.failover import loss_summary
+from kvtui.core.storeloss import LOSS_CHECKED
 from kvtui.soak.faults import Injector, RecoveryTracker, unavailable
 from kvtui.soak.sampler import PROCS, ResourceSampler, SeriesWriter, ephemeral_ports
 from kvtui.soak.schedule import KINDS, default_window, schedule
@@ -50,6 +51,12 @@ class SoakPlan:
     pause_s: float = 3.0
     recovery_timeout_s: float = 120.0
     series_path: str | None = None
+
+    @property
+    def checks_pages(self) -> bool:
+        """Faults whose loss check needs the engine to keep every page a put acknowledged
+        (:data:`kvtui.core.storeloss.LOSS_CHECKED`) may be drawn."""
+        return bool(self.chaos_per_min) and any(k in LOSS_CHECKED for k in self.kinds)
 
 
 def default_warmup(duration_s: float) -> float:
@@ -217,9 +224,12 @@ class Soak:
         (:func:`~kvtui.soak.summary.fault_summary`), the growth per hour
         (:func:`~kvtui.soak.summary.resource_growth`), the targets and the run's summary
         (:func:`~kvtui.metrics.aggregate.summary_from_frame`); with failovers (the HA faults', and any kvtui did
-        not cause), ``pages_lost`` (:func:`kvtui.core.failover.loss_summary`) and ``failover_reports``, and the
-        targets ``zero_pages_lost`` (beyond the leader-kill window; None when a failover went unchecked and
-        none lost pages) and ``zero_pages_lost_in_window``; :func:`~kvtui.soak.summary.format_soak` prints them."""
+        not cause) or store faults' loss checks, ``pages_lost`` (:func:`kvtui.core.failover.loss_summary`; with
+        store checks, ``expected``: the pages gone with a killed node's DRAM and those the disk tier evicted),
+        ``failover_reports`` and ``store_checks`` (:class:`kvtui.core.storeloss.StoreLossReport` as dicts), and the
+        targets ``zero_pages_lost`` (beyond the leader-kill window; None when a check could not be made and none
+        lost pages) and, with failovers, ``zero_pages_lost_in_window``;
+        :func:`~kvtui.soak.summary.format_soak` prints them."""
         from kvtui.metrics.aggregate import summary_from_frame
 
         plan = self.plan
@@ -228,7 +238,12 @@ class Soak:
         faults = fault_summary(records, tuple(k for k in plan.kinds if k not in self.skipped_kinds))
         by_n = {r.failover["n"]: f"fault {r.n}" for r in records if r.failover}
         reports = [r.as_dict() for r in self.session.failovers]
-        pages = loss_summary(reports, [by_n.get(r["n"], f"failover {r['n']}") for r in reports])
+        checks = [r.loss_check for r in records if r.loss_check is not None]  # (the store faults')
+        pages = loss_summary(reports + checks, [by_n.get(r["n"], f"failover {r['n']}") for r in reports]
+                             + [f"fault {c['n']}" for c in checks])
+        if checks:
+            pages["expected"] = {"gone_with_dram": sum(c["gone_with_dram"] for c in checks),
+                                 "evicted": sum(c["pages_evicted"] for c in checks)}
         lost = sum(r.lost for r in self.engine.replacements)
         elapsed = self.last.get("t_s", 0.0)
         cols = {k: [None if math.isnan(v) else v for v in col] for k, col in self.cols.items()}
@@ -254,7 +269,9 @@ class Soak:
             "verified_pages": run["verified_pages"], "mismatches": run["mismatches"], "errors": run["errors"],
             "verify": self.engine.options.verify,
             "faults": faults, "fault_events": [r.as_dict() for r in records],
-            **({"pages_lost": pages, "failover_reports": reports} if reports else {}),
+            **({"pages_lost": pages} if reports or checks else {}),
+            **({"failover_reports": reports} if reports else {}),
+            **({"store_checks": checks} if checks else {}),
             "worker_replacements": [asdict(r) for r in self.engine.replacements],
             "growth_per_hour": growth, "time_wait": tw,
             "tcp": {"established_last": est[-1] if est else None, "established_max": max(est) if est else None},
@@ -262,8 +279,8 @@ class Soak:
                         and faults["inject_errors"] == 0,
                         "zero_mismatches": run["mismatches"] == 0,
                         **({"zero_pages_lost": None if pages["unchecked"] and not pages["beyond_window"] else
-                            pages["beyond_window"] == 0, "zero_pages_lost_in_window": pages["in_window"] == 0}
-                           if reports else {}),
+                            pages["beyond_window"] == 0} if reports or checks else {}),
+                        **({"zero_pages_lost_in_window": pages["in_window"] == 0} if reports else {}),
                         "zero_orphans": not orphans,
                         "kvtui_rss_MiB_per_h": kv_rss["per_h"] if kv_rss else None,
                         "kvtui_rss_ok": None if kv_rss is None else kv_rss["per_h"] <= KVTUI_RSS_TARGET_MIB_PER_H,

@@ -15,25 +15,30 @@ import random
 from dataclasses import asdict, dataclass
 
 from kvtui.core.failover import ETCD_OUTAGE, LEADER_HANG, LEADER_KILL
+from kvtui.core.storeloss import DISK_FULL, STORE_KILL
 
 MASTER_KILL = "master-kill"  # SIGKILL of the embedded master, then a restart on the same ports
 MASTER_PAUSE = "master-pause"  # SIGSTOP of the master for a few seconds, then SIGCONT: a hung peer
-STORE_KILL = "store-kill"  # SIGKILL of the store node, then a new one with a segment of the same size
+# STORE_KILL (kvtui.core.storeloss): SIGKILL of the store node, then a new one with a segment of the same size
 STORE_FULL = "store-full"  # a separate client puts filler objects until NO_AVAILABLE_HANDLE, then removes them
 WORKER_KILL = "worker-kill"  # SIGKILL of the prefill or decode worker; the engine starts the chain again
 LINK_CUT = "link-cut"  # an emulated host's link taken down and up again: needs --hosts auto (kvtui.mooncake.hosts)
 # --ha: LEADER_KILL, LEADER_HANG and ETCD_OUTAGE (kvtui.core.failover: each is a failover report's kind too)
+# --disk-size: DISK_FULL (kvtui.core.storeloss): DRAM and the disk tier filled until the tier evicts, then emptied
 KINDS = (MASTER_KILL, MASTER_PAUSE, STORE_KILL, STORE_FULL, WORKER_KILL, LINK_CUT, LEADER_KILL, LEADER_HANG,
-         ETCD_OUTAGE)  # (those that apply: see
+         ETCD_OUTAGE, DISK_FULL)  # (those that apply: see
 # kvtui.soak.faults.why_unavailable; the order of those left is the schedule's)
 WORKER_ROLES = ("decode", "prefill")
 TARGET = {MASTER_KILL: "master", MASTER_PAUSE: "master", STORE_KILL: "store", STORE_FULL: "segment",
           LINK_CUT: "link", LEADER_KILL: "leader", LEADER_HANG: "leader",
-          ETCD_OUTAGE: "etcd"}  # (a worker kill's target is its role)
+          ETCD_OUTAGE: "etcd", DISK_FULL: "disk"}  # (a worker kill's target is its role)
 WHAT = {MASTER_KILL: "master SIGKILL and restart", MASTER_PAUSE: "master SIGSTOP/SIGCONT",
-        STORE_KILL: "store-node SIGKILL and restart", STORE_FULL: "a full store", WORKER_KILL: "worker SIGKILL",
+        STORE_KILL: "store-node SIGKILL and restart, then its acknowledged pages checked once its old client's TTL "
+                    "passed", STORE_FULL: "a full store", WORKER_KILL: "worker SIGKILL",
         LINK_CUT: "an emulated host's link down and up", LEADER_KILL: "SIGKILL of an HA cluster's leader",
-        LEADER_HANG: "SIGSTOP/SIGCONT of the leader", ETCD_OUTAGE: "etcd stopped for --pause-s"}
+        LEADER_HANG: "SIGSTOP/SIGCONT of the leader", ETCD_OUTAGE: "etcd stopped for --pause-s",
+        DISK_FULL: "DRAM and the disk tier (--disk-size) filled until the tier evicts, then emptied and the "
+                   "acknowledged pages checked"}
 """Each kind in a few words, for ``kvtui soak``'s description."""
 
 MAX_GAP_S = 30.0  # consecutive faults are at least min(slot / 2, this) apart
@@ -42,7 +47,7 @@ MAX_GAP_S = 30.0  # consecutive faults are at least min(slot / 2, this) apart
 @dataclass(frozen=True)
 class Fault:
     """One scheduled fault: ``n`` (1-based), ``t_s`` seconds after the soak started, its ``kind`` (one of
-    :data:`KINDS`) and ``target`` (``master``, ``store``, ``segment``, ``link``, or the worker role)."""
+    :data:`KINDS`) and ``target`` (``master``, ``store``, ``segment``, ``disk``, ``link``, or the worker role)."""
 
     n: int
     t_s: float

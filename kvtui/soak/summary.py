@@ -20,6 +20,7 @@ from typing import Any, Sequence
 import numpy as np
 
 from kvtui.core.failover import loss_text
+from kvtui.core.storeloss import expected_text
 from kvtui.core.text import plural
 from kvtui.core.verify import checked
 from kvtui.metrics.figures import failover_lines, failover_ranges
@@ -152,8 +153,9 @@ def fault_summary(records: list, kinds: Sequence[str]) -> dict:
     ``recovered`` (survived), ``not_recovered`` (of which ``cut_short``: still open when the soak ended),
     ``skipped`` (never injected: the soak ended first),
     ``inject_errors``, ``lost`` (requests), ``failed_requests``, ``mismatches``, ``pages_lost`` (acknowledged
-    pages the HA faults' failovers lost), ``recovery_s`` and ``clear_s``
-    (:func:`percentiles`), and ``by_kind`` with the same per kind; with HA faults, ``failovers``: their count
+    pages the HA faults' failovers and the store faults lost), ``recovery_s`` and ``clear_s``
+    (:func:`percentiles`), and ``by_kind`` with the same per kind; with store faults' loss checks,
+    ``pages_checked`` (:func:`check_counts`); with HA faults, ``failovers``: their count
     ``n`` and ``ranges``, each failover figure's min and max (:func:`kvtui.metrics.figures.failover_ranges`)."""
     def block(recs: list) -> dict:
         injected = [r for r in recs if r.t_s is not None]
@@ -164,9 +166,11 @@ def fault_summary(records: list, kinds: Sequence[str]) -> dict:
                 "skipped": len(recs) - len(injected),
                 "inject_errors": sum(1 for r in injected if r.error), "lost": sum(r.lost for r in injected),
                 "failed_requests": sum(r.failed for r in injected), "mismatches": sum(r.mismatches for r in injected),
-                "pages_lost": sum((r.failover or {}).get("pages_lost") or 0 for r in injected),
+                "pages_lost": sum((r.failover or r.loss_check or {}).get("pages_lost") or 0 for r in injected),
                 "recovery_s": percentiles(rec_s),
-                "clear_s": percentiles([r.cleared_s - r.t_s for r in injected if r.cleared_s is not None])}
+                "clear_s": percentiles([r.cleared_s - r.t_s for r in injected if r.cleared_s is not None]),
+                **({"pages_checked": check_counts([r.loss_check for r in injected if r.loss_check])}
+                   if any(r.loss_check for r in injected) else {})}
 
     out = block(records)
     out["by_kind"] = {k: block([r for r in records if r.kind == k]) for k in kinds}
@@ -174,6 +178,27 @@ def fault_summary(records: list, kinds: Sequence[str]) -> dict:
     if reports:  # (HA faults: what each failover cost, and the range of each figure over them)
         out["failovers"] = {"n": len(reports), "ranges": failover_ranges(reports)}
     return out
+
+
+def check_counts(checks: Sequence[dict]) -> dict:
+    """The store faults' loss checks (:class:`kvtui.core.storeloss.StoreLossReport` dicts) added up: ``checks``,
+    ``unchecked`` (checks that could not be made), and over the others ``checked`` pages, ``kept``,
+    ``gone_with_dram``, ``evicted`` and ``lost``."""
+    done = [c for c in checks if c.get("pages_lost") is not None]
+    return {"checks": len(checks), "unchecked": len(checks) - len(done),
+            "checked": sum(c["pages_checked"] for c in done), "kept": sum(c["pages_kept"] for c in done),
+            "gone_with_dram": sum(c["gone_with_dram"] for c in done), "evicted": sum(c["pages_evicted"] for c in done),
+            "lost": sum(c["pages_lost"] for c in done)}
+
+
+def _checks_text(c: dict) -> str:
+    """``; acknowledged pages checked 7,490: 4,033 kept, 1,075 gone with the store node's DRAM, 2,382 lost`` (a
+    kind's store checks, :func:`check_counts`)."""
+    parts = [f"{c['kept']:,} kept"] + ([f"{c['gone_with_dram']:,} gone with the store node's DRAM"]
+                                       if c["gone_with_dram"] else []) + (
+        [f"{c['evicted']:,} evicted by the disk tier"] if c["evicted"] else []) + [f"{c['lost']:,} lost"]
+    unchecked = f"; {c['unchecked']} unchecked" if c["unchecked"] else ""
+    return f"; acknowledged pages checked {c['checked']:,}: " + ", ".join(parts) + unchecked
 
 
 def _num(v, fmt: str = "{:.2f}") -> str:
@@ -207,14 +232,16 @@ def format_soak(s: dict) -> str:
     ]
     for kind, b in f["by_kind"].items():
         if b["scheduled"]:
-            pages = f"; acknowledged pages lost {b['pages_lost']:,}" if b.get("pages_lost") else ""
+            pages = (_checks_text(b["pages_checked"]) if "pages_checked" in b else
+                     f"; acknowledged pages lost {b['pages_lost']:,}" if b.get("pages_lost") else "")
             lines.append(f"  {kind:<20}{b['injected']} injected, {b['recovered']} recovered; recovery p50 "
                          f"{_secs(b['recovery_s']['p50'])}, max {_secs(b['recovery_s']['max'])}; requests lost "
                          f"{b['lost']}{pages}")
     if "failovers" in f:
         lines.append(failover_lines(f["failovers"]["n"], f["failovers"]["ranges"]))
     if "pages_lost" in s:
-        lines.append(f"pages lost            {loss_text(s['pages_lost'])}")
+        expected = expected_text(s.get("store_checks") or [])
+        lines.append(f"pages lost            {loss_text(s['pages_lost'])}" + (f"; {expected}" if expected else ""))
     rss = g["rss_MiB"]
     lines.append("RSS growth (MiB/h)    " + ", ".join(f"{p} {_num(v['per_h'])}" for p, v in rss.items()))
     lines.append("fd growth (/h)        " + ", ".join(f"{p} {_num(v['per_h'], '{:.1f}')}" for p, v in g["fds"].items()))
@@ -227,8 +254,9 @@ def format_soak(s: dict) -> str:
                  f"(max {tw['max']}, growth {_num(tw['per_h'], '{:.0f}')}/h)"
                  + (f"  FLAGGED: {tw['why']}" if tw["flagged"] else ""))
     t = s["targets"]
-    lost = (f"; 0 pages lost {t['zero_pages_lost']}; 0 lost in the leader-kill window "
-            f"{t['zero_pages_lost_in_window']}" if "zero_pages_lost" in t else "")
+    lost = (f"; 0 pages lost {t['zero_pages_lost']}" if "zero_pages_lost" in t else "") + (
+        f"; 0 lost in the leader-kill window {t['zero_pages_lost_in_window']}" if "zero_pages_lost_in_window" in t
+        else "")
     lines.append(f"targets               every fault recovered {t['every_fault_recovered']}; 0 mismatches "
                  f"{t['zero_mismatches']}{lost}; 0 orphans {t['zero_orphans']}; kvtui RSS ≤ "
                  f"{KVTUI_RSS_TARGET_MIB_PER_H:g} MiB/h {t['kvtui_rss_ok']}; fds flat {t['fds_flat']}")

@@ -29,7 +29,7 @@ import queue
 import threading
 import time
 from dataclasses import dataclass, replace
-from typing import Callable
+from typing import Callable, Sequence
 
 from kvtui.core.cluster_api import AckLedger, ClusterProcess, FailoverSeen, LinkControl
 from kvtui.core.defaults import DEFAULT_MODEL
@@ -39,6 +39,7 @@ from kvtui.core.failover import FailoverReport
 from kvtui.core.layout import PRESETS, PageLayout
 from kvtui.core.pages import PageState
 from kvtui.core.panels import StoreScrape
+from kvtui.core.storeloss import KeyCensus
 from kvtui.core.subscribers import Subscribers, Unsubscribe
 from kvtui.core.topology import DEFAULT_ROUTE
 
@@ -52,6 +53,8 @@ class FakeClusterOptions:
     store_nodes: int = 1
     eviction_high_watermark: float = 0.9
     lease_ttl_ms: int = 10_000
+    client_ttl_s: int = 10
+    disk_bytes: int = 0
     isolation: str | None = None
 
 
@@ -151,7 +154,9 @@ class FakeFailoverWatch:
 class FakeCluster:
     """A cluster without processes (:class:`~kvtui.core.cluster_api.ClusterOps`): ``embedded`` says whether kvtui
     started it (then its ``store_bytes`` bound a layout switch, and restarts are counted), ``answers`` what
-    :meth:`reachable` says (a test makes an outage end with it), ``settings`` its options."""
+    :meth:`reachable` says (a test makes an outage end with it), ``settings`` its options; ``listed``: what
+    :meth:`census` says of each key (absent keys: not listed; None: the master does not answer), and
+    ``fills`` the arguments of each :meth:`fill_store`."""
 
     def __init__(self, *, embedded: bool = False, store_bytes: int = 1 << 30,
                  settings: FakeClusterOptions | None = None) -> None:
@@ -165,6 +170,9 @@ class FakeCluster:
         self.stopped = False
         self.links: LinkControl | None = None
         self.watches: list[FakeFailoverWatch] = []  # appended under _lock (any thread may start a watch)
+        self.listed: dict[str, tuple[int, int]] | None = {}  # the test's; read by census
+        self.offloads, self.disk_evictions = 0, 0  # the test's; read by census
+        self.fills: list[dict[str, object]] = []  # the caller's (fill_store)
         self._lock = threading.Lock()
 
     def pids(self) -> dict[str, int]:
@@ -209,8 +217,18 @@ class FakeCluster:
         raise RuntimeError(f"{name} is not running (the fake cluster has no processes)")
 
     def fill_store(self, *, object_bytes: int, min_object_bytes: int, max_bytes: int, hold_s: float,
-                   timeout_s: float, on_start: Callable[[int], None] | None = None) -> dict[str, object]:
-        raise RuntimeError("the fake cluster has no store to fill")
+                   timeout_s: float, on_start: Callable[[int], None] | None = None,
+                   retry_refused_s: float | None = None, halt: object = None) -> dict[str, object]:
+        if not self.embedded:
+            raise RuntimeError("the fake cluster has no store to fill")
+        self.fills.append({"object_bytes": object_bytes, "max_bytes": max_bytes, "retry_refused_s": retry_refused_s})
+        return {"stored": 0, "full": True}
+
+    def census(self, keys: Sequence[str]) -> KeyCensus | None:
+        listed = self.listed
+        if listed is None:
+            return None
+        return KeyCensus({k: listed.get(k, (0, 0)) for k in keys}, self.offloads, self.disk_evictions)
 
     def subscribe_failovers(self, fn: Callable[[FailoverSeen], None], *, snapshots: bool = True) -> Unsubscribe:
         return lambda: None

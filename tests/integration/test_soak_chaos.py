@@ -115,3 +115,39 @@ def test_a_short_ha_soak_fails_when_acknowledged_pages_are_lost_and_names_their_
     assert proc.returncode == (1 if r["pages_lost"] else 0), proc.stderr[-3000:]
     assert ("pages lost            none" in proc.stdout) is (r["pages_lost"] == 0)
     assert "Master runtime state -> leader_warmup" in "".join(p.read_text() for p in logs.glob("master-*.log"))
+
+
+def test_a_soak_with_a_disk_tier_checks_its_acknowledged_pages_after_a_store_kill_and_a_full_tier(tmp_path):
+    """``kvtui soak --disk-size`` with store-kill then disk-full (seed 1: at ~8 s and ~29 s of a 50 s soak; a 3 s
+    client TTL): each fault's loss check adds up (checked = kept + gone with the node's DRAM + evicted by the disk
+    tier + lost), a store-kill's pages only its DRAM held count as expected and never as lost, the tier's
+    evictions likewise, and the exit code, the target and the summary's line follow the pages lost. (Ranges over
+    longer soaks: docs/guide/soak.md.)"""
+    from kvtui.core.storeloss import DISK_DROPPED, DISK_FULL, STORE_KILL
+
+    out = tmp_path / "soak.json"
+    cmd = [sys.executable, "-m", "kvtui.cli", "soak", "--duration", "50", "--chaos", "3.2", "--seed", "1",
+           "--faults", "store-kill,disk-full", "--layout", "tiny", "--store-size", "16MiB", "--disk-size", "16MiB",
+           "--disk-path", str(tmp_path), "--client-ttl", "3", "--sample-s", "2", "--quiet", "--json", str(out)]
+    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=150)
+    assert "Traceback" not in proc.stderr, proc.stderr[-3000:]
+    s = json.loads(out.read_text())
+    events = {e["kind"]: e for e in s["fault_events"]}
+    assert set(events) == {STORE_KILL, DISK_FULL} and s["faults"]["recovered"] == 2, s["fault_events"]
+    for kind, e in events.items():
+        c = e["loss_check"]
+        assert c is not None and c["pages_lost"] is not None and c["pages_checked"] > 0, (kind, c)
+        assert c["pages_checked"] == c["pages_kept"] + c["gone_with_dram"] + c["pages_evicted"] + c["pages_lost"], c
+        assert c["pages_checked"] == c["memory_only"] + c["with_disk"] and c["pages_lost"] == sum(
+            c["lost_by_cause"].values()), c
+    kill, full = events[STORE_KILL]["loss_check"], events[DISK_FULL]["loss_check"]
+    assert kill["checked_s"] >= 3 and set(kill["lost_by_cause"]) <= {DISK_DROPPED}, kill
+    assert kill["gone_with_dram"] <= kill["memory_only"] and kill["pages_lost"] <= kill["with_disk"], kill
+    assert full["gone_with_dram"] == 0 and events[DISK_FULL]["detail"]["full"], events[DISK_FULL]
+    assert s["store_checks"] == [kill, full] or s["store_checks"] == [full, kill]
+    lost = kill["pages_lost"] + full["pages_lost"]
+    assert s["pages_lost"]["pages_lost"] == lost and s["targets"]["zero_pages_lost"] is (lost == 0)
+    assert "zero_pages_lost_in_window" not in s["targets"]  # (no failover: no leader-kill window)
+    assert proc.returncode == (1 if lost else 0), proc.stderr[-3000:]
+    assert ("pages lost            none" in proc.stdout) is (lost == 0), proc.stdout
+    assert s["orphans"] == [] and "filler" in s["processes_seen"]

@@ -61,7 +61,7 @@ def test_every_kind_comes_in_turn_and_worker_kills_alternate_roles():
     roles = [f.target for f in faults if f.kind == WORKER_KILL]
     assert abs(roles.count("decode") - roles.count("prefill")) <= 1
     assert {f.target for f in faults if f.kind != WORKER_KILL} <= {"master", "store", "segment", "link", "leader",
-                                                                   "etcd"}
+                                                                   "etcd", "disk"}
 
 
 def test_kinds_can_be_chosen_and_bad_arguments_are_refused():
@@ -216,6 +216,7 @@ def test_fault_counts_add_up():
     (["--faults", "reboot"], "unknown fault kind reboot"),
     (["--chaos", "1", "--faults", "link-cut"], "--faults link-cut: link-cut needs emulated hosts (--hosts auto)"),
     (["--chaos", "1", "--faults", "store-kill", "--segment-on", "decode"], "store-kill needs the embedded store node"),
+    (["--chaos", "1", "--faults", "disk-full"], "disk-full needs the embedded store with a disk tier (--disk-size)"),
     (["--chaos", "1", "--faults", "master-kill", "--master", "127.0.0.1:9", "--metadata", "http://127.0.0.1:9/m"],
      "master-kill needs the embedded cluster"),
     (["--json", "same.csv", "--series", "same.csv"], "--json and --series name the same file"),
