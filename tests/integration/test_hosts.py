@@ -5,8 +5,10 @@ the soak's link-cut fault, and bad input in one line."""
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
+from pathlib import Path
 
 import psutil
 import pytest
@@ -59,10 +61,10 @@ def test_each_process_lives_on_its_own_host_and_bytes_cross_between_addresses():
 @needs_root
 def test_a_run_on_emulated_hosts_reloads_no_faster_than_its_link(tmp_path):
     out = tmp_path / "run.json"
-    holders = _holders()
+    env = _marked(tmp_path)
     proc = subprocess.run(KVTUI + ["run", "--hosts", "auto", "--link", "100mbit", "--duration", "8", "--store-size",
                                    "64MiB", "--prompt-tokens", "128", "--json", str(out)] + PAGE_128K,
-                          capture_output=True, text=True, timeout=120)
+                          capture_output=True, text=True, timeout=120, env=env)
     assert proc.returncode == 0, proc.stderr[-2000:]
     assert "emulated hosts on a private bridge" in proc.stderr
     s = json.loads(out.read_text())
@@ -72,12 +74,27 @@ def test_a_run_on_emulated_hosts_reloads_no_faster_than_its_link(tmp_path):
     # link's rate (12.5 MB/s; tbf lets a 64 KiB burst through, hence the margin)
     read = s["throughput"]["reuse_read_MBps"]
     assert 0 < read <= 12.5 * 1.15, read
-    assert _holders() <= holders  # the processes holding the hosts' namespaces went with kvtui
+    assert not _holders(Path(env["TMPDIR"]))  # the processes holding the hosts' namespaces went with kvtui
 
 
-def _holders() -> set[int]:
-    """Pids of ``sleep infinity`` processes (what holds an emulated host's namespace)."""
-    return {p.pid for p in psutil.process_iter(["cmdline"]) if (p.info["cmdline"] or [])[:2] == ["sleep", "infinity"]}
+def _holders(mark: Path) -> set[int]:
+    """Pids of the ``sleep infinity`` processes (what holds an emulated host's namespace) started by a kvtui run
+    with ``TMPDIR=mark`` (:func:`_marked`): those of other tests running meanwhile are not counted."""
+    pids = set()
+    for p in psutil.process_iter(["cmdline"]):
+        try:
+            if (p.info["cmdline"] or [])[:2] == ["sleep", "infinity"] and p.environ().get("TMPDIR") == str(mark):
+                pids.add(p.pid)
+        except psutil.Error:
+            continue
+    return pids
+
+
+def _marked(tmp_path: Path) -> dict[str, str]:
+    """The environment of a kvtui run whose processes :func:`_holders` can tell apart: its own ``TMPDIR``."""
+    mark = tmp_path / "tmp"
+    mark.mkdir(exist_ok=True)
+    return dict(os.environ, TMPDIR=str(mark))
 
 
 @needs_root
@@ -154,16 +171,16 @@ def test_bench_link_reports_reload_against_the_links_rate(tmp_path):
 @needs_root
 def test_several_workers_each_get_a_host_and_aggregate_reloads_are_held_to_their_links(tmp_path):
     out = tmp_path / "run.json"
-    holders = _holders()
+    env = _marked(tmp_path)
     proc = subprocess.run(KVTUI + ["run", "--hosts", "auto", "--decode-workers", "3", "--prefill-workers", "2",
                                    "--requests", "60", "--layout", "tiny", "--store-size", "64MiB", "--quiet",
-                                   "--json", str(out)], capture_output=True, text=True, timeout=120)
+                                   "--json", str(out)], capture_output=True, text=True, timeout=120, env=env)
     assert proc.returncode == 0, proc.stderr[-2000:]
     s = json.loads(out.read_text())
     hosts = {w["name"]: w["host"] for w in s["workers"]}
     assert set(hosts) == {"decode-0", "decode-1", "decode-2", "prefill-0", "prefill-1"}
     assert len(set(hosts.values())) == 5 and all(h.startswith("10.77.0.") for h in hosts.values()), hosts
-    assert s["mismatches"] == 0 and s["requests"] == 60 and _holders() <= holders
+    assert s["mismatches"] == 0 and s["requests"] == 60 and not _holders(Path(env["TMPDIR"]))
     bench = tmp_path / "bench.json"
     proc = subprocess.run(KVTUI + ["bench", "--link", "200mbit", "--decode-workers", "1,2", "--iterations", "2",
                                    "--prompt-tokens", "256", "--shared-tokens", "256", "--store-size", "64MiB",
