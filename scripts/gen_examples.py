@@ -226,6 +226,12 @@ EXAMPLES: tuple[Example, ...] = (
         cmd("kvtui soak --duration 60s --chaos 3 --layout tiny", "--json soak.json --series soak.csv",
             keep=(r"^kvtui: ", Section(r"^soak  "),), expect=r"recovered in"),
     )),
+    Example("soak-disk", "guide/soak.md", (
+        cmd("kvtui soak --duration 50s --chaos 3.2 --seed 1 --faults store-kill,disk-full --layout tiny",
+            "--store-size 16MiB --disk-size 16MiB --client-ttl 3 --quiet", rc=(0, 1),
+            keep=(r"^(faults|  store-kill|  disk-full|pages lost|targets) ", r"^kvtui: error"),
+            expect=r"acknowledged pages checked"),
+    )),
     Example("prometheus", "guide/prometheus.md", (
         cmd("kvtui run --layout tiny --duration 60 --prometheus 9400", background=True,
             until=r"Prometheus metrics on", settle=3.0),
