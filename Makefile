@@ -10,8 +10,9 @@ setup-test:
 watch: setup
 	.venv/bin/kvtui watch
 
+# two test processes, a whole file each (--dist loadfile): most tests wait on real Mooncake processes
 test: setup-test
-	.venv/bin/python -m pytest -q
+	.venv/bin/python -m pytest -q -n 2 --dist loadfile
 
 # The documentation site: the reference pages regenerated from the code, the examples' snippets from their kept
 # runs (`make examples` runs them again), then the site built into site/.
