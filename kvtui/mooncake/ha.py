@@ -34,6 +34,7 @@ from pathlib import Path
 from typing import Any, Sequence
 
 from kvtui.core.panels import MasterRow
+from kvtui.mooncake import tiers
 from kvtui.mooncake.errors import MissingTool
 from kvtui.mooncake.net import etcd_url, free_port, http_get, parse_etcd, parse_metrics, probe_tcp, split_hostport
 from kvtui.runtime.procs import spawn_janitor
@@ -297,23 +298,11 @@ def stored_keys(url: str, timeout_s: float = 5.0) -> set[str] | None:
 
 
 def keys_found(url: str, keys: Sequence[str], timeout_s: float = 5.0) -> dict[str, bool] | None:
-    """Per key, whether the master at admin ``url`` has it (``/batch_query_keys``: no lease; it answers from the
-    master's metadata, also for keys whose segment is not mounted yet); None when it does not answer."""
-    import urllib.parse
-
-    out: dict[str, bool] = {}
-    for i in range(0, len(keys), 50):
-        chunk = list(keys[i:i + 50])
-        status, body = http_get(f"{url.rstrip('/')}/batch_query_keys?keys="
-                                f"{urllib.parse.quote(','.join(chunk), safe=',/')}", timeout_s)
-        try:
-            data = json.loads(body)["data"] if status == 200 else None
-        except (ValueError, KeyError, TypeError):
-            data = None
-        if not isinstance(data, dict):
-            return None
-        out.update({k: bool((data.get(k) or {}).get("ok")) for k in chunk})
-    return out
+    """Per key, whether the master at admin ``url`` has it (:func:`kvtui.mooncake.tiers.query_keys`: no lease; it
+    answers from the master's metadata, also for keys whose segment is not mounted yet); None when it does not
+    answer."""
+    entries = tiers.query_keys(url, keys, timeout_s)
+    return None if entries is None else {k: bool(e.get("ok")) for k, e in entries.items()}
 
 
 def master_metric(url: str, name: str, timeout_s: float = 1.0) -> int | None:

@@ -142,17 +142,17 @@ EVICTION_METRICS = ("master_evicted_key_count", "master_evict_disk_replica_reque
 disk: the key stays, disk-only) and the disk tier's eviction batches (one dropped 2,176 keys: not a key count)."""
 
 
-def key_replicas(url: str, keys: Sequence[str], timeout_s: float = 5.0) -> dict[str, tuple[int, int]] | None:
-    """Per key, ``(memory replicas, disk replicas)`` as the master at admin ``url`` lists them
-    (``/batch_query_keys``: ``values``, and ``local_disk_values`` with ``disk_values``); ``(0, 0)`` for a key it
-    does not list. It answers from its metadata and grants no lease, so asking pins nothing against eviction.
-    None when the master does not answer one of the :data:`QUERY_KEYS`-key calls."""
+def query_keys(url: str, keys: Sequence[str], timeout_s: float = 5.0) -> dict[str, dict[str, Any]] | None:
+    """Per key, the master's ``/batch_query_keys`` entry at admin ``url`` (``ok``, ``values``,
+    ``local_disk_values``, ``disk_values``; ``{}`` for a key it does not answer for), :data:`QUERY_KEYS` keys a
+    call on one kept-alive connection. It answers from its metadata and grants no lease, so asking pins nothing
+    against eviction. None when the master does not answer one of the calls."""
     import http.client
 
     parts = urllib.parse.urlsplit(url)
     base = parts.path.rstrip("/")
     conn = http.client.HTTPConnection(parts.hostname or "127.0.0.1", parts.port or 80, timeout=timeout_s)
-    out: dict[str, tuple[int, int]] = {}
+    out: dict[str, dict[str, Any]] = {}
     try:
         for i in range(0, len(keys), QUERY_KEYS):
             chunk = list(keys[i:i + QUERY_KEYS])
@@ -162,18 +162,23 @@ def key_replicas(url: str, keys: Sequence[str], timeout_s: float = 5.0) -> dict[
             data = json.loads(body)["data"] if resp.status == 200 else None
             if not isinstance(data, dict):
                 return None
-            for k in chunk:
-                e = data.get(k)
-                if isinstance(e, dict) and e.get("ok"):
-                    out[k] = (len(e.get("values") or []),
-                              len(e.get("local_disk_values") or []) + len(e.get("disk_values") or []))
-                else:
-                    out[k] = (0, 0)
+            out.update({k: e if isinstance(e := data.get(k), dict) else {} for k in chunk})
     except (OSError, ValueError, KeyError, TypeError, http.client.HTTPException):
         return None
     finally:
         conn.close()
     return out
+
+
+def key_replicas(url: str, keys: Sequence[str], timeout_s: float = 5.0) -> dict[str, tuple[int, int]] | None:
+    """Per key, ``(memory replicas, disk replicas)`` as the master at admin ``url`` lists them (:func:`query_keys`:
+    ``values``, and ``local_disk_values`` with ``disk_values``); ``(0, 0)`` for a key it does not list. None when
+    the master does not answer."""
+    entries = query_keys(url, keys, timeout_s)
+    if entries is None:
+        return None
+    return {k: ((len(e.get("values") or []), len(e.get("local_disk_values") or []) + len(e.get("disk_values") or []))
+                if e.get("ok") else (0, 0)) for k, e in entries.items()}
 
 
 def eviction_counts(url: str, timeout_s: float = 1.0) -> dict[str, int] | None:
