@@ -25,11 +25,12 @@ import signal
 import sys
 
 from kvtui.config.cluster import add_cluster_arguments, store_size
-from kvtui.config.estimate import add_estimate_arguments, estimator_from_args
-from kvtui.config.layout import add_page_arguments, layout_from_args
+from kvtui.config.estimate import add_estimate_arguments
+from kvtui.config.layout import add_page_arguments
 from kvtui.config.paths import path_arg
+from kvtui.config.plan import plan_from_args
 from kvtui.config.screen import check_refresh_hz
-from kvtui.config.workload import add_workload_arguments, workload_from_args
+from kvtui.config.workload import add_workload_arguments
 from kvtui.core.defaults import DEFAULT_HZ, MAX_HZ, WATCH_LAYOUT
 from kvtui.core.errors import KvtuiError, bad_value
 
@@ -132,9 +133,9 @@ def _check(args: argparse.Namespace) -> None:
 
         check_observe_args(args)
         return
-    layout = layout_from_args(args)
-    workload_from_args(args, layout.layout)  # the workload flags, a trace file and its synthesis
-    estimator_from_args(args, layout)  # --gpu, --mfu, --prefill-tokens-per-s
+    # the layout, workload (a trace file and its synthesis), TTFT estimate and cluster flags (store size, tiers,
+    # workers, hosts, HA) as each tab's watch makes its plan; an attached cluster must answer
+    plan_from_args(args, follow_layout=True, knobs=True)
 
 
 def _server_class():

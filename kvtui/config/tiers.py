@@ -72,12 +72,16 @@ def tiers_from_args(args: argparse.Namespace, store_bytes: int, attached: bool, 
         raise KvtuiError("--disk-size sizes the embedded store's disk tier; an attached cluster's tiers are its own "
                          "(kvtui shows them when its master has one)")
     text = str(size).strip()
+    positive = f"--disk-size must be a positive size such as 1GiB, got {text}"
+    if text.startswith("-"):
+        raise KvtuiError(positive)
     try:
-        disk = -1 if text.startswith("-") else parse_bytes(text)
+        disk = parse_bytes(text)
     except ValueError as exc:
-        raise KvtuiError(f"--disk-size: {exc}") from None
-    if disk <= 0:
-        raise KvtuiError(f"--disk-size must be a positive size such as 1GiB, got {text}")
+        raise KvtuiError(positive if "positive" in str(exc) else f"--disk-size: {exc}") from None
+    if getattr(args, "segment_on", "store") != "store":
+        raise KvtuiError(f"--disk-size cannot go with --segment-on {args.segment_on}: the disk tier belongs to the "
+                         "store nodes' segments")
     if disk < store_bytes:
         raise KvtuiError(f"--disk-size {text} is smaller than the DRAM segment ({format_bytes(store_bytes)}): "
                          "Mooncake's store wedges with a disk tier below its DRAM (every put refused); give at "

@@ -46,6 +46,12 @@ def test_the_tab_command_launches_watch_through_this_module():
     (["--overlap", "120"], "--overlap must be within 0-100 %, got 120"),
     (["--prefix-scale", "2"], "--prefix-scale applies to --trace replays only"),
     (["--trace", "no-such-trace"], "--trace no-such-trace: no such trace file"),
+    (["--disk-size", "-1GiB"], "--disk-size must be a positive size"),
+    (["--replicate-hot"], "--replicate-hot needs two segments or more"),
+    (["--disk-size", "2GiB", "--disk-path", "/no/such/folder"], "--disk-path /no/such/folder: not an existing"),
+    (["--disk-size", "1GiB", "--segment-on", "prefill"], "--disk-size cannot go with --segment-on prefill"),
+    (["--read-streams", "0"], "--read-streams must be at least 1"),
+    (["--ha", "1"], "--ha must be within"),
 ])
 def test_bad_options_are_refused_once_before_serving(capsys, argv, message):
     assert main(["serve", "--layout", "tiny", *argv]) == 2

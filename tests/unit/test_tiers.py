@@ -17,6 +17,7 @@ from kvtui.mooncake.tiers import STAGING_BYTES, DiskFolder, DiskTier, check_disk
 def _args(*argv: str) -> argparse.Namespace:
     p = argparse.ArgumentParser()
     add_tier_arguments(p)
+    p.add_argument("--segment-on", default="store")
     return p.parse_args(list(argv))
 
 
@@ -33,6 +34,8 @@ def test_no_disk_flag_means_no_disk_tier():
     (["--disk-path", "/tmp"], False, "give its size too"),
     (["--disk-size", "1GiB", "--disk-path", "/no/such/folder"], False, "not an existing folder"),
     (["--disk-size", "1000TiB"], False, "more than the free space"),
+    (["--disk-size", "0"], False, "must be a positive size"),
+    (["--disk-size", "1GiB", "--segment-on", "decode"], False, "cannot go with --segment-on decode"),
 ])
 def test_bad_disk_flags_are_one_line_naming_the_flag(argv, attached, words):
     with pytest.raises(KvtuiError) as err:
