@@ -32,6 +32,7 @@ from kvtui.core.events import EngineEvent, RequestResult
 from kvtui.core.failover import EXTERNAL, LEADER_KILL, FailoverReport, failover_status
 from kvtui.core.layout import PageLayout
 from kvtui.core.subscribers import Subscribers, Unsubscribe
+from kvtui.core.text import plural
 from kvtui.live.controls import LayoutRefused, change_text, knob_change, plan_layout_switch
 from kvtui.live.failovers import Failovers
 from kvtui.live.panels import PanelThread
@@ -538,7 +539,7 @@ class LiveSession:
         self.driver.pause()
         try:
             n = self.engine.clear_store()
-            self.log("control", f"store cleared: {n} keys removed")
+            self.log("control", f"store cleared: {plural(n, 'key')} removed")
             return n
         finally:
             if not was_paused:

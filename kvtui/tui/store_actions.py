@@ -14,7 +14,6 @@ from typing import Any, Callable, Protocol
 from textual.screen import Screen
 from textual.worker import Worker, WorkerState
 
-from kvtui.core.text import plural
 from kvtui.tui.protocols import Controller
 from kvtui.tui.screens import ConfirmScreen
 
@@ -88,7 +87,5 @@ class StoreKeys:
             return
         if event.worker.name != CLEAR_STORE:
             return
-        if event.state == WorkerState.SUCCESS:
-            self.host.log_line(f"store cleared: {plural(int(event.worker.result or 0), 'key')} removed", "control")
-        elif event.state == WorkerState.ERROR:
+        if event.state == WorkerState.ERROR:  # (done: the session's own event says how many keys went)
             self.host.log_line(f"clear store failed: {event.worker.error}", "error")

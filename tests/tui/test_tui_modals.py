@@ -54,7 +54,7 @@ def test_clear_store_asks_first():
         await app.workers.wait_for_complete()
         await pilot.pause()
         assert app.controller.named("clear_store") == [("clear_store",)]
-        assert log_texts(app)[-2:] == ["clearing the store…", "store cleared: 42 keys removed"]
+        assert log_texts(app)[-1] == "clearing the store…"  # (then the session's own event says what went)
         await pilot.press("c")
         await pilot.click("#yes")
         await app.workers.wait_for_complete()
