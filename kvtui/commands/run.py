@@ -220,7 +220,8 @@ def _report(plan: RunPlan, args: argparse.Namespace, summary: RunSummary, desc: 
     if counts.lost:
         print(f"kvtui: lost when a worker died: {plural(counts.lost, 'request')} (the summary covers the requests "
               "that finished)", file=sys.stderr)
-    if session.failovers:  # (kvtui's HA cluster: K in the monitor, or a fault of another's)
+    ha = session.cluster.endpoints.ha
+    if session.failovers or ha:  # (kvtui's HA cluster: K in the monitor, or a fault of another's; or none)
         reports = [r.as_dict() for r in session.failovers]
         summary["failovers"] = {"n": len(reports), "ranges": failover_ranges(reports), "reports": reports,
                                 "pages_lost": loss_summary(reports)}
@@ -230,6 +231,10 @@ def _report(plan: RunPlan, args: argparse.Namespace, summary: RunSummary, desc: 
             print(failover_lines(len(session.failovers), summary["failovers"]["ranges"]))
             for line in report_lines(session.failovers):
                 print(line)
+        elif ha:
+            of = (plural(len(session.cluster.master_names()), "master") if session.cluster.embedded
+                  else "masters kvtui attached to")
+            print(f"failovers             none (an HA cluster of {of})")
     failovers = summary.get("failovers")
     lost = failovers["pages_lost"] if failovers else {}
     if lost.get("pages_lost"):  # (a put that returned 0, gone afterwards: a failure, as a wrong byte is)

@@ -141,6 +141,7 @@ def test_run_ha_2_starts_etcd_and_masters_and_leaves_nothing(tmp_path, end):
         assert rc == 0, err
         s = json.loads(out.read_text())
         assert s["requests"] == 300 and s["mismatches"] == 0 and s["setup"]["ha"] == 2
+        assert s["failovers"]["n"] == 0 and s["failovers"]["pages_lost"]["pages_lost"] == 0  # (said, not left out)
     else:
         assert rc == -signal.SIGKILL
 
