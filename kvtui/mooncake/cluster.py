@@ -42,7 +42,7 @@ from kvtui.mooncake.errors import BadAddress, ClusterError, Conflict, MissingToo
 from kvtui.mooncake.hosts import EmulatedHosts, HostsError, LinkSpec, nsenter_argv
 from kvtui.mooncake.net import free_port, http_get, is_etcd, parse_etcd, port_is_free, probe_tcp, split_hostport
 from kvtui.mooncake.tiers import TIERS_DISK, DiskFolder, DiskTier, check_disk, master_flags
-from kvtui.runtime.logs import LogFolder
+from kvtui.runtime.logs import KEPT_RESTARTED, KEPT_WHY, LogFolder
 from kvtui.runtime.procs import ManagedProcess, spawn, stop_processes
 
 __all__ = ["WORKER_CLIENTS", "ClusterEndpoints", "ClusterError", "ClusterOptions", "EmbeddedCluster", "attach",
@@ -475,7 +475,7 @@ class EmbeddedCluster:
         empty (stopped during start-up, before anything was logged); otherwise it stays and its path is printed
         on stderr.
         """
-        clean = not self._restarted
+        clean = True
         procs = list(reversed(self.processes))  # store node first, metadata server last
         for p in procs:
             clean &= p.alive()  # one that died before we stopped it is trouble worth keeping logs for
@@ -491,7 +491,9 @@ class EmbeddedCluster:
             self._disk_folder = None
         logs, self._logs = self._logs, None
         if logs is not None:
-            logs.close(not clean or keep_logs, "the embedded cluster and workers")
+            failed = not clean or keep_logs
+            logs.close(failed or self._restarted, "the embedded cluster and workers",
+                       KEPT_WHY if failed else KEPT_RESTARTED)
         if self._spawner is not None:
             self._spawner.shutdown(wait=False)
             self._spawner = None

@@ -14,13 +14,16 @@ import sys
 import tempfile
 from pathlib import Path
 
-__all__ = ["KEPT_WHY", "PREFIX", "LogFolder", "all_empty"]
+__all__ = ["KEPT_RESTARTED", "KEPT_WHY", "PREFIX", "LogFolder", "all_empty"]
 
 PREFIX = "kvtui-logs-"
 """The temporary folders' name prefix."""
 
 KEPT_WHY = "kept because something failed; kvtui removes them after a run without trouble, --log-dir keeps them"
 """Why a temporary log folder is still there, as the line that names it says."""
+KEPT_RESTARTED = ("kept because a process of the cluster was killed and started again during the run, by a fault or "
+                  "by K or M in the monitor: its logs say what it did; --log-dir keeps them always")
+"""Why a log folder is kept when nothing failed but a process was restarted on purpose."""
 
 
 def all_empty(folder: Path) -> bool:
@@ -41,10 +44,10 @@ class LogFolder:
         self.path.mkdir(parents=True, exist_ok=True)
         self._closed = False
 
-    def close(self, trouble: bool, what: str) -> None:
+    def close(self, trouble: bool, what: str, why: str = KEPT_WHY) -> None:
         """The run is over: a temporary folder is removed unless ``trouble`` (something failed), or when it
         holds nothing (:func:`all_empty`); a kept one is named in one line on stderr: ``kvtui: logs of WHAT
-        kept in DIR (…)``. A folder the user gave is left as it is. Only the first call counts."""
+        kept in DIR (WHY)``. A folder the user gave is left as it is. Only the first call counts."""
         if self._closed:
             return
         self._closed = True
@@ -53,4 +56,4 @@ class LogFolder:
         if not trouble or all_empty(self.path):
             shutil.rmtree(self.path, ignore_errors=True)
         else:
-            print(f"kvtui: logs of {what} kept in {self.path} ({KEPT_WHY})", file=sys.stderr, flush=True)
+            print(f"kvtui: logs of {what} kept in {self.path} ({why})", file=sys.stderr, flush=True)

@@ -42,3 +42,16 @@ def test_the_users_log_dir_is_made_and_left_as_it_is(tmp_path, capsys):
     logs.close(False, "the workers")
     logs.close(True, "the workers")
     assert logs.path.is_dir() and capsys.readouterr().err == ""
+
+
+def test_a_kept_folder_says_why_it_was_kept(tmp_path, monkeypatch, capsys):
+    """A folder kept for another reason than a failure (a process restarted on purpose) says that reason."""
+    from kvtui.runtime.logs import KEPT_RESTARTED
+
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
+    logs = LogFolder()
+    (logs.path / "master-0.log").write_text("I leader killed, restarted as a standby\n")
+    logs.close(True, "the embedded cluster and workers", KEPT_RESTARTED)
+    assert capsys.readouterr().err == (f"kvtui: logs of the embedded cluster and workers kept in {logs.path} "
+                                       f"({KEPT_RESTARTED})\n")
+    assert "something failed" not in KEPT_RESTARTED
