@@ -77,7 +77,8 @@ HIT_RATE_SESSION = Figure("page_hit_rate", "page hit rate (session)", "page hits
 HIT_RATE_RECENT = Figure("page_hit_rate", f"page hit rate (last {LATENCY_WINDOW_S:g} s)",
                          f"last {LATENCY_WINDOW_S:g} s",
                          "%", "pages reloaded ÷ full pages of the requests finished in the window",
-                         f"last {LATENCY_WINDOW_S:g} s (the latency window; \"—\" while paused or idle)", _HEADER,
+                         f"last {LATENCY_WINDOW_S:g} s (the default latency window; w does not change it; "
+                         "\"—\" while paused or idle)", _HEADER,
                          "window_totals.page_hit_rate")
 TOKENS_SKIPPED = Figure("token_hit_rate", "prefill tokens skipped (session)", "prefill skipped", "%",
                         "prompt tokens reloaded ÷ prompt tokens of every request finished", "the session so far",

@@ -30,8 +30,8 @@ GRID_HELP = (
     "after a break (present, but after the request's first miss), in flight (another request was computing it)."
 )
 HEADER_HELP = (
-    "Header: \"page hits 74.7 % session · 75.0 % last 30 s\" (the whole session, and the latency window; — while "
-    "paused or idle). " + "".join(
+    "Header: \"page hits 74.7 % session · 75.0 % last 30 s\" (the whole session, and the last 30 s whatever w "
+    "shows in the Latency panel; — while paused or idle). " + "".join(
         f"In {scenario} the header says \"{knob.chip_label(scenario, False)}\": {means}. "
         for knob in KNOBS.values() for scenario, _, means in knob.scenario_notes) +
     "A trace replay shows its row, its trace clock (position / length), its speed (- + ) and "
