@@ -98,8 +98,8 @@ class Gate:
     whether the master of the cluster kvtui started is down (``own_master_down``: M restarts it), and
     whether that cluster's master or store node is down (``own_down``), whether it is kvtui's own HA
     cluster with a master serving (``own_leader``: K kills it), whether it is an HA cluster of another's
-    (``other_ha``: K says why it does not act on it) and whether a failover was measured (``failovers``: F
-    shows the reports)."""
+    (``other_ha``: K says why it does not act on it), whether a failover was measured (``failovers``: F
+    shows the reports) and whether the cluster is an HA one at all (``ha``: F says when there is none yet)."""
 
     controller: bool
     mode: str
@@ -109,6 +109,7 @@ class Gate:
     own_leader: bool = False
     other_ha: bool = False
     failovers: bool = False
+    ha: bool = False
 
 
 _KNOB_ACTIONS = frozenset({"knob", "scenario", "settings"})  # a synthetic workload's
@@ -299,7 +300,7 @@ class KvtuiApp(App[int]):
         own_leader = bool(st.get("ha_own")) and not st.get("outage") and st.get("mode", "live") == "live"
         other_ha = bool(st.get("ha")) and not st.get("ha_own") and st.get("mode", "live") == "live"
         gate = Gate(self.controller is not None, st.get("mode", "live"), w.get("kind", "synthetic"), own_master_down,
-                    own_down, own_leader, other_ha, bool(st.get("failovers")))
+                    own_down, own_leader, other_ha, bool(st.get("failovers")), bool(st.get("ha")))
         if gate != self._gate:
             if own_down and st.get("outage_of") == "leader":
                 if self.controller is not None and self.player is None:
@@ -370,8 +371,8 @@ class KvtuiApp(App[int]):
         if action in ("kill_leader", "restart_master", "failovers"):
             if self.controller is None or self.player is not None or gate is None:
                 return False
-            if action == "failovers":  # F: once a failover was measured
-                return gate.failovers
+            if action == "failovers":  # F: on an HA cluster (before a failover was measured, it says so)
+                return gate.failovers or gate.ha
             # K: with kvtui's own HA cluster while a master serves (with another's HA cluster it says why it does
             # not act); M: while the master kvtui started is down
             return (gate.own_leader or gate.other_ha) if action == "kill_leader" else gate.own_master_down
@@ -473,6 +474,10 @@ class KvtuiApp(App[int]):
 
     def action_failovers(self) -> None:
         """F: every failover's whole report, on a screen of its own."""
+        gate = self._gate
+        if gate is None or not gate.failovers:  # (the frames say whether one was measured)
+            self.flash("F: no failover measured yet" + (" (K kills the leader)" if gate and gate.own_leader else ""))
+            return
         reports = getattr(self.controller, "failover_reports", None)
         self.push_screen(FailoverScreen(reports() if reports is not None else []))
 

@@ -97,7 +97,7 @@ KILL = Binding("K", "app.kill_leader", "kill leader", key_display="K",
                tooltip="--ha: SIGKILL the serving master; a standby takes over and the failover is measured (with "
                        "an HA cluster kvtui attached to, it says why it does not)")
 FAILOVERS = Binding("F", "app.failovers", "failovers", key_display="F",
-                    tooltip="--ha: every failover's whole report (shown once one was measured)")
+                    tooltip="--ha: every failover's whole report (before the first one, it says there is none yet)")
 
 LIVE: list[Binding] = [
     HELP, QUIT, PAUSE,

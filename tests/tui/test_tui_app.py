@@ -27,6 +27,7 @@ from kvtui.tui.app import KvtuiApp, run_app
 from kvtui.tui.fmt import fmt_count, fmt_int, fmt_pct, format_bytes
 from kvtui.tui.screens import ConfirmScreen, HelpScreen
 from kvtui.tui.widgets import EventLog, Kpis, PageGrid, ProcsPanel, StorePanel
+from kvtui.tui.widgets.keybar import KeyBar
 
 TICK_HZ = 10  # frames pulled 10 times a second, whatever the app's default
 
@@ -518,12 +519,15 @@ def test_k_says_why_it_does_not_act_on_another_clusters_masters_and_f_shows_the_
 
     async def scenario(pilot):
         await pilot_wait_for(pilot, lambda: app.check_action("kill_leader", ()) is True, 10, "K offered")
-        assert app.check_action("failovers", ()) is False  # (no failover yet)
+        assert app.check_action("failovers", ()) is True  # (an HA cluster: F says there is no failover yet)
+        await pilot.press("F")
+        await pilot_wait_for(pilot, lambda: "no failover measured yet" in app.query_one(KeyBar).plain, 10, "F's reason")
+        assert not isinstance(app.screen, FailoverScreen)
         await pilot.press("K")
         await pilot_wait_for(pilot, lambda: NOT_OUR_MASTERS in log_texts(app), 10, "K's reason")
         assert ctl.calls == [] or all(c[0] != "kill_leader" for c in ctl.calls)
         src.status["failovers"] = 1
-        await pilot_wait_for(pilot, lambda: app.check_action("failovers", ()) is True, 10, "F offered")
+        await pilot_wait_for(pilot, lambda: app._gate is not None and app._gate.failovers, 10, "the failover seen")
         await pilot.press("F")
         await pilot_wait_for(pilot, lambda: isinstance(app.screen, FailoverScreen), 10, "the report screen")
         text = "\n".join(screen_lines(app))
