@@ -137,7 +137,7 @@ def _check_kinds(args: argparse.Namespace, plan):
     why = {k: w for k in plan.kinds
            if (w := why_unavailable(k, embedded=not attached, store_node=not attached and args.segment_on == "store",
                                     hosts=args.hosts == "auto", ha=bool(args.ha),
-                                    disk=not attached and bool(getattr(args, "disk_size", None))))}
+                                    disk=not attached and bool(args.disk_size)))}
     if args.faults.strip().lower() != "all":
         for k in plan.kinds:
             if k in why:

@@ -211,7 +211,7 @@ def run(args: argparse.Namespace, started_at: float | None = None) -> int:
         raise KvtuiError(f"bad --block-tokens {args.block_tokens!r}: must be at least 1 token")
     capacities = _parse_capacities(args.capacity)
     try:
-        disks = units.parse_token_list(getattr(args, "disk", None), "--disk")
+        disks = units.parse_token_list(args.disk, "--disk")
     except ValueError as exc:
         raise KvtuiError(str(exc)) from None
     if disks and not capacities:
