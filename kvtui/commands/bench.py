@@ -293,19 +293,15 @@ def run(args: argparse.Namespace, started_at: float | None = None) -> int:
 def disk_case(b: BenchFlags, dram_bytes: int) -> DiskCase:
     """The :class:`~kvtui.bench.disk.DiskCase` of ``bench --disk`` with a DRAM segment of ``dram_bytes``;
     ``KvtuiError`` for a ``--disk-path`` that is no folder or has less free space than the disk tier."""
-    import os
-    import shutil
-
     from kvtui.bench.disk import DiskCase
+    from kvtui.config.tiers import disk_room
     from kvtui.core.units import format_bytes
 
     case = DiskCase(b.prompt_tokens, b.shared_tokens, b.iterations, dram_bytes, DISK_DRAMS * dram_bytes, b.disk_path)
-    if b.disk_path is not None and not os.path.isdir(b.disk_path):
-        raise KvtuiError(f"--disk-path {b.disk_path}: not an existing folder")
-    free = shutil.disk_usage(case.where).free
+    where, free = disk_room(b.disk_path)
     if case.disk_bytes > free:
         raise KvtuiError(f"bench --disk makes a disk tier of {format_bytes(case.disk_bytes)} ({DISK_DRAMS}× its DRAM "
-                         f"segment) and {case.where} has {format_bytes(free)} free: choose a smaller --store-size or "
+                         f"segment) and {where} has {format_bytes(free)} free: choose a smaller --store-size or "
                          "another --disk-path")
     return case
 

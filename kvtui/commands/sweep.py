@@ -13,7 +13,6 @@ many tokens behind its DRAM, beside the offline two-tier model.
 from __future__ import annotations
 
 import argparse
-import os
 import sys
 from dataclasses import asdict, replace
 from typing import TYPE_CHECKING
@@ -22,6 +21,7 @@ from kvtui.commands.output import write_json_atomic
 from kvtui.config.cluster import DEFAULT_WORKER_CLIENT, LEASE_S, Topology, check_log_dir, resolve_worker_client
 from kvtui.config.layout import add_layout_arguments, field_overrides, flag_message, layout_from_args
 from kvtui.config.paths import check_outputs, path_arg
+from kvtui.config.tiers import disk_room
 from kvtui.config.workload import add_synthesis_arguments, read_trace_rows, synthesis_fields, trace_synthesis
 from kvtui.core.errors import KvtuiError, bad_value
 from kvtui.core.text import plural
@@ -145,15 +145,11 @@ def _check_disk_room(path: str | None, disk_bytes: int) -> None:
     """``KvtuiError`` (one line naming ``--disk``) when the largest disk tier of the sweep, ``disk_bytes``, is more
     than the free space where the tiers go (``path``, else the temporary folder); one point's tier is there at a
     time."""
-    import shutil
-    import tempfile
-
     from kvtui.core.units import format_bytes
 
     if not disk_bytes:
         return
-    where = path or tempfile.gettempdir()
-    free = shutil.disk_usage(where).free
+    where, free = disk_room(path)
     if disk_bytes > free:
         raise KvtuiError(f"--disk: the largest disk tier ({format_bytes(disk_bytes)}) is more than the free space in "
                          f"{where} ({format_bytes(free)}): sweep smaller disks or give another --disk-path")
@@ -185,8 +181,7 @@ def run(args: argparse.Namespace, started_at: float | None = None) -> int:
         raise KvtuiError(str(exc)) from None
     if args.disk_path is not None and not any(disks):
         raise KvtuiError("--disk-path says where the disk tiers go: give their sizes too (--disk)")
-    if args.disk_path is not None and not os.path.isdir(args.disk_path):
-        raise KvtuiError(f"--disk-path {args.disk_path}: not an existing folder")
+    disk_room(args.disk_path)  # (an existing folder, before anything starts)
     block = args.trace_block_tokens if args.trace_block_tokens is not None else DEFAULT_BLOCK_TOKENS
     if block < 1:
         raise KvtuiError(f"--trace-block-tokens must be at least 1, got {block}")

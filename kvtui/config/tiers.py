@@ -49,6 +49,17 @@ def add_tier_arguments(g: argparse._ActionsContainer) -> None:
                         "a kvtui-disk-* folder in it and removes it at the end; default: the temporary folder)")
 
 
+def disk_room(path: str | None) -> tuple[str, int]:
+    """Where a disk tier goes (``path``, else the temporary folder) and the bytes free there; ``KvtuiError`` for a
+    ``--disk-path`` that is no existing folder."""
+    import tempfile
+
+    if path is not None and not os.path.isdir(path):
+        raise KvtuiError(f"--disk-path {path}: not an existing folder")
+    where = path or tempfile.gettempdir()
+    return where, shutil.disk_usage(where).free
+
+
 def tiers_from_args(args: argparse.Namespace, store_bytes: int, attached: bool, segments: int = 1) -> TierPlan:
     """The :class:`TierPlan` of the flags for DRAM segments of ``store_bytes`` in all, in ``segments`` segments;
     ``KvtuiError`` (one line naming the flag) for a disk tier with an attached cluster, smaller than the segment
@@ -86,10 +97,7 @@ def tiers_from_args(args: argparse.Namespace, store_bytes: int, attached: bool, 
         raise KvtuiError(f"--disk-size {text} is smaller than the DRAM segment ({format_bytes(store_bytes)}): "
                          "Mooncake's store wedges with a disk tier below its DRAM (every put refused); give at "
                          "least --store-size")
-    if path is not None and not os.path.isdir(path):
-        raise KvtuiError(f"--disk-path {path}: not an existing folder")
-    where = path or os.environ.get("TMPDIR") or "/tmp"
-    free = shutil.disk_usage(where).free
+    where, free = disk_room(path)
     if disk > free:
         raise KvtuiError(f"--disk-size {text} is more than the free space in {where} ({format_bytes(free)}); "
                          "choose a smaller size or another --disk-path")
